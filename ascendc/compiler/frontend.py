@@ -1,0 +1,64 @@
+"""Kernel source -> checked AST: unsupported Python is a CompileError with file:line and a caret."""
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+
+from ..lang.errors import CompileError
+
+
+class KernelSource:
+    """The parsed source of a kernel or helper, with positions mapped back to its file."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.name = fn.__name__
+        lines, first = inspect.getsourcelines(fn)
+        self.file = inspect.getsourcefile(fn) or "<unknown>"
+        self.first_line = first
+        raw = "".join(lines)
+        self.text = textwrap.dedent(raw)
+        self.indent = len(lines[0]) - len(lines[0].lstrip())
+        tree = ast.parse(self.text)
+        self.fdef = tree.body[0]
+        if not isinstance(self.fdef, ast.FunctionDef):
+            raise self.error(self.fdef, "a kernel must be a plain `def` function")
+        self.fdef.decorator_list = []
+        self.lines = raw.splitlines()
+
+    def error(self, node, msg) -> CompileError:
+        line = getattr(node, "lineno", 1)
+        col = getattr(node, "col_offset", 0) + self.indent
+        src = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
+        full = (f"kernel {self.name}: {msg}\n  File \"{self.file}\", line {self.first_line + line - 1}"
+                f"\n    {src.strip()}\n    {' ' * (col - (len(src) - len(src.lstrip())))}^")
+        e = CompileError(full)
+        e.filename, e.lineno, e.offset, e.text = self.file, self.first_line + line - 1, col + 1, src
+        return e
+
+    def check(self):
+        """Reject constructs the kernel language does not support (as pyasc does)."""
+        a = self.fdef.args
+        if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs:
+            raise self.error(self.fdef, "kernel parameters must be plain positional names "
+                                        "(no *args, **kwargs or keyword-only parameters)")
+        if a.defaults:
+            raise self.error(a.defaults[0], "kernel parameters must not have default values")
+        for node in ast.walk(self.fdef):
+            bad = None
+            if node is not self.fdef and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                           ast.Lambda, ast.ClassDef)):
+                bad = "nested functions, lambdas and classes are not supported in a kernel " \
+                      "(make a helper with @asc.jit)"
+            elif isinstance(node, (ast.Try, ast.Raise, ast.Global, ast.Nonlocal, ast.Yield,
+                                   ast.YieldFrom, ast.Await, ast.Delete, ast.Import,
+                                   ast.ImportFrom)):
+                bad = f"`{type(node).__name__.lower()}` is not supported in a kernel"
+            elif isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp,
+                                   ast.Dict, ast.Set, ast.JoinedStr)):
+                bad = f"{type(node).__name__} is not supported in a kernel"
+            elif isinstance(node, ast.With):
+                bad = "`with` is not supported in a kernel"
+            if bad:
+                raise self.error(node, bad)

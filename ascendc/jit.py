@@ -1,0 +1,323 @@
+"""`@asc.jit` and `kernel[block_dim, stream](...)`: argument marshalling, specialisation,
+and the two binaries (interpreted / compiled) that rt's core pool runs.
+
+The choice between interpret and compiled mode is made here only (options.interpret_mode).
+"""
+from __future__ import annotations
+
+import inspect
+import threading
+import warnings
+
+import numpy as np
+
+import rt
+from rt import errors as E
+
+from . import options as O
+from .lang import api, core, dtypes as D, prims
+from .lang.errors import GMReadError, GMWriteError, KernelError
+
+_CTX = threading.local()
+
+
+def _core_ctx(soc, flags):
+    """The calling worker's context for `soc` (local memories reused across launches)."""
+    cache = getattr(_CTX, "cache", None)
+    if cache is None:
+        cache = _CTX.cache = {}
+    key = (soc.name, flags)
+    if key not in cache:
+        cache[key] = core.new_ctx(soc, flags)
+    ctx = cache[key]
+    return ctx
+
+
+class _GM:
+    """A GM argument as the binary receives it: device address, bytes, dtype."""
+    __slots__ = ("ptr", "nbytes", "dtype", "name")
+
+    def __init__(self, ptr, nbytes, dtype: D.DataType, name):
+        self.ptr, self.nbytes, self.dtype, self.name = int(ptr), int(nbytes), dtype, name
+
+    def view(self):
+        return rt.memory.device_view(self.ptr, self.nbytes).view(self.dtype.storage)
+
+
+class _Binary:
+    """What rt.launch runs: `run_blocks(first, last, block_dim, args)` over one specialisation."""
+
+    def __init__(self, name, soc, checked: O.CheckedOptions, param_names):
+        self.name = name
+        self.soc = soc
+        self.checked = checked
+        self.param_names = param_names
+        self.last_counters = {}
+        self._lock = threading.Lock()
+
+    def _order(self, first, last):
+        blocks = np.arange(first, last, dtype=np.int64)
+        if self.checked.shuffle_blocks and len(blocks) > 1:
+            np.random.default_rng().shuffle(blocks)
+        return blocks
+
+    def run_blocks(self, first, last, block_dim, args):
+        ctx = _core_ctx(self.soc, self.checked.flags)
+        st = ctx[2]
+        st[core.S_ROUNDED] = 0
+        core.reset_counters(ctx)
+        views = []
+        for a in args:
+            if isinstance(a, _GM):
+                views.append(a.view())
+            else:
+                views.append(a)
+        try:
+            self._run(ctx, self._order(first, last), block_dim, views)
+        except (KernelError, ZeroDivisionError, IndexError, ValueError, TypeError,
+                AssertionError, ArithmeticError) as e:
+            raise self._wrap(e, int(st[core.S_BLOCK_IDX]), block_dim) from e
+        finally:
+            with self._lock:
+                for k, v in core.read_counters(ctx).items():
+                    self.last_counters[k] = self.last_counters.get(k, 0) + v
+        if self.checked.report_rounding and st[core.S_ROUNDED]:
+            warnings.warn(f"kernel {self.name}: data_copy rounded count*sizeof down to a multiple "
+                          f"of 32 bytes in {int(st[core.S_ROUNDED])} call(s) of blocks "
+                          f"[{first}, {last}); the tail was not copied (use data_copy_pad)",
+                          RuntimeWarning, stacklevel=2)
+
+    def _wrap(self, e, block_idx, block_dim):
+        msg = str(e)
+        for i, n in enumerate(self.param_names):
+            msg = msg.replace(f"argument #{i} ", f"argument {n!r} ")
+        full = f"kernel {self.name}: block_idx={block_idx}/{block_dim}: {msg}"
+        code = (E.ACL_ERROR_RT_AICORE_TRAP_READ_OVERFLOW if isinstance(e, GMReadError) else
+                E.ACL_ERROR_RT_AICORE_TRAP_WRITE_OVERFLOW if isinstance(e, GMWriteError) else
+                E.ACL_ERROR_RT_AICORE_EXCEPTION)
+        err = rt.AclError(code, full)
+        err.block_idx = block_idx
+        return err
+
+
+class CompiledBinary(_Binary):
+    def __init__(self, name, soc, checked, param_names, run):
+        super().__init__(name, soc, checked, param_names)
+        self.run = run
+
+    def _run(self, ctx, blocks, block_dim, views):
+        self.run(ctx, blocks, block_dim, *views)
+
+
+class InterpretedBinary(_Binary):
+    def __init__(self, name, soc, checked, param_names, fn, consts):
+        super().__init__(name, soc, checked, param_names)
+        self.fn, self.consts = fn, consts
+
+    def _run(self, ctx, blocks, block_dim, views):
+        args = []
+        it = iter(views)
+        for n in self.param_names:
+            if n in self.consts:
+                args.append(self.consts[n])
+            else:
+                v = next(it)
+                args.append(api.GlobalAddress(v) if isinstance(v, np.ndarray) else v)
+        prev = getattr(api._state, "ctx", None)
+        api.set_ctx(ctx)
+        try:
+            for b in blocks:
+                core.begin_block(ctx, b, block_dim)
+                for v in views:
+                    if isinstance(v, np.ndarray):
+                        core.register_gm(ctx, v)
+                self.fn(*args)
+                prims.kernel_end(ctx)
+        finally:
+            api.set_ctx(prev)
+
+
+def _const_params(fn):
+    """Names of parameters annotated asc.ConstExpr / asc.ConstExpr[...]."""
+    out = set()
+    for name, p in inspect.signature(fn).parameters.items():
+        ann = p.annotation
+        if ann is api.ConstExpr or (isinstance(ann, str) and "ConstExpr" in ann):
+            out.add(name)
+    return out
+
+
+def _scalar(v, name, kernel):
+    if isinstance(v, (bool, np.bool_)):
+        return np.int8(v)
+    if isinstance(v, int):
+        if not -2**31 <= v < 2**31:
+            raise E.AclError(E.ACL_ERROR_INVALID_PARAM,
+                             f"{kernel}: int argument must fit int32 (pass np.int64 for wider "
+                             f"values), got {name}={v}")
+        return np.int32(v)
+    if isinstance(v, float):
+        return np.float32(v)
+    if isinstance(v, np.generic):
+        return v
+    raise E.AclError(E.ACL_ERROR_INVALID_PARAM,
+                     f"{kernel}: argument must be an array, rt.DeviceArray, int, float or numpy "
+                     f"scalar, got {name}={type(v).__name__}")
+
+
+def _torch_to_numpy(t):
+    if str(t.device) != "cpu":
+        raise E.AclError(E.ACL_ERROR_INVALID_PARAM,
+                         f"kernel argument: torch tensors must be on the CPU, got device={t.device}")
+    if str(t.dtype) == "torch.bfloat16":
+        import torch
+        return t.view(torch.int16).numpy().view(D.BFLOAT16)
+    return t.numpy()
+
+
+class JitFunction:
+    """A kernel (or helper) declared with `@asc.jit`. Launch with `kernel[block_dim](*args)` or
+    `kernel[block_dim, stream](*args)` (pyasc syntax)."""
+
+    def __init__(self, fn, **options):
+        self.fn = fn
+        self.options = options
+        self.__name__ = fn.__name__
+        self.__doc__ = fn.__doc__
+        self.__wrapped__ = fn
+        self.param_names = list(inspect.signature(fn).parameters)
+        self.const_params = _const_params(fn)
+        clash = set(self.param_names) & {"interpret", "checked", "soc", "kernel_type", "core_num",
+                                         "stream"}
+        if clash:
+            raise TypeError(f"asc.jit: kernel parameters must not share a name with a jit "
+                            f"option, got {sorted(clash)}")
+        self._cache: dict = {}
+        self._lock = threading.Lock()
+
+    def __repr__(self):
+        return f"<asc.jit kernel {self.__name__}>"
+
+    def __call__(self, *args, **kwargs):
+        if getattr(api._state, "ctx", None) is not None:  # a helper called from an interpreted kernel
+            return self.fn(*args, **kwargs)
+        raise TypeError(f"{self.__name__}: kernels are launched with "
+                        f"{self.__name__}[block_dim](...) or [block_dim, stream]")
+
+    def __getitem__(self, spec):
+        spec = spec if isinstance(spec, tuple) else (spec,)
+        if not 1 <= len(spec) <= 2:
+            raise TypeError(f"{self.__name__}[...]: launch must be [block_dim] or "
+                            f"[block_dim, stream], got {spec!r}")
+        block_dim = spec[0]
+        stream = spec[1] if len(spec) > 1 else None
+        if not isinstance(block_dim, (int, np.integer)) or not 1 <= block_dim <= 65535:
+            raise E.AclError(E.ACL_ERROR_RT_PARAM_INVALID,
+                             f"{self.__name__}[]: block_dim must be in [1, 65535], got "
+                             f"block_dim={block_dim!r}")
+        return lambda *args, **kw: self.launch(int(block_dim), stream, args, kw)
+
+    # -- launch ---------------------------------------------------------------------------------
+    def launch(self, block_dim, stream, args, kwargs):
+        opts = {**self.options, **kwargs}
+        if len(args) != len(self.param_names):
+            raise TypeError(f"{self.__name__}: expected {len(self.param_names)} arguments "
+                            f"({', '.join(self.param_names)}), got {len(args)}")
+        interpret = O.interpret_mode(opts.get("interpret"))
+        checked = O.resolve(opts.get("checked"))
+        soc = rt.get_soc(opts.get("soc"))
+        consts, launch_args, sig, host_copies = {}, [], [], []
+        try:
+            for name, v in zip(self.param_names, args):
+                if name in self.const_params:
+                    consts[name] = v
+                    continue
+                gm = self._gm_arg(name, v, stream, host_copies)
+                if gm is not None:
+                    launch_args.append(gm)
+                    sig.append(("GA", gm.dtype.name))
+                else:
+                    s = _scalar(v, name, self.__name__)
+                    launch_args.append(s)
+                    sig.append(("S", s.dtype.name))
+            key = (interpret, checked, soc.name, tuple(sorted((k, repr(v)) for k, v in
+                                                             consts.items())), tuple(sig))
+            binary = self._binary(key, interpret, checked, soc, consts, sig)
+            sync_stream = stream if host_copies else None
+            rt.launch(binary, block_dim, tuple(launch_args), stream)
+            if host_copies:
+                (sync_stream or rt.default_stream()).synchronize()
+                for host, dev in host_copies:
+                    np.copyto(host, dev.copy_to_host().reshape(host.shape), casting="no")
+        finally:
+            for _, dev in host_copies:
+                dev.free()
+        return None
+
+    def _gm_arg(self, name, v, stream, host_copies):
+        if isinstance(v, rt.DeviceArray):
+            return _GM(v.ptr, v.nbytes, D.from_numpy(v.dtype), name)
+        if type(v).__module__.startswith("torch"):
+            v = _torch_to_numpy(v)
+        if isinstance(v, np.ndarray):
+            if not v.flags.c_contiguous:
+                raise E.AclError(E.ACL_ERROR_INVALID_PARAM,
+                                 f"{self.__name__}: array arguments must be C-contiguous, got "
+                                 f"{name} with strides {v.strides}")
+            dev = rt.to_device(v)
+            host_copies.append((v, dev))
+            return _GM(dev.ptr, dev.nbytes, D.from_numpy(v.dtype), name)
+        if isinstance(v, rt.HostPtr):
+            raise E.AclError(E.ACL_ERROR_RT_AICORE_EXCEPTION,
+                             f"kernel {self.__name__}: block_idx=0: argument {name!r} is a host "
+                             f"address {int(v):#x} (offset 0), an illegal address for an AI Core; "
+                             f"copy the data to device memory (rt.to_device / rt.memcpy) first")
+        if isinstance(v, rt.DevicePtr):
+            return _GM(v, v.size, D.uint8, name)
+        return None
+
+    def _binary(self, key, interpret, checked, soc, consts, sig):
+        with self._lock:
+            b = self._cache.get(key)
+            if b is not None:
+                return b
+            if interpret:
+                b = InterpretedBinary(self.__name__, soc, checked, self.param_names, self.fn,
+                                      consts)
+            else:
+                b = CompiledBinary(self.__name__, soc, checked, self.param_names,
+                                   self._compile(consts, sig))
+            self._cache[key] = b
+            return b
+
+    def _compile(self, consts, sig):
+        from .compiler.cache import load_module
+        from .compiler.codegen import Generator, GA, OTHER
+        gen = Generator()
+        rt_params = [n for n in self.param_names if n not in consts]
+        kinds = {n: (GA if s[0] == "GA" else OTHER) for n, s in zip(rt_params, sig)}
+        gen.function(self.fn, "_kernel", kinds, consts)
+        ps = ", ".join(rt_params)
+        regs = "".join(f"        _C.register_gm(_ctx, {n})\n" for n in rt_params
+                       if kinds[n] == GA)
+        gen.functions.append(
+            "@njit(nogil=True, cache=True)\n"
+            f"def _run(_ctx, blocks, block_num{', ' if ps else ''}{ps}):\n"
+            "    for b in blocks:\n"
+            "        _C.begin_block(_ctx, b, block_num)\n"
+            f"{regs}"
+            f"        _kernel(_ctx{', ' if ps else ''}{ps})\n"
+            "        _P.kernel_end(_ctx)\n")
+        header = (f"kernel {self.__name__} from {inspect.getsourcefile(self.fn)}; "
+                  f"consts={consts!r}; signature={sig!r}")
+        mod = load_module(gen.module(header), self.__name__)
+        return mod._run
+
+
+def jit(fn=None, **options):
+    """Mirrors pyasc `@asc.jit` / `@asc.jit(**options)`. Options: interpret (bool), checked
+    (bool or CheckedOptions), soc (SoC name). Kernel type options of pyasc are accepted and
+    ignored (cube and vector paths run on every emulated core)."""
+    if fn is None:
+        return lambda f: JitFunction(f, **options)
+    return JitFunction(fn, **options)

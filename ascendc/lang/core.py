@@ -1,0 +1,293 @@
+"""The per-core context every primitive receives, and small shared helpers.
+
+A core's context is the tuple ``ctx = (mem, stage, st)``:
+- ``mem``: one uint8 array holding the core's local memories back to back (UB, L1, L0A, L0B,
+  L0C, BT); a LocalTensor is a typed view into it, and its level is found from its address.
+- ``stage``: same size; in checked mode GM->local copies land here and become visible in ``mem``
+  only when their tensor is dequeued (or a wait_flag/pipe_barrier on MTE2 is reached).
+- ``st``: int64 state (block index, options, pipe usage, queue records, counters, GM arg ranges).
+The same primitives run in both modes: compiled kernels call them from njit code, the interpreter
+from Python.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, types
+from numba.extending import overload
+
+from .errors import GMReadError, GMWriteError, KernelError
+
+# levels (index into the layout part of st)
+UB, L1, L0A, L0B, L0C, BT = 0, 1, 2, 3, 4, 5
+LEVEL_NAMES = ("UB", "L1", "L0A", "L0B", "L0C", "BT")
+NLEVELS = 6
+
+# st layout
+S_BLOCK_IDX = 0
+S_BLOCK_NUM = 1
+S_FLAGS = 2            # bit0 NaN fill, bit1 deferred GM->local visibility, bit2 report rounding
+S_ROUNDED = 3          # data_copy calls whose bytes were rounded down to 32 B
+S_PIPES = 4            # TPipe objects created (must stay <= 1)
+S_NBUF = 5             # buffers initialised (<= 64)
+S_NQUE = 6             # queue records used
+S_NGM = 7              # GM arguments registered
+S_LEVEL_BASE = 8       # 8 + 2*level: byte offset in mem; 9 + 2*level: capacity
+S_LEVEL_USED = 24      # 24 + level: bytes handed out by init_buffer
+S_COUNTERS = 32        # 32..47: profiler counters (see COUNTER_NAMES)
+S_PENDING = 48         # count of pending (deferred) copies; entries at S_PENDING_TAB
+S_PENDING_TAB = 64     # (mem_off, nbytes) pairs
+MAX_PENDING = 256
+S_QUEUES = S_PENDING_TAB + 2 * MAX_PENDING  # queue records, QREC ints each
+QREC = 32
+MAX_QUEUES = 64
+S_GM = S_QUEUES + QREC * MAX_QUEUES          # (address, nbytes) per GM argument
+MAX_GM = 64
+S_EVENTS = S_GM + 2 * MAX_GM                 # set_flag counts per (HardEvent, event_id)
+N_EVENT_IDS = 8
+ST_SIZE = S_EVENTS + 35 * N_EVENT_IDS
+
+FLAG_NAN_FILL = 1
+FLAG_DEFER = 2
+FLAG_REPORT_ROUNDING = 4
+
+# counters (issue 4 profiler): bytes per pipe, cube MACs, vector element-ops
+C_MTE2, C_MTE1, C_MTE3, C_FIX, C_CUBE_MACS, C_VEC_OPS, C_MTE_UB2UB = range(7)
+COUNTER_NAMES = ("mte2_bytes", "mte1_bytes", "mte3_bytes", "fix_bytes", "cube_macs",
+                 "vector_elem_ops", "ub_to_ub_bytes")
+
+
+def layout(soc):
+    """(offsets, sizes, total) of the local memories of one core of `soc`."""
+    sizes = [soc.ub_bytes, soc.l1_bytes, soc.l0a_bytes, soc.l0b_bytes, soc.l0c_bytes, 1024]
+    offs, off = [], 0
+    for s in sizes:
+        offs.append(off)
+        off += s
+    return offs, sizes, off
+
+
+def new_ctx(soc, flags=0):
+    """A fresh context for one core (reused across the blocks a worker runs)."""
+    offs, sizes, total = layout(soc)
+    mem = np.zeros(total, np.uint8)
+    stage = np.zeros(total, np.uint8) if flags & FLAG_DEFER else np.zeros(64, np.uint8)
+    st = np.zeros(ST_SIZE, np.int64)
+    for lv in range(NLEVELS):
+        st[S_LEVEL_BASE + 2 * lv] = offs[lv]
+        st[S_LEVEL_BASE + 2 * lv + 1] = sizes[lv]
+    st[S_FLAGS] = flags
+    return (mem, stage, st)
+
+
+@njit(nogil=True, cache=True)
+def begin_block(ctx, block_idx, block_num):
+    """Reset per-block state: pipe, queues, buffers, pending copies; NaN-fill if asked."""
+    mem, stage, st = ctx
+    st[S_BLOCK_IDX] = block_idx
+    st[S_BLOCK_NUM] = block_num
+    st[S_PIPES] = 0
+    st[S_NBUF] = 0
+    st[S_NQUE] = 0
+    st[S_NGM] = 0
+    st[S_PENDING] = 0
+    for lv in range(NLEVELS):
+        st[S_LEVEL_USED + lv] = 0
+    st[S_EVENTS:S_EVENTS + 35 * N_EVENT_IDS] = 0
+    if st[S_FLAGS] & FLAG_NAN_FILL:
+        mem[:] = 0xFF  # all-ones bytes are NaN for every float type (and -1 for ints)
+        if st[S_FLAGS] & FLAG_DEFER:
+            stage[:] = 0xFF
+
+
+def reset_counters(ctx):
+    ctx[2][S_COUNTERS:S_COUNTERS + 16] = 0
+
+
+def read_counters(ctx) -> dict:
+    st = ctx[2]
+    return {n: int(st[S_COUNTERS + i]) for i, n in enumerate(COUNTER_NAMES)}
+
+
+@njit(nogil=True, cache=True, inline="never")
+def count(ctx, which, n):
+    ctx[2][S_COUNTERS + which] += n
+
+
+# ---- addresses ---------------------------------------------------------------------------------
+
+@njit(nogil=True, cache=True)
+def local_offset(ctx, a):
+    """Byte offset of tensor `a` inside the core's local memory, or -1 if `a` is not local."""
+    mem = ctx[0]
+    d = a.ctypes.data - mem.ctypes.data
+    if d < 0 or d >= mem.size:
+        return -1
+    return d
+
+
+@njit(nogil=True, cache=True)
+def level_of(ctx, a):
+    """Level (UB, L1, ...) of a local tensor, or -1 for global memory."""
+    off = local_offset(ctx, a)
+    if off < 0:
+        return -1
+    st = ctx[2]
+    for lv in range(NLEVELS):
+        b = st[S_LEVEL_BASE + 2 * lv]
+        if b <= off < b + st[S_LEVEL_BASE + 2 * lv + 1]:
+            return lv
+    return -1
+
+
+@njit(nogil=True, cache=True)
+def level_name(lv):
+    if lv == UB:
+        return "UB"
+    if lv == L1:
+        return "L1"
+    if lv == L0A:
+        return "L0A"
+    if lv == L0B:
+        return "L0B"
+    if lv == L0C:
+        return "L0C"
+    if lv == BT:
+        return "BT"
+    return "GM"
+
+
+@njit(nogil=True, cache=True)
+def register_gm(ctx, a):
+    """Record GM argument `a` (its whole allocation) so out-of-range accesses can be named."""
+    st = ctx[2]
+    k = st[S_NGM]
+    if k < MAX_GM:
+        st[S_GM + 2 * k] = a.ctypes.data
+        st[S_GM + 2 * k + 1] = a.size * a.itemsize
+        st[S_NGM] = k + 1
+
+
+@njit(nogil=True, cache=True)
+def _gm_where(ctx, addr):
+    st = ctx[2]
+    for k in range(st[S_NGM]):
+        b = st[S_GM + 2 * k]
+        if b <= addr <= b + st[S_GM + 2 * k + 1]:
+            return k, addr - b, st[S_GM + 2 * k + 1]
+    return -1, 0, 0
+
+
+@njit(nogil=True, cache=True)
+def check_gm(ctx, api, a, first, n, write):
+    """Raise unless elements [first, first+n) of GM view `a` lie inside its allocation."""
+    if first >= 0 and first + n <= a.size:
+        return
+    k, boff, nbytes = _gm_where(ctx, a.ctypes.data)
+    isz = a.itemsize
+    msg = (api + ": GM " + ("write" if write else "read") + " must stay inside argument #"
+           + str(k) + " (" + str(nbytes // isz) + " elements), got elements ["
+           + str(boff // isz + first) + ", " + str(boff // isz + first + n) + ")")
+    if write:
+        raise GMWriteError(msg)
+    raise GMReadError(msg)
+
+
+@njit(nogil=True, cache=True)
+def check_local(ctx, api, what, a, n):
+    """Raise unless local tensor `a` holds at least n elements."""
+    if n > a.size or n < 0:
+        raise KernelError(api + ": " + what + " must hold count elements, got count=" + str(n)
+                          + " for a tensor of " + str(a.size) + " elements in "
+                          + level_name(level_of(ctx, a)))
+
+
+# ---- deferred visibility of GM->local copies (checked mode) ------------------------------------
+
+@njit(nogil=True, cache=True)
+def defer_enabled(ctx):
+    return (ctx[2][S_FLAGS] & FLAG_DEFER) != 0
+
+
+@njit(nogil=True, cache=True)
+def add_pending(ctx, off, nbytes):
+    st = ctx[2]
+    k = st[S_PENDING]
+    if k >= MAX_PENDING:
+        flush_pending(ctx, 0, ctx[0].size)
+        k = st[S_PENDING]
+    st[S_PENDING_TAB + 2 * k] = off
+    st[S_PENDING_TAB + 2 * k + 1] = nbytes
+    st[S_PENDING] = k + 1
+
+
+@njit(nogil=True, cache=True)
+def flush_pending(ctx, lo, hi):
+    """Make deferred copies that overlap mem[lo:hi] visible."""
+    mem, stage, st = ctx
+    k = 0
+    n = st[S_PENDING]
+    while k < n:
+        off = st[S_PENDING_TAB + 2 * k]
+        nb = st[S_PENDING_TAB + 2 * k + 1]
+        if off < hi and off + nb > lo:
+            mem[off:off + nb] = stage[off:off + nb]
+            n -= 1
+            st[S_PENDING_TAB + 2 * k] = st[S_PENDING_TAB + 2 * n]
+            st[S_PENDING_TAB + 2 * k + 1] = st[S_PENDING_TAB + 2 * n + 1]
+        else:
+            k += 1
+    st[S_PENDING] = n
+
+
+@njit(nogil=True, cache=True)
+def gm_to_local_target(ctx, dst):
+    """The array a GM->local copy should write: `dst` itself, or its twin in the stage buffer."""
+    if not defer_enabled(ctx):
+        return dst
+    off = local_offset(ctx, dst)
+    nb = dst.size * dst.itemsize
+    add_pending(ctx, off, nb)
+    return ctx[1][off:off + nb].view(dst.dtype)
+
+
+# ---- masks for the repeat forms ----------------------------------------------------------------
+
+def mask_words(mask, elem_bytes):
+    """(m0, m1) bit masks for a vector repeat: int = continuous first-n, or [w0, w1] words."""
+    if isinstance(mask, (list, tuple)):
+        w = list(mask) + [0, 0]
+        return np.uint64(w[0]), np.uint64(w[1])
+    return _continuous(int(mask), elem_bytes)
+
+
+@njit(nogil=True, cache=True)
+def _continuous(m, elem_bytes):
+    lanes = 256 // elem_bytes
+    if m < 1 or m > lanes:
+        raise KernelError("vector op: mask must be in [1, " + str(lanes) + "] for "
+                          + str(elem_bytes * 8) + "-bit elements, got mask=" + str(m))
+    if m >= 128:
+        return np.uint64(0xFFFFFFFFFFFFFFFF), np.uint64(0xFFFFFFFFFFFFFFFF)
+    if m >= 64:
+        hi = np.uint64(0) if m == 64 else (np.uint64(1) << np.uint64(m - 64)) - np.uint64(1)
+        return np.uint64(0xFFFFFFFFFFFFFFFF), hi
+    return (np.uint64(1) << np.uint64(m)) - np.uint64(1), np.uint64(0)
+
+
+@overload(mask_words)
+def _mask_words(mask, elem_bytes):
+    if isinstance(mask, types.Integer):
+        return lambda mask, elem_bytes: _continuous(mask, elem_bytes)
+    if isinstance(mask, (types.UniTuple, types.Tuple)) and len(mask) == 2:
+        return lambda mask, elem_bytes: (np.uint64(mask[0]), np.uint64(mask[1]))
+    if isinstance(mask, (types.UniTuple, types.Tuple)) and len(mask) == 1:
+        return lambda mask, elem_bytes: (np.uint64(mask[0]), np.uint64(0))
+    return None
+
+
+@njit(nogil=True, cache=True)
+def lane_on(m0, m1, j):
+    """Is lane j of a repeat selected by the mask words?"""
+    if j < 64:
+        return (m0 >> np.uint64(j)) & np.uint64(1) != 0
+    return (m1 >> np.uint64(j - 64)) & np.uint64(1) != 0

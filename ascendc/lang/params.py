@@ -1,0 +1,59 @@
+"""Parameter structs of the Ascend C APIs (pyasc names, snake_case fields, Ascend C defaults).
+
+They are namedtuples so compiled kernels can build and read them; the compiler rewrites keyword
+construction into positional form using `FIELDS`/`DEFAULTS`.
+"""
+from collections import namedtuple
+
+
+def _struct(name, spec, doc):
+    fields = [f for f, _ in spec]
+    cls = namedtuple(name, fields, defaults=[d for _, d in spec])
+    cls.__doc__ = doc
+    return cls
+
+
+BinaryRepeatParams = _struct("BinaryRepeatParams", [
+    ("dst_blk_stride", 1), ("src0_blk_stride", 1), ("src1_blk_stride", 1),
+    ("dst_rep_stride", 8), ("src0_rep_stride", 8), ("src1_rep_stride", 8)],
+    "Strides of a binary vector op's repeat form, in 32-byte blocks.")
+UnaryRepeatParams = _struct("UnaryRepeatParams", [
+    ("dst_blk_stride", 1), ("src_blk_stride", 1), ("dst_rep_stride", 8), ("src_rep_stride", 8)],
+    "Strides of a unary / tensor-scalar vector op's repeat form, in 32-byte blocks.")
+BrcbRepeatParams = _struct("BrcbRepeatParams", [("dst_blk_stride", 1), ("dst_rep_stride", 8)],
+                           "Strides of brcb's output, in 32-byte blocks.")
+DataCopyParams = _struct("DataCopyParams", [
+    ("block_count", 1), ("block_len", 0), ("src_stride", 0), ("dst_stride", 0)],
+    "Strided data_copy: block_len and the gaps between blocks in 32-byte units.")
+DataCopyExtParams = _struct("DataCopyExtParams", [
+    ("block_count", 1), ("block_len", 0), ("src_stride", 0), ("dst_stride", 0), ("rsv", 0)],
+    "data_copy_pad: block_len in bytes; GM-side stride in bytes, UB-side stride in 32-byte blocks.")
+DataCopyPadExtParams = _struct("DataCopyPadExtParams", [
+    ("is_pad", False), ("left_padding", 0), ("right_padding", 0), ("padding_value", 0)],
+    "data_copy_pad padding (counts in elements, each side at most 32 bytes).")
+DataCopyPadParams = _struct("DataCopyPadParams", [
+    ("is_pad", False), ("left_padding", 0), ("right_padding", 0), ("padding_value", 0)],
+    "Legacy data_copy_pad padding.")
+Nd2NzParams = _struct("Nd2NzParams", [
+    ("nd_num", 1), ("n_value", 0), ("d_value", 0), ("src_nd_matrix_stride", 0), ("src_d_value", 0),
+    ("dst_nz_c0_stride", 0), ("dst_nz_n_stride", 0), ("dst_nz_matrix_stride", 0)],
+    "GM(ND) -> L1(NZ) conversion: n rows of d elements; strides in elements / C0 blocks.")
+LoadData2DParams = _struct("LoadData2DParams", [
+    ("start_index", 0), ("repeat_times", 1), ("src_stride", 0), ("sid", 0), ("dst_gap", 0),
+    ("if_transpose", False), ("addr_mode", 0)],
+    "L1 -> L0A/L0B load in 512-byte fractals.")
+MmadParams = _struct("MmadParams", [
+    ("m", 0), ("n", 0), ("k", 0), ("is_bias", False), ("fm_offset", 0), ("en_ssparse", False),
+    ("en_winograd_a", False), ("en_winograd_b", False), ("unit_flag", 0),
+    ("k_direction_align", False), ("cmatrix_source", False), ("cmatrix_init_val", True)],
+    "mmad: C(m x n) (+)= A(m x k) * B(k x n); cmatrix_init_val=True starts C from zero.")
+FixpipeParamsV220 = _struct("FixpipeParamsV220", [
+    ("n_size", 0), ("m_size", 0), ("src_stride", 0), ("dst_stride", 0), ("quant_pre", 0),
+    ("deq_scalar", 0), ("nd_num", 1), ("src_nd_stride", 0), ("dst_nd_stride", 0),
+    ("relu_en", False), ("unit_flag", 0), ("is_channel_split", False)],
+    "fixpipe L0C -> GM: n_size x m_size, src_stride in C0 rows, dst_stride in elements per ND row.")
+
+ALL = (BinaryRepeatParams, UnaryRepeatParams, BrcbRepeatParams, DataCopyParams, DataCopyExtParams,
+       DataCopyPadExtParams, DataCopyPadParams, Nd2NzParams, LoadData2DParams, MmadParams,
+       FixpipeParamsV220)
+BY_NAME = {c.__name__: c for c in ALL}

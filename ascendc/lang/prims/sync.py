@@ -1,0 +1,92 @@
+"""Pipe synchronisation and system variables.
+
+Blocks run their instructions in program order here, so pipes never race; what we keep is the
+*visibility* rule: in checked mode a GM->local copy becomes visible at deque, or at a wait_flag on
+an MTE2_* event / a pipe_barrier on MTE2 or ALL. wait_flag without a matching set_flag would hang
+the hardware, so it is an error.
+"""
+from numba import njit
+
+from ..core import (FLAG_DEFER, N_EVENT_IDS, S_BLOCK_IDX, S_BLOCK_NUM, S_EVENTS, S_FLAGS,
+                    flush_pending)
+from ..errors import KernelError
+
+__all__ = ["pipe_barrier", "set_flag", "wait_flag", "sync_all", "get_block_idx", "get_block_num",
+           "get_sub_block_idx", "get_sub_block_num", "get_data_block_size_in_bytes"]
+
+_MTE2_EVENTS = (0, 4, 14, 20, 24, 27)  # MTE2_MTE1, MTE2_V, MTE2_M, MTE2_MTE3, MTE2_S, MTE2_FIX
+
+
+@njit(nogil=True, cache=True)
+def _flush_all(ctx):
+    if ctx[2][S_FLAGS] & FLAG_DEFER:
+        flush_pending(ctx, 0, ctx[0].size)
+
+
+@njit(nogil=True, cache=True)
+def pipe_barrier(ctx, pipe):
+    if pipe == 0:
+        raise KernelError("asc.pipe_barrier: pipe must not be PIPE_S (a hardware error), got "
+                          "pipe=PIPE_S")
+    if pipe < 0 or pipe > 10:
+        raise KernelError("asc.pipe_barrier: pipe must be a PipeID, got pipe=" + str(pipe))
+    if pipe == 6 or pipe == 4:
+        _flush_all(ctx)
+
+
+@njit(nogil=True, cache=True)
+def _event_slot(event, event_id, api):
+    if event < 0 or event > 34:
+        raise KernelError(api + ": event must be a HardEvent (0..34), got event=" + str(event))
+    if event_id < 0 or event_id >= N_EVENT_IDS:
+        raise KernelError(api + ": event_id must be in [0, " + str(N_EVENT_IDS) + "), got event_id="
+                          + str(event_id))
+    return S_EVENTS + event * N_EVENT_IDS + event_id
+
+
+@njit(nogil=True, cache=True)
+def set_flag(ctx, event, event_id):
+    ctx[2][_event_slot(event, event_id, "asc.set_flag")] += 1
+
+
+@njit(nogil=True, cache=True)
+def wait_flag(ctx, event, event_id):
+    k = _event_slot(event, event_id, "asc.wait_flag")
+    st = ctx[2]
+    if st[k] <= 0:
+        raise KernelError("asc.wait_flag: a matching set_flag must come first (the NPU would hang), "
+                          "got wait_flag(event=" + str(event) + ", event_id=" + str(event_id) + ")")
+    st[k] -= 1
+    for e in _MTE2_EVENTS:
+        if e == event:
+            _flush_all(ctx)
+
+
+@njit(nogil=True, cache=True)
+def sync_all(ctx):
+    _flush_all(ctx)
+
+
+@njit(nogil=True, cache=True)
+def get_block_idx(ctx):
+    return ctx[2][S_BLOCK_IDX]
+
+
+@njit(nogil=True, cache=True)
+def get_block_num(ctx):
+    return ctx[2][S_BLOCK_NUM]
+
+
+@njit(nogil=True, cache=True)
+def get_sub_block_idx(ctx):
+    return 0
+
+
+@njit(nogil=True, cache=True)
+def get_sub_block_num(ctx):
+    return 1
+
+
+@njit(nogil=True, cache=True)
+def get_data_block_size_in_bytes(ctx):
+    return 32

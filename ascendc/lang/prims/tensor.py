@@ -1,0 +1,67 @@
+"""Tensor handles: GM binding and views, scalar element access, debug dumps."""
+import numpy as np
+from numba import njit
+
+from ..core import check_gm, level_name, level_of, local_offset
+from ..dtypes import ld, st
+from ..errors import KernelError
+
+__all__ = ["ga_add", "gt_bind", "sub_view", "get_value", "set_value", "dump_tensor"]
+
+
+@njit(nogil=True, cache=True)
+def ga_add(ctx, a, n):
+    """GlobalAddress + n (elements): a view starting n elements later."""
+    if n < 0 or n > a.size:
+        check_gm(ctx, "GlobalAddress +", a, n, 0, False)
+    return a[n:]
+
+
+@njit(nogil=True, cache=True)
+def gt_bind(ctx, a, size):
+    """GlobalTensor.set_global_buffer(addr, size): the first `size` elements (all if size < 0)."""
+    if size < 0:
+        return a
+    check_gm(ctx, "GlobalTensor.set_global_buffer", a, 0, size, False)
+    return a[:size]
+
+
+@njit(nogil=True, cache=True)
+def sub_view(ctx, t, i):
+    """t[i:] / t[i]: a tensor view starting at element i (pyasc semantics: a view, not a scalar)."""
+    if i < 0 or i > t.size:
+        if local_offset(ctx, t) < 0:
+            check_gm(ctx, "GlobalTensor[]", t, i, 0, False)
+        raise KernelError("LocalTensor[]: offset must be in [0, " + str(t.size) + "], got offset="
+                          + str(i) + " on a " + level_name(level_of(ctx, t)) + " tensor")
+    return t[i:]
+
+
+@njit(nogil=True, cache=True)
+def _check_index(ctx, t, i, api, write):
+    if i < 0 or i >= t.size:
+        if local_offset(ctx, t) < 0:
+            check_gm(ctx, api, t, i, 1, write)
+        raise KernelError(api + ": index must be in [0, " + str(t.size) + "), got index=" + str(i)
+                          + " on a " + level_name(level_of(ctx, t)) + " tensor")
+
+
+@njit(nogil=True, cache=True)
+def get_value(ctx, t, i):
+    _check_index(ctx, t, i, "get_value", False)
+    return ld(t, i)
+
+
+@njit(nogil=True, cache=True)
+def set_value(ctx, t, i, v):
+    _check_index(ctx, t, i, "set_value", True)
+    st(t, i, v)
+
+
+@njit(nogil=True, cache=True)
+def dump_tensor(ctx, t, desc, n):
+    m = min(n, t.size)
+    print("DumpTensor: desc=", desc, "block_idx=", ctx[2][0], "position=",
+          level_name(level_of(ctx, t)), "size=", m)
+    for i in range(m):
+        print(ld(t, i))

@@ -1,0 +1,112 @@
+"""Pinned host memory (`aclrtMallocHost` / `aclrtFreeHost`).
+
+Each buffer is its own anonymous mmap, page-locked with ``mlock`` where the OS allows (root or a
+large enough ``ulimit -l``); it is tracked as pinned either way, which is what makes
+``memcpy_async`` from it truly asynchronous.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import mmap
+import threading
+from bisect import bisect_right, insort
+
+import numpy as np
+
+from .errors import AclError, ACL_ERROR_INVALID_PARAM, ACL_ERROR_RT_MEMORY_FREE
+
+try:
+    _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    _libc.mlock.argtypes = _libc.munlock.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
+except (OSError, AttributeError):   # not Linux/glibc: tracked as pinned, not locked
+    _libc = None
+
+
+class HostPtr(int):
+    """A pinned host address (an ``int``) with ``.size``, ``.locked`` (mlock succeeded) and
+    ``.as_array(dtype, shape)`` (a numpy view of the buffer)."""
+
+    def __repr__(self) -> str:
+        return f"HostPtr(0x{int(self):x}, size={self.size}, locked={self.locked})"
+
+    def as_array(self, dtype=np.uint8, shape=None) -> np.ndarray:
+        rec = _regions.get(int(self))
+        if rec is None:
+            raise AclError(ACL_ERROR_RT_MEMORY_FREE,
+                           f"HostPtr.as_array: ptr must be live pinned memory, got ptr=0x{int(self):x}")
+        a = rec[1][: self.size].view(dtype)
+        return a if shape is None else a.reshape(shape)
+
+
+_lock = threading.Lock()
+_regions: dict[int, tuple] = {}     # start -> (size, uint8 view, mmap, locked)
+_starts: list[int] = []
+
+
+def malloc_host(size: int) -> HostPtr:
+    """Mirrors `aclrtMallocHost`: `size` bytes of page-locked host memory (not zeroed on hardware;
+    zeroed here)."""
+    from . import device
+    device._check_init("malloc_host")
+    if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
+        raise AclError(ACL_ERROR_INVALID_PARAM, f"rt.malloc_host: size must be > 0, got size={size!r}")
+    mm = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    u8 = np.frombuffer(mm, dtype=np.uint8)
+    addr = u8.ctypes.data
+    locked = _libc is not None and _libc.mlock(addr, size) == 0
+    p = int.__new__(HostPtr, addr)
+    p.size, p.locked = size, locked
+    with _lock:
+        _regions[addr] = (size, u8, mm, locked)
+        insort(_starts, addr)
+    return p
+
+
+def free_host(ptr: int) -> None:
+    """Mirrors `aclrtFreeHost`. Freeing an unknown or already freed pointer raises 207002."""
+    addr = int(ptr)
+    with _lock:
+        rec = _regions.pop(addr, None)
+        if rec is None:
+            raise AclError(ACL_ERROR_RT_MEMORY_FREE,
+                           f"rt.free_host: ptr must be a live address returned by malloc_host, "
+                           f"got ptr=0x{addr:x} (double free or not pinned memory)")
+        del _starts[bisect_right(_starts, addr) - 1]
+    size, u8, mm, locked = rec
+    if locked:
+        _libc.munlock(addr, size)
+    del u8
+    try:
+        mm.close()
+    except BufferError:     # a numpy view is still alive: unmapped when it goes
+        pass
+
+
+def region(addr: int) -> tuple[int, int, np.ndarray] | None:
+    """(start, size, uint8 view) of the live pinned buffer containing `addr`, or None."""
+    i = bisect_right(_starts, addr) - 1
+    if i < 0:
+        return None
+    try:
+        start = _starts[i]
+        size, u8, _, _ = _regions[start]
+    except (IndexError, KeyError):
+        return None
+    return (start, size, u8) if addr < start + size else None
+
+
+def is_pinned(host) -> bool:
+    """Whether `host` (a HostPtr, an int address or a numpy array) lies in pinned memory."""
+    if isinstance(host, np.ndarray):
+        if host.nbytes == 0:
+            return False
+        host = host.ctypes.data
+    elif not isinstance(host, int):
+        return False
+    return region(int(host)) is not None
+
+
+def _free_all_for_tests() -> None:
+    for addr in list(_regions):
+        free_host(addr)

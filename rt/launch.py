@@ -1,0 +1,310 @@
+"""Kernel launch and the core pool (the emulated AI Cores).
+
+A *binary* is any object with `name: str` and `run_blocks(first, last, block_dim, args)` that runs
+blocks `first <= block_idx < last`; rt never imports the compiler. `launch` enqueues a kernel task
+on a stream; when the stream reaches it, `range(block_dim)` is cut into at most one contiguous range
+per core-pool worker (one hand-off per worker; `block_dim` above the core count runs in waves, as on
+hardware) and the last worker to finish completes the task. Kernels of all streams share the pool;
+when it is contended, ranges of higher-priority streams (lower number) are taken first.
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+import os
+import threading
+from collections import deque
+from time import perf_counter_ns
+
+from .errors import (AclError, ACL_ERROR_RT_PARAM_INVALID, ACL_ERROR_RT_AICORE_EXCEPTION,
+                     ACL_ERROR_RT_AICORE_TRAP_READ_OVERFLOW)
+from .task import Task
+
+MAX_BLOCK_DIM = 65535
+
+#: Recent kernel launches for utilization: (device, start_ns, end_ns, busy_ns, n_cores).
+RECENT = deque(maxlen=1024)
+
+
+_IDLE, _RUNG, _RUN, _LENT_IDLE, _LENT_RUNG, _PARKED = range(6)
+
+
+class CorePool:
+    """Persistent worker threads, one per emulated core (`ASCEND_EMU_CORES`, default cpu count).
+
+    Ranges wait in one heap ordered by (stream priority, arrival). A host thread synchronizing on a
+    kernel may run that kernel's waiting ranges itself (`assist`), borrowing the identity of a core
+    that is asleep or not yet awake, so a launch + synchronize needs no thread wake-up, each core's
+    ranges never overlap in time, and no more than `n` ranges ever run at once.
+    """
+
+    def __init__(self, n_cores: int):
+        if int(n_cores) < 1:
+            raise AclError(ACL_ERROR_RT_PARAM_INVALID,
+                           f"CorePool: n_cores must be >= 1, got n_cores={n_cores}")
+        self.n = int(n_cores)
+        self._lock = threading.Lock()
+        self._heap = []
+        self._idle = []                         # ids of sleeping, un-rung workers
+        self._state = [_RUN] * self.n
+        self._bells = []
+        self._seq = itertools.count()
+        self._stopped = False
+        for wid in range(self.n):
+            bell = threading.Lock()
+            bell.acquire()
+            self._bells.append(bell)
+            threading.Thread(target=self._run, args=(wid,), name=f"rt-core-{wid}",
+                             daemon=True).start()
+
+    def dispatch(self, task: Task) -> None:
+        """Split the kernel task's blocks into contiguous ranges and hand them to idle workers."""
+        bd = task.block_dim
+        k = self.n if bd > self.n else bd
+        q, r = divmod(bd, k)
+        task.left = k
+        task.ranges = []
+        entries = task.entries = []
+        prio = task.priority
+        heap, seq, state = self._heap, self._seq, self._state
+        first = 0
+        with self._lock:
+            for i in range(k):
+                last = first + q + (1 if i < r else 0)
+                e = [prio, next(seq), task, first, last]
+                entries.append(e)
+                heapq.heappush(heap, e)
+                first = last
+            idle = self._idle
+            wake = [idle.pop() for _ in range(min(k, len(idle)))]
+            for w in wake:
+                state[w] = _RUNG
+        for w in wake:
+            self._bells[w].release()
+
+    def _run(self, wid: int) -> None:
+        heap, lock, idle, state = self._heap, self._lock, self._idle, self._state
+        bell = self._bells[wid]
+        pop = heapq.heappop
+        while True:
+            with lock:
+                if state[wid] == _LENT_RUNG:    # a host thread is running as this core
+                    state[wid] = _PARKED
+                    e = None
+                elif heap:
+                    e = pop(heap)
+                    state[wid] = _RUN
+                    if e[2] is not None:
+                        e[2].entries.remove(e)
+                else:
+                    e = None
+                    state[wid] = _IDLE
+                    idle.append(wid)
+            if e is None:
+                bell.acquire()
+                continue
+            task = e[2]
+            if task is None:
+                return                          # shutdown
+            _run_range(task, wid, e[3], e[4], lock)
+            del task, e
+
+    def assist(self, task: Task) -> None:
+        """Run `task`'s waiting ranges in the calling (synchronizing) thread, as an idle core."""
+        lock, state, heap = self._lock, self._state, self._heap
+        with lock:
+            if not task.entries or (heap and heap[0][0] < task.priority):
+                return
+            if self._idle:
+                wid = self._idle.pop()
+                state[wid] = _LENT_IDLE
+            else:
+                wid = next((w for w in range(self.n) if state[w] == _RUNG), None)
+                if wid is None:
+                    return                      # every core is busy: wait for them
+                state[wid] = _LENT_RUNG
+        try:
+            while True:
+                with lock:
+                    if not task.entries:
+                        break
+                    e = task.entries.pop(0)
+                    heap.remove(e)
+                    heapq.heapify(heap)
+                _run_range(task, wid, e[3], e[4], lock)
+        finally:
+            with lock:
+                st = state[wid]
+                if st == _LENT_IDLE and not heap:
+                    state[wid] = _IDLE
+                    self._idle.append(wid)
+                    wid = None
+                elif st == _LENT_RUNG:
+                    state[wid] = _RUNG          # not awake yet: it proceeds normally
+                    wid = None
+                else:                           # asleep (lent while idle, or parked): wake it
+                    state[wid] = _RUNG
+            if wid is not None:
+                self._bells[wid].release()
+
+    def shutdown(self) -> None:
+        """Stop the workers once queued ranges are done (used when the pool is replaced)."""
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+            for _ in range(self.n):
+                heapq.heappush(self._heap, [float("inf"), next(self._seq), None, 0, 0])
+            wake, self._idle[:] = list(self._idle), []
+            for w in wake:
+                self._state[w] = _RUNG
+        for w in wake:
+            self._bells[w].release()
+
+
+def _run_range(task: Task, wid: int, first: int, last: int, lock) -> None:
+    t0 = perf_counter_ns()
+    try:
+        task.binary.run_blocks(first, last, task.block_dim, task.args)
+    except BaseException as exc:                # noqa: BLE001 - goes to the stream's error state
+        _block_failed(task, first, exc)
+    t1 = perf_counter_ns()
+    task.ranges.append((wid, first, last, t0, t1))
+    with lock:
+        task.left -= 1
+        done = task.left == 0
+    if done:
+        task.end_ns = t1
+        task.core.complete(task)
+
+
+def _block_failed(task: Task, first: int, exc: BaseException) -> None:
+    idx = getattr(exc, "block_idx", None)
+    if not isinstance(idx, int):
+        idx = first
+    prev = task.error
+    if prev is not None and getattr(prev, "block_idx", 1 << 30) <= idx:
+        return
+    msg = exc.message if isinstance(exc, AclError) else f"{type(exc).__name__}: {exc}"
+    code = exc.code if isinstance(exc, AclError) else ACL_ERROR_RT_AICORE_EXCEPTION
+    err = AclError(code, f"kernel {task.name}: block_idx={idx}/{task.block_dim}: {msg}")
+    err.block_idx = idx
+    err.__cause__ = exc
+    task.error = err
+
+
+_pool = None
+_pool_lock = threading.Lock()
+
+
+def default_core_count() -> int:
+    env = os.environ.get("ASCEND_EMU_CORES")
+    if env:
+        try:
+            n = int(env)
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise AclError(ACL_ERROR_RT_PARAM_INVALID,
+                           f"core_pool: ASCEND_EMU_CORES must be an integer >= 1, "
+                           f"got ASCEND_EMU_CORES={env!r}")
+        return n
+    return os.cpu_count() or 1
+
+
+def core_pool() -> CorePool:
+    """The process-wide core pool, created on first use."""
+    global _pool
+    if _pool is None:
+        with _pool_lock:
+            if _pool is None:
+                _pool = CorePool(default_core_count())
+    return _pool
+
+
+def set_core_count(n: int | None = None) -> CorePool:
+    """Replace the core pool with one of `n` workers (default: env / cpu count). For tests/benches."""
+    global _pool
+    with _pool_lock:
+        old, _pool = _pool, CorePool(n if n is not None else default_core_count())
+    if old is not None:
+        old.shutdown()
+    return _pool
+
+
+def _kernel_done(task: Task) -> None:
+    if task.ranges:
+        busy = sum(r[4] - r[3] for r in task.ranges)
+        RECENT.append((task.core.device_id, task.start_ns, task.end_ns, busy, core_pool().n))
+
+
+def utilization(device: int, window_ns: int | None = None) -> float:
+    """Percent of core time busy over the span of the recent launches on `device` (0 if none)."""
+    recs = [r for r in list(RECENT) if r[0] == device]
+    if window_ns is not None:
+        cut = perf_counter_ns() - window_ns
+        recs = [r for r in recs if r[2] >= cut]
+    if not recs:
+        return 0.0
+    span = max(r[2] for r in recs) - min(r[1] for r in recs)
+    busy = sum(r[3] for r in recs)
+    cores = max(r[4] for r in recs)
+    return 100.0 * min(1.0, busy / max(1, span * cores))
+
+
+def _check_binary(binary) -> str:
+    name = getattr(binary, "name", None)
+    if not isinstance(name, str) or not callable(getattr(binary, "run_blocks", None)):
+        raise AclError(ACL_ERROR_RT_PARAM_INVALID,
+                       "launch: binary must have a str `name` and a callable "
+                       f"`run_blocks(first, last, block_dim, args)`, got binary={binary!r}")
+    return name
+
+
+def launch(binary, block_dim: int, args=(), stream=None) -> Task:
+    """Mirrors `aclrtLaunchKernel`: enqueue `binary` with `block_dim` blocks on `stream`.
+
+    `stream=None` uses `rt.current_stream()`. Returns the kernel `Task` as soon as it is queued,
+    before any block runs; a failing block is reported by the stream's next synchronize as
+    `AclError(507015, "kernel <name>: block_idx=<i>/<block_dim>: ...")`.
+    """
+    name = _check_binary(binary)
+    if type(block_dim) is not int:
+        if isinstance(block_dim, bool) or not hasattr(block_dim, "__index__"):
+            raise AclError(ACL_ERROR_RT_PARAM_INVALID,
+                           f"launch: block_dim must be an int, got block_dim={block_dim!r}")
+        block_dim = int(block_dim)
+    if not 1 <= block_dim <= MAX_BLOCK_DIM:
+        raise AclError(ACL_ERROR_RT_PARAM_INVALID,
+                       f"launch: block_dim must be in [1, {MAX_BLOCK_DIM}], got "
+                       f"block_dim={block_dim} (kernel {name})")
+    if not isinstance(args, tuple):
+        args = tuple(args)
+    if stream is None:
+        from .stream import current_stream
+        stream = current_stream()
+    core = stream._live_core("launch")
+    task = Task(core, None, "kernel", name, 0, "pool", args)
+    task.binary = binary
+    task.block_dim = block_dim
+    task.on_done = _kernel_done
+    return stream._submit(task, accesses=_arg_accesses(args, name))
+
+
+def _arg_accesses(args, name: str):
+    """Under `ASCEND_MEM_CHECK=1`: check each device-buffer arg (DeviceArray / DevicePtr / device
+    address int) is live (use after free raises now, 507042) and list [(addr, is_write)] for the
+    race check (a kernel may read and write any buffer it gets)."""
+    if os.environ.get("ASCEND_MEM_CHECK") != "1":
+        return None
+    from .memcheck import check_access
+    from .task import device_address
+    out = []
+    for i, a in enumerate(args):
+        addr = device_address(a)
+        if addr is not None:
+            nbytes = getattr(a, "nbytes", 0) if not isinstance(a, int) else 0
+            check_access(addr, max(1, nbytes), f"launch: kernel {name}",
+                         ACL_ERROR_RT_AICORE_TRAP_READ_OVERFLOW, f"args[{i}]")
+            out.append((addr, True))
+    return out

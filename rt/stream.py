@@ -1,0 +1,370 @@
+"""Streams and events (AscendCL `aclrtStream` / `aclrtEvent`).
+
+A stream runs its tasks in order, asynchronously to the host and concurrently with other streams;
+see `rt.task` for the scheduler. `with s:` makes `s` this host thread's current stream, like
+`torch.cuda.stream(s)`. Failure modes follow `aclrtSetStreamFailureMode`: a task that raises puts
+the stream in error and the next `synchronize` raises `AclError` chained to the original exception;
+under `ACL_STOP_ON_FAILURE` the stream's later kernels, copies and host functions are skipped until
+then. With `ASCEND_MEM_CHECK=1`, launches and async copies are checked for two streams touching one
+buffer without an event or host synchronize ordering them (vector clocks, see `rt.task`).
+"""
+from __future__ import annotations
+
+import threading
+import weakref
+from time import perf_counter_ns
+
+from . import device as _device
+from .errors import (AclError, ACL_ERROR_RT_PARAM_INVALID, ACL_ERROR_RT_INVALID_HANDLE,
+                     ACL_ERROR_RT_STREAM_SYNC_TIMEOUT, ACL_ERROR_RT_EVENT_SYNC_TIMEOUT,
+                     ACL_ERROR_RT_EVENT_NOT_COMPLETE, ACL_ERROR_RT_EVENT_TIMESTAMP_INVALID,
+                     ACL_ERROR_RT_EVENT_TIMESTAMP_REVERSAL)
+from . import task as _task
+from .task import StreamCore, Task, error_from_tasks, next_stream_id
+
+ACL_CONTINUE_ON_FAILURE = 0
+ACL_STOP_ON_FAILURE = 1
+
+ACL_EVENT_SYNC = 0x1
+ACL_EVENT_CAPTURE_STREAM_PROGRESS = 0x2
+ACL_EVENT_TIME_LINE = 0x8
+ACL_EVENT_DEVICE_USE_ONLY = 0x10
+
+MIN_PRIORITY, MAX_PRIORITY = 0, 7
+
+_tls = threading.local()
+_default_lock = threading.Lock()
+
+
+class Stream:
+    """Mirrors `aclrtCreateStreamWithConfig(&s, priority, flags)`: an in-order task queue.
+
+    `priority` 0 (highest) .. 7, clamped as ACL does; a lower number gets the core pool first when
+    it is contended. The stream belongs to the calling thread's current device.
+    """
+
+    def __init__(self, priority: int = 0, flags: int = 0, *, _device_id: int | None = None,
+                 _is_default: bool = False):
+        if isinstance(priority, bool) or not isinstance(priority, int):
+            raise AclError(ACL_ERROR_RT_PARAM_INVALID,
+                           f"Stream: priority must be an int in [0, 7], got priority={priority!r}")
+        dev_id = _device.current_device() if _device_id is None else _device_id
+        dev = _device.get_device(dev_id)
+        self._core = StreamCore(next_stream_id(), dev_id, min(MAX_PRIORITY, max(MIN_PRIORITY,
+                                                                                priority)))
+        self.flags = int(flags)
+        self.is_default = _is_default
+        self._destroyed = False
+        self._finalizer = weakref.finalize(self, self._core.close)
+        dev.streams.add(self)
+        if _on_device_reset not in dev.reset_hooks:
+            dev.reset_hooks.append(_on_device_reset)
+
+    # -- properties ---------------------------------------------------------------------------------
+    @property
+    def id(self) -> int:
+        return self._core.id
+
+    @property
+    def device(self) -> int:
+        return self._core.device_id
+
+    @property
+    def priority(self) -> int:
+        return self._core.priority
+
+    def __repr__(self):
+        tag = " default" if self.is_default else ""
+        return f"<rt.Stream {self.id}{tag} device={self.device} priority={self.priority}>"
+
+    def _live_core(self, api: str) -> StreamCore:
+        if self._destroyed:
+            raise AclError(ACL_ERROR_RT_INVALID_HANDLE,
+                           f"{api}: stream must not be destroyed, got stream={self.id}")
+        return self._core
+
+    # -- work ---------------------------------------------------------------------------------------
+    def enqueue(self, fn, kind: str, name: str, nbytes: int = 0, engine: str = "compute",
+                args=None) -> Task:
+        """Queue `fn()` as a task; returns the `Task` at once, before `fn` runs.
+
+        `engine="compute"` runs it on this stream's worker thread, `"copy"` on the device's copy
+        engine while the stream waits for it. Start/end stamps go to the active profilers.
+        """
+        if engine not in ("compute", "copy", "inline", "deferred"):
+            raise AclError(ACL_ERROR_RT_PARAM_INVALID,
+                           f"enqueue: engine must be 'compute' or 'copy', got engine={engine!r}")
+        task = Task(self._live_core("enqueue"), fn, kind, name, nbytes, engine, args)
+        return self._submit(task)
+
+    def _submit(self, task: Task, accesses=None) -> Task:
+        if _task.mc_enabled():
+            _task.mc_on_submit(self._core, accesses, task)
+        return self._core.submit(task)
+
+    def launch_host_func(self, fn, *args) -> Task:
+        """Mirrors `aclrtLaunchHostFunc`: run `fn(*args)` on a host thread when the stream gets there.
+
+        Returns at once; the stream's later tasks wait until `fn` has returned.
+        """
+        if not callable(fn):
+            raise AclError(ACL_ERROR_RT_PARAM_INVALID,
+                           f"launch_host_func: fn must be callable, got fn={fn!r}")
+        name = getattr(fn, "__qualname__", None) or repr(fn)
+        return self.enqueue((lambda: fn(*args)) if args else fn, "host_func", name)
+
+    def synchronize(self, timeout_ms: int = -1) -> None:
+        """Mirrors `aclrtSynchronizeStream(WithTimeout)`: wait for every task queued so far.
+
+        `timeout_ms=-1` waits forever; on timeout raises `AclError(507046)`. If a task failed since
+        the last synchronize, raises `AclError` (the task's code, or 507000 for a plain Python
+        exception) chained to the original exception, and clears the error state.
+        """
+        core = self._core
+        target = core.submitted
+        if not core.wait_seq(target, timeout_ms):
+            raise AclError(ACL_ERROR_RT_STREAM_SYNC_TIMEOUT,
+                           f"synchronize: stream {self.id} must finish within timeout_ms, got "
+                           f"timeout_ms={timeout_ms} with {target - core.completed} task(s) pending")
+        if _task.mc_enabled():
+            _task.mc_host_merge(core.vc)
+        if core.errors:
+            failed = core.take_errors()
+            if failed:
+                raise error_from_tasks("synchronize", self.id, failed)
+
+    def query(self) -> bool:
+        """Mirrors `aclrtStreamQuery`: True when every queued task has finished (never blocks)."""
+        return self._core.idle()
+
+    def wait_event(self, event: "Event") -> None:
+        """Mirrors `aclrtStreamWaitEvent`: later tasks on this stream wait for `event`'s latest record.
+
+        Returns at once. An event never recorded imposes no wait.
+        """
+        if not isinstance(event, Event):
+            raise AclError(ACL_ERROR_RT_PARAM_INVALID,
+                           f"wait_event: event must be an rt.Event, got event={event!r}")
+        core = self._live_core("wait_event")
+        gen = event._recorded
+        if gen == 0:
+            return
+        task = Task(core, lambda: event._add_waiter(gen, task), "event", f"wait_event({event.id})",
+                    0, "deferred")
+        if _task.mc_enabled():
+            _task.mc_on_wait(core, event)
+        self._submit(task)
+
+    def record_event(self, event: "Event") -> None:
+        """Same as `event.record(self)`."""
+        event.record(self)
+
+    def set_failure_mode(self, mode: int) -> None:
+        """Mirrors `aclrtSetStreamFailureMode`: `ACL_CONTINUE_ON_FAILURE` (default) or `ACL_STOP_ON_FAILURE`."""
+        if mode not in (ACL_CONTINUE_ON_FAILURE, ACL_STOP_ON_FAILURE) or isinstance(mode, bool):
+            raise AclError(ACL_ERROR_RT_PARAM_INVALID,
+                           "set_failure_mode: mode must be ACL_CONTINUE_ON_FAILURE (0) or "
+                           f"ACL_STOP_ON_FAILURE (1), got mode={mode!r}")
+        self._live_core("set_failure_mode").stop_on_failure = mode == ACL_STOP_ON_FAILURE
+
+    def destroy(self) -> None:
+        """Mirrors `aclrtDestroyStream`: wait for the queued tasks, then release the worker thread.
+
+        A task failure not yet reported is raised (the stream is destroyed either way).
+        """
+        if self.is_default:
+            raise AclError(ACL_ERROR_RT_PARAM_INVALID,
+                           f"destroy: stream must not be the default stream, got stream={self.id}")
+        self._close()
+
+    def _close(self) -> None:
+        """Destroy without the default-stream check (used by device reset)."""
+        if self._destroyed:
+            return
+        self._core.wait_seq(self._core.submitted)
+        self._destroyed = True
+        self._finalizer()
+        failed = self._core.take_errors()
+        if failed:
+            raise error_from_tasks("destroy", self.id, failed)
+
+    # -- current stream -----------------------------------------------------------------------------
+    def __enter__(self):
+        stack = getattr(_tls, "stack", None)
+        if stack is None:
+            stack = _tls.stack = []
+        stack.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _tls.stack.pop()
+        return False
+
+
+def default_stream(device: int | None = None) -> Stream:
+    """The default stream of `device` (default: this thread's current device), created on first use.
+
+    Mirrors passing a NULL `aclrtStream`; it lives until the device is reset.
+    """
+    dev = _device.get_device(device, api="rt.default_stream")
+    s = dev.default_stream
+    if s is None or s._destroyed:
+        with _default_lock:
+            s = dev._default_stream
+            if s is None or s._destroyed:
+                s = dev._default_stream = _make_default(dev)
+    return s
+
+
+def _make_default(dev) -> Stream:
+    return Stream(_device_id=dev.id, _is_default=True)
+
+
+def _on_device_reset(dev) -> None:
+    """Device reset hook: the device's streams (already synchronized) are destroyed."""
+    for s in list(dev.streams):
+        try:
+            s._close()
+        except AclError:
+            pass
+    dev._default_stream = None
+    _task.mc_forget_device(dev.id)
+
+
+_device.Device.default_stream_factory = staticmethod(_make_default)
+
+
+def current_stream() -> Stream:
+    """The innermost `with stream:` of this host thread, else the current device's default stream."""
+    stack = getattr(_tls, "stack", None)
+    if stack:
+        return stack[-1]
+    return default_stream()
+
+
+class Event:
+    """Mirrors `aclrtCreateEventWithFlag(&e, flags)` (default `ACL_EVENT_TIME_LINE`: timestamps on).
+
+    An event is *reached* when the stream it was recorded on gets to it; its timestamp is taken then.
+    """
+
+    _ids = iter(range(1, 1 << 62))
+
+    def __init__(self, flags: int = ACL_EVENT_TIME_LINE):
+        self.id = next(Event._ids)
+        self.flags = int(flags)
+        self._lock = threading.Lock()
+        self._cv = threading.Condition(self._lock)
+        self._recorded = 0          # generation of the latest record() call
+        self._reached = 0           # latest generation a stream has reached
+        self._stamp_ns = None
+        self._waiters = []          # (gen, task) of stream waits
+        self._vc = None             # mem-check clock captured by the latest record
+        self.destroyed = False
+
+    def __repr__(self):
+        return f"<rt.Event {self.id} recorded={self._recorded} reached={self._reached}>"
+
+    @property
+    def timing(self) -> bool:
+        return self.flags == 0 or bool(self.flags & ACL_EVENT_TIME_LINE)
+
+    def record(self, stream: Stream | None = None) -> None:
+        """Mirrors `aclrtRecordEvent`: mark the current end of `stream`'s queue; returns at once.
+
+        The event completes, and takes its timestamp, when the stream reaches the mark.
+        """
+        if stream is None:
+            stream = current_stream()
+        if not isinstance(stream, Stream):
+            raise AclError(ACL_ERROR_RT_PARAM_INVALID,
+                           f"record: stream must be an rt.Stream or None, got stream={stream!r}")
+        core = stream._live_core("record")
+        with self._lock:
+            self._recorded += 1
+            gen = self._recorded
+        task = Task(core, lambda: self._reach(gen), "event", f"record_event({self.id})", 0,
+                    "inline")
+        if _task.mc_enabled():
+            _task.mc_on_record(core, self)
+        stream._submit(task)
+
+    def _reach(self, gen: int) -> None:
+        now = perf_counter_ns()
+        with self._lock:
+            if gen <= self._reached:
+                return
+            self._reached = gen
+            self._stamp_ns = now
+            ready = [w for w in self._waiters if w[0] <= gen]
+            if ready:
+                self._waiters = [w for w in self._waiters if w[0] > gen]
+            self._cv.notify_all()
+        for _, task in ready:
+            task.core.complete(task)
+
+    def _add_waiter(self, gen: int, task: Task) -> bool:
+        with self._lock:
+            if self._reached >= gen:
+                return True
+            self._waiters.append((gen, task))
+            return False
+
+    def query(self) -> bool:
+        """Mirrors `aclrtQueryEventStatus`: True once the latest record has been reached.
+
+        False while pending, and for an event never recorded (ACL_EVENT_RECORDED_STATUS_NOT_READY).
+        """
+        return self._recorded > 0 and self._reached >= self._recorded
+
+    def synchronize(self, timeout_ms: int = -1) -> None:
+        """Mirrors `aclrtSynchronizeEvent(WithTimeout)`: wait until the latest record is reached.
+
+        Returns at once for an event never recorded; `timeout_ms=-1` waits forever, `0` only checks;
+        on timeout raises `AclError(507047)`.
+        """
+        target = self._recorded
+        deadline = None if timeout_ms is None or timeout_ms < 0 else \
+            perf_counter_ns() + int(timeout_ms) * 1_000_000
+        with self._lock:
+            while self._reached < target:
+                left = None if deadline is None else (deadline - perf_counter_ns()) / 1e9
+                if left is not None and left <= 0:
+                    raise AclError(ACL_ERROR_RT_EVENT_SYNC_TIMEOUT,
+                                   f"synchronize: event {self.id} must be reached within timeout_ms, "
+                                   f"got timeout_ms={timeout_ms}")
+                self._cv.wait(left)
+        if _task.mc_enabled():
+            _task.mc_host_merge(self._vc)
+
+    def elapsed_time(self, end: "Event") -> float:
+        """Mirrors `aclrtEventElapsedTime(&ms, self, end)`: float ms between the two events' stamps.
+
+        Both must have been recorded (else 107006) and reached (else 507006), with timing enabled.
+        """
+        if not isinstance(end, Event):
+            raise AclError(ACL_ERROR_RT_PARAM_INVALID,
+                           f"elapsed_time: end must be an rt.Event, got end={end!r}")
+        for which, ev in (("start", self), ("end", end)):
+            if not ev.timing:
+                raise AclError(ACL_ERROR_RT_EVENT_TIMESTAMP_INVALID,
+                               f"elapsed_time: {which} event must be created with "
+                               f"ACL_EVENT_TIME_LINE, got flags={ev.flags:#x}")
+            if ev._recorded == 0:
+                raise AclError(ACL_ERROR_RT_EVENT_TIMESTAMP_INVALID,
+                               f"elapsed_time: {which} event must be recorded first, got "
+                               f"event={ev.id} never recorded")
+            if ev._reached < ev._recorded:
+                raise AclError(ACL_ERROR_RT_EVENT_NOT_COMPLETE,
+                               f"elapsed_time: {which} event must be complete, got event={ev.id} "
+                               "still pending; synchronize the event or its stream first")
+        ms = (end._stamp_ns - self._stamp_ns) / 1e6
+        if ms < 0:
+            raise AclError(ACL_ERROR_RT_EVENT_TIMESTAMP_REVERSAL,
+                           f"elapsed_time: end must be reached after start, got {ms:.6f} ms")
+        return ms
+
+    @property
+    def timestamp_ns(self) -> int | None:
+        """`perf_counter_ns()` when the latest record was reached (None before that)."""
+        return self._stamp_ns if self.query() else None
