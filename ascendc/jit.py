@@ -137,6 +137,20 @@ class InterpretedBinary(_Binary):
             api.set_ctx(prev)
 
 
+def _ensure_device():
+    """pyasc needs no explicit runtime set-up: initialise rt and pick device 0 on first use."""
+    try:
+        rt.current_device()
+    except E.AclError as e:
+        if e.code == E.ACL_ERROR_UNINITIALIZE:
+            rt.init()
+            rt.set_device(0)
+        elif e.code == E.ACL_ERROR_RT_CONTEXT_NULL:
+            rt.set_device(0)
+        else:
+            raise
+
+
 def _const_params(fn):
     """Names of parameters annotated asc.ConstExpr / asc.ConstExpr[...]."""
     out = set()
@@ -219,6 +233,7 @@ class JitFunction:
 
     # -- launch ---------------------------------------------------------------------------------
     def launch(self, block_dim, stream, args, kwargs):
+        _ensure_device()
         opts = {**self.options, **kwargs}
         if len(args) != len(self.param_names):
             raise TypeError(f"{self.__name__}: expected {len(self.param_names)} arguments "
@@ -302,9 +317,9 @@ class JitFunction:
                        if kinds[n] == GA)
         gen.functions.append(
             "@njit(nogil=True, cache=True)\n"
-            f"def _run(_ctx, blocks, block_num{', ' if ps else ''}{ps}):\n"
-            "    for b in blocks:\n"
-            "        _C.begin_block(_ctx, b, block_num)\n"
+            f"def _run(_ctx, _blocks, _block_num{', ' if ps else ''}{ps}):\n"
+            "    for _blk in _blocks:\n"
+            "        _C.begin_block(_ctx, _blk, _block_num)\n"
             f"{regs}"
             f"        _kernel(_ctx{', ' if ps else ''}{ps})\n"
             "        _P.kernel_end(_ctx)\n")

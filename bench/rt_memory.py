@@ -53,7 +53,7 @@ def bench_pool(repeats: int) -> list[tuple]:
 def bench_copies(sizes: list[int], repeats: int) -> list[tuple]:
     rows = []
     for n in sizes:
-        inner = max(1, (256 << 20) // n)
+        inner = max(4, (256 << 20) // n)
         host_a = np.ones(n, np.uint8)
         host_b = np.zeros(n, np.uint8)
         pinned = rt.malloc_host(n)

@@ -22,9 +22,9 @@ from .memcheck import check_access, device_of
 from .memory import DevicePtr, MemcpyKind, copy_bytes, device_view
 
 
-def _release(pool, blk) -> None:
+def _release(pool, blk, serial) -> None:
     try:
-        pool.free_block(blk)
+        pool.free_block(blk, serial)
     except Exception:       # the device was reset: its memory is gone already
         pass
 
@@ -80,7 +80,8 @@ class DeviceArray:
         self.device = dev.id
         self._finalizer = None
         if owner:
-            self._finalizer = weakref.finalize(self, _release, dev.pool, dev.pool.allocs[int(ptr)])
+            blk = dev.pool.allocs[int(ptr)]
+            self._finalizer = weakref.finalize(self, _release, dev.pool, blk, blk.serial)
 
     # -- properties --------------------------------------------------------------------------
     @property

@@ -9,10 +9,56 @@ it is truly asynchronous. Host-to-host async copies are refused (207000), as on 
 """
 from __future__ import annotations
 
+import queue
+import threading
+from time import perf_counter_ns
+
 from . import memory as _mem
 from . import task as _task
 from .errors import AclError, ACL_ERROR_RT_FEATURE_NOT_SUPPORT, ACL_ERROR_RT_PARAM_INVALID
 from .task import Task
+
+
+class CopyEngine:
+    """One DMA engine per device: a thread running copy tasks in arrival order (engine="copy")."""
+
+    def __init__(self, device_id: int):
+        self.device_id = device_id
+        self.q = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._loop, name=f"rt-copy-engine-{device_id}",
+                                       daemon=True)
+        self.thread.start()
+
+    def put(self, task):
+        self.q.put(task)
+
+    def _loop(self):
+        q = self.q
+        while True:
+            task = q.get()
+            task.start_ns = perf_counter_ns()
+            try:
+                task.fn()
+            except BaseException as exc:          # noqa: BLE001
+                task.error = exc
+            task.core.complete(task)
+            del task
+
+
+_engines: dict = {}
+_engines_lock = threading.Lock()
+
+
+def copy_engine(device_id: int) -> CopyEngine:
+    """Device `device_id`'s copy engine, started on first use."""
+    eng = _engines.get(device_id)
+    if eng is None:
+        with _engines_lock:
+            eng = _engines.get(device_id)
+            if eng is None:
+                eng = _engines[device_id] = CopyEngine(device_id)
+    return eng
+
 
 _SHORT = {0: "H2H", 1: "H2D", 2: "D2H", 3: "D2D", 5: "H2D", 6: "D2D", 7: "D2D"}
 

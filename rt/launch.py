@@ -35,7 +35,8 @@ class CorePool:
     Ranges wait in one heap ordered by (stream priority, arrival). A host thread synchronizing on a
     kernel may run that kernel's waiting ranges itself (`assist`), borrowing the identity of a core
     that is asleep or not yet awake, so a launch + synchronize needs no thread wake-up, each core's
-    ranges never overlap in time, and no more than `n` ranges ever run at once.
+    ranges never overlap in time, and no more than `n` ranges ever run at once
+    (`ASCEND_EMU_SYNC_ASSIST=0` turns this off: only the worker threads run blocks).
     """
 
     def __init__(self, n_cores: int):
@@ -43,6 +44,7 @@ class CorePool:
             raise AclError(ACL_ERROR_RT_PARAM_INVALID,
                            f"CorePool: n_cores must be >= 1, got n_cores={n_cores}")
         self.n = int(n_cores)
+        self.assist_enabled = os.environ.get("ASCEND_EMU_SYNC_ASSIST", "1") != "0"
         self._lock = threading.Lock()
         self._heap = []
         self._idle = []                         # ids of sleeping, un-rung workers
@@ -64,6 +66,7 @@ class CorePool:
         q, r = divmod(bd, k)
         task.left = k
         task.ranges = []
+        task.pool = self
         entries = task.entries = []
         prio = task.priority
         heap, seq, state = self._heap, self._seq, self._state
@@ -113,7 +116,7 @@ class CorePool:
         """Run `task`'s waiting ranges in the calling (synchronizing) thread, as an idle core."""
         lock, state, heap = self._lock, self._state, self._heap
         with lock:
-            if not task.entries or (heap and heap[0][0] < task.priority):
+            if not self.assist_enabled or not task.entries or (heap and heap[0][0] < task.priority):
                 return
             if self._idle:
                 wid = self._idle.pop()

@@ -44,6 +44,7 @@ class MemcpyKind(enum.IntEnum):
 _SIDES = {0: (False, False), 1: (True, False), 2: (False, True), 3: (True, True),
           5: (True, False), 6: (True, True), 7: (True, True)}
 _KIND_OF = {v: MemcpyKind(k) for k, v in _SIDES.items() if k < 4}
+_KINDS = {**{int(k): k for k in MemcpyKind}, **{k: k for k in MemcpyKind}}
 
 
 def malloc(size: int, policy: int = MemMallocPolicy.HUGE_FIRST) -> DevicePtr:
@@ -130,11 +131,16 @@ def _operand(x, nbytes: int, api: str, role: str, write: bool):
     if isinstance(x, int) and not isinstance(x, bool):
         a = int(x)
         if 0x100 <= (a >> ADDR_SHIFT) < 0x200:
+            dev = _devices.get((a >> ADDR_SHIFT) - 0x100)
+            blk = dev.pool.allocs.get(a) if dev is not None else None
+            if blk is not None and nbytes <= blk.req:           # fast path: an allocation's base
+                off = a - dev.arena.base
+                return True, dev.arena.u8[off:off + nbytes], False
             return True, _checked_view(a, nbytes, api, ACL_ERROR_RT_PARAM_INVALID, role), False
         if a <= 0:
             raise AclError(ACL_ERROR_RT_PARAM_INVALID,
                            f"{api}: {role} must be a valid pointer, got {role}=0x{a:x}")
-        reg = hostmem.region(a)
+        reg = hostmem.region(a) if hostmem._starts else None
         if reg is not None:
             start, size, u8 = reg
             if a + nbytes > start + size:
@@ -170,7 +176,8 @@ def _operand(x, nbytes: int, api: str, role: str, write: bool):
         raise AclError(ACL_ERROR_RT_PARAM_INVALID, f"{api}: {role} must be writable, got a "
                                                    f"read-only {type(x).__name__}")
     if pinned is None:
-        pinned = view.size > 0 and hostmem.region(view.ctypes.data) is not None
+        pinned = bool(hostmem._starts) and view.size > 0 and \
+            hostmem.region(view.ctypes.data) is not None
     return False, view[:nbytes], pinned
 
 
@@ -179,12 +186,12 @@ def _where(on_dev: bool) -> str:
 
 
 def _check_kind(kind, dst_dev: bool, src_dev: bool, api: str) -> MemcpyKind:
-    try:
-        kind = MemcpyKind(int(kind))
-    except (ValueError, TypeError):
+    k = _KINDS.get(kind) if isinstance(kind, int) else None
+    if k is None:
         raise AclError(ACL_ERROR_RT_PARAM_INVALID,
-                       f"{api}: kind must be a MemcpyKind in [0, 7], got kind={kind!r}") from None
-    if kind == MemcpyKind.DEFAULT:
+                       f"{api}: kind must be a MemcpyKind in [0, 7], got kind={kind!r}")
+    kind = k
+    if kind == 4:
         return _KIND_OF[(dst_dev, src_dev)]
     if _SIDES[kind] != (dst_dev, src_dev):
         raise AclError(ACL_ERROR_RT_PARAM_INVALID,

@@ -132,11 +132,12 @@ class Segment:
 
 
 class Block:
-    __slots__ = ("addr", "size", "req", "seg", "prev", "next", "state", "where", "freed_where")
+    __slots__ = ("addr", "size", "req", "seg", "prev", "next", "state", "where", "freed_where",
+                 "serial")
 
     def __init__(self, addr, size, seg, prev, nxt):
         self.addr, self.size, self.seg, self.prev, self.next = addr, size, seg, prev, nxt
-        self.state, self.req, self.where, self.freed_where = FREE, 0, None, None
+        self.state, self.req, self.where, self.freed_where, self.serial = FREE, 0, None, None, 0
 
 
 class SubPool:
@@ -208,6 +209,7 @@ class DevicePool:
             c["req_cur"] += size
             c["n_cur"] += 1
             c["n_total"] += 1
+            blk.serial = c["n_total"]               # tells this allocation from later reuses
             if c["n_cur"] > c["n_peak"]:
                 c["n_peak"] = c["n_cur"]
         p = int.__new__(DevicePtr, blk.addr)
@@ -288,9 +290,9 @@ class DevicePool:
             else:
                 self._release(blk)
 
-    def free_block(self, blk: Block) -> bool:
-        """Free `blk` if it is still this pool's live block at its address (for finalizers)."""
-        if self.allocs.get(blk.addr) is blk:
+    def free_block(self, blk: Block, serial: int) -> bool:
+        """Free allocation number `serial` held in `blk` if it is still live (for finalizers)."""
+        if self.allocs.get(blk.addr) is blk and blk.serial == serial:
             self.free(blk.addr)
             return True
         return False
@@ -333,7 +335,7 @@ class DevicePool:
         self._release(old)
 
     def _free_error(self, addr: int, api: str) -> AclError:
-        blk = self.block_at(addr)
+        blk = self._block_at(addr)
         if blk is None:
             what = "it is not inside any allocation of this device"
         elif blk.state == QUARANTINED and blk.addr == addr:
@@ -350,6 +352,10 @@ class DevicePool:
     # -- lookup ------------------------------------------------------------------------------
     def block_at(self, addr: int) -> Block | None:
         """The block (live, free or quarantined) containing `addr`, or None."""
+        with self.lock:
+            return self._block_at(addr)
+
+    def _block_at(self, addr: int) -> Block | None:
         blk = self.allocs.get(addr)
         if blk is not None:
             return blk

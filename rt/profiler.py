@@ -1,9 +1,161 @@
-"""STUB: to be replaced by its implementation."""
+"""Runtime profiler: what each stream and each emulated core did, and when.
+
+    with rt.profile() as prof:
+        ...launches, copies, events...
+        s.synchronize()
+    print(prof.table())
+    prof.export_chrome_trace("trace.json")    # open in https://ui.perfetto.dev
+
+Every task that finishes while a profiler is active becomes a `TaskRecord` (kernels, memcpy,
+memset, event records and waits, callbacks, host functions), with per-core block ranges for
+kernels. Times are host `perf_counter_ns` stamps of this emulator, not NPU estimates.
+"""
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, field
+
+from . import task as _task
 
 
-def _todo(*a, **k):
-    raise NotImplementedError
+@dataclass
+class TaskRecord:
+    """One finished task. Times in ns (`time.perf_counter_ns`); `ranges` holds
+    `(core, first_block, last_block, start_ns, end_ns)` for kernels; `args` extra details
+    (copy direction; a kernel binary's `last_counters` when it has `counters`)."""
+    device: int
+    stream: int
+    kind: str
+    name: str
+    start_ns: int
+    end_ns: int
+    nbytes: int = 0
+    block_dim: int = 0
+    ranges: list = field(default_factory=list)
+    args: dict = field(default_factory=dict)
+    error: str | None = None
+
+    @property
+    def duration_us(self) -> float:
+        return (self.end_ns - self.start_ns) / 1e3
 
 
-profile = _todo
-Profiler = _todo
+class Profiler:
+    """Collects `TaskRecord`s while active (`rt.profile()`); mirrors the role of `aclprofStart/Stop`."""
+
+    def __init__(self):
+        self.records: list[TaskRecord] = []
+        self._lock = threading.Lock()
+        self.t0_ns = 0
+
+    # -- collection -----------------------------------------------------------------------------
+    def start(self) -> "Profiler":
+        from time import perf_counter_ns
+        self.t0_ns = perf_counter_ns()
+        _task.PROFILERS.append(self)
+        return self
+
+    def stop(self) -> None:
+        if self in _task.PROFILERS:
+            _task.PROFILERS.remove(self)
+
+    def __enter__(self) -> "Profiler":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def _add(self, task) -> None:
+        args = dict(task.args) if isinstance(task.args, dict) else {}
+        binary = task.binary
+        if binary is not None and getattr(binary, "counters", None) is not None:
+            counters = getattr(binary, "last_counters", None)
+            if isinstance(counters, dict):
+                args.update(counters)
+        rec = TaskRecord(task.core.device_id, task.core.id, task.kind, task.name, task.start_ns,
+                         task.end_ns, task.nbytes, task.block_dim,
+                         sorted(task.ranges, key=lambda r: r[1]) if task.ranges else [], args,
+                         None if task.error is None else f"{type(task.error).__name__}: {task.error}")
+        with self._lock:
+            self.records.append(rec)
+
+    # -- reports --------------------------------------------------------------------------------
+    def table(self, sort_by: str = "total") -> str:
+        """A text table summing the records by (kind, name): calls, total/avg/min/max µs, bytes."""
+        groups: dict = {}
+        for r in list(self.records):
+            groups.setdefault((r.kind, r.name), []).append(r)
+        rows = []
+        for (kind, name), rs in groups.items():
+            d = [r.duration_us for r in rs]
+            rows.append((name, kind, len(rs), sum(d), sum(d) / len(d), min(d), max(d),
+                         sum(r.nbytes for r in rs)))
+        key = {"total": 3, "calls": 2, "avg": 4, "max": 6, "name": 0}.get(sort_by, 3)
+        rows.sort(key=lambda x: x[key], reverse=key != 0)
+        w = max([len("Name")] + [len(r[0]) for r in rows])
+        head = (f"{'Name':<{w}}  {'Kind':<9} {'Calls':>6} {'Total us':>11} {'Avg us':>10} "
+                f"{'Min us':>10} {'Max us':>10} {'Bytes':>12}")
+        lines = [head, "-" * len(head)]
+        for name, kind, n, tot, avg, mn, mx, nb in rows:
+            lines.append(f"{name:<{w}}  {kind:<9} {n:>6} {tot:>11.1f} {avg:>10.1f} {mn:>10.1f} "
+                         f"{mx:>10.1f} {nb:>12}")
+        return "\n".join(lines)
+
+    def chrome_trace(self) -> dict:
+        """The trace as a Chrome trace-event dict: pid = device, one track (tid) per stream and
+        per core, "X" complete events in µs from the profiler's start."""
+        t0 = self.t0_ns or min((r.start_ns for r in self.records), default=0)
+        us = lambda ns: (ns - t0) / 1e3          # noqa: E731
+        events, tracks = [], {}
+        for r in list(self.records):
+            tid = r.stream
+            tracks[(r.device, tid)] = f"stream {r.stream}"
+            args = {"kind": r.kind, "bytes": r.nbytes, **{k: _jsonable(v) for k, v in r.args.items()}}
+            if r.block_dim:
+                args["block_dim"] = r.block_dim
+            if r.error:
+                args["error"] = r.error
+            events.append({"name": r.name, "cat": r.kind, "ph": "X", "pid": r.device, "tid": tid,
+                           "ts": us(r.start_ns), "dur": max(0.0, (r.end_ns - r.start_ns) / 1e3),
+                           "args": args})
+            for core, first, last, s, e in r.ranges:
+                ctid = CORE_TID_BASE + core if core >= 0 else CORE_TID_BASE - 1
+                tracks[(r.device, ctid)] = f"core {core}"
+                events.append({"name": f"{r.name} [{first}, {last})", "cat": "block_range",
+                               "ph": "X", "pid": r.device, "tid": ctid, "ts": us(s),
+                               "dur": (e - s) / 1e3,
+                               "args": {"stream": r.stream, "first": first, "last": last}})
+        meta = []
+        for dev in sorted({d for d, _ in tracks}):
+            meta.append({"name": "process_name", "ph": "M", "pid": dev, "tid": 0,
+                         "args": {"name": f"NPU {dev} (ascend-emu)"}})
+        for (dev, tid), name in sorted(tracks.items()):
+            meta.append({"name": "thread_name", "ph": "M", "pid": dev, "tid": tid,
+                         "args": {"name": name}})
+            meta.append({"name": "thread_sort_index", "ph": "M", "pid": dev, "tid": tid,
+                         "args": {"sort_index": tid}})
+        return {"traceEvents": meta + events, "displayTimeUnit": "ms"}
+
+    def export_chrome_trace(self, path: str) -> str:
+        """Write `chrome_trace()` as JSON to `path` (Perfetto / chrome://tracing open it)."""
+        with open(path, "w") as f:
+            json.dump(self.chrome_trace(), f)
+        return path
+
+
+CORE_TID_BASE = 1_000_000
+
+
+def _jsonable(v):
+    if isinstance(v, (str, int, float, bool)) or v is None:
+        return v
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return str(v)
+
+
+def profile() -> Profiler:
+    """`with rt.profile() as prof:` record every task that finishes inside the block."""
+    return Profiler()

@@ -55,7 +55,7 @@ class Stream:
         self.flags = int(flags)
         self.is_default = _is_default
         self._destroyed = False
-        self._finalizer = weakref.finalize(self, self._core.close)
+        self._finalizer = weakref.finalize(self, _release, self._core)
         dev.streams.add(self)
         if _on_device_reset not in dev.reset_hooks:
             dev.reset_hooks.append(_on_device_reset)
@@ -146,6 +146,7 @@ class Stream:
             raise AclError(ACL_ERROR_RT_PARAM_INVALID,
                            f"wait_event: event must be an rt.Event, got event={event!r}")
         core = self._live_core("wait_event")
+        event._live("wait_event")
         gen = event._recorded
         if gen == 0:
             return
@@ -199,6 +200,13 @@ class Stream:
     def __exit__(self, *exc):
         _tls.stack.pop()
         return False
+
+
+def _release(core: StreamCore) -> None:
+    """A stream was destroyed or collected: its worker exits once idle, its subscription goes."""
+    core.close()
+    from .callback import forget_stream
+    forget_stream(core.id)
 
 
 def default_stream(device: int | None = None) -> Stream:
@@ -265,6 +273,15 @@ class Event:
     def __repr__(self):
         return f"<rt.Event {self.id} recorded={self._recorded} reached={self._reached}>"
 
+    def destroy(self) -> None:
+        """Mirrors `aclrtDestroyEvent`: later `record` / `wait_event` on it raise 107017."""
+        self.destroyed = True
+
+    def _live(self, api: str) -> None:
+        if self.destroyed:
+            raise AclError(ACL_ERROR_RT_INVALID_HANDLE,
+                           f"{api}: event must not be destroyed, got event={self.id}")
+
     @property
     def timing(self) -> bool:
         return self.flags == 0 or bool(self.flags & ACL_EVENT_TIME_LINE)
@@ -280,6 +297,7 @@ class Event:
             raise AclError(ACL_ERROR_RT_PARAM_INVALID,
                            f"record: stream must be an rt.Stream or None, got stream={stream!r}")
         core = stream._live_core("record")
+        self._live("record")
         with self._lock:
             self._recorded += 1
             gen = self._recorded

@@ -24,6 +24,7 @@ PROFILERS: list = []
 
 _SKIPPABLE = frozenset({"kernel", "memcpy", "memset", "callback", "host_func"})
 _core_pool = None
+_copy_engine = None
 
 
 def _pool():
@@ -32,6 +33,15 @@ def _pool():
         from .launch import core_pool
         _core_pool = core_pool
     return _core_pool()
+
+
+def copy_engine(device_id: int):
+    """The device's copy engine (`rt.copy.CopyEngine`)."""
+    global _copy_engine
+    if _copy_engine is None:
+        from .copy import copy_engine as _ce
+        _copy_engine = _ce
+    return _copy_engine(device_id)
 
 
 class Task:
@@ -43,7 +53,7 @@ class Task:
 
     __slots__ = ("core", "fn", "kind", "name", "nbytes", "engine", "args", "seq", "start_ns",
                  "end_ns", "error", "skipped", "ranges", "binary", "block_dim", "left",
-                 "on_done", "priority", "entries", "__weakref__")
+                 "on_done", "priority", "entries", "pool", "__weakref__")
 
     def __init__(self, core, fn, kind, name, nbytes=0, engine="compute", args=None):
         self.core = core
@@ -65,6 +75,7 @@ class Task:
         self.on_done = None
         self.priority = core.priority
         self.entries = None
+        self.pool = None
 
     @property
     def stream_id(self) -> int:
@@ -170,7 +181,10 @@ class StreamCore:
                     task.error = task.error or exc
             if PROFILERS:
                 for p in list(PROFILERS):
-                    p._add(task)
+                    try:
+                        p._add(task)
+                    except Exception:             # noqa: BLE001 - never lose a worker to it
+                        pass
         with self.lock:
             if task.error is not None:
                 self.errors.append(task)
@@ -242,13 +256,13 @@ class StreamCore:
             perf_counter_ns() + int(timeout_ms) * 1_000_000
         while True:
             t = self.active
-            if t is not None and t.entries:
-                _pool().assist(t)
+            if t is not None and t.entries and t.pool.assist_enabled:
+                t.pool.assist(t)
             with self.lock:
                 if self.completed >= seq:
                     return True
                 t = self.active
-                if t is not None and t.entries:
+                if t is not None and t.entries and t.pool.assist_enabled:
                     continue
                 if deadline is not None:
                     left = (deadline - perf_counter_ns()) / 1e9
@@ -283,47 +297,6 @@ def error_from_tasks(api: str, sid: int, failed: list) -> AclError:
     err = AclError(code, f"{api}: {task.kind} {task.name!r} on stream {sid} failed: {detail}{more}")
     err.__cause__ = exc
     return err
-
-
-# -- copy engines -----------------------------------------------------------------------------------
-class CopyEngine:
-    """One DMA engine per device: a thread running copy tasks in arrival order (engine="copy")."""
-
-    def __init__(self, device_id: int):
-        self.device_id = device_id
-        self.q = queue.SimpleQueue()
-        self.thread = threading.Thread(target=self._loop, name=f"rt-copy-engine-{device_id}",
-                                       daemon=True)
-        self.thread.start()
-
-    def put(self, task):
-        self.q.put(task)
-
-    def _loop(self):
-        q = self.q
-        while True:
-            task = q.get()
-            task.start_ns = perf_counter_ns()
-            try:
-                task.fn()
-            except BaseException as exc:          # noqa: BLE001
-                task.error = exc
-            task.core.complete(task)
-            del task
-
-
-_engines: dict = {}
-_engines_lock = threading.Lock()
-
-
-def copy_engine(device_id: int) -> CopyEngine:
-    eng = _engines.get(device_id)
-    if eng is None:
-        with _engines_lock:
-            eng = _engines.get(device_id)
-            if eng is None:
-                eng = _engines[device_id] = CopyEngine(device_id)
-    return eng
 
 
 _stream_ids = itertools.count(1)
@@ -425,12 +398,6 @@ def mc_host_merge(vc) -> None:
     if vc:
         with _mc_lock:
             _merge(_host_vc, vc)
-
-
-def mc_forget(base: int) -> None:
-    """Drop the access history of an allocation (freed)."""
-    with _mc_lock:
-        _shadow.pop(int(base), None)
 
 
 def mc_forget_device(device_id: int) -> None:

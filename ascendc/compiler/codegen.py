@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import enum
+import inspect
 import types as pytypes
 
 import numpy as np
@@ -75,7 +76,10 @@ class Generator:
     def function(self, fn, gen_name, arg_kinds: dict, consts: dict) -> str:
         src = KernelSource(fn)
         src.check()
-        tr = _Rewriter(self, src, fn.__globals__, arg_kinds, consts)
+        globs = dict(fn.__globals__)
+        if fn.__closure__:
+            globs.update(inspect.getclosurevars(fn).nonlocals)
+        tr = _Rewriter(self, src, globs, arg_kinds, consts)
         fdef = src.fdef
         fdef.name = gen_name
         params = [a for a in fdef.args.args if a.arg not in consts]
@@ -395,8 +399,13 @@ class _Rewriter(ast.NodeTransformer):
                 out.append(ast.Constant(p.rstrip("\n") if i == len(parts) - 1 else p))
             if i < len(args) - 1:
                 out.append(args[i + 1])
-        return ast.Call(func=ast.Name(id="print", ctx=ast.Load()), args=out,
-                        keywords=[ast.keyword(arg="sep", value=ast.Constant(""))])
+        line = None
+        for piece in out:  # one string: Numba's print has no sep=
+            if not isinstance(piece, ast.Constant):
+                piece = ast.Call(func=ast.Name(id="str", ctx=ast.Load()), args=[piece], keywords=[])
+            line = piece if line is None else ast.BinOp(left=line, op=ast.Add(), right=piece)
+        return ast.Call(func=ast.Name(id="print", ctx=ast.Load()), args=[line or ast.Constant("")],
+                        keywords=[])
 
     def _method(self, node, m, obj_node):
         obj_kind = self.kind(obj_node)

@@ -119,7 +119,7 @@ def count(ctx, which, n):
 def local_offset(ctx, a):
     """Byte offset of tensor `a` inside the core's local memory, or -1 if `a` is not local."""
     mem = ctx[0]
-    d = a.ctypes.data - mem.ctypes.data
+    d = np.int64(a.ctypes.data) - np.int64(mem.ctypes.data)
     if d < 0 or d >= mem.size:
         return -1
     return d
@@ -162,7 +162,7 @@ def register_gm(ctx, a):
     st = ctx[2]
     k = st[S_NGM]
     if k < MAX_GM:
-        st[S_GM + 2 * k] = a.ctypes.data
+        st[S_GM + 2 * k] = np.int64(a.ctypes.data)
         st[S_GM + 2 * k + 1] = a.size * a.itemsize
         st[S_NGM] = k + 1
 
@@ -182,7 +182,7 @@ def check_gm(ctx, api, a, first, n, write):
     """Raise unless elements [first, first+n) of GM view `a` lie inside its allocation."""
     if first >= 0 and first + n <= a.size:
         return
-    k, boff, nbytes = _gm_where(ctx, a.ctypes.data)
+    k, boff, nbytes = _gm_where(ctx, np.int64(a.ctypes.data))
     isz = a.itemsize
     msg = (api + ": GM " + ("write" if write else "read") + " must stay inside argument #"
            + str(k) + " (" + str(nbytes // isz) + " elements), got elements ["

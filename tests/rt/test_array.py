@@ -154,6 +154,16 @@ def test_array_after_reset_device_does_not_free_new_allocations(dev0):
     assert M.find_allocation(new) == (new, 100)
 
 
+def test_array_whose_memory_was_freed_by_hand_does_not_free_its_reuse(dev0):
+    d = rt.device_empty(100, np.uint8)
+    rt.free(d.ptr)                                      # the user's mistake
+    new = rt.malloc(100)
+    assert int(new) == int(d.ptr)                       # same block reused
+    del d
+    gc.collect()
+    assert M.find_allocation(new) == (new, 100)
+
+
 def test_device_array_errors(dev0):
     with raises(ACL_ERROR_RT_PARAM_INVALID, r"rt\.DeviceArray: shape must be a tuple of ints >= 0, "
                                             r"got shape=\(-1,\)"):

@@ -1,1 +1,434 @@
-__all__ = []
+"""Cube-path primitives: `load_data`, `mmad`, `mmad_bias`, `fixpipe`. Mirror Ascend C `LoadData`
+(LoadData2DParams), `Mmad` (MmadParams) and `Fixpipe` (FixpipeParamsV220).
+
+Fractal layouts (C0 = 32 B / sizeof: 16 for f16/bf16, 8 for f32, 32 for int8; a fractal is 512 B
+in L1/L0A/L0B, 16x16 elements = 1 KB (f32/int32) in L0C):
+- L1 "NZ" (from data_copy(Nd2NzParams)): column strips C0 wide; element (r, c) of an ND matrix at
+  (c // C0) * dst_nz_c0_stride * C0 + r * dst_nz_n_stride * C0 + c % C0. With dst_nz_n_stride=1 and
+  dst_nz_c0_stride = rows of the strip (a multiple of 16), fractal f = strip * rows/16 + r // 16
+  holds the 16 x C0 block row-major.
+- L0A "ZZ" (A, m x k): 16 x C0 fractals, fractal grid row-major over (ceil16(m)/16, ceil(k/C0)),
+  row-major inside: A[r, c] at ((r//16) * KB + c//C0) * 16*C0 + (r%16)*C0 + c%C0, KB = ceil(k/C0).
+- L0B "ZN" (B, k x n): fractal grid row-major over (KB, ceil16(n)/16), each fractal the 16(n) x
+  C0(k) block of B^T row-major: B[k, n] at ((k//C0) * NB + n//16) * 16*C0 + (n%16)*C0 + k%C0.
+- L0C "NZ" (C, m x n, f32/int32): 16x16 fractals, grid column-major, row-major inside:
+  C[r, c] at (c//16) * ceil16(m)*16 + r*16 + c%16 (each 16-column strip is ceil16(m) x 16 dense).
+
+load_data(dst, src, LoadData2DParams): paths L1->L0A, L1->L0B, GM->L1, GM->L0A, GM->L0B. Repeat i
+copies src fractal (start_index + i*src_stride) to dst fractal i*(1 + dst_gap). With if_transpose
+each source fractal is read as a row-major C0 x 16 block (k x n: the B1 fractal of Ascend C's table,
+16x16 for 2-byte types, 8x16 for f32, 32x16 for int8) and written transposed, 16 x C0 (a ZN
+fractal). For f16/bf16 this is the square 16x16 transpose, so pyasc's example (B in L1 as NZ with
+16-wide strips, `load_data(b2[kb*16*N:], b1[kb*256:], repeat_times=N//16, src_stride=K//16,
+if_transpose=True)`) gives ZN. For f32 the standard NZ holds 16x8 (k x n) fractals, which no fractal
+transpose turns into ZN's 16(n) x 8(k); put B in L1 as 8x16 fractals instead, i.e. each 16-column
+strip of B as a row-major K x 16 block: Nd2NzParams(nd_num=ceil(N/16), n_value=K, d_value=16,
+src_nd_matrix_stride=16, src_d_value=N, dst_nz_c0_stride=1, dst_nz_n_stride=2,
+dst_nz_matrix_stride=ceil8(K)*16) (a last partial strip needs its own call with d_value=N%16), then
+`load_data(b2[kb*8*N16:], b1[kb*128:], repeat_times=N16//16, src_stride=ceil8(K)//8,
+if_transpose=True)`. (A B given transposed, n x k, is already ZN after a standard Nd2Nz: no
+transpose needed.) The hardware's separate LoadDataWithTranspose (pairs of 16x8 fractals) is not
+emulated.
+
+mmad: C[:m, :n] (+)= A[:m, :k] @ B[:k, :n], exact in m, n, k (fractal padding is never read, padding
+cells of L0C are not written); f16/bf16 -> f32 and f32 -> f32 through float32 sgemm (BLAS via
+np.dot), int8 -> int32 through float64 dgemm (exact). cmatrix_init_val=True starts from 0, False
+accumulates into L0C. mmad_bias starts from the bias row (BT, f32 or int32 for int8) whatever
+cmatrix_init_val says, as Ascend C's bias path does (cmatrix_source=1). fm_offset, en_ssparse,
+winograd, unit_flag, k_direction_align, cmatrix_source (without a bias tensor) are ignored. The
+fractals are unpacked into dense row-major scratch matrices, multiplied, and packed back to NZ.
+
+fixpipe(dst, src L0C, FixpipeParamsV220, config): cfg_row_major: for each of nd_num matrices
+(src += i*src_nd_stride KB, dst += i*dst_nd_stride elements) C[r, c] (r < m_size, c < n_size),
+read at (c//16)*src_stride*16 + r*16 + c%16 (src_stride = rows per L0C strip, a multiple of 16),
+goes to dst[r*dst_stride + c]. cfg_nz: strip j (16 columns, n_size a multiple of 16) is copied as
+is, row r to dst[j*dst_stride*16 + r*16 : +16] (dst_stride in 16-element rows, like src_stride).
+Output dtypes: f32 (NoQuant), f16 (NoQuant or F322F16), bf16 (NoQuant or F322BF16), int32 from
+int32 (NoQuant); relu_en applies max(x, 0) first; other quant modes raise. dst is GM (or L1).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, types
+from numba.extending import overload
+
+from ..core import (BT, C_CUBE_MACS, C_FIX, C_MTE1, C_MTE2, L0A, L0B, L0C, L1, check_gm,
+                    check_local, count, level_name, level_of)
+from ..dtypes import st as _st
+from ..errors import KernelError
+from .datacopy import (check_aligned, check_same_dtype, dtype_name, in_range, uview,
+                       write_target)
+
+__all__ = ["load_data", "mmad", "mmad_bias", "fixpipe"]
+
+
+# ---- load_data ---------------------------------------------------------------------------------
+
+@njit(nogil=True, cache=True)
+def load_data(ctx, dst, src, p):
+    """Mirrors Ascend C `LoadData(dst, src, LoadData2DParams)` (see module doc)."""
+    api = "load_data"
+    check_same_dtype(api, dst, src)
+    dl = level_of(ctx, dst)
+    sl = level_of(ctx, src)
+    ok_dst = dl == L0A or dl == L0B
+    if not ((sl == L1 and ok_dst) or (sl < 0 and (ok_dst or dl == L1))):
+        raise KernelError("load_data: path must be one of L1->L0A, L1->L0B, GM->L1, GM->L0A, "
+                          "GM->L0B, got " + level_name(sl) + "->" + level_name(dl))
+    start = np.int64(p.start_index)
+    rep = np.int64(p.repeat_times)
+    sstr = np.int64(p.src_stride)
+    gap = np.int64(p.dst_gap)
+    trans = p.if_transpose != 0
+    in_range(api, "start_index", start, 0, 65535)
+    in_range(api, "repeat_times", rep, 0, 255)
+    in_range(api, "src_stride", sstr, 0, 65535)
+    in_range(api, "dst_gap", gap, 0, 65535)
+    check_aligned(ctx, api, "dst", dst, dl, 512 if ok_dst else 32)
+    if sl >= 0:
+        check_aligned(ctx, api, "src", src, sl, 32)
+    if rep == 0:
+        return
+    isz = dst.itemsize
+    fe = 512 // isz
+    c0 = 32 // isz
+    last_src = (start + (rep - 1) * sstr) * fe
+    span = ((rep - 1) * (1 + gap) + 1) * fe
+    if sl < 0:
+        check_gm(ctx, api, src, last_src, fe, False)
+    else:
+        check_local(ctx, api, "src", src, last_src + fe)
+    check_local(ctx, api, "dst", dst, span)
+    if sl < 0:
+        t = write_target(ctx, uview(dst), span, gap == 0)
+    else:
+        t = uview(dst)[:span]
+    s = uview(src)
+    for i in range(rep):
+        so = (start + i * sstr) * fe
+        do = i * (1 + gap) * fe
+        if trans:
+            for r in range(16):
+                for c in range(c0):
+                    t[do + r * c0 + c] = s[so + c * 16 + r]
+        else:
+            t[do:do + fe] = s[so:so + fe]
+    count(ctx, C_MTE2 if sl < 0 else C_MTE1, rep * 512)
+
+
+# ---- mmad --------------------------------------------------------------------------------------
+
+def _kind(dst, fm, filt):
+    """0 unsupported, 1 f16, 2 bf16, 3 f32 (-> f32), 4 int8 (-> int32)."""
+
+
+@overload(_kind)
+def _kind_ov(dst, fm, filt):
+    def name(t):
+        d = t.dtype
+        return next(iter(d.fields)) if isinstance(d, types.Record) else str(d)
+    a, b, c = name(fm), name(filt), name(dst)
+    k = 0
+    if a == b:
+        k = {("f16", "float32"): 1, ("bf16", "float32"): 2, ("float32", "float32"): 3,
+             ("int8", "int32"): 4}.get((a, c), 0)
+    return lambda dst, fm, filt: k
+
+
+@njit(nogil=True, cache=True)
+def _h2f(h):
+    """float16 bits -> float32, branch-free (vectorises)."""
+    h = np.uint32(h)
+    em = np.uint32(h & np.uint32(0x7FFF))
+    x = np.uint32(em << np.uint32(13))
+    sign = np.uint32((h & np.uint32(0x8000)) << np.uint32(16))
+    normal = np.float32(x.view(np.float32) * np.float32(5.192296858534828e+33))  # 2**112
+    bits = np.uint32(normal.view(np.uint32))
+    if em >= np.uint32(0x7C00):   # inf / nan
+        bits = np.uint32(x | np.uint32(0x7F800000))
+    return np.uint32(bits | sign).view(np.float32)
+
+
+def _to_scratch(a, n):
+    """Elements [0, n) of fm/filter `a` in the GEMM's type: float32 (f16/bf16/f32; f32 is not
+    copied) or float64 (int8, exact)."""
+
+
+@overload(_to_scratch)
+def _to_scratch_ov(a, n):
+    d = a.dtype
+    if isinstance(d, types.Record):
+        f16 = "f16" in d.fields
+
+        def impl(a, n):
+            u = uview(a)
+            out = np.empty(n, np.float32)
+            if f16:
+                for i in range(n):
+                    out[i] = _h2f(u[i])
+            else:
+                for i in range(n):
+                    out[i] = np.uint32(np.uint32(u[i]) << np.uint32(16)).view(np.float32)
+            return out
+        return impl
+    if d == types.int8:
+        def impl(a, n):
+            out = np.empty(n, np.float64)
+            for i in range(n):
+                out[i] = a[i]
+            return out
+        return impl
+    return lambda a, n: a[:n]
+
+
+# one fractal row (C0 elements) in the scratch type, moved as one record
+_ROW32 = np.dtype([("b", np.uint64, (4,))])      # f32: 8 x 4 B
+_ROW64 = np.dtype([("b", np.uint64, (8,))])      # f16/bf16 -> f32: 16 x 4 B; L0C rows
+_ROW256 = np.dtype([("b", np.uint64, (32,))])    # int8 -> f64: 32 x 8 B
+
+
+def _rows(a, x):
+    """Contiguous scratch `x` viewed as one record per fractal row of fm/filter `a` (C0 elements
+    of the scratch type: 32 B for f32, 64 B for f16/bf16 -> f32, 256 B for int8 -> f64)."""
+
+
+@overload(_rows)
+def _rows_ov(a, x):
+    d = a.dtype
+    rec = _ROW64 if isinstance(d, types.Record) else (_ROW256 if d == types.int8 else _ROW32)
+    return lambda a, x: x.view(rec)
+
+
+@njit(nogil=True, cache=True)
+def _l0c_rows(x):
+    """Contiguous f32/int32 `x` viewed as one record per 16-element L0C fractal row."""
+    return x.view(_ROW64)
+
+
+@njit(nogil=True, cache=True)
+def _unpack(a, rblocks, kb_n, zn):
+    """Dense scratch[rblocks*16, kb_n*C0] from 16 x C0 fractals, read in memory order. ZZ (A):
+    fractal (rb, kb) at rb*kb_n + kb; ZN (B, giving B^T): fractal (kb, rb) at kb*rblocks + rb."""
+    c0 = 32 // a.itemsize
+    src = _to_scratch(a, rblocks * kb_n * 16 * c0)
+    out = np.empty((rblocks * 16, kb_n * c0), src.dtype)
+    sr = _rows(a, src)
+    orow = _rows(a, out.reshape(rblocks * 16 * kb_n * c0))
+    s = 0
+    for outer in range(kb_n if zn else rblocks):
+        for inner in range(rblocks if zn else kb_n):
+            rb = inner if zn else outer
+            kb = outer if zn else inner
+            for i in range(16):
+                orow[(rb * 16 + i) * kb_n + kb] = sr[s]
+                s += 1
+    return out
+
+
+@njit(nogil=True, cache=True)
+def _nz_rows(nz, dense, m16, n16, to_nz):
+    """Move 16-element rows between L0C NZ (16-column strips of m16 rows) and dense [m16, n16]."""
+    d = _l0c_rows(nz[:m16 * n16])
+    c = _l0c_rows(dense.reshape(m16 * n16))
+    nb = n16 // 16
+    for j in range(nb):
+        for r in range(m16):
+            if to_nz:
+                d[j * m16 + r] = c[r * nb + j]
+            else:
+                c[r * nb + j] = d[j * m16 + r]
+
+
+@njit(nogil=True, cache=True)
+def _pack(dst, c, m16, n16, init):
+    """L0C NZ (m16 x n16) (+)= dense c (dst's dtype; c is clobbered when accumulating)."""
+    if not init:
+        old = np.empty_like(c)
+        _nz_rows(dst, old, m16, n16, False)
+        c += old
+    _nz_rows(dst, c, m16, n16, True)
+
+
+@njit(nogil=True, cache=True)
+def _mmad(ctx, api, dst, fm, filt, bias, has_bias, p):
+    m = np.int64(p.m)
+    n = np.int64(p.n)
+    k = np.int64(p.k)
+    in_range(api, "m", m, 0, 4095)
+    in_range(api, "n", n, 0, 4095)
+    in_range(api, "k", k, 0, 4095)
+    if level_of(ctx, dst) != L0C or level_of(ctx, fm) != L0A or level_of(ctx, filt) != L0B:
+        raise KernelError(api + ": operands must be dst in L0C (CO1), fm in L0A (A2), filter in "
+                          "L0B (B2), got dst=" + level_name(level_of(ctx, dst)) + " fm="
+                          + level_name(level_of(ctx, fm)) + " filter="
+                          + level_name(level_of(ctx, filt)))
+    if has_bias and level_of(ctx, bias) != BT:
+        raise KernelError(api + ": bias must be in BT (C2), got bias="
+                          + level_name(level_of(ctx, bias)))
+    if _kind(dst, fm, filt) == 0:
+        raise KernelError(api + ": dtypes must be f16/bf16/f32 -> float32 or int8 -> int32, got "
+                          "dst=" + dtype_name(dst) + " fm=" + dtype_name(fm) + " filter="
+                          + dtype_name(filt))
+    if has_bias:
+        check_same_dtype(api, dst, bias)
+    check_aligned(ctx, api, "fm", fm, L0A, 512)
+    check_aligned(ctx, api, "filter", filt, L0B, 512)
+    check_aligned(ctx, api, "dst", dst, L0C, 64)
+    c0 = 32 // fm.itemsize
+    kb = (k + c0 - 1) // c0
+    m16 = (m + 15) // 16 * 16
+    n16 = (n + 15) // 16 * 16
+    check_local(ctx, api, "fm", fm, m16 * kb * c0)
+    check_local(ctx, api, "filter", filt, kb * c0 * n16)
+    check_local(ctx, api, "dst", dst, m16 * n16)
+    if has_bias:
+        check_local(ctx, api, "bias", bias, n)
+    count(ctx, C_CUBE_MACS, m * n * k)
+    if m == 0 or n == 0:
+        return
+    init = has_bias or p.cmatrix_init_val != 0
+    if k == 0:
+        c = np.zeros((m16, n16), dst.dtype)
+    else:
+        a = _unpack(fm, m16 // 16, kb, False)
+        b = _unpack(filt, n16 // 16, kb, True)     # B^T
+        if kb * c0 != k:    # fractal padding along k never contributes
+            a[:, k:] = 0
+            b[:, k:] = 0
+        c = _cast(np.dot(a, b.T), dst)
+    if has_bias:
+        for r in range(m16):
+            for e in range(n):
+                c[r, e] += bias[e]
+    _pack(dst, c, m16, n16, init)
+
+
+def _cast(c, dst):
+    """Dense GEMM result in dst's dtype (float32 as is; float64 -> int32 for int8, exact)."""
+
+
+@overload(_cast)
+def _cast_ov(c, dst):
+    if c.dtype == dst.dtype:
+        return lambda c, dst: c
+    return lambda c, dst: c.astype(np.int32)
+
+
+@njit(nogil=True, cache=True)
+def mmad(ctx, dst, fm, filt, p):
+    """Mirrors Ascend C `Mmad(dst CO1, fm A2, filter B2, MmadParams)`: C (+)= A @ B."""
+    _mmad(ctx, "mmad", dst, fm, filt, dst, False, p)
+
+
+@njit(nogil=True, cache=True)
+def mmad_bias(ctx, dst, fm, filt, bias, p):
+    """Mirrors Ascend C `Mmad(dst, fm, filter, bias C2, MmadParams)`: C = bias + A @ B."""
+    _mmad(ctx, "mmad", dst, fm, filt, bias, True, p)
+
+
+# ---- fixpipe -----------------------------------------------------------------------------------
+
+def _fix_code(a):
+    """1 f32, 2 f16, 3 bf16, 4 int32, 0 other."""
+
+
+@overload(_fix_code)
+def _fix_code_ov(a):
+    d = a.dtype
+    if isinstance(d, types.Record):
+        k = 2 if "f16" in d.fields else 3
+    else:
+        k = {types.float32: 1, types.int32: 4}.get(d, 0)
+    return lambda a: k
+
+
+_QUANT_NAMES = ("NoQuant", "F322F16", "F322BF16", "DEQF16", "VDEQF16", "QF322B8_PRE",
+                "VQF322B8_PRE", "REQ8", "VREQ8")
+
+
+@njit(nogil=True, cache=True)
+def _check_quant(dst, src, q):
+    dcode = _fix_code(dst)
+    scode = _fix_code(src)
+    ok = False
+    if scode == 1:
+        ok = ((dcode == 1 and q == 0) or (dcode == 2 and (q == 0 or q == 1))
+              or (dcode == 3 and (q == 0 or q == 2)))
+    elif scode == 4:
+        ok = dcode == 4 and q == 0
+    if not ok:
+        raise KernelError("fixpipe: quant_pre and dtypes must be one of float32->float32 (NoQuant),"
+                          " float32->float16 (F322F16), float32->bfloat16 (F322BF16), int32->int32 "
+                          "(NoQuant), got src=" + dtype_name(src) + " dst=" + dtype_name(dst)
+                          + " quant_pre=" + str(q))
+
+
+@njit(nogil=True, cache=True)
+def fixpipe(ctx, dst, src, p, config=0):
+    """Mirrors Ascend C `Fixpipe(dst GM, src CO1, FixpipeParamsV220)` with CFG_ROW_MAJOR (0: NZ->ND)
+    or CFG_NZ (1); see module doc."""
+    api = "fixpipe"
+    sl = level_of(ctx, src)
+    dl = level_of(ctx, dst)
+    if sl != L0C or not (dl < 0 or dl == L1):
+        raise KernelError("fixpipe: path must be L0C->GM (or L0C->L1), got "
+                          + level_name(sl) + "->" + level_name(dl))
+    nsz = np.int64(p.n_size)
+    msz = np.int64(p.m_size)
+    sstr = np.int64(p.src_stride)
+    dstr = np.int64(p.dst_stride)
+    q = np.int64(p.quant_pre)
+    nd = np.int64(p.nd_num)
+    snd = np.int64(p.src_nd_stride)
+    dnd = np.int64(p.dst_nd_stride)
+    relu = p.relu_en != 0
+    cfg = np.int64(config)
+    in_range(api, "config", cfg, 0, 1)
+    in_range(api, "n_size", nsz, 0, 4095)
+    in_range(api, "m_size", msz, 0, 8192)
+    in_range(api, "nd_num", nd, 0, 65535)
+    in_range(api, "src_stride", sstr, 0, 65535)
+    if sstr % 16 != 0 or (sstr < msz and nsz > 16):
+        raise KernelError("fixpipe: src_stride must be the L0C strip height, a multiple of 16 "
+                          "rows and >= m_size (ceil16(m) of the mmad), got src_stride=" + str(sstr))
+    _check_quant(dst, src, q)
+    check_aligned(ctx, api, "src", src, L0C, 64)
+    if dl >= 0:
+        check_aligned(ctx, api, "dst", dst, dl, 32)
+    if cfg == 0 and dstr < nsz:
+        raise KernelError("fixpipe: dst_stride must be >= n_size (elements per ND row), got "
+                          "dst_stride=" + str(dstr))
+    if cfg == 1 and nsz % 16 != 0:
+        raise KernelError("fixpipe: n_size must be a multiple of 16 with cfg_nz, got n_size="
+                          + str(nsz))
+    if nd == 0 or nsz == 0 or msz == 0:
+        return
+    nstrip = (nsz + 15) // 16
+    soff = snd * 256   # src_nd_stride is in 1 KB units
+    for i in range(nd):
+        check_local(ctx, api, "src", src, i * soff + (nstrip - 1) * sstr * 16 + msz * 16)
+        if cfg == 0:
+            first, nel = i * dnd, (msz - 1) * dstr + nsz
+        else:
+            first, nel = i * dnd, (nstrip - 1) * dstr * 16 + msz * 16
+        if dl < 0:
+            check_gm(ctx, api, dst, first, nel, True)
+        else:
+            check_local(ctx, api, "dst", dst, first + nel)
+    for i in range(nd):
+        for j in range(nstrip):
+            w = min(16, nsz - j * 16)
+            sb = i * soff + j * sstr * 16
+            for r in range(msz):
+                so = sb + r * 16
+                if cfg == 0:
+                    do = i * dnd + r * dstr + j * 16
+                else:
+                    do = i * dnd + j * dstr * 16 + r * 16
+                for e in range(w):
+                    v = src[so + e]
+                    if relu and v < 0:
+                        _st(dst, do + e, 0)
+                    else:
+                        _st(dst, do + e, v)
+    count(ctx, C_FIX, nd * msz * nsz * dst.itemsize)

@@ -152,12 +152,12 @@ def _slot_view(ctx, q, s, dtype):
 
 @njit(nogil=True, cache=True)
 def _slot_of(ctx, q, t, api):
-    off = local_offset(ctx, t)
+    off = np.int64(local_offset(ctx, t))
     if off < q[Q_BASE] or off >= q[Q_BASE] + q[Q_NUM] * q[Q_BYTES] or \
             (off - q[Q_BASE]) % q[Q_BYTES] != 0:
         raise KernelError(api + ": tensor must be a buffer of " + _qname(q)
                           + ", got a foreign tensor at local offset " + str(off))
-    return (off - q[Q_BASE]) // q[Q_BYTES]
+    return np.int64((off - q[Q_BASE]) // q[Q_BYTES])
 
 
 @njit(nogil=True, cache=True)

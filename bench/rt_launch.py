@@ -1,0 +1,158 @@
+"""Launch overhead and core-pool scaling of the runtime (issue 2 §8).
+
+    python -m bench.rt_launch [--reps 3000]
+
+Rows (medians of many repetitions):
+- launch + synchronize of an empty binary, block_dim 1 and 8 (goal: block_dim 8 <= 30 us), with
+  task aggregation on and off and with the synchronizing thread's assist off, next to a plain `queue.SimpleQueue` round trip between two Python
+  threads measured in the same run (the floor for any design that hands work to another thread);
+- launches queued back to back, per launch;
+- a nogil binary (numpy exp over a big array) with block_dim 2 vs 1 on a 2-core pool (goal >= 1.8x).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import queue
+import statistics
+import threading
+import time
+
+import numpy as np
+
+import rt
+
+L = importlib.import_module("rt.launch")
+
+
+class Empty:
+    name = "empty"
+
+    def run_blocks(self, first, last, block_dim, args):
+        pass
+
+
+class ExpBlocks:
+    """Each block computes exp over its share of `n` elements (numpy releases the GIL)."""
+    name = "exp_nogil"
+
+    def __init__(self, n):
+        self.src = np.random.default_rng(0).standard_normal(n)
+        self.dst = np.empty_like(self.src)
+
+    def run_blocks(self, first, last, block_dim, args):
+        per = -(-self.src.size // block_dim)
+        for b in range(first, last):
+            sl = slice(b * per, (b + 1) * per)
+            np.exp(self.src[sl], out=self.dst[sl])
+
+
+def median_us(fn, reps, warmup=200):
+    for _ in range(warmup):
+        fn()
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter_ns()
+        fn()
+        ts.append(time.perf_counter_ns() - t0)
+    return statistics.median(ts) / 1e3
+
+
+def interleaved_medians_us(fns, reps, warmup=3):
+    """Median time of each fn, measured in turns so machine noise hits all of them alike."""
+    for fn in fns:
+        for _ in range(warmup):
+            fn()
+    ts = [[] for _ in fns]
+    for _ in range(reps):
+        for t, fn in zip(ts, fns):
+            t0 = time.perf_counter_ns()
+            fn()
+            t.append(time.perf_counter_ns() - t0)
+    return [statistics.median(t) / 1e3 for t in ts]
+
+
+def queue_round_trip_us(reps):
+    a, b = queue.SimpleQueue(), queue.SimpleQueue()
+
+    def echo():
+        while (x := a.get()) is not None:
+            b.put(x)
+    t = threading.Thread(target=echo, daemon=True)
+    t.start()
+    us = median_us(lambda: (a.put(1), b.get()), reps)
+    a.put(None)
+    t.join()
+    return us
+
+
+def stream(optimize: bool) -> rt.Stream:
+    os.environ["ASCEND_LAUNCH_TASK_OPTIMIZE"] = "1" if optimize else "0"
+    try:
+        return rt.Stream()
+    finally:
+        os.environ.pop("ASCEND_LAUNCH_TASK_OPTIMIZE")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--reps", type=int, default=3000)
+    p.add_argument("--exp-elements", type=int, default=1 << 22)
+    args = p.parse_args(argv)
+    rt.init()
+    rt.set_device(0)
+    pool = L.core_pool()
+    empty = Empty()
+    rows = []
+    peer = queue_round_trip_us(args.reps)
+    rows.append(("SimpleQueue round trip (peer, 2 threads)", peer, ""))
+    for optimize in (True, False):
+        s = stream(optimize)
+        tag = "aggregation on" if optimize else "ASCEND_LAUNCH_TASK_OPTIMIZE=0"
+        for bd in (1, 8):
+            us = median_us(lambda: (rt.launch(empty, bd, (), s), s.synchronize()), args.reps)
+            goal = ("goal <= 30 us: " + ("met" if us <= 30 else "MISSED")) if bd == 8 and optimize else ""
+            rows.append((f"launch+sync empty, block_dim {bd}, {tag}", us, goal))
+        if optimize:
+            os.environ["ASCEND_EMU_SYNC_ASSIST"] = "0"
+            L.set_core_count(pool.n)
+            us = median_us(lambda: (rt.launch(empty, 8, (), s), s.synchronize()), args.reps)
+            rows.append(("launch+sync empty, block_dim 8, ASCEND_EMU_SYNC_ASSIST=0", us, ""))
+            os.environ.pop("ASCEND_EMU_SYNC_ASSIST")
+            L.set_core_count(pool.n)
+        n = 1000
+        t0 = time.perf_counter_ns()
+        for _ in range(n):
+            rt.launch(empty, 8, (), s)
+        s.synchronize()
+        rows.append((f"{n} queued launches block_dim 8, {tag}, per launch",
+                     (time.perf_counter_ns() - t0) / n / 1e3, ""))
+        s.destroy()
+
+    L.set_core_count(2)
+    s = rt.Stream()
+    k = ExpBlocks(args.exp_elements)
+    t_np, t1, t2 = interleaved_medians_us(
+        [lambda: np.exp(k.src, out=k.dst),
+         lambda: (rt.launch(k, 1, (), s), s.synchronize()),
+         lambda: (rt.launch(k, 2, (), s), s.synchronize())], max(21, args.reps // 100))
+    rows.append((f"numpy exp {args.exp_elements} f64, main thread (peer)", t_np, ""))
+    rows.append(("nogil binary, block_dim 1, 2 cores", t1, f"{t_np / t1:.2f}x numpy"))
+    speedup = t1 / t2
+    rows.append(("nogil binary, block_dim 2, 2 cores", t2,
+                 f"{speedup:.2f}x block_dim 1 (goal >= 1.8x: {'met' if speedup >= 1.8 else 'MISSED'})"))
+    L.set_core_count()
+
+    w = max(len(r[0]) for r in rows)
+    print(f"rt launch benchmark  (cpu_count={os.cpu_count()}, core pool={pool.n} workers, "
+          f"medians of {args.reps} reps)")
+    print(f"{'case':<{w}}  {'median us':>11}  note")
+    print("-" * (w + 40))
+    for name, us, note in rows:
+        print(f"{name:<{w}}  {us:>11.1f}  {note}")
+    rt.finalize()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,26 @@
+"""Shared fixtures: kernel tests run in both modes with every fidelity trap on."""
+import os
+
+import pytest
+
+os.environ.setdefault("ASCENDC_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache",
+                                                        "ascend-emu", "test-kernels"))
+
+
+@pytest.fixture(params=["interpret", "compiled"])
+def mode(request):
+    """Run a kernel test once interpreted and once compiled (pass `interpret=...` to launches)."""
+    return request.param
+
+
+@pytest.fixture
+def interpret(mode):
+    return mode == "interpret"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _checked_everywhere():
+    import ascendc
+    ascendc.set_default_checked(True)
+    yield
+    ascendc.set_default_checked(None)
