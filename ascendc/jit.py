@@ -35,10 +35,11 @@ def _core_ctx(soc, flags):
 
 class _GM:
     """A GM argument as the binary receives it: device address, bytes, dtype."""
-    __slots__ = ("ptr", "nbytes", "dtype", "name")
+    __slots__ = ("ptr", "nbytes", "dtype", "name", "owner")
 
-    def __init__(self, ptr, nbytes, dtype: D.DataType, name):
+    def __init__(self, ptr, nbytes, dtype: D.DataType, name, owner=None):
         self.ptr, self.nbytes, self.dtype, self.name = int(ptr), int(nbytes), dtype, name
+        self.owner = owner  # keeps a DeviceArray alive until the launch's task is done
 
     def view(self):
         return rt.memory.device_view(self.ptr, self.nbytes).view(self.dtype.storage)
@@ -271,7 +272,7 @@ class JitFunction:
 
     def _gm_arg(self, name, v, stream, host_copies):
         if isinstance(v, rt.DeviceArray):
-            return _GM(v.ptr, v.nbytes, D.from_numpy(v.dtype), name)
+            return _GM(v.ptr, v.nbytes, D.from_numpy(v.dtype), name, v)
         if type(v).__module__.startswith("torch"):
             v = _torch_to_numpy(v)
         if isinstance(v, np.ndarray):

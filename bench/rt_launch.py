@@ -1,6 +1,6 @@
 """Launch overhead and core-pool scaling of the runtime (issue 2 §8).
 
-    python -m bench.rt_launch [--reps 3000]
+    python bench/rt_launch.py [--reps 3000]      (or python -m bench.rt_launch)
 
 Rows (medians of many repetitions):
 - launch + synchronize of an empty binary, block_dim 1 and 8 (goal: block_dim 8 <= 30 us), with
@@ -16,14 +16,17 @@ import importlib
 import os
 import queue
 import statistics
+import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 
-import rt
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import rt  # noqa: E402
 
-L = importlib.import_module("rt.launch")
+L = importlib.import_module("rt.launch")  # `rt.launch` is the function
 
 
 class Empty:

@@ -1,6 +1,6 @@
 """Copy engines overlapping compute (issue 2 §8).
 
-    python -m bench.rt_overlap [--mib 64] [--reps 9]
+    python bench/rt_overlap.py [--mib 64] [--reps 9]      (or python -m bench.rt_overlap)
 
 Stream A copies pinned host buffers to the device (H2D, on the device's copy-engine thread) while
 stream B runs a compute binary (numpy exp, which releases the GIL) on a core. Rows are medians of
@@ -14,13 +14,16 @@ import argparse
 import importlib
 import os
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-import rt
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import rt  # noqa: E402
 
-L = importlib.import_module("rt.launch")
+L = importlib.import_module("rt.launch")  # `rt.launch` is the function
 
 
 class ExpBlocks:

@@ -42,7 +42,7 @@ def add_tiling(total: int, dtype, block_dim: int | None = None, soc=None) -> Add
     per_core = round_up(ceil_div(total, cores), align)
     cores = ceil_div(total, per_core)
     max_tile = (soc.ub_bytes // (3 * BUFFER_NUM)) // 32 * 32 // isz
-    tile = min(max_tile, 8192, round_up(per_core, align))
+    tile = min(max_tile, 8192)  # fixed per dtype: tile is a ConstExpr, so it picks the binary
     return AddTiling(total, cores, per_core, tile)
 
 

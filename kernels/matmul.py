@@ -115,17 +115,18 @@ class MatmulTiling:
 def matmul_tiling(m: int, n: int, k: int, dtype, block_dim: int | None = None,
                   soc=None) -> MatmulTiling:
     """Default tiling: the largest mmad that L0A/L0B/L0C hold (fewest layout conversions per
-    FLOP in the emulator, fewest cube instructions on hardware); tiles shrink only for small
-    problems. float32: 128 x 256 C tiles, 128-deep K chunks, two 128-wide mmads per chunk (each
-    chunk fills L0A/L0B); 2-byte types: 128 x 256 x 128 mmads, L0A double-buffered."""
+    FLOP in the emulator, fewest cube instructions on hardware). float32: 128 x 256 C tiles,
+    128-deep K chunks, two 128-wide mmads per chunk (each fills L0A/L0B); 2-byte types:
+    128 x 256 x 128 mmads with L0A double-buffered. The tile sizes depend only on the dtype and
+    the SoC, not on the shape (they are compile-time constants: one compiled kernel per dtype);
+    small or ragged problems just use part of each tile."""
     dt = np.dtype(dtype)
     if dt not in DTYPES:
         raise TypeError(f"matmul: dtype must be float32, float16 or bfloat16, got dtype={dt}")
     spec = rt.get_soc(soc)
     isz = dt.itemsize
-    base_m = min(128, round_up(m, 16))
-    base_n = min(spec.l0c_bytes // (4 * base_m) // 16 * 16, 256, round_up(n, 16))
-    base_k = min(128, round_up(k, 16))
+    base_m, base_k = 128, 128
+    base_n = min(spec.l0c_bytes // (4 * base_m) // 16 * 16, 256)
     l0_n = base_n
     while base_k * l0_n * isz > spec.l0b_bytes or base_n % l0_n:
         l0_n -= 16
@@ -272,18 +273,31 @@ def matmul_reference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (np.asarray(a, np.float64) @ np.asarray(b, np.float64)).astype(np.float32)
 
 
-_ZEROS: dict = {}   # (device, dtype) -> (pool, DeviceArray): read-only zero workspaces
+_ZEROS: dict = {}   # device id -> (rt Device, {dtype: [DeviceArray, ...]}): zero workspaces
 
 
 def _device_zeros(like: rt.DeviceArray, n: int) -> rt.DeviceArray:
-    """A zero DeviceArray of >= n elements, cached per device and dtype (kernels only read it,
-    so concurrent launches on any stream may share it; it lives as long as the device)."""
-    pool = rt.device.get_device(like.device).pool
-    key = (like.device, like.dtype)
-    hit = _ZEROS.get(key)
-    if hit is None or hit[0] is not pool or hit[1].size < n:
-        hit = _ZEROS[key] = (pool, rt.device_zeros(max(n, 4096), like.dtype, device=like.device))
-    return hit[1]
+    """A zero DeviceArray of >= n elements of like.dtype on like's device, cached: kernels only
+    read it, so launches on any stream may share it. Cached arrays are freed when the device is
+    reset (a reset hook), never earlier, since an asynchronous launch may still be reading one."""
+    dev = rt.device.get_device(like.device)
+    entry = _ZEROS.get(like.device)
+    if entry is None or entry[0] is not dev:
+        entry = _ZEROS[like.device] = (dev, {})
+        dev.reset_hooks.append(_drop_zeros)
+    arrays = entry[1].setdefault(np.dtype(like.dtype), [])
+    if not arrays or arrays[-1].size < n:
+        arrays.append(rt.device_zeros(max(n, 4096), like.dtype, device=like.device))
+    return arrays[-1]
+
+
+def _drop_zeros(dev) -> None:
+    entry = _ZEROS.get(dev.id)
+    if entry is not None and entry[0] is dev:
+        del _ZEROS[dev.id]
+        for arrays in entry[1].values():
+            for arr in arrays:
+                arr.free()
 
 
 def _check_inputs(a, b):

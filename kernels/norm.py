@@ -3,7 +3,7 @@
 layernorm: y = (x - mean) / sqrt(var + eps) * gamma + beta   (biased variance, two-pass: centred)
 rmsnorm:   y = x / sqrt(mean(x^2) + eps) * gamma
 
-One kernel serves both (`rms` is a ConstExpr). Rows are spread over cores; fp16/bf16 are computed
+One kernel serves both (`rms` is a runtime flag, so both share one compiled specialisation). Rows are spread over cores; fp16/bf16 are computed
 in fp32 in UB (cast in, cast out); gamma/beta are loaded once per core and cast to fp32. The tiling
 and the row helpers come from kernels/softmax.py: rows that fit UB move several at a time (each row
 32-byte padded in UB by data_copy_pad, vector ops count exactly `cols`); longer rows take a chunked
@@ -109,7 +109,7 @@ def _norm_rows(dst, src, gam, bet, sq, red, tmp, nrows, cols, stride, eps, rms):
 @asc.jit
 def norm_kernel(x: asc.GlobalAddress, gamma: asc.GlobalAddress, beta: asc.GlobalAddress,
                 y: asc.GlobalAddress, rows: int, cols: int, rows_per_core: int, tile_rows: int,
-                stride: int, tmp_elems: int, eps: float, rms: asc.ConstExpr[bool],
+                stride: int, tmp_elems: int, eps: float, rms: bool,
                 wide: asc.ConstExpr[bool]):
     """Rows that fit UB: gamma/beta to fp32 once, then per tile CopyIn -> norm rows -> CopyOut."""
     first = asc.get_block_idx() * rows_per_core
@@ -173,8 +173,7 @@ def norm_kernel(x: asc.GlobalAddress, gamma: asc.GlobalAddress, beta: asc.Global
 @asc.jit
 def norm_long_kernel(x: asc.GlobalAddress, gamma: asc.GlobalAddress, beta: asc.GlobalAddress,
                      y: asc.GlobalAddress, rows: int, cols: int, rows_per_core: int, chunk: int,
-                     tmp_elems: int, eps: float, rms: asc.ConstExpr[bool],
-                     wide: asc.ConstExpr[bool]):
+                     tmp_elems: int, eps: float, rms: bool, wide: asc.ConstExpr[bool]):
     """Rows longer than UB, one row at a time in column chunks. Passes over GM per row:
     p=0 mean (layernorm only), p=1 sum of squares of x - mean, p=2 output (gamma/beta chunks
     loaded alongside)."""

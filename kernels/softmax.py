@@ -52,9 +52,9 @@ def row_stride(cols: int, dtype) -> int:
 
 
 def reduce_tmp_elems(count: int) -> int:
-    """fp32 elements of the shared tmp buffer reduce_sum/reduce_max need for `count` elements
-    (one partial per 64-lane repeat, twice for max+index, rounded to whole 32-byte blocks)."""
-    return round_up(2 * ceil_div(count, 64) + 16, 8)
+    """fp32 elements of the shared tmp buffer for reduce_sum/reduce_max (no index) over `count`
+    fp32 elements: Ascend C's minimum workLocal, up(2 * ceil(count / 64), 8)."""
+    return round_up(2 * ceil_div(count, 64), 8)
 
 
 def split_rows(rows: int, work_per_row: int, block_dim: int | None) -> tuple[int, int]:

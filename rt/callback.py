@@ -5,6 +5,10 @@ stream reaches it, the callback is posted to the subscribed thread, which runs i
 `process_report` call. With `ACL_CALLBACK_BLOCK` the stream's later tasks wait until the callback
 has returned; with `ACL_CALLBACK_NO_BLOCK` the stream moves on as soon as it is posted. A callback
 that raises puts its stream in error (reported by the next synchronize).
+
+Fidelity: the subscription/blocking rules and error codes follow ACL (107015, 100033, 100034,
+100036, 107012); thread ids are Python `threading.get_ident()` values (what `acl.util.start_thread`
+returns here).
 """
 from __future__ import annotations
 

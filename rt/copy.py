@@ -6,6 +6,9 @@ move when the stream reaches the task, on the device's copy-engine thread, so a 
 overlaps a kernel on another (numpy's copy releases the GIL). As ACL documents, a copy whose host
 side is pageable (not from `rt.malloc_host`) has completed when the call returns; from pinned memory
 it is truly asynchronous. Host-to-host async copies are refused (207000), as on EP.
+
+Fidelity: one copy engine per device (hardware has several DMA channels), so async copies of
+different streams run one at a time but overlap kernels; bandwidth is the host's memcpy speed.
 """
 from __future__ import annotations
 

@@ -6,6 +6,12 @@ on a stream; when the stream reaches it, `range(block_dim)` is cut into at most 
 per core-pool worker (one hand-off per worker; `block_dim` above the core count runs in waves, as on
 hardware) and the last worker to finish completes the task. Kernels of all streams share the pool;
 when it is contended, ranges of higher-priority streams (lower number) are taken first.
+
+Fidelity: matches ACL's launch contract (async, in stream order, error at the next synchronize with
+the block named). Approximated: blocks go to cores as fixed contiguous ranges, not dynamically one
+by one; a thread synchronizing on a kernel may run its not-yet-started ranges as an idle core
+(`CorePool.assist`); timings are CPU time, not NPU estimates. `ASCEND_EMU_CORES` cores, not the
+SoC's AI Core count, run at once.
 """
 from __future__ import annotations
 

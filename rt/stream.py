@@ -91,7 +91,7 @@ class Stream:
         `engine="compute"` runs it on this stream's worker thread, `"copy"` on the device's copy
         engine while the stream waits for it. Start/end stamps go to the active profilers.
         """
-        if engine not in ("compute", "copy", "inline", "deferred"):
+        if engine not in ("compute", "copy"):
             raise AclError(ACL_ERROR_RT_PARAM_INVALID,
                            f"enqueue: engine must be 'compute' or 'copy', got engine={engine!r}")
         task = Task(self._live_core("enqueue"), fn, kind, name, nbytes, engine, args)

@@ -11,12 +11,7 @@ DTYPES = [np.float32, np.float16, BFLOAT16]
 SHAPES = [(1, 8), (3, 37), (16, 64), (5, 1000)]
 
 
-@pytest.fixture(params=["interpret", "compiled"])
-def mode(request):
-    return request.param
-
-
-def _opts(mode):
+def _opts(mode):  # `mode` is the shared fixture of tests/conftest.py (interpret / compiled)
     return {"interpret": mode == "interpret", "checked": True}
 
 

@@ -176,3 +176,63 @@ def test_all_streams_share_the_core_pool(dev0):
         assert cores <= {0, 1} and all(len(t.ranges) == 2 for t in tasks)
     finally:
         L.set_core_count()
+
+
+# -- async copies: results and error paths --------------------------------------------------------
+def test_memcpy_2d_async_and_memset_async(dev0):
+    s = rt.Stream()
+    rows, width, dpitch, spitch = 5, 12, 16, 20
+    src = np.arange(rows * spitch, dtype=np.uint8)
+    dev = rt.device_zeros(rows * dpitch, np.uint8)
+    rt.memset_async(dev.ptr, dev.nbytes, 7, dev.nbytes, s)
+    rt.memcpy_2d_async(dev.ptr, dpitch, src, spitch, width, rows, rt.MemcpyKind.HOST_TO_DEVICE, s)
+    out = dev.copy_to_host(stream=s)
+    s.synchronize()
+    expect = np.full((rows, dpitch), 7, np.uint8)
+    expect[:, :width] = src.reshape(rows, spitch)[:, :width]
+    np.testing.assert_array_equal(out.reshape(rows, dpitch), expect)
+
+
+def test_async_copy_error_paths(dev0):
+    from rt_test_helpers import raises
+    from rt.errors import (ACL_ERROR_RT_FEATURE_NOT_SUPPORT, ACL_ERROR_RT_PARAM_INVALID,
+                           ACL_ERROR_RT_INVALID_HANDLE)
+    s = rt.Stream()
+    a, b = np.zeros(64, np.uint8), np.zeros(64, np.uint8)
+    dev = rt.malloc(64)
+    with raises(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                r"memcpy_async: kind must not be HOST_TO_HOST for an async copy, got "
+                r"kind=HOST_TO_HOST"):
+        rt.memcpy_async(a, b, 64, rt.MemcpyKind.HOST_TO_HOST, s)
+    with raises(ACL_ERROR_RT_PARAM_INVALID, "memcpy_async: stream must be an rt.Stream or None, "
+                                            "got stream='s'"):
+        rt.memcpy_async(dev, a, 64, rt.MemcpyKind.HOST_TO_DEVICE, "s")
+    with raises(ACL_ERROR_RT_PARAM_INVALID, "memcpy_async: kind must match where the pointers live"):
+        rt.memcpy_async(dev, a, 64, rt.MemcpyKind.DEVICE_TO_HOST, s)
+    with raises(ACL_ERROR_RT_PARAM_INVALID, "memcpy_async: dst range must lie inside one live "
+                                            "allocation.*overruns"):
+        rt.memcpy_async(dev, np.zeros(128, np.uint8), 128, rt.MemcpyKind.HOST_TO_DEVICE, s)
+    with raises(ACL_ERROR_RT_PARAM_INVALID, "memset_async: ptr must be a device address, got a "
+                                            "host buffer"):
+        rt.memset_async(a, 64, 0, 64, s)
+    with raises(ACL_ERROR_RT_PARAM_INVALID, r"memset_async: count must be in \[0, max_count\]"):
+        rt.memset_async(dev, 32, 0, 64, s)
+    with raises(ACL_ERROR_RT_PARAM_INVALID, "memcpy_2d_async: width must be <= dpitch"):
+        rt.memcpy_2d_async(dev, 4, a, 8, 8, 2, rt.MemcpyKind.HOST_TO_DEVICE, s)
+    s.destroy()
+    with raises(ACL_ERROR_RT_INVALID_HANDLE, "memcpy_async: stream must not be destroyed"):
+        rt.memcpy_async(dev, a, 64, rt.MemcpyKind.HOST_TO_DEVICE, s)
+    rt.free(dev)
+
+
+def test_async_copy_on_default_and_current_stream(dev0):
+    a = np.arange(32, dtype=np.uint8)
+    dev = rt.malloc(32)
+    t = rt.memcpy_async(dev, a, 32, rt.MemcpyKind.DEFAULT)      # pageable: done on return
+    assert t.done and t.stream_id == rt.default_stream().id and t.kind == "memcpy"
+    s = rt.Stream()
+    out = np.zeros(32, np.uint8)
+    with s:
+        t2 = rt.memcpy_async(out, dev, 32, rt.MemcpyKind.DEVICE_TO_HOST)
+    assert t2.stream_id == s.id and t2.done and (out == a).all()
+    rt.free(dev)

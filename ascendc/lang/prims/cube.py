@@ -122,16 +122,20 @@ def _kind(dst, fm, filt):
     """0 unsupported, 1 f16, 2 bf16, 3 f32 (-> f32), 4 int8 (-> int32)."""
 
 
-@overload(_kind)
-def _kind_ov(dst, fm, filt):
+def _kind_of(dst, fm, filt):
     def name(t):
         d = t.dtype
         return next(iter(d.fields)) if isinstance(d, types.Record) else str(d)
     a, b, c = name(fm), name(filt), name(dst)
-    k = 0
-    if a == b:
-        k = {("f16", "float32"): 1, ("bf16", "float32"): 2, ("float32", "float32"): 3,
-             ("int8", "int32"): 4}.get((a, c), 0)
+    if a != b:
+        return 0
+    return {("f16", "float32"): 1, ("bf16", "float32"): 2, ("float32", "float32"): 3,
+            ("int8", "int32"): 4}.get((a, c), 0)
+
+
+@overload(_kind)
+def _kind_ov(dst, fm, filt):
+    k = _kind_of(dst, fm, filt)
     return lambda dst, fm, filt: k
 
 
@@ -286,21 +290,41 @@ def _mmad(ctx, api, dst, fm, filt, bias, has_bias, p):
     count(ctx, C_CUBE_MACS, m * n * k)
     if m == 0 or n == 0:
         return
-    init = has_bias or p.cmatrix_init_val != 0
+    _compute(dst, fm, filt, bias, has_bias, m16, n16, k, has_bias or p.cmatrix_init_val != 0)
+
+
+@njit(nogil=True, cache=True)
+def _compute_impl(dst, fm, filt, bias, has_bias, m16, n16, k, init):
+    c0 = 32 // fm.itemsize
+    kb = (k + c0 - 1) // c0
     if k == 0:
         c = np.zeros((m16, n16), dst.dtype)
     else:
-        a = _unpack(fm, m16 // 16, kb, False)
-        b = _unpack(filt, n16 // 16, kb, True)     # B^T
+        a = _unpack(fm, m16 // 16, kb, False)      # ZZ
+        b = _unpack(filt, n16 // 16, kb, True)     # ZN, as B^T
         if kb * c0 != k:    # fractal padding along k never contributes
             a[:, k:] = 0
             b[:, k:] = 0
         c = _cast(np.dot(a, b.T), dst)
     if has_bias:
+        n = min(n16, bias.size)
         for r in range(m16):
             for e in range(n):
                 c[r, e] += bias[e]
     _pack(dst, c, m16, n16, init)
+
+
+def _compute(dst, fm, filt, bias, has_bias, m16, n16, k, init):
+    """The GEMM of a valid mmad (a no-op for dtype combinations _mmad has already rejected)."""
+
+
+@overload(_compute)
+def _compute_ov(dst, fm, filt, bias, has_bias, m16, n16, k, init):
+    ok = _kind_of(dst, fm, filt) != 0 and bias.dtype == dst.dtype
+    if ok:
+        return lambda dst, fm, filt, bias, has_bias, m16, n16, k, init: _compute_impl(
+            dst, fm, filt, bias, has_bias, m16, n16, k, init)
+    return lambda dst, fm, filt, bias, has_bias, m16, n16, k, init: None
 
 
 def _cast(c, dst):

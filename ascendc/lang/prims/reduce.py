@@ -1,1 +1,478 @@
-__all__ = []
+"""Reduction primitives: reduce_sum/max/min (count and repeat forms), whole_reduce_sum/max/min.
+
+Semantics follow Ascend C (`ReduceSum`, `ReduceMax`, `ReduceMin`, `WholeReduceSum/Max/Min`):
+- reduce_*: dst[0] = the result; with `cal_index=True`, dst[1] holds the index of the (first)
+  max/min, stored as the raw bits of an unsigned integer of dst's width (uint16 in a float16 /
+  bfloat16 slot, uint32 in a float32 slot), as Ascend C does; read it back with a view.
+  Repeat form: `repeat_time` repeats of 256 B with block stride 1 and `src_rep_stride` blocks
+  between repeats; the index of lane j of repeat r is `r * src_rep_stride * (32 // itemsize) + j`.
+- shared_tmp_buffer must hold at least Ascend C's minimum workLocal size, in elements of the
+  operand dtype (`epb` = 32 // itemsize, `epr` = 256 // itemsize, `R1` = repeat_time in the
+  repeat form, ceil(count / epr) in the count form, `up(x, m)` = ceil(x / m) * m):
+    reduce_sum:                  up(R1, epb)
+    reduce_max/min, no index:    up(2 * R1, epb)
+    reduce_max/min, cal_index:   up(2 * R1, epb) + up(c2, epb) [+ up(c3, epb) if c2 > 2],
+                                 where c2 = ceil(2 * R1 / epr) * 2, c3 = ceil(c2 / epr) * 2.
+  The buffer is not needed for the result here; in checked mode (NaN fill on) its first
+  required elements are overwritten with NaN bytes, as hardware leaves them undefined.
+- whole_reduce_*: one result per repeat, written at dst[r * dst_rep_stride * unit] where unit is
+  1 element for sums and ORDER_ONLY_VALUE, 2 elements (value, index) for ORDER_VALUE_INDEX /
+  ORDER_INDEX_VALUE and 4 bytes (a uint32 index) for ORDER_ONLY_INDEX; the index is the lane
+  within the repeat.
+- count/repeat 0 (and an empty mask) are no-ops, as on A2.
+
+Approximations: float sums accumulate in float64 and round once, in an order that differs from
+hardware's binary tree (results agree within the shared tolerance, not bit for bit); max/min
+propagate NaN (the first NaN's index is reported). Ties report the smallest index, as documented.
+"""
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic, overload, register_jitable
+
+from .. import core
+from ..core import lane_on
+from ..dtypes import ld, st
+from .vector import (VecError, check_count, check_range, far_offset, lanes_on, next_lane,
+                     put_bits, rep_index, require_same, vmask)
+
+__all__ = [
+    "reduce_sum_count", "reduce_sum_rep", "reduce_max_count", "reduce_max_rep",
+    "reduce_min_count", "reduce_min_rep", "whole_reduce_sum", "whole_reduce_max",
+    "whole_reduce_min",
+]
+
+_jit = njit(nogil=True, cache=True, error_model="numpy")
+_rj = register_jitable(nogil=True, error_model="numpy")
+_rj_fast = register_jitable(nogil=True, error_model="numpy", fastmath={"reassoc"})
+
+ORDER_VALUE_INDEX, ORDER_INDEX_VALUE, ORDER_ONLY_VALUE, ORDER_ONLY_INDEX = range(4)
+
+# ---- element max/min that LLVM vectorises as reductions ------------------------------------------
+
+
+def _llvm_minmax(name):
+    @intrinsic
+    def fn(typingctx, a, b):
+        if not (isinstance(a, types.Float) and a == b):
+            return None
+
+        def codegen(context, builder, signature, args):
+            lty = args[0].type
+            suffix = "f32" if lty == ir.FloatType() else "f64"
+            f = cgutils.get_or_insert_function(builder.module, ir.FunctionType(lty, [lty, lty]),
+                                               "llvm." + name + "." + suffix)
+            return builder.call(f, args)
+        return a(a, b), codegen
+    return fn
+
+
+_fmaximum = _llvm_minmax("maximum")   # IEEE-754 2019 maximum: NaN-propagating, like np.maximum
+_fminimum = _llvm_minmax("minimum")
+
+
+def vmax(a, b):
+    raise NotImplementedError
+
+
+def vmin(a, b):
+    raise NotImplementedError
+
+
+@overload(vmax)
+def _ov_vmax(a, b):
+    if isinstance(a, types.Float):
+        return lambda a, b: _fmaximum(a, b)
+    return lambda a, b: max(a, b)
+
+
+@overload(vmin)
+def _ov_vmin(a, b):
+    if isinstance(a, types.Float):
+        return lambda a, b: _fminimum(a, b)
+    return lambda a, b: min(a, b)
+
+
+def acc_zero(a):
+    """Zero of the accumulator type for sums over tensor a (float64 or int64)."""
+    raise NotImplementedError
+
+
+@overload(acc_zero)
+def _ov_acc_zero(a):
+    if isinstance(a.dtype, types.Integer):
+        return lambda a: np.int64(0)
+    return lambda a: np.float64(0.0)
+
+
+# ---- shared checks ---------------------------------------------------------------------------
+
+@_rj
+def _up(x, m):
+    return (x + m - 1) // m * m
+
+
+@_rj
+def tmp_need(eb, r1, minmax, cal_index):
+    """Ascend C's minimum sharedTmpBuffer size (elements) for a first round of r1 repeats."""
+    epb = 32 // eb
+    epr = 256 // eb
+    if not minmax:
+        return _up(r1, epb)
+    c1 = 2 * r1
+    if not cal_index:
+        return _up(c1, epb)
+    c2 = (c1 + epr - 1) // epr * 2
+    need = _up(c1, epb) + _up(c2, epb)
+    if c2 > 2:
+        need += _up((c2 + epr - 1) // epr * 2, epb)
+    return need
+
+
+@_rj
+def check_tmp(ctx, api, tmp, need):
+    if tmp.size < need:
+        raise VecError(api, ": shared_tmp_buffer must hold at least ", need, " elements (",
+                       need * tmp.itemsize, " bytes, Ascend C's minimum workLocal size), got "
+                       "size=", tmp.size)
+
+
+@_rj
+def clobber_tmp(ctx, tmp, need):
+    """Checked mode: the buffer's contents are undefined after the call; fill them with NaN."""
+    if ctx[2][core.S_FLAGS] & core.FLAG_NAN_FILL:
+        off = core.local_offset(ctx, tmp)
+        if off >= 0:
+            nb = min(need, tmp.size) * tmp.itemsize
+            ctx[0][off:off + nb] = 0xFF
+
+
+@_rj
+def check_dst(ctx, api, dst, n):
+    if dst.size < n:
+        raise VecError(api, ": dst must hold ", n, " elements (the result", " and its index"
+                       if n > 1 else "", "), got size=", dst.size)
+
+
+@_rj
+def check_index_range(api, src, last_index, cal_index):
+    if cal_index and src.itemsize == 2 and last_index > 65535:
+        raise VecError(api, ": indices must fit in uint16 for 16-bit dtypes when cal_index=True"
+                       " (Ascend C limit), got last index=", last_index)
+
+
+# ---- count-form kernels (vectorised) ---------------------------------------------------------
+
+@_rj_fast
+def sum_n(src, n):
+    t = acc_zero(src)
+    for i in range(n):
+        t += ld(src, i)
+    return t
+
+
+@_rj
+def max_n(src, n):
+    m = ld(src, 0)
+    for i in range(1, n):
+        m = vmax(m, ld(src, i))
+    return m
+
+
+@_rj
+def min_n(src, n):
+    m = ld(src, 0)
+    for i in range(1, n):
+        m = vmin(m, ld(src, i))
+    return m
+
+
+@_rj
+def first_index(src, n, m):
+    """Smallest i < n with src[i] == m (NaN matches NaN); chunks are tested with a vectorisable
+    count before being scanned."""
+    nan = m != m
+    ch = 64
+    for b in range((n + ch - 1) // ch):
+        lo = b * ch
+        hi = min(n, lo + ch)
+        hits = 0
+        for i in range(lo, hi):
+            v = ld(src, i)
+            hits += (v == m) or (nan and v != v)
+        if hits:
+            for i in range(lo, hi):
+                v = ld(src, i)
+                if v == m or (nan and v != v):
+                    return i
+    return 0
+
+
+@_rj
+def _reduce_count_setup(ctx, api, dst, src, tmp, count, minmax, cal_index):
+    check_count(ctx, api, "src", src, count)
+    require_same(api, "shared_tmp_buffer", tmp, src)
+    require_same(api, "src", src, dst)
+    if count == 0:
+        return 0
+    need = tmp_need(src.itemsize, (count + 256 // src.itemsize - 1) // (256 // src.itemsize),
+                    minmax, cal_index)
+    check_tmp(ctx, api, tmp, need)
+    check_dst(ctx, api, dst, 2 if cal_index else 1)
+    check_index_range(api, src, count - 1, cal_index)
+    return need
+
+
+@_jit
+def reduce_sum_count(ctx, dst, src, shared_tmp_buffer, count):
+    """Mirrors `AscendC::ReduceSum` (count form): dst[0] = sum(src[:count])."""
+    api = "reduce_sum"
+    need = _reduce_count_setup(ctx, api, dst, src, shared_tmp_buffer, count, False, False)
+    if count == 0:
+        return
+    total = sum_n(src, count)
+    clobber_tmp(ctx, shared_tmp_buffer, need)
+    st(dst, 0, total)
+    core.count(ctx, core.C_VEC_OPS, count)
+
+
+@_jit
+def reduce_max_count(ctx, dst, src, shared_tmp_buffer, count, cal_index):
+    """Mirrors `AscendC::ReduceMax` (count form): dst[0] = max, dst[1] = index bits if
+    cal_index."""
+    api = "reduce_max"
+    need = _reduce_count_setup(ctx, api, dst, src, shared_tmp_buffer, count, True, cal_index)
+    if count == 0:
+        return
+    m = max_n(src, count)
+    idx = first_index(src, count, m) if cal_index else 0
+    clobber_tmp(ctx, shared_tmp_buffer, need)
+    st(dst, 0, m)
+    if cal_index:
+        put_bits(dst, 1, idx)
+    core.count(ctx, core.C_VEC_OPS, count)
+
+
+@_jit
+def reduce_min_count(ctx, dst, src, shared_tmp_buffer, count, cal_index):
+    """Mirrors `AscendC::ReduceMin` (count form): dst[0] = min, dst[1] = index bits if
+    cal_index."""
+    api = "reduce_min"
+    need = _reduce_count_setup(ctx, api, dst, src, shared_tmp_buffer, count, True, cal_index)
+    if count == 0:
+        return
+    m = min_n(src, count)
+    idx = first_index(src, count, m) if cal_index else 0
+    clobber_tmp(ctx, shared_tmp_buffer, need)
+    st(dst, 0, m)
+    if cal_index:
+        put_bits(dst, 1, idx)
+    core.count(ctx, core.C_VEC_OPS, count)
+
+
+# ---- repeat forms ----------------------------------------------------------------------------
+
+@_rj
+def _reduce_rep_setup(ctx, api, dst, src, tmp, mask, repeat, srs, minmax, cal_index):
+    """Checks; returns (m0, m1, need). repeat_time may exceed 255 (Ascend C allows int32)."""
+    check_range(api, "repeat_time", repeat, 0, 2147483647)
+    check_range(api, "src_rep_stride", srs, 0, 65535)
+    require_same(api, "shared_tmp_buffer", tmp, src)
+    require_same(api, "src", src, dst)
+    eb = src.itemsize
+    m0, m1 = vmask(api, mask, eb)
+    pb = 32 // eb
+    off = far_offset(m0, m1, pb, 1)
+    if repeat == 0 or off < 0:
+        return m0, m1, 0
+    far = (repeat - 1) * srs * pb + off
+    if far >= src.size:
+        raise VecError(api, ": src must hold every element the repeats touch, got index=", far,
+                       " for a tensor of ", src.size, " elements")
+    need = tmp_need(eb, repeat, minmax, cal_index)
+    check_tmp(ctx, api, tmp, need)
+    check_dst(ctx, api, dst, 2 if cal_index else 1)
+    check_index_range(api, src, far, cal_index)
+    return m0, m1, need
+
+
+@_rj
+def _rep_minmax(src, m0, m1, repeat, srs, is_max):
+    """(value, index) of the first extreme over the selected lanes of all repeats."""
+    pb = 32 // src.itemsize
+    best = ld(src, 0)
+    bi = -1
+    for r in range(repeat):
+        j, w0, w1 = next_lane(m0, m1)
+        while j >= 0:
+            k = r * srs * pb + j
+            v = ld(src, k)
+            if bi < 0 or best == best and (v != v or (v > best if is_max else v < best)):
+                best = v
+                bi = k
+            j, w0, w1 = next_lane(w0, w1)
+    return best, bi
+
+
+@_jit
+def reduce_sum_rep(ctx, dst, src, shared_tmp_buffer, mask, repeat_time, src_rep_stride):
+    """Mirrors `AscendC::ReduceSum` (mask + repeat form): dst[0] = sum of the selected lanes."""
+    api = "reduce_sum"
+    m0, m1, need = _reduce_rep_setup(ctx, api, dst, src, shared_tmp_buffer, mask, repeat_time,
+                                     src_rep_stride, False, False)
+    if need == 0:
+        return
+    pb = 32 // src.itemsize
+    t = acc_zero(src)
+    for r in range(repeat_time):
+        j, w0, w1 = next_lane(m0, m1)
+        while j >= 0:
+            t += ld(src, r * src_rep_stride * pb + j)
+            j, w0, w1 = next_lane(w0, w1)
+    clobber_tmp(ctx, shared_tmp_buffer, need)
+    st(dst, 0, t)
+    core.count(ctx, core.C_VEC_OPS, repeat_time * lanes_on(m0, m1, 256 // src.itemsize))
+
+
+@_rj
+def _reduce_mm_rep(ctx, api, dst, src, tmp, mask, repeat, srs, cal_index, is_max):
+    m0, m1, need = _reduce_rep_setup(ctx, api, dst, src, tmp, mask, repeat, srs, True,
+                                     cal_index)
+    if need == 0:
+        return
+    v, k = _rep_minmax(src, m0, m1, repeat, srs, is_max)
+    clobber_tmp(ctx, tmp, need)
+    st(dst, 0, v)
+    if cal_index:
+        put_bits(dst, 1, k)
+    core.count(ctx, core.C_VEC_OPS, repeat * lanes_on(m0, m1, 256 // src.itemsize))
+
+
+@_jit
+def reduce_max_rep(ctx, dst, src, shared_tmp_buffer, mask, repeat_time, src_rep_stride,
+                   cal_index):
+    """Mirrors `AscendC::ReduceMax` (mask + repeat form)."""
+    _reduce_mm_rep(ctx, "reduce_max", dst, src, shared_tmp_buffer, mask, repeat_time,
+                   src_rep_stride, cal_index, True)
+
+
+@_jit
+def reduce_min_rep(ctx, dst, src, shared_tmp_buffer, mask, repeat_time, src_rep_stride,
+                   cal_index):
+    """Mirrors `AscendC::ReduceMin` (mask + repeat form)."""
+    _reduce_mm_rep(ctx, "reduce_min", dst, src, shared_tmp_buffer, mask, repeat_time,
+                   src_rep_stride, cal_index, False)
+
+
+# ---- whole reduce: one result per repeat ---------------------------------------------------------
+
+@_rj
+def _whole_setup(api, dst, src, mask, repeat, drs, sbs, srs, unit, width):
+    """Checks; returns (m0, m1, active). `unit`: dst elements per dst_rep_stride step,
+    `width`: dst elements written per repeat."""
+    check_range(api, "repeat_time", repeat, 0, 255)
+    check_range(api, "dst_rep_stride", drs, 0, 65535)
+    check_range(api, "src_blk_stride", sbs, 0, 65535)
+    check_range(api, "src_rep_stride", srs, 0, 65535)
+    require_same(api, "src", src, dst)
+    eb = src.itemsize
+    m0, m1 = vmask(api, mask, eb)
+    pb = 32 // eb
+    off = far_offset(m0, m1, pb, sbs)
+    if repeat == 0 or off < 0:
+        return m0, m1, False
+    far = (repeat - 1) * srs * pb + off
+    if far >= src.size:
+        raise VecError(api, ": src must hold every element the repeats touch, got index=", far,
+                       " for a tensor of ", src.size, " elements")
+    dfar = (repeat - 1) * drs * unit + width - 1
+    if dfar >= dst.size:
+        raise VecError(api, ": dst must hold every result the repeats write, got index=", dfar,
+                       " for a tensor of ", dst.size, " elements")
+    return m0, m1, True
+
+
+@_jit
+def whole_reduce_sum(ctx, dst, src, mask, repeat_time, dst_rep_stride, src_blk_stride,
+                     src_rep_stride, is_set_mask):
+    """Mirrors `AscendC::WholeReduceSum`: dst[r * dst_rep_stride] = sum of repeat r's lanes."""
+    api = "whole_reduce_sum"
+    m0, m1, active = _whole_setup(api, dst, src, mask, repeat_time, dst_rep_stride,
+                                  src_blk_stride, src_rep_stride, 1, 1)
+    if not active:
+        return
+    pb = 32 // src.itemsize
+    for r in range(repeat_time):
+        t = acc_zero(src)
+        j, w0, w1 = next_lane(m0, m1)
+        while j >= 0:
+            t += ld(src, rep_index(r, j, pb, src_blk_stride, src_rep_stride))
+            j, w0, w1 = next_lane(w0, w1)
+        st(dst, r * dst_rep_stride, t)
+    core.count(ctx, core.C_VEC_OPS, repeat_time * lanes_on(m0, m1, 256 // src.itemsize))
+
+
+@_rj
+def _whole_mm(ctx, api, dst, src, mask, repeat, drs, sbs, srs, order, is_max):
+    check_range(api, "order", order, 0, 3)
+    eb = dst.itemsize
+    if order == ORDER_ONLY_INDEX and eb not in (2, 4):
+        raise VecError(api, ": dst dtype must be 16- or 32-bit for ORDER_ONLY_INDEX (a uint32 "
+                       "index per repeat), got ", eb * 8, "-bit elements")
+    if order == ORDER_ONLY_VALUE:
+        unit = 1
+        width = 1
+    elif order == ORDER_ONLY_INDEX:
+        unit = 4 // eb
+        width = unit
+    else:
+        unit = 2
+        width = 2
+    m0, m1, active = _whole_setup(api, dst, src, mask, repeat, drs, sbs, srs, unit, width)
+    if not active:
+        return
+    pb = 32 // eb
+    for r in range(repeat):
+        best = ld(src, 0)
+        bj = -1
+        j, w0, w1 = next_lane(m0, m1)
+        while j >= 0:
+            v = ld(src, rep_index(r, j, pb, sbs, srs))
+            if bj < 0 or best == best and (v != v or (v > best if is_max else v < best)):
+                best = v
+                bj = j
+            j, w0, w1 = next_lane(w0, w1)
+        base = r * drs * unit
+        if order == ORDER_VALUE_INDEX:
+            st(dst, base, best)
+            put_bits(dst, base + 1, bj)
+        elif order == ORDER_INDEX_VALUE:
+            put_bits(dst, base, bj)
+            st(dst, base + 1, best)
+        elif order == ORDER_ONLY_VALUE:
+            st(dst, base, best)
+        else:  # a uint32 index: one 32-bit slot, or low/high halves of two 16-bit slots
+            put_bits(dst, base, bj)
+            if unit == 2:
+                put_bits(dst, base + 1, 0)
+    core.count(ctx, core.C_VEC_OPS, repeat * lanes_on(m0, m1, 256 // eb))
+
+
+@_jit
+def whole_reduce_max(ctx, dst, src, mask, repeat_time, dst_rep_stride, src_blk_stride,
+                     src_rep_stride, order, is_set_mask):
+    """Mirrors `AscendC::WholeReduceMax`: per repeat the max and/or its lane index (ReduceOrder
+    `order`)."""
+    _whole_mm(ctx, "whole_reduce_max", dst, src, mask, repeat_time, dst_rep_stride,
+              src_blk_stride, src_rep_stride, order, True)
+
+
+@_jit
+def whole_reduce_min(ctx, dst, src, mask, repeat_time, dst_rep_stride, src_blk_stride,
+                     src_rep_stride, order, is_set_mask):
+    """Mirrors `AscendC::WholeReduceMin`: per repeat the min and/or its lane index."""
+    _whole_mm(ctx, "whole_reduce_min", dst, src, mask, repeat_time, dst_rep_stride,
+              src_blk_stride, src_rep_stride, order, False)

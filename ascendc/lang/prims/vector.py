@@ -258,7 +258,15 @@ def vmask(api, mask, elem_bytes):
 
 
 @_rj
+def _check_eb(api, elem_bytes):
+    if elem_bytes < 2:
+        raise VecError(api, ": the mask/repeat form needs 16-, 32- or 64-bit elements, got ",
+                       elem_bytes * 8, "-bit elements (use the count form)")
+
+
+@_rj
 def _vmask_int(api, mask, elem_bytes):
+    _check_eb(api, elem_bytes)
     check_range(api, "mask", mask, 1, 256 // elem_bytes)
     full = np.uint64(0xFFFFFFFFFFFFFFFF)
     if mask >= 128:
@@ -270,6 +278,7 @@ def _vmask_int(api, mask, elem_bytes):
 
 @_rj
 def _vmask_words(api, m0, m1, elem_bytes):
+    _check_eb(api, elem_bytes)
     lanes = 256 // elem_bytes
     if (lanes <= 64 and m1 != 0) or (lanes < 64 and (m0 >> np.uint64(lanes)) != 0):
         raise VecError(api, ": mask must select lanes below ", lanes, " for ", elem_bytes * 8,
@@ -290,12 +299,75 @@ def _ov_vmask(api, mask, elem_bytes):
 
 
 @_rj
+def _popcount(x):
+    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return np.int64((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
+
+
+@_rj
 def lanes_on(m0, m1, lanes):
+    """Number of selected lanes (vmask guarantees no bits beyond `lanes`)."""
+    return _popcount(m0) + _popcount(m1)
+
+
+@_rj
+def _log2_pow2(x):
+    """Bit index of a power of two x (uint64), from the exponent of float64(x)."""
+    return (np.float64(x).view(np.int64) >> 52) - 1023
+
+
+@_rj
+def _hibit(x):
+    """Index of the highest set bit of x (uint64), -1 for 0."""
+    if x == 0:
+        return -1
     n = 0
-    for j in range(lanes):
-        if lane_on(m0, m1, j):
-            n += 1
+    for sh in (32, 16, 8, 4, 2, 1):
+        if (x >> np.uint64(sh)) != 0:
+            x = x >> np.uint64(sh)
+            n += sh
     return n
+
+
+@_rj
+def next_lane(w0, w1):
+    """(lane, w0, w1): the lowest selected lane of the remaining mask words, which lose it;
+    lane -1 when none is left. Rep loops visit only selected lanes with it."""
+    if w0 != 0:
+        low = w0 & (np.uint64(0) - w0)
+        return _log2_pow2(low), w0 ^ low, w1
+    if w1 != 0:
+        low = w1 & (np.uint64(0) - w1)
+        return 64 + _log2_pow2(low), w0, w1 ^ low
+    return -1, w0, w1
+
+
+@_rj
+def top_lane(m0, m1):
+    """Highest selected lane, -1 if none."""
+    return _hibit(m1) + 64 if m1 != 0 else _hibit(m0)
+
+
+@_rj
+def far_offset(m0, m1, pb, blk):
+    """Largest in-repeat element offset among the selected lanes (-1 if none)."""
+    if blk > 0:  # offsets grow with the lane
+        j = top_lane(m0, m1)
+        if j < 0:
+            return -1
+        b = j // pb
+        return b * blk * pb + (j - b * pb)
+    g = np.uint64(0)  # blk == 0: all 8 blocks overlap; fold them onto one
+    w = (np.uint64(1) << np.uint64(pb)) - np.uint64(1)
+    for b in range(8):
+        start = b * pb
+        if start < 64:
+            g |= (m0 >> np.uint64(start)) & w
+        else:
+            g |= (m1 >> np.uint64(start - 64)) & w
+    return _hibit(g)
 
 
 @_rj
@@ -321,10 +393,10 @@ def check_extent(api, what, a, repeat, m0, m1, lanes, pb, blk, rep):
     """Raise unless every element the repeats touch lies inside tensor `a` (scalars pass)."""
     if repeat <= 0:
         return
-    far = -1
-    for j in range(lanes):
-        if lane_on(m0, m1, j):
-            far = max(far, rep_index(repeat - 1, j, pb, blk, rep))
+    off = far_offset(m0, m1, pb, blk)
+    if off < 0:
+        return
+    far = (repeat - 1) * rep * pb + off
     if far >= asize(a):
         raise VecError(api, ": ", what, " must hold every element the repeats touch, got index=",
                        far, " for a tensor of ", asize(a), " elements")
@@ -570,11 +642,12 @@ def binary_rep(ctx, api, dst, a, b, mask, repeat, p, op):
     check_extent(api, "src1", b, repeat, m0, m1, lanes, pb, p.src1_blk_stride,
                  p.src1_rep_stride)
     for r in range(repeat):
-        for j in range(lanes):
-            if lane_on(m0, m1, j):
-                va = ld(a, rep_index(r, j, pb, p.src0_blk_stride, p.src0_rep_stride))
-                vb = ld(b, rep_index(r, j, pb, p.src1_blk_stride, p.src1_rep_stride))
-                st(dst, rep_index(r, j, pb, p.dst_blk_stride, p.dst_rep_stride), op(va, vb))
+        j, w0, w1 = next_lane(m0, m1)
+        while j >= 0:
+            va = ld(a, rep_index(r, j, pb, p.src0_blk_stride, p.src0_rep_stride))
+            vb = ld(b, rep_index(r, j, pb, p.src1_blk_stride, p.src1_rep_stride))
+            st(dst, rep_index(r, j, pb, p.dst_blk_stride, p.dst_rep_stride), op(va, vb))
+            j, w0, w1 = next_lane(w0, w1)
     core.count(ctx, core.C_VEC_OPS, repeat * lanes_on(m0, m1, lanes))
 
 
@@ -602,10 +675,11 @@ def unary_rep(ctx, api, dst, a, mask, repeat, p, op):
     check_extent(api, "dst", dst, repeat, m0, m1, lanes, pb, p.dst_blk_stride, p.dst_rep_stride)
     check_extent(api, "src", a, repeat, m0, m1, lanes, pb, p.src_blk_stride, p.src_rep_stride)
     for r in range(repeat):
-        for j in range(lanes):
-            if lane_on(m0, m1, j):
-                v = ld(a, rep_index(r, j, pb, p.src_blk_stride, p.src_rep_stride))
-                st(dst, rep_index(r, j, pb, p.dst_blk_stride, p.dst_rep_stride), op(v))
+        j, w0, w1 = next_lane(m0, m1)
+        while j >= 0:
+            v = ld(a, rep_index(r, j, pb, p.src_blk_stride, p.src_rep_stride))
+            st(dst, rep_index(r, j, pb, p.dst_blk_stride, p.dst_rep_stride), op(v))
+            j, w0, w1 = next_lane(w0, w1)
     core.count(ctx, core.C_VEC_OPS, repeat * lanes_on(m0, m1, lanes))
 
 
@@ -635,10 +709,11 @@ def scalar_rep(ctx, api, dst, a, scalar, mask, repeat, p, op):
     check_extent(api, "dst", dst, repeat, m0, m1, lanes, pb, p.dst_blk_stride, p.dst_rep_stride)
     check_extent(api, "src", a, repeat, m0, m1, lanes, pb, p.src_blk_stride, p.src_rep_stride)
     for r in range(repeat):
-        for j in range(lanes):
-            if lane_on(m0, m1, j):
-                v = ld(a, rep_index(r, j, pb, p.src_blk_stride, p.src_rep_stride))
-                st(dst, rep_index(r, j, pb, p.dst_blk_stride, p.dst_rep_stride), op(v, s))
+        j, w0, w1 = next_lane(m0, m1)
+        while j >= 0:
+            v = ld(a, rep_index(r, j, pb, p.src_blk_stride, p.src_rep_stride))
+            st(dst, rep_index(r, j, pb, p.dst_blk_stride, p.dst_rep_stride), op(v, s))
+            j, w0, w1 = next_lane(w0, w1)
     core.count(ctx, core.C_VEC_OPS, repeat * lanes_on(m0, m1, lanes))
 
 
@@ -959,11 +1034,12 @@ def axpy_rep(ctx, dst, src, scalar, mask, repeat_times, repeat_params, is_set_ma
     check_extent(api, "src", src, repeat_times, m0, m1, lanes, ps, p.src_blk_stride,
                  p.src_rep_stride)
     for r in range(repeat_times):
-        for j in range(lanes):
-            if lane_on(m0, m1, j):
-                v = ld(src, rep_index(r, j, ps, p.src_blk_stride, p.src_rep_stride))
-                k = rep_index(r, j, pd, p.dst_blk_stride, p.dst_rep_stride)
-                st(dst, k, ld(dst, k) + v * s)
+        j, w0, w1 = next_lane(m0, m1)
+        while j >= 0:
+            v = ld(src, rep_index(r, j, ps, p.src_blk_stride, p.src_rep_stride))
+            k = rep_index(r, j, pd, p.dst_blk_stride, p.dst_rep_stride)
+            st(dst, k, ld(dst, k) + v * s)
+            j, w0, w1 = next_lane(w0, w1)
     core.count(ctx, core.C_VEC_OPS, repeat_times * lanes_on(m0, m1, lanes))
 
 
@@ -995,9 +1071,10 @@ def duplicate_rep(ctx, dst, scalar, mask, repeat_times, dst_block_stride, dst_re
     check_extent(api, "dst", dst, repeat_times, m0, m1, lanes, pb, dst_block_stride,
                  dst_repeat_stride)
     for r in range(repeat_times):
-        for j in range(lanes):
-            if lane_on(m0, m1, j):
-                st(dst, rep_index(r, j, pb, dst_block_stride, dst_repeat_stride), v)
+        j, w0, w1 = next_lane(m0, m1)
+        while j >= 0:
+            st(dst, rep_index(r, j, pb, dst_block_stride, dst_repeat_stride), v)
+            j, w0, w1 = next_lane(w0, w1)
     core.count(ctx, core.C_VEC_OPS, repeat_times * lanes_on(m0, m1, lanes))
 
 
@@ -1202,11 +1279,12 @@ def cast_rep(ctx, dst, src, round_mode, mask, repeat_times, repeat_params, is_se
     check_extent(api, "src", src, repeat_times, m0, m1, lanes, ps, p.src_blk_stride,
                  p.src_rep_stride)
     for r in range(repeat_times):
-        for j in range(lanes):
-            if lane_on(m0, m1, j):
-                v = ld(src, rep_index(r, j, ps, p.src_blk_stride, p.src_rep_stride))
-                _cast_one(dst, rep_index(r, j, pd, p.dst_blk_stride, p.dst_rep_stride), v,
-                          round_mode, dk, sk, lo, hi)
+        j, w0, w1 = next_lane(m0, m1)
+        while j >= 0:
+            v = ld(src, rep_index(r, j, ps, p.src_blk_stride, p.src_rep_stride))
+            _cast_one(dst, rep_index(r, j, pd, p.dst_blk_stride, p.dst_rep_stride), v,
+                      round_mode, dk, sk, lo, hi)
+            j, w0, w1 = next_lane(w0, w1)
     core.count(ctx, core.C_VEC_OPS, repeat_times * lanes_on(m0, m1, lanes))
 
 
@@ -1413,21 +1491,19 @@ def select_rep(ctx, dst, sel_mask, src0, src1, sel_mode, mask, repeat_times, rep
                  p.src0_rep_stride)
     check_extent(api, "src1", src1, repeat_times, m0, m1, lanes, pb, p.src1_blk_stride,
                  p.src1_rep_stride)
-    jmax = -1
-    for j in range(lanes):
-        if lane_on(m0, m1, j):
-            jmax = j
+    jmax = top_lane(m0, m1)
     if repeat_times > 0 and jmax >= 0:
         _sel_need(api, sel_mask, jmax + 1 if sel_mode == 0 else (repeat_times - 1) * lanes
                   + jmax + 1)
     nb = sel_mask.itemsize * 8
     s = scalar_or_zero(dst, src1)
     for r in range(repeat_times):
-        for j in range(lanes):
-            if lane_on(m0, m1, j):
-                bit = _sel_bit(sel_mask, j if sel_mode == 0 else r * lanes + j, nb)
-                k0 = rep_index(r, j, pb, p.src0_blk_stride, p.src0_rep_stride)
-                k1 = rep_index(r, j, pb, p.src1_blk_stride, p.src1_rep_stride)
-                v = ld(src0, k0) if bit != 0 else ld_or(src1, k1, s)
-                st(dst, rep_index(r, j, pb, p.dst_blk_stride, p.dst_rep_stride), v)
+        j, w0, w1 = next_lane(m0, m1)
+        while j >= 0:
+            bit = _sel_bit(sel_mask, j if sel_mode == 0 else r * lanes + j, nb)
+            k0 = rep_index(r, j, pb, p.src0_blk_stride, p.src0_rep_stride)
+            k1 = rep_index(r, j, pb, p.src1_blk_stride, p.src1_rep_stride)
+            v = ld(src0, k0) if bit != 0 else ld_or(src1, k1, s)
+            st(dst, rep_index(r, j, pb, p.dst_blk_stride, p.dst_rep_stride), v)
+            j, w0, w1 = next_lane(w0, w1)
     core.count(ctx, core.C_VEC_OPS, repeat_times * lanes_on(m0, m1, lanes))
