@@ -53,7 +53,9 @@ class _Binary:
         self.soc = soc
         self.checked = checked
         self.param_names = param_names
+        self.counters = core.COUNTER_NAMES   # rt's profiler reads last_counters after a launch
         self.last_counters = {}
+        self._acc = {}                       # per launch (keyed by its args tuple): [counts, blocks]
         self._lock = threading.Lock()
 
     def _order(self, first, last):
@@ -79,20 +81,29 @@ class _Binary:
                 AssertionError, ArithmeticError) as e:
             raise self._wrap(e, int(st[core.S_BLOCK_IDX]), block_dim) from e
         finally:
-            with self._lock:
-                for k, v in core.read_counters(ctx).items():
-                    self.last_counters[k] = self.last_counters.get(k, 0) + v
+            self._add_counters(id(args), core.read_counters(ctx), last - first, block_dim)
         if self.checked.report_rounding and st[core.S_ROUNDED]:
             warnings.warn(f"kernel {self.name}: data_copy rounded count*sizeof down to a multiple "
                           f"of 32 bytes in {int(st[core.S_ROUNDED])} call(s) of blocks "
                           f"[{first}, {last}); the tail was not copied (use data_copy_pad)",
                           RuntimeWarning, stacklevel=2)
 
+    def _add_counters(self, launch_key, counts, nblocks, block_dim):
+        """Sum the ranges of one launch; the total is complete when its last range finishes."""
+        with self._lock:
+            acc = self._acc.setdefault(launch_key, [dict.fromkeys(counts, 0), 0])
+            for k, v in counts.items():
+                acc[0][k] += v
+            acc[1] += nblocks
+            self.last_counters = dict(acc[0])
+            if acc[1] >= block_dim:
+                del self._acc[launch_key]
+
     def _wrap(self, e, block_idx, block_dim):
         msg = str(e)
         for i, n in enumerate(self.param_names):
             msg = msg.replace(f"argument #{i} ", f"argument {n!r} ")
-        full = f"kernel {self.name}: block_idx={block_idx}/{block_dim}: {msg}"
+        full = msg  # rt prefixes "kernel <name>: block_idx=<i>/<n>: " (it reads .block_idx)
         code = (E.ACL_ERROR_RT_AICORE_TRAP_READ_OVERFLOW if isinstance(e, GMReadError) else
                 E.ACL_ERROR_RT_AICORE_TRAP_WRITE_OVERFLOW if isinstance(e, GMWriteError) else
                 E.ACL_ERROR_RT_AICORE_EXCEPTION)

@@ -7,7 +7,8 @@ Rows (medians of many repetitions):
   task aggregation on and off and with the synchronizing thread's assist off, next to a plain `queue.SimpleQueue` round trip between two Python
   threads measured in the same run (the floor for any design that hands work to another thread);
 - launches queued back to back, per launch;
-- a nogil binary (numpy exp over a big array) with block_dim 2 vs 1 on a 2-core pool (goal >= 1.8x).
+- a nogil binary (numpy exp over a big array) with block_dim 2 vs 1 on a 2-core pool (goal >= 1.8x),
+  next to the same split over two plain threads (what the machine allows at that moment).
 """
 from __future__ import annotations
 
@@ -136,11 +137,18 @@ def main(argv=None):
     L.set_core_count(2)
     s = rt.Stream()
     k = ExpBlocks(args.exp_elements)
-    t_np, t1, t2 = interleaved_medians_us(
-        [lambda: np.exp(k.src, out=k.dst),
+    def two_threads():                      # the same split over two plain threads (peer)
+        t = threading.Thread(target=k.run_blocks, args=(1, 2, 2, ()))
+        t.start()
+        k.run_blocks(0, 1, 2, ())
+        t.join()
+    t_np, t_thr, t1, t2 = interleaved_medians_us(
+        [lambda: np.exp(k.src, out=k.dst), two_threads,
          lambda: (rt.launch(k, 1, (), s), s.synchronize()),
          lambda: (rt.launch(k, 2, (), s), s.synchronize())], max(21, args.reps // 100))
     rows.append((f"numpy exp {args.exp_elements} f64, main thread (peer)", t_np, ""))
+    rows.append(("same exp split over 2 plain threads (peer)", t_thr,
+                 f"{t_np / t_thr:.2f}x: what this machine allows now"))
     rows.append(("nogil binary, block_dim 1, 2 cores", t1, f"{t_np / t1:.2f}x numpy"))
     speedup = t1 / t2
     rows.append(("nogil binary, block_dim 2, 2 cores", t2,
@@ -149,7 +157,7 @@ def main(argv=None):
 
     w = max(len(r[0]) for r in rows)
     print(f"rt launch benchmark  (cpu_count={os.cpu_count()}, core pool={pool.n} workers, "
-          f"medians of {args.reps} reps)")
+          f"medians of {args.reps} reps, load average {os.getloadavg()[0]:.1f})")
     print(f"{'case':<{w}}  {'median us':>11}  note")
     print("-" * (w + 40))
     for name, us, note in rows:

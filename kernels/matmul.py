@@ -300,6 +300,30 @@ def _drop_zeros(dev) -> None:
                 arr.free()
 
 
+_BLAS_LIMITED = False
+
+
+def _single_threaded_kernel_blas() -> None:
+    """Make the BLAS that compiled kernels call (Numba's np.dot goes through SciPy's
+    cython_blas) single-threaded: each emulated core is one thread, and a multi-threaded BLAS
+    called from several core workers at once oversubscribes the CPU (measured here: a 128^3
+    sgemm took 20-30 ms instead of 46 us on a loaded 2-CPU machine). numpy's own BLAS, when it
+    is a separate library, keeps its threads. Process-wide and idempotent; it belongs with the
+    launcher (ascendc/jit.py) and lives here until the launcher does it for every cube kernel."""
+    global _BLAS_LIMITED
+    if _BLAS_LIMITED:
+        return
+    _BLAS_LIMITED = True
+    import os
+
+    import scipy.linalg.cython_blas  # noqa: F401  (loads the library the kernels' np.dot uses)
+    from threadpoolctl import ThreadpoolController
+    for lib in ThreadpoolController().select(user_api="blas").lib_controllers:
+        parts = os.path.realpath(lib.filepath).split(os.sep)
+        if not any(p.startswith("numpy") for p in parts):   # numpy's wheel: numpy.libs/
+            lib.set_num_threads(1)
+
+
 def _check_inputs(a, b):
     if len(a.shape) != 2 or len(b.shape) != 2:
         raise ValueError(f"matmul: a and b must be 2-D, got a.shape={tuple(a.shape)} "
@@ -324,6 +348,7 @@ def matmul(a, b, *, stream=None, tiling: MatmulTiling | None = None, **launch_op
     kernel launch (interpret=, checked=, soc=)."""
     dev = is_device(a, b)
     m, n, k = _check_inputs(a, b)
+    _single_threaded_kernel_blas()
     dt = np.dtype(a.dtype)
     t = tiling or matmul_tiling(m, n, k, dt, soc=launch_options.get("soc"))
     if (t.m, t.n, t.k, t.dtype) != (m, n, k, dt.name):

@@ -19,7 +19,7 @@ import ascendc as asc
 
 from ._host import empty_like, is_device
 from .softmax import (BUFFER_NUM, RowTiling, _load_rows, _scalar_of, _store_rows,
-                      check_rows_input, plan_rows)
+                      check_rows_input, check_tiling_for, plan_rows)
 
 
 @dataclass(frozen=True)
@@ -299,8 +299,7 @@ def _run(api, x, gamma, beta, eps, rms, tiling, stream, launch_options):
     b = g if beta is None else _param(api, "beta", beta, x, cols, dev)
     t = tiling or _tiling(RmsNormTiling if rms else LayerNormTiling, api, rows, cols, x.dtype,
                           rms, None, None, None)
-    if (t.rows, t.cols) != (rows, cols):
-        raise ValueError(f"{api}: tiling must be for rows={rows} cols={cols}, got {t}")
+    check_tiling_for(api, t, rows, cols, x.dtype)
     y = empty_like(x)
     xs, ys = (x, y) if dev else (np.ascontiguousarray(x).reshape(-1), y.reshape(-1))
     wide = np.dtype(x.dtype).itemsize < 4

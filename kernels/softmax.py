@@ -8,8 +8,8 @@ in UB, computed in fp32 and cast back. Two schemes, picked by `softmax_tiling`:
 - long rows (a row does not fit UB next to its buffers): one row at a time in column chunks,
   three passes over GM (running max, sum of exponentials, output).
 
-The row helpers (`_load_rows`, `_store_rows`, `_to_f32`, `_from_f32`, `_scalar_of`) and the tiling
-arithmetic (`RowTiling`, `plan_rows`, `check_rows_input`) are shared with kernels/norm.py.
+The row helpers (`_load_rows`, `_store_rows`, `_scalar_of`) and the host side (`RowTiling`,
+`plan_rows`, `check_rows_input`, `check_tiling_for`) are shared with kernels/norm.py.
 """
 from __future__ import annotations
 
@@ -154,9 +154,11 @@ class RowTiling:
         if self.tile_rows > MAX_BLOCK_COUNT:
             raise ValueError(f"{name}: tile_rows must be <= {MAX_BLOCK_COUNT} (data_copy_pad "
                              f"block_count), got {self}")
-        if self.stride < min(self.chunk, self.cols) or self.block_dim * self.rows_per_core < \
-                self.rows:
-            raise ValueError(f"{name}: stride must cover a row and the cores all rows, got {self}")
+        if self.block_dim * self.rows_per_core < self.rows:
+            raise ValueError(f"{name}: block_dim * rows_per_core must cover all rows, got {self}")
+        if self.chunked and (self.chunk % 64 or self.stride != self.chunk):
+            raise ValueError(f"{name}: a chunked row needs chunk a multiple of 64 and "
+                             f"stride == chunk, got {self}")
 
     @property
     def chunked(self) -> bool:
@@ -185,8 +187,18 @@ def plan_rows(cls, api: str, rows: int, cols: int, dtype, *, f32_tile_rows: int,
         chunk = fit_chunk(soc.ub_bytes, 2 * BUFFER_NUM * isz + 4 * f32_chunks + 1, 1024, isz)
     if chunk <= 0 or chunk % 64:
         raise ValueError(f"{api}: chunk must be a positive multiple of 64, got chunk={chunk}")
-    chunk = min(chunk, round_up(cols, 64))
-    return cls(rows, cols, cores, per_core, 1, chunk, min(chunk, cols), reduce_tmp_elems(chunk))
+    if chunk >= cols:  # one chunk holds the row: a one-row tile
+        return cls(rows, cols, cores, per_core, 1, stride, cols, reduce_tmp_elems(cols))
+    return cls(rows, cols, cores, per_core, 1, chunk, chunk, reduce_tmp_elems(chunk))
+
+
+def check_tiling_for(api: str, t: RowTiling, rows: int, cols: int, dtype) -> None:
+    """Raise ValueError unless tiling `t` was made for this input (rows, cols, UB row layout)."""
+    if (t.rows, t.cols) != (rows, cols):
+        raise ValueError(f"{api}: tiling must be for rows={rows} cols={cols}, got {t}")
+    if not t.chunked and t.stride != row_stride(cols, dtype):
+        raise ValueError(f"{api}: tiling stride must be {row_stride(cols, dtype)} (the UB row "
+                         f"data_copy_pad lays out for cols={cols} of {np.dtype(dtype)}), got {t}")
 
 
 @dataclass(frozen=True)
@@ -284,7 +296,7 @@ def softmax_long_kernel(x: asc.GlobalAddress, y: asc.GlobalAddress, rows: int, c
     nch = (cols + chunk - 1) // chunk
     for r in range(nrows):
         base = r * cols
-        m = -3.0e38
+        m = 0.0
         for c in range(nch):
             w = min(chunk, cols - c * chunk)
             xl = _load_rows(qx, xg, base + c * chunk, 1, w, 0)
@@ -294,7 +306,8 @@ def softmax_long_kernel(x: asc.GlobalAddress, y: asc.GlobalAddress, rows: int, c
             else:
                 asc.reduce_max(red, xl, tmp, w)
             qx.free_tensor(xl)
-            m = max(m, _scalar_of(red))
+            mc = _scalar_of(red)
+            m = mc if c == 0 else max(m, mc)
         total = 0.0
         for p in range(2):  # p == 0: sum of exp(x - m); p == 1: the output
             for c in range(nch):
@@ -337,8 +350,7 @@ def softmax(x, *, stream=None, tiling: SoftmaxTiling | None = None, **launch_opt
     rows, cols = check_rows_input("softmax", x)
     dev = is_device(x)
     t = tiling or softmax_tiling(rows, cols, x.dtype)
-    if (t.rows, t.cols) != (rows, cols):
-        raise ValueError(f"softmax: tiling must be for rows={rows} cols={cols}, got {t}")
+    check_tiling_for("softmax", t, rows, cols, x.dtype)
     y = empty_like(x)
     xs, ys = (x, y) if dev else (np.ascontiguousarray(x).reshape(-1), y.reshape(-1))
     wide = np.dtype(x.dtype).itemsize < 4

@@ -51,9 +51,9 @@ FLAG_DEFER = 2
 FLAG_REPORT_ROUNDING = 4
 
 # counters (issue 4 profiler): bytes per pipe, cube MACs, vector element-ops
-C_MTE2, C_MTE1, C_MTE3, C_FIX, C_CUBE_MACS, C_VEC_OPS, C_MTE_UB2UB = range(7)
+C_MTE2, C_MTE1, C_MTE3, C_FIX, C_CUBE_MACS, C_VEC_OPS, C_MTE_UB2UB, C_CUBE_MACS_FP32 = range(8)
 COUNTER_NAMES = ("mte2_bytes", "mte1_bytes", "mte3_bytes", "fix_bytes", "cube_macs",
-                 "vector_elem_ops", "ub_to_ub_bytes")
+                 "vector_elem_ops", "ub_to_ub_bytes", "cube_macs_fp32")
 
 
 def layout(soc):
@@ -184,21 +184,21 @@ def check_gm(ctx, api, a, first, n, write):
         return
     k, boff, nbytes = _gm_where(ctx, np.int64(a.ctypes.data))
     isz = a.itemsize
-    msg = (api + ": GM " + ("write" if write else "read") + " must stay inside argument #"
-           + str(k) + " (" + str(nbytes // isz) + " elements), got elements ["
-           + str(boff // isz + first) + ", " + str(boff // isz + first + n) + ")")
     if write:
-        raise GMWriteError(msg)
-    raise GMReadError(msg)
+        raise GMWriteError("{}: GM write must stay inside argument #{} ({} elements), got "
+                           "elements [{}, {})", api, k, nbytes // isz, boff // isz + first,
+                           boff // isz + first + n)
+    raise GMReadError("{}: GM read must stay inside argument #{} ({} elements), got elements "
+                      "[{}, {})", api, k, nbytes // isz, boff // isz + first,
+                      boff // isz + first + n)
 
 
 @njit(nogil=True, cache=True)
 def check_local(ctx, api, what, a, n):
     """Raise unless local tensor `a` holds at least n elements."""
     if n > a.size or n < 0:
-        raise KernelError(api + ": " + what + " must hold count elements, got count=" + str(n)
-                          + " for a tensor of " + str(a.size) + " elements in "
-                          + level_name(level_of(ctx, a)))
+        raise KernelError("{}: {} must hold count elements, got count={} for a tensor of {} "
+                          "elements in {:level}", api, what, n, a.size, level_of(ctx, a))
 
 
 # ---- deferred visibility of GM->local copies (checked mode) ------------------------------------
@@ -264,8 +264,8 @@ def mask_words(mask, elem_bytes):
 def _continuous(m, elem_bytes):
     lanes = 256 // elem_bytes
     if m < 1 or m > lanes:
-        raise KernelError("vector op: mask must be in [1, " + str(lanes) + "] for "
-                          + str(elem_bytes * 8) + "-bit elements, got mask=" + str(m))
+        raise KernelError("vector op: mask must be in [1, {}] for {}-bit elements, got mask={}",
+                          lanes, elem_bytes * 8, m)
     if m >= 128:
         return np.uint64(0xFFFFFFFFFFFFFFFF), np.uint64(0xFFFFFFFFFFFFFFFF)
     if m >= 64:

@@ -58,6 +58,11 @@ def need(eb, r1, op, cal_index):
     return n
 
 
+def W(w0, w1=0):
+    """A bit-mode mask as the registry passes it: a 2-tuple of uint64 words."""
+    return np.uint64(w0), np.uint64(w1)
+
+
 def index_of(dl, k, dt):
     return int(dl[k:k + 1].view(UINT[dt.itemsize])[0])
 
@@ -148,11 +153,12 @@ def test_reduce_rep(op, dt):
     x, _ = A.new(xv.size, dt, xv)
     d, dl = A.new(16, dt)
     for mask, words, repeat, srs in [(lanes, (2**64 - 1, 2**64 - 1 if lanes == 128 else 0), 5, 8),
-                                     ((0x00FF_0F0F_F0F0_1234, 0x1 if lanes == 128 else 0),
+                                     (W(0x00FF_0F0F_F0F0_1234, 0x1 if lanes == 128 else 0),
                                       None, 7, 16),
                                      (lanes - 9, None, 300, 1)]:           # repeat_time > 255
         if words is None:
-            w = mask[0] | (mask[1] << 64) if isinstance(mask, tuple) else (1 << mask) - 1
+            w = int(mask[0]) | (int(mask[1]) << 64) if isinstance(mask, tuple) else \
+                (1 << mask) - 1
             words = (w & (2**64 - 1), w >> 64)
         cal = op != "sum"
         tmp, _ = A.new(need(dt.itemsize, repeat, op, cal), dt)
@@ -167,7 +173,8 @@ def test_reduce_rep(op, dt):
 
 # ---- the shared tmp buffer rule --------------------------------------------------------------
 
-DOC_EXAMPLES = [  # (dtype, form, repeat or count, cal_index, elements) from Ascend C's ReduceMax doc
+# (dtype, form, repeat or count, cal_index, elements): the worked examples of Ascend C's ReduceMax
+DOC_EXAMPLES = [
     (F16, "rep", 65, True, 176), (F16, "rep", 255, True, 544), (F16, "count", 65408, True, 1056),
     (F16, "rep", 4, True, 32), (F16, "count", 65408, False, 1024), (F32, "rep", 130, True, 288),
 ]
@@ -277,9 +284,9 @@ def test_whole_reduce_max_min(op, order, dt):
     xv[lanes + 5] = xv[lanes + 40] = 9.0 if op == "max" else -9.0     # tie in repeat 1
     x, _ = A.new(xv.size, dt, xv)
     d, dl = A.new(32, dt, 0)
-    mask = (0xFFFF_FFFF_FFFF_FFF7, 0xF) if lanes == 128 else (0xFFFF_FFFF_FFFF_FFF7,)
+    mask = W(0xFFFF_FFFF_FFFF_FFF7, 0xF if lanes == 128 else 0)
     getattr(R, f"whole_reduce_{op}")(A.ctx, d, x, mask, 3, 2, 1, 8, order, True)
-    w = mask[0] | ((mask[1] if len(mask) > 1 else 0) << 64)
+    w = int(mask[0]) | (int(mask[1]) << 64)
     lanes_sel = [j for j in range(lanes) if (w >> j) & 1]
     unit = {0: 2, 1: 2, 2: 1, 3: 4 // dt.itemsize}[order]
     for r in range(3):

@@ -3,13 +3,15 @@
 Tensors are views into the core's local memory (`ctx[0]`), as the runtime makes them. Every
 primitive is called from Python; `test_*_in_njit` call them from nopython code too.
 """
+import inspect
+
 import ml_dtypes
 import numpy as np
 import pytest
 from numba import njit
 
 import rt.soc
-from ascendc.lang import core
+from ascendc.lang import core, registry
 from ascendc.lang.dtypes import storage_view
 from ascendc.lang.errors import KernelError
 from ascendc.lang.params import BinaryRepeatParams, BrcbRepeatParams, UnaryRepeatParams
@@ -69,9 +71,14 @@ def rep_lanes(repeat, lanes, words, pb, blk, rep):
             for r in range(repeat) for j in range(lanes) if (w >> j) & 1]
 
 
+def W(w0, w1=0):
+    """A bit-mode mask as the registry passes it: a 2-tuple of uint64 words."""
+    return np.uint64(w0), np.uint64(w1)
+
+
 def mask_to_words(mask, lanes):
     if isinstance(mask, tuple):
-        return mask[0], mask[1] if len(mask) > 1 else 0
+        return int(mask[0]), int(mask[1]) if len(mask) > 1 else 0
     w = (1 << mask) - 1
     return w & (2**64 - 1), w >> 64
 
@@ -168,8 +175,8 @@ def test_binary_rep(op, dt):
     b, _ = A.new(n, dt, bv)
     d, dl = A.new(2 * n, dt, 3)
     # mask as two words: for 16-bit types the high word selects lanes 64..127
-    mask = (0xF0F0_00FF_0F0F_1234, 0x8000_0000_0000_0F01) if lanes == 128 else \
-        (0xFFFF_0000_FFFF_00F7,)
+    mask = W(0xF0F0_00FF_0F0F_1234, 0x8000_0000_0000_0F01) if lanes == 128 else \
+        W(0xFFFF_0000_FFFF_00F7)
     p = BinaryRepeatParams(dst_blk_stride=2, src0_blk_stride=1, src1_blk_stride=0,
                            dst_rep_stride=16, src0_rep_stride=8, src1_rep_stride=2)
     getattr(V, op + "_rep")(A.ctx, d, a, b, mask, 3, p, True)
@@ -313,7 +320,7 @@ def test_scalar_rep(op, dt):
     a, _ = A.new(n, dt, av)
     d, dl = A.new(n, dt, 4)
     s = -0.7 if isf(dt) else 2
-    mask = (0x0123_4567_89AB_CDEF, 0xFEDC_BA98_7654_3210) if lanes == 128 else (2**64 - 1,)
+    mask = W(0x0123_4567_89AB_CDEF, 0xFEDC_BA98_7654_3210) if lanes == 128 else W(2**64 - 1)
     getattr(V, op + "_rep")(A.ctx, d, a, s, mask, 3, UnaryRepeatParams(), True)
     words = mask_to_words(mask, lanes)
     exp = np.full(n, 4, dt)
@@ -493,14 +500,17 @@ def test_cast_documented_examples():
 def test_cast_rep_follows_the_wider_type():
     A = Arena()
     sv = rand(256, F16, seed=7)
-    s, _ = A.new(256, F16, sv)
+    s, sl = A.new(256, F16, sv)
     d, dl = A.new(256, F32, -1)
     # half -> float: 64 lanes per repeat; the src advances 4 blocks, dst 8 blocks per repeat
     V.cast_rep(A.ctx, d, s, 0, 64, 3, UnaryRepeatParams(dst_rep_stride=8, src_rep_stride=4),
                True)
     np.testing.assert_array_equal(dl[:192], sv[:192].astype(np.float32))
     assert (dl[192:] == -1).all()
-    V.cast_rep(A.ctx, s, d, 5, (0xFF,), 1, UnaryRepeatParams(dst_rep_stride=4), True)
+    dl[:8] += np.float32(1e-3)                           # float -> half, TRUNC, lanes 0..7
+    V.cast_rep(A.ctx, s, d, 5, W(0xFF), 1, UnaryRepeatParams(dst_rep_stride=4), True)
+    np.testing.assert_array_equal(sl[:8], _narrow_ref(dl[:8].astype(np.float64), F16, 5))
+    np.testing.assert_array_equal(sl[8:], sv[8:])
 
 
 # ---- compare / select ------------------------------------------------------------------------
@@ -578,7 +588,7 @@ def test_select(dt, mode):
     np.testing.assert_array_equal(dl[:count], np.where(bit, av, other)[:count])
     assert (dl[count:] == 0).all()
     dl[:] = 0
-    mask = (0x0000_FFFF_FFFF_0000, 0xFF) if lanes == 128 else (0xFFFF_FFFF_0000_FFFF,)
+    mask = W(0x0000_FFFF_FFFF_0000, 0xFF) if lanes == 128 else W(0xFFFF_FFFF_0000_FFFF)
     V.select_rep(A.ctx, d, sel, a, src1, mode, mask, 2, BinaryRepeatParams(), True)
     words = mask_to_words(mask, lanes)
     exp = np.zeros(n, dt)
@@ -641,7 +651,7 @@ def test_repeat_form_errors():
         V.add_rep(A.ctx, d, a, b, 0, 1, p, True)
     with pytest.raises(KernelError, match=r"add: mask must select lanes below 64 for 32-bit "
                        r"elements, got mask=\[1, 2\]"):
-        V.add_rep(A.ctx, d, a, b, (1, 2), 1, p, True)
+        V.add_rep(A.ctx, d, a, b, W(1, 2), 1, p, True)
     with pytest.raises(KernelError, match=r"add: dst must hold every element the repeats touch,"
                        r" got index=319 for a tensor of 256 elements"):
         V.add_rep(A.ctx, d, a, b, 64, 5, p, True)
@@ -782,6 +792,19 @@ def _njit_vector_int(ctx, d, a, b):
     V.bitwise_not_rep(ctx, d, a, 64, 1, up, True)
 
 
+def test_registry_forms_name_primitives_with_their_parameter_order():
+    from ascendc.lang.prims import reduce as R
+    mine = {n: getattr(mod, n) for mod in (V, R) for n in mod.__all__}
+    used = set()
+    for name, forms in registry.OPS.items():
+        for form in forms:
+            if form.prim in mine:
+                used.add(form.prim)
+                params = list(inspect.signature(mine[form.prim].py_func).parameters)
+                assert params == ["ctx", *form.params], form.prim
+    assert used == set(mine)
+
+
 def test_vector_in_njit():
     A = Arena()
     a, _ = A.new(256, F32, rand(256, F32))
@@ -799,6 +822,9 @@ def test_vector_in_njit():
     np.testing.assert_array_equal(idl[:64], ~ial[:64])
     with pytest.raises(KernelError, match=r"add: mask must be in \[1, 64\], got mask=99"):
         _njit_bad_mask(A.ctx, d, a, b)
+    # constants at call sites do not create per-value (Literal) specialisations
+    for prim in (V.add_count, V.add_rep, V.cast_count, V.select_count):
+        assert not any("Literal" in str(sig) for sig in prim.signatures), prim
 
 
 @njit

@@ -51,11 +51,17 @@ def test_softmax_long_rows_pick_chunked_scheme():
     assert not softmax_tiling(2, 4000, np.float32).chunked
 
 
-def test_softmax_leading_dims_and_large_values():
+def test_softmax_leading_dims_large_values_and_minus_inf():
     x = _x((2, 3, 20), np.float32, seed=3, scale=200.0)  # exp would overflow without the max
+    x[0, 1, 5] = x[1, 2, 10:] = -np.inf                   # masked-out entries give exactly 0
     y = softmax(x, interpret=True, checked=True)
     assert_close(y, softmax_reference(x))
     np.testing.assert_allclose(y.sum(axis=-1), 1.0, rtol=1e-5)
+    assert y[0, 1, 5] == 0 and np.all(y[1, 2, 10:] == 0)
+    x = _x((2, 150), np.float32, seed=4)
+    x[0, :70] = x[1, 3] = -np.inf                          # chunked: a whole -inf chunk too
+    t = softmax_tiling(2, 150, np.float32, chunk=64)
+    assert_close(softmax(x, tiling=t, interpret=True, checked=True), softmax_reference(x))
 
 
 def test_softmax_device_array_on_stream(mode):
@@ -80,3 +86,15 @@ def test_softmax_rejects_bad_input():
         softmax_tiling(2, 100, np.float32, chunk=100)
     with pytest.raises(ValueError, match="tile_rows must be <= 4095"):
         SoftmaxTiling(5000, 8, 1, 5000, 5000, 8, 8, 24)
+    with pytest.raises(ValueError, match="tiling stride must be 48"):
+        softmax(np.ones((3, 37), np.float16), tiling=SoftmaxTiling(3, 37, 1, 3, 3, 40, 37, 8))
+    with pytest.raises(ValueError, match="chunk a multiple of 64"):
+        SoftmaxTiling(3, 200, 1, 3, 1, 100, 100, 8)
+
+
+def test_softmax_tile_beyond_ub_is_a_kernel_error():
+    # a hand-made tiling whose tile does not fit the 192 KB UB: the pipe rejects it by name
+    t = SoftmaxTiling(rows=1000, cols=64, block_dim=1, rows_per_core=1000, tile_rows=1000,
+                      stride=64, chunk=64, tmp_elems=8)
+    with pytest.raises(rt.AclError, match=r"VECIN TQue #0 must fit in UB, asked 512000 bytes"):
+        softmax(np.ones((1000, 64), np.float32), tiling=t, interpret=True, checked=True)

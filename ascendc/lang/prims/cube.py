@@ -52,12 +52,12 @@ import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
-from ..core import (BT, C_CUBE_MACS, C_FIX, C_MTE1, C_MTE2, L0A, L0B, L0C, L1, check_gm,
-                    check_local, count, level_name, level_of)
+from ..core import (BT, C_CUBE_MACS, C_FIX, C_MTE1, C_MTE2, L0A, L0B, L0C, L1, count,
+                    level_name, level_of)
 from ..dtypes import st as _st
 from ..errors import KernelError
-from .datacopy import (check_aligned, check_same_dtype, dtype_name, in_range, uview,
-                       write_target)
+from .datacopy import (check_aligned, check_dtypes, dtype_name, gm_ok, in_range, local_ok,
+                       same_dtype, write_target)
 
 __all__ = ["load_data", "mmad", "mmad_bias", "fixpipe"]
 
@@ -65,55 +65,65 @@ __all__ = ["load_data", "mmad", "mmad_bias", "fixpipe"]
 # ---- load_data ---------------------------------------------------------------------------------
 
 @njit(nogil=True, cache=True)
-def load_data(ctx, dst, src, p):
-    """Mirrors Ascend C `LoadData(dst, src, LoadData2DParams)` (see module doc)."""
+def _transpose(t, s, do, so, c0):
+    """t[do:] = transpose of the C0 x 16 block at s[so:] (same-width views, element indices)."""
+    for r in range(16):
+        for c in range(c0):
+            t[do + r * c0 + c] = s[so + c * 16 + r]
+
+
+@njit(nogil=True, cache=True)
+def _load_impl(ctx, d, s, isz, start, rep, sstr, gap, trans):
     api = "load_data"
-    check_same_dtype(api, dst, src)
-    dl = level_of(ctx, dst)
-    sl = level_of(ctx, src)
-    ok_dst = dl == L0A or dl == L0B
-    if not ((sl == L1 and ok_dst) or (sl < 0 and (ok_dst or dl == L1))):
+    dl = level_of(ctx, d)
+    sl = level_of(ctx, s)
+    l0 = dl == L0A or dl == L0B
+    if not ((sl == L1 and l0) or (sl < 0 and (l0 or dl == L1))):
         raise KernelError("load_data: path must be one of L1->L0A, L1->L0B, GM->L1, GM->L0A, "
                           "GM->L0B, got " + level_name(sl) + "->" + level_name(dl))
-    start = np.int64(p.start_index)
-    rep = np.int64(p.repeat_times)
-    sstr = np.int64(p.src_stride)
-    gap = np.int64(p.dst_gap)
-    trans = p.if_transpose != 0
     in_range(api, "start_index", start, 0, 65535)
     in_range(api, "repeat_times", rep, 0, 255)
     in_range(api, "src_stride", sstr, 0, 65535)
     in_range(api, "dst_gap", gap, 0, 65535)
-    check_aligned(ctx, api, "dst", dst, dl, 512 if ok_dst else 32)
+    check_aligned(ctx, api, "dst", d, dl, 512 if l0 else 32)
     if sl >= 0:
-        check_aligned(ctx, api, "src", src, sl, 32)
+        check_aligned(ctx, api, "src", s, sl, 32)
     if rep == 0:
         return
-    isz = dst.itemsize
     fe = 512 // isz
-    c0 = 32 // isz
-    last_src = (start + (rep - 1) * sstr) * fe
+    last = (start + (rep - 1) * sstr) * fe
     span = ((rep - 1) * (1 + gap) + 1) * fe
     if sl < 0:
-        check_gm(ctx, api, src, last_src, fe, False)
+        gm_ok(ctx, api, s, isz, last, fe, False)
     else:
-        check_local(ctx, api, "src", src, last_src + fe)
-    check_local(ctx, api, "dst", dst, span)
-    if sl < 0:
-        t = write_target(ctx, uview(dst), span, gap == 0)
-    else:
-        t = uview(dst)[:span]
-    s = uview(src)
+        local_ok(ctx, api, "src", s, isz, last + fe)
+    local_ok(ctx, api, "dst", d, isz, span)
+    t = write_target(ctx, d, span * isz, gap == 0) if sl < 0 else d[:span * isz]
+    sv = s[:(last + fe) * isz]
+    c0 = 32 // isz
     for i in range(rep):
         so = (start + i * sstr) * fe
         do = i * (1 + gap) * fe
-        if trans:
-            for r in range(16):
-                for c in range(c0):
-                    t[do + r * c0 + c] = s[so + c * 16 + r]
+        if not trans:
+            t[do * isz:(do + fe) * isz] = sv[so * isz:(so + fe) * isz]
+        elif isz == 1:
+            _transpose(t, sv, do, so, c0)
+        elif isz == 2:
+            _transpose(t.view(np.uint16), sv.view(np.uint16), do, so, c0)
+        elif isz == 4:
+            _transpose(t.view(np.uint32), sv.view(np.uint32), do, so, c0)
         else:
-            t[do:do + fe] = s[so:so + fe]
+            _transpose(t.view(np.uint64), sv.view(np.uint64), do, so, c0)
     count(ctx, C_MTE2 if sl < 0 else C_MTE1, rep * 512)
+
+
+@njit(nogil=True, cache=True)
+def load_data(ctx, dst, src, p):
+    """Mirrors Ascend C `LoadData(dst, src, LoadData2DParams)` (see module doc)."""
+    check_dtypes("load_data", same_dtype(dst, src), dtype_name(dst), dtype_name(src))
+    _load_impl(ctx, dst.view(np.uint8), src.view(np.uint8), dst.itemsize,
+               np.int64(p.start_index), np.int64(p.repeat_times), np.int64(p.src_stride),
+               np.int64(p.dst_gap), p.if_transpose != 0)
 
 
 # ---- mmad --------------------------------------------------------------------------------------
@@ -165,7 +175,7 @@ def _to_scratch_ov(a, n):
         f16 = "f16" in d.fields
 
         def impl(a, n):
-            u = uview(a)
+            u = a.view(np.uint16)
             out = np.empty(n, np.float32)
             if f16:
                 for i in range(n):
@@ -254,43 +264,50 @@ def _pack(dst, c, m16, n16, init):
 
 
 @njit(nogil=True, cache=True)
-def _mmad(ctx, api, dst, fm, filt, bias, has_bias, p):
-    m = np.int64(p.m)
-    n = np.int64(p.n)
-    k = np.int64(p.k)
+def _mmad_checks(ctx, api, d, a, b, bias, has_bias, kind, names, isz, m, n, k):
+    """All checks of an mmad on byte views; returns (m16, n16). names: dst, fm, filter, bias."""
     in_range(api, "m", m, 0, 4095)
     in_range(api, "n", n, 0, 4095)
     in_range(api, "k", k, 0, 4095)
-    if level_of(ctx, dst) != L0C or level_of(ctx, fm) != L0A or level_of(ctx, filt) != L0B:
+    dl, al, bl = level_of(ctx, d), level_of(ctx, a), level_of(ctx, b)
+    if dl != L0C or al != L0A or bl != L0B:
         raise KernelError(api + ": operands must be dst in L0C (CO1), fm in L0A (A2), filter in "
-                          "L0B (B2), got dst=" + level_name(level_of(ctx, dst)) + " fm="
-                          + level_name(level_of(ctx, fm)) + " filter="
-                          + level_name(level_of(ctx, filt)))
+                          "L0B (B2), got dst=" + level_name(dl) + " fm=" + level_name(al)
+                          + " filter=" + level_name(bl))
     if has_bias and level_of(ctx, bias) != BT:
         raise KernelError(api + ": bias must be in BT (C2), got bias="
                           + level_name(level_of(ctx, bias)))
-    if _kind(dst, fm, filt) == 0:
+    if kind == 0:
         raise KernelError(api + ": dtypes must be f16/bf16/f32 -> float32 or int8 -> int32, got "
-                          "dst=" + dtype_name(dst) + " fm=" + dtype_name(fm) + " filter="
-                          + dtype_name(filt))
-    if has_bias:
-        check_same_dtype(api, dst, bias)
-    check_aligned(ctx, api, "fm", fm, L0A, 512)
-    check_aligned(ctx, api, "filter", filt, L0B, 512)
-    check_aligned(ctx, api, "dst", dst, L0C, 64)
-    c0 = 32 // fm.itemsize
+                          "dst=" + names[0] + " fm=" + names[1] + " filter=" + names[2])
+    if has_bias and names[3] != names[0]:
+        raise KernelError(api + ": bias must have dst's dtype, got bias=" + names[3] + " dst="
+                          + names[0])
+    check_aligned(ctx, api, "fm", a, L0A, 512)
+    check_aligned(ctx, api, "filter", b, L0B, 512)
+    check_aligned(ctx, api, "dst", d, L0C, 64)
+    c0 = 32 // isz
     kb = (k + c0 - 1) // c0
     m16 = (m + 15) // 16 * 16
     n16 = (n + 15) // 16 * 16
-    check_local(ctx, api, "fm", fm, m16 * kb * c0)
-    check_local(ctx, api, "filter", filt, kb * c0 * n16)
-    check_local(ctx, api, "dst", dst, m16 * n16)
+    local_ok(ctx, api, "fm", a, isz, m16 * kb * c0)
+    local_ok(ctx, api, "filter", b, isz, kb * c0 * n16)
+    local_ok(ctx, api, "dst", d, 4, m16 * n16)
     if has_bias:
-        check_local(ctx, api, "bias", bias, n)
+        local_ok(ctx, api, "bias", bias, 4, n)
     count(ctx, C_CUBE_MACS, m * n * k)
-    if m == 0 or n == 0:
-        return
-    _compute(dst, fm, filt, bias, has_bias, m16, n16, k, has_bias or p.cmatrix_init_val != 0)
+    return m16, n16
+
+
+@njit(nogil=True, cache=True)
+def _mmad(ctx, api, dst, fm, filt, bias, has_bias, p):
+    m, n, k = np.int64(p.m), np.int64(p.n), np.int64(p.k)
+    names = (dtype_name(dst), dtype_name(fm), dtype_name(filt), dtype_name(bias))
+    m16, n16 = _mmad_checks(ctx, api, dst.view(np.uint8), fm.view(np.uint8), filt.view(np.uint8),
+                            bias.view(np.uint8), has_bias, _kind(dst, fm, filt), names,
+                            fm.itemsize, m, n, k)
+    if m > 0 and n > 0:
+        _compute(dst, fm, filt, bias, has_bias, m16, n16, k, has_bias or p.cmatrix_init_val != 0)
 
 
 @njit(nogil=True, cache=True)
@@ -366,14 +383,24 @@ def _fix_code_ov(a):
     return lambda a: k
 
 
-_QUANT_NAMES = ("NoQuant", "F322F16", "F322BF16", "DEQF16", "VDEQF16", "QF322B8_PRE",
-                "VQF322B8_PRE", "REQ8", "VREQ8")
-
-
 @njit(nogil=True, cache=True)
-def _check_quant(dst, src, q):
-    dcode = _fix_code(dst)
-    scode = _fix_code(src)
+def _fix_checks(ctx, d, s, disz, dcode, scode, dname, sname, nsz, msz, sstr, dstr, q, nd, snd,
+                dnd, cfg):
+    """All checks of a fixpipe on byte views (codes: 1 f32, 2 f16, 3 bf16, 4 int32)."""
+    api = "fixpipe"
+    sl = level_of(ctx, s)
+    dl = level_of(ctx, d)
+    if sl != L0C or not (dl < 0 or dl == L1):
+        raise KernelError("fixpipe: path must be L0C->GM (or L0C->L1), got "
+                          + level_name(sl) + "->" + level_name(dl))
+    in_range(api, "config", cfg, 0, 1)
+    in_range(api, "n_size", nsz, 0, 4095)
+    in_range(api, "m_size", msz, 0, 8192)
+    in_range(api, "nd_num", nd, 0, 65535)
+    in_range(api, "src_stride", sstr, 0, 65535)
+    if sstr % 16 != 0 or (sstr < msz and nsz > 16):
+        raise KernelError("fixpipe: src_stride must be the L0C strip height, a multiple of 16 "
+                          "rows and >= m_size (ceil16(m) of the mmad), got src_stride=" + str(sstr))
     ok = False
     if scode == 1:
         ok = ((dcode == 1 and q == 0) or (dcode == 2 and (q == 0 or q == 1))
@@ -383,42 +410,10 @@ def _check_quant(dst, src, q):
     if not ok:
         raise KernelError("fixpipe: quant_pre and dtypes must be one of float32->float32 (NoQuant),"
                           " float32->float16 (F322F16), float32->bfloat16 (F322BF16), int32->int32 "
-                          "(NoQuant), got src=" + dtype_name(src) + " dst=" + dtype_name(dst)
-                          + " quant_pre=" + str(q))
-
-
-@njit(nogil=True, cache=True)
-def fixpipe(ctx, dst, src, p, config=0):
-    """Mirrors Ascend C `Fixpipe(dst GM, src CO1, FixpipeParamsV220)` with CFG_ROW_MAJOR (0: NZ->ND)
-    or CFG_NZ (1); see module doc."""
-    api = "fixpipe"
-    sl = level_of(ctx, src)
-    dl = level_of(ctx, dst)
-    if sl != L0C or not (dl < 0 or dl == L1):
-        raise KernelError("fixpipe: path must be L0C->GM (or L0C->L1), got "
-                          + level_name(sl) + "->" + level_name(dl))
-    nsz = np.int64(p.n_size)
-    msz = np.int64(p.m_size)
-    sstr = np.int64(p.src_stride)
-    dstr = np.int64(p.dst_stride)
-    q = np.int64(p.quant_pre)
-    nd = np.int64(p.nd_num)
-    snd = np.int64(p.src_nd_stride)
-    dnd = np.int64(p.dst_nd_stride)
-    relu = p.relu_en != 0
-    cfg = np.int64(config)
-    in_range(api, "config", cfg, 0, 1)
-    in_range(api, "n_size", nsz, 0, 4095)
-    in_range(api, "m_size", msz, 0, 8192)
-    in_range(api, "nd_num", nd, 0, 65535)
-    in_range(api, "src_stride", sstr, 0, 65535)
-    if sstr % 16 != 0 or (sstr < msz and nsz > 16):
-        raise KernelError("fixpipe: src_stride must be the L0C strip height, a multiple of 16 "
-                          "rows and >= m_size (ceil16(m) of the mmad), got src_stride=" + str(sstr))
-    _check_quant(dst, src, q)
-    check_aligned(ctx, api, "src", src, L0C, 64)
+                          "(NoQuant), got src=" + sname + " dst=" + dname + " quant_pre=" + str(q))
+    check_aligned(ctx, api, "src", s, L0C, 64)
     if dl >= 0:
-        check_aligned(ctx, api, "dst", dst, dl, 32)
+        check_aligned(ctx, api, "dst", d, dl, 32)
     if cfg == 0 and dstr < nsz:
         raise KernelError("fixpipe: dst_stride must be >= n_size (elements per ND row), got "
                           "dst_stride=" + str(dstr))
@@ -426,33 +421,59 @@ def fixpipe(ctx, dst, src, p, config=0):
         raise KernelError("fixpipe: n_size must be a multiple of 16 with cfg_nz, got n_size="
                           + str(nsz))
     if nd == 0 or nsz == 0 or msz == 0:
-        return
+        return False
     nstrip = (nsz + 15) // 16
-    soff = snd * 256   # src_nd_stride is in 1 KB units
     for i in range(nd):
-        check_local(ctx, api, "src", src, i * soff + (nstrip - 1) * sstr * 16 + msz * 16)
+        local_ok(ctx, api, "src", s, 4, i * snd * 256 + (nstrip - 1) * sstr * 16 + msz * 16)
         if cfg == 0:
-            first, nel = i * dnd, (msz - 1) * dstr + nsz
+            nel = (msz - 1) * dstr + nsz
         else:
-            first, nel = i * dnd, (nstrip - 1) * dstr * 16 + msz * 16
+            nel = (nstrip - 1) * dstr * 16 + msz * 16
         if dl < 0:
-            check_gm(ctx, api, dst, first, nel, True)
+            gm_ok(ctx, api, d, disz, i * dnd, nel, True)
         else:
-            check_local(ctx, api, "dst", dst, first + nel)
+            local_ok(ctx, api, "dst", d, disz, i * dnd + nel)
+    count(ctx, C_FIX, nd * msz * nsz * disz)
+    return True
+
+
+@njit(nogil=True, cache=True)
+def _fix_row(dst, src, do, so, w, relu):
+    for e in range(w):
+        v = src[so + e]
+        if relu and v < 0:
+            _st(dst, do + e, 0)
+        else:
+            _st(dst, do + e, v)
+
+
+@njit(nogil=True, cache=True)
+def _fix_loop(dst, src, nsz, msz, sstr, dstr, nd, soff, dnd, cfg, relu):
     for i in range(nd):
-        for j in range(nstrip):
+        for j in range((nsz + 15) // 16):
             w = min(16, nsz - j * 16)
             sb = i * soff + j * sstr * 16
             for r in range(msz):
-                so = sb + r * 16
                 if cfg == 0:
                     do = i * dnd + r * dstr + j * 16
                 else:
                     do = i * dnd + j * dstr * 16 + r * 16
-                for e in range(w):
-                    v = src[so + e]
-                    if relu and v < 0:
-                        _st(dst, do + e, 0)
-                    else:
-                        _st(dst, do + e, v)
-    count(ctx, C_FIX, nd * msz * nsz * dst.itemsize)
+                if w == 16:
+                    _fix_row(dst, src, do, sb + r * 16, 16, relu)
+                else:
+                    _fix_row(dst, src, do, sb + r * 16, w, relu)
+
+
+@njit(nogil=True, cache=True)
+def fixpipe(ctx, dst, src, p, config=0):
+    """Mirrors Ascend C `Fixpipe(dst GM, src CO1, FixpipeParamsV220)` with CFG_ROW_MAJOR (0: NZ->ND)
+    or CFG_NZ (1); see module doc."""
+    nsz, msz = np.int64(p.n_size), np.int64(p.m_size)
+    sstr, dstr = np.int64(p.src_stride), np.int64(p.dst_stride)
+    nd, snd, dnd = np.int64(p.nd_num), np.int64(p.src_nd_stride), np.int64(p.dst_nd_stride)
+    cfg = np.int64(config)
+    go = _fix_checks(ctx, dst.view(np.uint8), src.view(np.uint8), dst.itemsize, _fix_code(dst),
+                     _fix_code(src), dtype_name(dst), dtype_name(src), nsz, msz, sstr, dstr,
+                     np.int64(p.quant_pre), nd, snd, dnd, cfg)
+    if go:
+        _fix_loop(dst, src, nsz, msz, sstr, dstr, nd, snd * 256, dnd, cfg, p.relu_en != 0)

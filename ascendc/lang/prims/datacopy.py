@@ -36,7 +36,12 @@ Fidelity:
 - checked mode: every GM->local write goes to the stage buffer (`gm_to_local_target`) and becomes
   visible on deque; strided writes first make overlapping pending copies visible and snapshot the
   span, so bytes they skip keep their visible value.
+
+Compile cost: each public primitive is a thin typed wrapper (unpacks params, takes byte views,
+names the dtypes) over an implementation on uint8 views plus the element size, so the heavy code
+(checks, messages, loops) compiles once, not once per dtype and params type.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -45,13 +50,13 @@ from numba.core.errors import TypingError
 from numba.extending import overload
 
 from .. import core
-from ..core import (C_MTE1, C_MTE2, C_MTE3, C_MTE_UB2UB, L1, S_LEVEL_BASE, S_ROUNDED, UB, BT,
+from ..core import (BT, C_MTE1, C_MTE2, C_MTE3, C_MTE_UB2UB, L1, S_LEVEL_BASE, S_ROUNDED, UB,
                     check_gm, check_local, defer_enabled, flush_pending, gm_to_local_target,
                     level_name, level_of, local_offset)
+from ..dtypes import st as _st
 from ..errors import KernelError
 from ..params import (DataCopyExtParams, DataCopyPadExtParams, DataCopyPadParams, DataCopyParams,
                       Nd2NzParams)
-from ..dtypes import st as _st
 
 __all__ = ["data_copy", "data_copy_count", "data_copy_blocks", "data_copy_nd2nz",
            "data_copy_pad", "data_copy_pad_blocks"]
@@ -59,19 +64,7 @@ __all__ = ["data_copy", "data_copy_count", "data_copy_blocks", "data_copy_nd2nz"
 _count = core.count
 
 
-# ---- helpers shared with cube.py ---------------------------------------------------------------
-
-def uview(a):
-    """`a` viewed as the unsigned integer type of its element width (bit-exact copies)."""
-    return a.view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[a.itemsize])
-
-
-@overload(uview)
-def _uview(a):
-    size = a.dtype.size if isinstance(a.dtype, types.Record) else a.dtype.bitwidth // 8
-    u = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[size]
-    return lambda a: a.view(u)
-
+# ---- helpers (also used by cube.py) ------------------------------------------------------------
 
 def same_dtype(a, b):
     return a.dtype == b.dtype
@@ -83,17 +76,17 @@ def _same_dtype(a, b):
     return lambda a, b: r
 
 
-def dtype_name(a):
-    """Name of a storage array's kernel dtype ("float16" for the F16 record, ...)."""
-    return _name_of(a.dtype)
-
-
 def _name_of(dt):
     if isinstance(dt, types.Record):
         return {"f16": "float16", "bf16": "bfloat16"}.get(next(iter(dt.fields)), str(dt))
     if isinstance(dt, np.dtype) and dt.names:
         return {"f16": "float16", "bf16": "bfloat16"}.get(dt.names[0], str(dt))
     return str(dt)
+
+
+def dtype_name(a):
+    """Name of a storage array's kernel dtype ("float16" for the F16 record, ...)."""
+    return _name_of(a.dtype)
 
 
 @overload(dtype_name)
@@ -110,44 +103,74 @@ def in_range(api, name, v, lo, hi):
 
 
 @njit(nogil=True, cache=True)
-def check_aligned(ctx, api, what, a, lv, align):
-    """Raise unless local tensor `a` (at level lv) starts `align`-byte aligned inside its level."""
-    off = local_offset(ctx, a) - ctx[2][S_LEVEL_BASE + 2 * lv]
+def check_dtypes(api, same, dname, sname):
+    if not same:
+        raise KernelError(api + ": dst and src must have the same dtype, got dst=" + dname
+                          + " src=" + sname)
+
+
+@njit(nogil=True, cache=True)
+def check_aligned(ctx, api, what, b, lv, align):
+    """Raise unless local byte view `b` (at level lv) starts `align`-byte aligned in its level."""
+    off = local_offset(ctx, b) - ctx[2][S_LEVEL_BASE + 2 * lv]
     if off % align != 0:
         raise KernelError(api + ": " + what + " address in " + level_name(lv) + " must be "
                           + str(align) + "-byte aligned, got byte offset=" + str(off))
 
 
 @njit(nogil=True, cache=True)
-def check_same_dtype(api, dst, src):
-    if not same_dtype(dst, src):
-        raise KernelError(api + ": dst and src must have the same dtype, got dst="
-                          + dtype_name(dst) + " src=" + dtype_name(src))
+def gm_ok(ctx, api, b, isz, first, n, write):
+    """check_gm on elements [first, first+n) of the GM tensor whose bytes are `b`."""
+    if first >= 0 and n >= 0 and (first + n) * isz <= b.size:
+        return
+    if isz == 1:
+        check_gm(ctx, api, b, first, n, write)
+    elif isz == 2:
+        check_gm(ctx, api, b.view(np.uint16), first, n, write)
+    elif isz == 4:
+        check_gm(ctx, api, b.view(np.uint32), first, n, write)
+    else:
+        check_gm(ctx, api, b.view(np.uint64), first, n, write)
 
 
 @njit(nogil=True, cache=True)
-def write_target(ctx, dst, n, full):
-    """The array a GM->local copy writes elements [0, n) of local `dst` through.
+def local_ok(ctx, api, what, b, isz, n):
+    """check_local: the local tensor whose bytes are `b` holds n elements."""
+    if n >= 0 and n * isz <= b.size:
+        return
+    if isz == 1:
+        check_local(ctx, api, what, b, n)
+    elif isz == 2:
+        check_local(ctx, api, what, b.view(np.uint16), n)
+    elif isz == 4:
+        check_local(ctx, api, what, b.view(np.uint32), n)
+    else:
+        check_local(ctx, api, what, b.view(np.uint64), n)
 
-    Checked mode: the stage twin (visible on deque). When the copy will not overwrite every element
+
+@njit(nogil=True, cache=True)
+def write_target(ctx, b, nbytes, full):
+    """The bytes a GM->local copy writes for bytes [0, nbytes) of local `b`.
+
+    Checked mode: the stage twin (visible on deque). When the copy will not overwrite every byte
     (`full` False: strides, padding), overlapping pending copies are made visible first and the
-    span is snapshot into the stage, so skipped elements keep their visible value."""
+    span is snapshot into the stage, so skipped bytes keep their visible value."""
     if not defer_enabled(ctx):
-        return dst[:n]
+        return b[:nbytes]
     if not full:
-        off = local_offset(ctx, dst)
-        flush_pending(ctx, off, off + n * dst.itemsize)
-    t = gm_to_local_target(ctx, dst[:n])
+        off = local_offset(ctx, b)
+        flush_pending(ctx, off, off + nbytes)
+    t = gm_to_local_target(ctx, b[:nbytes])
     if not full:
-        uview(t)[:] = uview(dst)[:n]
+        t[:] = b[:nbytes]
     return t
 
 
 @njit(nogil=True, cache=True)
-def copy_path(ctx, api, dst, src):
+def copy_path(ctx, api, d, s):
     """(dst level, src level, counter) of a data_copy; raises for paths Ascend C does not have."""
-    dl = level_of(ctx, dst)
-    sl = level_of(ctx, src)
+    dl = level_of(ctx, d)
+    sl = level_of(ctx, s)
     if sl < 0 and (dl == UB or dl == L1):
         return dl, sl, C_MTE2
     if sl == UB and dl < 0:
@@ -166,103 +189,104 @@ def copy_path(ctx, api, dst, src):
 
 
 @njit(nogil=True, cache=True)
-def _check_sides(ctx, api, dst, src, dl, sl, d_first, s_first, n):
-    """Bounds of one block of n elements at dst[d_first:], src[s_first:]."""
+def _sides(ctx, api, d, s, isz, dl, sl, d_first, s_first, n):
+    """Alignment of local sides and bounds of one block of n elements at d[d_first:], s[s_first:]."""
+    if dl >= 0:
+        check_aligned(ctx, api, "dst", d, dl, 32)
+    if sl >= 0:
+        check_aligned(ctx, api, "src", s, sl, 32)
     if sl < 0:
-        check_gm(ctx, api, src, s_first, n, False)
+        gm_ok(ctx, api, s, isz, s_first, n, False)
     else:
-        check_local(ctx, api, "src", src, s_first + n)
+        local_ok(ctx, api, "src", s, isz, s_first + n)
     if dl < 0:
-        check_gm(ctx, api, dst, d_first, n, True)
+        gm_ok(ctx, api, d, isz, d_first, n, True)
     else:
-        check_local(ctx, api, "dst", dst, d_first + n)
+        local_ok(ctx, api, "dst", d, isz, d_first + n)
 
 
 # ---- data_copy ---------------------------------------------------------------------------------
 
 @njit(nogil=True, cache=True)
-def data_copy_count(ctx, dst, src, count):
-    """data_copy(dst, src, count): contiguous copy, count*sizeof rounded down to 32 B."""
+def _count_impl(ctx, d, s, isz, count):
     api = "data_copy"
-    check_same_dtype(api, dst, src)
-    dl, sl, ctr = copy_path(ctx, api, dst, src)
+    dl, sl, ctr = copy_path(ctx, api, d, s)
     if count < 0:
         raise KernelError("data_copy: count must be >= 0, got count=" + str(count))
-    isz = dst.itemsize
-    nb = (np.int64(count) * isz) // 32 * 32
-    if nb != np.int64(count) * isz:
+    nb = count * isz // 32 * 32
+    if nb != count * isz:
         ctx[2][S_ROUNDED] += 1
-    n = nb // isz
-    if dl >= 0:
-        check_aligned(ctx, api, "dst", dst, dl, 32)
-    if sl >= 0:
-        check_aligned(ctx, api, "src", src, sl, 32)
-    _check_sides(ctx, api, dst, src, dl, sl, 0, 0, n)
-    if n == 0:
+    _sides(ctx, api, d, s, isz, dl, sl, 0, 0, nb // isz)
+    if nb == 0:
         return
-    if sl < 0:
-        t = write_target(ctx, uview(dst), n, True)
-    else:
-        t = uview(dst)[:n]
-    t[:] = uview(src)[:n]
+    t = write_target(ctx, d, nb, True) if sl < 0 else d[:nb]
+    t[:] = s[:nb]
     _count(ctx, ctr, nb)
+
+
+@njit(nogil=True, cache=True)
+def data_copy_count(ctx, dst, src, count):
+    """data_copy(dst, src, count): contiguous copy, count*sizeof rounded down to 32 B."""
+    check_dtypes("data_copy", same_dtype(dst, src), dtype_name(dst), dtype_name(src))
+    _count_impl(ctx, dst.view(np.uint8), src.view(np.uint8), dst.itemsize, np.int64(count))
+
+
+@njit(nogil=True, cache=True)
+def _blocks_impl(ctx, d, s, isz, bc, bl, sg, dg):
+    api = "data_copy"
+    in_range(api, "block_count", bc, 0, 4095)
+    in_range(api, "block_len", bl, 0, 65535)
+    in_range(api, "src_stride", sg, 0, 65535)
+    in_range(api, "dst_stride", dg, 0, 65535)
+    dl, sl, ctr = copy_path(ctx, api, d, s)
+    if bc == 0 or bl == 0:
+        _sides(ctx, api, d, s, isz, dl, sl, 0, 0, 0)
+        return
+    nb = bl * 32
+    sstep = (bl + sg) * 32
+    dstep = (bl + dg) * 32
+    _sides(ctx, api, d, s, isz, dl, sl, (bc - 1) * dstep // isz, (bc - 1) * sstep // isz, nb // isz)
+    span = (bc - 1) * dstep + nb
+    t = write_target(ctx, d, span, dg == 0) if sl < 0 else d[:span]
+    for i in range(bc):
+        t[i * dstep:i * dstep + nb] = s[i * sstep:i * sstep + nb]
+    _count(ctx, ctr, bc * nb)
 
 
 @njit(nogil=True, cache=True)
 def data_copy_blocks(ctx, dst, src, p):
     """data_copy(dst, src, DataCopyParams): block_count blocks of block_len*32 B, gaps in 32 B."""
-    api = "data_copy"
-    check_same_dtype(api, dst, src)
-    bc = np.int64(p.block_count)
-    bl = np.int64(p.block_len)
-    sg = np.int64(p.src_stride)
-    dg = np.int64(p.dst_stride)
-    in_range(api, "block_count", bc, 0, 4095)
-    in_range(api, "block_len", bl, 0, 65535)
-    in_range(api, "src_stride", sg, 0, 65535)
-    in_range(api, "dst_stride", dg, 0, 65535)
-    dl, sl, ctr = copy_path(ctx, api, dst, src)
-    if dl >= 0:
-        check_aligned(ctx, api, "dst", dst, dl, 32)
-    if sl >= 0:
-        check_aligned(ctx, api, "src", src, sl, 32)
-    if bc == 0 or bl == 0:
-        return
-    isz = dst.itemsize
-    ne = bl * 32 // isz
-    sstep = (bl + sg) * 32 // isz
-    dstep = (bl + dg) * 32 // isz
-    _check_sides(ctx, api, dst, src, dl, sl, (bc - 1) * dstep, (bc - 1) * sstep, ne)
-    span = (bc - 1) * dstep + ne
-    if sl < 0:
-        t = write_target(ctx, uview(dst), span, dg == 0)
-    else:
-        t = uview(dst)[:span]
-    s = uview(src)
-    for i in range(bc):
-        t[i * dstep:i * dstep + ne] = s[i * sstep:i * sstep + ne]
-    _count(ctx, ctr, bc * bl * 32)
+    check_dtypes("data_copy", same_dtype(dst, src), dtype_name(dst), dtype_name(src))
+    _blocks_impl(ctx, dst.view(np.uint8), src.view(np.uint8), dst.itemsize,
+                 np.int64(p.block_count), np.int64(p.block_len), np.int64(p.src_stride),
+                 np.int64(p.dst_stride))
 
 
 @njit(nogil=True, cache=True)
-def data_copy_nd2nz(ctx, dst, src, p):
-    """data_copy(dst L1, src GM, Nd2NzParams): ND matrices to the NZ fractal layout (see module doc)."""
+def _nd2nz_loop(t, s, nd, nv, dv, sms, sdv, c0s, ns, dms, c0):
+    """Element copies of an Nd2Nz (t, s: same-width unsigned views; indices in elements)."""
+    nstrip = (dv + c0 - 1) // c0
+    for m in range(nd):
+        for j in range(nstrip):
+            w = min(c0, dv - j * c0)
+            sb = m * sms + j * c0
+            db = m * dms + j * c0s * c0
+            for r in range(nv):
+                so = sb + r * sdv
+                do = db + r * ns * c0
+                for e in range(w):
+                    t[do + e] = s[so + e]
+
+
+@njit(nogil=True, cache=True)
+def _nd2nz_impl(ctx, d, s, isz, nd, nv, dv, sms, sdv, c0s, ns, dms):
     api = "data_copy"
-    check_same_dtype(api, dst, src)
-    dl = level_of(ctx, dst)
-    sl = level_of(ctx, src)
+    dl = level_of(ctx, d)
+    sl = level_of(ctx, s)
     if not (sl < 0 and dl == L1):
         raise KernelError("data_copy: path of an Nd2NzParams copy must be GM->L1, got "
                           + level_name(sl) + "->" + level_name(dl))
-    check_aligned(ctx, api, "dst", dst, dl, 32)
-    nd = np.int64(p.nd_num)
-    nv = np.int64(p.n_value)
-    dv = np.int64(p.d_value)
-    sms = np.int64(p.src_nd_matrix_stride)
-    sdv = np.int64(p.src_d_value)
-    c0s = np.int64(p.dst_nz_c0_stride)
-    ns = np.int64(p.dst_nz_n_stride)
-    dms = np.int64(p.dst_nz_matrix_stride)
+    check_aligned(ctx, api, "dst", d, dl, 32)
     in_range(api, "nd_num", nd, 0, 4095)
     in_range(api, "n_value", nv, 0, 16384)
     in_range(api, "d_value", dv, 0, 65535)
@@ -273,27 +297,34 @@ def data_copy_nd2nz(ctx, dst, src, p):
     in_range(api, "src_d_value", sdv, 1, 65535)
     in_range(api, "dst_nz_c0_stride", c0s, 1, 16384)
     in_range(api, "dst_nz_n_stride", ns, 1, 16384)
-    isz = dst.itemsize
     c0 = 32 // isz
     nstrip = (dv + c0 - 1) // c0
-    wlast = dv - (nstrip - 1) * c0
-    span = (nd - 1) * dms + (nstrip - 1) * c0s * c0 + (nv - 1) * ns * c0 + wlast
-    check_local(ctx, api, "dst", dst, span)
+    span = (nd - 1) * dms + (nstrip - 1) * c0s * c0 + (nv - 1) * ns * c0 + dv - (nstrip - 1) * c0
+    local_ok(ctx, api, "dst", d, isz, span)
     for m in range(nd):
-        check_gm(ctx, api, src, m * sms + (nv - 1) * sdv, dv, False)
-    t = write_target(ctx, uview(dst), span, False)
-    s = uview(src)
-    for m in range(nd):
-        for j in range(nstrip):
-            w = c0 if j < nstrip - 1 else wlast
-            sb = m * sms + j * c0
-            db = m * dms + j * c0s * c0
-            for r in range(nv):
-                so = sb + r * sdv
-                do = db + r * ns * c0
-                for e in range(w):
-                    t[do + e] = s[so + e]
+        gm_ok(ctx, api, s, isz, m * sms + (nv - 1) * sdv, dv, False)
+    t = write_target(ctx, d, span * isz, False)
+    sv = s[:((nd - 1) * sms + (nv - 1) * sdv + dv) * isz]
+    if isz == 1:
+        _nd2nz_loop(t, sv, nd, nv, dv, sms, sdv, c0s, ns, dms, c0)
+    elif isz == 2:
+        _nd2nz_loop(t.view(np.uint16), sv.view(np.uint16), nd, nv, dv, sms, sdv, c0s, ns, dms, c0)
+    elif isz == 4:
+        _nd2nz_loop(t.view(np.uint32), sv.view(np.uint32), nd, nv, dv, sms, sdv, c0s, ns, dms, c0)
+    else:
+        _nd2nz_loop(t.view(np.uint64), sv.view(np.uint64), nd, nv, dv, sms, sdv, c0s, ns, dms, c0)
     _count(ctx, C_MTE2, nd * nv * dv * isz)
+
+
+@njit(nogil=True, cache=True)
+def data_copy_nd2nz(ctx, dst, src, p):
+    """data_copy(dst L1, src GM, Nd2NzParams): ND matrices to the NZ fractal layout (module doc)."""
+    check_dtypes("data_copy", same_dtype(dst, src), dtype_name(dst), dtype_name(src))
+    _nd2nz_impl(ctx, dst.view(np.uint8), src.view(np.uint8), dst.itemsize,
+                np.int64(p.nd_num), np.int64(p.n_value), np.int64(p.d_value),
+                np.int64(p.src_nd_matrix_stride), np.int64(p.src_d_value),
+                np.int64(p.dst_nz_c0_stride), np.int64(p.dst_nz_n_stride),
+                np.int64(p.dst_nz_matrix_stride))
 
 
 def data_copy(ctx, dst, src, arg):
@@ -309,7 +340,8 @@ def data_copy(ctx, dst, src, arg):
                     f"got {type(arg).__name__}={arg!r}")
 
 
-def _params_class(t):
+def params_class(t):
+    """The namedtuple class of a Numba NamedTuple/NamedUniTuple type, else None."""
     if isinstance(t, (types.NamedTuple, types.NamedUniTuple)):
         return t.instance_class
     return None
@@ -319,7 +351,7 @@ def _params_class(t):
 def _data_copy(ctx, dst, src, arg):
     if isinstance(arg, types.Integer):
         return lambda ctx, dst, src, arg: data_copy_count(ctx, dst, src, arg)
-    cls = _params_class(arg)
+    cls = params_class(arg)
     if cls is DataCopyParams:
         return lambda ctx, dst, src, arg: data_copy_blocks(ctx, dst, src, arg)
     if cls is Nd2NzParams:
@@ -331,22 +363,14 @@ def _data_copy(ctx, dst, src, arg):
 # ---- data_copy_pad -----------------------------------------------------------------------------
 
 @njit(nogil=True, cache=True)
-def data_copy_pad_blocks(ctx, dst, src, bc, bl, sstride, dstride, bl_max,
-                         is_pad, left, right, pad_value):
-    """data_copy_pad with its params unpacked (see module doc); bl_max is the block_len limit."""
+def _pad_impl(ctx, d, s, isz, bc, bl, sstride, dstride, bl_max, is_pad, left, right, pad_bits):
     api = "data_copy_pad"
-    check_same_dtype(api, dst, src)
-    dl = level_of(ctx, dst)
-    sl = level_of(ctx, src)
+    dl = level_of(ctx, d)
+    sl = level_of(ctx, s)
     gm2ub = sl < 0 and dl == UB
     if not (gm2ub or (sl == UB and dl < 0)):
         raise KernelError("data_copy_pad: path must be GM->UB or UB->GM, got "
                           + level_name(sl) + "->" + level_name(dl))
-    bc = np.int64(bc)
-    bl = np.int64(bl)
-    sstride = np.int64(sstride)
-    dstride = np.int64(dstride)
-    isz = dst.itemsize
     in_range(api, "block_count", bc, 0, 4095)
     in_range(api, "block_len", bl, 0, bl_max)
     if bl % isz != 0:
@@ -359,55 +383,64 @@ def data_copy_pad_blocks(ctx, dst, src, bc, bl, sstride, dstride, bl_max,
         raise KernelError("data_copy_pad: GM stride must be a multiple of sizeof(dtype)="
                           + str(isz) + " bytes, got " + ("src_stride=" if gm2ub else "dst_stride=")
                           + str(gm_stride))
-    left = np.int64(left)
-    right = np.int64(right)
     if not gm2ub and (is_pad or left != 0 or right != 0):
         raise KernelError("data_copy_pad: pad_params must be omitted (or empty) for a UB->GM "
                           "copy, got is_pad=" + ("True" if is_pad else "False") + " left_padding="
-                          + str(left)
-                          + " right_padding=" + str(right))
+                          + str(left) + " right_padding=" + str(right))
     if left < 0 or left * isz > 32:
         raise KernelError("data_copy_pad: left_padding must be in [0, " + str(32 // isz)
                           + "] elements (at most 32 bytes), got left_padding=" + str(left))
     if right < 0 or right * isz > 32:
         raise KernelError("data_copy_pad: right_padding must be in [0, " + str(32 // isz)
                           + "] elements (at most 32 bytes), got right_padding=" + str(right))
-    check_aligned(ctx, api, "dst" if gm2ub else "src", dst if gm2ub else src, UB, 32)
+    check_aligned(ctx, api, "dst" if gm2ub else "src", d if gm2ub else s, UB, 32)
     if bc == 0:
         return
-    ne = bl // isz
-    row = (left * isz + bl + right * isz + 31) // 32 * 32 // isz   # UB row, elements
-    ustep = row + ub_stride * 32 // isz
-    gstep = (bl + gm_stride) // isz
+    lb = left * isz
+    row = (lb + bl + right * isz + 31) // 32 * 32 if gm2ub else (bl + 31) // 32 * 32
+    ustep = row + ub_stride * 32
+    gstep = bl + gm_stride
     for i in range(bc):
-        if gm2ub:
-            check_gm(ctx, api, src, i * gstep, ne, False)
-        else:
-            check_gm(ctx, api, dst, i * gstep, ne, True)
-    span = (bc - 1) * ustep + row
+        gm_ok(ctx, api, s if gm2ub else d, isz, i * gstep // isz, bl // isz, not gm2ub)
     if gm2ub:
-        check_local(ctx, api, "dst", dst, span)
-        t = write_target(ctx, dst, span, False)
-        tu = uview(t)
-        s = uview(src)
+        span = (bc - 1) * ustep + row
+        local_ok(ctx, api, "dst", d, isz, span // isz)
+        t = write_target(ctx, d, span, False)
         for i in range(bc):
             ub = i * ustep
-            tu[ub + left:ub + left + ne] = s[i * gstep:i * gstep + ne]
+            t[ub + lb:ub + lb + bl] = s[i * gstep:i * gstep + bl]
             if is_pad:
-                for e in range(left):
-                    _st(t, ub + e, pad_value)
-                for e in range(left + ne, row):
-                    _st(t, ub + e, pad_value)
+                for q in range(ub, ub + row):
+                    if q < ub + lb or q >= ub + lb + bl:
+                        t[q] = np.uint8((pad_bits >> np.uint64(8 * ((q - ub) % isz))) & 0xFF)
         _count(ctx, C_MTE2, bc * bl)
     else:
-        row = (bl + 31) // 32 * 32 // isz
-        ustep = row + ub_stride * 32 // isz
-        check_local(ctx, api, "src", src, (bc - 1) * ustep + ne)
-        du = uview(dst)
-        s = uview(src)
+        local_ok(ctx, api, "src", s, isz, ((bc - 1) * ustep + bl) // isz)
         for i in range(bc):
-            du[i * gstep:i * gstep + ne] = s[i * ustep:i * ustep + ne]
+            d[i * gstep:i * gstep + bl] = s[i * ustep:i * ustep + bl]
         _count(ctx, C_MTE3, bc * bl)
+
+
+@njit(nogil=True, cache=True)
+def _pad_bits(dst, value):
+    """The bit pattern of `value` stored as one element of dst's dtype."""
+    tmp = np.empty_like(dst[:1])
+    _st(tmp, 0, value)
+    b = tmp.view(np.uint8)
+    bits = np.uint64(0)
+    for q in range(b.size):
+        bits |= np.uint64(b[q]) << np.uint64(8 * q)
+    return bits
+
+
+@njit(nogil=True, cache=True)
+def data_copy_pad_blocks(ctx, dst, src, bc, bl, sstride, dstride, bl_max,
+                         is_pad, left, right, pad_value):
+    """data_copy_pad with its params unpacked (see module doc); bl_max is the block_len limit."""
+    check_dtypes("data_copy_pad", same_dtype(dst, src), dtype_name(dst), dtype_name(src))
+    _pad_impl(ctx, dst.view(np.uint8), src.view(np.uint8), dst.itemsize, np.int64(bc),
+              np.int64(bl), np.int64(sstride), np.int64(dstride), np.int64(bl_max), is_pad != 0,
+              np.int64(left), np.int64(right), _pad_bits(dst, pad_value) if is_pad else np.uint64(0))
 
 
 _BL_MAX_EXT = 2097151
@@ -438,7 +471,7 @@ def data_copy_pad(ctx, dst, src, copy_params, pad_params=None):
 
 @overload(data_copy_pad)
 def _data_copy_pad(ctx, dst, src, copy_params, pad_params=None):
-    cls = _params_class(copy_params)
+    cls = params_class(copy_params)
     if cls is DataCopyExtParams:
         lim = _BL_MAX_EXT
     elif cls is DataCopyParams:
@@ -452,7 +485,7 @@ def _data_copy_pad(ctx, dst, src, copy_params, pad_params=None):
             return data_copy_pad_blocks(ctx, dst, src, c.block_count, c.block_len, c.src_stride,
                                         c.dst_stride, lim, False, 0, 0, 0)
         return impl
-    if _params_class(pad_params) in (DataCopyPadExtParams, DataCopyPadParams):
+    if params_class(pad_params) in (DataCopyPadExtParams, DataCopyPadParams):
         def impl(ctx, dst, src, copy_params, pad_params=None):
             c, p = copy_params, pad_params
             return data_copy_pad_blocks(ctx, dst, src, c.block_count, c.block_len, c.src_stride,

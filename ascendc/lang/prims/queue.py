@@ -8,7 +8,7 @@ import numpy as np
 from numba import njit
 
 from ..core import (S_FLAGS, S_LEVEL_BASE, S_LEVEL_USED, S_NBUF, S_NQUE, S_PIPES, S_QUEUES, QREC,
-                    MAX_QUEUES, FLAG_DEFER, flush_pending, level_name, local_offset)
+                    MAX_QUEUES, FLAG_DEFER, flush_pending, local_offset)
 from ..errors import KernelError
 
 __all__ = ["tpipe_new", "tque_new", "tbuf_new", "init_buffer_que", "init_buffer_buf",
@@ -36,9 +36,8 @@ def position_name(pos):
 
 
 @njit(nogil=True, cache=True)
-def _qname(q):
-    kind = "TQue" if q[Q_KIND] == KIND_QUE else "TBuf"
-    return position_name(q[Q_POS]) + " " + kind + " #" + str(q[Q_ID])
+def _kind(q):
+    return "TQue" if q[Q_KIND] == KIND_QUE else "TBuf"
 
 
 @njit(nogil=True, cache=True)
@@ -55,8 +54,8 @@ def _new_rec(ctx, kind, pos, depth):
     st = ctx[2]
     k = st[S_NQUE]
     if k >= MAX_QUEUES:
-        raise KernelError("asc.TQue: a kernel must declare at most " + str(MAX_QUEUES)
-                          + " queues and buffers, got one more")
+        raise KernelError("asc.TQue: a kernel must declare at most {} queues and buffers, got "
+                          "one more", MAX_QUEUES)
     st[S_NQUE] = k + 1
     q = st[S_QUEUES + QREC * k:S_QUEUES + QREC * (k + 1)]
     q[:] = 0
@@ -72,13 +71,12 @@ def _new_rec(ctx, kind, pos, depth):
 def tque_new(ctx, pos, depth):
     if pos < 0 or pos >= 12 or _QUE_OK[pos] == 0:
         raise KernelError("asc.TQue: pos must be one of VECIN, VECOUT, A1, A2, B1, B2, CO1, CO2, "
-                          "got pos=" + position_name(pos))
+                          "got pos={:pos}", pos)
     if pos == 8:
         raise KernelError("asc.TQue: pos CO2 is global memory on 910B (fixpipe writes GM "
                           "directly), got pos=CO2")
     if depth < 0 or depth > MAX_SLOTS:
-        raise KernelError("asc.TQue: depth must be in [0, " + str(MAX_SLOTS) + "], got depth="
-                          + str(depth))
+        raise KernelError("asc.TQue: depth must be in [0, {}], got depth={}", MAX_SLOTS, depth)
     return _new_rec(ctx, KIND_QUE, pos, depth)
 
 
@@ -86,7 +84,7 @@ def tque_new(ctx, pos, depth):
 def tbuf_new(ctx, pos):
     if pos < 0 or pos >= 12 or _POS_LEVEL[pos] < 0:
         raise KernelError("asc.TBuf: pos must be a local position (VECCALC, VECIN, VECOUT, A1, "
-                          "B1, ...), got pos=" + position_name(pos))
+                          "B1, ...), got pos={:pos}", pos)
     return _new_rec(ctx, KIND_BUF, pos, 0)
 
 
@@ -94,25 +92,25 @@ def tbuf_new(ctx, pos):
 def _init(ctx, q, num, nbytes, api):
     st = ctx[2]
     if q[Q_INIT]:
-        raise KernelError(api + ": each queue/buffer must be initialised once, got a second "
-                          "init_buffer for " + _qname(q))
+        raise KernelError("{}: each queue/buffer must be initialised once, got a second "
+                          "init_buffer for {:pos} {} #{}", api, q[Q_POS], _kind(q), q[Q_ID])
     if num < 1 or num > MAX_SLOTS:
-        raise KernelError(api + ": num must be in [1, " + str(MAX_SLOTS) + "], got num=" + str(num)
-                          + " for " + _qname(q))
+        raise KernelError("{}: num must be in [1, {}], got num={} for {:pos} {} #{}", api,
+                          MAX_SLOTS, num, q[Q_POS], _kind(q), q[Q_ID])
     if nbytes <= 0:
-        raise KernelError(api + ": len must be > 0 bytes, got len=" + str(nbytes) + " for "
-                          + _qname(q))
+        raise KernelError("{}: len must be > 0 bytes, got len={} for {:pos} {} #{}", api, nbytes,
+                          q[Q_POS], _kind(q), q[Q_ID])
     if st[S_NBUF] + num > 64:
-        raise KernelError(api + ": a kernel must use at most 64 buffers, got "
-                          + str(st[S_NBUF] + num) + " with " + _qname(q))
+        raise KernelError("{}: a kernel must use at most 64 buffers, got {} with {:pos} {} #{}",
+                          api, st[S_NBUF] + num, q[Q_POS], _kind(q), q[Q_ID])
     slot = (nbytes + 31) // 32 * 32
     lv = q[Q_LEVEL]
     cap = st[S_LEVEL_BASE + 2 * lv + 1]
     used = st[S_LEVEL_USED + lv]
     if used + num * slot > cap:
-        raise KernelError(api + ": " + _qname(q) + " must fit in " + level_name(lv) + ", asked "
-                          + str(num * slot) + " bytes (" + str(num) + " x " + str(slot)
-                          + "), got " + str(cap - used) + " bytes left of " + str(cap))
+        raise KernelError("{}: {:pos} {} #{} must fit in {:level}, asked {} bytes ({} x {}), got {} "
+                          "bytes left of {}", api, q[Q_POS], _kind(q), q[Q_ID], lv, num * slot,
+                          num, slot, cap - used, cap)
     q[Q_BASE] = st[S_LEVEL_BASE + 2 * lv] + used
     q[Q_NUM] = num
     q[Q_BYTES] = slot
@@ -125,7 +123,7 @@ def _init(ctx, q, num, nbytes, api):
 def init_buffer_que(ctx, q, num, nbytes):
     if q[Q_KIND] != KIND_QUE:
         raise KernelError("TPipe.init_buffer: (que, num, len) form must be given a TQue, got "
-                          + _qname(q) + " (use init_buffer(buf, len))")
+                          "{:pos} TBuf #{} (use init_buffer(buf, len))", q[Q_POS], q[Q_ID])
     _init(ctx, q, num, nbytes, "TPipe.init_buffer")
 
 
@@ -133,15 +131,15 @@ def init_buffer_que(ctx, q, num, nbytes):
 def init_buffer_buf(ctx, b, nbytes):
     if b[Q_KIND] != KIND_BUF:
         raise KernelError("TPipe.init_buffer: (buf, len) form must be given a TBuf, got "
-                          + _qname(b) + " (use init_buffer(que, num, len))")
+                          "{:pos} TQue #{} (use init_buffer(que, num, len))", b[Q_POS], b[Q_ID])
     _init(ctx, b, 1, nbytes, "TPipe.init_buffer")
 
 
 @njit(nogil=True, cache=True)
 def _need_init(q, api):
     if not q[Q_INIT]:
-        raise KernelError(api + ": the queue must be initialised with pipe.init_buffer first, got "
-                          + "an uninitialised " + _qname(q))
+        raise KernelError("{}: the queue must be initialised with pipe.init_buffer first, got an "
+                          "uninitialised {:pos} {} #{}", api, q[Q_POS], _kind(q), q[Q_ID])
 
 
 @njit(nogil=True, cache=True)
@@ -155,8 +153,8 @@ def _slot_of(ctx, q, t, api):
     off = np.int64(local_offset(ctx, t))
     if off < q[Q_BASE] or off >= q[Q_BASE] + q[Q_NUM] * q[Q_BYTES] or \
             (off - q[Q_BASE]) % q[Q_BYTES] != 0:
-        raise KernelError(api + ": tensor must be a buffer of " + _qname(q)
-                          + ", got a foreign tensor at local offset " + str(off))
+        raise KernelError("{}: tensor must be a buffer of {:pos} {} #{}, got a foreign tensor at "
+                          "local offset {}", api, q[Q_POS], _kind(q), q[Q_ID], off)
     return np.int64((off - q[Q_BASE]) // q[Q_BYTES])
 
 
@@ -170,8 +168,8 @@ def que_alloc_tensor(ctx, q, dtype):
             q[Q_ALLOC] |= 1 << s
             q[Q_NEXT] = (s + 1) % n
             return _slot_view(ctx, q, s, dtype)
-    raise KernelError("TQue.alloc_tensor: a free buffer must be available, got all "
-                      + str(n) + " buffers of " + _qname(q) + " allocated (free_tensor missing?)")
+    raise KernelError("TQue.alloc_tensor: a free buffer must be available, got all {} buffers of "
+                      "{:pos} TQue #{} allocated (free_tensor missing?)", n, q[Q_POS], q[Q_ID])
 
 
 @njit(nogil=True, cache=True)
@@ -180,12 +178,12 @@ def que_enque(ctx, q, t):
     s = _slot_of(ctx, q, t, "TQue.enque")
     if not (q[Q_ALLOC] >> s) & 1:
         raise KernelError("TQue.enque: tensor must be allocated with alloc_tensor, got a freed "
-                          "buffer of " + _qname(q))
+                          "buffer of {:pos} TQue #{}", q[Q_POS], q[Q_ID])
     limit = max(q[Q_DEPTH], 1)
     if q[Q_FIFO_N] >= limit:
-        raise KernelError("TQue.enque: enqueued tensors must not exceed depth=" + str(q[Q_DEPTH])
-                          + ", got " + str(q[Q_FIFO_N] + 1) + " in " + _qname(q)
-                          + " (deque missing?)")
+        raise KernelError("TQue.enque: enqueued tensors must not exceed depth={}, got {} in "
+                          "{:pos} TQue #{} (deque missing?)", q[Q_DEPTH], q[Q_FIFO_N] + 1,
+                          q[Q_POS], q[Q_ID])
     q[Q_FIFO + (q[Q_FIFO_HEAD] + q[Q_FIFO_N]) % MAX_SLOTS] = s
     q[Q_FIFO_N] += 1
 
@@ -195,7 +193,7 @@ def que_deque(ctx, q, dtype):
     _need_init(q, "TQue.deque")
     if q[Q_FIFO_N] == 0:
         raise KernelError("TQue.deque: the queue must hold an enqueued tensor, got an empty "
-                          + _qname(q) + " (enque missing?)")
+                          "{:pos} TQue #{} (enque missing?)", q[Q_POS], q[Q_ID])
     s = q[Q_FIFO + q[Q_FIFO_HEAD]]
     q[Q_FIFO_HEAD] = (q[Q_FIFO_HEAD] + 1) % MAX_SLOTS
     q[Q_FIFO_N] -= 1
@@ -210,12 +208,12 @@ def que_free_tensor(ctx, q, t):
     _need_init(q, "TQue.free_tensor")
     s = _slot_of(ctx, q, t, "TQue.free_tensor")
     if not (q[Q_ALLOC] >> s) & 1:
-        raise KernelError("TQue.free_tensor: tensor must be allocated, got a buffer of "
-                          + _qname(q) + " freed twice")
+        raise KernelError("TQue.free_tensor: tensor must be allocated, got a buffer of {:pos} TQue "
+                          "#{} freed twice", q[Q_POS], q[Q_ID])
     for i in range(q[Q_FIFO_N]):
         if q[Q_FIFO + (q[Q_FIFO_HEAD] + i) % MAX_SLOTS] == s:
             raise KernelError("TQue.free_tensor: tensor must be dequeued before it is freed, got "
-                              "a tensor still enqueued in " + _qname(q))
+                              "a tensor still enqueued in {:pos} TQue #{}", q[Q_POS], q[Q_ID])
     q[Q_ALLOC] &= ~(1 << s)
 
 
@@ -249,8 +247,8 @@ def tbuf_get(ctx, b, dtype, n):
     if n < 0:
         return v
     if n > v.size:
-        raise KernelError("TBuf.get: len must be <= the buffer's " + str(v.size)
-                          + " elements, got len=" + str(n))
+        raise KernelError("TBuf.get: len must be <= the buffer's {} elements, got len={}", v.size,
+                          n)
     return v[:n]
 
 
@@ -259,12 +257,12 @@ def tbuf_get_with_offset(ctx, b, size, offset, dtype):
     _need_init(b, "TBuf.get_with_offset")
     if offset % 32 != 0:
         raise KernelError("TBuf.get_with_offset: buf_offset must be a multiple of 32 bytes, got "
-                          "buf_offset=" + str(offset))
+                          "buf_offset={}", offset)
     v = _slot_view(ctx, b, 0, np.uint8)
     isz = v[:0].view(dtype).itemsize
     if offset + size * isz > v.size:
-        raise KernelError("TBuf.get_with_offset: offset + size must fit the buffer's "
-                          + str(v.size) + " bytes, got " + str(offset + size * isz))
+        raise KernelError("TBuf.get_with_offset: offset + size must fit the buffer's {} bytes, "
+                          "got {}", v.size, offset + size * isz)
     return v[offset:offset + size * isz].view(dtype)
 
 
@@ -280,5 +278,5 @@ def kernel_end(ctx):
         for s in range(q[Q_NUM]):
             held += (q[Q_ALLOC] >> s) & 1
         if held or q[Q_FIFO_N]:
-            raise KernelError("kernel end: every tensor must be freed with free_tensor, got "
-                              + str(held) + " tensor(s) still held by " + _qname(q))
+            raise KernelError("kernel end: every tensor must be freed with free_tensor, got {} "
+                              "tensor(s) still held by {:pos} TQue #{}", held, q[Q_POS], q[Q_ID])

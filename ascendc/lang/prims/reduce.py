@@ -29,14 +29,13 @@ from __future__ import annotations
 
 import numpy as np
 from llvmlite import ir
-from numba import njit, types
+from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload, register_jitable
 
 from .. import core
-from ..core import lane_on
 from ..dtypes import ld, st
-from .vector import (VecError, check_count, check_range, far_offset, lanes_on, next_lane,
+from .vector import (VecError, check_count, check_range, far_offset, lanes_on, next_lane, prim,
                      put_bits, rep_index, require_same, vmask)
 
 __all__ = [
@@ -45,7 +44,7 @@ __all__ = [
     "whole_reduce_min",
 ]
 
-_jit = njit(nogil=True, cache=True, error_model="numpy")
+_jit = prim  # cached nogil dispatcher typed with non-literal arguments (see vector.prim)
 _rj = register_jitable(nogil=True, error_model="numpy")
 _rj_fast = register_jitable(nogil=True, error_model="numpy", fastmath={"reassoc"})
 

@@ -29,7 +29,7 @@ def pipe_barrier(ctx, pipe):
         raise KernelError("asc.pipe_barrier: pipe must not be PIPE_S (a hardware error), got "
                           "pipe=PIPE_S")
     if pipe < 0 or pipe > 10:
-        raise KernelError("asc.pipe_barrier: pipe must be a PipeID, got pipe=" + str(pipe))
+        raise KernelError("asc.pipe_barrier: pipe must be a PipeID, got pipe={}", pipe)
     if pipe == 6 or pipe == 4:
         _flush_all(ctx)
 
@@ -37,10 +37,10 @@ def pipe_barrier(ctx, pipe):
 @njit(nogil=True, cache=True)
 def _event_slot(event, event_id, api):
     if event < 0 or event > 34:
-        raise KernelError(api + ": event must be a HardEvent (0..34), got event=" + str(event))
+        raise KernelError("{}: event must be a HardEvent (0..34), got event={}", api, event)
     if event_id < 0 or event_id >= N_EVENT_IDS:
-        raise KernelError(api + ": event_id must be in [0, " + str(N_EVENT_IDS) + "), got event_id="
-                          + str(event_id))
+        raise KernelError("{}: event_id must be in [0, {}), got event_id={}", api, N_EVENT_IDS,
+                          event_id)
     return S_EVENTS + event * N_EVENT_IDS + event_id
 
 
@@ -55,7 +55,7 @@ def wait_flag(ctx, event, event_id):
     st = ctx[2]
     if st[k] <= 0:
         raise KernelError("asc.wait_flag: a matching set_flag must come first (the NPU would hang), "
-                          "got wait_flag(event=" + str(event) + ", event_id=" + str(event_id) + ")")
+                          "got wait_flag(event={:event}, event_id={})", event, event_id)
     st[k] -= 1
     for e in _MTE2_EVENTS:
         if e == event:

@@ -32,8 +32,8 @@ def sub_view(ctx, t, i):
     if i < 0 or i > t.size:
         if local_offset(ctx, t) < 0:
             check_gm(ctx, "GlobalTensor[]", t, i, 0, False)
-        raise KernelError("LocalTensor[]: offset must be in [0, " + str(t.size) + "], got offset="
-                          + str(i) + " on a " + level_name(level_of(ctx, t)) + " tensor")
+        raise KernelError("LocalTensor[]: offset must be in [0, {}], got offset={} on a {:level} "
+                          "tensor", t.size, i, level_of(ctx, t))
     return t[i:]
 
 
@@ -42,8 +42,8 @@ def _check_index(ctx, t, i, api, write):
     if i < 0 or i >= t.size:
         if local_offset(ctx, t) < 0:
             check_gm(ctx, api, t, i, 1, write)
-        raise KernelError(api + ": index must be in [0, " + str(t.size) + "), got index=" + str(i)
-                          + " on a " + level_name(level_of(ctx, t)) + " tensor")
+        raise KernelError("{}: index must be in [0, {}), got index={} on a {:level} tensor", api,
+                          t.size, i, level_of(ctx, t))
 
 
 @njit(nogil=True, cache=True)

@@ -14,17 +14,28 @@ Fidelity (what matches Ascend C on Atlas A2, what does not):
 - `max`/`min`/`relu` propagate NaN like numpy (hardware NaN behaviour is not documented).
 - f16/bf16 ops compute in float32 and round once (hardware computes in the narrow type).
 - `exp` on float32 is a vectorised polynomial (max relative error ~1e-7, see `_expf`).
-- `compare` ignores the mask (a reserved parameter on A2) and writes each repeat's bits contiguously;
-  the count form processes only the 256-byte-aligned part of `count`, as hardware does.
+- `compare` ignores the mask (a reserved parameter on A2) and writes each repeat's bits
+  contiguously; the count form processes only the 256-byte-aligned part of `count`, as hardware
+  does.
 - `select` modes 1/2 reserve 8 KB of UB on hardware; that reservation is not modelled.
 - `cast` saturates out-of-range integers and maps NaN to 0, as hardware's default saturation
   mode; float overflow follows IEEE (inf). Round modes follow Ascend C's precision rules
   (CAST_NONE = RINT when inexact, CAST_ROUND = half away from zero, CAST_ODD = round to odd).
+- Bit-mode masks are a 1- or 2-tuple of uint64 words; bits beyond the lane count are an error, as
+  are 8-bit elements in a repeat form. Parameter structs are checked against their C field widths.
+
+Compilation: public primitives are `PrimDispatcher`s (cached, nogil, numpy error model) whose calls
+from jitted code are typed with non-literal arguments, so constants at call sites do not create
+new specialisations. Errors are raised with their message parts as exception arguments and
+formatted in Python (`VecError`, `CountError`, both KernelError): string building in jitted code
+would cost ~0.5 s of LLVM time in every primitive and kernel that links it.
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import njit, types
+from numba.core import config
+from numba.core.registry import CPUDispatcher
 from numba.extending import overload, register_jitable
 
 from .. import core
@@ -48,10 +59,37 @@ __all__ = [
     "select_count", "select_rep",
 ]
 
-# Public primitives are cached dispatchers. Helpers are `register_jitable` (an @overload that is
-# typed with non-literal arguments): a plain jit-to-jit call with constant arguments would compile
-# a new literal-typed specialisation of the helper for every api name / constant it is given.
-_jit = njit(nogil=True, cache=True, error_model="numpy")
+
+
+class PrimDispatcher(CPUDispatcher):
+    """A Numba dispatcher whose calls from jitted code are typed with non-literal arguments.
+
+    A plain dispatcher called from a kernel as `add_count(ctx, d, a, b, 64)` compiles a
+    specialisation for `Literal[int](64)`, and another for every other constant: compile time
+    and cache size would grow with each call site. Here all such calls share the int64 version.
+    """
+
+    def get_call_template(self, args, kws):
+        args = tuple(types.unliteral(a) for a in args)
+        kws = {k: types.unliteral(v) for k, v in kws.items()}
+        return super().get_call_template(args, kws)
+
+
+def prim(fn):
+    """Decorator of primitives: a cached, nogil, nopython PrimDispatcher (numpy error model, so
+    float division by zero gives inf/nan instead of raising)."""
+    if config.DISABLE_JIT:
+        return fn
+    disp = PrimDispatcher(py_func=fn, locals={},
+                          targetoptions={"nopython": True, "nogil": True, "error_model": "numpy"})
+    disp.enable_caching()
+    return disp
+
+
+# Helpers are `register_jitable` (an @overload typed with non-literal arguments) for the same
+# reason: a jitted helper called with constant arguments would compile a literal-typed
+# specialisation per api name / constant.
+_jit = prim
 _rj = register_jitable(nogil=True, error_model="numpy")
 # Generic kernels take the element operation as a first-class function: they must be IR-inlined
 # (a dispatcher passed as a value to a separately compiled function makes the caller uncacheable).

@@ -1,0 +1,99 @@
+"""kernels.matmul.matmul vs numpy `@` on the same data in the same process.
+
+    python -m bench.kernels_matmul [--n 2048] [--n16 1024] [--repeats 5]
+
+Rows: float32 n^3 against `a @ b`, and float16 n16^3 against numpy's float32 matmul of the
+upcast inputs (upcast once, outside the timing; our kernel takes the float16 arrays and
+accumulates in float32 as the cube does). Ours is timed twice: on rt.DeviceArrays (launch on a
+stream + synchronize, no host copies: the kernel reads A and B and writes C in device memory) and
+with numpy in/out (the synchronous path, which copies A and B in and C back). Runs of the
+contenders are interleaved; each figure is the median of --repeats runs. The ratio column is
+numpy time / ours (>= 1 means ours is faster; the goal for float32 2048^3 is >= 0.9).
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+import rt
+from kernels.matmul import matmul, matmul_tiling
+
+
+def medians(fns: dict, repeats: int) -> dict:
+    """Median seconds of each callable, runs interleaved (round-robin) to spread machine noise."""
+    ts = {k: [] for k in fns}
+    for _ in range(repeats):
+        for k, fn in fns.items():
+            t = time.perf_counter()
+            fn()
+            ts[k].append(time.perf_counter() - t)
+    return {k: float(np.median(v)) for k, v in ts.items()}
+
+
+def case(label, a, b, a_ref, b_ref, repeats):
+    """Time numpy on (a_ref, b_ref) and ours on (a, b); returns table rows and the max error."""
+    s = rt.Stream()
+    da, db = rt.to_device(a), rt.to_device(b)
+
+    def ours_device():
+        dc = matmul(da, db, stream=s)
+        s.synchronize()
+        dc.free()
+
+    t0 = time.perf_counter()
+    dc = matmul(da, db, stream=s)
+    s.synchronize()
+    first = time.perf_counter() - t0
+    c = dc.copy_to_host()
+    dc.free()
+    ref = a_ref @ b_ref
+    err = float(np.abs(c - ref).max() / np.abs(ref).max())
+    t = medians({"np": lambda: a_ref @ b_ref, "dev": ours_device,
+                 "host": lambda: matmul(a, b)}, repeats)
+    m, k = a.shape
+    n = b.shape[1]
+    gflop = 2.0 * m * n * k / 1e9
+    tiling = matmul_tiling(m, n, k, a.dtype)
+    rows = [(f"numpy @ ({a_ref.dtype})", t["np"], t["np"]),
+            ("matmul (DeviceArray, stream)", t["dev"], t["np"]),
+            ("matmul (numpy in/out, copies)", t["host"], t["np"])]
+    print(f"\n{label}: M=N=K={m}, {gflop:.1f} GFLOP; tiling base_m={tiling.base_m} "
+          f"base_n={tiling.base_n} base_k={tiling.base_k} l0_n={tiling.l0_n} "
+          f"block_dim={tiling.block_dim}; first call (compile or cache load + run) {first:.2f} s; "
+          f"max |ours - numpy| / max |numpy| = {err:.1e}")
+    print(f"  {'variant':<32}{'median ms':>11}{'GFLOP/s':>9}{'vs numpy':>10}")
+    for name, tm, t_np in rows:
+        print(f"  {name:<32}{tm * 1e3:>11.1f}{gflop / tm:>9.1f}{t_np / tm:>9.2f}x")
+    da.free()
+    db.free()
+    return t["np"] / t["dev"]
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=2048, help="float32 size (M=N=K)")
+    ap.add_argument("--n16", type=int, default=1024, help="float16 size (M=N=K); 0 skips it")
+    ap.add_argument("--repeats", type=int, default=5)
+    a = ap.parse_args(argv)
+    rng = np.random.default_rng(0)
+    matmul(np.ones((16, 16), np.float32), np.ones((16, 16), np.float32))   # rt set-up
+    x = rng.standard_normal((a.n, a.n), np.float32)
+    y = rng.standard_normal((a.n, a.n), np.float32)
+    r32 = case("float32", x, y, x, y, a.repeats)
+    summary = [(f"float32 {a.n}^3 (DeviceArray) vs numpy @", r32, 0.9)]
+    if a.n16:
+        x16 = rng.standard_normal((a.n16, a.n16), np.float32).astype(np.float16)
+        y16 = rng.standard_normal((a.n16, a.n16), np.float32).astype(np.float16)
+        r16 = case("float16 in, float32 out", x16, y16, x16.astype(np.float32),
+                   y16.astype(np.float32), a.repeats)
+        summary.append((f"float16 {a.n16}^3 (DeviceArray) vs numpy float32 @", r16, None))
+    print(f"\n{'ratio (numpy time / ours)':<52}{'ratio':>7}{'goal':>7}")
+    for name, r, goal in summary:
+        print(f"{name:<52}{r:>6.2f}x{'' if goal is None else f'{goal:>6.1f}x'}")
+
+
+if __name__ == "__main__":
+    main()
