@@ -149,7 +149,20 @@ class InterpretedBinary(_Binary):
             api.set_ctx(prev)
 
 
-def _ensure_device():
+_BLAS_LIMIT = []
+
+
+def single_threaded_blas():
+    """Core workers each run BLAS (mmad); a multi-threaded BLAS under them oversubscribes the
+    CPU. Like torch's intra-op setting this is process-wide: BLAS runs single-threaded after the
+    first launch (threadpoolctl; undo with `threadpoolctl.threadpool_limits` in your code)."""
+    if not _BLAS_LIMIT:
+        import scipy.linalg.cython_blas  # noqa: F401  (the BLAS that Numba's np.dot calls)
+        from threadpoolctl import threadpool_limits
+        _BLAS_LIMIT.append(threadpool_limits(limits=1, user_api="blas"))
+
+
+def ensure_device():
     """pyasc needs no explicit runtime set-up: initialise rt and pick device 0 on first use."""
     try:
         rt.current_device()
@@ -245,7 +258,8 @@ class JitFunction:
 
     # -- launch ---------------------------------------------------------------------------------
     def launch(self, block_dim, stream, args, kwargs):
-        _ensure_device()
+        ensure_device()
+        single_threaded_blas()
         opts = {**self.options, **kwargs}
         if len(args) != len(self.param_names):
             raise TypeError(f"{self.__name__}: expected {len(self.param_names)} arguments "
@@ -273,7 +287,7 @@ class JitFunction:
             sync_stream = stream if host_copies else None
             rt.launch(binary, block_dim, tuple(launch_args), stream)
             if host_copies:
-                (sync_stream or rt.default_stream()).synchronize()
+                (sync_stream or rt.current_stream()).synchronize()
                 for host, dev in host_copies:
                     np.copyto(host, dev.copy_to_host().reshape(host.shape), casting="no")
         finally:

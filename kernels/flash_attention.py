@@ -19,6 +19,7 @@ import numpy as np
 
 import ascendc as asc
 import rt
+from ascendc.jit import ensure_device
 from ascendc.lang.dtypes import BFLOAT16
 from rt.launch import default_core_count
 
@@ -310,6 +311,7 @@ def flash_attention_with_stats(q, k, v, *, layout="BNSD", head_num=None, scale=N
     float32 (the real op broadcasts them to (B, N, S1, 8)). numpy in -> numpy out; rt.DeviceArray
     in -> DeviceArrays out, launched asynchronously on `stream`."""
     dev = is_device(q, k, v)
+    ensure_device()
     if q.dtype != k.dtype or q.dtype != v.dtype:
         raise ValueError(f"flash_attention: q, k, v must share a dtype, got {q.dtype}, {k.dtype}, "
                          f"{v.dtype}")
@@ -334,8 +336,10 @@ def flash_attention_with_stats(q, k, v, *, layout="BNSD", head_num=None, scale=N
     out = alloc(q.shape, q.dtype)
     smax = alloc((B, N, S1), np.float32)
     ssum = alloc((B, N, S1), np.float32)
-    ws = alloc((block_dim * (t.s1_block * t.s2_block + t.s1_block * D),), np.float32)
-    wsp = alloc((block_dim * t.s1_block * t.s2_block,), q.dtype)
+    # GM workspaces (scores, P, O part per block) stay on the device in both paths; the launch
+    # keeps them alive until the kernel has run
+    ws = rt.device_empty((block_dim * (t.s1_block * t.s2_block + t.s1_block * D),), np.float32)
+    wsp = rt.device_empty((block_dim * t.s1_block * t.s2_block,), q.dtype)
     args = [a if dev else np.ascontiguousarray(a).reshape(-1) for a in (q, k, v)]
     outs = [out if dev else out.reshape(-1), smax if dev else smax.reshape(-1),
             ssum if dev else ssum.reshape(-1)]
@@ -344,8 +348,6 @@ def flash_attention_with_stats(q, k, v, *, layout="BNSD", head_num=None, scale=N
     launch(*args, *outs, ws, wsp, N, NK, S1, S2, scale, *qs, *ks, *qs, tiles,
            D, t.s1_block, t.s2_block, t.kv_chunk, bool(causal), isz < 4, 32 // isz,
            **launch_options)
-    if dev:
-        ws.free() if hasattr(ws, "free") else None
     return out, smax, ssum
 
 

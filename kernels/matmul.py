@@ -208,8 +208,8 @@ def matmul_kernel(a: asc.GlobalAddress, b: asc.GlobalAddress, c: asc.GlobalAddre
                   depth_l0b: asc.ConstExpr[int]):
     isz = a.dtype.sizeof()
     c0 = 32 // isz
-    tiles_n = (n + base_n - 1) // base_n
-    tiles = (m + base_m - 1) // base_m * tiles_n
+    tiles_m = (m + base_m - 1) // base_m
+    tiles = tiles_m * ((n + base_n - 1) // base_n)
     bidx = asc.get_block_idx()
     bnum = asc.get_block_num()
     first = bidx * tiles // bnum
@@ -237,8 +237,8 @@ def matmul_kernel(a: asc.GlobalAddress, b: asc.GlobalAddress, c: asc.GlobalAddre
     pipe.init_buffer(qc, 1, base_m * base_n * 4)
     k_chunks = (k + base_k - 1) // base_k
     for t in range(first, last):
-        m0 = t // tiles_n * base_m
-        n0 = t % tiles_n * base_n
+        m0 = t % tiles_m * base_m
+        n0 = t // tiles_m * base_n
         mt = min(base_m, m - m0)
         nt = min(base_n, n - n0)
         m16 = (mt + 15) // 16 * 16

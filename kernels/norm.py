@@ -26,14 +26,14 @@ from .softmax import (BUFFER_NUM, RowTiling, _load_rows, _scalar_of, _store_rows
 class LayerNormTiling(RowTiling):
     """RowTiling of `layernorm`. Besides the double-buffered in/out rows (and an fp32 work row
     for fp16/bf16), UB holds three fp32 rows (squares, gamma, beta) and the reduce scratch: a row
-    fits UB when cols <= ~8000 (fp32, 28 bytes a column) / ~8500 (fp16/bf16); longer rows take the
-    chunked scheme (three passes over GM), any cols works."""
+    fits one tile when cols <= 6984 (fp32) / 8144 (fp16/bf16). Longer rows take the chunked
+    scheme (three passes over GM: mean, variance, output), so any cols works."""
 
 
 @dataclass(frozen=True)
 class RmsNormTiling(RowTiling):
-    """RowTiling of `rmsnorm`: as LayerNormTiling without beta (cols <= ~9800 fp32 / ~10900
-    fp16/bf16 in one tile; longer rows take the chunked scheme, two passes over GM)."""
+    """RowTiling of `rmsnorm`: as LayerNormTiling without beta, one tile when cols <= 8144
+    (fp32) / 9760 (fp16/bf16); longer rows take the chunked scheme (two passes over GM)."""
 
 
 def _tiling(cls, api, rows, cols, dtype, rms, block_dim, soc, chunk):

@@ -184,10 +184,11 @@ def plan_rows(cls, api: str, rows: int, cols: int, dtype, *, f32_tile_rows: int,
         tile_rows = fit_rows(soc.ub_bytes, fixed, per_row, per_core, stride, isz)
         if tile_rows:
             return cls(rows, cols, cores, per_core, tile_rows, stride, cols, tmp)
-        chunk = fit_chunk(soc.ub_bytes, 2 * BUFFER_NUM * isz + 4 * f32_chunks + 1, 1024, isz)
+        chunk = min(fit_chunk(soc.ub_bytes, 2 * BUFFER_NUM * isz + 4 * f32_chunks + 1, 1024, isz),
+                    max(64, (cols - 1) // 64 * 64))
     if chunk <= 0 or chunk % 64:
         raise ValueError(f"{api}: chunk must be a positive multiple of 64, got chunk={chunk}")
-    if chunk >= cols:  # one chunk holds the row: a one-row tile
+    if chunk >= cols:  # a forced chunk holding the whole row: one-row tiles
         return cls(rows, cols, cores, per_core, 1, stride, cols, reduce_tmp_elems(cols))
     return cls(rows, cols, cores, per_core, 1, chunk, chunk, reduce_tmp_elems(chunk))
 
@@ -203,11 +204,10 @@ def check_tiling_for(api: str, t: RowTiling, rows: int, cols: int, dtype) -> Non
 
 @dataclass(frozen=True)
 class SoftmaxTiling(RowTiling):
-    """RowTiling of `softmax`. A row fits UB when its in/out queues (double-buffered), an fp32
-    work row for fp16/bf16, and the reduce scratch fit the 192 KB UB next to other rows of the
-    tile: cols <= ~12000 for fp32 (16 bytes a column), ~16000 for fp16/bf16 (12 bytes a column).
-    Longer rows take the chunked scheme (three passes over GM: max, sum of exp, output); any cols
-    works."""
+    """RowTiling of `softmax`. A row fits one UB tile when its double-buffered in/out rows, an
+    fp32 work row for fp16/bf16 and the reduce scratch fit the 192 KB UB: cols <= 12184 for fp32
+    (16 bytes a column), <= 16208 for fp16/bf16 (12 bytes a column). Longer rows take the chunked
+    scheme (three passes over GM: max, sum of exp, output), so any cols works."""
 
 
 def softmax_tiling(rows: int, cols: int, dtype, block_dim: int | None = None, soc=None,

@@ -70,6 +70,21 @@ def test_norm_long_rows_pick_chunked_scheme():
     assert not layernorm_tiling(2, 2000, np.float32).chunked
 
 
+@pytest.mark.parametrize("op", ["layernorm", "rmsnorm"])
+def test_norm_widest_tile_row_and_first_chunked_row_fit_ub(op):
+    # the UB plan is exact: the widest one-tile row runs, one column more runs chunked
+    tiling_fn = layernorm_tiling if op == "layernorm" else rmsnorm_tiling
+    cols = {"layernorm": 8144, "rmsnorm": 9760}[op]
+    assert not tiling_fn(1, cols, np.float16).chunked and tiling_fn(1, cols + 1, np.float16).chunked
+    for c in (cols, cols + 1):
+        x, g, b = _data((2, c), np.float16, seed=6)
+        if op == "layernorm":
+            assert_close(layernorm(x, g, b, interpret=True, checked=True),
+                         layernorm_reference(x, g, b))
+        else:
+            assert_close(rmsnorm(x, g, interpret=True, checked=True), rmsnorm_reference(x, g))
+
+
 def test_norm_eps_and_params_cast_on_host():
     x, g, b = _data((4, 24), np.float16, seed=4)
     y = layernorm(x, g.astype(np.float64), b.astype(np.float32), eps=1e-3, interpret=True,

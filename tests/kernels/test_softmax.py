@@ -51,6 +51,24 @@ def test_softmax_long_rows_pick_chunked_scheme():
     assert not softmax_tiling(2, 4000, np.float32).chunked
 
 
+def _widest_one_tile_row(tiling_fn, dtype):
+    lo, hi = 8, 1 << 16
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (lo, mid - 1) if tiling_fn(1, mid, dtype).chunked else (mid, hi)
+    return lo
+
+
+def test_softmax_widest_tile_row_and_first_chunked_row_fit_ub():
+    # the UB plan is exact: the widest one-tile row runs, one column more runs chunked
+    cols = _widest_one_tile_row(softmax_tiling, np.float32)
+    assert cols == 12184
+    for c in (cols, cols + 1):
+        x = _x((2, c), np.float32, seed=5)
+        assert softmax_tiling(2, c, np.float32).chunked == (c > cols)
+        assert_close(softmax(x, interpret=True, checked=True), softmax_reference(x))
+
+
 def test_softmax_leading_dims_large_values_and_minus_inf():
     x = _x((2, 3, 20), np.float32, seed=3, scale=200.0)  # exp would overflow without the max
     x[0, 1, 5] = x[1, 2, 10:] = -np.inf                   # masked-out entries give exactly 0

@@ -52,12 +52,10 @@ import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
-from ..core import (BT, C_CUBE_MACS, C_FIX, C_MTE1, C_MTE2, L0A, L0B, L0C, L1, count,
-                    level_name, level_of)
+from ..core import BT, C_CUBE_MACS, C_FIX, C_MTE1, C_MTE2, L0A, L0B, L0C, L1, count, level_of
 from ..dtypes import st as _st
-from ..errors import KernelError
-from .datacopy import (check_aligned, check_dtypes, dtype_name, gm_ok, in_range, local_ok,
-                       same_dtype, write_target)
+from .datacopy import (RuleError, check_aligned, check_dtypes, dtype_name, gm_ok, in_range, lname,
+                       local_ok, same_dtype, write_target)
 
 __all__ = ["load_data", "mmad", "mmad_bias", "fixpipe"]
 
@@ -79,8 +77,8 @@ def _load_impl(ctx, d, s, isz, start, rep, sstr, gap, trans):
     sl = level_of(ctx, s)
     l0 = dl == L0A or dl == L0B
     if not ((sl == L1 and l0) or (sl < 0 and (l0 or dl == L1))):
-        raise KernelError("load_data: path must be one of L1->L0A, L1->L0B, GM->L1, GM->L0A, "
-                          "GM->L0B, got " + level_name(sl) + "->" + level_name(dl))
+        raise RuleError("load_data: path must be one of L1->L0A, L1->L0B, GM->L1, GM->L0A, "
+                        "GM->L0B, got ", lname(sl), "->", lname(dl))
     in_range(api, "start_index", start, 0, 65535)
     in_range(api, "repeat_times", rep, 0, 255)
     in_range(api, "src_stride", sstr, 0, 65535)
@@ -271,18 +269,16 @@ def _mmad_checks(ctx, api, d, a, b, bias, has_bias, kind, names, isz, m, n, k):
     in_range(api, "k", k, 0, 4095)
     dl, al, bl = level_of(ctx, d), level_of(ctx, a), level_of(ctx, b)
     if dl != L0C or al != L0A or bl != L0B:
-        raise KernelError(api + ": operands must be dst in L0C (CO1), fm in L0A (A2), filter in "
-                          "L0B (B2), got dst=" + level_name(dl) + " fm=" + level_name(al)
-                          + " filter=" + level_name(bl))
+        raise RuleError(api, ": operands must be dst in L0C (CO1), fm in L0A (A2), filter in "
+                        "L0B (B2), got dst=", lname(dl), " fm=", lname(al), " filter=", lname(bl))
     if has_bias and level_of(ctx, bias) != BT:
-        raise KernelError(api + ": bias must be in BT (C2), got bias="
-                          + level_name(level_of(ctx, bias)))
+        raise RuleError(api, ": bias must be in BT (C2), got bias=", lname(level_of(ctx, bias)))
     if kind == 0:
-        raise KernelError(api + ": dtypes must be f16/bf16/f32 -> float32 or int8 -> int32, got "
-                          "dst=" + names[0] + " fm=" + names[1] + " filter=" + names[2])
+        raise RuleError(api, ": dtypes must be f16/bf16/f32 -> float32 or int8 -> int32, got "
+                        "dst=", names[0], " fm=", names[1], " filter=", names[2])
     if has_bias and names[3] != names[0]:
-        raise KernelError(api + ": bias must have dst's dtype, got bias=" + names[3] + " dst="
-                          + names[0])
+        raise RuleError(api, ": bias must have dst's dtype, got bias=", names[3], " dst=",
+                        names[0])
     check_aligned(ctx, api, "fm", a, L0A, 512)
     check_aligned(ctx, api, "filter", b, L0B, 512)
     check_aligned(ctx, api, "dst", d, L0C, 64)
@@ -391,16 +387,16 @@ def _fix_checks(ctx, d, s, disz, dcode, scode, dname, sname, nsz, msz, sstr, dst
     sl = level_of(ctx, s)
     dl = level_of(ctx, d)
     if sl != L0C or not (dl < 0 or dl == L1):
-        raise KernelError("fixpipe: path must be L0C->GM (or L0C->L1), got "
-                          + level_name(sl) + "->" + level_name(dl))
+        raise RuleError("fixpipe: path must be L0C->GM (or L0C->L1), got ", lname(sl), "->",
+                        lname(dl))
     in_range(api, "config", cfg, 0, 1)
     in_range(api, "n_size", nsz, 0, 4095)
     in_range(api, "m_size", msz, 0, 8192)
     in_range(api, "nd_num", nd, 0, 65535)
     in_range(api, "src_stride", sstr, 0, 65535)
     if sstr % 16 != 0 or (sstr < msz and nsz > 16):
-        raise KernelError("fixpipe: src_stride must be the L0C strip height, a multiple of 16 "
-                          "rows and >= m_size (ceil16(m) of the mmad), got src_stride=" + str(sstr))
+        raise RuleError("fixpipe: src_stride must be the L0C strip height, a multiple of 16 "
+                        "rows and >= m_size (ceil16(m) of the mmad), got src_stride=", sstr)
     ok = False
     if scode == 1:
         ok = ((dcode == 1 and q == 0) or (dcode == 2 and (q == 0 or q == 1))
@@ -408,18 +404,17 @@ def _fix_checks(ctx, d, s, disz, dcode, scode, dname, sname, nsz, msz, sstr, dst
     elif scode == 4:
         ok = dcode == 4 and q == 0
     if not ok:
-        raise KernelError("fixpipe: quant_pre and dtypes must be one of float32->float32 (NoQuant),"
-                          " float32->float16 (F322F16), float32->bfloat16 (F322BF16), int32->int32 "
-                          "(NoQuant), got src=" + sname + " dst=" + dname + " quant_pre=" + str(q))
+        raise RuleError("fixpipe: quant_pre and dtypes must be one of float32->float32 (NoQuant),"
+                        " float32->float16 (F322F16), float32->bfloat16 (F322BF16), int32->int32 "
+                        "(NoQuant), got src=", sname, " dst=", dname, " quant_pre=", q)
     check_aligned(ctx, api, "src", s, L0C, 64)
     if dl >= 0:
         check_aligned(ctx, api, "dst", d, dl, 32)
     if cfg == 0 and dstr < nsz:
-        raise KernelError("fixpipe: dst_stride must be >= n_size (elements per ND row), got "
-                          "dst_stride=" + str(dstr))
+        raise RuleError("fixpipe: dst_stride must be >= n_size (elements per ND row), got "
+                        "dst_stride=", dstr)
     if cfg == 1 and nsz % 16 != 0:
-        raise KernelError("fixpipe: n_size must be a multiple of 16 with cfg_nz, got n_size="
-                          + str(nsz))
+        raise RuleError("fixpipe: n_size must be a multiple of 16 with cfg_nz, got n_size=", nsz)
     if nd == 0 or nsz == 0 or msz == 0:
         return False
     nstrip = (nsz + 15) // 16

@@ -51,10 +51,10 @@ from numba.extending import overload
 
 from .. import core
 from ..core import (BT, C_MTE1, C_MTE2, C_MTE3, C_MTE_UB2UB, L1, S_LEVEL_BASE, S_ROUNDED, UB,
-                    check_gm, check_local, defer_enabled, flush_pending, gm_to_local_target,
-                    level_name, level_of, local_offset)
+                    defer_enabled, flush_pending, gm_to_local_target, level_of, local_offset)
 from ..dtypes import st as _st
-from ..errors import KernelError
+from ..core import _gm_where
+from ..errors import GMReadError, GMWriteError, KernelError
 from ..params import (DataCopyExtParams, DataCopyPadExtParams, DataCopyPadParams, DataCopyParams,
                       Nd2NzParams)
 
@@ -62,6 +62,35 @@ __all__ = ["data_copy", "data_copy_count", "data_copy_blocks", "data_copy_nd2nz"
            "data_copy_pad", "data_copy_pad_blocks"]
 
 _count = core.count
+
+
+# ---- errors: njit code raises with the raw parts, Python joins them ----------------------------
+# (string building inside njit code costs seconds of compile time in every kernel that links it)
+
+class _Joined:
+    def __init__(self, *parts):
+        super().__init__("".join(str(p) for p in parts))
+
+
+class RuleError(_Joined, KernelError):
+    """KernelError whose message is joined from the parts it was raised with."""
+
+
+class GMRead(_Joined, GMReadError):
+    """GMReadError whose message is joined from the parts it was raised with."""
+
+
+class GMWrite(_Joined, GMWriteError):
+    """GMWriteError whose message is joined from the parts it was raised with."""
+
+
+LEVELS = ("UB", "L1", "L0A", "L0B", "L0C", "BT")
+
+
+@njit(nogil=True, cache=True)
+def lname(lv):
+    """Level name without string building (-1 is GM)."""
+    return "GM" if lv < 0 else LEVELS[lv]
 
 
 # ---- helpers (also used by cube.py) ------------------------------------------------------------
@@ -98,15 +127,14 @@ def _dtype_name(a):
 @njit(nogil=True, cache=True)
 def in_range(api, name, v, lo, hi):
     if v < lo or v > hi:
-        raise KernelError(api + ": " + name + " must be in [" + str(lo) + ", " + str(hi)
-                          + "], got " + name + "=" + str(v))
+        raise RuleError(api, ": ", name, " must be in [", lo, ", ", hi, "], got ", name, "=", v)
 
 
 @njit(nogil=True, cache=True)
 def check_dtypes(api, same, dname, sname):
     if not same:
-        raise KernelError(api + ": dst and src must have the same dtype, got dst=" + dname
-                          + " src=" + sname)
+        raise RuleError(api, ": dst and src must have the same dtype, got dst=", dname,
+                        " src=", sname)
 
 
 @njit(nogil=True, cache=True)
@@ -114,38 +142,32 @@ def check_aligned(ctx, api, what, b, lv, align):
     """Raise unless local byte view `b` (at level lv) starts `align`-byte aligned in its level."""
     off = local_offset(ctx, b) - ctx[2][S_LEVEL_BASE + 2 * lv]
     if off % align != 0:
-        raise KernelError(api + ": " + what + " address in " + level_name(lv) + " must be "
-                          + str(align) + "-byte aligned, got byte offset=" + str(off))
+        raise RuleError(api, ": ", what, " address in ", lname(lv), " must be ", align,
+                        "-byte aligned, got byte offset=", off)
 
 
 @njit(nogil=True, cache=True)
 def gm_ok(ctx, api, b, isz, first, n, write):
-    """check_gm on elements [first, first+n) of the GM tensor whose bytes are `b`."""
+    """Elements [first, first+n) of the GM tensor whose bytes are `b` lie inside it; else the
+    error of core.check_gm (same message, built in Python)."""
     if first >= 0 and n >= 0 and (first + n) * isz <= b.size:
         return
-    if isz == 1:
-        check_gm(ctx, api, b, first, n, write)
-    elif isz == 2:
-        check_gm(ctx, api, b.view(np.uint16), first, n, write)
-    elif isz == 4:
-        check_gm(ctx, api, b.view(np.uint32), first, n, write)
-    else:
-        check_gm(ctx, api, b.view(np.uint64), first, n, write)
+    k, boff, nbytes = _gm_where(ctx, np.int64(b.ctypes.data))
+    lo = boff // isz + first
+    if write:
+        raise GMWrite(api, ": GM write must stay inside argument #", k, " (", nbytes // isz,
+                      " elements), got elements [", lo, ", ", lo + n, ")")
+    raise GMRead(api, ": GM read must stay inside argument #", k, " (", nbytes // isz,
+                 " elements), got elements [", lo, ", ", lo + n, ")")
 
 
 @njit(nogil=True, cache=True)
 def local_ok(ctx, api, what, b, isz, n):
-    """check_local: the local tensor whose bytes are `b` holds n elements."""
+    """The local tensor whose bytes are `b` holds n elements; else core.check_local's error."""
     if n >= 0 and n * isz <= b.size:
         return
-    if isz == 1:
-        check_local(ctx, api, what, b, n)
-    elif isz == 2:
-        check_local(ctx, api, what, b.view(np.uint16), n)
-    elif isz == 4:
-        check_local(ctx, api, what, b.view(np.uint32), n)
-    else:
-        check_local(ctx, api, what, b.view(np.uint64), n)
+    raise RuleError(api, ": ", what, " must hold count elements, got count=", n, " for a tensor of ",
+                    b.size // isz, " elements in ", lname(level_of(ctx, b)))
 
 
 @njit(nogil=True, cache=True)
@@ -184,8 +206,8 @@ def copy_path(ctx, api, d, s):
         hint = " (L0C results leave through fixpipe)"
     elif dl == core.L0A or dl == core.L0B:
         hint = " (L0A/L0B are filled by load_data)"
-    raise KernelError(api + ": path must be one of GM->UB, GM->L1, UB->GM, UB->UB, L1->BT, got "
-                      + level_name(sl) + "->" + level_name(dl) + hint)
+    raise RuleError(api, ": path must be one of GM->UB, GM->L1, UB->GM, UB->UB, L1->BT, got ",
+                    lname(sl), "->", lname(dl), hint)
 
 
 @njit(nogil=True, cache=True)
@@ -212,7 +234,7 @@ def _count_impl(ctx, d, s, isz, count):
     api = "data_copy"
     dl, sl, ctr = copy_path(ctx, api, d, s)
     if count < 0:
-        raise KernelError("data_copy: count must be >= 0, got count=" + str(count))
+        raise RuleError("data_copy: count must be >= 0, got count=", count)
     nb = count * isz // 32 * 32
     if nb != count * isz:
         ctx[2][S_ROUNDED] += 1
@@ -284,8 +306,8 @@ def _nd2nz_impl(ctx, d, s, isz, nd, nv, dv, sms, sdv, c0s, ns, dms):
     dl = level_of(ctx, d)
     sl = level_of(ctx, s)
     if not (sl < 0 and dl == L1):
-        raise KernelError("data_copy: path of an Nd2NzParams copy must be GM->L1, got "
-                          + level_name(sl) + "->" + level_name(dl))
+        raise RuleError("data_copy: path of an Nd2NzParams copy must be GM->L1, got ", lname(sl),
+                        "->", lname(dl))
     check_aligned(ctx, api, "dst", d, dl, 32)
     in_range(api, "nd_num", nd, 0, 4095)
     in_range(api, "n_value", nv, 0, 16384)
@@ -369,30 +391,29 @@ def _pad_impl(ctx, d, s, isz, bc, bl, sstride, dstride, bl_max, is_pad, left, ri
     sl = level_of(ctx, s)
     gm2ub = sl < 0 and dl == UB
     if not (gm2ub or (sl == UB and dl < 0)):
-        raise KernelError("data_copy_pad: path must be GM->UB or UB->GM, got "
-                          + level_name(sl) + "->" + level_name(dl))
+        raise RuleError("data_copy_pad: path must be GM->UB or UB->GM, got ", lname(sl), "->",
+                        lname(dl))
     in_range(api, "block_count", bc, 0, 4095)
     in_range(api, "block_len", bl, 0, bl_max)
     if bl % isz != 0:
-        raise KernelError("data_copy_pad: block_len must be a multiple of sizeof(dtype)="
-                          + str(isz) + " bytes, got block_len=" + str(bl))
+        raise RuleError("data_copy_pad: block_len must be a multiple of sizeof(dtype)=", isz,
+                        " bytes, got block_len=", bl)
     ub_stride = dstride if gm2ub else sstride
     gm_stride = sstride if gm2ub else dstride
     in_range(api, "dst_stride" if gm2ub else "src_stride", ub_stride, 0, 0xFFFFFFFF)
     if gm_stride % isz != 0:
-        raise KernelError("data_copy_pad: GM stride must be a multiple of sizeof(dtype)="
-                          + str(isz) + " bytes, got " + ("src_stride=" if gm2ub else "dst_stride=")
-                          + str(gm_stride))
+        raise RuleError("data_copy_pad: GM stride must be a multiple of sizeof(dtype)=", isz,
+                        " bytes, got ", "src_stride=" if gm2ub else "dst_stride=", gm_stride)
     if not gm2ub and (is_pad or left != 0 or right != 0):
-        raise KernelError("data_copy_pad: pad_params must be omitted (or empty) for a UB->GM "
-                          "copy, got is_pad=" + ("True" if is_pad else "False") + " left_padding="
-                          + str(left) + " right_padding=" + str(right))
+        raise RuleError("data_copy_pad: pad_params must be omitted (or empty) for a UB->GM "
+                        "copy, got is_pad=", is_pad, " left_padding=", left, " right_padding=",
+                        right)
     if left < 0 or left * isz > 32:
-        raise KernelError("data_copy_pad: left_padding must be in [0, " + str(32 // isz)
-                          + "] elements (at most 32 bytes), got left_padding=" + str(left))
+        raise RuleError("data_copy_pad: left_padding must be in [0, ", 32 // isz,
+                        "] elements (at most 32 bytes), got left_padding=", left)
     if right < 0 or right * isz > 32:
-        raise KernelError("data_copy_pad: right_padding must be in [0, " + str(32 // isz)
-                          + "] elements (at most 32 bytes), got right_padding=" + str(right))
+        raise RuleError("data_copy_pad: right_padding must be in [0, ", 32 // isz,
+                        "] elements (at most 32 bytes), got right_padding=", right)
     check_aligned(ctx, api, "dst" if gm2ub else "src", d if gm2ub else s, UB, 32)
     if bc == 0:
         return

@@ -35,7 +35,8 @@ from numba.extending import intrinsic, overload, register_jitable
 
 from .. import core
 from ..dtypes import ld, st
-from .vector import (VecError, check_count, check_range, far_offset, lanes_on, next_lane, prim,
+from ..errors import KernelError
+from .vector import (check_count, check_range, far_offset, lanes_on, next_lane, prim,
                      put_bits, rep_index, require_same, vmask)
 
 __all__ = [
@@ -134,9 +135,9 @@ def tmp_need(eb, r1, minmax, cal_index):
 @_rj
 def check_tmp(ctx, api, tmp, need):
     if tmp.size < need:
-        raise VecError(api, ": shared_tmp_buffer must hold at least ", need, " elements (",
-                       need * tmp.itemsize, " bytes, Ascend C's minimum workLocal size), got "
-                       "size=", tmp.size)
+        raise KernelError("{}: shared_tmp_buffer must hold at least {} elements ({} bytes, "
+                          "Ascend C's minimum workLocal size), got size={}", api, need,
+                          need * tmp.itemsize, tmp.size)
 
 
 @_rj
@@ -152,15 +153,15 @@ def clobber_tmp(ctx, tmp, need):
 @_rj
 def check_dst(ctx, api, dst, n):
     if dst.size < n:
-        raise VecError(api, ": dst must hold ", n, " elements (the result", " and its index"
-                       if n > 1 else "", "), got size=", dst.size)
+        raise KernelError("{}: dst must hold {} elements (the result{}), got size={}", api, n,
+                          " and its index" if n > 1 else "", dst.size)
 
 
 @_rj
 def check_index_range(api, src, last_index, cal_index):
     if cal_index and src.itemsize == 2 and last_index > 65535:
-        raise VecError(api, ": indices must fit in uint16 for 16-bit dtypes when cal_index=True"
-                       " (Ascend C limit), got last index=", last_index)
+        raise KernelError("{}: indices must fit in uint16 for 16-bit dtypes when cal_index=True"
+                          " (Ascend C limit), got last index={}", api, last_index)
 
 
 # ---- count-form kernels (vectorised) ---------------------------------------------------------
@@ -289,8 +290,8 @@ def _reduce_rep_setup(ctx, api, dst, src, tmp, mask, repeat, srs, minmax, cal_in
         return m0, m1, 0
     far = (repeat - 1) * srs * pb + off
     if far >= src.size:
-        raise VecError(api, ": src must hold every element the repeats touch, got index=", far,
-                       " for a tensor of ", src.size, " elements")
+        raise KernelError("{}: src must hold every element the repeats touch, got index={} for "
+                          "a tensor of {} elements", api, far, src.size)
     need = tmp_need(eb, repeat, minmax, cal_index)
     check_tmp(ctx, api, tmp, need)
     check_dst(ctx, api, dst, 2 if cal_index else 1)
@@ -385,12 +386,12 @@ def _whole_setup(api, dst, src, mask, repeat, drs, sbs, srs, unit, width):
         return m0, m1, False
     far = (repeat - 1) * srs * pb + off
     if far >= src.size:
-        raise VecError(api, ": src must hold every element the repeats touch, got index=", far,
-                       " for a tensor of ", src.size, " elements")
+        raise KernelError("{}: src must hold every element the repeats touch, got index={} for "
+                          "a tensor of {} elements", api, far, src.size)
     dfar = (repeat - 1) * drs * unit + width - 1
     if dfar >= dst.size:
-        raise VecError(api, ": dst must hold every result the repeats write, got index=", dfar,
-                       " for a tensor of ", dst.size, " elements")
+        raise KernelError("{}: dst must hold every result the repeats write, got index={} for "
+                          "a tensor of {} elements", api, dfar, dst.size)
     return m0, m1, True
 
 
@@ -419,8 +420,8 @@ def _whole_mm(ctx, api, dst, src, mask, repeat, drs, sbs, srs, order, is_max):
     check_range(api, "order", order, 0, 3)
     eb = dst.itemsize
     if order == ORDER_ONLY_INDEX and eb not in (2, 4):
-        raise VecError(api, ": dst dtype must be 16- or 32-bit for ORDER_ONLY_INDEX (a uint32 "
-                       "index per repeat), got ", eb * 8, "-bit elements")
+        raise KernelError("{}: dst dtype must be 16- or 32-bit for ORDER_ONLY_INDEX (a uint32 "
+                          "index per repeat), got {}-bit elements", api, eb * 8)
     if order == ORDER_ONLY_VALUE:
         unit = 1
         width = 1

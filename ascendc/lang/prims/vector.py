@@ -26,9 +26,7 @@ Fidelity (what matches Ascend C on Atlas A2, what does not):
 
 Compilation: public primitives are `PrimDispatcher`s (cached, nogil, numpy error model) whose calls
 from jitted code are typed with non-literal arguments, so constants at call sites do not create
-new specialisations. Errors are raised with their message parts as exception arguments and
-formatted in Python (`VecError`, `CountError`, both KernelError): string building in jitted code
-would cost ~0.5 s of LLVM time in every primitive and kernel that links it.
+new specialisations. Errors are KernelError templates with runtime values (see errors.py).
 """
 from __future__ import annotations
 
@@ -202,36 +200,19 @@ def _ov_put_bits(a, i, bits):
 
 
 # ---- checks ----------------------------------------------------------------------------------
-# Errors carry their message parts as exception arguments and are formatted in Python: building
-# strings inside jitted code costs ~0.5 s of LLVM time in every primitive that links it.
-
-
-class VecError(KernelError):
-    """A rule of a vector primitive broken; `VecError(*parts)` joins the parts into the message."""
-
-    def __init__(self, *parts):
-        super().__init__("".join(str(p) for p in parts))
-
-
-class CountError(KernelError):
-    """`count` larger than a tensor (same message as core.check_local)."""
-
-    def __init__(self, api, what, n, size, level):
-        where = core.LEVEL_NAMES[level] if 0 <= level < len(core.LEVEL_NAMES) else "GM"
-        super().__init__(f"{api}: {what} must hold count elements, got count={n} for a tensor "
-                         f"of {size} elements in {where}")
+# Errors follow errors.py: a constant template plus runtime values, formatted when read (building
+# strings in nopython code would cost ~0.5 s of LLVM time in every primitive that links it).
 
 
 @_rj
 def check_range(api, name, v, lo, hi):
     if v < lo or v > hi:
-        raise VecError(api, ": ", name, " must be in [", lo, ", ", hi, "], got ", name, "=", v)
+        raise KernelError("{}: {} must be in [{}, {}], got {}={}", api, name, lo, hi, name, v)
 
 
 @_rj
 def _check_n(ctx, api, what, x, n):
-    if n < 0 or n > x.size:
-        raise CountError(api, what, n, x.size, core.level_of(ctx, x))
+    core.check_local(ctx, api, what, x, n)
 
 
 def check_count(ctx, api, what, x, n):
@@ -260,11 +241,11 @@ def _require(want_float):
     def ov(api, what, x):
         if (_kind(x) != 0) == want_float:
             return lambda api, what, x: None
-        rule = " dtype must be " + ("a float type" if want_float else "an integer type")
+        rule = "a float type" if want_float else "an integer type"
         name = _name(x)
 
         def impl(api, what, x):
-            raise VecError(api, ": ", what, rule, ", got dtype=", name)
+            raise KernelError("{}: {} dtype must be {}, got dtype={}", api, what, rule, name)
         return impl
     return ov
 
@@ -285,7 +266,8 @@ def _ov_require_same(api, what, x, dst):
     want, got = _name(dst), _name(x)
 
     def impl(api, what, x, dst):
-        raise VecError(api, ": ", what, " dtype must equal dst's (", want, "), got dtype=", got)
+        raise KernelError("{}: {} dtype must equal dst's ({}), got dtype={}", api, what, want,
+                          got)
     return impl
 
 
@@ -298,8 +280,8 @@ def vmask(api, mask, elem_bytes):
 @_rj
 def _check_eb(api, elem_bytes):
     if elem_bytes < 2:
-        raise VecError(api, ": the mask/repeat form needs 16-, 32- or 64-bit elements, got ",
-                       elem_bytes * 8, "-bit elements (use the count form)")
+        raise KernelError("{}: the mask/repeat form needs 16-, 32- or 64-bit elements, got "
+                          "{}-bit elements (use the count form)", api, elem_bytes * 8)
 
 
 @_rj
@@ -319,8 +301,8 @@ def _vmask_words(api, m0, m1, elem_bytes):
     _check_eb(api, elem_bytes)
     lanes = 256 // elem_bytes
     if (lanes <= 64 and m1 != 0) or (lanes < 64 and (m0 >> np.uint64(lanes)) != 0):
-        raise VecError(api, ": mask must select lanes below ", lanes, " for ", elem_bytes * 8,
-                       "-bit elements, got mask=[", m0, ", ", m1, "]")
+        raise KernelError("{}: mask must select lanes below {} for {}-bit elements, got "
+                          "mask=[{}, {}]", api, lanes, elem_bytes * 8, m0, m1)
     return m0, m1
 
 
@@ -436,8 +418,8 @@ def check_extent(api, what, a, repeat, m0, m1, lanes, pb, blk, rep):
         return
     far = (repeat - 1) * rep * pb + off
     if far >= asize(a):
-        raise VecError(api, ": ", what, " must hold every element the repeats touch, got index=",
-                       far, " for a tensor of ", asize(a), " elements")
+        raise KernelError("{}: {} must hold every element the repeats touch, got index={} for "
+                          "a tensor of {} elements", api, what, far, asize(a))
 
 
 @_rj
@@ -1129,16 +1111,16 @@ def brcb(ctx, dst, src0, repeat_times, repeat_params):
     if repeat_times == 0:
         return
     if dst.ctypes.data == src0.ctypes.data:
-        raise VecError(api, ": dst must not share src0's address (Ascend C forbids it), got "
-                       "the same address for both")
+        raise KernelError("{}: dst must not share src0's address (Ascend C forbids it), got "
+                          "the same address for both", api)
     if dbs == 0:
         dbs = 1  # as Ascend C's reference pseudo-code
     check_count(ctx, api, "src0", src0, repeat_times * 8)
     pb = pb_of(dst)
     far = (repeat_times - 1) * drs * pb + 7 * dbs * pb + pb - 1
     if far >= dst.size:
-        raise VecError(api, ": dst must hold every element the repeats touch, got index=", far,
-                       " for a tensor of ", dst.size, " elements")
+        raise KernelError("{}: dst must hold every element the repeats touch, got index={} for "
+                          "a tensor of {} elements", api, far, dst.size)
     for r in range(repeat_times):
         for k in range(8):
             v = ld(src0, r * 8 + k)
@@ -1373,8 +1355,8 @@ def _ov_scalar_or_zero(a, x):
 def _cmp_setup(ctx, api, dst, src0, src1, cmp_mode):
     check_range(api, "cmp_mode", cmp_mode, 0, 5)
     if dst.itemsize != 1:
-        raise VecError(api, ": dst dtype must be uint8 or int8 (one bit per element), got dtype=",
-                       dtname(dst))
+        raise KernelError("{}: dst dtype must be uint8 or int8 (one bit per element), got "
+                          "dtype={}", api, dtname(dst))
     require_int(api, "dst", dst)
     if is_arr(src1):
         require_same(api, "src1", src1, src0)
@@ -1388,8 +1370,8 @@ def _cmp_count(ctx, api, dst, src0, src1, cmp_mode, count):
     eb = src0.itemsize
     n = (count * eb // 256) * 256 // eb  # hardware skips the tail that is not 256 B aligned
     if n // 8 > dst.size:
-        raise VecError(api, ": dst must hold one bit per compared element (", n // 8,
-                       " bytes), got size=", dst.size)
+        raise KernelError("{}: dst must hold one bit per compared element ({} bytes), got "
+                          "size={}", api, n // 8, dst.size)
     s = scalar_or_zero(src0, src1)
     for k in range(n // 8):
         w = 0
@@ -1414,8 +1396,8 @@ def _cmp_rep(ctx, api, dst, src0, src1, cmp_mode, repeat, s0b, s0r, s1b, s1r):
     check_extent(api, "src0", src0, repeat, m0, m1, lanes, pb, s0b, s0r)
     check_extent(api, "src1", src1, repeat, m0, m1, lanes, pb, s1b, s1r)
     if repeat * lanes // 8 > dst.size:
-        raise VecError(api, ": dst must hold one bit per compared element (",
-                       repeat * lanes // 8, " bytes), got size=", dst.size)
+        raise KernelError("{}: dst must hold one bit per compared element ({} bytes), got "
+                          "size={}", api, repeat * lanes // 8, dst.size)
     s = scalar_or_zero(src0, src1)
     for r in range(repeat):
         for k in range(lanes // 8):
@@ -1476,18 +1458,18 @@ def _sel_setup(api, dst, sel_mask, src0, src1, sel_mode):
     if is_arr(src1):
         require_same(api, "src1", src1, dst)
         if sel_mode == 1:
-            raise VecError(api, ": src1 must be a scalar in sel_mode 1 (VSEL_TENSOR_SCALAR_MODE)"
-                           ", got a tensor with sel_mode=1")
+            raise KernelError("{}: src1 must be a scalar in sel_mode 1 (VSEL_TENSOR_SCALAR_MODE)"
+                              ", got a tensor with sel_mode=1", api)
     elif sel_mode != 1:
-        raise VecError(api, ": src1 must be a tensor in sel_mode 0 and 2, got a scalar with "
-                       "sel_mode=", sel_mode)
+        raise KernelError("{}: src1 must be a tensor in sel_mode 0 and 2, got a scalar with "
+                          "sel_mode={}", api, sel_mode)
 
 
 @_rj
 def _sel_need(api, sel_mask, nbits):
     if nbits > sel_mask.size * sel_mask.itemsize * 8:
-        raise VecError(api, ": sel_mask must hold ", nbits, " bits, got size=", sel_mask.size,
-                       " (", sel_mask.size * sel_mask.itemsize * 8, " bits)")
+        raise KernelError("{}: sel_mask must hold {} bits, got size={} ({} bits)", api, nbits,
+                          sel_mask.size, sel_mask.size * sel_mask.itemsize * 8)
 
 
 @_jit

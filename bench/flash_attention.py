@@ -1,0 +1,223 @@
+"""The main job: profile tiled FlashAttention (forward) against its peers on the same data.
+
+    python -m bench.flash_attention                       # B1 N8 S2048 D64 fp32 + a sweep of S
+    python -m bench.flash_attention --seq 1024 --causal --dtype float16 --layout BSND
+    python -m bench.flash_attention --mode interpret --seq 128 --sweep ""
+
+For each S: a correctness check against a float64 numpy reference, the median time, GFLOP/s
+(4*B*N*S^2*D, halved for causal), torch's scaled_dot_product_attention (4-D call, if torch is
+installed) and a numpy float32 implementation on the same data, the ratios, and the profiler's
+NPU *estimate*. Writes trace.json, op_summary.csv, results.csv and gflops.png (if matplotlib is
+installed) into the output folder it prints.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import os
+import sys
+import time
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+import rt
+from kernels.flash_attention import (FlashAttentionTiling, flash_attention_reference,
+                                     flash_attention_with_stats)
+from kernels.tolerances import tolerance
+from rt.opsummary import op_summary, op_summary_table, write_op_summary_csv
+from ascendc.lang.dtypes import BFLOAT16
+
+DTYPES = {"float32": np.float32, "float16": np.float16, "bfloat16": BFLOAT16}
+
+
+def median_s(fn, repeats):
+    ts = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t)
+    return float(np.median(ts))
+
+
+def progress(i, n, label):
+    w = 30
+    done = int(w * i / n)
+    sys.stderr.write(f"\r[{'#' * done}{'.' * (w - done)}] {i}/{n} {label:<40}")
+    sys.stderr.flush()
+    if i == n:
+        sys.stderr.write("\n")
+
+
+def make_inputs(b, n, s, d, dtype, layout, seed=0):
+    rng = np.random.default_rng(seed)
+    shape = {"BNSD": (b, n, s, d), "BSND": (b, s, n, d), "BSH": (b, s, n * d)}[layout]
+    return [rng.standard_normal(shape).astype(np.float32).astype(dtype) for _ in range(3)]
+
+
+def torch_sdpa(q, k, v, layout, n, causal):
+    """torch's SDPA on 4-D (B, N, S, D) float32 copies, or None without torch."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.set_num_threads(os.cpu_count() or 1)
+
+    def bnsd(x):
+        x = np.asarray(x, dtype=np.float32)
+        if layout == "BNSD":
+            return torch.from_numpy(np.ascontiguousarray(x))
+        b, s = x.shape[:2]
+        return torch.from_numpy(np.ascontiguousarray(x.reshape(b, s, n, -1).transpose(0, 2, 1, 3)))
+    tq, tk, tv = bnsd(q), bnsd(k), bnsd(v)
+    fn = lambda: torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=causal)  # noqa: E731
+    with torch.inference_mode():
+        fn()
+    return fn
+
+
+def numpy_attention(q, k, v, layout, n, causal):
+    """A straightforward float32 numpy attention (BLAS matmuls), the CPU baseline."""
+    def bnsd(x):
+        x = np.asarray(x, dtype=np.float32)
+        if layout == "BNSD":
+            return x
+        b, s = x.shape[:2]
+        return np.ascontiguousarray(x.reshape(b, s, n, -1).transpose(0, 2, 1, 3))
+    qq, kk, vv = bnsd(q), bnsd(k), bnsd(v)
+    scale = np.float32(1 / math.sqrt(qq.shape[-1]))
+
+    def fn():
+        s = np.matmul(qq, kk.transpose(0, 1, 3, 2)) * scale
+        if causal:
+            s = np.where(np.tril(np.ones(s.shape[-2:], bool)), s, -np.inf)
+        s -= s.max(-1, keepdims=True)
+        np.exp(s, out=s)
+        s /= s.sum(-1, keepdims=True)
+        return np.matmul(s, vv)
+    return fn
+
+
+def run_case(a, s, prof=None):
+    dtype = DTYPES[a.dtype]
+    q, k, v = make_inputs(a.batch, a.heads, s, a.head_dim, dtype, a.layout)
+    head_num = a.heads if a.layout == "BSH" else None
+    tiling = (FlashAttentionTiling(*map(int, a.tiling.split(","))) if a.tiling else None)
+    opts = dict(layout=a.layout, head_num=head_num, causal=a.causal, tiling=tiling,
+                interpret=(a.mode == "interpret"))
+    dq, dk, dv = (rt.to_device(x) for x in (q, k, v))
+    stream = rt.Stream()
+
+    def ours():
+        o, mx, sm = flash_attention_with_stats(dq, dk, dv, stream=stream, **opts)
+        stream.synchronize()
+        return o, mx, sm
+
+    t0 = time.perf_counter()
+    o, _, _ = ours()
+    first = time.perf_counter() - t0
+    ref = flash_attention_reference(q, k, v, layout=a.layout, head_num=head_num,
+                                     causal=a.causal)[0]
+    rtol, atol = tolerance(dtype)
+    err = float(np.max(np.abs(o.copy_to_host().astype(np.float64) - ref)))
+    ok = bool(np.allclose(o.copy_to_host().astype(np.float64), ref, rtol=rtol * 10, atol=atol * 10))
+    flops = 4.0 * a.batch * a.heads * s * s * a.head_dim * (0.5 if a.causal else 1.0)
+    if prof is not None:
+        with prof:
+            t_ours = median_s(ours, a.repeats)
+    else:
+        t_ours = median_s(ours, a.repeats)
+    row = {"S": s, "ours_ms": t_ours * 1e3, "ours_gflops": flops / t_ours / 1e9,
+           "max_abs_err": err, "correct": ok, "first_call_s": first}
+    tfn = torch_sdpa(q, k, v, a.layout, a.heads, a.causal)
+    if tfn is not None:
+        t = median_s(tfn, a.repeats)
+        row.update(torch_ms=t * 1e3, torch_gflops=flops / t / 1e9, vs_torch=t / t_ours)
+    nfn = numpy_attention(q, k, v, a.layout, a.heads, a.causal)
+    with threadpool_limits(limits=os.cpu_count(), user_api="blas"):  # numpy at its default
+        t = median_s(nfn, max(1, a.repeats // 2))
+    row.update(numpy_ms=t * 1e3, numpy_gflops=flops / t / 1e9, vs_numpy=t / t_ours)
+    return row
+
+
+def plot(rows, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    xs = [r["S"] for r in rows]
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.plot(xs, [r["ours_gflops"] for r in rows], "o-", label="ascend-emu (kernel language)")
+    if all("torch_gflops" in r for r in rows):
+        ax.plot(xs, [r["torch_gflops"] for r in rows], "s-", label="torch SDPA")
+    ax.plot(xs, [r["numpy_gflops"] for r in rows], "^-", label="numpy (BLAS)")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("sequence length S")
+    ax.set_ylabel("GFLOP/s (measured on this CPU)")
+    ax.set_title("FlashAttention forward")
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--heads", type=int, default=8)
+    ap.add_argument("--seq", type=int, default=2048, help="S of the main (profiled) case")
+    ap.add_argument("--head-dim", type=int, default=64)
+    ap.add_argument("--dtype", choices=sorted(DTYPES), default="float32")
+    ap.add_argument("--layout", choices=("BNSD", "BSND", "BSH"), default="BNSD")
+    ap.add_argument("--causal", action="store_true")
+    ap.add_argument("--tiling", default="", help="s1_block,s2_block,kv_chunk (default: auto)")
+    ap.add_argument("--mode", choices=("compiled", "interpret"), default="compiled")
+    ap.add_argument("--sweep", default="256,512,1024", help="extra S values ('' for none)")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--out", default="fa_profile", help="output folder")
+    a = ap.parse_args(argv)
+    os.makedirs(a.out, exist_ok=True)
+    rt.init()
+    rt.set_device(0)
+    seqs = sorted({int(x) for x in a.sweep.split(",") if x} | {a.seq})
+    print(f"FlashAttention fwd  B{a.batch} N{a.heads} D{a.head_dim} {a.dtype} {a.layout} "
+          f"causal={a.causal} mode={a.mode}  S in {seqs}")
+    rows, prof = [], rt.profile()
+    for i, s in enumerate(seqs):
+        progress(i, len(seqs), f"S={s}")
+        rows.append(run_case(a, s, prof if s == a.seq else None))
+    progress(len(seqs), len(seqs), "done")
+    prof.export_chrome_trace(os.path.join(a.out, "trace.json"))
+    write_op_summary_csv(prof, os.path.join(a.out, "op_summary.csv"))
+    with open(os.path.join(a.out, "results.csv"), "w", newline="") as f:
+        keys = sorted({k for r in rows for k in r})
+        w = csv.DictWriter(f, fieldnames=keys)
+        w.writeheader()
+        w.writerows(rows)
+    png = plot(rows, os.path.join(a.out, "gflops.png"))
+    print(f"\n{'S':>6}{'ours ms':>10}{'GFLOP/s':>9}{'torch ms':>10}{'vs torch':>10}"
+          f"{'numpy ms':>10}{'vs numpy':>10}{'max err':>10}  ok")
+    for r in rows:
+        t = (f"{r['torch_ms']:>10.2f}{r['vs_torch']:>9.2f}x" if "torch_ms" in r
+             else f"{'-':>10}{'-':>10}")
+        print(f"{r['S']:>6}{r['ours_ms']:>10.2f}{r['ours_gflops']:>9.1f}{t}"
+              f"{r['numpy_ms']:>10.2f}{r['vs_numpy']:>9.2f}x{r['max_abs_err']:>10.2e}  "
+              f"{'yes' if r['correct'] else 'NO'}")
+    print(f"\nProfile of S={a.seq} ({a.repeats} runs):")
+    print(op_summary_table(prof))
+    est = [r for r in op_summary(prof) if r["op_name"] == "flash_attention_kernel"]
+    if est:
+        print(f"NPU estimate for one call: {est[0]['est_npu_us']:.1f} us "
+              f"(bound pipe: {est[0]['est_bound_pipe']}) -- an estimate, not a measurement")
+    print(f"\nwrote {a.out}/trace.json (open in Perfetto), {a.out}/op_summary.csv, "
+          f"{a.out}/results.csv" + (f", {png}" if png else " (no matplotlib: no plot)"))
+    return 0 if all(r["correct"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,88 @@
+"""FlashAttention forward vs the float64 numpy reference, in both modes.
+
+One fixed tiling keeps the number of compiled specialisations small (tiles are ConstExprs)."""
+import ml_dtypes
+import numpy as np
+import pytest
+
+import rt
+from kernels.flash_attention import (FlashAttentionTiling, flash_attention,
+                                     flash_attention_reference, flash_attention_tiling,
+                                     flash_attention_with_stats)
+from kernels.tolerances import assert_close
+
+TILING = FlashAttentionTiling(32, 64, 32)
+
+
+def qkv(shape_q, shape_kv, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal(shape_q).astype(np.float32).astype(dtype),
+            rng.standard_normal(shape_kv).astype(np.float32).astype(dtype),
+            rng.standard_normal(shape_kv).astype(np.float32).astype(dtype))
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("s", [64, 45, 130])        # tile-multiple, ragged, several S2 blocks
+def test_fp32_bnsd(interpret, causal, s):
+    q, k, v = qkv((1, 2, s, 64), (1, 2, s, 64), np.float32, s)
+    o, mx, sm = flash_attention_with_stats(q, k, v, causal=causal, tiling=TILING,
+                                           interpret=interpret)
+    ro, rmx, rsm = flash_attention_reference(q, k, v, causal=causal)
+    assert_close(o, ro, np.float32, scale=5)
+    np.testing.assert_allclose(mx, rmx, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(sm, rsm, rtol=1e-4)
+
+
+@pytest.mark.parametrize("layout", ["BSND", "BSH"])
+def test_layouts(interpret, layout):
+    b, n, s, d = 2, 2, 40, 64
+    shape = (b, s, n, d) if layout == "BSND" else (b, s, n * d)
+    q, k, v = qkv(shape, shape, np.float32, 3)
+    o = flash_attention(q, k, v, layout=layout, head_num=n, tiling=TILING, interpret=interpret)
+    assert o.shape == q.shape
+    assert_close(o, flash_attention_reference(q, k, v, layout=layout, head_num=n)[0],
+                 np.float32, scale=5)
+
+
+def test_gqa_and_scale(interpret):
+    q, k, v = qkv((1, 4, 33, 64), (1, 2, 33, 64), np.float32, 7)   # 2 query heads per KV head
+    o = flash_attention(q, k, v, scale=0.3, tiling=TILING, interpret=interpret)
+    assert_close(o, flash_attention_reference(q, k, v, scale=0.3)[0], np.float32, scale=5)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16])
+def test_16bit_inputs_accumulate_in_fp32(interpret, dtype):
+    q, k, v = qkv((1, 1, 50, 64), (1, 1, 50, 64), dtype, 11)
+    o = flash_attention(q, k, v, causal=True, tiling=TILING, interpret=interpret)
+    assert o.dtype == np.dtype(dtype)
+    assert_close(o, flash_attention_reference(q, k, v, causal=True)[0], dtype, scale=2)
+
+
+def test_head_dim_128_and_device_arrays():
+    q, k, v = qkv((1, 1, 48, 128), (1, 1, 48, 128), np.float32, 5)
+    s = rt.Stream()
+    do = flash_attention(*(rt.to_device(x) for x in (q, k, v)), stream=s, tiling=TILING)
+    s.synchronize()
+    assert_close(do.copy_to_host(), flash_attention_reference(q, k, v)[0], np.float32, scale=5)
+
+
+def test_default_tiling_fits_the_soc():
+    soc = rt.get_soc()
+    for d, dt in [(64, np.float32), (128, np.float32), (64, np.float16), (128, np.float16)]:
+        t = flash_attention_tiling(d, dt, 2048, 2048)
+        t.validate(d, np.dtype(dt).itemsize, soc)
+        assert t.s1_block in (64, 128, 32, 16) and t.s2_block >= 64
+
+
+def test_bad_inputs():
+    q, k, v = qkv((1, 2, 16, 64), (1, 2, 16, 64), np.float32)
+    with pytest.raises(ValueError, match="s1_block must be a positive multiple of 16"):
+        flash_attention(q, k, v, tiling=FlashAttentionTiling(20, 64, 32))
+    with pytest.raises(ValueError, match=r"L0C must hold the tiles"):
+        flash_attention(q, k, v, tiling=FlashAttentionTiling(256, 1024, 128))
+    with pytest.raises(ValueError, match="layout must be one of"):
+        flash_attention(q, k, v, layout="SBH")
+    with pytest.raises(ValueError, match="N_kv dividing N"):
+        flash_attention(q, k[:, :1].repeat(3, axis=1), v[:, :1].repeat(3, axis=1))
+    with pytest.raises(ValueError, match="must share a dtype"):
+        flash_attention(q, k.astype(np.float16), v)
