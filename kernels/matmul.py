@@ -13,7 +13,9 @@ Per output tile (base_m x base_n, the L0C tile) and per K chunk (base_k):
              l0_n-wide part of the tile.
   mmad       into L0C (NZ), `cmatrix_init_val=True` on the first K chunk, accumulating after.
   fixpipe    L0C -> GM, NZ -> ND, once per tile.
-Output tiles are numbered row-major and each core (block) takes a contiguous, balanced range.
+Output tiles are numbered column-major (tm fastest) and each core (block) takes a contiguous,
+balanced range, so consecutive tiles of a core share the B column panel, the larger of the two
+operand chunks (base_k x base_n), while it is still in the CPU's caches.
 
 Ragged shapes: every primitive is called with the exact tile extents (mt, nt, kt), so rows and
 columns beyond M/N are never read from GM nor written to it. The K tail needs zeros in the fractal
@@ -28,6 +30,12 @@ the cube work on this one); L0A/L0B get depth 2 when two buffers fit, which is n
 the default float32 tiles (a 128 x 128 float32 chunk fills L0A/L0B): the emulator's mmad costs
 O(m*k + k*n + m*n) of layout conversion per call on top of the O(m*n*k) BLAS call, so large mmad
 calls matter more here than overlap that the emulator cannot show anyway.
+
+Speed (emulator): each output tile moves (base_m + base_n) * K elements GM -> L1 and per K chunk
+converts (base_m + l0_n) * base_k elements to dense scratch for the BLAS call of each mmad; with
+128 x 256 tiles that is small next to the GEMM in operation count, but those element loops run at
+~1-5 ns per element against the GEMM's ~0.01 ns per multiply-add, so the primitives' layout loops,
+not BLAS, set the pace (see bench/kernels_matmul.py).
 """
 from __future__ import annotations
 
@@ -38,7 +46,7 @@ import numpy as np
 import ascendc as asc
 import rt
 
-from ._host import ceil_div, is_device, round_up
+from ._host import ceil_div, is_device
 
 DTYPES = (np.dtype(np.float32), np.dtype(np.float16), np.dtype(asc.bfloat16.numpy))
 MAX_LD = 65535          # Nd2NzParams.src_d_value (row length of A and B in elements)
@@ -78,6 +86,11 @@ class MatmulTiling:
             if v < 16 or v % 16 or v > MAX_MNK:
                 raise ValueError(f"MatmulTiling: {f} must be a multiple of 16 in [16, 4080], got "
                                  f"{f}={v}")
+        c0 = 32 // np.dtype(self.dtype).itemsize
+        if self.base_k > 255 * c0:
+            raise ValueError(f"MatmulTiling: base_k must be <= {255 * c0} for {self.dtype} "
+                             f"(load_data repeat_times <= 255 fractals of {c0}), got "
+                             f"base_k={self.base_k}")
         if self.base_n % self.l0_n:
             raise ValueError(f"MatmulTiling: l0_n must divide base_n, got l0_n={self.l0_n} "
                              f"base_n={self.base_n}")
@@ -132,10 +145,11 @@ def matmul_tiling(m: int, n: int, k: int, dtype, block_dim: int | None = None,
         l0_n -= 16
     depth_l0a = 2 if 2 * base_m * base_k * isz <= spec.l0a_bytes else 1
     depth_l0b = 2 if 2 * base_k * l0_n * isz <= spec.l0b_bytes else 1
+    depth_l1 = 2 if 2 * (base_m + base_n) * base_k * isz <= spec.l1_bytes else 1
     tiles = ceil_div(m, base_m) * ceil_div(n, base_n)
     cores = block_dim or min(tiles, spec.ai_core_num)
     return MatmulTiling(m, n, k, dt.name, base_m, base_n, base_k, l0_n, cores,
-                        2, depth_l0a, depth_l0b, spec.name)
+                        depth_l1, depth_l0a, depth_l0b, spec.name)
 
 
 # ---- kernel ------------------------------------------------------------------------------------
@@ -143,7 +157,7 @@ def matmul_tiling(m: int, n: int, k: int, dtype, block_dim: int | None = None,
 @asc.jit
 def _copy_a(q, ag, zg, off, mt, kt, ka, m16, c0):
     """A[m0:m0+mt, k0:k0+kt] (at ag[off:], rows ka apart) -> L1 as NZ (C0-wide strips of m16
-    rows); the K-tail padding of the last strip is zero-filled first. Returns the dequeued tensor."""
+    rows); the K-tail padding of the last strip is zero-filled first. Returns it dequeued."""
     t = q.alloc_tensor(ag.dtype)
     if kt % c0 != 0:
         asc.data_copy(t[(kt // c0) * m16 * c0:], zg, m16 * c0)
@@ -300,30 +314,6 @@ def _drop_zeros(dev) -> None:
                 arr.free()
 
 
-_BLAS_LIMITED = False
-
-
-def _single_threaded_kernel_blas() -> None:
-    """Make the BLAS that compiled kernels call (Numba's np.dot goes through SciPy's
-    cython_blas) single-threaded: each emulated core is one thread, and a multi-threaded BLAS
-    called from several core workers at once oversubscribes the CPU (measured here: a 128^3
-    sgemm took 20-30 ms instead of 46 us on a loaded 2-CPU machine). numpy's own BLAS, when it
-    is a separate library, keeps its threads. Process-wide and idempotent; it belongs with the
-    launcher (ascendc/jit.py) and lives here until the launcher does it for every cube kernel."""
-    global _BLAS_LIMITED
-    if _BLAS_LIMITED:
-        return
-    _BLAS_LIMITED = True
-    import os
-
-    import scipy.linalg.cython_blas  # noqa: F401  (loads the library the kernels' np.dot uses)
-    from threadpoolctl import ThreadpoolController
-    for lib in ThreadpoolController().select(user_api="blas").lib_controllers:
-        parts = os.path.realpath(lib.filepath).split(os.sep)
-        if not any(p.startswith("numpy") for p in parts):   # numpy's wheel: numpy.libs/
-            lib.set_num_threads(1)
-
-
 def _check_inputs(a, b):
     if len(a.shape) != 2 or len(b.shape) != 2:
         raise ValueError(f"matmul: a and b must be 2-D, got a.shape={tuple(a.shape)} "
@@ -348,7 +338,6 @@ def matmul(a, b, *, stream=None, tiling: MatmulTiling | None = None, **launch_op
     kernel launch (interpret=, checked=, soc=)."""
     dev = is_device(a, b)
     m, n, k = _check_inputs(a, b)
-    _single_threaded_kernel_blas()
     dt = np.dtype(a.dtype)
     t = tiling or matmul_tiling(m, n, k, dt, soc=launch_options.get("soc"))
     if (t.m, t.n, t.k, t.dtype) != (m, n, k, dt.name):

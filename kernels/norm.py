@@ -3,11 +3,12 @@
 layernorm: y = (x - mean) / sqrt(var + eps) * gamma + beta   (biased variance, two-pass: centred)
 rmsnorm:   y = x / sqrt(mean(x^2) + eps) * gamma
 
-One kernel serves both (`rms` is a runtime flag, so both share one compiled specialisation). Rows are spread over cores; fp16/bf16 are computed
-in fp32 in UB (cast in, cast out); gamma/beta are loaded once per core and cast to fp32. The tiling
-and the row helpers come from kernels/softmax.py: rows that fit UB move several at a time (each row
-32-byte padded in UB by data_copy_pad, vector ops count exactly `cols`); longer rows take a chunked
-scheme (passes over GM: mean, variance, output; rmsnorm: sum of squares, output).
+One kernel serves both (`rms` is a runtime flag: both share one compiled specialisation). Rows
+are spread over cores; fp16/bf16 are computed in fp32 in UB (cast in, cast out); gamma/beta are
+loaded once per core and cast to fp32. The tiling and the row helpers come from
+kernels/softmax.py: rows that fit UB move several at a time (each row 32-byte padded in UB by
+data_copy_pad, vector ops count exactly `cols`); longer rows take a chunked scheme (passes over
+GM: mean, variance, output; rmsnorm: sum of squares, output).
 """
 from __future__ import annotations
 
@@ -276,7 +277,8 @@ def rmsnorm_reference(x: np.ndarray, gamma: np.ndarray, eps: float = 1e-6) -> np
 
 
 def _param(api, name, v, x, cols, dev):
-    """gamma/beta as a flat array of x's dtype and kind (host arrays are cast, device must match)."""
+    """gamma/beta as a flat array of x's dtype and kind (host arrays are cast; device arrays
+    must match)."""
     if tuple(v.shape) != (cols,):
         raise ValueError(f"{api}: {name} must have shape ({cols},) (the last axis of x), got "
                          f"{name}.shape={tuple(v.shape)}")

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit, types
+from numba.core import config
+from numba.core.registry import CPUDispatcher
 from numba.extending import overload
 
 from .errors import GMReadError, GMWriteError, KernelError
@@ -108,14 +110,39 @@ def read_counters(ctx) -> dict:
     return {n: int(st[S_COUNTERS + i]) for i, n in enumerate(COUNTER_NAMES)}
 
 
-@njit(nogil=True, cache=True, inline="never")
+class PrimDispatcher(CPUDispatcher):
+    """A Numba dispatcher whose calls from jitted code are typed with non-literal arguments.
+
+    A plain dispatcher called from a kernel as `add_count(ctx, d, a, b, 64)` compiles a
+    specialisation for `Literal[int](64)`, and another for every other constant: compile time
+    and cache size would grow with each call site. Here all such calls share the int64 version.
+    """
+
+    def get_call_template(self, args, kws):
+        args = tuple(types.unliteral(a) for a in args)
+        kws = {k: types.unliteral(v) for k, v in kws.items()}
+        return super().get_call_template(args, kws)
+
+
+def prim(fn):
+    """Decorator of primitives: a cached, nogil, nopython PrimDispatcher (numpy error model, so
+    float division by zero gives inf/nan instead of raising)."""
+    if config.DISABLE_JIT:
+        return fn
+    disp = PrimDispatcher(py_func=fn, locals={},
+                          targetoptions={"nopython": True, "nogil": True, "error_model": "numpy"})
+    disp.enable_caching()
+    return disp
+
+
+@prim
 def count(ctx, which, n):
     ctx[2][S_COUNTERS + which] += n
 
 
 # ---- addresses ---------------------------------------------------------------------------------
 
-@njit(nogil=True, cache=True)
+@prim
 def local_offset(ctx, a):
     """Byte offset of tensor `a` inside the core's local memory, or -1 if `a` is not local."""
     mem = ctx[0]
@@ -125,7 +152,7 @@ def local_offset(ctx, a):
     return d
 
 
-@njit(nogil=True, cache=True)
+@prim
 def level_of(ctx, a):
     """Level (UB, L1, ...) of a local tensor, or -1 for global memory."""
     off = local_offset(ctx, a)
@@ -139,7 +166,7 @@ def level_of(ctx, a):
     return -1
 
 
-@njit(nogil=True, cache=True)
+@prim
 def level_name(lv):
     if lv == UB:
         return "UB"
@@ -156,7 +183,7 @@ def level_name(lv):
     return "GM"
 
 
-@njit(nogil=True, cache=True)
+@prim
 def register_gm(ctx, a):
     """Record GM argument `a` (its whole allocation) so out-of-range accesses can be named."""
     st = ctx[2]
@@ -167,7 +194,7 @@ def register_gm(ctx, a):
         st[S_NGM] = k + 1
 
 
-@njit(nogil=True, cache=True)
+@prim
 def _gm_where(ctx, addr):
     st = ctx[2]
     for k in range(st[S_NGM]):
@@ -177,7 +204,7 @@ def _gm_where(ctx, addr):
     return -1, 0, 0
 
 
-@njit(nogil=True, cache=True)
+@prim
 def check_gm(ctx, api, a, first, n, write):
     """Raise unless elements [first, first+n) of GM view `a` lie inside its allocation."""
     if first >= 0 and first + n <= a.size:
@@ -193,7 +220,7 @@ def check_gm(ctx, api, a, first, n, write):
                       boff // isz + first + n)
 
 
-@njit(nogil=True, cache=True)
+@prim
 def check_local(ctx, api, what, a, n):
     """Raise unless local tensor `a` holds at least n elements."""
     if n > a.size or n < 0:
@@ -203,12 +230,12 @@ def check_local(ctx, api, what, a, n):
 
 # ---- deferred visibility of GM->local copies (checked mode) ------------------------------------
 
-@njit(nogil=True, cache=True)
+@prim
 def defer_enabled(ctx):
     return (ctx[2][S_FLAGS] & FLAG_DEFER) != 0
 
 
-@njit(nogil=True, cache=True)
+@prim
 def add_pending(ctx, off, nbytes):
     st = ctx[2]
     k = st[S_PENDING]
@@ -220,7 +247,7 @@ def add_pending(ctx, off, nbytes):
     st[S_PENDING] = k + 1
 
 
-@njit(nogil=True, cache=True)
+@prim
 def flush_pending(ctx, lo, hi):
     """Make deferred copies that overlap mem[lo:hi] visible."""
     mem, stage, st = ctx
@@ -239,7 +266,7 @@ def flush_pending(ctx, lo, hi):
     st[S_PENDING] = n
 
 
-@njit(nogil=True, cache=True)
+@prim
 def gm_to_local_target(ctx, dst):
     """The array a GM->local copy should write: `dst` itself, or its twin in the stage buffer."""
     if not defer_enabled(ctx):
@@ -260,7 +287,7 @@ def mask_words(mask, elem_bytes):
     return _continuous(int(mask), elem_bytes)
 
 
-@njit(nogil=True, cache=True)
+@prim
 def _continuous(m, elem_bytes):
     lanes = 256 // elem_bytes
     if m < 1 or m > lanes:
@@ -285,7 +312,7 @@ def _mask_words(mask, elem_bytes):
     return None
 
 
-@njit(nogil=True, cache=True)
+@prim
 def lane_on(m0, m1, j):
     """Is lane j of a repeat selected by the mask words?"""
     if j < 64:

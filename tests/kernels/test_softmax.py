@@ -1,4 +1,4 @@
-"""kernels.softmax against its numpy reference, interpreted and compiled, with checked-mode traps."""
+"""kernels.softmax against its numpy reference, interpreted and compiled, checked-mode traps on."""
 import numpy as np
 import pytest
 

@@ -55,9 +55,9 @@ from numba.extending import overload
 from ..core import BT, C_CUBE_MACS, C_FIX, C_MTE1, C_MTE2, L0A, L0B, L0C, L1, count, level_of
 from ..dtypes import st as _st
 from .datacopy import (RuleError, check_aligned, check_dtypes, dtype_name, gm_ok, in_range, lname,
-                       local_ok, same_dtype, write_target)
+                       local_ok, py_bytes, same_dtype, write_target)
 
-__all__ = ["load_data", "mmad", "mmad_bias", "fixpipe"]
+__all__ = ["load_data", "load_data_typed", "mmad", "mmad_bias", "fixpipe"]
 
 
 # ---- load_data ---------------------------------------------------------------------------------
@@ -116,12 +116,26 @@ def _load_impl(ctx, d, s, isz, start, rep, sstr, gap, trans):
 
 
 @njit(nogil=True, cache=True)
-def load_data(ctx, dst, src, p):
-    """Mirrors Ascend C `LoadData(dst, src, LoadData2DParams)` (see module doc)."""
+def load_data_typed(ctx, dst, src, p):
+    """load_data for njit callers (the overload of `load_data` calls it)."""
     check_dtypes("load_data", same_dtype(dst, src), dtype_name(dst), dtype_name(src))
     _load_impl(ctx, dst.view(np.uint8), src.view(np.uint8), dst.itemsize,
                np.int64(p.start_index), np.int64(p.repeat_times), np.int64(p.src_stride),
                np.int64(p.dst_gap), p.if_transpose != 0)
+
+
+def load_data(ctx, dst, src, p):
+    """Mirrors Ascend C `LoadData(dst, src, LoadData2DParams)` (see module doc). Python entry;
+    njit code reaches `load_data_typed` through the overload."""
+    d, s, isz = py_bytes("load_data", dst, src)
+    i = int
+    _load_impl(ctx, d, s, isz, i(p.start_index), i(p.repeat_times), i(p.src_stride),
+               i(p.dst_gap), bool(p.if_transpose))
+
+
+@overload(load_data)
+def _load_data_ov(ctx, dst, src, p):
+    return lambda ctx, dst, src, p: load_data_typed(ctx, dst, src, p)
 
 
 # ---- mmad --------------------------------------------------------------------------------------

@@ -349,15 +349,32 @@ def data_copy_nd2nz(ctx, dst, src, p):
                 np.int64(p.dst_nz_matrix_stride))
 
 
+def py_bytes(api, dst, src):
+    """(dst bytes, src bytes, sizeof) for the Python dispatchers, which call the byte-level
+    implementations directly (no typed wrapper to compile in interpret mode)."""
+    if dst.dtype != src.dtype:
+        raise RuleError(api, ": dst and src must have the same dtype, got dst=",
+                        _name_of(dst.dtype), " src=", _name_of(src.dtype))
+    return dst.view(np.uint8), src.view(np.uint8), dst.dtype.itemsize
+
+
 def data_copy(ctx, dst, src, arg):
     """Mirrors Ascend C `DataCopy`: the third argument (count | DataCopyParams | Nd2NzParams)
     picks the form. Python dispatcher; njit code reaches the same forms through an overload."""
+    i = int
     if isinstance(arg, DataCopyParams):
-        return data_copy_blocks(ctx, dst, src, arg)
+        d, s, isz = py_bytes("data_copy", dst, src)
+        return _blocks_impl(ctx, d, s, isz, i(arg.block_count), i(arg.block_len),
+                            i(arg.src_stride), i(arg.dst_stride))
     if isinstance(arg, Nd2NzParams):
-        return data_copy_nd2nz(ctx, dst, src, arg)
+        d, s, isz = py_bytes("data_copy", dst, src)
+        p = arg
+        return _nd2nz_impl(ctx, d, s, isz, i(p.nd_num), i(p.n_value), i(p.d_value),
+                           i(p.src_nd_matrix_stride), i(p.src_d_value), i(p.dst_nz_c0_stride),
+                           i(p.dst_nz_n_stride), i(p.dst_nz_matrix_stride))
     if isinstance(arg, (int, np.integer)) and not isinstance(arg, bool):
-        return data_copy_count(ctx, dst, src, int(arg))
+        d, s, isz = py_bytes("data_copy", dst, src)
+        return _count_impl(ctx, d, s, isz, i(arg))
     raise TypeError("data_copy: third argument must be a count, DataCopyParams or Nd2NzParams, "
                     f"got {type(arg).__name__}={arg!r}")
 
@@ -485,9 +502,23 @@ def data_copy_pad(ctx, dst, src, copy_params, pad_params=None):
         raise TypeError("data_copy_pad: pad_params must be None, DataCopyPadExtParams or "
                         f"DataCopyPadParams, got {type(pad_params).__name__}={pad_params!r}")
     c, p = copy_params, pad_params
-    return data_copy_pad_blocks(ctx, dst, src, c.block_count, c.block_len, c.src_stride,
-                                c.dst_stride, lim, bool(p.is_pad), p.left_padding,
-                                p.right_padding, p.padding_value)
+    d, s, isz = py_bytes("data_copy_pad", dst, src)
+    bits = 0
+    if p.is_pad:
+        dt = _logical(dst.dtype)
+        with np.errstate(all="ignore"):
+            v = np.asarray(p.padding_value).astype(dt).reshape(1)
+        bits = int.from_bytes(v.tobytes(), "little")
+    i = int
+    return _pad_impl(ctx, d, s, isz, i(c.block_count), i(c.block_len), i(c.src_stride),
+                     i(c.dst_stride), lim, bool(p.is_pad), i(p.left_padding), i(p.right_padding),
+                     np.uint64(bits))
+
+
+def _logical(dt):
+    """The numpy dtype a storage dtype stands for (float16 / bfloat16 records)."""
+    from ..dtypes import from_numpy
+    return from_numpy(dt).numpy
 
 
 @overload(data_copy_pad)

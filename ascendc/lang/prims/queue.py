@@ -5,9 +5,8 @@ Record fields (Q_*) below. Tensors are views into ctx's local memory; a tensor's
 from its address, so a tensor handed to the wrong queue is caught.
 """
 import numpy as np
-from numba import njit
 
-from ..core import (S_FLAGS, S_LEVEL_BASE, S_LEVEL_USED, S_NBUF, S_NQUE, S_PIPES, S_QUEUES, QREC,
+from ..core import (prim, S_FLAGS, S_LEVEL_BASE, S_LEVEL_USED, S_NBUF, S_NQUE, S_PIPES, S_QUEUES, QREC,
                     MAX_QUEUES, FLAG_DEFER, flush_pending, local_offset)
 from ..errors import KernelError
 
@@ -27,7 +26,7 @@ _POS_LEVEL = np.array([-1, 1, 2, 1, 3, 1, 5, 4, -1, 0, 0, 0], np.int64)
 _QUE_OK = np.array([0, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 0], np.int64)  # TQue: VECIN/OUT, A1/2, B1/2, CO1/2
 
 
-@njit(nogil=True, cache=True)
+@prim
 def position_name(pos):
     names = ("GM", "A1", "A2", "B1", "B2", "C1", "C2", "CO1", "CO2", "VECIN", "VECOUT", "VECCALC")
     if 0 <= pos < 12:
@@ -35,12 +34,12 @@ def position_name(pos):
     return "MAX"
 
 
-@njit(nogil=True, cache=True)
+@prim
 def _kind(q):
     return "TQue" if q[Q_KIND] == KIND_QUE else "TBuf"
 
 
-@njit(nogil=True, cache=True)
+@prim
 def tpipe_new(ctx):
     st = ctx[2]
     st[S_PIPES] += 1
@@ -49,7 +48,7 @@ def tpipe_new(ctx):
     return st[S_PIPES]
 
 
-@njit(nogil=True, cache=True)
+@prim
 def _new_rec(ctx, kind, pos, depth):
     st = ctx[2]
     k = st[S_NQUE]
@@ -67,7 +66,7 @@ def _new_rec(ctx, kind, pos, depth):
     return q
 
 
-@njit(nogil=True, cache=True)
+@prim
 def tque_new(ctx, pos, depth):
     if pos < 0 or pos >= 12 or _QUE_OK[pos] == 0:
         raise KernelError("asc.TQue: pos must be one of VECIN, VECOUT, A1, A2, B1, B2, CO1, CO2, "
@@ -80,7 +79,7 @@ def tque_new(ctx, pos, depth):
     return _new_rec(ctx, KIND_QUE, pos, depth)
 
 
-@njit(nogil=True, cache=True)
+@prim
 def tbuf_new(ctx, pos):
     if pos < 0 or pos >= 12 or _POS_LEVEL[pos] < 0:
         raise KernelError("asc.TBuf: pos must be a local position (VECCALC, VECIN, VECOUT, A1, "
@@ -88,7 +87,7 @@ def tbuf_new(ctx, pos):
     return _new_rec(ctx, KIND_BUF, pos, 0)
 
 
-@njit(nogil=True, cache=True)
+@prim
 def _init(ctx, q, num, nbytes, api):
     st = ctx[2]
     if q[Q_INIT]:
@@ -119,7 +118,7 @@ def _init(ctx, q, num, nbytes, api):
     st[S_NBUF] += num
 
 
-@njit(nogil=True, cache=True)
+@prim
 def init_buffer_que(ctx, q, num, nbytes):
     if q[Q_KIND] != KIND_QUE:
         raise KernelError("TPipe.init_buffer: (que, num, len) form must be given a TQue, got "
@@ -127,7 +126,7 @@ def init_buffer_que(ctx, q, num, nbytes):
     _init(ctx, q, num, nbytes, "TPipe.init_buffer")
 
 
-@njit(nogil=True, cache=True)
+@prim
 def init_buffer_buf(ctx, b, nbytes):
     if b[Q_KIND] != KIND_BUF:
         raise KernelError("TPipe.init_buffer: (buf, len) form must be given a TBuf, got "
@@ -135,20 +134,20 @@ def init_buffer_buf(ctx, b, nbytes):
     _init(ctx, b, 1, nbytes, "TPipe.init_buffer")
 
 
-@njit(nogil=True, cache=True)
+@prim
 def _need_init(q, api):
     if not q[Q_INIT]:
         raise KernelError("{}: the queue must be initialised with pipe.init_buffer first, got an "
                           "uninitialised {:pos} {} #{}", api, q[Q_POS], _kind(q), q[Q_ID])
 
 
-@njit(nogil=True, cache=True)
+@prim
 def _slot_view(ctx, q, s, dtype):
     off = q[Q_BASE] + s * q[Q_BYTES]
     return ctx[0][off:off + q[Q_BYTES]].view(dtype)
 
 
-@njit(nogil=True, cache=True)
+@prim
 def _slot_of(ctx, q, t, api):
     off = np.int64(local_offset(ctx, t))
     if off < q[Q_BASE] or off >= q[Q_BASE] + q[Q_NUM] * q[Q_BYTES] or \
@@ -158,7 +157,7 @@ def _slot_of(ctx, q, t, api):
     return np.int64((off - q[Q_BASE]) // q[Q_BYTES])
 
 
-@njit(nogil=True, cache=True)
+@prim
 def que_alloc_tensor(ctx, q, dtype):
     _need_init(q, "TQue.alloc_tensor")
     n = q[Q_NUM]
@@ -172,7 +171,7 @@ def que_alloc_tensor(ctx, q, dtype):
                       "{:pos} TQue #{} allocated (free_tensor missing?)", n, q[Q_POS], q[Q_ID])
 
 
-@njit(nogil=True, cache=True)
+@prim
 def que_enque(ctx, q, t):
     _need_init(q, "TQue.enque")
     s = _slot_of(ctx, q, t, "TQue.enque")
@@ -188,7 +187,7 @@ def que_enque(ctx, q, t):
     q[Q_FIFO_N] += 1
 
 
-@njit(nogil=True, cache=True)
+@prim
 def que_deque(ctx, q, dtype):
     _need_init(q, "TQue.deque")
     if q[Q_FIFO_N] == 0:
@@ -203,7 +202,7 @@ def que_deque(ctx, q, dtype):
     return _slot_view(ctx, q, s, dtype)
 
 
-@njit(nogil=True, cache=True)
+@prim
 def que_free_tensor(ctx, q, t):
     _need_init(q, "TQue.free_tensor")
     s = _slot_of(ctx, q, t, "TQue.free_tensor")
@@ -217,22 +216,22 @@ def que_free_tensor(ctx, q, t):
     q[Q_ALLOC] &= ~(1 << s)
 
 
-@njit(nogil=True, cache=True)
+@prim
 def que_vacant(ctx, q):
     return q[Q_FIFO_N] < max(q[Q_DEPTH], 1)
 
 
-@njit(nogil=True, cache=True)
+@prim
 def que_has_tensor(ctx, q):
     return q[Q_FIFO_N] > 0
 
 
-@njit(nogil=True, cache=True)
+@prim
 def que_tensor_count(ctx, q):
     return q[Q_FIFO_N]
 
 
-@njit(nogil=True, cache=True)
+@prim
 def que_has_idle_buffer(ctx, q):
     for s in range(q[Q_NUM]):
         if not (q[Q_ALLOC] >> s) & 1:
@@ -240,7 +239,7 @@ def que_has_idle_buffer(ctx, q):
     return False
 
 
-@njit(nogil=True, cache=True)
+@prim
 def tbuf_get(ctx, b, dtype, n):
     _need_init(b, "TBuf.get")
     v = _slot_view(ctx, b, 0, dtype)
@@ -252,7 +251,7 @@ def tbuf_get(ctx, b, dtype, n):
     return v[:n]
 
 
-@njit(nogil=True, cache=True)
+@prim
 def tbuf_get_with_offset(ctx, b, size, offset, dtype):
     _need_init(b, "TBuf.get_with_offset")
     if offset % 32 != 0:
@@ -266,7 +265,7 @@ def tbuf_get_with_offset(ctx, b, size, offset, dtype):
     return v[offset:offset + size * isz].view(dtype)
 
 
-@njit(nogil=True, cache=True)
+@prim
 def kernel_end(ctx):
     """Tensors still held when a block ends break the queue discipline."""
     st = ctx[2]

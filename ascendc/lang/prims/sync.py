@@ -5,9 +5,8 @@ Blocks run their instructions in program order here, so pipes never race; what w
 an MTE2_* event / a pipe_barrier on MTE2 or ALL. wait_flag without a matching set_flag would hang
 the hardware, so it is an error.
 """
-from numba import njit
 
-from ..core import (FLAG_DEFER, N_EVENT_IDS, S_BLOCK_IDX, S_BLOCK_NUM, S_EVENTS, S_FLAGS,
+from ..core import (prim, FLAG_DEFER, N_EVENT_IDS, S_BLOCK_IDX, S_BLOCK_NUM, S_EVENTS, S_FLAGS,
                     flush_pending)
 from ..errors import KernelError
 
@@ -17,13 +16,13 @@ __all__ = ["pipe_barrier", "set_flag", "wait_flag", "sync_all", "get_block_idx",
 _MTE2_EVENTS = (0, 4, 14, 20, 24, 27)  # MTE2_MTE1, MTE2_V, MTE2_M, MTE2_MTE3, MTE2_S, MTE2_FIX
 
 
-@njit(nogil=True, cache=True)
+@prim
 def _flush_all(ctx):
     if ctx[2][S_FLAGS] & FLAG_DEFER:
         flush_pending(ctx, 0, ctx[0].size)
 
 
-@njit(nogil=True, cache=True)
+@prim
 def pipe_barrier(ctx, pipe):
     if pipe == 0:
         raise KernelError("asc.pipe_barrier: pipe must not be PIPE_S (a hardware error), got "
@@ -34,7 +33,7 @@ def pipe_barrier(ctx, pipe):
         _flush_all(ctx)
 
 
-@njit(nogil=True, cache=True)
+@prim
 def _event_slot(event, event_id, api):
     if event < 0 or event > 34:
         raise KernelError("{}: event must be a HardEvent (0..34), got event={}", api, event)
@@ -44,12 +43,12 @@ def _event_slot(event, event_id, api):
     return S_EVENTS + event * N_EVENT_IDS + event_id
 
 
-@njit(nogil=True, cache=True)
+@prim
 def set_flag(ctx, event, event_id):
     ctx[2][_event_slot(event, event_id, "asc.set_flag")] += 1
 
 
-@njit(nogil=True, cache=True)
+@prim
 def wait_flag(ctx, event, event_id):
     k = _event_slot(event, event_id, "asc.wait_flag")
     st = ctx[2]
@@ -62,31 +61,31 @@ def wait_flag(ctx, event, event_id):
             _flush_all(ctx)
 
 
-@njit(nogil=True, cache=True)
+@prim
 def sync_all(ctx):
     _flush_all(ctx)
 
 
-@njit(nogil=True, cache=True)
+@prim
 def get_block_idx(ctx):
     return ctx[2][S_BLOCK_IDX]
 
 
-@njit(nogil=True, cache=True)
+@prim
 def get_block_num(ctx):
     return ctx[2][S_BLOCK_NUM]
 
 
-@njit(nogil=True, cache=True)
+@prim
 def get_sub_block_idx(ctx):
     return 0
 
 
-@njit(nogil=True, cache=True)
+@prim
 def get_sub_block_num(ctx):
     return 1
 
 
-@njit(nogil=True, cache=True)
+@prim
 def get_data_block_size_in_bytes(ctx):
     return 32

@@ -1,15 +1,14 @@
 """Tensor handles: GM binding and views, scalar element access, debug dumps."""
 import numpy as np
-from numba import njit
 
-from ..core import check_gm, level_name, level_of, local_offset
+from ..core import prim, check_gm, level_name, level_of, local_offset
 from ..dtypes import ld, st
 from ..errors import KernelError
 
 __all__ = ["ga_add", "gt_bind", "sub_view", "get_value", "set_value", "dump_tensor"]
 
 
-@njit(nogil=True, cache=True)
+@prim
 def ga_add(ctx, a, n):
     """GlobalAddress + n (elements): a view starting n elements later."""
     if n < 0 or n > a.size:
@@ -17,7 +16,7 @@ def ga_add(ctx, a, n):
     return a[n:]
 
 
-@njit(nogil=True, cache=True)
+@prim
 def gt_bind(ctx, a, size):
     """GlobalTensor.set_global_buffer(addr, size): the first `size` elements (all if size < 0)."""
     if size < 0:
@@ -26,7 +25,7 @@ def gt_bind(ctx, a, size):
     return a[:size]
 
 
-@njit(nogil=True, cache=True)
+@prim
 def sub_view(ctx, t, i):
     """t[i:] / t[i]: a tensor view starting at element i (pyasc semantics: a view, not a scalar)."""
     if i < 0 or i > t.size:
@@ -37,7 +36,7 @@ def sub_view(ctx, t, i):
     return t[i:]
 
 
-@njit(nogil=True, cache=True)
+@prim
 def _check_index(ctx, t, i, api, write):
     if i < 0 or i >= t.size:
         if local_offset(ctx, t) < 0:
@@ -46,19 +45,19 @@ def _check_index(ctx, t, i, api, write):
                           t.size, i, level_of(ctx, t))
 
 
-@njit(nogil=True, cache=True)
+@prim
 def get_value(ctx, t, i):
     _check_index(ctx, t, i, "get_value", False)
     return ld(t, i)
 
 
-@njit(nogil=True, cache=True)
+@prim
 def set_value(ctx, t, i, v):
     _check_index(ctx, t, i, "set_value", True)
     st(t, i, v)
 
 
-@njit(nogil=True, cache=True)
+@prim
 def dump_tensor(ctx, t, desc, n):
     m = min(n, t.size)
     print("DumpTensor: desc=", desc, "block_idx=", ctx[2][0], "position=",

@@ -37,7 +37,7 @@ from numba.core.registry import CPUDispatcher
 from numba.extending import overload, register_jitable
 
 from .. import core
-from ..core import lane_on, mask_words
+from ..core import PrimDispatcher, lane_on, mask_words, prim  # noqa: F401
 from ..dtypes import (bf16_bits_to_f32, f16_bits_to_f32, f32_to_bf16_bits, f32_to_f16_bits, ld,
                       st)
 from ..errors import KernelError
@@ -57,31 +57,6 @@ __all__ = [
     "select_count", "select_rep",
 ]
 
-
-
-class PrimDispatcher(CPUDispatcher):
-    """A Numba dispatcher whose calls from jitted code are typed with non-literal arguments.
-
-    A plain dispatcher called from a kernel as `add_count(ctx, d, a, b, 64)` compiles a
-    specialisation for `Literal[int](64)`, and another for every other constant: compile time
-    and cache size would grow with each call site. Here all such calls share the int64 version.
-    """
-
-    def get_call_template(self, args, kws):
-        args = tuple(types.unliteral(a) for a in args)
-        kws = {k: types.unliteral(v) for k, v in kws.items()}
-        return super().get_call_template(args, kws)
-
-
-def prim(fn):
-    """Decorator of primitives: a cached, nogil, nopython PrimDispatcher (numpy error model, so
-    float division by zero gives inf/nan instead of raising)."""
-    if config.DISABLE_JIT:
-        return fn
-    disp = PrimDispatcher(py_func=fn, locals={},
-                          targetoptions={"nopython": True, "nogil": True, "error_model": "numpy"})
-    disp.enable_caching()
-    return disp
 
 
 # Helpers are `register_jitable` (an @overload typed with non-literal arguments) for the same
