@@ -19,6 +19,12 @@ BF16 = np.dtype(ml_dtypes.bfloat16)
 HOW = ["py", "njit"]
 
 
+def cases(py, nj):
+    """(how, dtype) params: every dtype in `py` from Python, those in `nj` also from njit code."""
+    return ([pytest.param("py", d, id=f"py-{np.dtype(d)}") for d in py]
+            + [pytest.param("njit", d, id=f"njit-{np.dtype(d)}") for d in nj])
+
+
 class Core:
     def __init__(self, flags=0):
         self.ctx = core.new_ctx(rt.soc.get_soc(), flags)
@@ -109,8 +115,7 @@ def rand(dtype, shape, seed=0):
 
 # ---- load_data ---------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("how", HOW)
-@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int8], ids=str)
+@pytest.mark.parametrize("how,dtype", cases([np.float32, np.float16, np.int8], [np.float32]))
 def test_load_data_fractal_placement(how, dtype):
     c = Core()
     fe = 512 // np.dtype(dtype).itemsize
@@ -126,8 +131,8 @@ def test_load_data_fractal_placement(how, dtype):
     assert c.counters()["mte1_bytes"] == 3 * 512
 
 
-@pytest.mark.parametrize("how", HOW)
-@pytest.mark.parametrize("dtype", [np.float32, np.float16, BF16, np.int8], ids=str)
+@pytest.mark.parametrize("how,dtype", cases([np.float32, np.float16, BF16, np.int8],
+                                            [np.float16]))
 def test_load_data_transpose_c0x16_to_16xc0(how, dtype):
     c = Core()
     c0 = c0_of(dtype)
@@ -184,9 +189,9 @@ def ref_mm(a, b):
     return a.astype(np.float64) @ b.astype(np.float64)
 
 
-@pytest.mark.parametrize("how", HOW)
-@pytest.mark.parametrize("dtype,acc", MM_TYPES, ids=lambda t: str(t))
-@pytest.mark.parametrize("m,n,k", [(33, 47, 29), (64, 32, 48), (1, 16, 8)])
+@pytest.mark.parametrize("dtype,acc", MM_TYPES, ids=lambda t: str(np.dtype(t)))
+@pytest.mark.parametrize("how,m,n,k", [("py", 33, 47, 29), ("py", 64, 32, 48), ("py", 1, 16, 8),
+                                       ("njit", 33, 47, 29)])
 def test_mmad_init_and_accumulate(how, dtype, acc, m, n, k):
     c = Core()
     a, b = rand(dtype, (m, k), 1), rand(dtype, (k, n), 2)
@@ -247,9 +252,9 @@ def test_mmad_errors(how):
 
 # ---- fixpipe -----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("how", HOW)
-@pytest.mark.parametrize("dst_dtype,quant", [(np.float32, 0), (np.float16, 1), (np.float16, 0),
-                                             (BF16, 2)], ids=str)
+@pytest.mark.parametrize("how,dst_dtype,quant", [
+    ("py", np.float32, 0), ("py", np.float16, 1), ("py", np.float16, 0), ("py", BF16, 2),
+    ("njit", np.float32, 0), ("njit", np.float16, 1)])
 def test_fixpipe_nz_to_nd_quant_relu(how, dst_dtype, quant):
     c = Core()
     m, n = 35, 40
@@ -366,8 +371,8 @@ def run_pipeline(how, dtype, m, n, k):
     return c
 
 
-@pytest.mark.parametrize("how", HOW)
-@pytest.mark.parametrize("dtype", [np.float32, np.float16, BF16], ids=str)
+@pytest.mark.parametrize("how,dtype", cases([np.float32, np.float16, BF16],
+                                            [np.float32, np.float16]))
 @pytest.mark.parametrize("m,n,k", [(33, 47, 29), (128, 64, 96), (16, 16, 16)])
 def test_cube_round_trip(how, dtype, m, n, k):
     c = run_pipeline(how, dtype, m, n, k)

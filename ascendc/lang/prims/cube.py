@@ -54,8 +54,8 @@ from numba.extending import overload
 
 from ..core import BT, C_CUBE_MACS, C_FIX, C_MTE1, C_MTE2, L0A, L0B, L0C, L1, count, level_of
 from ..dtypes import st as _st
-from .datacopy import (RuleError, check_aligned, check_dtypes, dtype_name, gm_ok, in_range, lname,
-                       local_ok, py_bytes, same_dtype, write_target)
+from .datacopy import (RuleError, _name_of, check_aligned, check_dtypes, gm_ok, in_range, lname,
+                       local_ok, pair_info, py_bytes, write_target)
 
 __all__ = ["load_data", "load_data_typed", "mmad", "mmad_bias", "fixpipe"]
 
@@ -118,7 +118,7 @@ def _load_impl(ctx, d, s, isz, start, rep, sstr, gap, trans):
 @njit(nogil=True, cache=True)
 def load_data_typed(ctx, dst, src, p):
     """load_data for njit callers (the overload of `load_data` calls it)."""
-    check_dtypes("load_data", same_dtype(dst, src), dtype_name(dst), dtype_name(src))
+    check_dtypes("load_data", pair_info(dst, src))
     _load_impl(ctx, dst.view(np.uint8), src.view(np.uint8), dst.itemsize,
                np.int64(p.start_index), np.int64(p.repeat_times), np.int64(p.src_stride),
                np.int64(p.dst_gap), p.if_transpose != 0)

@@ -124,6 +124,17 @@ def _dtype_name(a):
     return lambda a: s
 
 
+def pair_info(dst, src):
+    """(same dtype?, dst dtype name, src dtype name), as compile-time constants in njit code."""
+    return dst.dtype == src.dtype, _name_of(dst.dtype), _name_of(src.dtype)
+
+
+@overload(pair_info)
+def _pair_info(dst, src):
+    same, dn, sn = dst.dtype == src.dtype, _name_of(dst.dtype), _name_of(src.dtype)
+    return lambda dst, src: (same, dn, sn)
+
+
 @njit(nogil=True, cache=True)
 def in_range(api, name, v, lo, hi):
     if v < lo or v > hi:
@@ -131,7 +142,9 @@ def in_range(api, name, v, lo, hi):
 
 
 @njit(nogil=True, cache=True)
-def check_dtypes(api, same, dname, sname):
+def check_dtypes(api, info):
+    """Raise unless dst and src have the same dtype; info = pair_info(dst, src)."""
+    same, dname, sname = info
     if not same:
         raise RuleError(api, ": dst and src must have the same dtype, got dst=", dname,
                         " src=", sname)
@@ -249,7 +262,7 @@ def _count_impl(ctx, d, s, isz, count):
 @njit(nogil=True, cache=True)
 def data_copy_count(ctx, dst, src, count):
     """data_copy(dst, src, count): contiguous copy, count*sizeof rounded down to 32 B."""
-    check_dtypes("data_copy", same_dtype(dst, src), dtype_name(dst), dtype_name(src))
+    check_dtypes("data_copy", pair_info(dst, src))
     _count_impl(ctx, dst.view(np.uint8), src.view(np.uint8), dst.itemsize, np.int64(count))
 
 
@@ -278,7 +291,7 @@ def _blocks_impl(ctx, d, s, isz, bc, bl, sg, dg):
 @njit(nogil=True, cache=True)
 def data_copy_blocks(ctx, dst, src, p):
     """data_copy(dst, src, DataCopyParams): block_count blocks of block_len*32 B, gaps in 32 B."""
-    check_dtypes("data_copy", same_dtype(dst, src), dtype_name(dst), dtype_name(src))
+    check_dtypes("data_copy", pair_info(dst, src))
     _blocks_impl(ctx, dst.view(np.uint8), src.view(np.uint8), dst.itemsize,
                  np.int64(p.block_count), np.int64(p.block_len), np.int64(p.src_stride),
                  np.int64(p.dst_stride))
@@ -341,7 +354,7 @@ def _nd2nz_impl(ctx, d, s, isz, nd, nv, dv, sms, sdv, c0s, ns, dms):
 @njit(nogil=True, cache=True)
 def data_copy_nd2nz(ctx, dst, src, p):
     """data_copy(dst L1, src GM, Nd2NzParams): ND matrices to the NZ fractal layout (module doc)."""
-    check_dtypes("data_copy", same_dtype(dst, src), dtype_name(dst), dtype_name(src))
+    check_dtypes("data_copy", pair_info(dst, src))
     _nd2nz_impl(ctx, dst.view(np.uint8), src.view(np.uint8), dst.itemsize,
                 np.int64(p.nd_num), np.int64(p.n_value), np.int64(p.d_value),
                 np.int64(p.src_nd_matrix_stride), np.int64(p.src_d_value),
@@ -475,7 +488,7 @@ def _pad_bits(dst, value):
 def data_copy_pad_blocks(ctx, dst, src, bc, bl, sstride, dstride, bl_max,
                          is_pad, left, right, pad_value):
     """data_copy_pad with its params unpacked (see module doc); bl_max is the block_len limit."""
-    check_dtypes("data_copy_pad", same_dtype(dst, src), dtype_name(dst), dtype_name(src))
+    check_dtypes("data_copy_pad", pair_info(dst, src))
     _pad_impl(ctx, dst.view(np.uint8), src.view(np.uint8), dst.itemsize, np.int64(bc),
               np.int64(bl), np.int64(sstride), np.int64(dstride), np.int64(bl_max), is_pad != 0,
               np.int64(left), np.int64(right), _pad_bits(dst, pad_value) if is_pad else np.uint64(0))
