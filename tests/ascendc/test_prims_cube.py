@@ -205,7 +205,10 @@ def test_mmad_init_and_accumulate(how, dtype, acc, m, n, k):
     call(how, mmad, nj_mmad, c.ctx, l0c, l0a, l0b, MmadParams(m=m, n=n, k=k, cmatrix_init_val=False))
     got = l0c.reshape(n16 // 16, m16, 16).transpose(1, 0, 2).reshape(m16, n16)[:m, :n]
     np.testing.assert_allclose(got, 2 * ref_mm(a, b), **tol)
-    assert c.counters()["cube_macs"] == 2 * m * n * k
+    cnt = c.counters()
+    fp32 = np.dtype(dtype) == np.float32
+    assert cnt["cube_macs_fp32" if fp32 else "cube_macs"] == 2 * m * n * k
+    assert cnt["cube_macs" if fp32 else "cube_macs_fp32"] == 0
 
 
 @pytest.mark.parametrize("how", HOW)
@@ -377,7 +380,7 @@ def run_pipeline(how, dtype, m, n, k):
 def test_cube_round_trip(how, dtype, m, n, k):
     c = run_pipeline(how, dtype, m, n, k)
     cnt = c.counters()
-    assert cnt["cube_macs"] == m * n * k
+    assert cnt["cube_macs"] + cnt["cube_macs_fp32"] == m * n * k
     assert cnt["fix_bytes"] == m * n * 4
     assert cnt["mte2_bytes"] == (m * k + k * n) * np.dtype(dtype).itemsize
 

@@ -30,13 +30,17 @@ if_transpose=True)`. (A B given transposed, n x k, is already ZN after a standar
 transpose needed.) The hardware's separate LoadDataWithTranspose (pairs of 16x8 fractals) is not
 emulated.
 
-mmad: C[:m, :n] (+)= A[:m, :k] @ B[:k, :n], exact in m, n, k (fractal padding is never read, padding
-cells of L0C are not written); f16/bf16 -> f32 and f32 -> f32 through float32 sgemm (BLAS via
-np.dot), int8 -> int32 through float64 dgemm (exact). cmatrix_init_val=True starts from 0, False
-accumulates into L0C. mmad_bias starts from the bias row (BT, f32 or int32 for int8) whatever
-cmatrix_init_val says, as Ascend C's bias path does (cmatrix_source=1). fm_offset, en_ssparse,
-winograd, unit_flag, k_direction_align, cmatrix_source (without a bias tensor) are ignored. The
-fractals are unpacked into dense row-major scratch matrices, multiplied, and packed back to NZ.
+mmad: C (+)= A @ B over whole 16-row / 16-column fractals (ceil16(m) x ceil16(n) cells of L0C are
+written, as the cube does: rows past m and columns past n come from the fractal padding of L0A/L0B
+and hold whatever it holds), exact in k (the C0 padding past k is never read). f16/bf16 -> f32 and
+f32 -> f32 through float32 sgemm (BLAS via np.dot), int8 -> int32 through float64 dgemm (exact).
+cmatrix_init_val=True starts from 0, False accumulates into L0C. mmad_bias starts from the bias row
+(BT, f32, or int32 for int8) whatever cmatrix_init_val says, as Ascend C's bias path does
+(cmatrix_source=1). fm_offset, en_ssparse, winograd, unit_flag, k_direction_align, cmatrix_source
+(without a bias tensor) are ignored. Counters: cube_macs (f16/bf16/int8) or cube_macs_fp32 (f32)
++= m*n*k. The fractals are unpacked into dense row-major scratch matrices (32/64-byte fractal rows
+moved as records), multiplied by BLAS, and packed back to NZ: ~10-15% over the bare np.dot for a
+128x128x128 float32 tile.
 
 fixpipe(dst, src L0C, FixpipeParamsV220, config): cfg_row_major: for each of nd_num matrices
 (src += i*src_nd_stride KB, dst += i*dst_nd_stride elements) C[r, c] (r < m_size, c < n_size),
@@ -49,76 +53,113 @@ int32 (NoQuant); relu_en applies max(x, 0) first; other quant modes raise. dst i
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, types
+from numba import types
 from numba.extending import overload
 
-from ..core import BT, C_CUBE_MACS, C_FIX, C_MTE1, C_MTE2, L0A, L0B, L0C, L1, count, level_of
+from ..core import BT, C_CUBE_MACS, C_CUBE_MACS_FP32, C_FIX, C_MTE1, C_MTE2, L0A, L0B, L0C, L1, prim
 from ..dtypes import st as _st
-from .datacopy import (RuleError, _name_of, check_aligned, check_dtypes, gm_ok, in_range, lname,
-                       local_ok, pair_info, py_bytes, write_target)
+from ..errors import KernelError
+from .datacopy import (A_FIXPIPE, A_LOAD_DATA, A_MMAD, APIS, W_BIAS, W_CONFIG, W_DST, W_DST_GAP,
+                       W_FILTER, W_FM, W_K, W_M, W_M_SIZE, W_N, W_N_SIZE, W_ND_NUM,
+                       W_REPEAT_TIMES, W_SRC, W_SRC_STRIDE, W_START_INDEX, _name_of, aligned,
+                       bcopy, bound, bump, check_dtypes, in_range, locate, locate2, pair_info,
+                       py_bytes, write_target)
 
 __all__ = ["load_data", "load_data_typed", "mmad", "mmad_bias", "fixpipe"]
 
 
 # ---- load_data ---------------------------------------------------------------------------------
 
-@njit(nogil=True, cache=True)
-def _transpose(t, s, do, so, c0):
-    """t[do:] = transpose of the C0 x 16 block at s[so:] (same-width views, element indices)."""
-    for r in range(16):
-        for c in range(c0):
-            t[do + r * c0 + c] = s[so + c * 16 + r]
+@prim
+def _col8(t, w, s, b):
+    v0 = s[b + np.uint64(0)]
+    v1 = s[b + np.uint64(16)]
+    v2 = s[b + np.uint64(32)]
+    v3 = s[b + np.uint64(48)]
+    v4 = s[b + np.uint64(64)]
+    v5 = s[b + np.uint64(80)]
+    v6 = s[b + np.uint64(96)]
+    v7 = s[b + np.uint64(112)]
+    t[w + np.uint64(0)] = v0
+    t[w + np.uint64(1)] = v1
+    t[w + np.uint64(2)] = v2
+    t[w + np.uint64(3)] = v3
+    t[w + np.uint64(4)] = v4
+    t[w + np.uint64(5)] = v5
+    t[w + np.uint64(6)] = v6
+    t[w + np.uint64(7)] = v7
 
 
-@njit(nogil=True, cache=True)
+@prim
+def _col16(t, w, s, b):
+    _col8(t, w, s, b)
+    _col8(t, w + np.uint64(8), s, b + np.uint64(128))
+
+
+@prim
+def _transpose(t, s, start, rep, sstr, gap):
+    """Repeat i: the C0 x 16 source fractal (start + i*sstr) of s, transposed, is dst fractal
+    i*(1+gap) of t (same-width views; C0 = 32 // itemsize is a compile-time constant; the f32 and
+    f16 cases load a whole column before storing, 3x faster than a plain double loop)."""
+    c0 = np.uint64(32 // t.itemsize)
+    fe = np.uint64(16) * c0
+    for i in range(rep):
+        o = np.uint64(start + i * sstr) * fe
+        d = np.uint64(i * (1 + gap)) * fe
+        for r in range(np.uint64(16)):
+            if c0 == 8:
+                _col8(t, d + r * c0, s, o + r)
+            elif c0 == 16:
+                _col16(t, d + r * c0, s, o + r)
+            else:
+                for c in range(c0):
+                    t[d + r * c0 + c] = s[o + c * np.uint64(16) + r]
+
+
+@prim
 def _load_impl(ctx, d, s, isz, start, rep, sstr, gap, trans):
-    api = "load_data"
-    dl = level_of(ctx, d)
-    sl = level_of(ctx, s)
+    api = A_LOAD_DATA
+    st = ctx[2]
+    D, S = locate2(ctx, d, s)
+    dl, sl = D[0], S[0]
     l0 = dl == L0A or dl == L0B
     if not ((sl == L1 and l0) or (sl < 0 and (l0 or dl == L1))):
-        raise RuleError("load_data: path must be one of L1->L0A, L1->L0B, GM->L1, GM->L0A, "
-                        "GM->L0B, got ", lname(sl), "->", lname(dl))
-    in_range(api, "start_index", start, 0, 65535)
-    in_range(api, "repeat_times", rep, 0, 255)
-    in_range(api, "src_stride", sstr, 0, 65535)
-    in_range(api, "dst_gap", gap, 0, 65535)
-    check_aligned(ctx, api, "dst", d, dl, 512 if l0 else 32)
+        raise KernelError("load_data: path must be one of L1->L0A, L1->L0B, GM->L1, GM->L0A, "
+                          "GM->L0B, got {:level}->{:level}", sl, dl)
+    in_range(api, W_START_INDEX, start, 0, 65535)
+    in_range(api, W_REPEAT_TIMES, rep, 0, 255)
+    in_range(api, W_SRC_STRIDE, sstr, 0, 65535)
+    in_range(api, W_DST_GAP, gap, 0, 65535)
+    aligned(api, W_DST, D, 512 if l0 else 32)
     if sl >= 0:
-        check_aligned(ctx, api, "src", s, sl, 32)
+        aligned(api, W_SRC, S, 32)
     if rep == 0:
         return
     fe = 512 // isz
     last = (start + (rep - 1) * sstr) * fe
     span = ((rep - 1) * (1 + gap) + 1) * fe
-    if sl < 0:
-        gm_ok(ctx, api, s, isz, last, fe, False)
-    else:
-        local_ok(ctx, api, "src", s, isz, last + fe)
-    local_ok(ctx, api, "dst", d, isz, span)
+    bound(st, api, W_SRC, S, isz, last, fe, False)
+    bound(st, api, W_DST, D, isz, 0, span, True)
     t = write_target(ctx, d, span * isz, gap == 0) if sl < 0 else d[:span * isz]
     sv = s[:(last + fe) * isz]
-    c0 = 32 // isz
-    for i in range(rep):
-        so = (start + i * sstr) * fe
-        do = i * (1 + gap) * fe
-        if not trans:
-            t[do * isz:(do + fe) * isz] = sv[so * isz:(so + fe) * isz]
-        elif isz == 1:
-            _transpose(t, sv, do, so, c0)
-        elif isz == 2:
-            _transpose(t.view(np.uint16), sv.view(np.uint16), do, so, c0)
-        elif isz == 4:
-            _transpose(t.view(np.uint32), sv.view(np.uint32), do, so, c0)
-        else:
-            _transpose(t.view(np.uint64), sv.view(np.uint64), do, so, c0)
-    count(ctx, C_MTE2 if sl < 0 else C_MTE1, rep * 512)
+    if not trans:
+        for i in range(rep):
+            bcopy(t, i * (1 + gap) * 512, sv, (start + i * sstr) * 512, 512)
+    elif isz == 1:
+        _transpose(t, sv, start, rep, sstr, gap)
+    elif isz == 2:
+        _transpose(t.view(np.uint16), sv.view(np.uint16), start, rep, sstr, gap)
+    elif isz == 4:
+        _transpose(t.view(np.uint32), sv.view(np.uint32), start, rep, sstr, gap)
+    else:
+        _transpose(t.view(np.uint64), sv.view(np.uint64), start, rep, sstr, gap)
+    bump(st, C_MTE2 if sl < 0 else C_MTE1, rep * 512)
 
 
-@njit(nogil=True, cache=True)
+@prim
 def load_data_typed(ctx, dst, src, p):
     """load_data for njit callers (the overload of `load_data` calls it)."""
-    check_dtypes("load_data", pair_info(dst, src))
+    check_dtypes(A_LOAD_DATA, pair_info(dst, src))
     _load_impl(ctx, dst.view(np.uint8), src.view(np.uint8), dst.itemsize,
                np.int64(p.start_index), np.int64(p.repeat_times), np.int64(p.src_stride),
                np.int64(p.dst_gap), p.if_transpose != 0)
@@ -140,11 +181,8 @@ def _load_data_ov(ctx, dst, src, p):
 
 # ---- mmad --------------------------------------------------------------------------------------
 
-def _kind(dst, fm, filt):
-    """0 unsupported, 1 f16, 2 bf16, 3 f32 (-> f32), 4 int8 (-> int32)."""
-
-
 def _kind_of(dst, fm, filt):
+    """0 unsupported, 1 f16, 2 bf16, 3 f32 (-> f32), 4 int8 (-> int32), from Numba array types."""
     def name(t):
         d = t.dtype
         return next(iter(d.fields)) if isinstance(d, types.Record) else str(d)
@@ -155,13 +193,18 @@ def _kind_of(dst, fm, filt):
             ("int8", "int32"): 4}.get((a, c), 0)
 
 
-@overload(_kind)
-def _kind_ov(dst, fm, filt):
+def _mm_info(dst, fm, filt, bias):
+    """(kind, dtype names of dst, fm, filter, bias) as compile-time constants."""
+
+
+@overload(_mm_info)
+def _mm_info_ov(dst, fm, filt, bias):
     k = _kind_of(dst, fm, filt)
-    return lambda dst, fm, filt: k
+    n0, n1, n2, n3 = (_name_of(t.dtype) for t in (dst, fm, filt, bias))
+    return lambda dst, fm, filt, bias: (k, n0, n1, n2, n3)
 
 
-@njit(nogil=True, cache=True)
+@prim
 def _h2f(h):
     """float16 bits -> float32, branch-free (vectorises)."""
     h = np.uint32(h)
@@ -214,8 +257,7 @@ _ROW256 = np.dtype([("b", np.uint64, (32,))])    # int8 -> f64: 32 x 8 B
 
 
 def _rows(a, x):
-    """Contiguous scratch `x` viewed as one record per fractal row of fm/filter `a` (C0 elements
-    of the scratch type: 32 B for f32, 64 B for f16/bf16 -> f32, 256 B for int8 -> f64)."""
+    """Contiguous scratch `x` viewed as one record per fractal row of fm/filter `a`."""
 
 
 @overload(_rows)
@@ -225,13 +267,7 @@ def _rows_ov(a, x):
     return lambda a, x: x.view(rec)
 
 
-@njit(nogil=True, cache=True)
-def _l0c_rows(x):
-    """Contiguous f32/int32 `x` viewed as one record per 16-element L0C fractal row."""
-    return x.view(_ROW64)
-
-
-@njit(nogil=True, cache=True)
+@prim
 def _unpack(a, rblocks, kb_n, zn):
     """Dense scratch[rblocks*16, kb_n*C0] from 16 x C0 fractals, read in memory order. ZZ (A):
     fractal (rb, kb) at rb*kb_n + kb; ZN (B, giving B^T): fractal (kb, rb) at kb*rblocks + rb."""
@@ -251,11 +287,11 @@ def _unpack(a, rblocks, kb_n, zn):
     return out
 
 
-@njit(nogil=True, cache=True)
+@prim
 def _nz_rows(nz, dense, m16, n16, to_nz):
     """Move 16-element rows between L0C NZ (16-column strips of m16 rows) and dense [m16, n16]."""
-    d = _l0c_rows(nz[:m16 * n16])
-    c = _l0c_rows(dense.reshape(m16 * n16))
+    d = nz[:m16 * n16].view(_ROW64)
+    c = dense.reshape(m16 * n16).view(_ROW64)
     nb = n16 // 16
     for j in range(nb):
         for r in range(m16):
@@ -265,7 +301,7 @@ def _nz_rows(nz, dense, m16, n16, to_nz):
                 c[r * nb + j] = d[j * m16 + r]
 
 
-@njit(nogil=True, cache=True)
+@prim
 def _pack(dst, c, m16, n16, init):
     """L0C NZ (m16 x n16) (+)= dense c (dst's dtype; c is clobbered when accumulating)."""
     if not init:
@@ -275,52 +311,41 @@ def _pack(dst, c, m16, n16, init):
     _nz_rows(dst, c, m16, n16, True)
 
 
-@njit(nogil=True, cache=True)
-def _mmad_checks(ctx, api, d, a, b, bias, has_bias, kind, names, isz, m, n, k):
-    """All checks of an mmad on byte views; returns (m16, n16). names: dst, fm, filter, bias."""
-    in_range(api, "m", m, 0, 4095)
-    in_range(api, "n", n, 0, 4095)
-    in_range(api, "k", k, 0, 4095)
-    dl, al, bl = level_of(ctx, d), level_of(ctx, a), level_of(ctx, b)
-    if dl != L0C or al != L0A or bl != L0B:
-        raise RuleError(api, ": operands must be dst in L0C (CO1), fm in L0A (A2), filter in "
-                        "L0B (B2), got dst=", lname(dl), " fm=", lname(al), " filter=", lname(bl))
-    if has_bias and level_of(ctx, bias) != BT:
-        raise RuleError(api, ": bias must be in BT (C2), got bias=", lname(level_of(ctx, bias)))
-    if kind == 0:
-        raise RuleError(api, ": dtypes must be f16/bf16/f32 -> float32 or int8 -> int32, got "
-                        "dst=", names[0], " fm=", names[1], " filter=", names[2])
-    if has_bias and names[3] != names[0]:
-        raise RuleError(api, ": bias must have dst's dtype, got bias=", names[3], " dst=",
-                        names[0])
-    check_aligned(ctx, api, "fm", a, L0A, 512)
-    check_aligned(ctx, api, "filter", b, L0B, 512)
-    check_aligned(ctx, api, "dst", d, L0C, 64)
+@prim
+def _mmad_checks(st, api, D, A, B, Z, has_bias, info, isz, m, n, k):
+    """All checks of an mmad on located dst, fm, filter, bias; returns (m16, n16)."""
+    in_range(api, W_M, m, 0, 4095)
+    in_range(api, W_N, n, 0, 4095)
+    in_range(api, W_K, k, 0, 4095)
+    if D[0] != L0C or A[0] != L0A or B[0] != L0B:
+        raise KernelError("{}: operands must be dst in L0C (CO1), fm in L0A (A2), filter in L0B "
+                          "(B2), got dst={:level} fm={:level} filter={:level}", APIS[api], D[0],
+                          A[0], B[0])
+    if has_bias and Z[0] != BT:
+        raise KernelError("{}: bias must be in BT (C2), got bias={:level}", APIS[api], Z[0])
+    if info[0] == 0:
+        raise KernelError("{}: dtypes must be f16/bf16/f32 -> float32 or int8 -> int32, got "
+                          "dst={} fm={} filter={}", APIS[api], info[1], info[2], info[3])
+    if has_bias and info[4] != info[1]:
+        raise KernelError("{}: bias must have dst's dtype, got bias={} dst={}", APIS[api],
+                          info[4], info[1])
+    aligned(api, W_FM, A, 512)
+    aligned(api, W_FILTER, B, 512)
+    aligned(api, W_DST, D, 64)
     c0 = 32 // isz
     kb = (k + c0 - 1) // c0
     m16 = (m + 15) // 16 * 16
     n16 = (n + 15) // 16 * 16
-    local_ok(ctx, api, "fm", a, isz, m16 * kb * c0)
-    local_ok(ctx, api, "filter", b, isz, kb * c0 * n16)
-    local_ok(ctx, api, "dst", d, 4, m16 * n16)
+    bound(st, api, W_FM, A, isz, 0, m16 * kb * c0, False)
+    bound(st, api, W_FILTER, B, isz, 0, kb * c0 * n16, False)
+    bound(st, api, W_DST, D, 4, 0, m16 * n16, True)
     if has_bias:
-        local_ok(ctx, api, "bias", bias, 4, n)
-    count(ctx, C_CUBE_MACS, m * n * k)
+        bound(st, api, W_BIAS, Z, 4, 0, n, False)
+    bump(st, C_CUBE_MACS_FP32 if info[0] == 3 else C_CUBE_MACS, m * n * k)
     return m16, n16
 
 
-@njit(nogil=True, cache=True)
-def _mmad(ctx, api, dst, fm, filt, bias, has_bias, p):
-    m, n, k = np.int64(p.m), np.int64(p.n), np.int64(p.k)
-    names = (dtype_name(dst), dtype_name(fm), dtype_name(filt), dtype_name(bias))
-    m16, n16 = _mmad_checks(ctx, api, dst.view(np.uint8), fm.view(np.uint8), filt.view(np.uint8),
-                            bias.view(np.uint8), has_bias, _kind(dst, fm, filt), names,
-                            fm.itemsize, m, n, k)
-    if m > 0 and n > 0:
-        _compute(dst, fm, filt, bias, has_bias, m16, n16, k, has_bias or p.cmatrix_init_val != 0)
-
-
-@njit(nogil=True, cache=True)
+@prim
 def _compute_impl(dst, fm, filt, bias, has_bias, m16, n16, k, init):
     c0 = 32 // fm.itemsize
     kb = (k + c0 - 1) // c0
@@ -330,8 +355,12 @@ def _compute_impl(dst, fm, filt, bias, has_bias, m16, n16, k, init):
         a = _unpack(fm, m16 // 16, kb, False)      # ZZ
         b = _unpack(filt, n16 // 16, kb, True)     # ZN, as B^T
         if kb * c0 != k:    # fractal padding along k never contributes
-            a[:, k:] = 0
-            b[:, k:] = 0
+            for r in range(m16):
+                for e in range(k, kb * c0):
+                    a[r, e] = 0
+            for r in range(n16):
+                for e in range(k, kb * c0):
+                    b[r, e] = 0
         c = _cast(np.dot(a, b.T), dst)
     if has_bias:
         n = min(n16, bias.size)
@@ -342,13 +371,12 @@ def _compute_impl(dst, fm, filt, bias, has_bias, m16, n16, k, init):
 
 
 def _compute(dst, fm, filt, bias, has_bias, m16, n16, k, init):
-    """The GEMM of a valid mmad (a no-op for dtype combinations _mmad has already rejected)."""
+    """The GEMM of a valid mmad (a no-op for dtype combinations _mmad_checks has rejected)."""
 
 
 @overload(_compute)
 def _compute_ov(dst, fm, filt, bias, has_bias, m16, n16, k, init):
-    ok = _kind_of(dst, fm, filt) != 0 and bias.dtype == dst.dtype
-    if ok:
+    if _kind_of(dst, fm, filt) != 0 and bias.dtype == dst.dtype:
         return lambda dst, fm, filt, bias, has_bias, m16, n16, k, init: _compute_impl(
             dst, fm, filt, bias, has_bias, m16, n16, k, init)
     return lambda dst, fm, filt, bias, has_bias, m16, n16, k, init: None
@@ -365,52 +393,69 @@ def _cast_ov(c, dst):
     return lambda c, dst: c.astype(np.int32)
 
 
-@njit(nogil=True, cache=True)
+@prim
+def _mmad(ctx, api, dst, fm, filt, bias, has_bias, p):
+    m, n, k = np.int64(p.m), np.int64(p.n), np.int64(p.k)
+    mem, st = ctx[0], ctx[2]
+    ma, ms = np.int64(mem.ctypes.data), mem.size
+    nb = dst.size * dst.itemsize
+    m16, n16 = _mmad_checks(st, api, locate(st, ma, ms, np.int64(dst.ctypes.data), nb),
+                            locate(st, ma, ms, np.int64(fm.ctypes.data), fm.size * fm.itemsize),
+                            locate(st, ma, ms, np.int64(filt.ctypes.data),
+                                   filt.size * filt.itemsize),
+                            locate(st, ma, ms, np.int64(bias.ctypes.data),
+                                   bias.size * bias.itemsize),
+                            has_bias, _mm_info(dst, fm, filt, bias), fm.itemsize, m, n, k)
+    if m > 0 and n > 0:
+        _compute(dst, fm, filt, bias, has_bias, m16, n16, k, has_bias or p.cmatrix_init_val != 0)
+
+
+@prim
 def mmad(ctx, dst, fm, filt, p):
     """Mirrors Ascend C `Mmad(dst CO1, fm A2, filter B2, MmadParams)`: C (+)= A @ B."""
-    _mmad(ctx, "mmad", dst, fm, filt, dst, False, p)
+    _mmad(ctx, A_MMAD, dst, fm, filt, dst, False, p)
 
 
-@njit(nogil=True, cache=True)
+@prim
 def mmad_bias(ctx, dst, fm, filt, bias, p):
     """Mirrors Ascend C `Mmad(dst, fm, filter, bias C2, MmadParams)`: C = bias + A @ B."""
-    _mmad(ctx, "mmad", dst, fm, filt, bias, True, p)
+    _mmad(ctx, A_MMAD, dst, fm, filt, bias, True, p)
 
 
 # ---- fixpipe -----------------------------------------------------------------------------------
 
-def _fix_code(a):
-    """1 f32, 2 f16, 3 bf16, 4 int32, 0 other."""
+def _fix_info(dst, src):
+    """(dst code, src code, dst name, src name); codes 1 f32, 2 f16, 3 bf16, 4 int32, 0 other."""
 
 
-@overload(_fix_code)
-def _fix_code_ov(a):
-    d = a.dtype
-    if isinstance(d, types.Record):
-        k = 2 if "f16" in d.fields else 3
-    else:
-        k = {types.float32: 1, types.int32: 4}.get(d, 0)
-    return lambda a: k
+@overload(_fix_info)
+def _fix_info_ov(dst, src):
+    def code(d):
+        if isinstance(d, types.Record):
+            return 2 if "f16" in d.fields else 3
+        return {types.float32: 1, types.int32: 4}.get(d, 0)
+    r = (code(dst.dtype), code(src.dtype), _name_of(dst.dtype), _name_of(src.dtype))
+    return lambda dst, src: r
 
 
-@njit(nogil=True, cache=True)
-def _fix_checks(ctx, d, s, disz, dcode, scode, dname, sname, nsz, msz, sstr, dstr, q, nd, snd,
-                dnd, cfg):
-    """All checks of a fixpipe on byte views (codes: 1 f32, 2 f16, 3 bf16, 4 int32)."""
-    api = "fixpipe"
-    sl = level_of(ctx, s)
-    dl = level_of(ctx, d)
+@prim
+def _fix_checks(st, D, S, disz, info, nsz, msz, sstr, dstr, q, nd, snd, dnd, cfg):
+    """All checks of a fixpipe on located dst and src; info = _fix_info(dst, src). Returns False
+    when there is nothing to do."""
+    api = A_FIXPIPE
+    dl, sl = D[0], S[0]
     if sl != L0C or not (dl < 0 or dl == L1):
-        raise RuleError("fixpipe: path must be L0C->GM (or L0C->L1), got ", lname(sl), "->",
-                        lname(dl))
-    in_range(api, "config", cfg, 0, 1)
-    in_range(api, "n_size", nsz, 0, 4095)
-    in_range(api, "m_size", msz, 0, 8192)
-    in_range(api, "nd_num", nd, 0, 65535)
-    in_range(api, "src_stride", sstr, 0, 65535)
+        raise KernelError("fixpipe: path must be L0C->GM (or L0C->L1), got {:level}->{:level}",
+                          sl, dl)
+    in_range(api, W_CONFIG, cfg, 0, 1)
+    in_range(api, W_N_SIZE, nsz, 0, 4095)
+    in_range(api, W_M_SIZE, msz, 0, 8192)
+    in_range(api, W_ND_NUM, nd, 0, 65535)
+    in_range(api, W_SRC_STRIDE, sstr, 0, 65535)
     if sstr % 16 != 0 or (sstr < msz and nsz > 16):
-        raise RuleError("fixpipe: src_stride must be the L0C strip height, a multiple of 16 "
-                        "rows and >= m_size (ceil16(m) of the mmad), got src_stride=", sstr)
+        raise KernelError("fixpipe: src_stride must be the L0C strip height, a multiple of 16 "
+                          "rows and >= m_size (ceil16(m) of the mmad), got src_stride={}", sstr)
+    dcode, scode = info[0], info[1]
     ok = False
     if scode == 1:
         ok = ((dcode == 1 and q == 0) or (dcode == 2 and (q == 0 or q == 1))
@@ -418,45 +463,46 @@ def _fix_checks(ctx, d, s, disz, dcode, scode, dname, sname, nsz, msz, sstr, dst
     elif scode == 4:
         ok = dcode == 4 and q == 0
     if not ok:
-        raise RuleError("fixpipe: quant_pre and dtypes must be one of float32->float32 (NoQuant),"
-                        " float32->float16 (F322F16), float32->bfloat16 (F322BF16), int32->int32 "
-                        "(NoQuant), got src=", sname, " dst=", dname, " quant_pre=", q)
-    check_aligned(ctx, api, "src", s, L0C, 64)
+        raise KernelError("fixpipe: quant_pre and dtypes must be one of float32->float32 "
+                          "(NoQuant), float32->float16 (F322F16), float32->bfloat16 (F322BF16), "
+                          "int32->int32 (NoQuant), got src={} dst={} quant_pre={}", info[3],
+                          info[2], q)
+    aligned(api, W_SRC, S, 64)
     if dl >= 0:
-        check_aligned(ctx, api, "dst", d, dl, 32)
+        aligned(api, W_DST, D, 32)
     if cfg == 0 and dstr < nsz:
-        raise RuleError("fixpipe: dst_stride must be >= n_size (elements per ND row), got "
-                        "dst_stride=", dstr)
+        raise KernelError("fixpipe: dst_stride must be >= n_size (elements per ND row), got "
+                          "dst_stride={}", dstr)
     if cfg == 1 and nsz % 16 != 0:
-        raise RuleError("fixpipe: n_size must be a multiple of 16 with cfg_nz, got n_size=", nsz)
+        raise KernelError("fixpipe: n_size must be a multiple of 16 with cfg_nz, got n_size={}",
+                          nsz)
     if nd == 0 or nsz == 0 or msz == 0:
         return False
     nstrip = (nsz + 15) // 16
     for i in range(nd):
-        local_ok(ctx, api, "src", s, 4, i * snd * 256 + (nstrip - 1) * sstr * 16 + msz * 16)
+        bound(st, api, W_SRC, S, 4, 0, i * snd * 256 + (nstrip - 1) * sstr * 16 + msz * 16, False)
         if cfg == 0:
             nel = (msz - 1) * dstr + nsz
         else:
             nel = (nstrip - 1) * dstr * 16 + msz * 16
-        if dl < 0:
-            gm_ok(ctx, api, d, disz, i * dnd, nel, True)
-        else:
-            local_ok(ctx, api, "dst", d, disz, i * dnd + nel)
-    count(ctx, C_FIX, nd * msz * nsz * disz)
+        bound(st, api, W_DST, D, disz, i * dnd, nel, True)
+    bump(st, C_FIX, nd * msz * nsz * disz)
     return True
 
 
-@njit(nogil=True, cache=True)
+@prim
 def _fix_row(dst, src, do, so, w, relu):
-    for e in range(w):
-        v = src[so + e]
+    d = np.uint64(do)
+    o = np.uint64(so)
+    for e in range(np.uint64(w)):
+        v = src[o + e]
         if relu and v < 0:
-            _st(dst, do + e, 0)
+            _st(dst, d + e, 0)
         else:
-            _st(dst, do + e, v)
+            _st(dst, d + e, v)
 
 
-@njit(nogil=True, cache=True)
+@prim
 def _fix_loop(dst, src, nsz, msz, sstr, dstr, nd, soff, dnd, cfg, relu):
     for i in range(nd):
         for j in range((nsz + 15) // 16):
@@ -473,7 +519,7 @@ def _fix_loop(dst, src, nsz, msz, sstr, dstr, nd, soff, dnd, cfg, relu):
                     _fix_row(dst, src, do, sb + r * 16, w, relu)
 
 
-@njit(nogil=True, cache=True)
+@prim
 def fixpipe(ctx, dst, src, p, config=0):
     """Mirrors Ascend C `Fixpipe(dst GM, src CO1, FixpipeParamsV220)` with CFG_ROW_MAJOR (0: NZ->ND)
     or CFG_NZ (1); see module doc."""
@@ -481,8 +527,7 @@ def fixpipe(ctx, dst, src, p, config=0):
     sstr, dstr = np.int64(p.src_stride), np.int64(p.dst_stride)
     nd, snd, dnd = np.int64(p.nd_num), np.int64(p.src_nd_stride), np.int64(p.dst_nd_stride)
     cfg = np.int64(config)
-    go = _fix_checks(ctx, dst.view(np.uint8), src.view(np.uint8), dst.itemsize, _fix_code(dst),
-                     _fix_code(src), dtype_name(dst), dtype_name(src), nsz, msz, sstr, dstr,
-                     np.int64(p.quant_pre), nd, snd, dnd, cfg)
-    if go:
+    D, S = locate2(ctx, dst.view(np.uint8), src.view(np.uint8))
+    if _fix_checks(ctx[2], D, S, dst.itemsize, _fix_info(dst, src), nsz, msz, sstr, dstr,
+                   np.int64(p.quant_pre), nd, snd, dnd, cfg):
         _fix_loop(dst, src, nsz, msz, sstr, dstr, nd, snd * 256, dnd, cfg, p.relu_en != 0)

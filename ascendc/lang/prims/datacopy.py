@@ -37,23 +37,26 @@ Fidelity:
   visible on deque; strided writes first make overlapping pending copies visible and snapshot the
   span, so bytes they skip keep their visible value.
 
-Compile cost: each public primitive is a thin typed wrapper (unpacks params, takes byte views,
-names the dtypes) over an implementation on uint8 views plus the element size, so the heavy code
-(checks, messages, loops) compiles once, not once per dtype and params type.
+Speed and compile cost: each njit primitive is a thin typed wrapper (unpacks params, takes byte
+views, names the dtypes) over an implementation on uint8 views plus the element size, so the heavy
+code compiles once, not once per dtype and params type; the Python dispatchers call those
+implementations directly. Copy loops use unsigned indices (no wraparound test, so they vectorise;
+Numba's slice assignment is ~15x slower), and hot paths never hand `ctx` to a function LLVM does
+not inline (~20 ns of NRT reference counting per call): the per-call cost is ~0.1 us.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, types
+from numba import types
 from numba.core.errors import TypingError
-from numba.extending import overload
+from numba.extending import overload, register_jitable
 
-from .. import core
-from ..core import (BT, C_MTE1, C_MTE2, C_MTE3, C_MTE_UB2UB, L1, S_LEVEL_BASE, S_ROUNDED, UB,
-                    defer_enabled, flush_pending, gm_to_local_target, level_of, local_offset)
+from ..core import (BT, C_MTE1, C_MTE2, C_MTE3, C_MTE_UB2UB, FLAG_DEFER, L0A, L0B, L0C, L1,
+                    NLEVELS, S_COUNTERS, S_FLAGS, S_GM, S_LEVEL_BASE, S_NGM, S_ROUNDED, UB,
+                    flush_pending, gm_to_local_target, prim)
+from ..dtypes import from_numpy
 from ..dtypes import st as _st
-from ..core import _gm_where
 from ..errors import GMReadError, GMWriteError, KernelError
 from ..params import (DataCopyExtParams, DataCopyPadExtParams, DataCopyPadParams, DataCopyParams,
                       Nd2NzParams)
@@ -61,71 +64,20 @@ from ..params import (DataCopyExtParams, DataCopyPadExtParams, DataCopyPadParams
 __all__ = ["data_copy", "data_copy_count", "data_copy_blocks", "data_copy_nd2nz",
            "data_copy_pad", "data_copy_pad_blocks"]
 
-_count = core.count
 
-
-# ---- errors: njit code raises with the raw parts, Python joins them ----------------------------
-# (string building inside njit code costs seconds of compile time in every kernel that links it)
-
-class _Joined:
-    def __init__(self, *parts):
-        super().__init__("".join(str(p) for p in parts))
-
-
-class RuleError(_Joined, KernelError):
-    """KernelError whose message is joined from the parts it was raised with."""
-
-
-class GMRead(_Joined, GMReadError):
-    """GMReadError whose message is joined from the parts it was raised with."""
-
-
-class GMWrite(_Joined, GMWriteError):
-    """GMWriteError whose message is joined from the parts it was raised with."""
-
-
-LEVELS = ("UB", "L1", "L0A", "L0B", "L0C", "BT")
-
-
-@njit(nogil=True, cache=True)
-def lname(lv):
-    """Level name without string building (-1 is GM)."""
-    return "GM" if lv < 0 else LEVELS[lv]
-
-
-# ---- helpers (also used by cube.py) ------------------------------------------------------------
-
-def same_dtype(a, b):
-    return a.dtype == b.dtype
-
-
-@overload(same_dtype)
-def _same_dtype(a, b):
-    r = a.dtype == b.dtype
-    return lambda a, b: r
-
+# ---- dtype facts as compile-time constants -----------------------------------------------------
 
 def _name_of(dt):
-    if isinstance(dt, types.Record):
-        return {"f16": "float16", "bf16": "bfloat16"}.get(next(iter(dt.fields)), str(dt))
-    if isinstance(dt, np.dtype) and dt.names:
-        return {"f16": "float16", "bf16": "bfloat16"}.get(dt.names[0], str(dt))
+    """Kernel dtype name of a numpy or Numba dtype ("float16" for the F16 storage record)."""
+    names = (list(dt.fields) if isinstance(dt, types.Record)
+             else list(dt.names or ()) if isinstance(dt, np.dtype) else [])
+    if names:
+        return {"f16": "float16", "bf16": "bfloat16"}.get(names[0], str(dt))
     return str(dt)
 
 
-def dtype_name(a):
-    """Name of a storage array's kernel dtype ("float16" for the F16 record, ...)."""
-    return _name_of(a.dtype)
-
-
-@overload(dtype_name)
-def _dtype_name(a):
-    s = _name_of(a.dtype)
-    return lambda a: s
-
-
 def pair_info(dst, src):
-    """(same dtype?, dst dtype name, src dtype name), as compile-time constants in njit code."""
+    """(same dtype?, dst dtype name, src dtype name); compile-time constants in njit code."""
     return dst.dtype == src.dtype, _name_of(dst.dtype), _name_of(src.dtype)
 
 
@@ -135,171 +87,298 @@ def _pair_info(dst, src):
     return lambda dst, src: (same, dn, sn)
 
 
-@njit(nogil=True, cache=True)
+# ---- locating tensors and checking them -------------------------------------------------------
+# Primitives run per tile, so their fixed cost matters. Handing `ctx` or an array to a function
+# costs 5-20 ns of NRT reference counting (and struct copies), so each implementation locates its
+# tensors once (`locate`: level, offset in level, address, bytes; scalars only), the tests below
+# work on those scalars and are inlined, and only the failure paths call out.
+
+inline = register_jitable(inline="always")
+
+
+# Names in messages travel as small ints (string arguments cost a few ns per call in hot code)
+APIS = ("data_copy", "data_copy_pad", "load_data", "mmad", "fixpipe")
+A_DATA_COPY = 0
+A_DATA_COPY_PAD = 1
+A_LOAD_DATA = 2
+A_MMAD = 3
+A_FIXPIPE = 4
+NAMES = ("bias", "block_count", "block_len", "config", "d_value",
+         "dst", "dst_gap", "dst_nz_c0_stride", "dst_nz_matrix_stride", "dst_nz_n_stride",
+         "dst_stride", "filter", "fm", "k", "m",
+         "m_size", "n", "n_size", "n_value", "nd_num",
+         "repeat_times", "src", "src_d_value", "src_nd_matrix_stride", "src_stride",
+         "start_index")
+W_BIAS = 0
+W_BLOCK_COUNT = 1
+W_BLOCK_LEN = 2
+W_CONFIG = 3
+W_D_VALUE = 4
+W_DST = 5
+W_DST_GAP = 6
+W_DST_NZ_C0_STRIDE = 7
+W_DST_NZ_MATRIX_STRIDE = 8
+W_DST_NZ_N_STRIDE = 9
+W_DST_STRIDE = 10
+W_FILTER = 11
+W_FM = 12
+W_K = 13
+W_M = 14
+W_M_SIZE = 15
+W_N = 16
+W_N_SIZE = 17
+W_N_VALUE = 18
+W_ND_NUM = 19
+W_REPEAT_TIMES = 20
+W_SRC = 21
+W_SRC_D_VALUE = 22
+W_SRC_ND_MATRIX_STRIDE = 23
+W_SRC_STRIDE = 24
+W_START_INDEX = 25
+
+
+@prim
+def locate(st, mem_addr, mem_size, addr, nbytes):
+    """(level, byte offset inside the level, address, bytes) of a tensor; level -1 for GM (as
+    core.level_of)."""
+    off = addr - mem_addr
+    if 0 <= off < mem_size:
+        for lv in range(NLEVELS):
+            b = st[S_LEVEL_BASE + 2 * lv]
+            if b <= off < b + st[S_LEVEL_BASE + 2 * lv + 1]:
+                return lv, off - b, addr, nbytes
+    return -1, 0, addr, nbytes
+
+
+@inline
+def locate2(ctx, d, s):
+    """locate() of dst and src."""
+    mem, st = ctx[0], ctx[2]
+    ma, ms = np.int64(mem.ctypes.data), mem.size
+    return (locate(st, ma, ms, np.int64(d.ctypes.data), d.size),
+            locate(st, ma, ms, np.int64(s.ctypes.data), s.size))
+
+
+@prim
+def _range_fail(api, name, v, lo, hi):
+    raise KernelError("{}: {} must be in [{}, {}], got {}={}", APIS[api], NAMES[name], lo, hi,
+                      NAMES[name], v)
+
+
+@inline
 def in_range(api, name, v, lo, hi):
     if v < lo or v > hi:
-        raise RuleError(api, ": ", name, " must be in [", lo, ", ", hi, "], got ", name, "=", v)
+        _range_fail(api, name, v, lo, hi)
 
 
-@njit(nogil=True, cache=True)
+@prim
+def _dtype_fail(api, dname, sname):
+    raise KernelError("{}: dst and src must have the same dtype, got dst={} src={}", APIS[api],
+                      dname, sname)
+
+
+@inline
 def check_dtypes(api, info):
     """Raise unless dst and src have the same dtype; info = pair_info(dst, src)."""
-    same, dname, sname = info
-    if not same:
-        raise RuleError(api, ": dst and src must have the same dtype, got dst=", dname,
-                        " src=", sname)
+    if not info[0]:
+        _dtype_fail(api, info[1], info[2])
 
 
-@njit(nogil=True, cache=True)
-def check_aligned(ctx, api, what, b, lv, align):
-    """Raise unless local byte view `b` (at level lv) starts `align`-byte aligned in its level."""
-    off = local_offset(ctx, b) - ctx[2][S_LEVEL_BASE + 2 * lv]
-    if off % align != 0:
-        raise RuleError(api, ": ", what, " address in ", lname(lv), " must be ", align,
-                        "-byte aligned, got byte offset=", off)
+@inline
+def bump(st, which, n):
+    """core.count on st: add n to profiler counter `which`."""
+    st[S_COUNTERS + which] += n
 
 
-@njit(nogil=True, cache=True)
-def gm_ok(ctx, api, b, isz, first, n, write):
-    """Elements [first, first+n) of the GM tensor whose bytes are `b` lie inside it; else the
-    error of core.check_gm (same message, built in Python)."""
-    if first >= 0 and n >= 0 and (first + n) * isz <= b.size:
-        return
-    k, boff, nbytes = _gm_where(ctx, np.int64(b.ctypes.data))
+@prim
+def _align_fail(api, what, lv, align, off):
+    raise KernelError("{}: {} address in {:level} must be {}-byte aligned, got byte offset={}",
+                      APIS[api], NAMES[what], lv, align, off)
+
+
+@inline
+def aligned(api, what, loc, align):
+    """Raise unless the located local tensor starts `align`-byte aligned inside its level."""
+    if loc[1] % align != 0:
+        _align_fail(api, what, loc[0], align, loc[1])
+
+
+@prim
+def _gm_fail(st, api, addr, isz, first, n, write):
+    """core.check_gm's error (same message): find the GM argument holding `addr`, raise."""
+    k, boff, nb = -1, 0, 0
+    for j in range(st[S_NGM]):
+        b = st[S_GM + 2 * j]
+        if b <= addr <= b + st[S_GM + 2 * j + 1]:
+            k, boff, nb = j, addr - b, st[S_GM + 2 * j + 1]
+            break
     lo = boff // isz + first
     if write:
-        raise GMWrite(api, ": GM write must stay inside argument #", k, " (", nbytes // isz,
-                      " elements), got elements [", lo, ", ", lo + n, ")")
-    raise GMRead(api, ": GM read must stay inside argument #", k, " (", nbytes // isz,
-                 " elements), got elements [", lo, ", ", lo + n, ")")
+        raise GMWriteError("{}: GM write must stay inside argument #{} ({} elements), got "
+                           "elements [{}, {})", APIS[api], k, nb // isz, lo, lo + n)
+    raise GMReadError("{}: GM read must stay inside argument #{} ({} elements), got elements "
+                      "[{}, {})", APIS[api], k, nb // isz, lo, lo + n)
 
 
-@njit(nogil=True, cache=True)
-def local_ok(ctx, api, what, b, isz, n):
-    """The local tensor whose bytes are `b` holds n elements; else core.check_local's error."""
-    if n >= 0 and n * isz <= b.size:
-        return
-    raise RuleError(api, ": ", what, " must hold count elements, got count=", n, " for a tensor of ",
-                    b.size // isz, " elements in ", lname(level_of(ctx, b)))
+@prim
+def _local_fail(api, what, n, size, lv):
+    raise KernelError("{}: {} must hold count elements, got count={} for a tensor of {} elements "
+                      "in {:level}", APIS[api], NAMES[what], n, size, lv)
 
 
-@njit(nogil=True, cache=True)
-def write_target(ctx, b, nbytes, full):
-    """The bytes a GM->local copy writes for bytes [0, nbytes) of local `b`.
+@inline
+def bound(st, api, what, loc, isz, first, n, write):
+    """Elements [first, first+n) of a located tensor exist: core.check_gm's rule for GM (the
+    argument's allocation), core.check_local's for local tensors (the tensor's size)."""
+    if first < 0 or n < 0 or (first + n) * isz > loc[3]:
+        if loc[0] < 0:
+            _gm_fail(st, api, loc[2], isz, first, n, write)
+        else:
+            _local_fail(api, what, first + n, loc[3] // isz, loc[0])
 
-    Checked mode: the stage twin (visible on deque). When the copy will not overwrite every byte
-    (`full` False: strides, padding), overlapping pending copies are made visible first and the
-    span is snapshot into the stage, so skipped bytes keep their visible value."""
-    if not defer_enabled(ctx):
-        return b[:nbytes]
+
+# ---- copying -----------------------------------------------------------------------------------
+
+@prim
+def bcopy(d, doff, s, soff, n):
+    """d[doff:doff+n] = s[soff:soff+n] for non-overlapping arrays of one element type (unsigned
+    indices: no wraparound test, so the loop vectorises)."""
+    do = np.uint64(doff)
+    so = np.uint64(soff)
+    for i in range(np.uint64(n)):
+        d[do + i] = s[so + i]
+
+
+@prim
+def _staged(ctx, b, nbytes, full):
     if not full:
-        off = local_offset(ctx, b)
+        off = np.int64(b.ctypes.data) - np.int64(ctx[0].ctypes.data)
         flush_pending(ctx, off, off + nbytes)
     t = gm_to_local_target(ctx, b[:nbytes])
     if not full:
-        t[:] = b[:nbytes]
+        bcopy(t, 0, b, 0, nbytes)
     return t
 
 
-@njit(nogil=True, cache=True)
-def copy_path(ctx, api, d, s):
-    """(dst level, src level, counter) of a data_copy; raises for paths Ascend C does not have."""
-    dl = level_of(ctx, d)
-    sl = level_of(ctx, s)
+@inline
+def write_target(ctx, b, nbytes, full):
+    """The bytes a GM->local copy writes for bytes [0, nbytes) of local `b`.
+
+    Checked mode: the stage twin (`gm_to_local_target`, visible on deque). When the copy will not
+    overwrite every byte (`full` False: strides, padding), overlapping pending copies are made
+    visible first and the span is snapshot into the stage, so skipped bytes keep their value."""
+    if ctx[2][S_FLAGS] & FLAG_DEFER:
+        return _staged(ctx, b, nbytes, full)
+    return b[:nbytes]
+
+
+@prim
+def _path_fail(api, dl, sl):
+    if sl == L0C:
+        raise KernelError("{}: path must be one of GM->UB, GM->L1, UB->GM, UB->UB, L1->BT, got "
+                          "{:level}->{:level} (L0C results leave through fixpipe)", APIS[api], sl,
+                          dl)
+    if dl == L0A or dl == L0B:
+        raise KernelError("{}: path must be one of GM->UB, GM->L1, UB->GM, UB->UB, L1->BT, got "
+                          "{:level}->{:level} (L0A/L0B are filled by load_data)", APIS[api], sl,
+                          dl)
+    raise KernelError("{}: path must be one of GM->UB, GM->L1, UB->GM, UB->UB, L1->BT, got "
+                      "{:level}->{:level}", APIS[api], sl, dl)
+
+
+@inline
+def copy_path(api, dl, sl):
+    """The counter of a data_copy between levels sl -> dl; raises for paths Ascend C lacks."""
     if sl < 0 and (dl == UB or dl == L1):
-        return dl, sl, C_MTE2
+        return C_MTE2
     if sl == UB and dl < 0:
-        return dl, sl, C_MTE3
+        return C_MTE3
     if sl == UB and dl == UB:
-        return dl, sl, C_MTE_UB2UB
+        return C_MTE_UB2UB
     if sl == L1 and dl == BT:
-        return dl, sl, C_MTE1
-    hint = ""
-    if sl == core.L0C:
-        hint = " (L0C results leave through fixpipe)"
-    elif dl == core.L0A or dl == core.L0B:
-        hint = " (L0A/L0B are filled by load_data)"
-    raise RuleError(api, ": path must be one of GM->UB, GM->L1, UB->GM, UB->UB, L1->BT, got ",
-                    lname(sl), "->", lname(dl), hint)
+        return C_MTE1
+    _path_fail(api, dl, sl)
+    return C_MTE2
 
 
-@njit(nogil=True, cache=True)
-def _sides(ctx, api, d, s, isz, dl, sl, d_first, s_first, n):
-    """Alignment of local sides and bounds of one block of n elements at d[d_first:], s[s_first:]."""
-    if dl >= 0:
-        check_aligned(ctx, api, "dst", d, dl, 32)
-    if sl >= 0:
-        check_aligned(ctx, api, "src", s, sl, 32)
-    if sl < 0:
-        gm_ok(ctx, api, s, isz, s_first, n, False)
-    else:
-        local_ok(ctx, api, "src", s, isz, s_first + n)
-    if dl < 0:
-        gm_ok(ctx, api, d, isz, d_first, n, True)
-    else:
-        local_ok(ctx, api, "dst", d, isz, d_first + n)
+@inline
+def sides(st, api, D, S, isz, d_first, s_first, n):
+    """Alignment of local sides and bounds of one block of n elements at dst[d_first:],
+    src[s_first:] (D, S: located dst and src)."""
+    if D[0] >= 0:
+        aligned(api, W_DST, D, 32)
+    if S[0] >= 0:
+        aligned(api, W_SRC, S, 32)
+    bound(st, api, W_SRC, S, isz, s_first, n, False)
+    bound(st, api, W_DST, D, isz, d_first, n, True)
 
 
 # ---- data_copy ---------------------------------------------------------------------------------
 
-@njit(nogil=True, cache=True)
+@prim
 def _count_impl(ctx, d, s, isz, count):
-    api = "data_copy"
-    dl, sl, ctr = copy_path(ctx, api, d, s)
+    api = A_DATA_COPY
+    st = ctx[2]
+    D, S = locate2(ctx, d, s)
+    ctr = copy_path(api, D[0], S[0])
     if count < 0:
-        raise RuleError("data_copy: count must be >= 0, got count=", count)
+        raise KernelError("data_copy: count must be >= 0, got count={}", count)
     nb = count * isz // 32 * 32
     if nb != count * isz:
-        ctx[2][S_ROUNDED] += 1
-    _sides(ctx, api, d, s, isz, dl, sl, 0, 0, nb // isz)
+        st[S_ROUNDED] += 1
+    sides(st, api, D, S, isz, 0, 0, nb // isz)
     if nb == 0:
         return
-    t = write_target(ctx, d, nb, True) if sl < 0 else d[:nb]
-    t[:] = s[:nb]
-    _count(ctx, ctr, nb)
+    t = write_target(ctx, d, nb, True) if S[0] < 0 else d[:nb]
+    bcopy(t, 0, s, 0, nb)
+    bump(st, ctr, nb)
 
 
-@njit(nogil=True, cache=True)
+@prim
 def data_copy_count(ctx, dst, src, count):
     """data_copy(dst, src, count): contiguous copy, count*sizeof rounded down to 32 B."""
-    check_dtypes("data_copy", pair_info(dst, src))
+    check_dtypes(A_DATA_COPY, pair_info(dst, src))
     _count_impl(ctx, dst.view(np.uint8), src.view(np.uint8), dst.itemsize, np.int64(count))
 
 
-@njit(nogil=True, cache=True)
+@prim
 def _blocks_impl(ctx, d, s, isz, bc, bl, sg, dg):
-    api = "data_copy"
-    in_range(api, "block_count", bc, 0, 4095)
-    in_range(api, "block_len", bl, 0, 65535)
-    in_range(api, "src_stride", sg, 0, 65535)
-    in_range(api, "dst_stride", dg, 0, 65535)
-    dl, sl, ctr = copy_path(ctx, api, d, s)
+    api = A_DATA_COPY
+    st = ctx[2]
+    in_range(api, W_BLOCK_COUNT, bc, 0, 4095)
+    in_range(api, W_BLOCK_LEN, bl, 0, 65535)
+    in_range(api, W_SRC_STRIDE, sg, 0, 65535)
+    in_range(api, W_DST_STRIDE, dg, 0, 65535)
+    D, S = locate2(ctx, d, s)
+    ctr = copy_path(api, D[0], S[0])
     if bc == 0 or bl == 0:
-        _sides(ctx, api, d, s, isz, dl, sl, 0, 0, 0)
+        sides(st, api, D, S, isz, 0, 0, 0)
         return
     nb = bl * 32
     sstep = (bl + sg) * 32
     dstep = (bl + dg) * 32
-    _sides(ctx, api, d, s, isz, dl, sl, (bc - 1) * dstep // isz, (bc - 1) * sstep // isz, nb // isz)
+    sides(st, api, D, S, isz, (bc - 1) * dstep // isz, (bc - 1) * sstep // isz, nb // isz)
     span = (bc - 1) * dstep + nb
-    t = write_target(ctx, d, span, dg == 0) if sl < 0 else d[:span]
+    t = write_target(ctx, d, span, dg == 0) if S[0] < 0 else d[:span]
     for i in range(bc):
-        t[i * dstep:i * dstep + nb] = s[i * sstep:i * sstep + nb]
-    _count(ctx, ctr, bc * nb)
+        bcopy(t, i * dstep, s, i * sstep, nb)
+    bump(st, ctr, bc * nb)
 
 
-@njit(nogil=True, cache=True)
+@prim
 def data_copy_blocks(ctx, dst, src, p):
     """data_copy(dst, src, DataCopyParams): block_count blocks of block_len*32 B, gaps in 32 B."""
-    check_dtypes("data_copy", pair_info(dst, src))
+    check_dtypes(A_DATA_COPY, pair_info(dst, src))
     _blocks_impl(ctx, dst.view(np.uint8), src.view(np.uint8), dst.itemsize,
                  np.int64(p.block_count), np.int64(p.block_len), np.int64(p.src_stride),
                  np.int64(p.dst_stride))
 
 
-@njit(nogil=True, cache=True)
-def _nd2nz_loop(t, s, nd, nv, dv, sms, sdv, c0s, ns, dms, c0):
-    """Element copies of an Nd2Nz (t, s: same-width unsigned views; indices in elements)."""
+@prim
+def _nd2nz_loop(t, s, nd, nv, dv, sms, sdv, c0s, ns, dms):
+    """Element copies of an Nd2Nz (t, s: same-width unsigned views, element indices). Full C0
+    chunks use a constant-length loop (C0 from the view's itemsize)."""
+    c0 = 32 // t.itemsize
     nstrip = (dv + c0 - 1) // c0
     for m in range(nd):
         for j in range(nstrip):
@@ -307,54 +386,57 @@ def _nd2nz_loop(t, s, nd, nv, dv, sms, sdv, c0s, ns, dms, c0):
             sb = m * sms + j * c0
             db = m * dms + j * c0s * c0
             for r in range(nv):
-                so = sb + r * sdv
-                do = db + r * ns * c0
-                for e in range(w):
-                    t[do + e] = s[so + e]
+                so = np.uint64(sb + r * sdv)
+                do = np.uint64(db + r * ns * c0)
+                if w == c0:
+                    for e in range(c0):
+                        t[do + np.uint64(e)] = s[so + np.uint64(e)]
+                else:
+                    bcopy(t, do, s, so, w)
 
 
-@njit(nogil=True, cache=True)
+@prim
 def _nd2nz_impl(ctx, d, s, isz, nd, nv, dv, sms, sdv, c0s, ns, dms):
-    api = "data_copy"
-    dl = level_of(ctx, d)
-    sl = level_of(ctx, s)
-    if not (sl < 0 and dl == L1):
-        raise RuleError("data_copy: path of an Nd2NzParams copy must be GM->L1, got ", lname(sl),
-                        "->", lname(dl))
-    check_aligned(ctx, api, "dst", d, dl, 32)
-    in_range(api, "nd_num", nd, 0, 4095)
-    in_range(api, "n_value", nv, 0, 16384)
-    in_range(api, "d_value", dv, 0, 65535)
-    in_range(api, "src_nd_matrix_stride", sms, 0, 65535)
-    in_range(api, "dst_nz_matrix_stride", dms, 0, 65535)
+    api = A_DATA_COPY
+    st = ctx[2]
+    D, S = locate2(ctx, d, s)
+    if not (S[0] < 0 and D[0] == L1):
+        raise KernelError("data_copy: path of an Nd2NzParams copy must be GM->L1, got "
+                          "{:level}->{:level}", S[0], D[0])
+    aligned(api, W_DST, D, 32)
+    in_range(api, W_ND_NUM, nd, 0, 4095)
+    in_range(api, W_N_VALUE, nv, 0, 16384)
+    in_range(api, W_D_VALUE, dv, 0, 65535)
+    in_range(api, W_SRC_ND_MATRIX_STRIDE, sms, 0, 65535)
+    in_range(api, W_DST_NZ_MATRIX_STRIDE, dms, 0, 65535)
     if nd == 0 or nv == 0 or dv == 0:
         return
-    in_range(api, "src_d_value", sdv, 1, 65535)
-    in_range(api, "dst_nz_c0_stride", c0s, 1, 16384)
-    in_range(api, "dst_nz_n_stride", ns, 1, 16384)
+    in_range(api, W_SRC_D_VALUE, sdv, 1, 65535)
+    in_range(api, W_DST_NZ_C0_STRIDE, c0s, 1, 16384)
+    in_range(api, W_DST_NZ_N_STRIDE, ns, 1, 16384)
     c0 = 32 // isz
     nstrip = (dv + c0 - 1) // c0
     span = (nd - 1) * dms + (nstrip - 1) * c0s * c0 + (nv - 1) * ns * c0 + dv - (nstrip - 1) * c0
-    local_ok(ctx, api, "dst", d, isz, span)
+    bound(st, api, W_DST, D, isz, 0, span, True)
     for m in range(nd):
-        gm_ok(ctx, api, s, isz, m * sms + (nv - 1) * sdv, dv, False)
+        bound(st, api, W_SRC, S, isz, m * sms + (nv - 1) * sdv, dv, False)
     t = write_target(ctx, d, span * isz, False)
     sv = s[:((nd - 1) * sms + (nv - 1) * sdv + dv) * isz]
     if isz == 1:
-        _nd2nz_loop(t, sv, nd, nv, dv, sms, sdv, c0s, ns, dms, c0)
+        _nd2nz_loop(t, sv, nd, nv, dv, sms, sdv, c0s, ns, dms)
     elif isz == 2:
-        _nd2nz_loop(t.view(np.uint16), sv.view(np.uint16), nd, nv, dv, sms, sdv, c0s, ns, dms, c0)
+        _nd2nz_loop(t.view(np.uint16), sv.view(np.uint16), nd, nv, dv, sms, sdv, c0s, ns, dms)
     elif isz == 4:
-        _nd2nz_loop(t.view(np.uint32), sv.view(np.uint32), nd, nv, dv, sms, sdv, c0s, ns, dms, c0)
+        _nd2nz_loop(t.view(np.uint32), sv.view(np.uint32), nd, nv, dv, sms, sdv, c0s, ns, dms)
     else:
-        _nd2nz_loop(t.view(np.uint64), sv.view(np.uint64), nd, nv, dv, sms, sdv, c0s, ns, dms, c0)
-    _count(ctx, C_MTE2, nd * nv * dv * isz)
+        _nd2nz_loop(t.view(np.uint64), sv.view(np.uint64), nd, nv, dv, sms, sdv, c0s, ns, dms)
+    bump(st, C_MTE2, nd * nv * dv * isz)
 
 
-@njit(nogil=True, cache=True)
+@prim
 def data_copy_nd2nz(ctx, dst, src, p):
     """data_copy(dst L1, src GM, Nd2NzParams): ND matrices to the NZ fractal layout (module doc)."""
-    check_dtypes("data_copy", pair_info(dst, src))
+    check_dtypes(A_DATA_COPY, pair_info(dst, src))
     _nd2nz_impl(ctx, dst.view(np.uint8), src.view(np.uint8), dst.itemsize,
                 np.int64(p.nd_num), np.int64(p.n_value), np.int64(p.d_value),
                 np.int64(p.src_nd_matrix_stride), np.int64(p.src_d_value),
@@ -366,8 +448,8 @@ def py_bytes(api, dst, src):
     """(dst bytes, src bytes, sizeof) for the Python dispatchers, which call the byte-level
     implementations directly (no typed wrapper to compile in interpret mode)."""
     if dst.dtype != src.dtype:
-        raise RuleError(api, ": dst and src must have the same dtype, got dst=",
-                        _name_of(dst.dtype), " src=", _name_of(src.dtype))
+        raise KernelError("{}: dst and src must have the same dtype, got dst={} src={}", api,
+                          _name_of(dst.dtype), _name_of(src.dtype))
     return dst.view(np.uint8), src.view(np.uint8), dst.dtype.itemsize
 
 
@@ -414,37 +496,42 @@ def _data_copy(ctx, dst, src, arg):
 
 # ---- data_copy_pad -----------------------------------------------------------------------------
 
-@njit(nogil=True, cache=True)
-def _pad_impl(ctx, d, s, isz, bc, bl, sstride, dstride, bl_max, is_pad, left, right, pad_bits):
-    api = "data_copy_pad"
-    dl = level_of(ctx, d)
-    sl = level_of(ctx, s)
-    gm2ub = sl < 0 and dl == UB
-    if not (gm2ub or (sl == UB and dl < 0)):
-        raise RuleError("data_copy_pad: path must be GM->UB or UB->GM, got ", lname(sl), "->",
-                        lname(dl))
-    in_range(api, "block_count", bc, 0, 4095)
-    in_range(api, "block_len", bl, 0, bl_max)
+@prim
+def _pad_checks(api, gm2ub, isz, bc, bl, bl_max, ub_stride, gm_stride, is_pad, left, right):
+    in_range(api, W_BLOCK_COUNT, bc, 0, 4095)
+    in_range(api, W_BLOCK_LEN, bl, 0, bl_max)
     if bl % isz != 0:
-        raise RuleError("data_copy_pad: block_len must be a multiple of sizeof(dtype)=", isz,
-                        " bytes, got block_len=", bl)
+        raise KernelError("data_copy_pad: block_len must be a multiple of sizeof(dtype)={} bytes, "
+                          "got block_len={}", isz, bl)
+    in_range(api, W_DST_STRIDE if gm2ub else W_SRC_STRIDE, ub_stride, 0, 0xFFFFFFFF)
+    if gm_stride % isz != 0:
+        raise KernelError("data_copy_pad: GM stride must be a multiple of sizeof(dtype)={} bytes, "
+                          "got {}={}", isz, "src_stride" if gm2ub else "dst_stride", gm_stride)
+    if not gm2ub and (is_pad or left != 0 or right != 0):
+        raise KernelError("data_copy_pad: pad_params must be omitted (or empty) for a UB->GM copy, "
+                          "got is_pad={} left_padding={} right_padding={}",
+                          "True" if is_pad else "False", left, right)
+    if left < 0 or left * isz > 32:
+        raise KernelError("data_copy_pad: left_padding must be in [0, {}] elements (at most 32 "
+                          "bytes), got left_padding={}", 32 // isz, left)
+    if right < 0 or right * isz > 32:
+        raise KernelError("data_copy_pad: right_padding must be in [0, {}] elements (at most 32 "
+                          "bytes), got right_padding={}", 32 // isz, right)
+
+
+@prim
+def _pad_impl(ctx, d, s, isz, bc, bl, sstride, dstride, bl_max, is_pad, left, right, pad_bits):
+    api = A_DATA_COPY_PAD
+    st = ctx[2]
+    D, S = locate2(ctx, d, s)
+    gm2ub = S[0] < 0 and D[0] == UB
+    if not (gm2ub or (S[0] == UB and D[0] < 0)):
+        raise KernelError("data_copy_pad: path must be GM->UB or UB->GM, got {:level}->{:level}",
+                          S[0], D[0])
     ub_stride = dstride if gm2ub else sstride
     gm_stride = sstride if gm2ub else dstride
-    in_range(api, "dst_stride" if gm2ub else "src_stride", ub_stride, 0, 0xFFFFFFFF)
-    if gm_stride % isz != 0:
-        raise RuleError("data_copy_pad: GM stride must be a multiple of sizeof(dtype)=", isz,
-                        " bytes, got ", "src_stride=" if gm2ub else "dst_stride=", gm_stride)
-    if not gm2ub and (is_pad or left != 0 or right != 0):
-        raise RuleError("data_copy_pad: pad_params must be omitted (or empty) for a UB->GM "
-                        "copy, got is_pad=", is_pad, " left_padding=", left, " right_padding=",
-                        right)
-    if left < 0 or left * isz > 32:
-        raise RuleError("data_copy_pad: left_padding must be in [0, ", 32 // isz,
-                        "] elements (at most 32 bytes), got left_padding=", left)
-    if right < 0 or right * isz > 32:
-        raise RuleError("data_copy_pad: right_padding must be in [0, ", 32 // isz,
-                        "] elements (at most 32 bytes), got right_padding=", right)
-    check_aligned(ctx, api, "dst" if gm2ub else "src", d if gm2ub else s, UB, 32)
+    _pad_checks(api, gm2ub, isz, bc, bl, bl_max, ub_stride, gm_stride, is_pad, left, right)
+    aligned(api, W_DST if gm2ub else W_SRC, D if gm2ub else S, 32)
     if bc == 0:
         return
     lb = left * isz
@@ -452,27 +539,30 @@ def _pad_impl(ctx, d, s, isz, bc, bl, sstride, dstride, bl_max, is_pad, left, ri
     ustep = row + ub_stride * 32
     gstep = bl + gm_stride
     for i in range(bc):
-        gm_ok(ctx, api, s if gm2ub else d, isz, i * gstep // isz, bl // isz, not gm2ub)
+        if gm2ub:
+            bound(st, api, W_SRC, S, isz, i * gstep // isz, bl // isz, False)
+        else:
+            bound(st, api, W_DST, D, isz, i * gstep // isz, bl // isz, True)
     if gm2ub:
         span = (bc - 1) * ustep + row
-        local_ok(ctx, api, "dst", d, isz, span // isz)
+        bound(st, api, W_DST, D, isz, 0, span // isz, True)
         t = write_target(ctx, d, span, False)
         for i in range(bc):
             ub = i * ustep
-            t[ub + lb:ub + lb + bl] = s[i * gstep:i * gstep + bl]
+            bcopy(t, ub + lb, s, i * gstep, bl)
             if is_pad:
                 for q in range(ub, ub + row):
                     if q < ub + lb or q >= ub + lb + bl:
                         t[q] = np.uint8((pad_bits >> np.uint64(8 * ((q - ub) % isz))) & 0xFF)
-        _count(ctx, C_MTE2, bc * bl)
+        bump(st, C_MTE2, bc * bl)
     else:
-        local_ok(ctx, api, "src", s, isz, ((bc - 1) * ustep + bl) // isz)
+        bound(st, api, W_SRC, S, isz, 0, ((bc - 1) * ustep + bl) // isz, False)
         for i in range(bc):
-            d[i * gstep:i * gstep + bl] = s[i * ustep:i * ustep + bl]
-        _count(ctx, C_MTE3, bc * bl)
+            bcopy(d, i * gstep, s, i * ustep, bl)
+        bump(st, C_MTE3, bc * bl)
 
 
-@njit(nogil=True, cache=True)
+@prim
 def _pad_bits(dst, value):
     """The bit pattern of `value` stored as one element of dst's dtype."""
     tmp = np.empty_like(dst[:1])
@@ -484,11 +574,11 @@ def _pad_bits(dst, value):
     return bits
 
 
-@njit(nogil=True, cache=True)
+@prim
 def data_copy_pad_blocks(ctx, dst, src, bc, bl, sstride, dstride, bl_max,
                          is_pad, left, right, pad_value):
     """data_copy_pad with its params unpacked (see module doc); bl_max is the block_len limit."""
-    check_dtypes("data_copy_pad", pair_info(dst, src))
+    check_dtypes(A_DATA_COPY_PAD, pair_info(dst, src))
     _pad_impl(ctx, dst.view(np.uint8), src.view(np.uint8), dst.itemsize, np.int64(bc),
               np.int64(bl), np.int64(sstride), np.int64(dstride), np.int64(bl_max), is_pad != 0,
               np.int64(left), np.int64(right), _pad_bits(dst, pad_value) if is_pad else np.uint64(0))
@@ -518,20 +608,13 @@ def data_copy_pad(ctx, dst, src, copy_params, pad_params=None):
     d, s, isz = py_bytes("data_copy_pad", dst, src)
     bits = 0
     if p.is_pad:
-        dt = _logical(dst.dtype)
         with np.errstate(all="ignore"):
-            v = np.asarray(p.padding_value).astype(dt).reshape(1)
+            v = np.asarray(p.padding_value).astype(from_numpy(dst.dtype).numpy).reshape(1)
         bits = int.from_bytes(v.tobytes(), "little")
     i = int
     return _pad_impl(ctx, d, s, isz, i(c.block_count), i(c.block_len), i(c.src_stride),
                      i(c.dst_stride), lim, bool(p.is_pad), i(p.left_padding), i(p.right_padding),
                      np.uint64(bits))
-
-
-def _logical(dt):
-    """The numpy dtype a storage dtype stands for (float16 / bfloat16 records)."""
-    from ..dtypes import from_numpy
-    return from_numpy(dt).numpy
 
 
 @overload(data_copy_pad)
