@@ -178,7 +178,7 @@ def main(argv=None):
     ap.add_argument("--tiling", default="", help="s1_block,s2_block,kv_chunk (default: auto)")
     ap.add_argument("--mode", choices=("compiled", "interpret"), default="compiled")
     ap.add_argument("--sweep", default="256,512,1024", help="extra S values ('' for none)")
-    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--out", default="fa_profile", help="output folder")
     a = ap.parse_args(argv)
     os.makedirs(a.out, exist_ok=True)
