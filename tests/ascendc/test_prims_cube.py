@@ -155,17 +155,19 @@ def test_load_data_from_gm_and_errors(how):
     assert c.counters()["mte2_bytes"] == 2048
     l1 = c.local(L1, np.float16, 4 * 256)
     for dst, src, msg in [
-        (c.local(L0C, np.float16, 256), l1, "path must be one of L1->L0A, L1->L0B, GM->L1, GM->L0A, "
-                                            "GM->L0B, got L1->L0C"),
+        (c.local(L0C, np.float16, 256), l1,
+         "path must be one of L1->L0A, L1->L0B, GM->L1, GM->L0A, GM->L0B, got L1->L0C"),
         (c.local(L0A, np.float16, 256), c.local(UB, np.float16, 256), "got UB->L0A"),
         (c.local(L0A, np.float16, 256, off=32), l1, "dst address in L0A must be 512-byte aligned, "
                                                     "got byte offset=32")]:
         with pytest.raises(KernelError, match="load_data: .*" + msg):
-            call(how, load_data, nj_load, c.ctx, dst, src, LoadData2DParams(0, 1, 0, 0, 0, False, 0))
+            call(how, load_data, nj_load, c.ctx, dst, src,
+                 LoadData2DParams(0, 1, 0, 0, 0, False, 0))
     with pytest.raises(KernelError, match="load_data: repeat_times must be in \\[0, 255\\], got "
                                           "repeat_times=256"):
         call(how, load_data, nj_load, c.ctx, l0b, l1, LoadData2DParams(0, 256, 0, 0, 0, False, 0))
-    with pytest.raises(KernelError, match="load_data: src must hold count elements, got count=1280"):
+    with pytest.raises(KernelError,
+                       match="load_data: src must hold count elements, got count=1280"):
         call(how, load_data, nj_load, c.ctx, l0b, l1, LoadData2DParams(2, 2, 2, 0, 0, False, 0))
 
 
@@ -202,7 +204,8 @@ def test_mmad_init_and_accumulate(how, dtype, acc, m, n, k):
     got = l0c.reshape(n16 // 16, m16, 16).transpose(1, 0, 2).reshape(m16, n16)[:m, :n]
     tol = dict(rtol=1e-5, atol=1e-4) if acc == np.float32 else dict(rtol=0, atol=0)
     np.testing.assert_allclose(got, ref_mm(a, b), **tol)
-    call(how, mmad, nj_mmad, c.ctx, l0c, l0a, l0b, MmadParams(m=m, n=n, k=k, cmatrix_init_val=False))
+    call(how, mmad, nj_mmad, c.ctx, l0c, l0a, l0b,
+         MmadParams(m=m, n=n, k=k, cmatrix_init_val=False))
     got = l0c.reshape(n16 // 16, m16, 16).transpose(1, 0, 2).reshape(m16, n16)[:m, :n]
     np.testing.assert_allclose(got, 2 * ref_mm(a, b), **tol)
     cnt = c.counters()
@@ -233,8 +236,8 @@ def test_mmad_errors(how):
     o = c.local(L0C, np.float32, 256)
     p = MmadParams(m=16, n=16, k=16)
     cases = [
-        ((o, b, b), "mmad: operands must be dst in L0C \\(CO1\\), fm in L0A \\(A2\\), filter in L0B "
-                    "\\(B2\\), got dst=L0C fm=L0B filter=L0B"),
+        ((o, b, b), "mmad: operands must be dst in L0C \\(CO1\\), fm in L0A \\(A2\\), filter in "
+                    "L0B \\(B2\\), got dst=L0C fm=L0B filter=L0B"),
         ((c.local(UB, np.float32, 256), a, b), "got dst=UB"),
         ((c.local(L0C, np.float16, 256), a, b), "mmad: dtypes must be f16/bf16/f32 -> float32 or "
                                                 "int8 -> int32, got dst=float16 fm=float16 "

@@ -185,8 +185,8 @@ def test_count_gm_out_of_range(how):
     with pytest.raises(GMReadError, match=r"data_copy: GM read must stay inside argument #1 "
                                           r"\(100 elements\), got elements \[88, 104\)"):
         copy(how, c.ctx, ub, g[88:], 16)
-    with pytest.raises(GMWriteError, match=r"GM write must stay inside argument #1 \(100 elements\), "
-                                           r"got elements \[96, 104\)"):
+    with pytest.raises(GMWriteError, match=r"GM write must stay inside argument #1 "
+                                           r"\(100 elements\), got elements \[96, 104\)"):
         copy(how, c.ctx, g[96:], ub, 8)
     copy(how, c.ctx, ub, g[88:], 15)               # rounded down to 8: inside, no error
     with pytest.raises(KernelError, match="dst must hold count elements, got count=64"):
@@ -342,7 +342,8 @@ def test_pad_blocks_strides_and_padding_values(how, dtype):
     assert np.array_equal(c.logical(ub), ref)
     # is_pad False: padding and filler keep what was there ("dummy data")
     ub2 = c.local(UB, dtype, 4 * e, off=4096, fill=7)
-    pad(how, c.ctx, ub2, g, DataCopyExtParams(2, 3 * isz, 0, 0, 0), DataCopyPadExtParams(False, 1, 0, 0))
+    pad(how, c.ctx, ub2, g, DataCopyExtParams(2, 3 * isz, 0, 0, 0),
+        DataCopyPadExtParams(False, 1, 0, 0))
     ref2 = np.full(4 * e, 7, dtype)
     ref2[1:4] = x[0:3]
     ref2[e + 1:e + 4] = x[3:6]
@@ -379,21 +380,25 @@ def test_pad_errors(how):
         pad(how, c.ctx, ub, g[28:], DataCopyExtParams(1, 12, 0, 0, 0))
     with pytest.raises(GMReadError, match=r"got elements \[30, 33\)"):
         pad(how, c.ctx, ub, g[20:], DataCopyExtParams(3, 12, 8, 0, 0))   # block 2 at element 10
-    with pytest.raises(GMWriteError, match=r"GM write must stay inside argument #0 \(30 elements\), "
-                                           r"got elements \[29, 31\)"):
+    with pytest.raises(GMWriteError, match=r"GM write must stay inside argument #0 "
+                                           r"\(30 elements\), got elements \[29, 31\)"):
         pad(how, c.ctx, g[29:], ub, DataCopyExtParams(1, 8, 0, 0, 0))
     with pytest.raises(KernelError, match="block_len must be a multiple of sizeof\\(dtype\\)=4 "
                                           "bytes, got block_len=6"):
         pad(how, c.ctx, ub, g, DataCopyExtParams(1, 6, 0, 0, 0))
     with pytest.raises(KernelError, match="left_padding must be in \\[0, 8\\] elements \\(at most "
                                           "32 bytes\\), got left_padding=9"):
-        pad(how, c.ctx, ub, g, DataCopyExtParams(1, 8, 0, 0, 0), DataCopyPadExtParams(True, 9, 0, 0))
-    with pytest.raises(KernelError, match="block_len must be in \\[0, 65535\\], got block_len=70000"):
+        pad(how, c.ctx, ub, g, DataCopyExtParams(1, 8, 0, 0, 0),
+            DataCopyPadExtParams(True, 9, 0, 0))
+    with pytest.raises(KernelError,
+                       match="block_len must be in \\[0, 65535\\], got block_len=70000"):
         pad(how, c.ctx, ub, g, DataCopyParams(1, 70000, 0, 0))
-    with pytest.raises(KernelError, match="data_copy_pad: path must be GM->UB or UB->GM, got GM->L1"):
+    with pytest.raises(KernelError,
+                       match="data_copy_pad: path must be GM->UB or UB->GM, got GM->L1"):
         pad(how, c.ctx, c.local(L1, np.float32, 64), g, DataCopyExtParams(1, 8, 0, 0, 0))
     with pytest.raises(KernelError, match="pad_params must be omitted \\(or empty\\) for a UB->GM"):
-        pad(how, c.ctx, g, ub, DataCopyExtParams(1, 8, 0, 0, 0), DataCopyPadExtParams(True, 0, 1, 0))
+        pad(how, c.ctx, g, ub, DataCopyExtParams(1, 8, 0, 0, 0),
+            DataCopyPadExtParams(True, 0, 1, 0))
 
 
 # ---- checked mode: deferred visibility ---------------------------------------------------------

@@ -1,12 +1,13 @@
 """Data movement primitives: `data_copy` (count, `DataCopyParams`, `Nd2NzParams` forms) and
 `data_copy_pad`. Mirror Ascend C `DataCopy` / `DataCopyPad`.
 
-Called as ``prim(ctx, dst, src, ...)`` with storage arrays (1-D views) and params namedtuples, from
-Python (interpreter) and from njit code (compiled kernels). `data_copy` and `data_copy_pad` are plain
-Python dispatchers that pick the concrete njit primitive by the params' class, and Numba overloads of
-the same names that pick it by Numba type. Local tensors are views into the core's memory (`ctx[0]`);
-their level is found from their address; anything else is GM. Bytes move through same-width unsigned
-integer views, so every dtype (float16/bfloat16 records included) is copied bit for bit.
+Called as ``prim(ctx, dst, src, ...)`` with storage arrays (1-D views) and params namedtuples,
+from Python (interpreter) and from njit code (compiled kernels). `data_copy` and `data_copy_pad`
+are plain Python dispatchers that pick the concrete implementation by the params' class, and
+Numba overloads of the same names that pick it by Numba type. Local tensors are views into the
+core's memory (`ctx[0]`); their level is found from their address; anything else is GM. Bytes
+move through same-width unsigned integer views, so every dtype (float16/bfloat16 records
+included) is copied bit for bit.
 
 Paths (`data_copy` count and `DataCopyParams` forms; dtype of dst and src must match):
   GM->UB, GM->L1 (MTE2), UB->GM (MTE3), UB->UB (counted as ub_to_ub bytes), L1->BT (C1->C2, MTE1).
@@ -28,11 +29,12 @@ Fidelity:
   with C0 = 32 B / sizeof (16 for f16/bf16, 8 for f32, 32 for int8). Padding (the rest of a C0
   block, rows beyond n_value) is NOT written: zero it first if the cube must see zeros.
 - data_copy_pad: `block_len` in bytes (multiple of sizeof); GM-side stride in bytes, UB-side stride
-  in 32 B blocks. GM->UB: UB row i starts at i*(ceil32(left*sz + block_len + right*sz) + dst_stride*32)
-  bytes and holds [left padding][data][right padding][filler up to 32 B]; with is_pad=True every
-  padding/filler element gets padding_value, with is_pad=False they are left as they were ("dummy
-  data"). UB->GM: UB row i at i*(ceil32(block_len) + src_stride*32), GM block at i*(block_len +
-  dst_stride) bytes, exactly block_len bytes written (GM stride may be negative).
+  in 32 B blocks. GM->UB: UB row i starts at byte
+  i*(ceil32(left*sz + block_len + right*sz) + dst_stride*32) and holds [left padding][data][right
+  padding][filler up to 32 B]; with is_pad=True every padding/filler element gets padding_value,
+  with is_pad=False they are left as they were ("dummy data"). UB->GM: UB row i at byte
+  i*(ceil32(block_len) + src_stride*32), GM block at byte i*(block_len + dst_stride), exactly
+  block_len bytes written (GM stride may be negative).
 - checked mode: every GM->local write goes to the stage buffer (`gm_to_local_target`) and becomes
   visible on deque; strided writes first make overlapping pending copies visible and snapshot the
   span, so bytes they skip keep their visible value.
@@ -41,8 +43,9 @@ Speed and compile cost: each njit primitive is a thin typed wrapper (unpacks par
 views, names the dtypes) over an implementation on uint8 views plus the element size, so the heavy
 code compiles once, not once per dtype and params type; the Python dispatchers call those
 implementations directly. Copy loops use unsigned indices (no wraparound test, so they vectorise;
-Numba's slice assignment is ~15x slower), and hot paths never hand `ctx` to a function LLVM does
-not inline (~20 ns of NRT reference counting per call): the per-call cost is ~0.1 us.
+Numba's slice assignment is ~15x slower); checks work on scalars located once per call and are
+inlined, only failures call out (handing `ctx`, an array or a string to a function costs 2-20 ns
+of reference counting per call): the fixed cost of a call is ~0.1-0.15 us.
 """
 
 from __future__ import annotations
@@ -376,23 +379,27 @@ def data_copy_blocks(ctx, dst, src, p):
 
 @prim
 def _nd2nz_loop(t, s, nd, nv, dv, sms, sdv, c0s, ns, dms):
-    """Element copies of an Nd2Nz (t, s: same-width unsigned views, element indices). Full C0
-    chunks use a constant-length loop (C0 from the view's itemsize)."""
+    """Element copies of an Nd2Nz (t, s: same-width unsigned views, element indices), in bands of
+    16 source rows: within a band each strip's rows are written in order and the band's source
+    rows stay in L1 (reads and writes both near-sequential). Full C0 chunks use a constant-length
+    loop (C0 from the view's itemsize)."""
     c0 = 32 // t.itemsize
     nstrip = (dv + c0 - 1) // c0
     for m in range(nd):
-        for j in range(nstrip):
-            w = min(c0, dv - j * c0)
-            sb = m * sms + j * c0
-            db = m * dms + j * c0s * c0
-            for r in range(nv):
-                so = np.uint64(sb + r * sdv)
-                do = np.uint64(db + r * ns * c0)
-                if w == c0:
-                    for e in range(c0):
-                        t[do + np.uint64(e)] = s[so + np.uint64(e)]
-                else:
-                    bcopy(t, do, s, so, w)
+        for r0 in range(0, nv, 16):
+            r1 = min(nv, r0 + 16)
+            for j in range(nstrip):
+                w = min(c0, dv - j * c0)
+                sb = m * sms + j * c0
+                db = m * dms + j * c0s * c0
+                for r in range(r0, r1):
+                    so = np.uint64(sb + r * sdv)
+                    do = np.uint64(db + r * ns * c0)
+                    if w == c0:
+                        for e in range(c0):
+                            t[do + np.uint64(e)] = s[so + np.uint64(e)]
+                    else:
+                        bcopy(t, do, s, so, w)
 
 
 @prim
@@ -581,7 +588,8 @@ def data_copy_pad_blocks(ctx, dst, src, bc, bl, sstride, dstride, bl_max,
     check_dtypes(A_DATA_COPY_PAD, pair_info(dst, src))
     _pad_impl(ctx, dst.view(np.uint8), src.view(np.uint8), dst.itemsize, np.int64(bc),
               np.int64(bl), np.int64(sstride), np.int64(dstride), np.int64(bl_max), is_pad != 0,
-              np.int64(left), np.int64(right), _pad_bits(dst, pad_value) if is_pad else np.uint64(0))
+              np.int64(left), np.int64(right),
+              _pad_bits(dst, pad_value) if is_pad else np.uint64(0))
 
 
 _BL_MAX_EXT = 2097151
