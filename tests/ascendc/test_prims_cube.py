@@ -5,15 +5,14 @@ import numpy as np
 import pytest
 from numba import njit
 
-import rt.soc
-from ascendc.lang import core
 from ascendc.lang.core import BT, L0A, L0B, L0C, L1, UB
-from ascendc.lang.dtypes import from_numpy, storage_view
 from ascendc.lang.enums import FixpipeConfig, QuantModes
 from ascendc.lang.errors import GMWriteError, KernelError
 from ascendc.lang.params import FixpipeParamsV220, LoadData2DParams, MmadParams, Nd2NzParams
 from ascendc.lang.prims.cube import fixpipe, load_data, mmad, mmad_bias
 from ascendc.lang.prims.datacopy import data_copy
+
+from prim_core import Core
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 HOW = ["py", "njit"]
@@ -23,32 +22,6 @@ def cases(py, nj):
     """(how, dtype) params: every dtype in `py` from Python, those in `nj` also from njit code."""
     return ([pytest.param("py", d, id=f"py-{np.dtype(d)}") for d in py]
             + [pytest.param("njit", d, id=f"njit-{np.dtype(d)}") for d in nj])
-
-
-class Core:
-    def __init__(self, flags=0):
-        self.ctx = core.new_ctx(rt.soc.get_soc(), flags)
-
-    def local(self, level, dtype, n, off=0, fill=None):
-        mem, _, st = self.ctx
-        sd = from_numpy(dtype).storage
-        b = int(st[core.S_LEVEL_BASE + 2 * level]) + off
-        v = mem[b:b + n * sd.itemsize].view(sd)
-        if fill is not None:
-            self.logical(v)[:] = fill
-        return v
-
-    def gm(self, arr):
-        a = storage_view(np.ascontiguousarray(arr).ravel())
-        core.register_gm(self.ctx, a)
-        return a
-
-    @staticmethod
-    def logical(a):
-        return a.view(from_numpy(a.dtype).numpy)
-
-    def counters(self):
-        return core.read_counters(self.ctx)
 
 
 @njit(cache=True)

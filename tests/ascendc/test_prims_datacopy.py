@@ -5,45 +5,17 @@ import numpy as np
 import pytest
 from numba import njit
 
-import rt.soc
 from ascendc.lang import core
 from ascendc.lang.core import BT, L0A, L0C, L1, UB
-from ascendc.lang.dtypes import from_numpy, storage_view
 from ascendc.lang.errors import GMReadError, GMWriteError, KernelError
 from ascendc.lang.params import (DataCopyExtParams, DataCopyPadExtParams, DataCopyPadParams,
                                  DataCopyParams, Nd2NzParams)
 from ascendc.lang.prims.datacopy import data_copy, data_copy_pad
 
+from prim_core import Core
+
 BF16 = np.dtype(ml_dtypes.bfloat16)
 DTYPES = [np.float32, np.float16, BF16, np.int8]
-
-
-class Core:
-    """One core's context; local tensors are exact-size views at a level's base (+ byte offset)."""
-
-    def __init__(self, flags=0):
-        self.ctx = core.new_ctx(rt.soc.get_soc(), flags)
-
-    def local(self, level, dtype, n, off=0, fill=None):
-        mem, _, st = self.ctx
-        sd = from_numpy(dtype).storage
-        b = int(st[core.S_LEVEL_BASE + 2 * level]) + off
-        v = mem[b:b + n * sd.itemsize].view(sd)
-        if fill is not None:
-            self.logical(v)[:] = fill
-        return v
-
-    def gm(self, arr):
-        a = storage_view(np.ascontiguousarray(arr).ravel())
-        core.register_gm(self.ctx, a)
-        return a
-
-    @staticmethod
-    def logical(a):
-        return a.view(from_numpy(a.dtype).numpy)
-
-    def counters(self):
-        return core.read_counters(self.ctx)
 
 
 @njit(cache=True)

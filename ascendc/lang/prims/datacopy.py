@@ -101,43 +101,15 @@ inline = register_jitable(inline="always")
 
 # Names in messages travel as small ints (string arguments cost a few ns per call in hot code)
 APIS = ("data_copy", "data_copy_pad", "load_data", "mmad", "fixpipe")
-A_DATA_COPY = 0
-A_DATA_COPY_PAD = 1
-A_LOAD_DATA = 2
-A_MMAD = 3
-A_FIXPIPE = 4
-NAMES = ("bias", "block_count", "block_len", "config", "d_value",
-         "dst", "dst_gap", "dst_nz_c0_stride", "dst_nz_matrix_stride", "dst_nz_n_stride",
-         "dst_stride", "filter", "fm", "k", "m",
-         "m_size", "n", "n_size", "n_value", "nd_num",
-         "repeat_times", "src", "src_d_value", "src_nd_matrix_stride", "src_stride",
-         "start_index")
-W_BIAS = 0
-W_BLOCK_COUNT = 1
-W_BLOCK_LEN = 2
-W_CONFIG = 3
-W_D_VALUE = 4
-W_DST = 5
-W_DST_GAP = 6
-W_DST_NZ_C0_STRIDE = 7
-W_DST_NZ_MATRIX_STRIDE = 8
-W_DST_NZ_N_STRIDE = 9
-W_DST_STRIDE = 10
-W_FILTER = 11
-W_FM = 12
-W_K = 13
-W_M = 14
-W_M_SIZE = 15
-W_N = 16
-W_N_SIZE = 17
-W_N_VALUE = 18
-W_ND_NUM = 19
-W_REPEAT_TIMES = 20
-W_SRC = 21
-W_SRC_D_VALUE = 22
-W_SRC_ND_MATRIX_STRIDE = 23
-W_SRC_STRIDE = 24
-W_START_INDEX = 25
+A_DATA_COPY, A_DATA_COPY_PAD, A_LOAD_DATA, A_MMAD, A_FIXPIPE = range(5)
+NAMES = ("bias", "block_count", "block_len", "config", "d_value", "dst", "dst_gap",
+         "dst_nz_c0_stride", "dst_nz_matrix_stride", "dst_nz_n_stride", "dst_stride", "filter",
+         "fm", "k", "m", "m_size", "n", "n_size", "n_value", "nd_num", "repeat_times", "src",
+         "src_d_value", "src_nd_matrix_stride", "src_stride", "start_index")
+(W_BIAS, W_BLOCK_COUNT, W_BLOCK_LEN, W_CONFIG, W_D_VALUE, W_DST, W_DST_GAP, W_DST_NZ_C0_STRIDE,
+ W_DST_NZ_MATRIX_STRIDE, W_DST_NZ_N_STRIDE, W_DST_STRIDE, W_FILTER, W_FM, W_K, W_M, W_M_SIZE,
+ W_N, W_N_SIZE, W_N_VALUE, W_ND_NUM, W_REPEAT_TIMES, W_SRC, W_SRC_D_VALUE,
+ W_SRC_ND_MATRIX_STRIDE, W_SRC_STRIDE, W_START_INDEX) = range(len(NAMES))
 
 
 @prim

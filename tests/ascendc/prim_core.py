@@ -1,0 +1,35 @@
+"""One emulated core for primitive tests: local tensors as exact-size views at a level's base,
+GM arrays registered for bounds messages."""
+import numpy as np
+
+import rt.soc
+from ascendc.lang import core
+from ascendc.lang.dtypes import from_numpy, storage_view
+
+
+class Core:
+    """One core's context; local tensors are exact-size views at a level's base (+ byte offset)."""
+
+    def __init__(self, flags=0):
+        self.ctx = core.new_ctx(rt.soc.get_soc(), flags)
+
+    def local(self, level, dtype, n, off=0, fill=None):
+        mem, _, st = self.ctx
+        sd = from_numpy(dtype).storage
+        b = int(st[core.S_LEVEL_BASE + 2 * level]) + off
+        v = mem[b:b + n * sd.itemsize].view(sd)
+        if fill is not None:
+            self.logical(v)[:] = fill
+        return v
+
+    def gm(self, arr):
+        a = storage_view(np.ascontiguousarray(arr).ravel())
+        core.register_gm(self.ctx, a)
+        return a
+
+    @staticmethod
+    def logical(a):
+        return a.view(from_numpy(a.dtype).numpy)
+
+    def counters(self):
+        return core.read_counters(self.ctx)
