@@ -33,3 +33,20 @@ class Core:
 
     def counters(self):
         return core.read_counters(self.ctx)
+
+
+class Arena:
+    """Bump allocator of 32-byte-aligned tensors in a fresh core's UB."""
+
+    def __init__(self, flags=0):
+        self.ctx = core.new_ctx(rt.soc.get_soc(), flags)
+        self.off = 0
+
+    def new(self, n, dtype, fill=None):
+        """(storage view for the primitive, logical numpy view for the test)."""
+        dt = np.dtype(dtype)
+        raw = self.ctx[0][self.off:self.off + n * dt.itemsize]
+        self.off = (self.off + n * dt.itemsize + 31) // 32 * 32
+        logical = raw.view(dt)
+        logical[:] = 0 if fill is None else fill
+        return storage_view(logical), logical

@@ -4,9 +4,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-import rt.soc
 from ascendc.lang import core
-from ascendc.lang.dtypes import storage_view
 from ascendc.lang.errors import KernelError
 from ascendc.lang.prims import reduce as R
 
@@ -14,25 +12,11 @@ F32, F16, BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.
 FLOATS = [F32, F16, BF16]
 TOL = {F32: 1e-6, F16: 1e-3, BF16: 8e-3}
 UINT = {2: np.uint16, 4: np.uint32}
+from prim_core import Arena  # noqa: E402
+
 ids = str
 REF = {"sum": np.sum, "max": np.max, "min": np.min}
 ARG = {"max": np.argmax, "min": np.argmin}
-
-
-class Arena:
-    """Bump allocator of 32-byte-aligned tensors in a fresh core's UB."""
-
-    def __init__(self, flags=0):
-        self.ctx = core.new_ctx(rt.soc.get_soc(), flags)
-        self.off = 0
-
-    def new(self, n, dtype, fill=None):
-        dt = np.dtype(dtype)
-        raw = self.ctx[0][self.off:self.off + n * dt.itemsize]
-        self.off = (self.off + n * dt.itemsize + 31) // 32 * 32
-        logical = raw.view(dt)
-        logical[:] = 0 if fill is None else fill
-        return storage_view(logical), logical
 
 
 def rand(n, dt, seed=0, lo=-8.0, hi=8.0):

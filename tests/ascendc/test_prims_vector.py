@@ -10,9 +10,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-import rt.soc
 from ascendc.lang import core, registry
-from ascendc.lang.dtypes import storage_view
 from ascendc.lang.errors import KernelError
 from ascendc.lang.params import BinaryRepeatParams, BrcbRepeatParams, UnaryRepeatParams
 from ascendc.lang.prims import vector as V
@@ -22,28 +20,13 @@ I32, I16 = np.dtype(np.int32), np.dtype(np.int16)
 FLOATS = [F32, F16, BF16]
 INTS = [I32, I16]
 TOL = {F32: 1e-6, F16: 1e-3, BF16: 8e-3}
+from prim_core import Arena  # noqa: E402
+
 ids = str
 
 
 def isf(dt):
     return np.dtype(dt).kind == "f" or np.dtype(dt) == BF16
-
-
-class Arena:
-    """Bump allocator of 32-byte-aligned tensors in a fresh core's UB."""
-
-    def __init__(self, flags=0):
-        self.ctx = core.new_ctx(rt.soc.get_soc(), flags)
-        self.off = 0
-
-    def new(self, n, dtype, fill=None):
-        """(storage view for the primitive, logical numpy view for the test)."""
-        dt = np.dtype(dtype)
-        raw = self.ctx[0][self.off:self.off + n * dt.itemsize]
-        self.off = (self.off + n * dt.itemsize + 31) // 32 * 32
-        logical = raw.view(dt)
-        logical[:] = 0 if fill is None else fill
-        return storage_view(logical), logical
 
 
 def rand(n, dtype, lo=-4.0, hi=4.0, seed=0):
