@@ -29,8 +29,7 @@ def _core_ctx(soc, flags):
     key = (soc.name, flags)
     if key not in cache:
         cache[key] = core.new_ctx(soc, flags)
-    ctx = cache[key]
-    return ctx
+    return cache[key]
 
 
 class _GM:
@@ -284,10 +283,9 @@ class JitFunction:
             key = (interpret, checked, soc.name, tuple(sorted((k, repr(v)) for k, v in
                                                              consts.items())), tuple(sig))
             binary = self._binary(key, interpret, checked, soc, consts, sig)
-            sync_stream = stream if host_copies else None
             rt.launch(binary, block_dim, tuple(launch_args), stream)
             if host_copies:
-                (sync_stream or rt.current_stream()).synchronize()
+                (stream or rt.current_stream()).synchronize()
                 for host, dev in host_copies:
                     np.copyto(host, dev.copy_to_host().reshape(host.shape), casting="no")
         finally:
