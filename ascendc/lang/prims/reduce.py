@@ -36,8 +36,8 @@ from numba.extending import intrinsic, overload, register_jitable
 from .. import core
 from ..dtypes import ld, st
 from ..errors import KernelError
-from .vector import (check_count, check_range, far_offset, lanes_on, next_lane, prim,
-                     put_bits, rep_index, require_same, vmask)
+from .vector import (check_count, check_range, far_offset, lanes_on, next_lane, per_block,
+                     prefix_lanes, prim, put_bits, rep_index, require_same, vmask)
 
 __all__ = [
     "reduce_sum_count", "reduce_sum_rep", "reduce_max_count", "reduce_max_rep",
@@ -405,8 +405,21 @@ def whole_reduce_sum(ctx, dst, src, mask, repeat_time, dst_rep_stride, src_blk_s
     if not active:
         return
     pb = 32 // src.itemsize
+    n_on = prefix_lanes(m0, m1)
+    kb = per_block(src)
     for r in range(repeat_time):
         t = acc_zero(src)
+        if n_on >= 0:   # lanes 0..n_on-1, block by block
+            for blk in range((n_on + kb - 1) // kb):
+                i0 = (r * src_rep_stride + blk * src_blk_stride) * kb
+                if n_on == 8 * kb:
+                    for q in range(kb):
+                        t += ld(src, i0 + q)
+                else:
+                    for q in range(min(kb, n_on - blk * kb)):
+                        t += ld(src, i0 + q)
+            st(dst, r * dst_rep_stride, t)
+            continue
         j, w0, w1 = next_lane(m0, m1)
         while j >= 0:
             t += ld(src, rep_index(r, j, pb, src_blk_stride, src_rep_stride))
@@ -435,16 +448,43 @@ def _whole_mm(ctx, api, dst, src, mask, repeat, drs, sbs, srs, order, is_max):
     if not active:
         return
     pb = 32 // eb
+    n_on = prefix_lanes(m0, m1)
+    kb = per_block(src)
     for r in range(repeat):
         best = ld(src, 0)
         bj = -1
-        j, w0, w1 = next_lane(m0, m1)
-        while j >= 0:
-            v = ld(src, rep_index(r, j, pb, sbs, srs))
-            if bj < 0 or best == best and (v != v or (v > best if is_max else v < best)):
-                best = v
-                bj = j
-            j, w0, w1 = next_lane(w0, w1)
+        if n_on >= 0 and order == ORDER_ONLY_VALUE:  # no index: a plain extremum, NaN wins
+            best = ld(src, r * srs * kb)
+            first_nan = best
+            nan = False
+            for blk in range((n_on + kb - 1) // kb):
+                i0 = (r * srs + blk * sbs) * kb
+                for q in range(min(kb, n_on - blk * kb)):
+                    v = ld(src, i0 + q)
+                    if v != v:
+                        if not nan:
+                            first_nan = v
+                        nan = True
+                    elif v > best if is_max else v < best:
+                        best = v
+            if nan:
+                best = first_nan
+        elif n_on >= 0:   # lanes 0..n_on-1, block by block
+            for blk in range((n_on + kb - 1) // kb):
+                i0 = (r * srs + blk * sbs) * kb
+                for q in range(min(kb, n_on - blk * kb)):
+                    v = ld(src, i0 + q)
+                    if bj < 0 or best == best and (v != v or (v > best if is_max else v < best)):
+                        best = v
+                        bj = blk * kb + q
+        else:
+            j, w0, w1 = next_lane(m0, m1)
+            while j >= 0:
+                v = ld(src, rep_index(r, j, pb, sbs, srs))
+                if bj < 0 or best == best and (v != v or (v > best if is_max else v < best)):
+                    best = v
+                    bj = j
+                j, w0, w1 = next_lane(w0, w1)
         base = r * drs * unit
         if order == ORDER_VALUE_INDEX:
             st(dst, base, best)
