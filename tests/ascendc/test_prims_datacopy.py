@@ -80,6 +80,25 @@ def test_count_gm_ub_gm_round_trip(how, dtype):
     assert c.ctx[2][core.S_ROUNDED] == 0
 
 
+@pytest.mark.parametrize("how", HOW)
+@pytest.mark.parametrize("first", [0, 3, 16])
+def test_count_ub_to_large_gm_streams_exact_bytes(how, first):
+    """UB->GM copies into a GM argument of >= STREAM_MIN_GM bytes use streaming stores (head and
+    tail to 64-byte alignment done separately): exactly the counted bytes change."""
+    from ascendc.lang.prims.datacopy import STREAM_MIN_COPY, STREAM_MIN_GM
+    c = Core()
+    n = STREAM_MIN_COPY // 4 * 3 + 8                   # 12 KB + 32 B of float32
+    x = values(np.float32, n)
+    big = np.full(STREAM_MIN_GM // 4, -1.0, np.float32)
+    g = c.gm(big)
+    ub = c.local(UB, np.float32, n)
+    ub[:] = x
+    copy(how, c.ctx, g[first:], ub, n)
+    assert np.array_equal(big[first:first + n], x)
+    assert (big[:first] == -1).all() and (big[first + n:] == -1).all()
+    assert c.counters()["mte3_bytes"] == n * 4
+
+
 @pytest.mark.parametrize("how,dtype,count,copied", [
     ("py", np.float32, 20, 16), ("py", np.float16, 20, 16), ("py", np.int8, 70, 64),
     ("py", np.float32, 7, 0), ("njit", np.float32, 20, 16)])

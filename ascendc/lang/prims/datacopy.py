@@ -63,6 +63,7 @@ from ..dtypes import st as _st
 from ..errors import GMReadError, GMWriteError, KernelError
 from ..params import (DataCopyExtParams, DataCopyPadExtParams, DataCopyPadParams, DataCopyParams,
                       Nd2NzParams)
+from .memops import stream_copy
 
 __all__ = ["data_copy", "data_copy_count", "data_copy_blocks", "data_copy_nd2nz",
            "data_copy_pad", "data_copy_pad_blocks"]
@@ -288,6 +289,24 @@ def sides(st, api, D, S, isz, d_first, s_first, n):
     bound(st, api, W_DST, D, isz, d_first, n, True)
 
 
+STREAM_MIN_COPY = 4096          # bytes of one UB->GM copy
+STREAM_MIN_GM = 8 << 20         # bytes of the GM argument written
+
+
+@inline
+def streams(st, addr, nb):
+    """Whether a UB->GM copy of nb bytes to GM address `addr` uses streaming stores
+    (memops.stream_copy): at least STREAM_MIN_COPY bytes into a GM argument of at least
+    STREAM_MIN_GM bytes, an output too large to stay in the CPU's caches anyway."""
+    if nb < STREAM_MIN_COPY:
+        return False
+    for j in range(st[S_NGM]):
+        b = st[S_GM + 2 * j]
+        if b <= addr < b + st[S_GM + 2 * j + 1]:
+            return st[S_GM + 2 * j + 1] >= STREAM_MIN_GM
+    return False
+
+
 # ---- data_copy ---------------------------------------------------------------------------------
 
 @prim
@@ -305,7 +324,10 @@ def _count_impl(ctx, d, s, isz, count):
     if nb == 0:
         return
     t = write_target(ctx, d, nb, True) if S[0] < 0 else d[:nb]
-    bcopy(t, 0, s, 0, nb)
+    if ctr == C_MTE3 and streams(st, D[2], nb):
+        stream_copy(t, 0, s, 0, nb)
+    else:
+        bcopy(t, 0, s, 0, nb)
     bump(st, ctr, nb)
 
 

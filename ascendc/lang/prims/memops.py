@@ -1,0 +1,74 @@
+"""Byte-copy intrinsics for the data movement primitives (LLVM IR, cacheable in njit code).
+
+`stream_copy(d, doff, s, soff, n)`: d[doff:doff+n] = s[soff:soff+n] (uint8 arrays, no overlap)
+where the 64-byte-aligned middle of the destination is written with non-temporal (streaming)
+stores, then `sfence`. A UB->GM copy of a large output then costs no read-for-ownership of the
+GM lines and does not evict the core's working set: about 3/4 of the DRAM traffic of a plain
+copy. Only the cost changes, never the bytes written. Off x86 it is a plain memcpy.
+"""
+from __future__ import annotations
+
+import platform
+
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic, overload
+
+__all__ = ["stream_copy"]
+
+_X86 = platform.machine().lower() in ("x86_64", "amd64")
+_I8P = ir.IntType(8).as_pointer()
+_I64 = ir.IntType(64)
+
+
+def _byte_ptr(context, builder, aty, a, off):
+    arr = context.make_array(aty)(context, builder, a)
+    return builder.gep(builder.bitcast(arr.data, _I8P), [off])
+
+
+def stream_copy(d, doff, s, soff, n):
+    """d[doff:doff+n] = s[soff:soff+n] with streaming stores in njit code (see module doc);
+    a plain slice copy from Python."""
+    d[doff:doff + n] = s[soff:soff + n]
+
+
+@overload(stream_copy)
+def _ov_stream_copy(d, doff, s, soff, n):
+    return lambda d, doff, s, soff, n: _stream_copy(d, doff, s, soff, n)
+
+
+@intrinsic
+def _stream_copy(typingctx, d, doff, s, soff, n):
+    if not (isinstance(d, types.Array) and isinstance(s, types.Array)):
+        return None
+    sig = types.void(d, types.int64, s, types.int64, types.int64)
+
+    def codegen(context, builder, signature, args):
+        dp = _byte_ptr(context, builder, signature.args[0], args[0], args[1])
+        sp = _byte_ptr(context, builder, signature.args[2], args[2], args[3])
+        nb = args[4]
+        if not _X86:
+            cgutils.raw_memcpy(builder, dp, sp, nb, 1)
+            return context.get_dummy_value()
+        head = builder.and_(builder.sub(_I64(0), builder.ptrtoint(dp, _I64)), _I64(63))
+        head = builder.select(builder.icmp_unsigned("<", nb, head), nb, head)
+        cgutils.raw_memcpy(builder, dp, sp, head, 1)
+        nvec = builder.lshr(builder.sub(nb, head), _I64(6))
+        vty = ir.VectorType(_I64, 8)
+        dv = builder.bitcast(builder.gep(dp, [head]), vty.as_pointer())
+        sv = builder.bitcast(builder.gep(sp, [head]), vty.as_pointer())
+        nontemporal = builder.module.add_metadata([ir.IntType(32)(1)])
+        with cgutils.for_range(builder, nvec) as loop:
+            v = builder.load(builder.gep(sv, [loop.index]), align=1)
+            store = builder.store(v, builder.gep(dv, [loop.index]), align=64)
+            store.set_metadata("nontemporal", nontemporal)
+        done = builder.add(head, builder.shl(nvec, _I64(6)))
+        cgutils.raw_memcpy(builder, builder.gep(dp, [done]), builder.gep(sp, [done]),
+                           builder.sub(nb, done), 1)
+        sfence = cgutils.get_or_insert_function(builder.module,
+                                                ir.FunctionType(ir.VoidType(), []),
+                                                "llvm.x86.sse.sfence")
+        builder.call(sfence, [])
+        return context.get_dummy_value()
+    return sig, codegen
