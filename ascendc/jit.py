@@ -16,6 +16,7 @@ from rt import errors as E
 
 from . import options as O
 from .lang import api, core, dtypes as D, prims
+from .lang import barrier as _barrier
 from .lang.errors import GMReadError, GMWriteError, KernelError
 
 _CTX = threading.local()
@@ -54,6 +55,8 @@ class _Binary:
         self.param_names = param_names
         self.counters = core.COUNTER_NAMES   # rt's profiler reads last_counters after a launch
         self.last_counters = {}
+        self.needs_all_resident = False      # calls sync_all: rt runs every block at once
+        self.shuffle_blocks = checked.shuffle_blocks
         self._acc = {}                       # per launch (keyed by its args tuple): [counts, blocks]
         self._lock = threading.Lock()
 
@@ -63,9 +66,10 @@ class _Binary:
             np.random.default_rng().shuffle(blocks)
         return blocks
 
-    def run_blocks(self, first, last, block_dim, args):
+    def run_blocks(self, first, last, block_dim, args, barrier=None):
         ctx = _core_ctx(self.soc, self.checked.flags)
         st = ctx[2]
+        _barrier.attach(st, barrier)
         st[core.S_ROUNDED] = 0
         core.reset_counters(ctx)
         views = []
@@ -266,11 +270,16 @@ class JitFunction:
         interpret = O.interpret_mode(opts.get("interpret"))
         checked = O.resolve(opts.get("checked"))
         soc = rt.get_soc(opts.get("soc"))
+        self._check_resident(block_dim, soc)
         consts, launch_args, sig, host_copies = {}, [], [], []
         try:
             for name, v in zip(self.param_names, args):
                 if name in self.const_params:
                     consts[name] = v
+                    continue
+                if hasattr(v, "_kernel_record"):   # a tiling struct (asc.adv.TCubeTiling)
+                    launch_args.append(v._kernel_record())
+                    sig.append(("R", type(v).__name__))
                     continue
                 gm = self._gm_arg(name, v, stream, host_copies)
                 if gm is not None:
@@ -315,6 +324,22 @@ class JitFunction:
             return _GM(v, v.size, D.uint8, name)
         return None
 
+    def _asc_calls(self):
+        if not hasattr(self, "_calls"):
+            self._calls = _barrier.asc_calls(self.fn)
+        return self._calls
+
+    def _check_resident(self, block_dim, soc):
+        """A kernel calling sync_all needs all its blocks resident: no more than the SoC has."""
+        if "sync_all" in self._asc_calls():
+            limit, what = _barrier.resident_limit(soc, self._asc_calls())
+            if block_dim > limit:
+                raise E.AclError(E.ACL_ERROR_RT_PARAM_INVALID,
+                                 f"{self.__name__}[]: block_dim must be <= {limit}, the "
+                                 f"{soc.name}'s {what} count, for a kernel that calls "
+                                 f"asc.sync_all (every block must be resident at once, or the "
+                                 f"NPU hangs), got block_dim={block_dim}")
+
     def _binary(self, key, interpret, checked, soc, consts, sig):
         with self._lock:
             b = self._cache.get(key)
@@ -326,6 +351,7 @@ class JitFunction:
             else:
                 b = CompiledBinary(self.__name__, soc, checked, self.param_names,
                                    self._compile(consts, sig))
+            b.needs_all_resident = "sync_all" in self._asc_calls()
             self._cache[key] = b
             return b
 

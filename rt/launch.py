@@ -11,7 +11,8 @@ Fidelity: matches ACL's launch contract (async, in stream order, error at the ne
 the block named). Approximated: blocks go to cores as fixed contiguous ranges, not dynamically one
 by one; a thread synchronizing on a kernel may run its not-yet-started ranges as an idle core
 (`CorePool.assist`); timings are CPU time, not NPU estimates. `ASCEND_EMU_CORES` cores, not the
-SoC's AI Core count, run at once.
+SoC's AI Core count, run at once, except for kernels that call SyncAll (`needs_all_resident`),
+which run one thread per block (rt/resident.py).
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from time import perf_counter_ns
 
 from .errors import (AclError, ACL_ERROR_RT_PARAM_INVALID, ACL_ERROR_RT_AICORE_EXCEPTION,
                      ACL_ERROR_RT_AICORE_TRAP_READ_OVERFLOW)
+from .resident import dispatch_resident
 from .task import Task
 
 MAX_BLOCK_DIM = 65535
@@ -66,7 +68,10 @@ class CorePool:
                              daemon=True).start()
 
     def dispatch(self, task: Task) -> None:
-        """Split the kernel task's blocks into contiguous ranges and hand them to idle workers."""
+        """Split the kernel task's blocks into contiguous ranges and hand them to idle workers
+        (a binary that `needs_all_resident` gets one thread per block instead: rt.resident)."""
+        if getattr(task.binary, "needs_all_resident", False):
+            return dispatch_resident(task, self, _block_failed)
         bd = task.block_dim
         k = self.n if bd > self.n else bd
         q, r = divmod(bd, k)

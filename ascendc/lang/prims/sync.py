@@ -3,11 +3,13 @@
 Blocks run their instructions in program order here, so pipes never race; what we keep is the
 *visibility* rule: in checked mode a GM->local copy becomes visible at deque, or at a wait_flag on
 an MTE2_* event / a pipe_barrier on MTE2 or ALL. wait_flag without a matching set_flag would hang
-the hardware, so it is an error.
+the hardware, so it is an error. sync_all is a real barrier across the launch's blocks (they all
+run at once); blocks calling it unequally often would hang the NPU, so that is an error too.
 """
 
-from ..core import (prim, FLAG_DEFER, N_EVENT_IDS, S_BLOCK_IDX, S_BLOCK_NUM, S_EVENTS, S_FLAGS,
-                    flush_pending)
+from ..barrier import call_i64
+from ..core import (prim, FLAG_DEFER, N_EVENT_IDS, S_BARRIER, S_BARRIER_FN, S_BLOCK_IDX,
+                    S_BLOCK_NUM, S_EVENTS, S_FLAGS, S_SYNC_CALLS, flush_pending)
 from ..errors import KernelError
 
 __all__ = ["pipe_barrier", "set_flag", "wait_flag", "sync_all", "get_block_idx", "get_block_num",
@@ -63,7 +65,29 @@ def wait_flag(ctx, event, event_id):
 
 @prim
 def sync_all(ctx):
+    """SyncAll: wait until every block of the launch has arrived (see ascendc/lang/barrier.py)."""
     _flush_all(ctx)
+    st = ctx[2]
+    st[S_SYNC_CALLS] += 1
+    key = st[S_BARRIER]
+    if key == 0:
+        if st[S_BLOCK_NUM] > 1:
+            raise KernelError("asc.sync_all: the launch must run all its blocks at once (the kernel "
+                              "was not seen calling sync_all; call it as asc.sync_all() in the "
+                              "kernel or an @asc.jit helper), got block_num={}", st[S_BLOCK_NUM])
+        return
+    r = call_i64(st[S_BARRIER_FN], key)
+    if r == 0:
+        return
+    if r == -1:
+        raise KernelError("asc.sync_all: the barrier was aborted because another block of the "
+                          "launch failed (that block's error is the one reported)")
+    if r > 0:
+        raise KernelError("asc.sync_all: every block must call sync_all the same number of times "
+                          "(the NPU would hang), got block_idx={} waiting at its call #{} after "
+                          "{} of {} block(s) had ended", st[S_BLOCK_IDX], st[S_SYNC_CALLS], r,
+                          st[S_BLOCK_NUM])
+    raise KernelError("asc.sync_all: the launch's barrier must be reachable, got status={}", r)
 
 
 @prim
