@@ -22,6 +22,8 @@ range = _builtins.range  # pyasc's asc.range: a runtime loop
 
 globals().update(_OPS)
 
+from . import adv, host, lib  # noqa: E402  (asc.adv.Matmul..., asc.lib.host; they use asc.jit)
+
 __all__ = [
     "jit", "JitFunction", "DataType", "int8", "int16", "int32", "int64", "uint8", "uint16",
     "uint32", "uint64", "float16", "float32", "float64", "bfloat16", "half", "float_", "double",
@@ -31,5 +33,6 @@ __all__ = [
     "DataCopyExtParams", "DataCopyPadExtParams", "DataCopyPadParams", "Nd2NzParams",
     "LoadData2DParams", "MmadParams", "FixpipeParamsV220", "GlobalAddress", "GlobalTensor",
     "LocalTensor", "TPipe", "TQue", "TBuf", "ConstExpr", "printf", "dump_tensor", "static_range",
-    "range", "KernelError", "CompileError", "CheckedOptions", "set_default_checked",
+    "range", "KernelError", "CompileError", "CheckedOptions", "set_default_checked", "adv",
+    "host", "lib",
 ] + sorted(_OPS)

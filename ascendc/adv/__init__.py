@@ -1,0 +1,7 @@
+"""`asc.adv`: pyasc's high-level APIs. Supported: the Matmul family (`Matmul`, `MatmulType`,
+`register_matmul`, `TCubeTiling`, `LayoutMode`); the host-side tiling is `asc.lib.host`
+(= `ascendc.host`)."""
+from .matmul import LayoutMode, Matmul, MatmulType, register_matmul
+from .tiling import TCubeTiling
+
+__all__ = ["Matmul", "MatmulType", "register_matmul", "TCubeTiling", "LayoutMode"]

@@ -1,0 +1,296 @@
+"""Compiling `asc.adv.Matmul`: a Matmul object becomes a few local variables of the kernel.
+
+For `mm = asc.adv.Matmul(a_type, b_type, c_type, bias_type)` the generated code holds
+  mm__ty    the MatmulTypes as tuples (position, format, sizeof(dtype), is_trans, layout)
+  mm        its int64 state (tails, org / single shapes, transposes, bias on; ascendc/adv/checks.py)
+  mm__pipe, mm__t, mm__q   the pipe, the tiling record, the tuple of its local buffers (queues)
+  mm__a, mm__b, mm__bias   the GM tensors given by set_tensor_a / set_tensor_b / set_bias
+and each method call is a statement rewritten into assignments, a run-time check
+(`_ADV.mm_check_*`) and a call of the kernel-language helpers of ascendc/adv/matmul.py
+(`_mm_register` at register_matmul/init, `_mm_iterate_all` at iterate_all) that the interpreter
+runs too. Position, format and layout of a MatmulType are template arguments in Ascend C: they
+must be compile-time constants here and are checked while compiling.
+"""
+from __future__ import annotations
+
+import ast
+
+from ..adv import checks as C
+from ..adv.matmul import (NO_BIAS, SUPPORTED_METHODS, _mm_iterate_all, _mm_register,
+                          type_error)
+
+MM = "MM"
+
+
+def _chain(node):
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        return [node.id] + parts[::-1]
+    return None
+
+
+def is_adv_call(rw, node, name):
+    """Is `node` a call of asc.adv.<name>?"""
+    if not isinstance(node, ast.Call):
+        return False
+    ch = _chain(node.func)
+    if not ch or len(ch) != 3 or ch[1:] != ["adv", name]:
+        return False
+    root = rw._global(ch[0])
+    return getattr(root, "__name__", None) in ("ascendc", "asc")
+
+
+def _expr(src):
+    return ast.parse(src, mode="eval").body
+
+
+def _stmt(src, **nodes):
+    """A statement from source; names `_N_<key>` are replaced by the given AST nodes."""
+    tree = ast.parse(src).body[0]
+
+    class Sub(ast.NodeTransformer):
+        def visit_Name(self, n):
+            if n.id.startswith("_N_"):
+                return nodes[n.id[3:]]
+            return n
+    return ast.fix_missing_locations(Sub().visit(tree))
+
+
+def _bind(rw, call, api, names, required):
+    """Arguments of `call` by parameter name (positional or keyword; aliases `x_type` of x)."""
+    if len(call.args) > len(names):
+        raise rw.err(call, f"{api}: arguments must be ({', '.join(names)}), got "
+                           f"{len(call.args)} positional")
+    out = dict(zip(names, call.args))
+    for k in call.keywords:
+        key = k.arg[:-5] if k.arg and k.arg.endswith("_type") and k.arg[:-5] in names else k.arg
+        if key not in names or key in out:
+            raise rw.err(call, f"{api}: arguments must be ({', '.join(names)}), got keyword "
+                               f"{k.arg!r}")
+        out[key] = k.value
+    missing = [n for n in names[:required] if n not in out]
+    if missing:
+        raise rw.err(call, f"{api}: arguments must include {', '.join(missing)}, got none")
+    return out
+
+
+def _constant(rw, node):
+    """The compile-time value of `node`, or raise KeyError."""
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name) and node.id in rw.consts:
+        return rw.consts[node.id]
+    ch = _chain(node)
+    if ch is None:
+        raise KeyError(node)
+    try:
+        return rw._resolve(ch)
+    except AttributeError:
+        raise KeyError(node) from None
+
+
+def matmul_type(rw, call, role="operand"):
+    """asc.adv.MatmulType(...) -> a tuple (position, format, sizeof(dtype), is_trans, layout)."""
+    b = _bind(rw, call, "asc.adv.MatmulType", ("position", "format", "dtype", "is_trans",
+                                                "layout"), 3)
+    try:
+        pos, fmt = _constant(rw, b["position"]), _constant(rw, b["format"])
+        layout = _constant(rw, b["layout"]) if "layout" in b else 0
+    except KeyError:
+        raise rw.err(call, "asc.adv.MatmulType: position, format and layout must be compile-time "
+                           "constants (template arguments in Ascend C), got a run-time value") \
+            from None
+    msg = type_error(role, pos, fmt, layout)
+    if msg:
+        raise rw.err(call, msg)
+    trans = rw.visit(b["is_trans"]) if "is_trans" in b else ast.Constant(False)
+    size = ast.Call(func=_expr("_D.sizeof"), args=[rw.visit(b["dtype"])], keywords=[])
+    return ast.Tuple(elts=[ast.Constant(int(pos)), ast.Constant(int(fmt)), size,
+                           ast.Call(func=ast.Name(id="bool", ctx=ast.Load()), args=[trans],
+                                    keywords=[]),
+                           ast.Constant(int(layout))], ctx=ast.Load())
+
+
+def expression(rw, call, chain):
+    """asc.adv.<name>(...) used as a value."""
+    if chain == ["MatmulType"]:
+        return matmul_type(rw, call)
+    raise rw.err(call, f"asc.adv.{'.'.join(chain)}(...) must be used as pyasc does (Matmul "
+                       f"assigned to a variable, register_matmul as a statement); other asc.adv "
+                       f"APIs are not supported in compiled kernels")
+
+
+def assign(rw, node):
+    """`mm = asc.adv.Matmul(...)`, or None if `node` is another assignment."""
+    if not is_adv_call(rw, node.value, "Matmul"):
+        return None
+    if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
+        raise rw.err(node, "asc.adv.Matmul(...) must be assigned to one plain variable")
+    name = node.targets[0].id
+    b = _bind(rw, node.value, "asc.adv.Matmul", ("a", "b", "c", "bias", "matmul_config"), 3)
+    elts, has_bias = [], False
+    for role in ("a", "b", "c", "bias"):
+        v = b.get(role)
+        if v is None or (isinstance(v, ast.Constant) and v.value is None):
+            elts.append(ast.Tuple(elts=[ast.Constant(x) for x in NO_BIAS], ctx=ast.Load()))
+            continue
+        has_bias = has_bias or role == "bias"
+        elts.append(matmul_type(rw, v, role) if is_adv_call(rw, v, "MatmulType")
+                    else rw.visit(v))
+    if not hasattr(rw, "mms"):
+        rw.mms = {}
+    rw.gen.uses_adv = True
+    rw.mms[name] = {"bias": has_bias, "seen": set()}
+    rw.kinds[name] = MM
+    return [_stmt(f"{name}__ty = _N_t", t=ast.Tuple(elts=elts, ctx=ast.Load())),
+            _stmt(f"{name} = _ADV.new_state()")]
+
+
+def statement(rw, node):
+    """An expression statement on a Matmul (or register_matmul); None for anything else."""
+    v = node.value
+    if not isinstance(v, ast.Call):
+        return None
+    if is_adv_call(rw, v, "register_matmul"):
+        return _register(rw, v)
+    f = v.func
+    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and \
+            rw.kinds.get(f.value.id) == MM:
+        return _method(rw, v, f.value.id, f.attr)
+    return None
+
+
+def _register(rw, call):
+    mms = [i for i, a in enumerate(call.args)
+           if isinstance(a, ast.Name) and rw.kinds.get(a.id) == MM]
+    kw = {k.arg: k.value for k in call.keywords}
+    if not mms and isinstance(kw.get("matmul"), ast.Name) and \
+            rw.kinds.get(kw["matmul"].id) == MM:
+        mm_node, tiling = kw["matmul"], kw.get("tiling")
+    elif len(mms) == 1 and mms[0] in (1, 2) and len(call.args) <= mms[0] + 2:
+        mm_node = call.args[mms[0]]
+        tiling = call.args[mms[0] + 1] if len(call.args) > mms[0] + 1 else kw.get("tiling")
+    else:
+        raise rw.err(call, "asc.adv.register_matmul: arguments must be (pipe, workspace, mm, "
+                           "tiling=None) or (pipe, mm, tiling) with mm an asc.adv.Matmul "
+                           "variable")
+    name = mm_node.id
+    pipe = call.args[0] if call.args else kw.get("pipe")
+    if pipe is None:
+        raise rw.err(call, "asc.adv.register_matmul: pipe must be given, got none")
+    out = [_stmt(f"{name}__pipe = _N_p", p=rw.visit(pipe))]
+    rw.mms[name]["seen"].add("pipe")
+    if tiling is not None and not (isinstance(tiling, ast.Constant) and tiling.value is None):
+        out += _init(rw, name, tiling, ast.Name(id=f"{name}__pipe", ctx=ast.Load()))
+    return out
+
+
+def _init(rw, name, tiling, pipe):
+    from .codegen import OTHER, PIPE
+    helper, _ = rw.gen.helper(_mm_register, (PIPE, OTHER, OTHER, OTHER))
+    rw.mms[name]["seen"].add("init")
+    has_bias = f"{name}__ty[3][0] >= 0"
+    return [_stmt(f"{name}__t = _N_t", t=rw.visit(tiling)),
+            _stmt(f"_ADV.mm_check_tiling({name}__t, {name}__ty[0][2], {has_bias})"),
+            _stmt(f"{name}__q = {helper}(_ctx, _N_p, {name}__t, {name}__ty[0][2], {has_bias})",
+                  p=pipe),
+            _stmt(f"{name}[{C.S_INIT}] = 1")]
+
+
+def _arg(rw, call, i, names, default=None):
+    kw = {k.arg: k.value for k in call.keywords}
+    if i < len(call.args):
+        return rw.visit(call.args[i])
+    for n in names:
+        if n in kw:
+            return rw.visit(kw[n])
+    return default
+
+
+def _set(name, slot, value):
+    return _stmt(f"{name}[{slot}] = int(_N_v)", v=value)
+
+
+def _method(rw, call, name, m):
+    mm = rw.mms[name]
+    api = f"asc.adv.Matmul.{m}"
+    if m == "init":
+        tiling = call.args[0] if call.args else {k.arg: k.value for k in call.keywords}.get(
+            "tiling")
+        if tiling is None:
+            raise rw.err(call, f"{api}: tiling must be given, got none")
+        pipe = _arg(rw, call, 1, ("pipe",))
+        if pipe is None:
+            pipe = ast.Name(id=f"{name}__pipe", ctx=ast.Load()) if "pipe" in mm["seen"] \
+                else ast.Constant(0)
+        return _init(rw, name, tiling, pipe)
+    if m in ("set_tensor_a", "set_tensor_b"):
+        w = m[-1]
+        t = _arg(rw, call, 0, ("gm", "tensor", f"tensor_{w}"))
+        if t is None:
+            raise rw.err(call, f"{api}: a GlobalTensor must be given, got none")
+        tr = _arg(rw, call, 1, ("transpose", f"is_transpose_{w}", "is_trans"),
+                  ast.Constant(False))
+        mm["seen"].add(w)
+        return [_stmt(f"{name}__{w} = _N_t", t=t),
+                _set(name, C.S_TA if w == "a" else C.S_TB,
+                     ast.Call(func=ast.Name(id="bool", ctx=ast.Load()), args=[tr], keywords=[]))]
+    if m == "set_bias":
+        if not mm["bias"]:
+            raise rw.err(call, "asc.adv.Matmul.set_bias: the Matmul must be declared with a bias "
+                               "MatmulType (Matmul(a, b, c, bias)), got bias=None")
+        mm["seen"].add("bias")
+        return [_stmt(f"{name}__bias = _N_t", t=_arg(rw, call, 0, ("gm", "bias"))),
+                _set(name, C.S_BIAS, ast.Constant(1))]
+    if m == "disable_bias":
+        return [_set(name, C.S_BIAS, ast.Constant(0))]
+    if m in ("set_tail", "set_single_shape", "set_org_shape"):
+        slots = {"set_tail": (C.S_TM, C.S_TN, C.S_TK), "set_single_shape": (C.S_SM, C.S_SN, C.S_SK),
+                 "set_org_shape": (C.S_OM, C.S_ON, C.S_OKA, C.S_OKB)}[m]
+        keys = (("m", "tail_m", "single_m", "org_m"), ("n", "tail_n", "single_n", "org_n"),
+                ("k", "ka", "tail_k", "single_k", "org_k", "org_ka"), ("kb", "org_kb"))
+        out = []
+        for i, slot in enumerate(slots):
+            v = _arg(rw, call, i, keys[i])
+            if v is None and m == "set_org_shape" and i == 3:
+                v = _arg(rw, call, 2, keys[2])          # Kb = K
+            if v is None and m != "set_tail":
+                raise rw.err(call, f"{api}: m, n and k must be given, got {len(call.args)} "
+                                   f"arguments")
+            out.append(_set(name, slot, v if v is not None else ast.Constant(-1)))
+        return out
+    if m == "iterate_all":
+        return _iterate_all(rw, call, name, mm)
+    if m == "end":
+        return []
+    raise rw.err(call, f"{api} is not supported (supported Matmul methods: "
+                       f"{', '.join(SUPPORTED_METHODS)})")
+
+
+def _iterate_all(rw, call, name, mm):
+    from .codegen import OTHER, T
+    api = "asc.adv.Matmul.iterate_all"
+    if "a" not in mm["seen"] or "b" not in mm["seen"]:
+        raise rw.err(call, f"{api}: set_tensor_a and set_tensor_b must be called first, got "
+                           f"a={'a' in mm['seen']} b={'b' in mm['seen']}")
+    if "init" not in mm["seen"]:
+        raise rw.err(call, f"{api}: the Matmul must be initialised first (register_matmul(pipe, "
+                           f"workspace, mm, tiling) or mm.init(tiling)), got no tiling")
+    c = _arg(rw, call, 0, ("gm", "tensor_c", "c"))
+    if c is None:
+        raise rw.err(call, f"{api}: a GlobalTensor for C must be given, got none")
+    atomic = _arg(rw, call, 1, ("en_atomic",), ast.Constant(0))
+    helper, _ = rw.gen.helper(_mm_iterate_all, (OTHER, OTHER, OTHER, T, T, T, T))
+    bias = f"{name}__bias" if "bias" in mm["seen"] else f"{name}__c"
+    # set_bias under `if <ConstExpr False>:` is dropped by CPython; keep the name defined
+    fallback = [_stmt(f"if {name}[{C.S_BIAS}] != 1:\n    {name}__bias = {name}__c")] \
+        if "bias" in mm["seen"] else []
+    check = _stmt(f"_ADV.mm_check_iterate({name}, {name}__t, {name}__ty[0][2], {name}__ty[1][2], "
+                  f"{name}__ty[2][2], {name}__ty[0][3], {name}__ty[1][3], {name}__a, {name}__b, "
+                  f"{name}__c, _N_e)", e=atomic)
+    run = _stmt(f"{helper}(_ctx, {name}__q, {name}__t, {name}, {name}__a, {name}__b, {bias}, "
+                f"{name}__c)")
+    return [_stmt(f"{name}__c = _N_c", c=c)] + fallback + [check, run]
