@@ -5,10 +5,15 @@ per (batch, head, S1 block):
   Q  GM -> L1 (Nd2Nz) -> L0A (ZZ)
   for each S2 block (fully masked blocks skipped when causal):
     K  GM -> L1 (NZ == ZN of K^T) -> L0B;  mmad  S = Q K^T  -> L0C -> fixpipe -> GM workspace
-    S  GM -> UB;  scale, causal mask, online softmax per row (running max m, running sum l)
+    S  GM -> UB;  scale, causal mask, online softmax on the whole tile: rows are the repeats of
+       the vector ops (row max/sum by folding 64-lane chunks, then whole_reduce; the running max
+       m broadcast back by brcb), running max m and running sum l per row
     P  UB -> GM workspace -> L1 -> L0A in chunks;  V -> L1 -> L0B (transposed fractals)
     mmad O_part = P V -> L0C -> fixpipe -> GM workspace -> UB;  O = O * exp(m_old - m_new) + O_part
+       (the factor broadcast by brcb, one repeat per row)
   O / l (the division deferred to the end) -> GM;  softmax_max = m, softmax_sum = l  -> GM
+One block per AI core of the SoC (as the real op launches); blocks stride over the B*N*S1 tiles.
+Where an inner step's CPU time goes: `python -m bench.fa_steps`.
 """
 from __future__ import annotations
 
@@ -21,12 +26,12 @@ import ascendc as asc
 import rt
 from ascendc.jit import ensure_device
 from ascendc.lang.dtypes import BFLOAT16
-from rt.launch import default_core_count
 
 from ._host import ceil_div, is_device, round_up
 
 LAYOUTS = ("BNSD", "BSND", "BSH")
 NEG_INF = -math.inf
+CALC_PER_ROW = 77   # f32 UB scratch per S1 row besides O: m, l, alpha, m_new, row max/sum, 64 + 8
 
 
 @dataclass(frozen=True)
@@ -44,6 +49,10 @@ class FlashAttentionTiling:
             if v <= 0 or v % 16:
                 raise ValueError(f"FlashAttentionTiling: {name} must be a positive multiple of 16, "
                                  f"got {name}={v}")
+        if self.s1_block > 240 or self.s2_block > 2032:
+            raise ValueError(f"FlashAttentionTiling: s1_block must be <= 240 and s2_block <= 2032 "
+                             f"(vector repeat limits: rows are repeats), got s1_block="
+                             f"{self.s1_block} s2_block={self.s2_block}")
         if self.kv_chunk > self.s2_block:
             raise ValueError(f"FlashAttentionTiling: kv_chunk must be <= s2_block, got "
                              f"kv_chunk={self.kv_chunk} s2_block={self.s2_block}")
@@ -52,7 +61,7 @@ class FlashAttentionTiling:
             "L0B": max(d * self.s2_block, self.kv_chunk * d) * itemsize,
             "L0C": (self.s1_block * self.s2_block + self.s1_block * d) * 4,
             "UB": (self.s1_block * self.s2_block * 4 + self.s1_block * d * 4      # sin, oin
-                   + (self.s1_block * d + 3 * self.s1_block + 64) * 4                # calc
+                   + self.s1_block * (d + CALC_PER_ROW) * 4                          # calc
                    + ((self.s1_block * self.s2_block + self.s1_block * d) * itemsize
                       if itemsize < 4 else 0)),
             "L1": (self.s1_block * d + self.s2_block * d + self.s1_block * self.kv_chunk
@@ -102,6 +111,36 @@ def _nz_to_zz(a2, a1, rows16, kpad, c0):
 
 
 @asc.jit
+def _row_reduce(dst, red, src, rows, cols, row_stride, is_max):
+    """dst[r] = max (or sum) of src[r, :cols] for r < rows: fold 64-lane chunks into red
+    (rows x 64), then one whole-reduce repeat per row."""
+    w0 = min(64, cols)
+    asc.muls(red, src, 1.0, w0, rows, asc.UnaryRepeatParams(1, 1, 8, row_stride // 8))
+    for c in range(64, cols, 64):
+        p = asc.BinaryRepeatParams(1, 1, 1, 8, 8, row_stride // 8)
+        if is_max:
+            asc.max(red, red, src[c:], min(64, cols - c), rows, p)
+        else:
+            asc.add(red, red, src[c:], min(64, cols - c), rows, p)
+    if is_max:
+        asc.whole_reduce_max(dst, red, w0, rows, 1, 1, 8, asc.ReduceOrder.ORDER_ONLY_VALUE)
+    else:
+        asc.whole_reduce_sum(dst, red, w0, rows, 1, 1, 8)
+
+
+@asc.jit
+def _scale_rows(acc, bc, factors, rows, d, divide):
+    """acc[r, :] *= factors[r] (or /=), the factor broadcast to 32 B blocks by brcb."""
+    asc.brcb(bc, factors, (rows + 7) // 8, asc.BrcbRepeatParams(1, 8))
+    for c in range(0, d, 64):
+        p = asc.BinaryRepeatParams(1, 1, 0, d // 8, d // 8, 1)
+        if divide:
+            asc.div(acc[c:], acc[c:], bc, min(64, d - c), rows, p)
+        else:
+            asc.mul(acc[c:], acc[c:], bc, min(64, d - c), rows, p)
+
+
+@asc.jit
 def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.GlobalAddress,
                            out: asc.GlobalAddress, smax: asc.GlobalAddress,
                            ssum: asc.GlobalAddress, ws: asc.GlobalAddress, wsp: asc.GlobalAddress,
@@ -137,19 +176,23 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
     if LOWP:
         p_low = S1B * S2B
         o_low = S1B * D
-    pipe.init_buffer(calc, (S1B * D + 3 * S1B + 64) * 4 + (p_low + o_low) * isz)
+    pipe.init_buffer(calc, S1B * (D + CALC_PER_ROW) * 4 + (p_low + o_low) * isz)
     qa2 = l0a.get_with_offset(S1B * D, 0, q.dtype)
     pa2 = l0a.get_with_offset(S1B * KC, S1B * D * isz, q.dtype)
     bl0 = l0b.get(q.dtype)
     sc = l0c.get_with_offset(S1B * S2B, 0, asc.float32)
     oc = l0c.get_with_offset(S1B * D, S1B * S2B * 4, asc.float32)
+    # calc: O accumulator, five per-row vectors, a rows x 64 fold buffer, a brcb buffer
     oacc = calc.get_with_offset(S1B * D, 0, asc.float32)
     row_m = calc.get_with_offset(S1B, S1B * D * 4, asc.float32)
-    row_l = calc.get_with_offset(S1B, (S1B * D + S1B) * 4, asc.float32)
-    row_a = calc.get_with_offset(S1B, (S1B * D + 2 * S1B) * 4, asc.float32)
-    tmp = calc.get_with_offset(64, (S1B * D + 3 * S1B) * 4, asc.float32)
-    plow = calc.get_with_offset(p_low, (S1B * D + 3 * S1B + 64) * 4, q.dtype)
-    olow = calc.get_with_offset(o_low, (S1B * D + 3 * S1B + 64) * 4 + p_low * isz, q.dtype)
+    row_l = calc.get_with_offset(S1B, S1B * (D + 1) * 4, asc.float32)
+    row_a = calc.get_with_offset(S1B, S1B * (D + 2) * 4, asc.float32)
+    mnew = calc.get_with_offset(S1B, S1B * (D + 3) * 4, asc.float32)
+    rmax = calc.get_with_offset(S1B, S1B * (D + 4) * 4, asc.float32)
+    red = calc.get_with_offset(S1B * 64, S1B * (D + 5) * 4, asc.float32)
+    bc = calc.get_with_offset(S1B * 8, S1B * (D + 69) * 4, asc.float32)
+    plow = calc.get_with_offset(p_low, S1B * (D + CALC_PER_ROW) * 4, q.dtype)
+    olow = calc.get_with_offset(o_low, S1B * (D + CALC_PER_ROW) * 4 + p_low * isz, q.dtype)
     wsg = asc.GlobalTensor()
     wsg.set_global_buffer(ws + asc.get_block_idx() * (S1B * S2B + S1B * D), S1B * S2B + S1B * D)
     wpg = asc.GlobalTensor()
@@ -190,33 +233,31 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
                                                   False, False, True))
             asc.fixpipe(wsg, sc, asc.FixpipeParamsV220(n2, m, m16, S2B, 0, 0, 1, 0, 0, False,
                                                        0, False))
-            # ---- vector: online softmax on S ---------------------------------------------------
+            # ---- vector: online softmax on S, whole-tile ops (rows are repeats) -------------
             su = sin.alloc_tensor(asc.float32)
             asc.data_copy(su, wsg, m * S2B)
             sin.enque(su)
             su = sin.deque(asc.float32)
             asc.muls(su, su, scale, m * S2B)
-            for r in range(m):
-                row = su[r * S2B:]
-                valid = n2
-                if CAUSAL:
-                    valid = min(n2, s1_0 + r - s2_0 + 1)
-                m_old = row_m.get_value(r)
-                if valid <= 0:
-                    asc.duplicate(row, 0.0, n2)
-                    row_a.set_value(r, 1.0)
-                    continue
-                if valid < n2:
-                    asc.duplicate(row[valid:], NEG_INF, n2 - valid)
-                asc.reduce_max(tmp, row, tmp[16:], valid)
-                m_new = max(m_old, tmp.get_value(0))
-                alpha = math.exp(m_old - m_new)
-                asc.adds(row, row, -m_new, n2)
-                asc.exp(row, row, n2)
-                asc.reduce_sum(tmp, row, tmp[16:], n2)
-                row_l.set_value(r, row_l.get_value(r) * alpha + tmp.get_value(0))
-                row_m.set_value(r, m_new)
-                row_a.set_value(r, alpha)
+            if CAUSAL:
+                if s2_0 + n2 > s1_0 + 1:        # a diagonal block: mask above the diagonal
+                    for r in range(m):
+                        valid = max(0, min(n2, s1_0 + r - s2_0 + 1))
+                        if valid < n2:
+                            asc.duplicate(su[r * S2B + valid:], NEG_INF, n2 - valid)
+            _row_reduce(rmax, red, su, m, n2, S2B, True)
+            asc.max(mnew, row_m, rmax, m)
+            asc.sub(row_a, row_m, mnew, m)          # alpha = exp(m_old - m_new)
+            asc.exp(row_a, row_a, m)
+            asc.brcb(bc, mnew, (m + 7) // 8, asc.BrcbRepeatParams(1, 8))
+            for c in range(0, n2, 64):
+                asc.sub(su[c:], su[c:], bc, min(64, n2 - c), m,
+                        asc.BinaryRepeatParams(1, 1, 0, S2B // 8, S2B // 8, 1))
+            asc.exp(su, su, m * S2B)
+            _row_reduce(rmax, red, su, m, n2, S2B, False)
+            asc.mul(row_l, row_l, row_a, m)         # l = l * alpha + rowsum(P)
+            asc.add(row_l, row_l, rmax, m)
+            asc.muls(row_m, mnew, 1.0, m)
             if LOWP:
                 asc.cast(plow, su, asc.RoundMode.CAST_RINT, m * S2B)
                 asc.data_copy(wpg, plow, m * S2B)
@@ -259,8 +300,7 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
             asc.data_copy(ou, wsg[S1B * S2B:], m * D)
             oin.enque(ou)
             ou = oin.deque(asc.float32)
-            for r in range(m):
-                asc.muls(oacc[r * D:], oacc[r * D:], row_a.get_value(r), D)
+            _scale_rows(oacc, bc, row_a, m, D, False)
             asc.add(oacc, oacc, ou, m * D)
             oin.free_tensor(ou)
         # ---- epilogue: O / l (deferred division), stats ------------------------------------------
@@ -271,14 +311,9 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
         mg.set_global_buffer(smax + st_base, m)
         lg = asc.GlobalTensor()
         lg.set_global_buffer(ssum + st_base, m)
-        for r in range(m):
-            lr = row_l.get_value(r)
-            inv = 0.0
-            if lr > 0.0:
-                inv = 1.0 / lr
-            asc.muls(oacc[r * D:], oacc[r * D:], inv, D)
-            mg.set_value(r, row_m.get_value(r))
-            lg.set_value(r, lr)
+        _scale_rows(oacc, bc, row_l, m, D, True)
+        asc.data_copy_pad(mg, row_m, asc.DataCopyExtParams(1, m * 4, 0, 0, 0))
+        asc.data_copy_pad(lg, row_l, asc.DataCopyExtParams(1, m * 4, 0, 0, 0))
         if LOWP:
             asc.cast(olow, oacc, asc.RoundMode.CAST_RINT, m * D)
             asc.data_copy_pad(og, olow, asc.DataCopyExtParams(m, D * isz, 0, (o_row - D) * isz, 0))
@@ -331,7 +366,9 @@ def flash_attention_with_stats(q, k, v, *, layout="BNSD", head_num=None, scale=N
     t = (tiling or flash_attention_tiling(D, q.dtype, S1, S2)).validate(D, isz)
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
     tiles = B * N * ceil_div(S1, t.s1_block)
-    block_dim = max(1, min(tiles, default_core_count()))
+    # one block per AI core as the real op launches (the NPU estimate counts them); the core
+    # pool runs them on however many CPU cores there are
+    block_dim = max(1, min(tiles, rt.get_soc().ai_core_num))
     alloc = rt.device_empty if dev else (lambda shape, dt: np.empty(shape, dt))
     out = alloc(q.shape, q.dtype)
     smax = alloc((B, N, S1), np.float32)
