@@ -22,7 +22,7 @@ import rt
 from ascendc.lang import core
 from ascendc.lang.dtypes import storage_view
 from ascendc.lang.params import (BinaryRepeatParams, BrcbRepeatParams, FixpipeParamsV220,
-                                 LoadData2DParams, MmadParams, Nd2NzParams, UnaryRepeatParams)
+                                 LoadData2DParams, MmadParams, Nd2NzParams)
 from ascendc.lang.prims import reduce as R
 from ascendc.lang.prims import vector as V
 from ascendc.lang.prims.cube import fixpipe, load_data, mmad
@@ -45,11 +45,12 @@ def cube_qk(ctx, kg, k1, l0b, qa2, sc, ws, n):
 @njit
 def vector_softmax(ctx, su, ws, wp, rmax, red, row_m, mnew, row_a, row_l, bc, n):
     fold = BinaryRepeatParams(1, 1, 1, 8, 8, S2B // 8)
+    first = BinaryRepeatParams(1, 1, 1, 8, S2B // 8, S2B // 8)
     for _ in range(n):
         data_copy(ctx, su, ws, M * S2B)
         V.muls_count(ctx, su, su, 0.125, M * S2B)
-        V.muls_rep(ctx, red, su, 1.0, 64, M, UnaryRepeatParams(1, 1, 8, S2B // 8), True)
-        for c in range(64, S2B, 64):
+        V.max_rep(ctx, red, su, su[64:], 64, M, first, True)
+        for c in range(128, S2B, 64):
             V.max_rep(ctx, red, red, su[c:], 64, M, fold, True)
         R.whole_reduce_max(ctx, rmax, red, 64, M, 1, 1, 8, ONLY_VALUE, True)
         V.max_count(ctx, mnew, row_m, rmax, M)
@@ -60,8 +61,8 @@ def vector_softmax(ctx, su, ws, wp, rmax, red, row_m, mnew, row_a, row_l, bc, n)
             V.sub_rep(ctx, su[c:], su[c:], bc, 64, M,
                       BinaryRepeatParams(1, 1, 0, S2B // 8, S2B // 8, 1), True)
         V.exp_count(ctx, su, su, M * S2B)
-        V.muls_rep(ctx, red, su, 1.0, 64, M, UnaryRepeatParams(1, 1, 8, S2B // 8), True)
-        for c in range(64, S2B, 64):
+        V.add_rep(ctx, red, su, su[64:], 64, M, first, True)
+        for c in range(128, S2B, 64):
             V.add_rep(ctx, red, red, su[c:], 64, M, fold, True)
         R.whole_reduce_sum(ctx, rmax, red, 64, M, 1, 1, 8, True)
         V.mul_count(ctx, row_l, row_l, row_a, M)

@@ -115,9 +115,18 @@ def _row_reduce(dst, red, src, rows, cols, row_stride, is_max):
     """dst[r] = max (or sum) of src[r, :cols] for r < rows: fold 64-lane chunks into red
     (rows x 64), then one whole-reduce repeat per row."""
     w0 = min(64, cols)
-    asc.muls(red, src, 1.0, w0, rows, asc.UnaryRepeatParams(1, 1, 8, row_stride // 8))
-    for c in range(64, cols, 64):
-        p = asc.BinaryRepeatParams(1, 1, 1, 8, 8, row_stride // 8)
+    rs = row_stride // 8
+    first = 64
+    if cols >= 128:     # red = chunk 0 (op) chunk 1, both full
+        first = 128
+        if is_max:
+            asc.max(red, src, src[64:], 64, rows, asc.BinaryRepeatParams(1, 1, 1, 8, rs, rs))
+        else:
+            asc.add(red, src, src[64:], 64, rows, asc.BinaryRepeatParams(1, 1, 1, 8, rs, rs))
+    else:               # red = chunk 0
+        asc.muls(red, src, 1.0, w0, rows, asc.UnaryRepeatParams(1, 1, 8, rs))
+    for c in range(first, cols, 64):
+        p = asc.BinaryRepeatParams(1, 1, 1, 8, 8, rs)
         if is_max:
             asc.max(red, red, src[c:], min(64, cols - c), rows, p)
         else:

@@ -16,20 +16,11 @@ from __future__ import annotations
 import ast
 
 from ..adv import checks as C
+from .frontend import attr_chain as _chain
 from ..adv.matmul import (NO_BIAS, SUPPORTED_METHODS, _mm_iterate_all, _mm_register,
                           type_error)
 
 MM = "MM"
-
-
-def _chain(node):
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        return [node.id] + parts[::-1]
-    return None
 
 
 def is_adv_call(rw, node, name):

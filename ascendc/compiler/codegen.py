@@ -19,7 +19,7 @@ from ..lang import dtypes as D
 from ..lang import params as P
 from ..lang.registry import OPS, bind, order
 from . import adv_matmul
-from .frontend import KernelSource
+from .frontend import KernelSource, attr_chain as _attr_chain
 
 GA, T, Q, PIPE, OTHER = "GA", "T", "Q", "PIPE", "OTHER"
 QUE_METHODS = {"alloc_tensor": "que_alloc_tensor", "enque": "que_enque", "deque": "que_deque",
@@ -32,18 +32,6 @@ BUILTINS = {"range", "min", "max", "int", "float", "len", "abs", "bool", "print"
 
 def _is_asc_module(v):
     return isinstance(v, pytypes.ModuleType) and v.__name__ in ("ascendc", "asc")
-
-
-def _attr_chain(node):
-    """`a.b.c` -> ['a', 'b', 'c'] (None if not a pure attribute chain on a name)."""
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return parts[::-1]
-    return None
 
 
 def _call(func: str, args, keywords=()):

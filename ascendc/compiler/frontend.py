@@ -62,3 +62,15 @@ class KernelSource:
                 bad = "`with` is not supported in a kernel"
             if bad:
                 raise self.error(node, bad)
+
+
+def attr_chain(node):
+    """`a.b.c` -> ['a', 'b', 'c'] (None if not a pure attribute chain on a name)."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return parts[::-1]
+    return None
