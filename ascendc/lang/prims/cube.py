@@ -39,10 +39,9 @@ cmatrix_init_val=True starts from 0, False accumulates into L0C. mmad_bias start
 (cmatrix_source=1). fm_offset, en_ssparse, winograd, unit_flag, k_direction_align, cmatrix_source
 (without a bias tensor) are ignored. Counters: cube_macs (f16/bf16/int8) or cube_macs_fp32 (f32)
 += m*n*k. The fractals are unpacked into dense row-major scratch matrices (32/64-byte fractal rows
-moved as records), multiplied by BLAS, and packed back to NZ (or added into it, in the same pass,
-when accumulating). Measured (one BLAS thread, thread CPU time): 128x128x128 costs 1.2x a bare
-np.dot of the same size, 64x128x64 1.8x (unpack and pack move ~80 KB at ~10 GB/s); accumulating
-costs the same as initialising.
+moved as records), multiplied by BLAS, and packed back to NZ (accumulating gathers the old NZ
+densely and adds first). Measured (one BLAS thread, thread CPU time): 128x128x128 costs 1.15x a
+bare np.dot of the same size, 64x64x256 1.2x, 64x128x64 1.7x.
 
 fixpipe(dst, src L0C, FixpipeParamsV220, config): cfg_row_major: for each of nd_num matrices
 (src += i*src_nd_stride KB, dst += i*dst_nd_stride elements) C[r, c] (r < m_size, c < n_size),
@@ -254,7 +253,7 @@ def _to_scratch_ov(a, n):
 
 # one fractal row (C0 elements) in the scratch type, moved as one record
 _ROW32 = np.dtype([("b", np.uint64, (4,))])      # f32: 8 x 4 B
-_ROW64 = np.dtype([("b", np.uint64, (8,))])      # f16/bf16 -> f32: 16 x 4 B
+_ROW64 = np.dtype([("b", np.uint64, (8,))])      # f16/bf16 -> f32: 16 x 4 B; L0C rows
 _ROW256 = np.dtype([("b", np.uint64, (32,))])    # int8 -> f64: 32 x 8 B
 
 
@@ -291,20 +290,21 @@ def _unpack(a, rblocks, kb_n, zn):
 
 @prim
 def _pack(dst, c, m16, n16, init):
-    """L0C NZ (16-column strips of m16 rows) = (or +=) dense c[m16, n16], in one pass: strip j's
-    row r is the 16 elements at (j * m16 + r) * 16."""
-    d = dst[:m16 * n16]
-    cf = c.reshape(m16 * n16)
-    for j in range(n16 // 16):
+    """L0C NZ (16-column strips of m16 rows) = (or +=) dense c[m16, n16] (c is clobbered when
+    accumulating): strip j's row r is the 16 elements at (j * m16 + r) * 16."""
+    nb = n16 // 16
+    dr = dst[:m16 * n16].view(_ROW64)
+    cr = c.reshape(m16 * n16).view(_ROW64)
+    if not init:    # c += the NZ contents, gathered densely (whole rows as records)
+        old = np.empty_like(c)
+        orow = old.reshape(m16 * n16).view(_ROW64)
+        for j in range(nb):
+            for r in range(m16):
+                orow[r * nb + j] = dr[j * m16 + r]
+        c += old
+    for j in range(nb):     # 64-byte rows moved as records: no per-row aliasing checks
         for r in range(m16):
-            o = (j * m16 + r) * 16
-            i = r * n16 + j * 16
-            if init:
-                for q in range(16):
-                    d[o + q] = cf[i + q]
-            else:
-                for q in range(16):
-                    d[o + q] += cf[i + q]
+            dr[j * m16 + r] = cr[r * nb + j]
 
 
 @prim
