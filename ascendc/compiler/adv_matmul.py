@@ -276,8 +276,9 @@ def _iterate_all(rw, call, name, mm):
     atomic = _arg(rw, call, 1, ("en_atomic",), ast.Constant(0))
     helper, _ = rw.gen.helper(_mm_iterate_all, (OTHER, OTHER, OTHER, T, T, T, T))
     bias = f"{name}__bias" if "bias" in mm["seen"] else f"{name}__c"
-    # set_bias under `if <ConstExpr False>:` is dropped by CPython; keep the name defined
-    fallback = [_stmt(f"if {name}[{C.S_BIAS}] != 1:\n    {name}__bias = {name}__c")] \
+    # set_bias under `if <ConstExpr False>:` is dropped by CPython; keep the name defined, with
+    # the bias's own type (fp32; C may be 16-bit, and Numba cannot unify the two array types)
+    fallback = [_stmt(f"if {name}[{C.S_BIAS}] != 1:\n    {name}__bias = np.empty(0, np.float32)")] \
         if "bias" in mm["seen"] else []
     check = _stmt(f"_ADV.mm_check_iterate({name}, {name}__t, {name}__ty[0][2], {name}__ty[1][2], "
                   f"{name}__ty[2][2], {name}__ty[0][3], {name}__ty[1][3], {name}__a, {name}__b, "

@@ -124,6 +124,30 @@ def test_matmul_matches_numpy(mode, case):
     assert_close(c, ref, np.float32, scale=max(1.0, k / 32))
 
 
+def test_float16_c_with_bias(mode):
+    """A 16-bit C (fixpipe quantises the fp32 L0C) beside an fp32 bias: in compiled code the bias
+    placeholder must keep the bias's own type."""
+    m, n, k = 48, 40, 64
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((m, k), np.float32).astype(np.float16)
+    b = rng.standard_normal((k, n), np.float32).astype(np.float16)
+    bv = rng.standard_normal(n, np.float32)
+    c = np.zeros((m, n), np.float16)
+    t = host.MultiCoreMatmulTiling(host.get_ascendc_platform())
+    t.set_a_type(host.TPosition.GM, host.CubeFormat.ND, DT.DT_FLOAT16)
+    t.set_b_type(host.TPosition.GM, host.CubeFormat.ND, DT.DT_FLOAT16)
+    t.set_c_type(host.TPosition.GM, host.CubeFormat.ND, DT.DT_FLOAT16)
+    t.set_bias_type(host.TPosition.GM, host.CubeFormat.ND, DT.DT_FLOAT)
+    t.set_dim(2); t.set_org_shape(m, n, k); t.set_shape(m, n, k); t.enable_bias(True)
+    t.set_buffer_space(-1, -1, -1)
+    tiling = asc.adv.TCubeTiling()
+    assert t.get_tiling(tiling) == 0
+    matmul_kernel[tiling.used_core_num](a, b, c, bv, tiling, 0, 0, 0, 0, 1, 0,
+                                        interpret=mode == "interpret")
+    ref = a.astype(np.float64) @ b.astype(np.float64) + bv
+    assert_close(c, ref, np.float16, scale=2)
+
+
 def test_matmul_bfloat16_interpreted():
     c, ref = run(70, 40, 50, DT.DT_BF16, 2, False, True, True, True)
     assert_close(c, ref, np.float32, scale=max(1.0, 50 / 32))

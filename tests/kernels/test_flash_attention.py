@@ -2,8 +2,8 @@
 
 One fixed tiling keeps the number of compiled specialisations small (tiles are ConstExprs). Its
 S2 block of 144 columns is two full 64-lane chunks plus a partial one, so the row folds run every
-path (S=45/64 fold a single chunk), and S1 blocks of 32 rows against S2 blocks of 144 give causal
-blocks with fully masked rows (S=300)."""
+path (S=45/64 fold one chunk, S=100 a full and a partial one), and S1 blocks of 32 rows against
+S2 blocks of 144 give causal blocks with fully masked rows (S=300)."""
 import ml_dtypes
 import numpy as np
 import pytest
@@ -26,7 +26,7 @@ def qkv(shape_q, shape_kv, dtype, seed=0):
 
 
 @pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("s", [64, 45, 130, 300])   # tile-multiple, ragged, several S2 blocks
+@pytest.mark.parametrize("s", [64, 45, 100, 130, 300])   # tile multiple, ragged, S2 blocks
 def test_fp32_bnsd(interpret, causal, s):
     q, k, v = qkv((1, 2, s, 64), (1, 2, s, 64), np.float32, s)
     o, mx, sm = flash_attention_with_stats(q, k, v, causal=causal, tiling=TILING,
