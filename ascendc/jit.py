@@ -16,6 +16,7 @@ from rt import errors as E
 
 from . import options as O
 from .lang import api, core, dtypes as D, prims
+from .compiler.frontend import asc_calls
 from .lang import barrier as _barrier
 from .lang.errors import GMReadError, GMWriteError, KernelError
 
@@ -326,7 +327,7 @@ class JitFunction:
 
     def _asc_calls(self):
         if not hasattr(self, "_calls"):
-            self._calls = _barrier.asc_calls(self.fn)
+            self._calls = asc_calls(self.fn)
         return self._calls
 
     def _check_resident(self, block_dim, soc):

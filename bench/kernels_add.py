@@ -16,21 +16,9 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 import rt
+from bench._timing import interleaved_medians
 from kernels.add import add, add_kernel
 from rt.launch import default_core_count
-
-
-def interleaved_medians(variants, repeats):
-    """{name: median seconds}: the variants run in turn, `repeats` rounds after one warm-up."""
-    for fn in variants.values():
-        fn()
-    ts = {k: [] for k in variants}
-    for _ in range(repeats):
-        for k, fn in variants.items():
-            t = time.perf_counter()
-            fn()
-            ts[k].append(time.perf_counter() - t)
-    return {k: float(np.median(v)) for k, v in ts.items()}
 
 
 def threaded_np_add(x, y, out, pool, k):

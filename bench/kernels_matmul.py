@@ -22,18 +22,8 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 import rt
+from bench._timing import interleaved_medians
 from kernels.matmul import matmul, matmul_tiling
-
-
-def medians(fns: dict, repeats: int) -> dict:
-    """Median seconds of each callable, runs interleaved (round-robin) to spread machine noise."""
-    ts = {k: [] for k in fns}
-    for _ in range(repeats):
-        for k, fn in fns.items():
-            t = time.perf_counter()
-            fn()
-            ts[k].append(time.perf_counter() - t)
-    return {k: float(np.median(v)) for k, v in ts.items()}
 
 
 def case(label, a, b, a_ref, b_ref, repeats, blas_threads):
@@ -63,8 +53,9 @@ def case(label, a, b, a_ref, b_ref, repeats, blas_threads):
                 a_ref @ b_ref
         return run
 
-    t = medians({"np": numpy_with(blas_threads), "np1": numpy_with(1), "dev": ours_device,
-                 "host": lambda: matmul(a, b)}, repeats)
+    t = interleaved_medians({"np": numpy_with(blas_threads), "np1": numpy_with(1),
+                             "dev": ours_device, "host": lambda: matmul(a, b)}, repeats,
+                            warmup=False)
     m, k = a.shape
     n = b.shape[1]
     gflop = 2.0 * m * n * k / 1e9

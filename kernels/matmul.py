@@ -45,6 +45,7 @@ import numpy as np
 
 import ascendc as asc
 import rt
+from ascendc.adv.matmul import nd2nz_strips
 
 from ._host import ceil_div, is_device
 
@@ -167,22 +168,17 @@ def _copy_a(q, ag, zg, off, mt, kt, ka, m16, c0):
 
 
 @asc.jit
-def _copy_b(q, bg, zg, off, kt, nt, nb, k_pad, c0):
+def _copy_b(q, bg, zg, off, kt, nt, nb, k_pad):
     """B[k0:k0+kt, n0:n0+nt] (at bg[off:], rows nb apart) -> L1 as 16-column strips, each a
-    row-major k_pad x 16 block (C0 x 16 fractals); K-tail rows are zero-filled first."""
+    row-major k_pad x 16 block (C0 x 16 fractals; asc.adv's copy); K-tail rows are zero-filled
+    first."""
     t = q.alloc_tensor(bg.dtype)
     strips = (nt + 15) // 16
     if kt < k_pad:
         blk = 16 * bg.dtype.sizeof() // 32      # 32-byte blocks per 16-element row
         asc.data_copy(t[kt * 16:], zg, asc.DataCopyParams(strips, (k_pad - kt) * blk, 0,
                                                           kt * blk))
-    full = nt // 16
-    if full > 0:
-        asc.data_copy(t, bg[off:], asc.Nd2NzParams(full, kt, 16, 16, nb, 1, 16 // c0,
-                                                   k_pad * 16))
-    if nt % 16 != 0:
-        asc.data_copy(t[full * k_pad * 16:], bg[off + full * 16:],
-                      asc.Nd2NzParams(1, kt, nt % 16, 0, nb, 1, 16 // c0, 0))
+    nd2nz_strips(t, bg, off, kt, nt, nb, k_pad)
     q.enque(t)
     return q.deque(bg.dtype)
 
@@ -262,7 +258,7 @@ def matmul_kernel(a: asc.GlobalAddress, b: asc.GlobalAddress, c: asc.GlobalAddre
             kt = min(base_k, k - k0)
             k_pad = (kt + c0 - 1) // c0 * c0
             a1 = _copy_a(qa1, ag, zg, m0 * k + k0, mt, kt, k, m16, c0)
-            b1 = _copy_b(qb1, bg, zg, k0 * n + n0, kt, nt, n, k_pad, c0)
+            b1 = _copy_b(qb1, bg, zg, k0 * n + n0, kt, nt, n, k_pad)
             a2 = _load_a(qa2, a1, m16, kt, c0)
             qa1.free_tensor(a1)
             for j in range(0, nt, l0_n):

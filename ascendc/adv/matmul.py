@@ -234,7 +234,7 @@ def _mm_register(pipe, tiling, a_isz, has_bias):
 
 
 @asc.jit
-def _strips(t, g, off, rows, cols, ld, k_pad):
+def nd2nz_strips(t, g, off, rows, cols, ld, k_pad):
     """GM rows x cols (at g[off:], rows ld apart) -> L1 as 16-column strips, each a row-major
     k_pad x 16 block (C0 x 16 fractals, what a transposing load_data turns into 16 x C0)."""
     c0 = 32 // g.dtype.sizeof()
@@ -251,7 +251,7 @@ def _strips(t, g, off, rows, cols, ld, k_pad):
 def _copy_a(q, ag, m0, k0, mt, kt, lda, m16, k_pad, ta):
     t = q.alloc_tensor(ag.dtype)
     if ta:
-        _strips(t, ag, k0 * lda + m0, kt, mt, lda, k_pad)
+        nd2nz_strips(t, ag, k0 * lda + m0, kt, mt, lda, k_pad)
     else:
         asc.data_copy(t, ag[m0 * lda + k0:], asc.Nd2NzParams(1, mt, kt, 0, lda, m16, 1, 0))
     q.enque(t)
@@ -264,7 +264,7 @@ def _copy_b(q, bg, n0, k0, nt, kt, ldb, n16, k_pad, tb):
     if tb:
         asc.data_copy(t, bg[n0 * ldb + k0:], asc.Nd2NzParams(1, nt, kt, 0, ldb, n16, 1, 0))
     else:
-        _strips(t, bg, k0 * ldb + n0, kt, nt, ldb, k_pad)
+        nd2nz_strips(t, bg, k0 * ldb + n0, kt, nt, ldb, k_pad)
     q.enque(t)
     return q.deque(bg.dtype)
 

@@ -74,3 +74,31 @@ def attr_chain(node):
         parts.append(node.id)
         return parts[::-1]
     return None
+
+
+def asc_calls(fn, _seen=None) -> frozenset:
+    """Dotted names of the `asc.*` functions that kernel `fn` calls, directly or through the
+    @asc.jit helpers it calls ("sync_all", "mmad", "adv.Matmul", ...), read from its AST."""
+    seen = set() if _seen is None else _seen
+    if fn in seen:
+        return frozenset()
+    seen.add(fn)
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return frozenset()
+    globs = dict(getattr(fn, "__globals__", {}))
+    if getattr(fn, "__closure__", None):
+        globs.update(inspect.getclosurevars(fn).nonlocals)
+    out = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        chain = attr_chain(node.func) if isinstance(node.func, ast.Attribute) else None
+        if chain and getattr(globs.get(chain[0]), "__name__", None) in ("ascendc", "asc"):
+            out.add(".".join(chain[1:]))
+        elif isinstance(node.func, ast.Name):
+            g = globs.get(node.func.id)
+            if type(g).__name__ == "JitFunction":       # an @asc.jit helper
+                out |= asc_calls(g.fn, seen)
+    return frozenset(out)

@@ -1,5 +1,6 @@
-"""SyncAll: the bridge from kernel code to the launch's all-blocks barrier, and the compile-time
-test of whether a kernel calls `asc.sync_all` (which decides how rt schedules its blocks).
+"""SyncAll: the bridge from kernel code to the launch's all-blocks barrier, and how many blocks can
+be resident at once (whether a kernel calls `asc.sync_all` is read from its AST by
+`ascendc.compiler.frontend.asc_calls`).
 
 A kernel that calls sync_all is launched with every block resident at once (one thread per
 block, see rt/resident.py), and rt hands each block the launch's barrier
@@ -11,10 +12,7 @@ the callback takes the GIL, waits on the barrier (releasing it while blocked) an
 """
 from __future__ import annotations
 
-import ast
 import ctypes
-import inspect
-import textwrap
 import weakref
 
 from llvmlite import ir
@@ -24,7 +22,7 @@ from numba.extending import intrinsic
 
 from . import core
 
-__all__ = ["attach", "call_i64", "WAIT_ADDR", "asc_calls", "resident_limit"]
+__all__ = ["attach", "call_i64", "WAIT_ADDR", "resident_limit"]
 
 #: Barriers of the running resident launches, by key (id); an entry dies with its launch.
 _BARRIERS: "weakref.WeakValueDictionary[int, object]" = weakref.WeakValueDictionary()
@@ -76,42 +74,6 @@ else:
 
 
 # ---- compile-time facts about a kernel ---------------------------------------------------------
-
-def _chain(node):
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    return [node.id] + parts[::-1] if isinstance(node, ast.Name) else None
-
-
-def asc_calls(fn, _seen=None) -> frozenset:
-    """Dotted names of the `asc.*` functions that kernel `fn` calls, directly or through the
-    @asc.jit helpers it calls ("sync_all", "mmad", "adv.Matmul", ...), read from its AST."""
-    seen = set() if _seen is None else _seen
-    if fn in seen:
-        return frozenset()
-    seen.add(fn)
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
-    except (OSError, TypeError, SyntaxError):
-        return frozenset()
-    globs = dict(getattr(fn, "__globals__", {}))
-    if getattr(fn, "__closure__", None):
-        globs.update(inspect.getclosurevars(fn).nonlocals)
-    out = set()
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
-        chain = _chain(node.func) if isinstance(node.func, ast.Attribute) else None
-        if chain and getattr(globs.get(chain[0]), "__name__", None) in ("ascendc", "asc"):
-            out.add(".".join(chain[1:]))
-        elif isinstance(node.func, ast.Name):
-            g = globs.get(node.func.id)
-            if type(g).__name__ == "JitFunction":       # an @asc.jit helper
-                out |= asc_calls(g.fn, seen)
-    return frozenset(out)
-
 
 def resident_limit(soc, calls) -> tuple[int, str]:
     """(most blocks that can be resident at once, what counts them) for a kernel calling `calls`.

@@ -153,7 +153,7 @@ def test_cube_kernels_count_ai_cores():
 
 
 def test_only_kernels_calling_sync_all_are_resident():
-    from ascendc.lang.barrier import asc_calls
+    from ascendc.compiler.frontend import asc_calls
 
     @asc.jit
     def helper():
