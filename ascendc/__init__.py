@@ -3,8 +3,6 @@
 Kernels run compiled by Numba (one nogil function per AI Core, blocks spread over rt's core pool)
 or interpreted as plain Python (`ASCENDC_INTERPRET=1` or `@asc.jit(interpret=True)`).
 """
-import builtins as _builtins
-
 from .lang.dtypes import (DataType, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
                           float16, float32, float64, bfloat16, half, float_, double, int_)
 from .lang.enums import (TPosition, Hardware, PipeID, HardEvent, RoundMode, CMPMODE, SELMODE,
@@ -13,16 +11,13 @@ from .lang.params import (BinaryRepeatParams, UnaryRepeatParams, BrcbRepeatParam
                           DataCopyExtParams, DataCopyPadExtParams, DataCopyPadParams, Nd2NzParams,
                           LoadData2DParams, MmadParams, FixpipeParamsV220)
 from .lang.api import (GlobalAddress, GlobalTensor, LocalTensor, TPipe, TQue, TBuf, ConstExpr,
-                       printf, dump_tensor, static_range, OP_FUNCS as _OPS)
+                       FUNCTIONS as _OPS)
 from .lang.errors import KernelError, CompileError
 from .options import CheckedOptions, set_default_checked
 from .jit import jit, JitFunction
+from . import adv, host, lib   # after jit: asc.adv's helpers are @asc.jit functions
 
-range = _builtins.range  # pyasc's asc.range: a runtime loop
-
-globals().update(_OPS)
-
-from . import adv, host, lib  # noqa: E402  (asc.adv.Matmul..., asc.lib.host; they use asc.jit)
+globals().update(_OPS)   # asc.add, asc.data_copy, ..., asc.printf, asc.range (lang/surface.py)
 
 __all__ = [
     "jit", "JitFunction", "DataType", "int8", "int16", "int32", "int64", "uint8", "uint16",
@@ -32,7 +27,6 @@ __all__ = [
     "BinaryRepeatParams", "UnaryRepeatParams", "BrcbRepeatParams", "DataCopyParams",
     "DataCopyExtParams", "DataCopyPadExtParams", "DataCopyPadParams", "Nd2NzParams",
     "LoadData2DParams", "MmadParams", "FixpipeParamsV220", "GlobalAddress", "GlobalTensor",
-    "LocalTensor", "TPipe", "TQue", "TBuf", "ConstExpr", "printf", "dump_tensor", "static_range",
-    "range", "KernelError", "CompileError", "CheckedOptions", "set_default_checked", "adv",
+    "LocalTensor", "TPipe", "TQue", "TBuf", "ConstExpr", "KernelError", "CompileError", "CheckedOptions", "set_default_checked", "adv",
     "host", "lib",
 ] + sorted(_OPS)

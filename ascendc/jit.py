@@ -5,7 +5,6 @@ The choice between interpret and compiled mode is made here only (options.interp
 """
 from __future__ import annotations
 
-import inspect
 import threading
 import warnings
 
@@ -16,9 +15,12 @@ from rt import errors as E
 
 from . import options as O
 from .lang import api, core, dtypes as D, prims
+from .compiler.cache import load_module
+from .compiler.codegen import kernel_module
 from .compiler.frontend import asc_calls
 from .lang import barrier as _barrier
 from .lang.errors import GMReadError, GMWriteError, KernelError
+from .lang.kernel import KernelFunction
 
 _CTX = threading.local()
 
@@ -138,9 +140,8 @@ class InterpretedBinary(_Binary):
                 args.append(self.consts[n])
             else:
                 v = next(it)
-                args.append(api.GlobalAddress(v) if isinstance(v, np.ndarray) else v)
-        prev = getattr(api._state, "ctx", None)
-        api.set_ctx(ctx)
+                args.append(api.wrap(api.GlobalAddress, v) if isinstance(v, np.ndarray) else v)
+        prev = api.set_ctx(ctx)
         try:
             for b in blocks:
                 core.begin_block(ctx, b, block_dim)
@@ -166,28 +167,7 @@ def single_threaded_blas():
         _BLAS_LIMIT.append(threadpool_limits(limits=1, user_api="blas"))
 
 
-def ensure_device():
-    """pyasc needs no explicit runtime set-up: initialise rt and pick device 0 on first use."""
-    try:
-        rt.current_device()
-    except E.AclError as e:
-        if e.code == E.ACL_ERROR_UNINITIALIZE:
-            rt.init()
-            rt.set_device(0)
-        elif e.code == E.ACL_ERROR_RT_CONTEXT_NULL:
-            rt.set_device(0)
-        else:
-            raise
-
-
-def _const_params(fn):
-    """Names of parameters annotated asc.ConstExpr / asc.ConstExpr[...]."""
-    out = set()
-    for name, p in inspect.signature(fn).parameters.items():
-        ann = p.annotation
-        if ann is api.ConstExpr or (isinstance(ann, str) and "ConstExpr" in ann):
-            out.add(name)
-    return out
+ensure_device = rt.ensure_device  # kept for callers of the old name
 
 
 def _scalar(v, name, kernel):
@@ -218,18 +198,13 @@ def _torch_to_numpy(t):
     return t.numpy()
 
 
-class JitFunction:
+class JitFunction(KernelFunction):
     """A kernel (or helper) declared with `@asc.jit`. Launch with `kernel[block_dim](*args)` or
     `kernel[block_dim, stream](*args)` (pyasc syntax)."""
 
     def __init__(self, fn, **options):
-        self.fn = fn
+        super().__init__(fn)
         self.options = options
-        self.__name__ = fn.__name__
-        self.__doc__ = fn.__doc__
-        self.__wrapped__ = fn
-        self.param_names = list(inspect.signature(fn).parameters)
-        self.const_params = _const_params(fn)
         clash = set(self.param_names) & {"interpret", "checked", "soc", "kernel_type", "core_num",
                                          "stream"}
         if clash:
@@ -242,7 +217,7 @@ class JitFunction:
         return f"<asc.jit kernel {self.__name__}>"
 
     def __call__(self, *args, **kwargs):
-        if getattr(api._state, "ctx", None) is not None:  # a helper called from an interpreted kernel
+        if api.in_kernel():  # a helper called from an interpreted kernel
             return self.fn(*args, **kwargs)
         raise TypeError(f"{self.__name__}: kernels are launched with "
                         f"{self.__name__}[block_dim](...) or [block_dim, stream]")
@@ -357,27 +332,7 @@ class JitFunction:
             return b
 
     def _compile(self, consts, sig):
-        from .compiler.cache import load_module
-        from .compiler.codegen import Generator, GA, OTHER
-        gen = Generator()
-        rt_params = [n for n in self.param_names if n not in consts]
-        kinds = {n: (GA if s[0] == "GA" else OTHER) for n, s in zip(rt_params, sig)}
-        gen.function(self.fn, "_kernel", kinds, consts)
-        ps = ", ".join(rt_params)
-        regs = "".join(f"        _C.register_gm(_ctx, {n})\n" for n in rt_params
-                       if kinds[n] == GA)
-        gen.functions.append(
-            "@njit(nogil=True, cache=True)\n"
-            f"def _run(_ctx, _blocks, _block_num{', ' if ps else ''}{ps}):\n"
-            "    for _blk in _blocks:\n"
-            "        _C.begin_block(_ctx, _blk, _block_num)\n"
-            f"{regs}"
-            f"        _kernel(_ctx{', ' if ps else ''}{ps})\n"
-            "        _P.kernel_end(_ctx)\n")
-        header = (f"kernel {self.__name__} from {inspect.getsourcefile(self.fn)}; "
-                  f"consts={consts!r}; signature={sig!r}")
-        mod = load_module(gen.module(header), self.__name__)
-        return mod._run
+        return load_module(kernel_module(self, consts, sig), self.__name__)._run
 
 
 def jit(fn=None, **options):

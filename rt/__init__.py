@@ -5,7 +5,8 @@ Mirrors AscendCL's `aclrt*` calls in Python spelling; `rt.acl` is the pyACL-comp
 from .errors import AclError, get_recent_err_msg
 from .soc import SocSpec, SOCS, get_soc
 from .device import (init, finalize, device_count, set_device, reset_device, current_device,
-                     synchronize_device, get_soc_name, get_device_info, get_mem_info, DevAttr)
+                     synchronize_device, get_soc_name, get_device_info, get_mem_info, DevAttr,
+                     ensure_device)
 from .memory import (DevicePtr, HostPtr, MemMallocPolicy, MemcpyKind, malloc, free, malloc_host,
                      free_host, memset, memcpy, memcpy_2d, memory_stats, memory_summary, empty_cache)
 from .array import DeviceArray, to_device, device_empty, device_zeros
@@ -13,13 +14,14 @@ from .stream import (Stream, Event, default_stream, current_stream, ACL_STOP_ON_
                      ACL_CONTINUE_ON_FAILURE)
 from .copy import memcpy_async, memset_async, memcpy_2d_async
 from .callback import subscribe_report, unsubscribe_report, launch_callback, process_report
-from .launch import launch
+from .launch import launch, default_core_count
 from .profiler import profile, Profiler
 
 __all__ = [
     "AclError", "get_recent_err_msg", "SocSpec", "SOCS", "get_soc",
     "init", "finalize", "device_count", "set_device", "reset_device", "current_device",
     "synchronize_device", "get_soc_name", "get_device_info", "get_mem_info", "DevAttr",
+    "ensure_device", "default_core_count",
     "DevicePtr", "HostPtr", "MemMallocPolicy", "MemcpyKind", "malloc", "free", "malloc_host",
     "free_host", "memset", "memcpy", "memcpy_2d", "memory_stats", "memory_summary", "empty_cache",
     "DeviceArray", "to_device", "device_empty", "device_zeros",

@@ -223,6 +223,21 @@ def current_device() -> int:
     return _current_id("rt.current_device")
 
 
+def ensure_device() -> int:
+    """Initialise rt and select device 0 on first use, as pyasc and torch_npu do implicitly;
+    returns the current device. Explicit `init`/`set_device` calls made earlier are kept."""
+    with _lock:
+        if not _initialized:
+            init()
+    try:
+        return current_device()
+    except AclError as e:
+        if e.code != ACL_ERROR_RT_CONTEXT_NULL:
+            raise
+        set_device(0)
+        return 0
+
+
 def get_device(i: int | None = None, api: str = "rt.get_device") -> Device:
     """Internal: the `Device` of id `i` (default: the current device); it must be set."""
     if i is None:

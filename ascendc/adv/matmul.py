@@ -9,7 +9,7 @@ Mirrors Ascend C `Matmul<A_TYPE, B_TYPE, C_TYPE, BIAS_TYPE>` (matmul.h) with pya
 
 What iterate_all does (the same code in both modes: the helpers below are written in the kernel
 language; compiled kernels get them through the compiler, which turns a Matmul object into a few
-local variables, see ascendc/compiler/adv_matmul.py): C[m x n] (+ bias) = A[m x k] @ B[k x n] for
+local variables, see ascendc/adv/lowering.py): C[m x n] (+ bias) = A[m x k] @ B[k x n] for
 this core, m/n/k = the tail (set_tail) or single shape (set_single_shape / tiling.single_core_*),
 the GM tensors already offset to this core's block by the kernel. Output tiles of base_m x base_n
 are visited in tiling.iterate_order (0: along M first); for each, K goes through L1 in chunks of
@@ -130,7 +130,7 @@ class Matmul:
         a, bias = self._types[0], self._types[3]
         mm_check_tiling(tiling, a.dtype.sizeof(), bias is not None)
         self._tiling = tiling
-        self._q = _mm_register(pipe or _PipeOfKernel(), tiling, a.dtype.sizeof(),
+        self._q = mm_register(pipe or _PipeOfKernel(), tiling, a.dtype.sizeof(),
                                bias is not None)
         self._st[S_INIT] = 1
 
@@ -176,7 +176,7 @@ class Matmul:
         mm_check_iterate(self._st, self._tiling if self._tiling is not None else _EMPTY,
                          a[2], b[2], c[2], a[3], b[3], self._a.data, self._b.data, gm.data,
                          int(en_atomic))
-        _mm_iterate_all(self._q, self._tiling, self._st, self._a, self._b,
+        mm_iterate_all(self._q, self._tiling, self._st, self._a, self._b,
                         self._bias if self._bias is not None else gm, gm)
 
     def end(self):
@@ -207,7 +207,7 @@ def register_matmul(pipe, *args):
 # ---- the kernel-language implementation (both modes) -------------------------------------------
 
 @asc.jit
-def _mm_register(pipe, tiling, a_isz, has_bias):
+def mm_register(pipe, tiling, a_isz, has_bias):
     """The Matmul's local buffers, from the kernel's TPipe: (A1, B1, A2, B2, CO1, bias L1, BT)."""
     bm = tiling.base_m
     bn = tiling.base_n
@@ -319,7 +319,7 @@ def _load_bias(q, bt, biasg, n0, nt):
 
 
 @asc.jit
-def _mm_iterate_all(qs, tiling, st, ag, bg, biasg, cg):
+def mm_iterate_all(qs, tiling, st, ag, bg, biasg, cg):
     qa1 = qs[0]
     qb1 = qs[1]
     qa2 = qs[2]

@@ -4,8 +4,10 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
+import types
 
 from ..lang.errors import CompileError
+from ..lang.kernel import is_kernel_function
 
 
 class KernelSource:
@@ -64,6 +66,11 @@ class KernelSource:
                 raise self.error(node, bad)
 
 
+def is_asc_module(v) -> bool:
+    """Is `v` the kernel language's module (`import ascendc as asc`, or pyasc's `asc`)?"""
+    return isinstance(v, types.ModuleType) and v.__name__ in ("ascendc", "asc")
+
+
 def attr_chain(node):
     """`a.b.c` -> ['a', 'b', 'c'] (None if not a pure attribute chain on a name)."""
     parts = []
@@ -95,10 +102,10 @@ def asc_calls(fn, _seen=None) -> frozenset:
         if not isinstance(node, ast.Call):
             continue
         chain = attr_chain(node.func) if isinstance(node.func, ast.Attribute) else None
-        if chain and getattr(globs.get(chain[0]), "__name__", None) in ("ascendc", "asc"):
+        if chain and is_asc_module(globs.get(chain[0])):
             out.add(".".join(chain[1:]))
         elif isinstance(node.func, ast.Name):
             g = globs.get(node.func.id)
-            if type(g).__name__ == "JitFunction":       # an @asc.jit helper
+            if is_kernel_function(g):       # an @asc.jit helper
                 out |= asc_calls(g.fn, seen)
     return frozenset(out)

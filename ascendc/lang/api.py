@@ -1,8 +1,9 @@
 """The kernel language as plain Python objects: what `interpret` mode runs.
 
-Kernel source runs unchanged as Python (print and breakpoints work); every op goes through the
-same primitives the compiled mode calls, so the two modes share one semantics. The launcher sets
-the current core context (`_state.ctx`) before running each block.
+Kernel source runs unchanged as Python (print and breakpoints work). Every function, constructor
+and method here is generated from its row in `ascendc/lang/surface.py` and calls the same
+primitive the compiled mode calls, so the two modes share one semantics. The launcher sets the
+current core context (`set_ctx`) before running each block.
 """
 from __future__ import annotations
 
@@ -12,11 +13,9 @@ import threading
 import numpy as np
 
 from . import dtypes as D
-from . import params as P
 from . import prims
-from .core import level_name, level_of
+from . import surface as S
 from .errors import KernelError
-from .registry import OPS, bind, order
 
 _state = threading.local()
 
@@ -29,12 +28,21 @@ def current_ctx():
     return ctx
 
 
+def in_kernel() -> bool:
+    """Is the calling thread running an interpreted kernel?"""
+    return getattr(_state, "ctx", None) is not None
+
+
 def set_ctx(ctx):
+    """Make `ctx` the calling thread's core context; returns the previous one."""
+    prev = getattr(_state, "ctx", None)
     _state.ctx = ctx
+    return prev
 
 
 def _unwrap(v):
-    if isinstance(v, (LocalTensor, GlobalTensor, GlobalAddress)):
+    """A kernel-language value as primitives take it."""
+    if isinstance(v, _Handle):
         return v.data
     if isinstance(v, D.DataType):
         return v.storage
@@ -42,175 +50,147 @@ def _unwrap(v):
         return int(v)
     if isinstance(v, list):
         return tuple(v)
+    if isinstance(v, slice):
+        if v.stop is not None or v.step is not None:
+            raise KernelError(f"tensor[]: only t[i] / t[i:] views are supported, got a slice "
+                              f"with stop={v.stop} step={v.step}")
+        return v.start or 0
     return v
 
 
-def _storage(dtype):
-    return D.as_datatype(dtype).storage
+def _result(r):
+    return r.item() if isinstance(r, np.generic) else r
 
 
-class _Tensor:
+class _Handle:
+    """A kernel object: `data` is what primitives receive (a storage array view, a queue
+    record, or the pipe's number)."""
     __slots__ = ("data",)
 
-    def __init__(self, data):
+    def __init__(self, data=None):
         self.data = data
 
-    @property
-    def dtype(self) -> D.DataType:
-        return D.from_numpy(self.data.dtype)
-
-    def get_value(self, i):
-        return prims.get_value(current_ctx(), self.data, int(i))
-
-    def set_value(self, i, v):
-        prims.set_value(current_ctx(), self.data, int(i), v)
-
-    def get_size(self):
-        return self.data.size
-
-    def __getitem__(self, i):
-        if isinstance(i, slice):
-            if i.stop is not None or i.step is not None:
-                raise KernelError(f"{type(self).__name__}[]: only t[i] / t[i:] views are "
-                                  f"supported, got a slice with stop={i.stop} step={i.step}")
-            i = i.start or 0
-        return type(self)(prims.sub_view(current_ctx(), self.data, int(i)))
-
-    def numpy(self) -> np.ndarray:
-        """The elements as a numpy array with the logical dtype (a copy; debugging aid)."""
-        return D.logical_view(self.data).copy()
-
     def __repr__(self):
-        return f"{type(self).__name__}({self.dtype!r}, size={self.data.size})"
+        if isinstance(self.data, np.ndarray):
+            return f"{type(self).__name__}({D.from_numpy(self.data.dtype)!r}, size={self.data.size})"
+        return f"{type(self).__name__}()"
 
 
-class GlobalAddress(_Tensor):
-    """A GM pointer argument; `addr + n` offsets by n elements."""
-
-    def __add__(self, n):
-        return GlobalAddress(prims.ga_add(current_ctx(), self.data, int(n)))
-
-    __radd__ = __add__
+def wrap(cls, data):
+    """A handle of class `cls` around `data`, without running its kernel constructor."""
+    obj = cls.__new__(cls)
+    obj.data = data
+    return obj
 
 
-class GlobalTensor(_Tensor):
-    """Mirrors AscendC::GlobalTensor: created empty, bound with `set_global_buffer`."""
-
-    def __init__(self, data=None):
-        super().__init__(data)
-
-    def set_global_buffer(self, addr: GlobalAddress, size=None):
-        self.data = prims.gt_bind(current_ctx(), addr.data, -1 if size is None else int(size))
-
-    def get_phy_addr(self, offset=0):
-        return self.data.ctypes.data + int(offset) * self.data.itemsize
-
-
-class LocalTensor(_Tensor):
-    """Mirrors AscendC::LocalTensor: a view of a core's local memory (UB, L1, L0A/B/C)."""
-
-    def get_length(self):
-        return self.data.size * self.data.itemsize
-
-    def reinterpret_cast(self, dtype):
-        return LocalTensor(self.data.view(_storage(dtype)))
-
-    def get_position_level(self) -> str:
-        return level_name(level_of(current_ctx(), self.data))
-
-    def print(self, n=None):
-        print(self.numpy()[:n])
+def _wrap(returns: str | None, cls, r):
+    if returns is None:
+        return None
+    if returns == "self":
+        return wrap(cls, r)
+    if returns in _CLASSES:
+        return wrap(_CLASSES[returns], r)
+    if returns == "bool":
+        return bool(r)
+    if returns == "int":
+        return int(r)
+    return _result(r)
 
 
-class TPipe:
-    """Mirrors AscendC::TPipe (one per kernel): hands out local memory with init_buffer."""
+def _make_method(row: S.Method):
+    prim = getattr(prims, row.forms[0].prim) if len(row.forms) == 1 and row.forms[0].prim \
+        else None
 
-    def __init__(self):
-        prims.tpipe_new(current_ctx())
-
-    def init_buffer(self, que, num, len=None):
-        if len is None:
-            prims.init_buffer_buf(current_ctx(), que.rec, int(num))
-        else:
-            prims.init_buffer_que(current_ctx(), que.rec, int(num), int(len))
-
-
-class TQue:
-    """Mirrors AscendC::TQue<pos, depth>: alloc_tensor / enque / deque / free_tensor."""
-
-    def __init__(self, pos, depth=1):
-        self.rec = prims.tque_new(current_ctx(), int(pos), int(depth))
-
-    def alloc_tensor(self, dtype):
-        return LocalTensor(prims.que_alloc_tensor(current_ctx(), self.rec, _storage(dtype)))
-
-    def enque(self, t):
-        prims.que_enque(current_ctx(), self.rec, t.data)
-
-    def deque(self, dtype):
-        return LocalTensor(prims.que_deque(current_ctx(), self.rec, _storage(dtype)))
-
-    def free_tensor(self, t):
-        prims.que_free_tensor(current_ctx(), self.rec, t.data)
-
-    def vacant_in_que(self):
-        return bool(prims.que_vacant(current_ctx(), self.rec))
-
-    def has_tensor_in_que(self):
-        return bool(prims.que_has_tensor(current_ctx(), self.rec))
-
-    def get_tensor_count_in_que(self):
-        return int(prims.que_tensor_count(current_ctx(), self.rec))
-
-    def has_idle_buffer(self):
-        return bool(prims.que_has_idle_buffer(current_ctx(), self.rec))
+    def method(self, *args, **kwargs):
+        form = S.bind(row.api, row.forms, len(args), kwargs)
+        fn = prim or getattr(prims, form.prim)
+        vals = [_unwrap(v) for v in form.order(args, kwargs)]
+        if row.receiver:
+            vals.insert(0, self.data)
+        r = fn(current_ctx(), *vals)
+        if row.rebinds:
+            self.data = r
+            return None
+        return _wrap(row.returns, type(self), r)
+    method.__name__ = row.name
+    method.__qualname__ = row.api
+    method.__doc__ = row.doc or f"{row.api}({', '.join(row.forms[0].params)})"
+    return method
 
 
-class TBuf:
-    """Mirrors AscendC::TBuf<pos>: a scratch buffer without queue semantics."""
-
-    def __init__(self, pos=11):
-        self.rec = prims.tbuf_new(current_ctx(), int(pos))
-
-    def get(self, dtype, len=None):
-        return LocalTensor(prims.tbuf_get(current_ctx(), self.rec, _storage(dtype),
-                                          -1 if len is None else int(len)))
-
-    def get_with_offset(self, size, buf_offset, dtype):
-        return LocalTensor(prims.tbuf_get_with_offset(current_ctx(), self.rec, int(size),
-                                                      int(buf_offset), _storage(dtype)))
+def _make_init(h: S.Handle):
+    def __init__(self, *args, **kwargs):
+        form = S.bind(f"asc.{h.name}", (h.ctor,), len(args), kwargs)
+        vals = [_unwrap(v) for v in form.order(args, kwargs)]
+        self.data = getattr(prims, form.prim)(current_ctx(), *vals) if form.prim else None
+    __init__.__qualname__ = f"{h.name}.__init__"
+    return __init__
 
 
-def _make_op(name):
+def _dtype(self) -> D.DataType:
+    return D.from_numpy(self.data.dtype)
+
+
+def _numpy(self) -> np.ndarray:
+    """The elements as a numpy array with the logical dtype (a copy; debugging aid)."""
+    return D.logical_view(self.data).copy()
+
+
+def _print(self, n=None):
+    """Prints the first n elements (debugging aid)."""
+    print(self.numpy()[:n])
+
+
+# what interpret mode runs for the rows marked `native` / `interpret_only`
+_BY_HAND = {"dtype": property(_dtype), "numpy": _numpy, "print": _print}
+
+
+def _make_class(h: S.Handle) -> type:
+    body = {"__doc__": h.doc, "__slots__": ()}
+    if h.ctor is not None:
+        body["__init__"] = _make_init(h)
+    for row in S.methods_of(h.name):
+        body[row.name] = _BY_HAND[row.name] if row.native or row.interpret_only \
+            else _make_method(row)
+    return type(h.name, (_Handle,), body)
+
+
+_CLASSES = {name: _make_class(h) for name, h in S.HANDLES.items() if name != "DataType"}
+GlobalAddress = _CLASSES["GlobalAddress"]
+GlobalTensor = _CLASSES["GlobalTensor"]
+LocalTensor = _CLASSES["LocalTensor"]
+TPipe = _CLASSES["TPipe"]
+TQue = _CLASSES["TQue"]
+TBuf = _CLASSES["TBuf"]
+GlobalAddress.__radd__ = GlobalAddress.__add__
+
+
+def _make_function(row: S.Function):
     def f(*args, **kwargs):
-        form = bind(name, len(args), kwargs)
-        vals = [_unwrap(v) for v in order(form, args, kwargs)]
-        r = getattr(prims, form.prim)(current_ctx(), *vals)
-        return None if r is None else (r.item() if isinstance(r, np.generic) else r)
-    f.__name__ = name
-    f.__qualname__ = name
-    f.__doc__ = "asc." + name + ": " + " | ".join(
-        f"({', '.join(fm.params)})" for fm in OPS[name])
+        form = S.bind(f"asc.{row.name}", row.forms, len(args), kwargs)
+        vals = [_unwrap(v) for v in form.order(args, kwargs)]
+        return _wrap(row.returns, None, getattr(prims, form.prim)(current_ctx(), *vals))
+    f.__name__ = f.__qualname__ = row.name
+    f.__doc__ = f"asc.{row.name}: " + " | ".join(f"({', '.join(fm.params)})" for fm in row.forms)
+    if row.doc:
+        f.__doc__ += f"\n{row.doc}"
     return f
-
-
-OP_FUNCS = {name: _make_op(name) for name in OPS}
 
 
 def printf(fmt, *args):
     """Mirrors AscendC::printf (C format string)."""
-    vals = tuple(a.item() if isinstance(a, np.generic) else a for a in args)
+    vals = tuple(_result(a) for a in args)
     print(fmt % vals if vals else fmt, end="" if fmt.endswith("\n") else "\n")
 
 
-def dump_tensor(tensor, desc, dump_size, shape_info=None):
-    """Mirrors AscendC::DumpTensor: prints `dump_size` elements with a header."""
-    prims.dump_tensor(current_ctx(), tensor.data, int(desc), int(dump_size))
-
-
-def static_range(*a):
-    """Unrolled at compile time in pyasc; a plain range here."""
+def _range(*a):
     return range(*a)
+
+
+_SPECIALS = {"printf": printf, "range": _range}
+
+FUNCTIONS = {name: _SPECIALS[row.special] if row.special else _make_function(row)
+             for name, row in S.FUNCTIONS.items()}
 
 
 class ConstExpr:
@@ -218,6 +198,3 @@ class ConstExpr:
 
     def __class_getitem__(cls, item):
         return cls
-
-
-PARAM_STRUCTS = P.BY_NAME

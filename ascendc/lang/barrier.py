@@ -81,9 +81,8 @@ def resident_limit(soc, calls) -> tuple[int, str]:
     Coupled SoCs run a block per AI Core. On separated ones a vector-only kernel's block is an
     AIV (SyncAll's default `isAIVOnly=true`), and a kernel using the cube runs as 1 AIC + 2 AIV
     per block, so at most one block per AI Core."""
-    from .registry import OPS
-    from .prims import cube
-    cube_ops = {n for n, forms in OPS.items() if any(f.prim in cube.__all__ for f in forms)}
+    from .surface import FUNCTIONS
+    cube_ops = {n for n, f in FUNCTIONS.items() if f.unit == "AIC"}
     uses_cube = any(c in cube_ops or c.startswith("adv.") for c in calls)
     if not soc.separated:
         return soc.ai_core_num, "AI Core"

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from ascendc.lang import core, registry
+from ascendc.lang import core, surface
 from ascendc.lang.errors import KernelError
 from ascendc.lang.params import BinaryRepeatParams, BrcbRepeatParams, UnaryRepeatParams
 from ascendc.lang.prims import vector as V
@@ -773,12 +773,12 @@ def _njit_vector_int(ctx, d, a, b):
     V.bitwise_not_rep(ctx, d, a, 64, 1, up, True)
 
 
-def test_registry_forms_name_primitives_with_their_parameter_order():
+def test_surface_forms_name_primitives_with_their_parameter_order():
     from ascendc.lang.prims import reduce as R
     mine = {n: getattr(mod, n) for mod in (V, R) for n in mod.__all__}
     used = set()
-    for name, forms in registry.OPS.items():
-        for form in forms:
+    for name, row in surface.FUNCTIONS.items():
+        for form in row.forms:
             if form.prim in mine:
                 used.add(form.prim)
                 params = list(inspect.signature(mine[form.prim].py_func).parameters)

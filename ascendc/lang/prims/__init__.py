@@ -1,6 +1,6 @@
 """Primitives: the semantics of every kernel-language op, as njit functions over storage arrays.
 
-Called as ``prim(ctx, *values)`` (see ascendc/lang/registry.py) from the interpreter and from
+Called as ``prim(ctx, *values)`` (see ascendc/lang/surface.py) from the interpreter and from
 compiled kernels alike, so both modes share one implementation.
 """
 from .vector import *      # noqa: F401,F403

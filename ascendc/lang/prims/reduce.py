@@ -36,8 +36,9 @@ from numba.extending import intrinsic, overload, register_jitable
 from .. import core
 from ..dtypes import ld, st
 from ..errors import KernelError
-from .vector import (check_count, check_range, far_offset, lanes_on, next_lane, per_block,
-                     prefix_lanes, prim, put_bits, rep_index, require_same, vmask)
+from ..core import prim
+from .vecbase import (check_count, check_range, far_offset, lanes_on, next_lane, per_block,
+                      prefix_lanes, put_bits, rep_index, require_same, vmask)
 
 __all__ = [
     "reduce_sum_count", "reduce_sum_rep", "reduce_max_count", "reduce_max_rep",

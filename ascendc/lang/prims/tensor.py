@@ -5,7 +5,8 @@ from ..core import prim, check_gm, level_name, level_of, local_offset
 from ..dtypes import ld, st
 from ..errors import KernelError
 
-__all__ = ["ga_add", "gt_bind", "sub_view", "get_value", "set_value", "dump_tensor"]
+__all__ = ["ga_add", "gt_bind", "sub_view", "get_value", "set_value", "dump_tensor", "tensor_size",
+           "tensor_length", "reinterpret_cast", "position_level", "phy_addr"]
 
 
 @prim
@@ -64,3 +65,35 @@ def dump_tensor(ctx, t, desc, n):
           level_name(level_of(ctx, t)), "size=", m)
     for i in range(m):
         print(ld(t, i))
+
+
+# ---- tensor properties (methods of the surface table) ------------------------------------------
+
+@prim
+def tensor_size(ctx, t):
+    """get_size(): elements of the tensor."""
+    return t.size
+
+
+@prim
+def tensor_length(ctx, t):
+    """get_length(): bytes of the tensor."""
+    return t.size * t.itemsize
+
+
+@prim
+def reinterpret_cast(ctx, t, dtype):
+    """reinterpret_cast(dtype): the same bytes viewed as another dtype."""
+    return t.view(dtype)
+
+
+@prim
+def position_level(ctx, t):
+    """get_position_level(): "UB", "L1", "L0A", "L0B", "L0C", "BT", or "GM"."""
+    return level_name(level_of(ctx, t))
+
+
+@prim
+def phy_addr(ctx, t, offset):
+    """GlobalTensor.get_phy_addr(offset): the address of element `offset`."""
+    return np.int64(t.ctypes.data) + offset * t.itemsize

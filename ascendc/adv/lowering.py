@@ -7,7 +7,7 @@ For `mm = asc.adv.Matmul(a_type, b_type, c_type, bias_type)` the generated code 
   mm__a, mm__b, mm__bias   the GM tensors given by set_tensor_a / set_tensor_b / set_bias
 and each method call is a statement rewritten into assignments, a run-time check
 (`_ADV.mm_check_*`) and a call of the kernel-language helpers of ascendc/adv/matmul.py
-(`_mm_register` at register_matmul/init, `_mm_iterate_all` at iterate_all) that the interpreter
+(`mm_register` at register_matmul/init, `mm_iterate_all` at iterate_all) that the interpreter
 runs too. Position, format and layout of a MatmulType are template arguments in Ascend C: they
 must be compile-time constants here and are checked while compiling.
 """
@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import ast
 
-from ..adv import checks as C
-from .frontend import attr_chain as _chain
-from ..adv.matmul import (NO_BIAS, SUPPORTED_METHODS, _mm_iterate_all, _mm_register,
-                          type_error)
+from ..compiler.frontend import attr_chain as _chain, is_asc_module
+from ..lang.surface import OTHER, PIPE, T
+from . import checks as C
+from .matmul import NO_BIAS, SUPPORTED_METHODS, mm_iterate_all, mm_register, type_error
 
 MM = "MM"
+KINDS = frozenset({MM})
+_ADV_IMPORT = "from ascendc.adv import checks as _ADV"
 
 
 def is_adv_call(rw, node, name):
@@ -30,8 +32,7 @@ def is_adv_call(rw, node, name):
     ch = _chain(node.func)
     if not ch or len(ch) != 3 or ch[1:] != ["adv", name]:
         return False
-    root = rw._global(ch[0])
-    return getattr(root, "__name__", None) in ("ascendc", "asc")
+    return is_asc_module(rw.global_value(ch[0]))
 
 
 def _expr(src):
@@ -78,7 +79,7 @@ def _constant(rw, node):
     if ch is None:
         raise KeyError(node)
     try:
-        return rw._resolve(ch)
+        return rw.resolve(ch)
     except AttributeError:
         raise KeyError(node) from None
 
@@ -131,10 +132,8 @@ def assign(rw, node):
         has_bias = has_bias or role == "bias"
         elts.append(matmul_type(rw, v, role) if is_adv_call(rw, v, "MatmulType")
                     else rw.visit(v))
-    if not hasattr(rw, "mms"):
-        rw.mms = {}
-    rw.gen.uses_adv = True
-    rw.mms[name] = {"bias": has_bias, "seen": set()}
+    rw.gen.require_import(_ADV_IMPORT)
+    rw.ext_state("adv")[name] = {"bias": has_bias, "seen": set()}
     rw.kinds[name] = MM
     return [_stmt(f"{name}__ty = _N_t", t=ast.Tuple(elts=elts, ctx=ast.Load())),
             _stmt(f"{name} = _ADV.new_state()")]
@@ -173,16 +172,15 @@ def _register(rw, call):
     if pipe is None:
         raise rw.err(call, "asc.adv.register_matmul: pipe must be given, got none")
     out = [_stmt(f"{name}__pipe = _N_p", p=rw.visit(pipe))]
-    rw.mms[name]["seen"].add("pipe")
+    rw.ext_state("adv")[name]["seen"].add("pipe")
     if tiling is not None and not (isinstance(tiling, ast.Constant) and tiling.value is None):
         out += _init(rw, name, tiling, ast.Name(id=f"{name}__pipe", ctx=ast.Load()))
     return out
 
 
 def _init(rw, name, tiling, pipe):
-    from .codegen import OTHER, PIPE
-    helper, _ = rw.gen.helper(_mm_register, (PIPE, OTHER, OTHER, OTHER))
-    rw.mms[name]["seen"].add("init")
+    helper, _ = rw.helper(mm_register, (PIPE, OTHER, OTHER, OTHER))
+    rw.ext_state("adv")[name]["seen"].add("init")
     has_bias = f"{name}__ty[3][0] >= 0"
     return [_stmt(f"{name}__t = _N_t", t=rw.visit(tiling)),
             _stmt(f"_ADV.mm_check_tiling({name}__t, {name}__ty[0][2], {has_bias})"),
@@ -206,7 +204,7 @@ def _set(name, slot, value):
 
 
 def _method(rw, call, name, m):
-    mm = rw.mms[name]
+    mm = rw.ext_state("adv")[name]
     api = f"asc.adv.Matmul.{m}"
     if m == "init":
         tiling = call.args[0] if call.args else {k.arg: k.value for k in call.keywords}.get(
@@ -262,7 +260,6 @@ def _method(rw, call, name, m):
 
 
 def _iterate_all(rw, call, name, mm):
-    from .codegen import OTHER, T
     api = "asc.adv.Matmul.iterate_all"
     if "a" not in mm["seen"] or "b" not in mm["seen"]:
         raise rw.err(call, f"{api}: set_tensor_a and set_tensor_b must be called first, got "
@@ -274,7 +271,7 @@ def _iterate_all(rw, call, name, mm):
     if c is None:
         raise rw.err(call, f"{api}: a GlobalTensor for C must be given, got none")
     atomic = _arg(rw, call, 1, ("en_atomic",), ast.Constant(0))
-    helper, _ = rw.gen.helper(_mm_iterate_all, (OTHER, OTHER, OTHER, T, T, T, T))
+    helper, _ = rw.helper(mm_iterate_all, (OTHER, OTHER, OTHER, T, T, T, T))
     bias = f"{name}__bias" if "bias" in mm["seen"] else f"{name}__c"
     # set_bias under `if <ConstExpr False>:` is dropped by CPython; keep the name defined, with
     # the bias's own type (fp32; C may be 16-bit, and Numba cannot unify the two array types)
@@ -286,3 +283,8 @@ def _iterate_all(rw, call, name, mm):
     run = _stmt(f"{helper}(_ctx, {name}__q, {name}__t, {name}, {name}__a, {name}__b, {bias}, "
                 f"{name}__c)")
     return [_stmt(f"{name}__c = _N_c", c=c)] + fallback + [check, run]
+
+
+def method_value(rw, call, kind, m):
+    """A Matmul method used as a value: the Matmul's calls are statements."""
+    raise rw.err(call, f"asc.adv.Matmul.{m} must be called as a statement of its own")

@@ -1,0 +1,402 @@
+"""Shared machinery of the vector primitives: compile-time dtype facts, argument checks, masks.
+
+Helpers are `register_jitable` (`jitable`: an @overload typed with non-literal arguments): a
+jitted helper called with constant arguments would otherwise compile a literal-typed
+specialisation per api name / constant. Errors follow errors.py: a constant template plus
+runtime values, formatted when read (building strings in nopython code would cost ~0.5 s of
+LLVM time in every primitive that links it).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, types
+from numba.extending import overload, register_jitable
+
+from .. import core
+from ..core import lane_on, mask_words  # noqa: F401  (lane_on: for the vector modules)
+from ..dtypes import bf16_bits_to_f32, f16_bits_to_f32, f32_to_bf16_bits, f32_to_f16_bits
+from ..errors import KernelError
+
+jitable = register_jitable(nogil=True, error_model="numpy")
+# Generic kernels take the element operation as a first-class function: they must be IR-inlined
+# (a dispatcher passed as a value to a separately compiled function makes the caller uncacheable).
+inline = njit(nogil=True, cache=True, inline="always", error_model="numpy")
+
+# ---- dtype facts, decided at compile time -------------------------------------------------------
+
+
+def dtype_kind(t):
+    """0 int, 1 float16, 2 bfloat16, 3 float32, 4 float64 (of a numba array or scalar type)."""
+    dt = getattr(t, "dtype", t)
+    if isinstance(dt, types.Record):
+        return 1 if "f16" in dt.fields else 2
+    if isinstance(dt, types.Float):
+        return 3 if dt.bitwidth == 32 else 4
+    return 0
+
+
+def dtype_label(t):
+    k = dtype_kind(t)
+    return ("", "float16", "bfloat16")[k] if k in (1, 2) else str(getattr(t, "dtype", t))
+
+
+def _const1(fn):
+    """A stub `f(x)` whose overload returns the constant fn(numba type of x)."""
+    def stub(x):
+        raise NotImplementedError
+
+    @overload(stub)
+    def _ov(x):
+        v = fn(x)
+        return lambda x: v
+    return stub
+
+
+def _const2(fn):
+    def stub(x, y):
+        raise NotImplementedError
+
+    @overload(stub)
+    def _ov(x, y):
+        v = fn(x, y)
+        return lambda x, y: v
+    return stub
+
+
+fkind = _const1(dtype_kind)                # fkind(a) -> 0 int, 1 f16, 2 bf16, 3 f32, 4 f64
+dtname = _const1(dtype_label)               # dtname(a) -> "float32", "bfloat16", ...
+is_arr = _const1(lambda x: isinstance(x, types.Array))
+vecable = _const1(lambda a: not isinstance(getattr(a, "dtype", a), types.Record))
+same_dtype = _const2(lambda a, b: getattr(a, "dtype", a) == getattr(b, "dtype", b))
+
+
+def elem_bytes_of(t):
+    d = getattr(t, "dtype", t)
+    return d.size if isinstance(d, types.Record) else max(1, d.bitwidth // 8)
+
+
+# elements per 32 B block as a compile-time constant: rep loops over whole blocks then have a
+# known trip count and vectorise (a runtime `32 // itemsize` made them ~4x slower)
+per_block = _const1(lambda a: 32 // elem_bytes_of(a))
+
+
+def zero_of(x):
+    """A zero of x's numeric type (so `x if c else zero_of(x)` keeps float32)."""
+    raise NotImplementedError
+
+
+@overload(zero_of)
+def _ov_zero_of(x):
+    t = x
+    return lambda x: t(0)
+
+
+def as_elem(a, s):
+    """Scalar s rounded to tensor a's dtype, returned in a's compute type."""
+    raise NotImplementedError
+
+
+@overload(as_elem)
+def _ov_as_elem(a, s):
+    k = dtype_kind(a)
+    if k == 1:
+        return lambda a, s: f16_bits_to_f32(f32_to_f16_bits(np.float32(s)))
+    if k == 2:
+        return lambda a, s: bf16_bits_to_f32(f32_to_bf16_bits(np.float32(s)))
+    t = a.dtype
+    return lambda a, s: t(s)
+
+
+def put_bits(a, i, bits):
+    """Store the integer `bits` as the raw bit pattern of element i (Ascend C's index results)."""
+    raise NotImplementedError
+
+
+@overload(put_bits)
+def _ov_put_bits(a, i, bits):
+    k = dtype_kind(a)
+    if k == 1:
+        def impl(a, i, bits):
+            a[i].f16 = np.uint16(bits)
+        return impl
+    if k == 2:
+        def impl(a, i, bits):
+            a[i].bf16 = np.uint16(bits)
+        return impl
+    if k == 3:
+        def impl(a, i, bits):
+            a[i] = np.uint32(bits).view(np.float32)
+        return impl
+    if k == 4:
+        def impl(a, i, bits):
+            a[i] = np.uint64(bits).view(np.float64)
+        return impl
+    t = a.dtype
+
+    def impl(a, i, bits):
+        a[i] = t(bits)
+    return impl
+
+
+# ---- checks ----------------------------------------------------------------------------------
+# Errors follow errors.py: a constant template plus runtime values, formatted when read (building
+# strings in nopython code would cost ~0.5 s of LLVM time in every primitive that links it).
+
+
+@jitable
+def check_range(api, name, v, lo, hi):
+    if v < lo or v > hi:
+        raise KernelError("{}: {} must be in [{}, {}], got {}={}", api, name, lo, hi, name, v)
+
+
+@jitable
+def _check_n(ctx, api, what, x, n):
+    core.check_local(ctx, api, what, x, n)
+
+
+def check_count(ctx, api, what, x, n):
+    """Raise unless tensor x holds n elements (core.check_local's rule); nothing for scalars."""
+    raise NotImplementedError
+
+
+@overload(check_count)
+def _ov_check_count(ctx, api, what, x, n):
+    if isinstance(x, types.Array):
+        return lambda ctx, api, what, x, n: _check_n(ctx, api, what, x, n)
+    return lambda ctx, api, what, x, n: None
+
+
+def require_float(api, what, x):
+    """Raise unless tensor x has a float dtype."""
+    raise NotImplementedError
+
+
+def require_int(api, what, x):
+    """Raise unless tensor x has an integer dtype."""
+    raise NotImplementedError
+
+
+def _require(want_float):
+    def ov(api, what, x):
+        if (dtype_kind(x) != 0) == want_float:
+            return lambda api, what, x: None
+        rule = "a float type" if want_float else "an integer type"
+        name = dtype_label(x)
+
+        def impl(api, what, x):
+            raise KernelError("{}: {} dtype must be {}, got dtype={}", api, what, rule, name)
+        return impl
+    return ov
+
+
+overload(require_float)(_require(True))
+overload(require_int)(_require(False))
+
+
+def require_same(api, what, x, dst):
+    """Raise unless tensor x has dst's dtype (Ascend C's single template T)."""
+    raise NotImplementedError
+
+
+@overload(require_same)
+def _ov_require_same(api, what, x, dst):
+    if getattr(x, "dtype", x) == getattr(dst, "dtype", dst):
+        return lambda api, what, x, dst: None
+    want, got = dtype_label(dst), dtype_label(x)
+
+    def impl(api, what, x, dst):
+        raise KernelError("{}: {} dtype must equal dst's ({}), got dtype={}", api, what, want,
+                          got)
+    return impl
+
+
+def vmask(api, mask, elem_bytes):
+    """(m0, m1) mask words of a repeat form: an int selects the first `mask` lanes (1..lanes),
+    a 1- or 2-tuple gives the words (bits beyond the lane count are an error)."""
+    raise NotImplementedError
+
+
+@jitable
+def _check_eb(api, elem_bytes):
+    if elem_bytes < 2:
+        raise KernelError("{}: the mask/repeat form needs 16-, 32- or 64-bit elements, got "
+                          "{}-bit elements (use the count form)", api, elem_bytes * 8)
+
+
+@jitable
+def _vmask_int(api, mask, elem_bytes):
+    _check_eb(api, elem_bytes)
+    check_range(api, "mask", mask, 1, 256 // elem_bytes)
+    full = np.uint64(0xFFFFFFFFFFFFFFFF)
+    if mask >= 128:
+        return full, full
+    if mask >= 64:
+        return full, (np.uint64(1) << np.uint64(mask - 64)) - np.uint64(1)
+    return (np.uint64(1) << np.uint64(mask)) - np.uint64(1), np.uint64(0)
+
+
+@jitable
+def _vmask_words(api, m0, m1, elem_bytes):
+    _check_eb(api, elem_bytes)
+    lanes = 256 // elem_bytes
+    if (lanes <= 64 and m1 != 0) or (lanes < 64 and (m0 >> np.uint64(lanes)) != 0):
+        raise KernelError("{}: mask must select lanes below {} for {}-bit elements, got "
+                          "mask=[{}, {}]", api, lanes, elem_bytes * 8, m0, m1)
+    return m0, m1
+
+
+@overload(vmask)
+def _ov_vmask(api, mask, elem_bytes):
+    if isinstance(mask, types.Integer):
+        return lambda api, mask, elem_bytes: _vmask_int(api, mask, elem_bytes)
+    if isinstance(mask, (types.UniTuple, types.Tuple)) and len(mask) in (1, 2):
+        def impl(api, mask, elem_bytes):
+            m0, m1 = mask_words(mask, elem_bytes)
+            return _vmask_words(api, m0, m1, elem_bytes)
+        return impl
+    return None
+
+
+@jitable
+def _popcount(x):
+    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return np.int64((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
+
+
+@jitable
+def lanes_on(m0, m1, lanes):
+    """Number of selected lanes (vmask guarantees no bits beyond `lanes`)."""
+    return _popcount(m0) + _popcount(m1)
+
+
+@jitable
+def _log2_pow2(x):
+    """Bit index of a power of two x (uint64), from the exponent of float64(x)."""
+    return (np.float64(x).view(np.int64) >> 52) - 1023
+
+
+@jitable
+def _hibit(x):
+    """Index of the highest set bit of x (uint64), -1 for 0."""
+    if x == 0:
+        return -1
+    n = 0
+    for sh in (32, 16, 8, 4, 2, 1):
+        if (x >> np.uint64(sh)) != 0:
+            x = x >> np.uint64(sh)
+            n += sh
+    return n
+
+
+@jitable
+def next_lane(w0, w1):
+    """(lane, w0, w1): the lowest selected lane of the remaining mask words, which lose it;
+    lane -1 when none is left. Rep loops visit only selected lanes with it."""
+    if w0 != 0:
+        low = w0 & (np.uint64(0) - w0)
+        return _log2_pow2(low), w0 ^ low, w1
+    if w1 != 0:
+        low = w1 & (np.uint64(0) - w1)
+        return 64 + _log2_pow2(low), w0, w1 ^ low
+    return -1, w0, w1
+
+
+@jitable
+def top_lane(m0, m1):
+    """Highest selected lane, -1 if none."""
+    return _hibit(m1) + 64 if m1 != 0 else _hibit(m0)
+
+
+@jitable
+def far_offset(m0, m1, pb, blk):
+    """Largest in-repeat element offset among the selected lanes (-1 if none)."""
+    if blk > 0:  # offsets grow with the lane
+        j = top_lane(m0, m1)
+        if j < 0:
+            return -1
+        b = j // pb
+        return b * blk * pb + (j - b * pb)
+    g = np.uint64(0)  # blk == 0: all 8 blocks overlap; fold them onto one
+    w = (np.uint64(1) << np.uint64(pb)) - np.uint64(1)
+    for b in range(8):
+        start = b * pb
+        if start < 64:
+            g |= (m0 >> np.uint64(start)) & w
+        else:
+            g |= (m1 >> np.uint64(start - 64)) & w
+    return _hibit(g)
+
+
+@jitable
+def prefix_lanes(m0, m1):
+    """n if the mask selects exactly lanes 0..n-1 (the common case: an int mask), else -1.
+    Rep loops then walk whole 32 B blocks instead of scanning bits lane by lane."""
+    full = np.uint64(0xFFFFFFFFFFFFFFFF)
+    if m1 == 0:
+        if m0 & (m0 + np.uint64(1)) == 0:
+            return _popcount(m0)
+        return -1
+    if m0 == full and (m1 == full or m1 & (m1 + np.uint64(1)) == 0):
+        return 64 + _popcount(m1)
+    return -1
+
+
+@jitable
+def rep_index(r, j, pb, blk, rep):
+    """Element index of lane j of repeat r (pb elements per 32 B block, strides in blocks)."""
+    b = j // pb
+    return r * rep * pb + b * blk * pb + (j - b * pb)
+
+
+def asize(x):
+    raise NotImplementedError
+
+
+@overload(asize)
+def _ov_asize(x):
+    if isinstance(x, types.Array):
+        return lambda x: x.size
+    return lambda x: np.int64(1) << 62
+
+
+@jitable
+def check_extent(api, what, a, repeat, m0, m1, lanes, pb, blk, rep):
+    """Raise unless every element the repeats touch lies inside tensor `a` (scalars pass)."""
+    if repeat <= 0:
+        return
+    off = far_offset(m0, m1, pb, blk)
+    if off < 0:
+        return
+    far = (repeat - 1) * rep * pb + off
+    if far >= asize(a):
+        raise KernelError("{}: {} must hold every element the repeats touch, got index={} for "
+                          "a tensor of {} elements", api, what, far, asize(a))
+
+
+@jitable
+def pb_of(a):
+    return 32 // a.itemsize
+
+
+@jitable
+def check_bin_params(api, p):
+    """BinaryRepeatParams fields are uint8 in Ascend C."""
+    check_range(api, "repeat_params.dst_blk_stride", p.dst_blk_stride, 0, 255)
+    check_range(api, "repeat_params.src0_blk_stride", p.src0_blk_stride, 0, 255)
+    check_range(api, "repeat_params.src1_blk_stride", p.src1_blk_stride, 0, 255)
+    check_range(api, "repeat_params.dst_rep_stride", p.dst_rep_stride, 0, 255)
+    check_range(api, "repeat_params.src0_rep_stride", p.src0_rep_stride, 0, 255)
+    check_range(api, "repeat_params.src1_rep_stride", p.src1_rep_stride, 0, 255)
+
+
+@jitable
+def check_un_params(api, p):
+    """UnaryRepeatParams: block strides uint16, repeat strides uint8."""
+    check_range(api, "repeat_params.dst_blk_stride", p.dst_blk_stride, 0, 65535)
+    check_range(api, "repeat_params.src_blk_stride", p.src_blk_stride, 0, 65535)
+    check_range(api, "repeat_params.dst_rep_stride", p.dst_rep_stride, 0, 255)
+    check_range(api, "repeat_params.src_rep_stride", p.src_rep_stride, 0, 255)
+
+
