@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import enum
 
-import ascendc as asc
+from .. import language as asc
 
 from ..lang import api
 from ..lang import dtypes as D

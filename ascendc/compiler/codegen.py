@@ -263,10 +263,10 @@ class _Rewriter(ast.NodeTransformer):
         lk, rk = self.kind(node.left), self.kind(node.right)
         node.left, node.right = self.visit(node.left), self.visit(node.right)
         if isinstance(node.op, ast.Add) and lk == GA:
-            return _call(f"_P.{L.operator_prim('GlobalAddress', '__add__')}",
+            return _call(f"_P.{L.operator_prim(GA, '+')}",
                          [CTX, node.left, node.right])
         if isinstance(node.op, ast.Add) and rk == GA:
-            return _call(f"_P.{L.operator_prim('GlobalAddress', '__add__')}",
+            return _call(f"_P.{L.operator_prim(GA, '+')}",
                          [CTX, node.right, node.left])
         if GA in (lk, rk):
             raise self.err(node, "GlobalAddress only supports `addr + n` (n elements)")
@@ -285,7 +285,7 @@ class _Rewriter(ast.NodeTransformer):
             start = self.visit(sl.lower) if sl.lower is not None else ast.Constant(0)
         else:
             start = self.visit(sl)
-        return _call(f"_P.{L.operator_prim('LocalTensor', '__getitem__')}", [CTX, base, start])
+        return _call(f"_P.{L.operator_prim(k, '[]')}", [CTX, base, start])
 
     def visit_List(self, node):
         return ast.Tuple(elts=[self.visit(e) for e in node.elts], ctx=ast.Load())

@@ -68,7 +68,7 @@ class KernelSource:
 
 def is_asc_module(v) -> bool:
     """Is `v` the kernel language's module (`import ascendc as asc`, or pyasc's `asc`)?"""
-    return isinstance(v, types.ModuleType) and v.__name__ in ("ascendc", "asc")
+    return isinstance(v, types.ModuleType) and getattr(v, "__kernel_language__", False)
 
 
 def attr_chain(node):

@@ -53,9 +53,9 @@ def function_call(rw, node, name):
     table has no such name."""
     row = S.FUNCTIONS.get(name)
     if row is not None:
-        if row.special == "printf":
+        if row.special == "print_format":
             return printf(rw, node, [rw.visit(a) for a in node.args])
-        if row.special == "range":
+        if row.special == "loop":
             return call("range", [rw.visit(a) for a in node.args])
         form, vals = _bound_values(rw, node, f"asc.{name}", row.forms)
         return call(f"_P.{form.prim}", [CTX] + vals)
@@ -106,8 +106,8 @@ def method_call(rw, node, row, obj_node, obj):
         raise rw.err(node, f"{row.api}() is a debugging aid of interpret mode; compiled kernels "
                            f"do not support it (use asc.dump_tensor or asc.printf)")
     if row.native:
-        if row.name == "sizeof":
-            return call("_D.sizeof", [obj])
+        if row.compiled:
+            return call(row.compiled, [obj])
         raise rw.err(node, f"{row.api} is an attribute, not a method")
     if row.rebinds:
         raise rw.err(node, f"{row.api} must be a statement of its own")
@@ -125,9 +125,9 @@ def rebinding_statement(rw, stmt, row, target):
                       value=call(f"_P.{form.prim}", [CTX] + vals), lineno=stmt.lineno)
 
 
-def operator_prim(cls: str, op: str) -> str:
-    """The primitive of an operator row (`__getitem__`, `__add__`) of handle `cls`."""
-    return S.METHODS[(cls, op)].forms[0].prim
+def operator_prim(kind: str, op: str) -> str:
+    """The primitive of Python operator `op` ("+", "[]") on a value of compiler kind `kind`."""
+    return S.OPERATORS[(kind, op)].forms[0].prim
 
 
 _CONVERSION = re.compile(r"%[-+ #0]*\d*(?:\.\d+)?(?:ll|l|h)?[dioufFeEgGxXcsp]")

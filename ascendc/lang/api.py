@@ -187,7 +187,7 @@ def _range(*a):
     return range(*a)
 
 
-_SPECIALS = {"printf": printf, "range": _range}
+_SPECIALS = {"print_format": printf, "loop": _range}
 
 FUNCTIONS = {name: _SPECIALS[row.special] if row.special else _make_function(row)
              for name, row in S.FUNCTIONS.items()}

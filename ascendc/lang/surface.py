@@ -101,8 +101,10 @@ class Method:
     """`<cls>.<name>(...)` on a kernel handle. The primitive receives the receiver first unless
     `receiver` is False. `returns`: None, "int", "bool", "str", a handle class, or "self" (the
     receiver's class). `rebinds`: the result replaces the receiver (set_global_buffer).
-    `native`: the handle's own attribute in both modes (a numpy array's `.dtype`, DataType's
-    `.sizeof()`), no primitive. `interpret_only`: a debugging aid compiled kernels refuse."""
+    `native`: the handle's own attribute in interpret mode (a numpy array's `.dtype`, DataType's
+    `.sizeof()`), no primitive; compiled kernels call `compiled` (a function of the generated
+    module's namespace, without ctx) or read the attribute. `interpret_only`: a debugging aid
+    compiled kernels refuse."""
     cls: str
     name: str
     forms: tuple
@@ -112,6 +114,7 @@ class Method:
     receiver: bool = True
     rebinds: bool = False
     native: bool = False
+    compiled: str | None = None
     interpret_only: bool = False
     doc: str = ""
 
@@ -244,11 +247,11 @@ for _n in ("get_block_idx", "get_block_num", "get_sub_block_idx", "get_sub_block
 _fn("dump_tensor", _S, Work.DEBUG,
     Form(("tensor", "desc", "dump_size", "shape_info"), "dump_tensor", {"shape_info": None},
          ignored=("shape_info",)), doc="Mirrors AscendC::DumpTensor")
-_fn("printf", _S, Work.DEBUG, Form(("fmt",), None), special="printf",
+_fn("printf", _S, Work.DEBUG, Form(("fmt",), None), special="print_format",
     doc="Mirrors AscendC::printf (C format string; one argument per conversion)")
-_fn("range", _S, Work.SCALAR, Form(("start",), None), special="range",
+_fn("range", _S, Work.SCALAR, Form(("start",), None), special="loop",
     doc="pyasc's asc.range: a run-time loop")
-_fn("static_range", _S, Work.SCALAR, Form(("start",), None), special="range",
+_fn("static_range", _S, Work.SCALAR, Form(("start",), None), special="loop",
     doc="unrolled at compile time in pyasc; a plain loop here")
 
 # ---- handles: the classes of kernel objects and their constructors -------------------------------
@@ -310,7 +313,12 @@ _m(_TENSORS, "dtype", Form((), None), native=True, returns="DataType",
    doc="the element dtype (a property)")
 _m("LocalTensor", "print", _f("n", prim=None, n=None), interpret_only=True, work=Work.DEBUG)
 _m(_TENSORS, "numpy", Form((), None), interpret_only=True, work=Work.DEBUG)
-_m("DataType", "sizeof", Form((), None), native=True, returns="int")
+_m("DataType", "sizeof", Form((), None), native=True, compiled="_D.sizeof", returns="int")
+
+# Python operators on handles: (compiler kind, operator) -> the method row that implements it
+OPERATORS = {("GA", "+"): METHODS[("GlobalAddress", "__add__")],
+             ("GA", "[]"): METHODS[("GlobalAddress", "__getitem__")],
+             ("T", "[]"): METHODS[("LocalTensor", "__getitem__")]}
 
 STRUCTS: dict[str, type] = dict(P.BY_NAME)   # asc.<Struct>(fields...): namedtuples of params.py
 
