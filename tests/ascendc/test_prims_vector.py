@@ -5,70 +5,16 @@ primitive is called from Python; `test_*_in_njit` call them from nopython code t
 """
 import inspect
 
-import ml_dtypes
 import numpy as np
 import pytest
 from numba import njit
 
-from ascendc.lang import core, surface
+from ascendc.lang import surface
 from ascendc.lang.errors import KernelError
 from ascendc.lang.params import BinaryRepeatParams, BrcbRepeatParams, UnaryRepeatParams
 from ascendc.lang.prims import vector as V
-
-F32, F16, BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)
-I32, I16 = np.dtype(np.int32), np.dtype(np.int16)
-FLOATS = [F32, F16, BF16]
-INTS = [I32, I16]
-TOL = {F32: 1e-6, F16: 1e-3, BF16: 8e-3}
-from prim_core import Arena  # noqa: E402
-
-ids = str
-
-
-def isf(dt):
-    return np.dtype(dt).kind == "f" or np.dtype(dt) == BF16
-
-
-def rand(n, dtype, lo=-4.0, hi=4.0, seed=0):
-    rng = np.random.default_rng(seed)
-    dt = np.dtype(dtype)
-    if not isf(dt):
-        return rng.integers(int(lo), int(hi), n).astype(dt)
-    return rng.uniform(lo, hi, n).astype(dt)
-
-
-def assert_close(got, ref, dtype, rtol=None):
-    dt = np.dtype(dtype)
-    if not isf(dt):
-        np.testing.assert_array_equal(got, ref.astype(dt))
-        return
-    tol = rtol or TOL[dt]
-    np.testing.assert_allclose(got.astype(np.float64), ref.astype(dt).astype(np.float64),
-                               rtol=tol, atol=tol)
-
-
-def rep_lanes(repeat, lanes, words, pb, blk, rep):
-    """[(r, j, element index)] of the selected lanes, in hardware order."""
-    w = words[0] | (words[1] << 64)
-    return [(r, j, r * rep * pb + (j // pb) * blk * pb + j % pb)
-            for r in range(repeat) for j in range(lanes) if (w >> j) & 1]
-
-
-def W(w0, w1=0):
-    """A bit-mode mask as the registry passes it: a 2-tuple of uint64 words."""
-    return np.uint64(w0), np.uint64(w1)
-
-
-def mask_to_words(mask, lanes):
-    if isinstance(mask, tuple):
-        return int(mask[0]), int(mask[1]) if len(mask) > 1 else 0
-    w = (1 << mask) - 1
-    return w & (2**64 - 1), w >> 64
-
-
-def vops(ctx):
-    return core.read_counters(ctx)["vector_elem_ops"]
-
+from vec_helpers import (BF16, F16, F32, FLOATS, I16, I32, INTS, Arena, W, assert_close, ids,
+                         isf, mask_to_words, rand, rep_lanes, tensors, vops, wide)
 
 # ---- binary ops ------------------------------------------------------------------------------
 
@@ -108,10 +54,6 @@ def _ref_inputs(n, dt):
     return a, b
 
 
-def _wide(x):
-    return x.astype(np.float64) if isf(x.dtype) else x.astype(np.int64)
-
-
 @pytest.mark.parametrize("op,dt", BIN_CASES, ids=ids)
 def test_binary_count(op, dt):
     A = Arena()
@@ -121,7 +63,7 @@ def test_binary_count(op, dt):
     b, _ = A.new(n, dt, bv)
     d, dl = A.new(n, dt, 7)
     getattr(V, op + "_count")(A.ctx, d, a, b, count)
-    ref = BIN[op](_wide(av), _wide(bv), dt)
+    ref = BIN[op](wide(av), wide(bv), dt)
     assert_close(dl[:count], ref[:count], dt)
     assert (dl[count:] == 7).all()
     assert vops(A.ctx) == count
@@ -135,10 +77,10 @@ def test_binary_count_in_place(op):
     a, al = A.new(n, F32, av)
     b, bl = A.new(n, F32, bv)
     getattr(V, op + "_count")(A.ctx, a, a, b, n)      # dst is src0
-    assert_close(al, BIN[op](_wide(av), _wide(bv), F32), F32)
+    assert_close(al, BIN[op](wide(av), wide(bv), F32), F32)
     al[:] = av
     getattr(V, op + "_count")(A.ctx, b, a, b, n)      # dst is src1
-    assert_close(bl, BIN[op](_wide(av), _wide(bv), F32), F32)
+    assert_close(bl, BIN[op](wide(av), wide(bv), F32), F32)
 
 
 BIN_REP = ([(op, F32) for op in BIN if not op.startswith("bitwise")]
@@ -171,7 +113,7 @@ def test_binary_rep(op, dt):
     lb = rep_lanes(3, lanes, words, pb, 0, 2)
     ld_ = rep_lanes(3, lanes, words, pb, 2, 16)
     for (_, _, ia), (_, _, ib), (_, _, idd) in zip(la, lb, ld_):
-        exp[idd] = np.asarray(ref(_wide(av[ia:ia + 1]), _wide(bv[ib:ib + 1]), dt)).astype(dt)[0]
+        exp[idd] = np.asarray(ref(wide(av[ia:ia + 1]), wide(bv[ib:ib + 1]), dt)).astype(dt)[0]
     assert_close(dl, exp, dt)
     assert vops(A.ctx) == len(la)
 
@@ -216,10 +158,10 @@ def test_unary_count(op, dt):
     d, dl = A.new(n, dt, 5)
     getattr(V, op + "_count")(A.ctx, d, a, count)
     rtol = UN_RTOL.get(op) if dt == F32 else None
-    assert_close(dl[:count], fn(_wide(av))[:count], dt, rtol)
+    assert_close(dl[:count], fn(wide(av))[:count], dt, rtol)
     assert (dl[count:] == 5).all()
     getattr(V, op + "_count")(A.ctx, a, a, count)     # in place
-    assert_close(al[:count], fn(_wide(av))[:count], dt, rtol)
+    assert_close(al[:count], fn(wide(av))[:count], dt, rtol)
     assert vops(A.ctx) == 2 * count
 
 
@@ -245,7 +187,7 @@ def test_unary_rep(op, dt):
     exp = np.full(n, 9, dt)
     for (_, _, i_s), (_, _, i_d) in zip(rep_lanes(2, lanes, words, pb, 2, 16),
                                         rep_lanes(2, lanes, words, pb, 1, 8)):
-        exp[i_d] = np.asarray(fn(_wide(av[i_s:i_s + 1]))).astype(dt)[0]
+        exp[i_d] = np.asarray(fn(wide(av[i_s:i_s + 1]))).astype(dt)[0]
     assert_close(dl, exp, dt, UN_RTOL.get(op) if dt == F32 else None)
 
 
@@ -284,8 +226,8 @@ def test_scalar_count(op, dt):
     d, dl = A.new(n, dt, 4)
     s = 0.3 if isf(dt) else 3
     getattr(V, op + "_count")(A.ctx, d, a, s, count)
-    s_t = _wide(np.asarray(s, dt))                                       # rounded to T first
-    assert_close(dl[:count], SC[op](_wide(av), s_t)[:count], dt)
+    s_t = wide(np.asarray(s, dt))                                       # rounded to T first
+    assert_close(dl[:count], SC[op](wide(av), s_t)[:count], dt)
     assert (dl[count:] == 4).all()
 
 
@@ -305,9 +247,9 @@ def test_scalar_rep(op, dt):
     getattr(V, op + "_rep")(A.ctx, d, a, s, mask, 3, UnaryRepeatParams(), True)
     words = mask_to_words(mask, lanes)
     exp = np.full(n, 4, dt)
-    s_t = _wide(np.asarray(s, dt))
+    s_t = wide(np.asarray(s, dt))
     for _, _, i in rep_lanes(3, lanes, words, pb, 1, 8):
-        exp[i] = np.asarray(SC[op](_wide(av[i:i + 1]), s_t)).astype(dt)[0]
+        exp[i] = np.asarray(SC[op](wide(av[i:i + 1]), s_t)).astype(dt)[0]
     assert_close(dl, exp, dt)
 
 
@@ -319,7 +261,7 @@ def test_axpy(ddt, sdt):
     d, dl = A.new(n, ddt, dv)
     s, _ = A.new(n, sdt, sv)
     V.axpy_count(A.ctx, d, s, 0.5, count)
-    ref = _wide(dv) + _wide(sv) * 0.5
+    ref = wide(dv) + wide(sv) * 0.5
     assert_close(dl[:count], ref[:count], ddt)
     assert (dl[count:] == dv[count:]).all()
     dl[:] = dv
@@ -366,228 +308,12 @@ def test_brcb(dt):
     np.testing.assert_array_equal(dl, exp)
 
 
-# ---- cast ------------------------------------------------------------------------------------
-
-def _round_ref(x, mode):
-    x = np.asarray(x, np.float64)
-    t = np.trunc(x)
-    return {0: np.rint(x), 1: np.rint(x), 2: np.floor(x), 3: np.ceil(x),
-            4: np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t), 5: t,
-            6: np.where((t == x) | (np.fmod(t, 2) != 0), t, t + np.sign(x))}[mode]
-
-
-def _narrow_ref(x, dt, mode):
-    """x (float64) rounded into float dtype dt with a directed round mode, via neighbours."""
-    x = np.asarray(x, np.float64)
-    rne = x.astype(dt)
-    if mode in (0, 1):
-        return rne
-    out = np.empty_like(rne)
-    bits = rne.view(np.uint16 if dt.itemsize == 2 else np.uint32)
-    for i, (xi, ri) in enumerate(zip(x, rne)):
-        rv = float(ri)
-        if rv == xi or np.isnan(xi):
-            out[i] = ri
-            continue
-        mag = int(bits[i]) & (0x7FFF if dt.itemsize == 2 else 0x7FFFFFFF)
-        sign = int(bits[i]) - mag
-        step = -1 if abs(rv) > abs(xi) else 1
-        other = np.array([sign + mag + step], bits.dtype).view(dt)[0]
-        t, u = (other, ri) if step == -1 else (ri, other)   # toward zero / away from zero
-        t_mag, u_mag = abs(float(t)), abs(float(u))
-        neg = xi < 0
-        if mode == 5:
-            m = t
-        elif mode == 2:
-            m = u if neg else t
-        elif mode == 3:
-            m = t if neg else u
-        elif mode == 4:
-            m = u if (u_mag - abs(xi)) <= (abs(xi) - t_mag) else t
-        else:
-            tb = np.array([t], dt).view(bits.dtype)[0]
-            m = t if tb & 1 else u
-        out[i] = m
-    return out
-
-
-CAST_CASES = [
-    (F32, F16, m) for m in range(7)] + [(F32, BF16, m) for m in (1, 2, 3, 4, 5)] + [
-    (F16, F32, 0), (BF16, F32, 0), (F16, BF16, 2), (BF16, F16, 3)] + [
-    (F32, I32, m) for m in range(7)] + [(F16, I16, 4), (F16, np.dtype(np.int8), 5),
-                                        (BF16, I32, 3), (F32, F32, 4)] + [
-    (I32, F32, m) for m in (0, 2, 3)] + [(I16, F16, 0), (I32, I16, 0),
-                                         (np.dtype(np.int64), I32, 0)]
-
-
-@pytest.mark.parametrize("sdt,ddt,mode", CAST_CASES, ids=ids)
-def test_cast_count(sdt, ddt, mode):
-    A = Arena()
-    n = 256
-    if isf(sdt):
-        big = 300.0 if ddt.itemsize < 4 and not isf(ddt) else 3e5 if sdt != F16 else 6e4
-        sv = rand(n, sdt, -big, big, seed=5)
-        sv[:6] = [0.5, -0.5, 2.5, -2.5, 1.5, 7.0]
-        if isf(ddt):
-            sv = (sv.astype(np.float64) / 7.3).astype(sdt)
-    else:
-        sv = rand(n, sdt, -2**20 if sdt.itemsize >= 4 else -30000, 2**20 if sdt.itemsize >= 4
-                  else 30000, seed=6)
-        if sdt == np.dtype(np.int64):
-            sv[:2] = [2**40, -2**40]                          # saturate
-        if sdt == I32 and ddt == F32:
-            sv[:2] = [2**25 + 3, -(2**25 + 3)]                # inexact in float32
-    s, _ = A.new(n, sdt, sv)
-    d, dl = A.new(n, ddt, 0)
-    V.cast_count(A.ctx, d, s, mode, n)
-    x = _wide(sv)
-    if not isf(ddt):
-        info = np.iinfo(ddt)
-        ref = np.clip(_round_ref(x, mode) if isf(sdt) else x, info.min, info.max)
-        np.testing.assert_array_equal(dl, ref.astype(ddt))
-    elif sdt == ddt:
-        np.testing.assert_array_equal(dl, _round_ref(x, mode).astype(ddt))
-    else:
-        ref = _narrow_ref(x, ddt, mode) if ddt.itemsize < sdt.itemsize or not isf(sdt) or \
-            ddt.itemsize == sdt.itemsize else x.astype(ddt)
-        np.testing.assert_array_equal(dl.view(np.uint8), np.asarray(ref, ddt).view(np.uint8))
-
-
-def test_cast_documented_examples():
-    """The worked examples of Ascend C's precision-conversion rules."""
-    A = Arena()
-    s, sl = A.new(8, F32, [0.5 + 2**-12, 2**22 + 0.5, -1.5, 0.5, 2**22 + 0.5, 0, 0, 0])
-    h, hl = A.new(8, F16)
-    i, il = A.new(8, I32)
-    f, fl = A.new(8, F32)
-    expect_h = {1: 0.5, 2: 0.5, 3: 0.5 + 2**-11, 4: 0.5 + 2**-11, 5: 0.5, 6: 0.5 + 2**-11}
-    for mode, v in expect_h.items():
-        V.cast_count(A.ctx, h, s, mode, 1)
-        assert float(hl[0]) == v, mode
-    expect_i = {1: [2**22, -2], 2: [2**22, -2], 3: [2**22 + 1, -1], 4: [2**22 + 1, -2],
-                5: [2**22, -1]}
-    for mode, v in expect_i.items():
-        V.cast_count(A.ctx, i, s[1:3], mode, 2)
-        assert list(il[:2]) == v, mode
-    expect_f = {1: 0.0, 2: 0.0, 3: 1.0, 4: 1.0, 5: 0.0}
-    for mode, v in expect_f.items():
-        V.cast_count(A.ctx, f, s[3:4], mode, 1)
-        assert fl[0] == v, mode
-    sl[:3] = [np.nan, 1e10, -1e10]                      # NaN -> 0, saturation
-    V.cast_count(A.ctx, i, s, 1, 3)
-    assert list(il[:3]) == [0, 2**31 - 1, -2**31]
-
-
-def test_cast_rep_follows_the_wider_type():
-    A = Arena()
-    sv = rand(256, F16, seed=7)
-    s, sl = A.new(256, F16, sv)
-    d, dl = A.new(256, F32, -1)
-    # half -> float: 64 lanes per repeat; the src advances 4 blocks, dst 8 blocks per repeat
-    V.cast_rep(A.ctx, d, s, 0, 64, 3, UnaryRepeatParams(dst_rep_stride=8, src_rep_stride=4),
-               True)
-    np.testing.assert_array_equal(dl[:192], sv[:192].astype(np.float32))
-    assert (dl[192:] == -1).all()
-    dl[:8] += np.float32(1e-3)                           # float -> half, TRUNC, lanes 0..7
-    V.cast_rep(A.ctx, s, d, 5, W(0xFF), 1, UnaryRepeatParams(dst_rep_stride=4), True)
-    np.testing.assert_array_equal(sl[:8], _narrow_ref(dl[:8].astype(np.float64), F16, 5))
-    np.testing.assert_array_equal(sl[8:], sv[8:])
-
-
-# ---- compare / select ------------------------------------------------------------------------
-
-CMP = [np.less, np.greater, np.equal, np.less_equal, np.greater_equal, np.not_equal]
-
-
-@pytest.mark.filterwarnings("ignore:invalid value encountered")   # bfloat16 NaN compares
-@pytest.mark.parametrize("dt", [F32, F16, BF16, I32], ids=ids)
-def test_compare_count(dt):
-    A = Arena()
-    lanes = 256 // dt.itemsize
-    n = 3 * lanes
-    av, bv = rand(n, dt, -3, 3, seed=8), rand(n, dt, -3, 3, seed=9)
-    bv[::5] = av[::5]                                   # some equal elements
-    if isf(dt):
-        av[3] = np.nan
-    a, _ = A.new(n, dt, av)
-    b, _ = A.new(n, dt, bv)
-    m, ml = A.new(n // 8 + 32, np.uint8, 0xAA)
-    for mode, fn in enumerate(CMP):
-        ml[:] = 0xAA
-        V.compare_count(A.ctx, m, a, b, mode, 2 * lanes + 5)  # the ragged tail is skipped
-        bits = np.unpackbits(ml, bitorder="little").astype(bool)
-        np.testing.assert_array_equal(bits[:2 * lanes], fn(av, bv)[:2 * lanes])
-        assert (ml[2 * lanes // 8:] == 0xAA).all()
-        V.compare_scalar_count(A.ctx, m, a, float(bv[0]) if isf(dt) else int(bv[0]),
-                               mode, 2 * lanes)
-        bits = np.unpackbits(ml, bitorder="little").astype(bool)
-        np.testing.assert_array_equal(bits[:2 * lanes], fn(av, bv[0])[:2 * lanes])
-
-
-@pytest.mark.parametrize("dt", [F32, F16], ids=ids)
-def test_compare_rep(dt):
-    A = Arena()
-    lanes, pb = 256 // dt.itemsize, 32 // dt.itemsize
-    n = 8 * lanes
-    av, bv = rand(n, dt, seed=10), rand(n, dt, seed=11)
-    a, _ = A.new(n, dt, av)
-    b, _ = A.new(n, dt, bv)
-    m, ml = A.new(n // 8, np.uint8, 0)
-    p = BinaryRepeatParams(src0_blk_stride=2, src0_rep_stride=16, src1_rep_stride=8)
-    V.compare_rep(A.ctx, m, a, b, 1, 5, 3, p, True)      # mask is reserved on A2: all lanes
-    bits = np.unpackbits(ml, bitorder="little").astype(bool)
-    full = (2**64 - 1, 2**64 - 1 if lanes == 128 else 0)
-    ia = [i for _, _, i in rep_lanes(3, lanes, full, pb, 2, 16)]
-    ib = [i for _, _, i in rep_lanes(3, lanes, full, pb, 1, 8)]
-    np.testing.assert_array_equal(bits[:3 * lanes], av[ia] > bv[ib])
-    assert not bits[3 * lanes:].any()
-    ml[:] = 0
-    V.compare_scalar_rep(A.ctx, m, a, 0.25, 0, 64, 2, UnaryRepeatParams(src_rep_stride=16),
-                         True)
-    bits = np.unpackbits(ml, bitorder="little").astype(bool)
-    idx = [i for _, _, i in rep_lanes(2, lanes, full, pb, 1, 16)]
-    np.testing.assert_array_equal(bits[:2 * lanes], av[idx] < np.asarray(0.25, dt))
-
-
-@pytest.mark.parametrize("dt", [F32, F16], ids=ids)
-@pytest.mark.parametrize("mode", [0, 1, 2], ids=ids)
-def test_select(dt, mode):
-    A = Arena()
-    lanes, pb = 256 // dt.itemsize, 32 // dt.itemsize
-    n = 3 * lanes
-    av, bv = rand(n, dt, seed=12), rand(n, dt, seed=13)
-    a, _ = A.new(n, dt, av)
-    b, _ = A.new(n, dt, bv)
-    selbits = np.random.default_rng(14).integers(0, 2, n).astype(bool)
-    sel, _ = A.new(n // 16, np.uint16, np.packbits(selbits, bitorder="little").view(np.uint16))
-    d, dl = A.new(n, dt, 0)
-    src1 = 1.25 if mode == 1 else b
-    other = np.full(n, 1.25, dt) if mode == 1 else bv
-    count = n - 7
-    V.select_count(A.ctx, d, sel, a, src1, mode, count)
-    bit = selbits[np.arange(n) % lanes] if mode == 0 else selbits
-    np.testing.assert_array_equal(dl[:count], np.where(bit, av, other)[:count])
-    assert (dl[count:] == 0).all()
-    dl[:] = 0
-    mask = W(0x0000_FFFF_FFFF_0000, 0xFF) if lanes == 128 else W(0xFFFF_FFFF_0000_FFFF)
-    V.select_rep(A.ctx, d, sel, a, src1, mode, mask, 2, BinaryRepeatParams(), True)
-    words = mask_to_words(mask, lanes)
-    exp = np.zeros(n, dt)
-    for r, j, i in rep_lanes(2, lanes, words, pb, 1, 8):
-        bitv = selbits[j] if mode == 0 else selbits[r * lanes + j]
-        exp[i] = av[i] if bitv else other[i]
-    np.testing.assert_array_equal(dl, exp)
-
-
 # ---- errors ----------------------------------------------------------------------------------
 
-def _tensors(dt=F32, n=256):
-    A = Arena()
-    return A, A.new(n, dt)[0], A.new(n, dt)[0], A.new(n, dt)[0]
 
 
 def test_count_errors():
-    A, a, b, d = _tensors()
+    A, a, b, d = tensors()
     with pytest.raises(KernelError, match=r"add: src1 must hold count elements, got count=230 "
                        r"for a tensor of 200 elements in UB"):
         V.add_count(A.ctx, d, a, b[:200], 230)
@@ -603,7 +329,7 @@ def test_count_errors():
 
 
 def test_dtype_errors():
-    A, a, b, d = _tensors()
+    A, a, b, d = tensors()
     h = A.new(256, F16)[0]
     i = A.new(256, I32)[0]
     with pytest.raises(KernelError, match=r"add: src0 dtype must equal dst's \(float32\), got "
@@ -621,7 +347,7 @@ def test_dtype_errors():
 
 
 def test_repeat_form_errors():
-    A, a, b, d = _tensors()
+    A, a, b, d = tensors()
     p = BinaryRepeatParams()
     with pytest.raises(KernelError, match=r"add: repeat_times must be in \[0, 255\], got "
                        r"repeat_times=256"):
@@ -651,50 +377,6 @@ def test_repeat_form_errors():
     with pytest.raises(KernelError, match=r"duplicate: the mask/repeat form needs 16-, 32- or "
                        r"64-bit elements, got 8-bit elements"):
         V.duplicate_rep(A.ctx, u8, 1, 64, 1, 1, 8, True)
-
-
-def test_cast_compare_select_brcb_errors():
-    A, a, b, d = _tensors()
-    m = A.new(64, np.uint8)[0]
-    sel16 = A.new(16, np.uint16)[0]
-    with pytest.raises(KernelError, match=r"cast: round_mode must be in \[0, 6\], got "
-                       r"round_mode=7"):
-        V.cast_count(A.ctx, d, a, 7, 8)
-    with pytest.raises(KernelError, match=r"compare: cmp_mode must be in \[0, 5\], got "
-                       r"cmp_mode=6"):
-        V.compare_count(A.ctx, m, a, b, 6, 64)
-    with pytest.raises(KernelError, match=r"compare: dst dtype must be uint8 or int8 \(one bit "
-                       r"per element\), got dtype=float32"):
-        V.compare_count(A.ctx, d, a, b, 0, 64)
-    with pytest.raises(KernelError, match=r"compare: dst must hold one bit per compared element"
-                       r" \(32 bytes\), got size=4"):
-        V.compare_count(A.ctx, m[:4], a, b, 0, 256)
-    with pytest.raises(KernelError, match=r"compare_scalar: dst must hold one bit per compared "
-                       r"element \(16 bytes\), got size=8"):
-        V.compare_scalar_rep(A.ctx, m[:8], a, 1.0, 0, 64, 2, UnaryRepeatParams(), True)
-    with pytest.raises(KernelError, match=r"select: sel_mode must be in \[0, 2\], got "
-                       r"sel_mode=3"):
-        V.select_count(A.ctx, d, sel16, a, b, 3, 64)
-    with pytest.raises(KernelError, match=r"select: src1 must be a tensor in sel_mode 0 and 2, "
-                       r"got a scalar with sel_mode=2"):
-        V.select_count(A.ctx, d, sel16, a, 1.0, 2, 64)
-    with pytest.raises(KernelError, match=r"select: src1 must be a scalar in sel_mode 1"):
-        V.select_count(A.ctx, d, sel16, a, b, 1, 64)
-    with pytest.raises(KernelError, match=r"select: sel_mask must hold 256 bits, got size=8 "
-                       r"\(128 bits\)"):
-        V.select_count(A.ctx, d, sel16[:8], a, b, 2, 256)
-    with pytest.raises(KernelError, match=r"select: sel_mask dtype must be an integer type, got"
-                       r" dtype=float32"):
-        V.select_count(A.ctx, d, a, a, b, 2, 64)
-    p = BrcbRepeatParams()
-    with pytest.raises(KernelError, match=r"brcb: dst must not share src0's address"):
-        V.brcb(A.ctx, d, d, 1, p)
-    with pytest.raises(KernelError, match=r"brcb: src0 must hold count elements, got count=16 "
-                       r"for a tensor of 8 elements"):
-        V.brcb(A.ctx, d, a[:8], 2, p)
-    with pytest.raises(KernelError, match=r"brcb: dst must hold every element the repeats "
-                       r"touch, got index=319"):
-        V.brcb(A.ctx, d, a, 5, p)
 
 
 # ---- from nopython code ----------------------------------------------------------------------
