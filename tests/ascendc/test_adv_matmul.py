@@ -138,7 +138,10 @@ def test_float16_c_with_bias(mode):
     t.set_b_type(host.TPosition.GM, host.CubeFormat.ND, DT.DT_FLOAT16)
     t.set_c_type(host.TPosition.GM, host.CubeFormat.ND, DT.DT_FLOAT16)
     t.set_bias_type(host.TPosition.GM, host.CubeFormat.ND, DT.DT_FLOAT)
-    t.set_dim(2); t.set_org_shape(m, n, k); t.set_shape(m, n, k); t.enable_bias(True)
+    t.set_dim(2)
+    t.set_org_shape(m, n, k)
+    t.set_shape(m, n, k)
+    t.enable_bias(True)
     t.set_buffer_space(-1, -1, -1)
     tiling = asc.adv.TCubeTiling()
     assert t.get_tiling(tiling) == 0

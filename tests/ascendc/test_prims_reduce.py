@@ -263,7 +263,7 @@ def test_whole_reduce_sum(dt):
 @pytest.mark.parametrize("order", [0, 1, 2, 3], ids=ids)
 def test_whole_reduce_max_min(op, order, dt):
     A = Arena()
-    lanes, pb = 256 // dt.itemsize, 32 // dt.itemsize
+    lanes = 256 // dt.itemsize
     xv = rand(4 * lanes, dt, seed=6)
     xv[lanes + 5] = xv[lanes + 40] = 9.0 if op == "max" else -9.0     # tie in repeat 1
     x, _ = A.new(xv.size, dt, xv)
