@@ -2,31 +2,36 @@
 
 Mirrors AscendCL's `aclrt*` calls in Python spelling; `rt.acl` is the pyACL-compatible facade.
 """
-from .errors import AclError, get_recent_err_msg
+from .errors import AclError, KernelFault, get_recent_err_msg
 from .soc import SocSpec, SOCS, get_soc
 from .device import (init, finalize, device_count, set_device, reset_device, current_device,
                      synchronize_device, get_soc_name, get_device_info, get_mem_info, DevAttr,
                      ensure_device)
-from .memory import (DevicePtr, HostPtr, MemMallocPolicy, MemcpyKind, malloc, free, malloc_host,
-                     free_host, memset, memcpy, memcpy_2d, memory_stats, memory_summary, empty_cache)
+from .memory import (DeviceBuffer, DevicePtr, HostPtr, MemMallocPolicy, MemcpyKind, malloc, free,
+                     malloc_host, free_host, memset, memcpy, memcpy_2d, memory_stats,
+                     memory_summary, empty_cache)
 from .array import DeviceArray, to_device, device_empty, device_zeros
 from .stream import (Stream, Event, default_stream, current_stream, ACL_STOP_ON_FAILURE,
                      ACL_CONTINUE_ON_FAILURE)
 from .copy import memcpy_async, memset_async, memcpy_2d_async
 from .callback import subscribe_report, unsubscribe_report, launch_callback, process_report
+from .kernel import KernelBinary
+from .sched import Task, KernelTask, BlockRun, StreamHook
 from .launch import launch, default_core_count
 from .profiler import profile, Profiler
 
 __all__ = [
-    "AclError", "get_recent_err_msg", "SocSpec", "SOCS", "get_soc",
+    "AclError", "KernelFault", "get_recent_err_msg", "SocSpec", "SOCS", "get_soc",
     "init", "finalize", "device_count", "set_device", "reset_device", "current_device",
     "synchronize_device", "get_soc_name", "get_device_info", "get_mem_info", "DevAttr",
     "ensure_device", "default_core_count",
-    "DevicePtr", "HostPtr", "MemMallocPolicy", "MemcpyKind", "malloc", "free", "malloc_host",
-    "free_host", "memset", "memcpy", "memcpy_2d", "memory_stats", "memory_summary", "empty_cache",
+    "DeviceBuffer", "DevicePtr", "HostPtr", "MemMallocPolicy", "MemcpyKind", "malloc", "free",
+    "malloc_host", "free_host", "memset", "memcpy", "memcpy_2d", "memory_stats", "memory_summary",
+    "empty_cache",
     "DeviceArray", "to_device", "device_empty", "device_zeros",
     "Stream", "Event", "default_stream", "current_stream", "ACL_STOP_ON_FAILURE",
     "ACL_CONTINUE_ON_FAILURE", "memcpy_async", "memset_async", "memcpy_2d_async",
     "subscribe_report", "unsubscribe_report", "launch_callback", "process_report",
+    "KernelBinary", "Task", "KernelTask", "BlockRun", "StreamHook",
     "launch", "profile", "Profiler",
 ]

@@ -18,8 +18,13 @@ _launch = importlib.import_module("rt.launch")
 
 
 class _DemoKernel:
-    """Each block applies exp to its slice of a device buffer (numpy releases the GIL)."""
+    """Each block applies exp to its slice of a device buffer (numpy releases the GIL);
+    an `rt.KernelBinary` with no SyncAll and no counters."""
     name = "demo_exp"
+    needs_all_resident = False
+    shuffle_blocks = False
+    counters: tuple = ()
+    last_counters: dict = {}
 
     def run_blocks(self, first, last, block_dim, args):
         buf, = args
@@ -57,7 +62,8 @@ def info_table() -> str:
     for i in range(n):
         rt.set_device(i)
         free, total = rt.get_mem_info()
-        rows.append((i, rt.get_soc_name(), _launch.utilization(i), (total - free) >> 20, total >> 20))
+        rows.append((i, rt.get_soc_name(), _launch.utilization(i), (total - free) >> 20,
+                     total >> 20))
     sep = "+--------+------------------+----------+---------------+---------------------------+"
     title, right = f"npu-smi (ascend-emu {_version()}, rt)", f"CPU core workers: {cores}"
     out = ["+" + "-" * (len(sep) - 2) + "+",
@@ -66,7 +72,8 @@ def info_table() -> str:
            "| NPU    | Name             | Health   | AICore(%)     | HBM-Usage(MB)             |",
            sep.replace("-", "=")]
     for i, name, util, used, total in rows:
-        out.append(f"| {i:<6} | {name:<16} | {'OK':<8} | {util:<13.1f} | {f'{used} / {total}':<25} |")
+        out.append(f"| {i:<6} | {name:<16} | {'OK':<8} | {util:<13.1f} | "
+                   f"{f'{used} / {total}':<25} |")
     out.append(sep)
     return "\n".join(out)
 

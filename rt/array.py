@@ -16,10 +16,11 @@ import weakref
 
 import numpy as np
 
+from . import copy as _copy
 from . import device as _dev
 from .errors import AclError, ACL_ERROR_RT_PARAM_INVALID
 from .memcheck import check_access, device_of
-from .memory import DevicePtr, MemcpyKind, copy_bytes, device_view
+from .memory import DeviceBuffer, DevicePtr, MemcpyKind, copy_bytes, device_view
 
 
 def _release(pool, blk, serial) -> None:
@@ -46,7 +47,7 @@ def _shape(shape) -> tuple[int, ...]:
     return shape
 
 
-class DeviceArray:
+class DeviceArray(DeviceBuffer):
     """A typed device buffer: ``.shape .dtype .size .nbytes .ndim .itemsize .ptr .device``.
 
     ``DeviceArray(shape, dtype)`` allocates on `device` (default: the current one) with
@@ -67,11 +68,11 @@ class DeviceArray:
             owner = True
         else:
             blk = check_access(ptr, nbytes, "rt.DeviceArray")
-            dev = _dev._devices[device_of(int(ptr))]
+            dev = _dev.DEVICES[device_of(int(ptr))]
             if device is not None and device != dev.id:
                 raise AclError(ACL_ERROR_RT_PARAM_INVALID,
-                               f"rt.DeviceArray: device must be where ptr lives, got device={device}, "
-                               f"ptr on device {dev.id}")
+                               f"rt.DeviceArray: device must be where ptr lives, "
+                               f"got device={device}, ptr on device {dev.id}")
             if not isinstance(ptr, DevicePtr):
                 p = int.__new__(DevicePtr, int(ptr))
                 p.device, p.size = dev.id, blk.req
@@ -123,7 +124,8 @@ class DeviceArray:
 
     def __repr__(self) -> str:
         where = f"0x{int(self._ptr):x}" if self._ptr is not None else "freed"
-        return f"DeviceArray(shape={self.shape}, dtype={self.dtype}, device={self.device}, ptr={where})"
+        return (f"DeviceArray(shape={self.shape}, dtype={self.dtype}, device={self.device}, "
+                f"ptr={where})")
 
     # -- lifetime ----------------------------------------------------------------------------
     def free(self) -> None:
@@ -160,10 +162,10 @@ class DeviceArray:
                            f"rt.DeviceArray.copy_to_host: out must be C-contiguous {self.dtype}"
                            f"{list(self.shape)}, got out={out.dtype}{list(out.shape)}")
         if stream is None:
-            copy_bytes(out, self.ptr, self.nbytes, MemcpyKind.DEVICE_TO_HOST, "rt.DeviceArray.copy_to_host")
+            copy_bytes(out, self.ptr, self.nbytes, MemcpyKind.DEVICE_TO_HOST,
+                       "rt.DeviceArray.copy_to_host")
         else:
-            from .copy import memcpy_async
-            memcpy_async(out, self.ptr, self.nbytes, MemcpyKind.DEVICE_TO_HOST, stream)
+            _copy.memcpy_async(out, self.ptr, self.nbytes, MemcpyKind.DEVICE_TO_HOST, stream)
         return out
 
     def copy_from_host(self, ary, stream=None) -> "DeviceArray":
@@ -178,8 +180,7 @@ class DeviceArray:
             copy_bytes(self.ptr, a, self.nbytes, MemcpyKind.HOST_TO_DEVICE,
                        "rt.DeviceArray.copy_from_host")
         else:
-            from .copy import memcpy_async
-            memcpy_async(self.ptr, a, self.nbytes, MemcpyKind.HOST_TO_DEVICE, stream)
+            _copy.memcpy_async(self.ptr, a, self.nbytes, MemcpyKind.HOST_TO_DEVICE, stream)
         return self
 
     def reshape(self, *shape) -> "DeviceArray":

@@ -19,7 +19,9 @@ from time import perf_counter_ns
 from .errors import (AclError, ACL_ERROR_RT_PARAM_INVALID, ACL_ERROR_REPEAT_SUBSCRIBE,
                      ACL_ERROR_STREAM_NOT_SUBSCRIBE, ACL_ERROR_RT_STREAM_NO_CB_REG,
                      ACL_ERROR_RT_THREAD_SUBSCRIBE, ACL_ERROR_WAIT_CALLBACK_TIMEOUT)
-from .task import Task
+from . import sched
+from .sched import Task
+from .stream import Stream, current_stream
 
 ACL_CALLBACK_NO_BLOCK = 0
 ACL_CALLBACK_BLOCK = 1
@@ -29,8 +31,7 @@ _subscriber: dict = {}      # stream id -> thread id
 _reports: dict = {}         # thread id -> SimpleQueue of (fn, data, task, block)
 
 
-def _stream(stream, api: str):
-    from .stream import Stream, current_stream
+def _stream(stream, api: str) -> Stream:
     if stream is None:
         return current_stream()
     if not isinstance(stream, Stream):
@@ -55,7 +56,7 @@ def subscribe_report(thread_id: int, stream) -> None:
     api = "subscribe_report"
     tid = _thread_id(thread_id, api)
     s = _stream(stream, api)
-    s._live_core(api)
+    s.live_core(api)
     with _lock:
         cur = _subscriber.get(s.id)
         if cur is not None:
@@ -67,7 +68,8 @@ def subscribe_report(thread_id: int, stream) -> None:
 
 
 def unsubscribe_report(thread_id: int, stream) -> None:
-    """Mirrors `aclrtUnSubscribeReport`: `stream` must be subscribed by `thread_id` (else 100034)."""
+    """Mirrors `aclrtUnSubscribeReport`: `stream` must be subscribed by `thread_id` (else
+    100034)."""
     api = "unsubscribe_report"
     tid = _thread_id(thread_id, api)
     s = _stream(stream, api)
@@ -90,6 +92,16 @@ def forget_stream(stream_id: int) -> None:
             del _reports[tid]
 
 
+class _Subscriptions(sched.StreamHook):
+    """A destroyed or collected stream loses its subscription."""
+
+    def released(self, core) -> None:
+        forget_stream(core.id)
+
+
+sched.add_hook(_Subscriptions())
+
+
 def launch_callback(fn, data, block_type: int = ACL_CALLBACK_BLOCK, stream=None) -> Task:
     """Mirrors `aclrtLaunchCallback(fn, userData, blockType, stream)`: queue `fn(data)`.
 
@@ -99,12 +111,13 @@ def launch_callback(fn, data, block_type: int = ACL_CALLBACK_BLOCK, stream=None)
     api = "launch_callback"
     if not callable(fn):
         raise AclError(ACL_ERROR_RT_PARAM_INVALID, f"{api}: fn must be callable, got fn={fn!r}")
-    if block_type not in (ACL_CALLBACK_NO_BLOCK, ACL_CALLBACK_BLOCK) or isinstance(block_type, bool):
+    if (block_type not in (ACL_CALLBACK_NO_BLOCK, ACL_CALLBACK_BLOCK)
+            or isinstance(block_type, bool)):
         raise AclError(ACL_ERROR_RT_PARAM_INVALID,
                        f"{api}: block_type must be ACL_CALLBACK_NO_BLOCK (0) or ACL_CALLBACK_BLOCK "
                        f"(1), got block_type={block_type!r}")
     s = _stream(stream, api)
-    core = s._live_core(api)
+    core = s.live_core(api)
     with _lock:
         tid = _subscriber.get(s.id)
         q = _reports.get(tid) if tid is not None else None
@@ -121,7 +134,7 @@ def launch_callback(fn, data, block_type: int = ACL_CALLBACK_BLOCK, stream=None)
     name = getattr(fn, "__qualname__", None) or repr(fn)
     task = Task(core, post, "callback", name, 0, "deferred",
                 {"block": block, "thread_id": tid})
-    return s._submit(task)
+    return s.submit(task)
 
 
 def process_report(timeout_ms: int = -1) -> None:

@@ -7,67 +7,23 @@ overlaps a kernel on another (numpy's copy releases the GIL). As ACL documents, 
 side is pageable (not from `rt.malloc_host`) has completed when the call returns; from pinned memory
 it is truly asynchronous. Host-to-host async copies are refused (207000), as on EP.
 
+The copy engines themselves (one thread per device) are `rt.sched.CopyEngine`.
+
 Fidelity: one copy engine per device (hardware has several DMA channels), so async copies of
 different streams run one at a time but overlap kernels; bandwidth is the host's memcpy speed.
 """
 from __future__ import annotations
 
-import queue
-import threading
-from time import perf_counter_ns
-
 from . import memory as _mem
-from . import task as _task
 from .errors import AclError, ACL_ERROR_RT_FEATURE_NOT_SUPPORT, ACL_ERROR_RT_PARAM_INVALID
-from .task import Task
-
-
-class CopyEngine:
-    """One DMA engine per device: a thread running copy tasks in arrival order (engine="copy")."""
-
-    def __init__(self, device_id: int):
-        self.device_id = device_id
-        self.q = queue.SimpleQueue()
-        self.thread = threading.Thread(target=self._loop, name=f"rt-copy-engine-{device_id}",
-                                       daemon=True)
-        self.thread.start()
-
-    def put(self, task):
-        self.q.put(task)
-
-    def _loop(self):
-        q = self.q
-        while True:
-            task = q.get()
-            task.start_ns = perf_counter_ns()
-            try:
-                task.fn()
-            except BaseException as exc:          # noqa: BLE001
-                task.error = exc
-            task.core.complete(task)
-            del task
-
-
-_engines: dict = {}
-_engines_lock = threading.Lock()
-
-
-def copy_engine(device_id: int) -> CopyEngine:
-    """Device `device_id`'s copy engine, started on first use."""
-    eng = _engines.get(device_id)
-    if eng is None:
-        with _engines_lock:
-            eng = _engines.get(device_id)
-            if eng is None:
-                eng = _engines[device_id] = CopyEngine(device_id)
-    return eng
+from .sched import Task
+from .stream import Stream, current_stream
 
 
 _SHORT = {0: "H2H", 1: "H2D", 2: "D2H", 3: "D2D", 5: "H2D", 6: "D2D", 7: "D2D"}
 
 
-def _stream_of(stream, api: str):
-    from .stream import Stream, current_stream
+def _stream_of(stream, api: str) -> Stream:
     if stream is None:
         return current_stream()
     if not isinstance(stream, Stream):
@@ -84,20 +40,19 @@ def _enqueue(plan, stream, api: str, kind: str, name: str) -> Task:
     if kind == "memset" and plan.kind == _mem.MemcpyKind.HOST_TO_HOST:
         raise AclError(ACL_ERROR_RT_PARAM_INVALID,
                        f"{api}: ptr must be a device address, got a host buffer")
-    core = stream._live_core(api)
+    core = stream.live_core(api)
     task = Task(core, plan.run, kind, name, plan.nbytes, "copy",
                 {"kind": _SHORT.get(int(plan.kind), str(plan.kind))})
-    accesses = None
-    if _task.mc_enabled():
-        accesses = [(addr, mode == "w") for addr, _n, mode in plan.device_ranges]
-    stream._submit(task, accesses=accesses)
+    accesses = [(addr, mode == "w") for addr, _n, mode in plan.device_ranges]
+    stream.submit(task, accesses=accesses)
     if plan.pageable:
         task.wait()
     return task
 
 
 def memcpy_async(dst, src, count: int, kind, stream=None) -> Task:
-    """Mirrors `aclrtMemcpyAsync(dst, destMax, src, count, kind, stream)`: queue a copy of `count` bytes.
+    """Mirrors `aclrtMemcpyAsync(dst, destMax, src, count, kind, stream)`: queue a copy of
+    `count` bytes.
 
     `kind` must match where the pointers live (`MemcpyKind.DEFAULT` infers it). Returns the `Task`
     when the copy is queued (pinned host memory or device-to-device), or after it has completed

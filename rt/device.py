@@ -50,11 +50,10 @@ class Device:
     """The state of one set device: ``.id``, ``.soc``, ``.arena``, ``.pool``, ``.streams``.
 
     ``streams`` is a WeakSet that ``rt.stream`` fills; ``synchronize_device`` and ``reset_device``
-    synchronize each. ``default_stream`` is created on first use by ``Device.default_stream_factory``
-    (set by ``rt.stream``) unless ``_default_stream`` was assigned. Callables appended to
-    ``reset_hooks`` run (with the device) after its streams are synchronized in ``reset_device``.
+    synchronize each. ``default_stream`` is None until ``rt.default_stream()`` creates it (under
+    ``lock``). Callables appended to ``reset_hooks`` run (with the device) after its streams are
+    synchronized in ``reset_device``.
     """
-    default_stream_factory = None
 
     def __init__(self, i: int, soc: SocSpec, capacity: int, memcheck: bool):
         self.id = i
@@ -62,21 +61,9 @@ class Device:
         self.arena = Arena(i, capacity)
         self.pool = DevicePool(i, self.arena, memcheck=memcheck)
         self.streams: weakref.WeakSet = weakref.WeakSet()
-        self._default_stream = None
+        self.default_stream = None
         self.reset_hooks: list = []
         self.lock = threading.RLock()
-
-    @property
-    def default_stream(self):
-        if self._default_stream is None and Device.default_stream_factory is not None:
-            with self.lock:
-                if self._default_stream is None:
-                    self._default_stream = Device.default_stream_factory(self)
-        return self._default_stream
-
-    @default_stream.setter
-    def default_stream(self, s) -> None:
-        self._default_stream = s
 
     def __repr__(self) -> str:
         return f"<Device {self.id} {self.soc.name} capacity={self.arena.capacity}>"
@@ -86,7 +73,8 @@ _lock = threading.RLock()
 _initialized = False
 _finalized_once = False
 _generation = 0                     # bumped by init/finalize: stale thread-locals read as unset
-_devices: dict[int, Device] = {}    # id -> Device (memory.py reads it without the lock)
+#: id -> Device of every set device (memory and memcheck read it without the lock).
+DEVICES: dict[int, Device] = {}
 _tls = threading.local()
 
 
@@ -95,7 +83,8 @@ def parse_bytes(text: str, name: str) -> int:
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?\s*", text.upper())
     if not m:
         raise AclError(ACL_ERROR_INVALID_PARAM,
-                       f"rt: {name} must be a byte count like 4G, 512M or 1048576, got {name}={text!r}")
+                       f"rt: {name} must be a byte count like 4G, 512M or 1048576, "
+                       f"got {name}={text!r}")
     return int(float(m.group(1)) * (1 << (10 * " KMGT".index(m.group(2) or " "))))
 
 
@@ -113,7 +102,7 @@ def _env_int(name: str, default: int) -> int:
                        f"rt: {name} must be a positive integer, got {name}={raw!r}") from None
 
 
-def _check_init(api: str) -> None:
+def check_init(api: str) -> None:
     if not _initialized:
         raise AclError(ACL_ERROR_UNINITIALIZE,
                        f"{api}: the runtime must be initialized first, got initialized=False; "
@@ -162,10 +151,10 @@ def finalize() -> None:
         if not _initialized:
             if _finalized_once:
                 raise AclError(ACL_ERROR_REPEAT_FINALIZE,
-                               "rt.finalize: the runtime must be initialized, got initialized=False "
-                               "(already finalized)")
-            _check_init("rt.finalize")
-    for i in sorted(_devices):
+                               "rt.finalize: the runtime must be initialized, "
+                               "got initialized=False (already finalized)")
+            check_init("rt.finalize")
+    for i in sorted(DEVICES):
         reset_device(i)
     with _lock:
         _initialized = False
@@ -176,7 +165,7 @@ def finalize() -> None:
 
 def device_count() -> int:
     """Mirrors `aclrtGetDeviceCount`: the number of emulated devices (env ASCEND_EMU_DEVICES, 8)."""
-    _check_init("rt.device_count")
+    check_init("rt.device_count")
     return _env_int("ASCEND_EMU_DEVICES", 8)
 
 
@@ -197,22 +186,22 @@ def set_device(i: int) -> None:
     """Mirrors `aclrtSetDevice`: make device `i` current for the calling thread (creating its
     state on first use)."""
     with _lock:
-        _check_init("rt.set_device")
+        check_init("rt.set_device")
         i = _check_id(i, "rt.set_device")
-        if i not in _devices:
+        if i not in DEVICES:
             soc = get_soc()
             memcheck = os.environ.get("ASCEND_MEM_CHECK", "0").strip() == "1"
-            _devices[i] = Device(i, soc, _capacity(soc), memcheck)
+            DEVICES[i] = Device(i, soc, _capacity(soc), memcheck)
             logger.info("rt.set_device: device %d opened (%s, %d bytes%s)", i, soc.name,
-                        _devices[i].arena.capacity, ", mem-check on" if memcheck else "")
+                        DEVICES[i].arena.capacity, ", mem-check on" if memcheck else "")
         _tls.cur = (_generation, i)
 
 
 def _current_id(api: str) -> int:
     cur = getattr(_tls, "cur", None)
-    if cur is not None and cur[0] == _generation and cur[1] in _devices:
+    if cur is not None and cur[0] == _generation and cur[1] in DEVICES:
         return cur[1]
-    _check_init(api)
+    check_init(api)
     raise AclError(ACL_ERROR_RT_CONTEXT_NULL,
                    f"{api}: a current device must be set in this thread, got device=None; "
                    f"call rt.set_device(i) first")
@@ -241,13 +230,14 @@ def ensure_device() -> int:
 def get_device(i: int | None = None, api: str = "rt.get_device") -> Device:
     """Internal: the `Device` of id `i` (default: the current device); it must be set."""
     if i is None:
-        return _devices[_current_id(api)]
-    dev = _devices.get(i)
+        return DEVICES[_current_id(api)]
+    dev = DEVICES.get(i)
     if dev is None:
-        _check_init(api)
+        check_init(api)
         _check_id(i, api)
         raise AclError(ACL_ERROR_RT_CONTEXT_NULL,
-                       f"{api}: device {i} must be set with rt.set_device({i}) first, got device={i}")
+                       f"{api}: device {i} must be set with rt.set_device({i}) first, "
+                       f"got device={i}")
     return dev
 
 
@@ -276,9 +266,9 @@ def reset_device(i: int) -> None:
     (a warning with their sizes; where they were allocated when ASCEND_GLOBAL_LOG_LEVEL=0), free
     them and drop the device's state."""
     with _lock:
-        _check_init("rt.reset_device")
+        check_init("rt.reset_device")
         i = _check_id(i, "rt.reset_device")
-        dev = _devices.get(i)
+        dev = DEVICES.get(i)
     if dev is None:
         return
     _sync_streams(dev, "reset_device", raise_errors=False)   # without the lock: tasks may need it
@@ -288,17 +278,18 @@ def reset_device(i: int) -> None:
         except Exception as e:
             logger.error("rt.reset_device: reset hook %r failed: %s", hook, e)
     with _lock:
-        if _devices.get(i) is not dev:
+        if DEVICES.get(i) is not dev:
             return
         leaks = dev.pool.live_blocks()
         if leaks:
             total = sum(b.req for b in leaks)
-            lines = [f"  0x{b.addr:x} size={b.req}" + (f" allocated at {b.where}" if b.where else "")
+            lines = [f"  0x{b.addr:x} size={b.req}"
+                     + (f" allocated at {b.where}" if b.where else "")
                      for b in leaks[:50]]
             more = f"\n  ... and {len(leaks) - 50} more" if len(leaks) > 50 else ""
-            logger.warning("rt.reset_device: device %d has %d leaked allocation(s), %d bytes; freeing "
-                           "them:\n%s%s", i, len(leaks), total, "\n".join(lines), more)
-        del _devices[i]
+            logger.warning("rt.reset_device: device %d has %d leaked allocation(s), %d bytes; "
+                           "freeing them:\n%s%s", i, len(leaks), total, "\n".join(lines), more)
+        del DEVICES[i]
         dev.pool.allocs.clear()
         dev.arena.close()
         cur = getattr(_tls, "cur", None)
@@ -308,18 +299,18 @@ def reset_device(i: int) -> None:
 
 def get_soc_name() -> str:
     """Mirrors `aclrtGetSocName`: the emulated SoC (env ASCEND_EMU_SOC, default Ascend910B2)."""
-    _check_init("rt.get_soc_name")
+    check_init("rt.get_soc_name")
     cur = getattr(_tls, "cur", None)
-    if cur is not None and cur[0] == _generation and cur[1] in _devices:
-        return _devices[cur[1]].soc.name
+    if cur is not None and cur[0] == _generation and cur[1] in DEVICES:
+        return DEVICES[cur[1]].soc.name
     return get_soc().name
 
 
 def get_device_info(i: int, attr: int) -> int:
     """Mirrors `aclrtGetDeviceInfo(devId, attr, &value)` with `DevAttr` ids."""
-    _check_init("rt.get_device_info")
+    check_init("rt.get_device_info")
     i = _check_id(i, "rt.get_device_info")
-    dev = _devices.get(i)
+    dev = DEVICES.get(i)
     soc = dev.soc if dev is not None else get_soc()
     values = {DevAttr.AICPU_CORE_NUM: soc.aicpu_num, DevAttr.AICORE_CORE_NUM: soc.ai_core_num,
               DevAttr.CUBE_CORE_NUM: soc.ai_core_num, DevAttr.VECTOR_CORE_NUM: soc.vector_core_num,
@@ -330,7 +321,8 @@ def get_device_info(i: int, attr: int) -> int:
     except (ValueError, KeyError, TypeError):
         raise AclError(ACL_ERROR_RT_PARAM_INVALID,
                        f"rt.get_device_info: attr must be one of "
-                       f"{', '.join(f'{a.name}={a.value}' for a in DevAttr)}, got attr={attr!r}") from None
+                       f"{', '.join(f'{a.name}={a.value}' for a in DevAttr)}, "
+                       f"got attr={attr!r}") from None
 
 
 def get_mem_info(attr: int = ACL_HBM_MEM) -> tuple[int, int]:
@@ -351,7 +343,7 @@ def get_mem_info(attr: int = ACL_HBM_MEM) -> tuple[int, int]:
 
 def devices() -> dict[int, Device]:
     """Internal: a snapshot of the set devices."""
-    return dict(_devices)
+    return dict(DEVICES)
 
 
 def _reset_for_tests() -> None:
@@ -360,7 +352,7 @@ def _reset_for_tests() -> None:
     Other threads' current devices become unset too (the generation changes)."""
     global _initialized, _finalized_once, _generation
     with _lock:
-        devs = [_devices.pop(i) for i in sorted(_devices)]
+        devs = [DEVICES.pop(i) for i in sorted(DEVICES)]
         _initialized = False
         _finalized_once = False
         _generation += 1

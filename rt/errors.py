@@ -97,7 +97,8 @@ ACL_ERROR_RT_STREAM_SYNC_TIMEOUT = 507046
 ACL_ERROR_RT_EVENT_SYNC_TIMEOUT = 507047
 
 #: code -> symbolic name, for messages ("207001 ACL_ERROR_RT_MEMORY_ALLOCATION").
-CODE_NAMES = {v: k for k, v in dict(globals()).items() if k.startswith("ACL_") and isinstance(v, int)}
+CODE_NAMES = {v: k for k, v in dict(globals()).items()
+              if k.startswith("ACL_") and isinstance(v, int)}
 CODE_NAMES[0] = "ACL_SUCCESS"
 
 _recent = threading.local()
@@ -113,10 +114,31 @@ class AclError(RuntimeError):
         self.code = int(code)
         self.message = message
         set_recent_err_msg(f"[{self.code} {CODE_NAMES.get(self.code, 'UNKNOWN')}] {message}")
-        super().__init__(f"{message} (error code {self.code}, {CODE_NAMES.get(self.code, 'UNKNOWN')})")
+        super().__init__(f"{message} (error code {self.code}, "
+                         f"{CODE_NAMES.get(self.code, 'UNKNOWN')})")
 
     def __reduce__(self):
         return (type(self), (self.code, self.message))
+
+
+class KernelFault(AclError):
+    """A fault in one block of a kernel launch: the exception contract of kernel binaries and rt.
+
+    A binary's `run_blocks` raises `KernelFault(code, message, block_idx)` for a fault it can pin
+    on a block (`code`: 507015 `ACL_ERROR_RT_AICORE_EXCEPTION`, or the AI Core trap codes such as
+    507042/507043 for GM overruns). Any other exception is an AI Core exception (507015) of the
+    first block of the range that raised it. rt records the fault of the lowest block as the
+    launch's error, itself a `KernelFault` naming the kernel and `block_idx=<i>/<block_dim>`; the
+    binary's `message` is kept as `detail`.
+    """
+
+    def __init__(self, code: int, message: str, block_idx: int, detail: str | None = None):
+        super().__init__(code, message)
+        self.block_idx = int(block_idx)
+        self.detail = message if detail is None else detail
+
+    def __reduce__(self):
+        return (type(self), (self.code, self.message, self.block_idx, self.detail))
 
 
 def set_recent_err_msg(msg: str | None) -> None:
@@ -124,7 +146,8 @@ def set_recent_err_msg(msg: str | None) -> None:
 
 
 def get_recent_err_msg() -> str | None:
-    """Mirrors `aclGetRecentErrMsg`: the last error message of the calling thread, then clears it."""
+    """Mirrors `aclGetRecentErrMsg`: the last error message of the calling thread, then clears
+    it."""
     msg = getattr(_recent, "msg", None)
     _recent.msg = None
     return msg

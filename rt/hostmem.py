@@ -14,6 +14,7 @@ from bisect import bisect_right, insort
 
 import numpy as np
 
+from . import device
 from .errors import AclError, ACL_ERROR_INVALID_PARAM, ACL_ERROR_RT_MEMORY_FREE
 
 try:
@@ -34,7 +35,8 @@ class HostPtr(int):
         rec = _regions.get(int(self))
         if rec is None:
             raise AclError(ACL_ERROR_RT_MEMORY_FREE,
-                           f"HostPtr.as_array: ptr must be live pinned memory, got ptr=0x{int(self):x}")
+                           f"HostPtr.as_array: ptr must be live pinned memory, "
+                           f"got ptr=0x{int(self):x}")
         a = rec[1][: self.size].view(dtype)
         return a if shape is None else a.reshape(shape)
 
@@ -44,13 +46,18 @@ _regions: dict[int, tuple] = {}     # start -> (size, uint8 view, mmap, locked)
 _starts: list[int] = []
 
 
+def any_pinned() -> bool:
+    """Whether any pinned buffer is live (copies look a host address up only then)."""
+    return bool(_starts)
+
+
 def malloc_host(size: int) -> HostPtr:
     """Mirrors `aclrtMallocHost`: `size` bytes of page-locked host memory (not zeroed on hardware;
     zeroed here)."""
-    from . import device
-    device._check_init("malloc_host")
+    device.check_init("malloc_host")
     if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
-        raise AclError(ACL_ERROR_INVALID_PARAM, f"rt.malloc_host: size must be > 0, got size={size!r}")
+        raise AclError(ACL_ERROR_INVALID_PARAM,
+                       f"rt.malloc_host: size must be > 0, got size={size!r}")
     mm = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
     u8 = np.frombuffer(mm, dtype=np.uint8)
     addr = u8.ctypes.data

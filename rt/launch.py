@@ -1,7 +1,8 @@
 """Kernel launch and the core pool (the emulated AI Cores).
 
-A *binary* is any object with `name: str` and `run_blocks(first, last, block_dim, args)` that runs
-blocks `first <= block_idx < last`; rt never imports the compiler. `launch` enqueues a kernel task
+A *binary* is any object that satisfies `rt.KernelBinary` (rt/kernel.py): `name`, `run_blocks(first,
+last, block_dim, args)` running blocks `first <= block_idx < last`, and the flags and counters rt
+reads; rt never imports the compiler. `launch` enqueues a kernel task
 on a stream; when the stream reaches it, `range(block_dim)` is cut into at most one contiguous range
 per core-pool worker (one hand-off per worker; `block_dim` above the core count runs in waves, as on
 hardware) and the last worker to finish completes the task. Kernels of all streams share the pool;
@@ -22,16 +23,41 @@ import os
 import threading
 from collections import deque
 from time import perf_counter_ns
+from typing import NamedTuple
 
-from .errors import (AclError, ACL_ERROR_RT_PARAM_INVALID, ACL_ERROR_RT_AICORE_EXCEPTION,
-                     ACL_ERROR_RT_AICORE_TRAP_READ_OVERFLOW)
+from .errors import (AclError, KernelFault, ACL_ERROR_RT_PARAM_INVALID,
+                     ACL_ERROR_RT_AICORE_EXCEPTION, ACL_ERROR_RT_AICORE_TRAP_READ_OVERFLOW)
+from .kernel import KernelBinary, missing_members
+from .memcheck import check_access, device_address
 from .resident import dispatch_resident
-from .task import Task
+from .sched import BlockRun, KernelTask
+from .stream import Stream, current_stream
 
 MAX_BLOCK_DIM = 65535
 
-#: Recent kernel launches for utilization: (device, start_ns, end_ns, busy_ns, n_cores).
-RECENT = deque(maxlen=1024)
+class LaunchRecord(NamedTuple):
+    """A finished kernel launch, for `utilization`."""
+    device: int
+    start_ns: int
+    end_ns: int
+    busy_ns: int
+    n_cores: int
+
+
+#: Recent kernel launches for utilization.
+RECENT: deque = deque(maxlen=1024)
+
+
+class _Range:
+    """A waiting range of a kernel's blocks in the core pool's heap, ordered by (priority, arrival);
+    `task` None is a worker's stop signal."""
+    __slots__ = ("priority", "seq", "task", "first", "last")
+
+    def __init__(self, priority, seq: int, task: KernelTask | None, first: int, last: int):
+        self.priority, self.seq, self.task, self.first, self.last = priority, seq, task, first, last
+
+    def __lt__(self, other: "_Range") -> bool:
+        return (self.priority, self.seq) < (other.priority, other.seq)
 
 
 _IDLE, _RUNG, _RUN, _LENT_IDLE, _LENT_RUNG, _PARKED = range(6)
@@ -67,11 +93,11 @@ class CorePool:
             threading.Thread(target=self._run, args=(wid,), name=f"rt-core-{wid}",
                              daemon=True).start()
 
-    def dispatch(self, task: Task) -> None:
+    def dispatch(self, task: KernelTask) -> None:
         """Split the kernel task's blocks into contiguous ranges and hand them to idle workers
         (a binary that `needs_all_resident` gets one thread per block instead: rt.resident)."""
-        if getattr(task.binary, "needs_all_resident", False):
-            return dispatch_resident(task, self, _block_failed)
+        if task.binary.needs_all_resident:
+            return dispatch_resident(task, self, block_failed)
         bd = task.block_dim
         k = self.n if bd > self.n else bd
         q, r = divmod(bd, k)
@@ -85,7 +111,7 @@ class CorePool:
         with self._lock:
             for i in range(k):
                 last = first + q + (1 if i < r else 0)
-                e = [prio, next(seq), task, first, last]
+                e = _Range(prio, next(seq), task, first, last)
                 entries.append(e)
                 heapq.heappush(heap, e)
                 first = last
@@ -108,8 +134,8 @@ class CorePool:
                 elif heap:
                     e = pop(heap)
                     state[wid] = _RUN
-                    if e[2] is not None:
-                        e[2].entries.remove(e)
+                    if e.task is not None:
+                        e.task.entries.remove(e)
                 else:
                     e = None
                     state[wid] = _IDLE
@@ -117,17 +143,18 @@ class CorePool:
             if e is None:
                 bell.acquire()
                 continue
-            task = e[2]
+            task = e.task
             if task is None:
                 return                          # shutdown
-            _run_range(task, wid, e[3], e[4], lock)
+            _run_range(task, wid, e.first, e.last, lock)
             del task, e
 
-    def assist(self, task: Task) -> None:
+    def assist(self, task: KernelTask) -> None:
         """Run `task`'s waiting ranges in the calling (synchronizing) thread, as an idle core."""
         lock, state, heap = self._lock, self._state, self._heap
         with lock:
-            if not self.assist_enabled or not task.entries or (heap and heap[0][0] < task.priority):
+            if not self.assist_enabled or not task.entries or \
+                    (heap and heap[0].priority < task.priority):
                 return
             if self._idle:
                 wid = self._idle.pop()
@@ -145,7 +172,7 @@ class CorePool:
                     e = task.entries.pop(0)
                     heap.remove(e)
                     heapq.heapify(heap)
-                _run_range(task, wid, e[3], e[4], lock)
+                _run_range(task, wid, e.first, e.last, lock)
         finally:
             with lock:
                 st = state[wid]
@@ -168,7 +195,7 @@ class CorePool:
                 return
             self._stopped = True
             for _ in range(self.n):
-                heapq.heappush(self._heap, [float("inf"), next(self._seq), None, 0, 0])
+                heapq.heappush(self._heap, _Range(float("inf"), next(self._seq), None, 0, 0))
             wake, self._idle[:] = list(self._idle), []
             for w in wake:
                 self._state[w] = _RUNG
@@ -176,14 +203,14 @@ class CorePool:
             self._bells[w].release()
 
 
-def _run_range(task: Task, wid: int, first: int, last: int, lock) -> None:
+def _run_range(task: KernelTask, wid: int, first: int, last: int, lock) -> None:
     t0 = perf_counter_ns()
     try:
         task.binary.run_blocks(first, last, task.block_dim, task.args)
     except BaseException as exc:                # noqa: BLE001 - goes to the stream's error state
-        _block_failed(task, first, exc)
+        block_failed(task, first, exc)
     t1 = perf_counter_ns()
-    task.ranges.append((wid, first, last, t0, t1))
+    task.ranges.append(BlockRun(wid, first, last, t0, t1))
     with lock:
         task.left -= 1
         done = task.left == 0
@@ -192,20 +219,34 @@ def _run_range(task: Task, wid: int, first: int, last: int, lock) -> None:
         task.core.complete(task)
 
 
-def _block_failed(task: Task, first: int, exc: BaseException) -> None:
-    idx = getattr(exc, "block_idx", None)
-    if not isinstance(idx, int):
-        idx = first
+def block_failed(task: KernelTask, first: int, exc: BaseException) -> None:
+    """Record `exc`, raised by blocks from `first` on, as the kernel's error unless a lower block's
+    fault is recorded already: a `KernelFault` "kernel '<name>' (launch on stream <id>) failed in
+    block_idx=<i>/<block_dim>: <detail>" chained to `exc` (the exception's own block_idx when it is
+    a `KernelFault`, else `first`; its code when it is an `AclError`, else 507015)."""
+    idx = exc.block_idx if isinstance(exc, KernelFault) else first
     prev = task.error
-    if prev is not None and getattr(prev, "block_idx", 1 << 30) <= idx:
+    if isinstance(prev, KernelFault) and prev.block_idx <= idx:
         return
-    msg = exc.message if isinstance(exc, AclError) else f"{type(exc).__name__}: {exc}"
+    detail = exc.message if isinstance(exc, AclError) else f"{type(exc).__name__}: {exc}"
     code = exc.code if isinstance(exc, AclError) else ACL_ERROR_RT_AICORE_EXCEPTION
-    err = AclError(code, f"kernel {task.name}: block_idx={idx}/{task.block_dim}: {msg}")
-    err.block_idx = idx
+    err = KernelFault(code, f"kernel {task.name!r} (launch on stream {task.core.id}) failed in "
+                            f"block_idx={idx}/{task.block_dim}: {detail}", idx, detail)
     err.__cause__ = exc
     task.error = err
 
+
+class _CurrentPool:
+    """The engine of kernel tasks: the core pool current when the stream starts the task."""
+
+    def put(self, task: KernelTask) -> None:
+        core_pool().dispatch(task)
+
+    def __repr__(self) -> str:
+        return "<rt.launch kernel engine: the core pool>"
+
+
+KERNEL_ENGINE = _CurrentPool()
 
 _pool = None
 _pool_lock = threading.Lock()
@@ -237,7 +278,8 @@ def core_pool() -> CorePool:
 
 
 def set_core_count(n: int | None = None) -> CorePool:
-    """Replace the core pool with one of `n` workers (default: env / cpu count). For tests/benches."""
+    """Replace the core pool with one of `n` workers (default: env / cpu count). For
+    tests/benches."""
     global _pool
     with _pool_lock:
         old, _pool = _pool, CorePool(n if n is not None else default_core_count())
@@ -246,41 +288,46 @@ def set_core_count(n: int | None = None) -> CorePool:
     return _pool
 
 
-def _kernel_done(task: Task) -> None:
+def _kernel_done(task: KernelTask) -> None:
     if task.ranges:
-        busy = sum(r[4] - r[3] for r in task.ranges)
-        RECENT.append((task.core.device_id, task.start_ns, task.end_ns, busy, core_pool().n))
+        busy = sum(r.end_ns - r.start_ns for r in task.ranges)
+        RECENT.append(LaunchRecord(task.core.device_id, task.start_ns, task.end_ns, busy,
+                                   core_pool().n))
 
 
 def utilization(device: int, window_ns: int | None = None) -> float:
     """Percent of core time busy over the span of the recent launches on `device` (0 if none)."""
-    recs = [r for r in list(RECENT) if r[0] == device]
+    recs = [r for r in list(RECENT) if r.device == device]
     if window_ns is not None:
         cut = perf_counter_ns() - window_ns
-        recs = [r for r in recs if r[2] >= cut]
+        recs = [r for r in recs if r.end_ns >= cut]
     if not recs:
         return 0.0
-    span = max(r[2] for r in recs) - min(r[1] for r in recs)
-    busy = sum(r[3] for r in recs)
-    cores = max(r[4] for r in recs)
+    span = max(r.end_ns for r in recs) - min(r.start_ns for r in recs)
+    busy = sum(r.busy_ns for r in recs)
+    cores = max(r.n_cores for r in recs)
     return 100.0 * min(1.0, busy / max(1, span * cores))
 
 
 def _check_binary(binary) -> str:
-    name = getattr(binary, "name", None)
-    if not isinstance(name, str) or not callable(getattr(binary, "run_blocks", None)):
+    missing = missing_members(binary)
+    if missing:
         raise AclError(ACL_ERROR_RT_PARAM_INVALID,
-                       "launch: binary must have a str `name` and a callable "
-                       f"`run_blocks(first, last, block_dim, args)`, got binary={binary!r}")
-    return name
+                       "launch: binary must implement rt.KernelBinary (a str `name`, a callable "
+                       "`run_blocks(first, last, block_dim, args, barrier=None)`, "
+                       "`needs_all_resident`, `shuffle_blocks`, `counters`, `last_counters`), "
+                       f"got binary={binary!r} without {', '.join(missing)}")
+    return binary.name
 
 
-def launch(binary, block_dim: int, args=(), stream=None) -> Task:
+def launch(binary: KernelBinary, block_dim: int, args=(),
+           stream: Stream | None = None) -> KernelTask:
     """Mirrors `aclrtLaunchKernel`: enqueue `binary` with `block_dim` blocks on `stream`.
 
-    `stream=None` uses `rt.current_stream()`. Returns the kernel `Task` as soon as it is queued,
+    `stream=None` uses `rt.current_stream()`. Returns the `KernelTask` as soon as it is queued,
     before any block runs; a failing block is reported by the stream's next synchronize as
-    `AclError(507015, "kernel <name>: block_idx=<i>/<block_dim>: ...")`.
+    `AclError(507015, "synchronize: kernel '<name>' on stream <id> failed in
+    block_idx=<i>/<block_dim>: ...")`, chained to the kernel's `KernelFault`.
     """
     name = _check_binary(binary)
     if type(block_dim) is not int:
@@ -295,14 +342,10 @@ def launch(binary, block_dim: int, args=(), stream=None) -> Task:
     if not isinstance(args, tuple):
         args = tuple(args)
     if stream is None:
-        from .stream import current_stream
         stream = current_stream()
-    core = stream._live_core("launch")
-    task = Task(core, None, "kernel", name, 0, "pool", args)
-    task.binary = binary
-    task.block_dim = block_dim
-    task.on_done = _kernel_done
-    return stream._submit(task, accesses=_arg_accesses(args, name))
+    task = KernelTask(stream.live_core("launch"), binary, block_dim, args, KERNEL_ENGINE,
+                      _kernel_done)
+    return stream.submit(task, accesses=_arg_accesses(args, name))
 
 
 def _arg_accesses(args, name: str):
@@ -311,8 +354,6 @@ def _arg_accesses(args, name: str):
     race check (a kernel may read and write any buffer it gets)."""
     if os.environ.get("ASCEND_MEM_CHECK") != "1":
         return None
-    from .memcheck import check_access
-    from .task import device_address
     out = []
     for i, a in enumerate(args):
         addr = device_address(a)

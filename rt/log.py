@@ -11,7 +11,7 @@ Lines look like CANN's::
 
 The environment is read at import and again by :func:`configure` (``rt.init`` calls it), so a
 script may set the variables before ``rt.init()``.
-"""
+"""  # noqa: E501 (the sample log line above cannot be wrapped)
 from __future__ import annotations
 
 import logging
@@ -44,7 +44,8 @@ class _CannFormatter(logging.Formatter):
         msg = record.getMessage()
         if record.exc_info:
             msg += "\n" + self.formatException(record.exc_info)
-        return (f"[{level}] RUNTIME({record.process},python):{stamp}.{us // 1000:03d}.{us % 1000:03d} "
+        return (f"[{level}] RUNTIME({record.process},python):"
+                f"{stamp}.{us // 1000:03d}.{us % 1000:03d} "
                 f"[{record.filename}:{record.lineno}]{tid} {msg}")
 
 

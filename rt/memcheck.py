@@ -8,13 +8,23 @@ saying "use after free" with the pointer and where it was freed; freeing it agai
 naming the first free. Without mem-check, the same accesses are still refused (the block is not a
 live allocation), but the message cannot say where it was freed once the memory is reused.
 
-(Cross-stream race detection, the other half of mem-check, lives with the streams.)
+The other half of mem-check, with ``ASCEND_MEM_CHECK=1`` read at each call: cross-stream race
+detection with vector clocks, a `rt.sched.StreamHook` (`RaceDetector`). Each stream has a clock
+(stream id -> epoch); every submitted task ticks its stream's entry and merges the host's clock (the
+host orders what it submits after what it has synchronized). An event record captures the stream's
+clock, `wait_event` merges it in, and a host synchronize merges the stream's (or event's) clock into
+the host's. An access to an allocation races with the last one from another stream unless that
+access's epoch is covered by the accessing stream's clock.
 """
 from __future__ import annotations
 
+import os
+import threading
+
 from . import device as _dev
+from . import sched
 from .errors import AclError, ACL_ERROR_RT_PARAM_INVALID
-from .pool import ADDR_SHIFT, LIVE, QUARANTINED, Block
+from .pool import ADDR_SHIFT, DevicePtr, LIVE, QUARANTINED, Block
 
 
 def enabled(device: int | None = None) -> bool:
@@ -28,10 +38,37 @@ def device_of(addr: int) -> int | None:
     return d if 0 <= d < 0x100 else None
 
 
+def is_device_address(addr) -> bool:
+    """Whether `addr` is in some device's address range (allocated or not)."""
+    return isinstance(addr, int) and 0x100 <= (int(addr) >> ADDR_SHIFT) < 0x200
+
+
+def device_address(obj) -> int | None:
+    """The device address held by a DeviceArray / DevicePtr / device-range int, else None."""
+    ptr = getattr(obj, "ptr", None) if not isinstance(obj, int) else obj
+    if ptr is None or isinstance(ptr, bool) or not isinstance(ptr, int):
+        return None
+    return int(ptr) if is_device_address(int(ptr)) else None
+
+
+def find_allocation(addr: int) -> tuple[DevicePtr, int] | None:
+    """``(base, size)`` of the live allocation containing device address `addr`, or None."""
+    addr = int(addr)
+    dev = _dev.DEVICES.get((addr >> ADDR_SHIFT) - 0x100)
+    if dev is None:
+        return None
+    blk = dev.pool.block_at(addr)
+    if blk is None or blk.state != LIVE or addr >= blk.addr + blk.req:
+        return None
+    p = int.__new__(DevicePtr, blk.addr)
+    p.device, p.size = dev.id, blk.req
+    return p, blk.req
+
+
 def locate(addr: int) -> Block | None:
     """The block (live, free or quarantined) containing device address `addr`, or None."""
     d = device_of(addr)
-    dev = _dev._devices.get(d) if d is not None else None
+    dev = _dev.DEVICES.get(d) if d is not None else None
     return dev.pool.block_at(int(addr)) if dev is not None else None
 
 
@@ -51,7 +88,7 @@ def check_access(addr: int, nbytes: int, api: str, code: int = ACL_ERROR_RT_PARA
     d = device_of(addr)
     if d is None:
         raise AclError(code, f"{head}: it is a host address, not a device address")
-    dev = _dev._devices.get(d)
+    dev = _dev.DEVICES.get(d)
     if dev is None:
         raise AclError(code, f"{head}: device {d} is not set (or was reset); "
                              f"call rt.set_device({d}) and allocate first")
@@ -62,8 +99,8 @@ def check_access(addr: int, nbytes: int, api: str, code: int = ACL_ERROR_RT_PARA
         raise AclError(code, f"{head}: use after free: the allocation at 0x{blk.addr:x} "
                              f"(size {blk.req}) was freed at {blk.freed_where}")
     if blk.state != LIVE:
-        raise AclError(code, f"{head}: it points into free memory (use after free?"
-                             f"{'' if dev.pool.quarantine is not None else ' set ASCEND_MEM_CHECK=1 to find out'})")
+        hint = "" if dev.pool.quarantine is not None else " set ASCEND_MEM_CHECK=1 to find out"
+        raise AclError(code, f"{head}: it points into free memory (use after free?{hint})")
     end = blk.addr + blk.req
     if addr >= end:
         raise AclError(code, f"{head}: it lies in the 32-byte padding after the allocation at "
@@ -72,3 +109,96 @@ def check_access(addr: int, nbytes: int, api: str, code: int = ACL_ERROR_RT_PARA
         raise AclError(code, f"{head}: it overruns the allocation at 0x{blk.addr:x} (size "
                              f"{blk.req}) by {addr + nbytes - end} bytes")
     return blk
+
+
+# -- races between streams ----------------------------------------------------------------------
+def races_enabled() -> bool:
+    """Whether the race detector runs (``ASCEND_MEM_CHECK=1``, read at each call)."""
+    return os.environ.get("ASCEND_MEM_CHECK") == "1"
+
+
+def _merge(dst: dict, src: dict | None) -> None:
+    if src:
+        for k, v in src.items():
+            if dst.get(k, 0) < v:
+                dst[k] = v
+
+
+class RaceDetector(sched.StreamHook):
+    """Vector clocks over streams, events and the host; refuses a task whose device buffer access
+    is not ordered after another stream's last conflicting access (`AclError` 107000)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.host_clock: dict = {}
+        # allocation base -> [last write (sid, epoch, what) | None, {sid: (epoch, what) of reads}]
+        self.shadow: dict = {}
+
+    def submitted(self, core, task, accesses) -> None:
+        if not races_enabled():
+            return
+        with self.lock:
+            vc = core.clock if core.clock is not None else {}
+            core.clock = vc
+            _merge(vc, self.host_clock)
+            epoch = vc[core.id] = vc.get(core.id, 0) + 1
+            if accesses:
+                for addr, is_write in accesses:
+                    self._access(core.id, vc, epoch, addr, is_write, task)
+
+    def _access(self, sid, vc, epoch, addr, is_write, task) -> None:
+        found = find_allocation(addr)
+        base = int(found[0]) if found else int(addr)
+        rec = self.shadow.get(base)
+        what = f"{task.kind} {task.name!r}"
+        if rec is not None:
+            last_w, reads = rec
+            others = [last_w] if last_w is not None else []
+            if is_write:
+                others += [(s, e, w) for s, (e, w) in reads.items()]
+            for other_sid, other_epoch, other_what in others:
+                if other_sid != sid and vc.get(other_sid, 0) < other_epoch:
+                    raise AclError(ACL_ERROR_RT_PARAM_INVALID,
+                                   f"mem-check: access to buffer {addr:#x} (allocation {base:#x}) "
+                                   f"must be ordered after stream {other_sid}'s {other_what}, "
+                                   f"got stream {sid}'s {what} with no event or synchronize in "
+                                   f"between; record an event on stream {other_sid} and "
+                                   f"wait_event it on stream {sid}")
+        if is_write or rec is None:
+            rec = self.shadow[base] = [None, {}]
+        if is_write:
+            rec[0] = (sid, epoch, what)
+        else:
+            rec[1][sid] = (epoch, what)
+
+    def recorded(self, core, event) -> None:
+        if not races_enabled():
+            return
+        with self.lock:
+            vc = dict(core.clock or {})
+            _merge(vc, self.host_clock)
+            event.clock = vc
+
+    def waited(self, core, event) -> None:
+        if not races_enabled():
+            return
+        with self.lock:
+            if core.clock is None:
+                core.clock = {}
+            _merge(core.clock, event.clock)
+
+    def host_waited(self, obj) -> None:
+        if races_enabled() and obj.clock:
+            with self.lock:
+                _merge(self.host_clock, obj.clock)
+
+    def device_reset(self, device_id: int) -> None:
+        """Drop the access history of a device's allocations."""
+        lo = (0x100 + device_id) << ADDR_SHIFT
+        with self.lock:
+            for base in [b for b in self.shadow if lo <= b < lo + (1 << ADDR_SHIFT)]:
+                del self.shadow[base]
+
+
+#: The race detector, registered with the streams' hooks.
+races = sched.add_hook(RaceDetector())

@@ -22,10 +22,18 @@ from . import hostmem
 from .errors import (AclError, ACL_ERROR_INVALID_PARAM, ACL_ERROR_RT_PARAM_INVALID,
                      ACL_ERROR_RT_MEMORY_FREE)
 from .hostmem import HostPtr, malloc_host, free_host, is_pinned
-from .memcheck import check_access
-from .pool import ADDR_SHIFT, DevicePtr, MemMallocPolicy, LIVE
+from .memcheck import check_access, find_allocation, is_device_address
+from .pool import ADDR_SHIFT, DevicePtr, MemMallocPolicy
 
-_devices = _dev._devices
+_devices = _dev.DEVICES
+
+
+class DeviceBuffer:
+    """Base of typed device buffers (`rt.DeviceArray`): copies take one as an operand through its
+    device address `ptr` and its size `nbytes`."""
+    __slots__ = ()
+    ptr: int
+    nbytes: int
 
 
 class MemcpyKind(enum.IntEnum):
@@ -73,26 +81,8 @@ def _unknown_device(addr: int, api: str) -> None:
     why = (f"device {d} is not set (or was reset)" if 0 <= d < 0x100
            else "it is not a device address")
     raise AclError(ACL_ERROR_RT_MEMORY_FREE,
-                   f"{api}: ptr must be a live address returned by malloc, got ptr=0x{addr:x}: {why}")
-
-
-def is_device_address(addr) -> bool:
-    """Whether `addr` is in some device's address range (allocated or not)."""
-    return isinstance(addr, int) and 0x100 <= (int(addr) >> ADDR_SHIFT) < 0x200
-
-
-def find_allocation(addr: int) -> tuple[DevicePtr, int] | None:
-    """``(base, size)`` of the live allocation containing device address `addr`, or None."""
-    addr = int(addr)
-    dev = _devices.get((addr >> ADDR_SHIFT) - 0x100)
-    if dev is None:
-        return None
-    blk = dev.pool.block_at(addr)
-    if blk is None or blk.state != LIVE or addr >= blk.addr + blk.req:
-        return None
-    p = int.__new__(DevicePtr, blk.addr)
-    p.device, p.size = dev.id, blk.req
-    return p, blk.req
+                   f"{api}: ptr must be a live address returned by malloc, "
+                   f"got ptr=0x{addr:x}: {why}")
 
 
 def device_view(ptr: int, nbytes: int, api: str = "rt.device_view",
@@ -140,7 +130,7 @@ def _operand(x, nbytes: int, api: str, role: str, write: bool):
         if a <= 0:
             raise AclError(ACL_ERROR_RT_PARAM_INVALID,
                            f"{api}: {role} must be a valid pointer, got {role}=0x{a:x}")
-        reg = hostmem.region(a) if hostmem._starts else None
+        reg = hostmem.region(a) if hostmem.any_pinned() else None
         if reg is not None:
             start, size, u8 = reg
             if a + nbytes > start + size:
@@ -158,8 +148,7 @@ def _operand(x, nbytes: int, api: str, role: str, write: bool):
     elif isinstance(x, (bytes, bytearray, memoryview)):
         view, pinned = np.frombuffer(x, dtype=np.uint8), False
     else:
-        from .array import DeviceArray
-        if not isinstance(x, DeviceArray):
+        if not isinstance(x, DeviceBuffer):
             raise AclError(ACL_ERROR_RT_PARAM_INVALID,
                            f"{api}: {role} must be a device pointer, DeviceArray, HostPtr, host "
                            f"address or numpy array, got {role}={type(x).__name__}")
@@ -176,7 +165,7 @@ def _operand(x, nbytes: int, api: str, role: str, write: bool):
         raise AclError(ACL_ERROR_RT_PARAM_INVALID, f"{api}: {role} must be writable, got a "
                                                    f"read-only {type(x).__name__}")
     if pinned is None:
-        pinned = bool(hostmem._starts) and view.size > 0 and \
+        pinned = hostmem.any_pinned() and view.size > 0 and \
             hostmem.region(view.ctypes.data) is not None
     return False, view[:nbytes], pinned
 
@@ -225,7 +214,8 @@ def _ranges(dst, dst_dev, src, src_dev, nbytes):
 def prepare_copy(dst, src, count: int, kind, api: str = "rt.memcpy") -> CopyPlan:
     """Validate a 1-D copy of `count` bytes and return its `CopyPlan` (nothing copied yet)."""
     if not isinstance(count, int) or count < 0:
-        raise AclError(ACL_ERROR_RT_PARAM_INVALID, f"{api}: count must be >= 0, got count={count!r}")
+        raise AclError(ACL_ERROR_RT_PARAM_INVALID,
+                       f"{api}: count must be >= 0, got count={count!r}")
     dst_dev, d, dst_pin = _operand(dst, count, api, "dst", True)
     src_dev, s, src_pin = _operand(src, count, api, "src", False)
     plan = CopyPlan()
@@ -250,7 +240,8 @@ def memcpy(dst, src, count: int, kind=MemcpyKind.DEFAULT) -> None:
 
 def prepare_memset(ptr, max_count: int, value: int, count: int, api: str = "rt.memset") -> CopyPlan:
     """Validate a memset and return its `CopyPlan`."""
-    if not isinstance(count, int) or not isinstance(max_count, int) or count < 0 or count > max_count:
+    if (not isinstance(count, int) or not isinstance(max_count, int) or count < 0
+            or count > max_count):
         raise AclError(ACL_ERROR_RT_PARAM_INVALID,
                        f"{api}: count must be in [0, max_count], got count={count!r}, "
                        f"max_count={max_count!r}")
@@ -277,7 +268,8 @@ def prepare_copy_2d(dst, dpitch: int, src, spitch: int, width: int, height: int,
     """Validate a pitched copy of `height` rows of `width` bytes and return its `CopyPlan`."""
     for name, v in (("dpitch", dpitch), ("spitch", spitch), ("width", width), ("height", height)):
         if not isinstance(v, int) or v < 0:
-            raise AclError(ACL_ERROR_RT_PARAM_INVALID, f"{api}: {name} must be >= 0, got {name}={v!r}")
+            raise AclError(ACL_ERROR_RT_PARAM_INVALID,
+                           f"{api}: {name} must be >= 0, got {name}={v!r}")
     if width > dpitch or width > spitch:
         raise AclError(ACL_ERROR_RT_PARAM_INVALID,
                        f"{api}: width must be <= dpitch and <= spitch, got width={width}, "
@@ -294,7 +286,8 @@ def prepare_copy_2d(dst, dpitch: int, src, spitch: int, width: int, height: int,
     plan.dst, plan.src, plan.value, plan.nbytes = d, s, 0, width * height
     plan.pageable = (not dst_dev and not dst_pin) or (not src_dev and not src_pin)
     plan.device_ranges = [(int(x.ptr if hasattr(x, "ptr") else x), n, m)
-                          for x, on, n, m in ((dst, dst_dev, dn, "w"), (src, src_dev, sn, "r")) if on]
+                          for x, on, n, m in ((dst, dst_dev, dn, "w"), (src, src_dev, sn, "r"))
+                          if on]
     return plan
 
 
@@ -307,8 +300,8 @@ def memory_stats(device: int | None = None) -> dict:
     """Like ``torch.cuda.memory_stats``: the caching pool's counters for `device` (default current).
 
     Keys: ``allocated_bytes.all.{current,peak,allocated,freed}``, ``reserved_bytes.all.*``,
-    ``active_bytes.all.*``, ``allocation.all.*``, ``segment.all.*``, ``requested_bytes.all.current``,
-    ``num_alloc_retries``, ``num_ooms``."""
+    ``active_bytes.all.*``, ``allocation.all.*``, ``segment.all.*``,
+    ``requested_bytes.all.current``, ``num_alloc_retries``, ``num_ooms``."""
     return _dev.get_device(device, api="rt.memory_stats").pool.stats()
 
 
@@ -334,20 +327,23 @@ def memory_summary(device: int | None = None) -> str:
             ("Segments", "segment", str)]
     w = 77
     lines = ["=" * w, f" rt memory summary, device {dev.id} ({dev.soc.name}), capacity "
-             f"{_fmt(dev.arena.capacity)}, mem-check {'on' if dev.pool.quarantine is not None else 'off'}",
+             f"{_fmt(dev.arena.capacity)}, mem-check "
+             f"{'on' if dev.pool.quarantine is not None else 'off'}",
              "-" * w, f" {'Metric':<18}|{'Cur Usage':>14} |{'Peak Usage':>14} |{'Tot Alloc':>12} |"
              f"{'Tot Freed':>12}", "-" * w]
     for label, key, f in rows:
-        lines.append(f" {label:<18}|{f(st[key + '.all.current']):>14} |{f(st[key + '.all.peak']):>14} |"
+        lines.append(f" {label:<18}|{f(st[key + '.all.current']):>14} |"
+                     f"{f(st[key + '.all.peak']):>14} |"
                      f"{f(st[key + '.all.allocated']):>12} |{f(st[key + '.all.freed']):>12}")
     cached = st["reserved_bytes.all.current"] - st["allocated_bytes.all.current"]
     lines += ["-" * w, f" Cached (free in pool): {_fmt(cached)}   Requested: "
-              f"{_fmt(st['requested_bytes.all.current'])}   OOMs: {st['num_ooms']}   Alloc retries: "
-              f"{st['num_alloc_retries']}", "=" * w]
+              f"{_fmt(st['requested_bytes.all.current'])}   OOMs: {st['num_ooms']}   "
+              f"Alloc retries: {st['num_alloc_retries']}", "=" * w]
     return "\n".join(lines)
 
 
-__all__ = ["DevicePtr", "HostPtr", "MemMallocPolicy", "MemcpyKind", "malloc", "free", "malloc_host",
-           "free_host", "memset", "memcpy", "memcpy_2d", "memory_stats", "memory_summary",
-           "empty_cache", "device_view", "find_allocation", "is_device_address", "is_pinned",
-           "copy_bytes", "prepare_copy", "prepare_memset", "prepare_copy_2d", "CopyPlan"]
+__all__ = ["DeviceBuffer", "DevicePtr", "HostPtr", "MemMallocPolicy", "MemcpyKind", "malloc",
+           "free", "malloc_host", "free_host", "memset", "memcpy", "memcpy_2d", "memory_stats",
+           "memory_summary", "empty_cache", "device_view", "find_allocation", "is_device_address",
+           "is_pinned", "copy_bytes", "prepare_copy", "prepare_memset", "prepare_copy_2d",
+           "CopyPlan"]

@@ -346,8 +346,8 @@ class DevicePool:
             what = (f"it points {addr - blk.addr} bytes into the allocation at 0x{blk.addr:x}; "
                     f"pass the address malloc returned")
         return AclError(ACL_ERROR_RT_MEMORY_FREE,
-                        f"{api}: ptr must be a live address returned by malloc, got ptr=0x{addr:x}: "
-                        f"{what}")
+                        f"{api}: ptr must be a live address returned by malloc, "
+                        f"got ptr=0x{addr:x}: {what}")
 
     # -- lookup ------------------------------------------------------------------------------
     def block_at(self, addr: int) -> Block | None:

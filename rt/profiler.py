@@ -16,14 +16,15 @@ import json
 import threading
 from dataclasses import dataclass, field
 
-from . import task as _task
+from . import sched
+from .sched import KernelTask
 
 
 @dataclass
 class TaskRecord:
     """One finished task. Times in ns (`time.perf_counter_ns`); `ranges` holds
     `(core, first_block, last_block, start_ns, end_ns)` for kernels; `args` extra details
-    (copy direction; a kernel binary's `last_counters` when it has `counters`)."""
+    (copy direction; a kernel binary's `last_counters` when it declares `counters`)."""
     device: int
     stream: int
     kind: str
@@ -42,7 +43,8 @@ class TaskRecord:
 
 
 class Profiler:
-    """Collects `TaskRecord`s while active (`rt.profile()`); mirrors the role of `aclprofStart/Stop`."""
+    """Collects `TaskRecord`s while active (`rt.profile()`); mirrors the role of
+    `aclprofStart/Stop`."""
 
     def __init__(self):
         self.records: list[TaskRecord] = []
@@ -53,12 +55,12 @@ class Profiler:
     def start(self) -> "Profiler":
         from time import perf_counter_ns
         self.t0_ns = perf_counter_ns()
-        _task.PROFILERS.append(self)
+        sched.PROFILERS.append(self)
         return self
 
     def stop(self) -> None:
-        if self in _task.PROFILERS:
-            _task.PROFILERS.remove(self)
+        if self in sched.PROFILERS:
+            sched.PROFILERS.remove(self)
 
     def __enter__(self) -> "Profiler":
         return self.start()
@@ -66,17 +68,18 @@ class Profiler:
     def __exit__(self, *exc) -> None:
         self.stop()
 
-    def _add(self, task) -> None:
+    def add_task(self, task) -> None:
+        """Record a finished `rt.sched.Task` (the scheduler calls this while the profiler runs)."""
         args = dict(task.args) if isinstance(task.args, dict) else {}
-        binary = task.binary
-        if binary is not None and getattr(binary, "counters", None) is not None:
-            counters = getattr(binary, "last_counters", None)
-            if isinstance(counters, dict):
-                args.update(counters)
+        block_dim, ranges = 0, []
+        if isinstance(task, KernelTask):
+            if task.binary.counters:
+                args.update(task.binary.last_counters)
+            block_dim, ranges = task.block_dim, sorted(task.ranges, key=lambda r: r.first)
         rec = TaskRecord(task.core.device_id, task.core.id, task.kind, task.name, task.start_ns,
-                         task.end_ns, task.nbytes, task.block_dim,
-                         sorted(task.ranges, key=lambda r: r[1]) if task.ranges else [], args,
-                         None if task.error is None else f"{type(task.error).__name__}: {task.error}")
+                         task.end_ns, task.nbytes, block_dim, ranges, args,
+                         None if task.error is None
+                         else f"{type(task.error).__name__}: {task.error}")
         with self._lock:
             self.records.append(rec)
 
@@ -111,7 +114,8 @@ class Profiler:
         for r in list(self.records):
             tid = r.stream
             tracks[(r.device, tid)] = f"stream {r.stream}"
-            args = {"kind": r.kind, "bytes": r.nbytes, **{k: _jsonable(v) for k, v in r.args.items()}}
+            args = {"kind": r.kind, "bytes": r.nbytes,
+                    **{k: _jsonable(v) for k, v in r.args.items()}}
             if r.block_dim:
                 args["block_dim"] = r.block_dim
             if r.error:

@@ -24,7 +24,8 @@ import random
 import threading
 from time import perf_counter_ns
 
-from .task import Task
+from .sched import BlockRun
+
 
 
 class BlockBarrier:
@@ -112,9 +113,10 @@ class _ResidentCores:
 _cores = _ResidentCores()
 
 
-def dispatch_resident(task: Task, pool, block_failed) -> None:
+def dispatch_resident(task, pool, block_failed) -> None:
     """Start every block of kernel `task` on its own thread, all sharing one `BlockBarrier`.
 
+    `task` is a `rt.sched.KernelTask`; `block_failed(task, block, exc)` records a block's fault.
     Blocks start in shuffled order when the binary's `shuffle_blocks` is true (checked mode).
     """
     bd = task.block_dim
@@ -125,12 +127,12 @@ def dispatch_resident(task: Task, pool, block_failed) -> None:
     bar = BlockBarrier(bd)
     lock = threading.Lock()
     order = list(range(bd))
-    if getattr(task.binary, "shuffle_blocks", False):
+    if task.binary.shuffle_blocks:
         random.shuffle(order)
     _cores.start([lambda b=b: _run_block(task, b, bar, lock, block_failed) for b in order])
 
 
-def _run_block(task: Task, b: int, bar: BlockBarrier, lock, block_failed) -> None:
+def _run_block(task, b: int, bar: BlockBarrier, lock, block_failed) -> None:
     t0 = perf_counter_ns()
     try:
         task.binary.run_blocks(b, b + 1, task.block_dim, task.args, barrier=bar)
@@ -143,9 +145,9 @@ def _run_block(task: Task, b: int, bar: BlockBarrier, lock, block_failed) -> Non
         bar.leave()
     t1 = perf_counter_ns()
     with lock:
-        task.ranges.append((b, b, b + 1, t0, t1))
+        task.ranges.append(BlockRun(b, b, b + 1, t0, t1))
         task.left -= 1
         done = task.left == 0
     if done:
-        task.end_ns = max(r[4] for r in task.ranges)
+        task.end_ns = max(r.end_ns for r in task.ranges)
         task.core.complete(task)

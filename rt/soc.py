@@ -69,9 +69,10 @@ SOCS: dict[str, SocSpec] = {
     "Ascend910B4": SocSpec("Ascend910B4", ai_core_num=20, vector_core_num=40, hbm_bytes=32 * GiB,
                            l2_bytes=96 * MiB, **_A2),
     "Ascend310P3": SocSpec("Ascend310P3", npu_arch=2002, ai_core_num=8, vector_core_num=7,
-                           separated=False, ub_bytes=256 * KiB, l1_bytes=1 * MiB, l0a_bytes=64 * KiB,
-                           l0b_bytes=64 * KiB, l0c_bytes=256 * KiB, hbm_bytes=24 * GiB,
-                           l2_bytes=16 * MiB, cube_freq_hz=1.08e9, aicpu_num=4, hbm_bandwidth=204e9,
+                           separated=False, ub_bytes=256 * KiB, l1_bytes=1 * MiB,
+                           l0a_bytes=64 * KiB, l0b_bytes=64 * KiB, l0c_bytes=256 * KiB,
+                           hbm_bytes=24 * GiB, l2_bytes=16 * MiB, cube_freq_hz=1.08e9, aicpu_num=4,
+                           hbm_bandwidth=204e9,
                            assumptions=("hbm_bandwidth", "cube_fp32_macs_per_cycle", "hbm_bytes",
                                         "cube_freq_hz", "ai_core_num", "vector_core_num")),
 }
@@ -87,4 +88,5 @@ def get_soc(name: str | None = None) -> SocSpec:
     except KeyError:
         from .errors import AclError, ACL_ERROR_INVALID_PARAM
         raise AclError(ACL_ERROR_INVALID_PARAM,
-                       f"get_soc: soc name must be one of {sorted(SOCS)}, got name={name!r}") from None
+                       f"get_soc: soc name must be one of {sorted(SOCS)}, "
+                       f"got name={name!r}") from None

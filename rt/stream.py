@@ -1,12 +1,16 @@
 """Streams and events (AscendCL `aclrtStream` / `aclrtEvent`).
 
 A stream runs its tasks in order, asynchronously to the host and concurrently with other streams;
-see `rt.task` for the scheduler. `with s:` makes `s` this host thread's current stream, like
+see `rt.sched` for the scheduler. `with s:` makes `s` this host thread's current stream, like
 `torch.cuda.stream(s)`. Failure modes follow `aclrtSetStreamFailureMode`: a task that raises puts
 the stream in error and the next `synchronize` raises `AclError` chained to the original exception;
 under `ACL_STOP_ON_FAILURE` the stream's later kernels, copies and host functions are skipped until
 then. With `ASCEND_MEM_CHECK=1`, launches and async copies are checked for two streams touching one
-buffer without an event or host synchronize ordering them (vector clocks, see `rt.task`).
+buffer without an event or host synchronize ordering them (vector clocks, see `rt.memcheck`).
+
+Modules that queue work on a stream (`rt.copy`, `rt.launch`, `rt.callback`) build a `rt.sched` task
+for `stream.live_core(api)` and queue it with `stream.submit(task)`; modules that follow streams
+register a `rt.sched.StreamHook`.
 """
 from __future__ import annotations
 
@@ -19,8 +23,8 @@ from .errors import (AclError, ACL_ERROR_RT_PARAM_INVALID, ACL_ERROR_RT_INVALID_
                      ACL_ERROR_RT_STREAM_SYNC_TIMEOUT, ACL_ERROR_RT_EVENT_SYNC_TIMEOUT,
                      ACL_ERROR_RT_EVENT_NOT_COMPLETE, ACL_ERROR_RT_EVENT_TIMESTAMP_INVALID,
                      ACL_ERROR_RT_EVENT_TIMESTAMP_REVERSAL)
-from . import task as _task
-from .task import StreamCore, Task, error_from_tasks, next_stream_id
+from . import sched
+from .sched import HOOKS, StreamCore, Task, error_from_tasks, next_stream_id
 
 ACL_CONTINUE_ON_FAILURE = 0
 ACL_STOP_ON_FAILURE = 1
@@ -33,7 +37,6 @@ ACL_EVENT_DEVICE_USE_ONLY = 0x10
 MIN_PRIORITY, MAX_PRIORITY = 0, 7
 
 _tls = threading.local()
-_default_lock = threading.Lock()
 
 
 class Stream:
@@ -60,7 +63,7 @@ class Stream:
         if _on_device_reset not in dev.reset_hooks:
             dev.reset_hooks.append(_on_device_reset)
 
-    # -- properties ---------------------------------------------------------------------------------
+    # -- properties --------------------------------------------------------------------------------
     @property
     def id(self) -> int:
         return self._core.id
@@ -77,13 +80,15 @@ class Stream:
         tag = " default" if self.is_default else ""
         return f"<rt.Stream {self.id}{tag} device={self.device} priority={self.priority}>"
 
-    def _live_core(self, api: str) -> StreamCore:
+    def live_core(self, api: str) -> StreamCore:
+        """The stream's scheduler core, for building a task; raises 107017 (naming `api`) if the
+        stream is destroyed."""
         if self._destroyed:
             raise AclError(ACL_ERROR_RT_INVALID_HANDLE,
                            f"{api}: stream must not be destroyed, got stream={self.id}")
         return self._core
 
-    # -- work ---------------------------------------------------------------------------------------
+    # -- work --------------------------------------------------------------------------------------
     def enqueue(self, fn, kind: str, name: str, nbytes: int = 0, engine: str = "compute",
                 args=None) -> Task:
         """Queue `fn()` as a task; returns the `Task` at once, before `fn` runs.
@@ -94,16 +99,17 @@ class Stream:
         if engine not in ("compute", "copy"):
             raise AclError(ACL_ERROR_RT_PARAM_INVALID,
                            f"enqueue: engine must be 'compute' or 'copy', got engine={engine!r}")
-        task = Task(self._live_core("enqueue"), fn, kind, name, nbytes, engine, args)
-        return self._submit(task)
+        task = Task(self.live_core("enqueue"), fn, kind, name, nbytes, engine, args)
+        return self.submit(task)
 
-    def _submit(self, task: Task, accesses=None) -> Task:
-        if _task.mc_enabled():
-            _task.mc_on_submit(self._core, accesses, task)
-        return self._core.submit(task)
+    def submit(self, task: Task, accesses=None) -> Task:
+        """Queue `task` (built for `live_core(...)`) after the stream hooks have seen it; returns
+        it at once. `accesses`: None or [(device address, is_write)] it touches (mem-check)."""
+        return sched.submit(self._core, task, accesses)
 
     def launch_host_func(self, fn, *args) -> Task:
-        """Mirrors `aclrtLaunchHostFunc`: run `fn(*args)` on a host thread when the stream gets there.
+        """Mirrors `aclrtLaunchHostFunc`: run `fn(*args)` on a host thread when the stream gets
+        there.
 
         Returns at once; the stream's later tasks wait until `fn` has returned.
         """
@@ -113,60 +119,67 @@ class Stream:
         name = getattr(fn, "__qualname__", None) or repr(fn)
         return self.enqueue((lambda: fn(*args)) if args else fn, "host_func", name)
 
-    def synchronize(self, timeout_ms: int = -1) -> None:
+    def synchronize(self, timeout_ms: int = -1, *, api: str = "synchronize",
+                    own: Task | None = None) -> None:
         """Mirrors `aclrtSynchronizeStream(WithTimeout)`: wait for every task queued so far.
 
         `timeout_ms=-1` waits forever; on timeout raises `AclError(507046)`. If a task failed since
         the last synchronize, raises `AclError` (the task's code, or 507000 for a plain Python
-        exception) chained to the original exception, and clears the error state.
+        exception) chained to the task's error, and clears the error state: "synchronize: kernel
+        'k' on stream 1 failed in block_idx=3/4: <detail>". A call that queues a task and waits for
+        it (a synchronous kernel launch) passes its own name as `api` and the task as `own`: the
+        error then reads "<api>: block_idx=3/4: <detail>" when `own` failed.
         """
         core = self._core
         target = core.submitted
         if not core.wait_seq(target, timeout_ms):
             raise AclError(ACL_ERROR_RT_STREAM_SYNC_TIMEOUT,
-                           f"synchronize: stream {self.id} must finish within timeout_ms, got "
-                           f"timeout_ms={timeout_ms} with {target - core.completed} task(s) pending")
-        if _task.mc_enabled():
-            _task.mc_host_merge(core.vc)
+                           f"{api}: stream {self.id} must finish within timeout_ms, "
+                           f"got timeout_ms={timeout_ms} with {target - core.completed} "
+                           f"task(s) pending")
+        for h in HOOKS:
+            h.host_waited(core)
         if core.errors:
             failed = core.take_errors()
             if failed:
-                raise error_from_tasks("synchronize", self.id, failed)
+                raise error_from_tasks(api, self.id, failed, own)
 
     def query(self) -> bool:
         """Mirrors `aclrtStreamQuery`: True when every queued task has finished (never blocks)."""
         return self._core.idle()
 
     def wait_event(self, event: "Event") -> None:
-        """Mirrors `aclrtStreamWaitEvent`: later tasks on this stream wait for `event`'s latest record.
+        """Mirrors `aclrtStreamWaitEvent`: later tasks on this stream wait for `event`'s latest
+        record.
 
         Returns at once. An event never recorded imposes no wait.
         """
         if not isinstance(event, Event):
             raise AclError(ACL_ERROR_RT_PARAM_INVALID,
                            f"wait_event: event must be an rt.Event, got event={event!r}")
-        core = self._live_core("wait_event")
+        core = self.live_core("wait_event")
         event._live("wait_event")
         gen = event._recorded
         if gen == 0:
             return
         task = Task(core, lambda: event._add_waiter(gen, task), "event", f"wait_event({event.id})",
                     0, "deferred")
-        if _task.mc_enabled():
-            _task.mc_on_wait(core, event)
-        self._submit(task)
+        for h in HOOKS:
+            h.waited(core, event)
+        self.submit(task)
 
     def record_event(self, event: "Event") -> None:
         """Same as `event.record(self)`."""
         event.record(self)
 
     def set_failure_mode(self, mode: int) -> None:
-        """Mirrors `aclrtSetStreamFailureMode`: `ACL_CONTINUE_ON_FAILURE` (default) or `ACL_STOP_ON_FAILURE`."""
+        """Mirrors `aclrtSetStreamFailureMode`: `ACL_CONTINUE_ON_FAILURE` (default) or
+        `ACL_STOP_ON_FAILURE`."""
         if mode not in (ACL_CONTINUE_ON_FAILURE, ACL_STOP_ON_FAILURE) or isinstance(mode, bool):
             raise AclError(ACL_ERROR_RT_PARAM_INVALID,
                            "set_failure_mode: mode must be ACL_CONTINUE_ON_FAILURE (0) or "
                            f"ACL_STOP_ON_FAILURE (1), got mode={mode!r}")
-        self._live_core("set_failure_mode").stop_on_failure = mode == ACL_STOP_ON_FAILURE
+        self.live_core("set_failure_mode").stop_on_failure = mode == ACL_STOP_ON_FAILURE
 
     def destroy(self) -> None:
         """Mirrors `aclrtDestroyStream`: wait for the queued tasks, then release the worker thread.
@@ -189,7 +202,7 @@ class Stream:
         if failed:
             raise error_from_tasks("destroy", self.id, failed)
 
-    # -- current stream -----------------------------------------------------------------------------
+    # -- current stream ----------------------------------------------------------------------------
     def __enter__(self):
         stack = getattr(_tls, "stack", None)
         if stack is None:
@@ -205,8 +218,8 @@ class Stream:
 def _release(core: StreamCore) -> None:
     """A stream was destroyed or collected: its worker exits once idle, its subscription goes."""
     core.close()
-    from .callback import forget_stream
-    forget_stream(core.id)
+    for h in HOOKS:
+        h.released(core)
 
 
 def default_stream(device: int | None = None) -> Stream:
@@ -217,15 +230,11 @@ def default_stream(device: int | None = None) -> Stream:
     dev = _device.get_device(device, api="rt.default_stream")
     s = dev.default_stream
     if s is None or s._destroyed:
-        with _default_lock:
-            s = dev._default_stream
+        with dev.lock:
+            s = dev.default_stream
             if s is None or s._destroyed:
-                s = dev._default_stream = _make_default(dev)
+                s = dev.default_stream = Stream(_device_id=dev.id, _is_default=True)
     return s
-
-
-def _make_default(dev) -> Stream:
-    return Stream(_device_id=dev.id, _is_default=True)
 
 
 def _on_device_reset(dev) -> None:
@@ -235,15 +244,14 @@ def _on_device_reset(dev) -> None:
             s._close()
         except AclError:
             pass
-    dev._default_stream = None
-    _task.mc_forget_device(dev.id)
-
-
-_device.Device.default_stream_factory = staticmethod(_make_default)
+    dev.default_stream = None
+    for h in HOOKS:
+        h.device_reset(dev.id)
 
 
 def current_stream() -> Stream:
-    """The innermost `with stream:` of this host thread, else the current device's default stream."""
+    """The innermost `with stream:` of this host thread, else the current device's default
+    stream."""
     stack = getattr(_tls, "stack", None)
     if stack:
         return stack[-1]
@@ -253,7 +261,8 @@ def current_stream() -> Stream:
 class Event:
     """Mirrors `aclrtCreateEventWithFlag(&e, flags)` (default `ACL_EVENT_TIME_LINE`: timestamps on).
 
-    An event is *reached* when the stream it was recorded on gets to it; its timestamp is taken then.
+    An event is *reached* when the stream it was recorded on gets to it; its timestamp is taken
+    then.
     """
 
     _ids = iter(range(1, 1 << 62))
@@ -267,7 +276,7 @@ class Event:
         self._reached = 0           # latest generation a stream has reached
         self._stamp_ns = None
         self._waiters = []          # (gen, task) of stream waits
-        self._vc = None             # mem-check clock captured by the latest record
+        self.clock = None           # mem-check clock captured by the latest record (a hook's)
         self.destroyed = False
 
     def __repr__(self):
@@ -296,16 +305,16 @@ class Event:
         if not isinstance(stream, Stream):
             raise AclError(ACL_ERROR_RT_PARAM_INVALID,
                            f"record: stream must be an rt.Stream or None, got stream={stream!r}")
-        core = stream._live_core("record")
+        core = stream.live_core("record")
         self._live("record")
         with self._lock:
             self._recorded += 1
             gen = self._recorded
         task = Task(core, lambda: self._reach(gen), "event", f"record_event({self.id})", 0,
                     "inline")
-        if _task.mc_enabled():
-            _task.mc_on_record(core, self)
-        stream._submit(task)
+        for h in HOOKS:
+            h.recorded(core, self)
+        stream.submit(task)
 
     def _reach(self, gen: int) -> None:
         now = perf_counter_ns()
@@ -349,11 +358,11 @@ class Event:
                 left = None if deadline is None else (deadline - perf_counter_ns()) / 1e9
                 if left is not None and left <= 0:
                     raise AclError(ACL_ERROR_RT_EVENT_SYNC_TIMEOUT,
-                                   f"synchronize: event {self.id} must be reached within timeout_ms, "
-                                   f"got timeout_ms={timeout_ms}")
+                                   f"synchronize: event {self.id} must be reached within "
+                                   f"timeout_ms, got timeout_ms={timeout_ms}")
                 self._cv.wait(left)
-        if _task.mc_enabled():
-            _task.mc_host_merge(self._vc)
+        for h in HOOKS:
+            h.host_waited(self)
 
     def elapsed_time(self, end: "Event") -> float:
         """Mirrors `aclrtEventElapsedTime(&ms, self, end)`: float ms between the two events' stamps.

@@ -1,4 +1,5 @@
-"""pyACL constants (values from AscendCL's `acl_base.h` / `acl_rt.h`), re-exported as `acl.<NAME>`."""
+"""pyACL constants (values from AscendCL's `acl_base.h` / `acl_rt.h`), re-exported as
+`acl.<NAME>`."""
 from ..errors import CODE_NAMES as _CODE_NAMES
 
 ACL_SUCCESS = 0

@@ -74,7 +74,7 @@ class _Context(int):
     """A context handle's payload: the device id."""
 
 
-# -- devices and contexts ----------------------------------------------------------------------------
+# -- devices and contexts --------------------------------------------------------------------------
 set_device = _returns_ret(_dev.set_device)
 reset_device = _returns_ret(_dev.reset_device)
 synchronize_device = _returns_ret(_dev.synchronize_device)
@@ -126,7 +126,7 @@ def get_context():
     return _tls.ctx
 
 
-# -- streams -----------------------------------------------------------------------------------------
+# -- streams ---------------------------------------------------------------------------------------
 @_returns_value(0)
 def create_stream():
     return _register(Stream())
@@ -145,7 +145,8 @@ def destroy_stream(stream: int):
     s.destroy()
 
 
-synchronize_stream = _returns_ret(lambda stream: _stream(stream, "synchronize_stream").synchronize())
+synchronize_stream = _returns_ret(
+    lambda stream: _stream(stream, "synchronize_stream").synchronize())
 synchronize_stream_with_timeout = _returns_ret(
     lambda stream, timeout: _stream(stream, "synchronize_stream_with_timeout").synchronize(timeout))
 stream_wait_event = _returns_ret(
@@ -161,7 +162,7 @@ def stream_query(stream: int):
     return C.ACL_STREAM_STATUS_COMPLETE if done else C.ACL_STREAM_STATUS_NOT_READY
 
 
-# -- memory ------------------------------------------------------------------------------------------
+# -- memory ----------------------------------------------------------------------------------------
 @_returns_value(0)
 def malloc(size: int, policy: int = C.ACL_MEM_MALLOC_HUGE_FIRST):
     return int(_mem.malloc(size, policy))
@@ -209,7 +210,7 @@ memset_async = _returns_ret(lambda ptr, max_count, value, count, stream: _copy.m
     ptr, max_count, value, count, _stream(stream, "memset_async")))
 
 
-# -- events ------------------------------------------------------------------------------------------
+# -- events ----------------------------------------------------------------------------------------
 @_returns_value(0)
 def create_event():
     return _register(Event(C.ACL_EVENT_TIME_LINE))
@@ -225,7 +226,8 @@ record_event = _returns_ret(lambda event, stream: _lookup(event, Event, "record_
 synchronize_event = _returns_ret(lambda event: _lookup(event, Event, "synchronize_event")
                                  .synchronize())
 synchronize_event_with_timeout = _returns_ret(
-    lambda event, timeout: _lookup(event, Event, "synchronize_event_with_timeout").synchronize(timeout))
+    lambda event, timeout: _lookup(event, Event, "synchronize_event_with_timeout").synchronize(
+        timeout))
 
 
 @_returns_value(C.ACL_EVENT_RECORDED_STATUS_NOT_READY)
@@ -248,7 +250,7 @@ def destroy_event(event: int):
         del _objects[event]
 
 
-# -- callbacks ---------------------------------------------------------------------------------------
+# -- callbacks -------------------------------------------------------------------------------------
 subscribe_report = _returns_ret(lambda thread_id, stream: _cb.subscribe_report(
     thread_id, _stream(stream, "subscribe_report")))
 unsubscribe_report = _returns_ret(lambda thread_id, stream: _cb.unsubscribe_report(

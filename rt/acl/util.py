@@ -22,13 +22,15 @@ def numpy_to_ptr(array: np.ndarray) -> int:
     """Mirrors `acl.util.numpy_to_ptr`: the host address of the array's data (keep it alive)."""
     if not isinstance(array, np.ndarray):
         raise AclError(ACL_ERROR_RT_PARAM_INVALID,
-                       f"numpy_to_ptr: array must be a numpy.ndarray, got array={type(array).__name__}")
+                       f"numpy_to_ptr: array must be a numpy.ndarray, "
+                       f"got array={type(array).__name__}")
     return int(array.ctypes.data)
 
 
 def _host_addr(ptr, api: str) -> int:
     if isinstance(ptr, bool) or not isinstance(ptr, int) or ptr <= 0:
-        raise AclError(ACL_ERROR_RT_PARAM_INVALID, f"{api}: ptr must be a host address, got ptr={ptr!r}")
+        raise AclError(ACL_ERROR_RT_PARAM_INVALID,
+                       f"{api}: ptr must be a host address, got ptr={ptr!r}")
     if _mem.is_device_address(int(ptr)):
         raise AclError(ACL_ERROR_RT_PARAM_INVALID,
                        f"{api}: ptr must be a host address, got device address ptr={int(ptr):#x}; "
@@ -43,8 +45,8 @@ def _dtype(np_type) -> np.dtype:
             if dt.num == np_type:
                 return dt
         raise AclError(ACL_ERROR_RT_PARAM_INVALID,
-                       f"ptr_to_numpy: np_type must be a numpy type number (e.g. NPY_FLOAT32={C.NPY_FLOAT32}), "
-                       f"got np_type={np_type}")
+                       f"ptr_to_numpy: np_type must be a numpy type number "
+                       f"(e.g. NPY_FLOAT32={C.NPY_FLOAT32}), got np_type={np_type}")
     return np.dtype(np_type)
 
 
@@ -92,7 +94,8 @@ def start_thread(fn, args=None):
 
 
 def stop_thread(thread_id: int) -> int:
-    """Mirrors `acl.util.stop_thread`: wait for the thread (its function must return), then forget it."""
+    """Mirrors `acl.util.stop_thread`: wait for the thread (its function must return), then
+    forget it."""
     with _lock:
         t = _threads.pop(thread_id, None)
     if t is None:

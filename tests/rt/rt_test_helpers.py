@@ -12,3 +12,12 @@ def raises(code: int, match: str):
     with pytest.raises(AclError, match=match) as info:
         yield info
     assert info.value.code == code, f"expected code {code}, got {info.value!r}"
+
+
+class PlainBinary:
+    """The `rt.KernelBinary` members a plain-Python test binary does not care about; subclasses
+    set `name` and define `run_blocks(first, last, block_dim, args)`."""
+    needs_all_resident = False
+    shuffle_blocks = False
+    counters: tuple = ()
+    last_counters: dict = {}

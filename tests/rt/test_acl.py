@@ -6,8 +6,9 @@ import pytest
 
 import rt.acl as acl
 from rt.errors import (ACL_ERROR_REPEAT_INITIALIZE, ACL_ERROR_RT_INVALID_DEVICEID,
-                       ACL_ERROR_RT_MEMORY_FREE, ACL_ERROR_INVALID_PARAM, ACL_ERROR_RT_PARAM_INVALID,
-                       ACL_ERROR_INVALID_RESOURCE_HANDLE, ACL_ERROR_RT_STREAM_NO_CB_REG,
+                       ACL_ERROR_RT_MEMORY_FREE, ACL_ERROR_INVALID_PARAM,
+                       ACL_ERROR_RT_PARAM_INVALID, ACL_ERROR_INVALID_RESOURCE_HANDLE,
+                       ACL_ERROR_RT_STREAM_NO_CB_REG,
                        ACL_ERROR_RT_EVENT_TIMESTAMP_INVALID, ACL_ERROR_RT_CONTEXT_NULL,
                        ACL_ERROR_RT_FEATURE_NOT_SUPPORT, ACL_ERROR_UNINITIALIZE,
                        ACL_ERROR_RT_STREAM_SYNC_TIMEOUT, AclError)
@@ -179,14 +180,16 @@ def test_util_pointer_helpers(dev0):
         acl.util.ptr_to_numpy(dp, (4,), acl.NPY_FLOAT32)
     with pytest.raises(AclError, match=r"np_type must be a numpy type number .* got np_type=999"):
         acl.util.ptr_to_numpy(p, (4,), 999)
-    with pytest.raises(AclError, match="numpy_to_ptr: array must be a numpy.ndarray, got array=list"):
+    with pytest.raises(AclError,
+                       match="numpy_to_ptr: array must be a numpy.ndarray, got array=list"):
         acl.util.numpy_to_ptr([1, 2])
     acl.rt.free(dp)
 
 
 def test_constants_match_acl_headers():
-    assert (acl.ACL_MEMCPY_HOST_TO_HOST, acl.ACL_MEMCPY_HOST_TO_DEVICE, acl.ACL_MEMCPY_DEVICE_TO_HOST,
-            acl.ACL_MEMCPY_DEVICE_TO_DEVICE, acl.ACL_MEMCPY_DEFAULT) == (0, 1, 2, 3, 4)
+    assert (acl.ACL_MEMCPY_HOST_TO_HOST, acl.ACL_MEMCPY_HOST_TO_DEVICE,
+            acl.ACL_MEMCPY_DEVICE_TO_HOST, acl.ACL_MEMCPY_DEVICE_TO_DEVICE,
+            acl.ACL_MEMCPY_DEFAULT) == (0, 1, 2, 3, 4)
     assert (acl.ACL_MEM_MALLOC_HUGE_FIRST, acl.ACL_MEM_MALLOC_HUGE_ONLY,
             acl.ACL_MEM_MALLOC_NORMAL_ONLY) == (0, 1, 2)
     assert (acl.ACL_CALLBACK_NO_BLOCK, acl.ACL_CALLBACK_BLOCK) == (0, 1)

@@ -44,11 +44,12 @@ def test_to_device_non_contiguous_and_copy_from_host_cast(dev0):
     f = rt.device_empty((2, 3), np.float32)
     f.copy_from_host([[1, 2, 3], [4, 5, 6]])          # lists and other dtypes are converted
     assert f.copy_to_host().tolist() == [[1, 2, 3], [4, 5, 6]]
-    with raises(ACL_ERROR_RT_PARAM_INVALID, r"rt\.DeviceArray\.copy_from_host: ary\.shape must equal "
-                                            r"\(2, 3\), got ary\.shape=\(3, 2\)"):
+    with raises(ACL_ERROR_RT_PARAM_INVALID, r"rt\.DeviceArray\.copy_from_host: ary\.shape "
+                                            r"must equal \(2, 3\), got ary\.shape=\(3, 2\)"):
         f.copy_from_host(np.zeros((3, 2)))
     with raises(ACL_ERROR_RT_PARAM_INVALID, r"rt\.DeviceArray\.copy_to_host: out must be "
-                                            r"C-contiguous float32\[2, 3\], got out=float64\[2, 3\]"):
+                                            r"C-contiguous float32\[2, 3\], "
+                                            r"got out=float64\[2, 3\]"):
         f.copy_to_host(out=np.zeros((2, 3)))
     out = np.zeros((2, 3), np.float32)
     assert f.copy_to_host(out=out) is out and out[1, 2] == 6
@@ -66,8 +67,9 @@ def test_free_context_manager_and_gc(dev0):
     with rt.device_empty((256,), np.float32) as d:
         assert rt.memory_stats()["allocation.all.current"] == 1
     assert rt.memory_stats()["allocation.all.current"] == 0
-    with raises(ACL_ERROR_RT_PARAM_INVALID, r"rt\.DeviceArray: the array must be live, got freed=True"):
-        d.ptr
+    with raises(ACL_ERROR_RT_PARAM_INVALID,
+                r"rt\.DeviceArray: the array must be live, got freed=True"):
+        _ = d.ptr
     d.free()                                            # freeing twice is harmless
     for i in range(10_000):
         a = rt.device_empty((i % 97 + 1, 3), np.float16)
@@ -87,7 +89,8 @@ def test_wrapping_existing_memory(dev0):
     gc.collect()
     assert M.find_allocation(p) == (p, 64)              # still allocated
     with raises(ACL_ERROR_RT_PARAM_INVALID, r"rt\.DeviceArray: ptr range must lie inside one live "
-                                            r"allocation, got ptr=0x[0-9a-f]+, nbytes=128: it overruns"):
+                                            r"allocation, got ptr=0x[0-9a-f]+, nbytes=128: "
+                                            r"it overruns"):
         rt.DeviceArray((32,), np.float32, p)
     owned = rt.DeviceArray((16,), np.float32, int(p), owner=True)   # takes ownership of a plain int
     assert owned.ptr.device == 0 and owned.ptr.size == 64
@@ -102,7 +105,8 @@ def test_reshape_shares_memory(dev0):
     del d
     gc.collect()
     assert r.copy_to_host()[1].tolist() == [4, 5, 6, 7]   # the view keeps its base alive
-    with raises(ACL_ERROR_RT_PARAM_INVALID, r"rt\.DeviceArray\.reshape: shape must have 12 elements"):
+    with raises(ACL_ERROR_RT_PARAM_INVALID,
+                r"rt\.DeviceArray\.reshape: shape must have 12 elements"):
         r.reshape(5, 3)
 
 

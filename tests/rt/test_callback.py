@@ -75,7 +75,8 @@ def test_no_block_callback_lets_the_stream_move_on(dev0):
     rt.process_report(1000)
     assert got == ["x"]
     with raises(ACL_ERROR_WAIT_CALLBACK_TIMEOUT,
-                "process_report: a callback must arrive within timeout_ms, got timeout_ms=10 with none"):
+                "process_report: a callback must arrive within timeout_ms, "
+                "got timeout_ms=10 with none"):
         rt.process_report(10)
     rt.unsubscribe_report(tid, s)
 
@@ -105,7 +106,8 @@ def test_subscription_errors(dev0):
         rt.unsubscribe_report(tid, s)
     with raises(ACL_ERROR_RT_PARAM_INVALID, "subscribe_report: thread_id must be a positive int"):
         rt.subscribe_report("me", s)
-    with raises(ACL_ERROR_RT_PARAM_INVALID, "subscribe_report: stream must be an rt.Stream, got stream=5"):
+    with raises(ACL_ERROR_RT_PARAM_INVALID,
+                "subscribe_report: stream must be an rt.Stream, got stream=5"):
         rt.subscribe_report(tid, 5)
 
 

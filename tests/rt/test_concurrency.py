@@ -9,10 +9,12 @@ import pytest
 import rt
 from rt.memory import device_view
 
+from rt_test_helpers import PlainBinary
+
 L = importlib.import_module("rt.launch")
 
 
-class AddScalar:
+class AddScalar(PlainBinary):
     """acc[chunk] += value, on device memory (float64: exact integer sums)."""
     name = "add_scalar"
 
@@ -24,7 +26,7 @@ class AddScalar:
             v[b * per:(b + 1) * per] += value
 
 
-class Axpy:
+class Axpy(PlainBinary):
     """out = a * inp + out."""
     name = "axpy"
 
@@ -117,7 +119,7 @@ def test_copy_engine_overlaps_a_kernel_on_another_stream(dev0):
     copy_stream, compute = rt.Stream(), rt.Stream()
     copy = rt.memcpy_async(dev, host, nbytes, rt.MemcpyKind.HOST_TO_DEVICE, copy_stream)
 
-    class WaitForCopy:
+    class WaitForCopy(PlainBinary):
         name = "wait_for_copy"
 
         def run_blocks(self, first, last, block_dim, args):
@@ -167,8 +169,9 @@ def test_all_streams_share_the_core_pool(dev0):
     L.set_core_count(2)
     try:
         streams = [rt.Stream() for _ in range(6)]
-        body = type("Sleepy", (), {"name": "sleepy", "run_blocks":
-                                   lambda self, f, l, bd, a: time.sleep(0.001 * (l - f))})()
+        body = type("Sleepy", (PlainBinary,), {
+            "name": "sleepy",
+            "run_blocks": lambda self, f, last, bd, a: time.sleep(0.001 * (last - f))})()
         tasks = [rt.launch(body, 4, (), s) for s in streams for _ in range(3)]
         for s in streams:
             s.synchronize()
@@ -207,7 +210,8 @@ def test_async_copy_error_paths(dev0):
     with raises(ACL_ERROR_RT_PARAM_INVALID, "memcpy_async: stream must be an rt.Stream or None, "
                                             "got stream='s'"):
         rt.memcpy_async(dev, a, 64, rt.MemcpyKind.HOST_TO_DEVICE, "s")
-    with raises(ACL_ERROR_RT_PARAM_INVALID, "memcpy_async: kind must match where the pointers live"):
+    with raises(ACL_ERROR_RT_PARAM_INVALID,
+                "memcpy_async: kind must match where the pointers live"):
         rt.memcpy_async(dev, a, 64, rt.MemcpyKind.DEVICE_TO_HOST, s)
     with raises(ACL_ERROR_RT_PARAM_INVALID, "memcpy_async: dst range must lie inside one live "
                                             "allocation.*overruns"):

@@ -1,4 +1,5 @@
-"""rt.device: init/finalize, devices, per-thread current device, attributes, memory info, logging."""
+"""rt.device: init/finalize, devices, per-thread current device, attributes, memory info,
+logging."""
 import threading
 import weakref
 
@@ -68,7 +69,8 @@ def test_device_count_env(monkeypatch):
     rt.init()
     assert rt.device_count() == 2
     rt.set_device(1)
-    with raises(ACL_ERROR_RT_INVALID_DEVICEID, r"rt\.set_device: device id must be in \[0, 2\), got device=2"):
+    with raises(ACL_ERROR_RT_INVALID_DEVICEID,
+                r"rt\.set_device: device id must be in \[0, 2\), got device=2"):
         rt.set_device(2)
     monkeypatch.setenv("ASCEND_EMU_DEVICES", "zero")
     with raises(ACL_ERROR_INVALID_PARAM, r"ASCEND_EMU_DEVICES must be a positive integer"):
@@ -128,7 +130,7 @@ def test_current_device_is_per_thread():
 def test_device_object_and_addresses(dev0):
     assert dev0.id == 0 and dev0.soc.name == "Ascend910B2"
     assert dev0.arena.base == 0x100 << 40
-    assert dev0._default_stream is None      # created on first use by rt.stream
+    assert dev0.default_stream is None       # created on first use by rt.default_stream()
     assert isinstance(dev0.streams, weakref.WeakSet)
     rt.set_device(5)
     p = rt.malloc(10)
@@ -136,12 +138,12 @@ def test_device_object_and_addresses(dev0):
     assert _device.get_device() is _device.get_device(5)
 
 
-def test_default_stream_factory(dev0, monkeypatch):
-    made = []
-    monkeypatch.setattr(_device.Device, "default_stream_factory",
-                        staticmethod(lambda d: made.append(d.id) or f"stream-of-{d.id}"))
-    assert dev0.default_stream == "stream-of-0"
-    assert dev0.default_stream == "stream-of-0" and made == [0]
+def test_default_stream_is_made_by_rt_stream_not_by_the_device(dev0):
+    assert dev0.default_stream is None
+    s = rt.default_stream()
+    assert dev0.default_stream is s and s.is_default and rt.default_stream() is s
+    rt.reset_device(0)
+    assert dev0.default_stream is None
 
 
 class _FakeStream:
@@ -217,7 +219,8 @@ def test_soc_name_and_device_info(monkeypatch):
                     rt.DevAttr.CUBE_CORE_NUM: 24, rt.DevAttr.VECTOR_CORE_NUM: 48,
                     rt.DevAttr.TOTAL_GLOBAL_MEM_SIZE: 64 * GiB, rt.DevAttr.L2_CACHE_SIZE: 192 * MiB}
     assert rt.get_device_info(0, 101) == 24          # plain ACL ids work
-    with raises(ACL_ERROR_RT_PARAM_INVALID, r"rt\.get_device_info: attr must be one of .*got attr=7"):
+    with raises(ACL_ERROR_RT_PARAM_INVALID,
+                r"rt\.get_device_info: attr must be one of .*got attr=7"):
         rt.get_device_info(0, 7)
     with raises(ACL_ERROR_RT_INVALID_DEVICEID, r"rt\.get_device_info: device id must be"):
         rt.get_device_info(9, 101)
@@ -237,8 +240,9 @@ def test_soc_env(monkeypatch):
 
 
 # -- memory capacity and info --------------------------------------------------------------------
-@pytest.mark.parametrize("text,value", [("64M", 64 * MiB), ("1.5G", 3 * GiB // 2), ("4GiB", 4 * GiB),
-                                        ("1048576", MiB), ("512k", 512 * 1024), ("100T", 64 * GiB)])
+@pytest.mark.parametrize("text,value", [("64M", 64 * MiB), ("1.5G", 3 * GiB // 2),
+                                        ("4GiB", 4 * GiB), ("1048576", MiB), ("512k", 512 * 1024),
+                                        ("100T", 64 * GiB)])
 def test_device_memory_env(monkeypatch, text, value):
     monkeypatch.setenv("ASCEND_EMU_DEVICE_MEMORY", text)
     rt.init()

@@ -1,4 +1,5 @@
-"""rt.Event: record/query/synchronize, timestamps taken when reached, elapsed time, cross-stream waits."""
+"""rt.Event: record/query/synchronize, timestamps taken when reached, elapsed time, cross-stream
+waits."""
 import threading
 import time
 
@@ -6,8 +7,8 @@ import pytest
 
 import rt
 from rt.errors import (ACL_ERROR_RT_PARAM_INVALID, ACL_ERROR_RT_EVENT_SYNC_TIMEOUT,
-                       ACL_ERROR_RT_INVALID_HANDLE, ACL_ERROR_RT_EVENT_NOT_COMPLETE, ACL_ERROR_RT_EVENT_TIMESTAMP_INVALID,
-                       ACL_ERROR_RT_EVENT_TIMESTAMP_REVERSAL)
+                       ACL_ERROR_RT_INVALID_HANDLE, ACL_ERROR_RT_EVENT_NOT_COMPLETE,
+                       ACL_ERROR_RT_EVENT_TIMESTAMP_INVALID, ACL_ERROR_RT_EVENT_TIMESTAMP_REVERSAL)
 from rt.stream import ACL_EVENT_SYNC, ACL_EVENT_TIME_LINE
 
 from rt_test_helpers import raises
@@ -62,7 +63,8 @@ def test_elapsed_time_of_never_recorded_event(dev0):
     a.record(rt.Stream())
     a.synchronize()
     with raises(ACL_ERROR_RT_EVENT_TIMESTAMP_INVALID,
-                rf"elapsed_time: end event must be recorded first, got event={b.id} never recorded"):
+                rf"elapsed_time: end event must be recorded first, "
+                rf"got event={b.id} never recorded"):
         a.elapsed_time(b)
 
 
@@ -137,7 +139,8 @@ def test_wait_event_on_reached_or_unrecorded_event_does_not_block(dev0):
     t = b.launch_host_func(lambda: None)
     b.synchronize()
     assert t.done
-    with raises(ACL_ERROR_RT_PARAM_INVALID, "wait_event: event must be an rt.Event, got event=None"):
+    with raises(ACL_ERROR_RT_PARAM_INVALID,
+                "wait_event: event must be an rt.Event, got event=None"):
         b.wait_event(None)
 
 
@@ -163,7 +166,8 @@ def test_record_defaults_to_current_stream_and_checks_type(dev0):
         e.record()
     s.synchronize()
     assert e.query()
-    with raises(ACL_ERROR_RT_PARAM_INVALID, "record: stream must be an rt.Stream or None, got stream=7"):
+    with raises(ACL_ERROR_RT_PARAM_INVALID,
+                "record: stream must be an rt.Stream or None, got stream=7"):
         e.record(7)
 
 
@@ -188,7 +192,8 @@ def test_destroyed_event_is_refused(dev0):
     s = rt.Stream()
     e = rt.Event()
     e.destroy()
-    with raises(ACL_ERROR_RT_INVALID_HANDLE, rf"record: event must not be destroyed, got event={e.id}"):
+    with raises(ACL_ERROR_RT_INVALID_HANDLE,
+                rf"record: event must not be destroyed, got event={e.id}"):
         e.record(s)
     with raises(ACL_ERROR_RT_INVALID_HANDLE, r"wait_event: event must not be destroyed"):
         s.wait_event(e)

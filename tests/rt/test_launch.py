@@ -7,16 +7,16 @@ import numpy as np
 import pytest
 
 import rt
-from rt.errors import (AclError, ACL_ERROR_RT_PARAM_INVALID, ACL_ERROR_RT_AICORE_EXCEPTION,
+from rt.errors import (ACL_ERROR_RT_PARAM_INVALID, ACL_ERROR_RT_AICORE_EXCEPTION,
                        ACL_ERROR_RT_AICORE_TRAP_READ_OVERFLOW)
 from rt.memory import device_view
 
-from rt_test_helpers import raises
+from rt_test_helpers import PlainBinary, raises
 
 L = importlib.import_module("rt.launch")        # `rt.launch` is the function
 
 
-class Binary:
+class Binary(PlainBinary):
     """A plain-Python binary: `body(block_idx, block_dim, args)` per block."""
 
     def __init__(self, name, body=None):
@@ -103,7 +103,8 @@ def test_ranges_of_one_core_never_overlap_and_at_most_n_run_at_once(dev0, cores4
 @pytest.mark.parametrize("block_dim", [0, -1, 65536, 1 << 40])
 def test_block_dim_range(dev0, block_dim):
     with raises(ACL_ERROR_RT_PARAM_INVALID,
-                rf"launch: block_dim must be in \[1, 65535\], got block_dim={block_dim} \(kernel k\)"):
+                rf"launch: block_dim must be in \[1, 65535\], "
+                rf"got block_dim={block_dim} \(kernel k\)"):
         rt.launch(Binary("k"), block_dim, ())
 
 
@@ -120,9 +121,82 @@ def test_block_dim_accepts_numpy_ints(dev0):
 
 def test_binary_protocol_is_checked(dev0):
     with raises(ACL_ERROR_RT_PARAM_INVALID,
-                r"launch: binary must have a str `name` and a callable `run_blocks\(first, last, "
-                r"block_dim, args\)`, got binary=<object"):
+                r"launch: binary must implement rt.KernelBinary \(a str `name`, a callable "
+                r"`run_blocks\(first, last, block_dim, args, barrier=None\)`, "
+                r"`needs_all_resident`, "
+                r"`shuffle_blocks`, `counters`, `last_counters`\), got binary=<object object at "
+                r"0x[0-9a-f]+> without name, run_blocks, needs_all_resident, shuffle_blocks, "
+                r"counters, last_counters"):
         rt.launch(object(), 1, ())
+
+    class Unnamed(PlainBinary):
+        name = 3
+        run_blocks = None
+    with raises(ACL_ERROR_RT_PARAM_INVALID, r"got binary=<.*Unnamed object .*> without name \(a "
+                                            r"str\), run_blocks \(callable\) \(error code"):
+        rt.launch(Unnamed(), 1, ())
+
+
+class MinimalBinary:
+    """Exactly the members `rt.KernelBinary` declares, and nothing else."""
+
+    def __init__(self, name, counters=()):
+        self.name = name
+        self.needs_all_resident = False
+        self.shuffle_blocks = False
+        self.counters = counters
+        self.last_counters = {}
+        self.calls = []
+
+    def run_blocks(self, first, last, block_dim, args, barrier=None):
+        self.calls.append((first, last, block_dim, args, barrier))
+        self.last_counters = {c: last - first for c in self.counters}
+
+
+def test_a_minimal_protocol_implementation_is_launched(dev0, cores4):
+    b = MinimalBinary("minimal")
+    assert isinstance(b, rt.KernelBinary) and not isinstance(object(), rt.KernelBinary)
+    s = rt.Stream()
+    task = rt.launch(b, 8, (1, 2), s)
+    s.synchronize()
+    assert sorted(c[:2] for c in b.calls) == [(0, 2), (2, 4), (4, 6), (6, 8)]
+    assert all(c[2:] == (8, (1, 2), None) for c in b.calls)
+    assert task.done and task.error is None
+
+
+def test_a_resident_binary_runs_each_block_with_the_barrier(dev0):
+    b = MinimalBinary("resident")
+    b.needs_all_resident = True
+    b.shuffle_blocks = True
+    rt.launch(b, 5, ())
+    rt.default_stream().synchronize()
+    assert sorted(c[:2] for c in b.calls) == [(i, i + 1) for i in range(5)]
+    bars = {id(c[4]) for c in b.calls}
+    assert len(bars) == 1 and b.calls[0][4].parties == 5
+
+
+def test_kernel_task_fields_are_set_at_construction(dev0, cores4):
+    b = MinimalBinary("fields", counters=("blocks",))
+    s = rt.Stream(priority=3)
+    with rt.profile() as prof:
+        task = rt.launch(b, 6, [7], s)
+        assert isinstance(task, rt.KernelTask) and isinstance(task, rt.Task)
+        assert (task.binary, task.block_dim, task.args, task.kind, task.name) == \
+            (b, 6, (7,), "kernel", "fields")
+        assert task.core is s.live_core("test") and task.priority == 3
+        s.synchronize()
+    assert all(isinstance(r, rt.BlockRun) for r in task.ranges)
+    assert sorted((r.first, r.last) for r in task.ranges) == [(0, 2), (2, 4), (4, 5), (5, 6)]
+    assert all(r.start_ns <= r.end_ns and 0 <= r.core < 4 for r in task.ranges)
+    (rec,) = prof.records
+    assert rec.block_dim == 6 and "blocks" in rec.args
+
+
+def test_pool_heap_entries_are_named_and_ordered_by_priority_then_arrival():
+    Range = L._Range
+    a, b, c = Range(1, 5, None, 0, 1), Range(0, 9, None, 2, 3), Range(1, 2, None, 4, 5)
+    assert sorted([a, b, c], key=lambda r: r) == [b, c, a]
+    assert (a.priority, a.seq, a.task, a.first, a.last) == (1, 5, None, 0, 1)
 
 
 def test_failing_block_names_kernel_and_block(dev0, cores4):
@@ -132,27 +206,52 @@ def test_failing_block_names_kernel_and_block(dev0, cores4):
     s = rt.Stream()
     rt.launch(Binary("divide", body), 8, (), s)
     with raises(ACL_ERROR_RT_AICORE_EXCEPTION,
-                r"synchronize: kernel 'divide' on stream \d+ failed: kernel divide: "
-                r"block_idx=4/8: ZeroDivisionError: division by zero") as info:
+                rf"^synchronize: kernel 'divide' on stream {s.id} failed in block_idx=4/8: "
+                r"ZeroDivisionError: division by zero \(error code") as info:
         s.synchronize()
     kernel_err = info.value.__cause__
-    assert isinstance(kernel_err, AclError) and kernel_err.block_idx == 4   # range [4, 6)
+    assert isinstance(kernel_err, rt.KernelFault) and kernel_err.block_idx == 4   # range [4, 6)
+    assert kernel_err.message == f"kernel 'divide' (launch on stream {s.id}) failed in " \
+                                 "block_idx=4/8: ZeroDivisionError: division by zero"
+    assert kernel_err.detail == "ZeroDivisionError: division by zero"
     assert isinstance(kernel_err.__cause__, ZeroDivisionError)
 
 
-class BlockError(Exception):
+class BlockError(rt.KernelFault):
     def __init__(self, block_idx):
-        super().__init__(f"bad block {block_idx}")
-        self.block_idx = block_idx
+        super().__init__(ACL_ERROR_RT_AICORE_EXCEPTION, f"bad block {block_idx}", block_idx)
 
 
-def test_exception_block_idx_attribute_is_used_and_lowest_wins(dev0, cores4):
+def test_kernel_fault_block_idx_is_used_and_lowest_wins(dev0, cores4):
     def body(b, bd, args):
         if b in (5, 14):
             raise BlockError(b)
     rt.launch(Binary("k", body), 16, ())
-    with raises(ACL_ERROR_RT_AICORE_EXCEPTION, r"kernel k: block_idx=5/16: BlockError: bad block 5"):
+    with raises(ACL_ERROR_RT_AICORE_EXCEPTION,
+                r"^synchronize: kernel 'k' on stream \d+ failed in block_idx=5/16: bad block 5 "):
         rt.default_stream().synchronize()
+
+
+def test_a_plain_block_idx_attribute_is_not_read(dev0, cores4):
+    class Plain(Exception):
+        block_idx = 7
+    rt.launch(Binary("k", lambda b, bd, a: (_ for _ in ()).throw(Plain("x"))), 1, ())
+    with raises(ACL_ERROR_RT_AICORE_EXCEPTION, r"failed in block_idx=0/1: Plain: x"):
+        rt.default_stream().synchronize()
+
+
+def test_error_names_the_api_called_and_the_kernel_once(dev0, cores4):
+    s = rt.Stream()
+    task = rt.launch(Binary("k", lambda b, bd, a: 1 / 0 if b == 3 else None), 4, (), s)
+    with raises(ACL_ERROR_RT_AICORE_EXCEPTION,
+                r"^kernel 'k'\[4\]: block_idx=3/4: ZeroDivisionError: division by zero \(error"):
+        s.synchronize(api="kernel 'k'[4]", own=task)
+    rt.launch(Binary("k", lambda b, bd, a: 1 / 0 if b == 3 else None), 4, (), s)
+    other = rt.launch(Binary("fine"), 1, (), s)
+    with raises(ACL_ERROR_RT_AICORE_EXCEPTION,
+                rf"^kernel 'fine'\[1\]: kernel 'k' on stream {s.id} failed in block_idx=3/4: "):
+        s.synchronize(api="kernel 'fine'[1]", own=other)
+    s.destroy()
 
 
 def test_acl_error_in_block_keeps_its_code(dev0):
@@ -160,8 +259,9 @@ def test_acl_error_in_block_keeps_its_code(dev0):
         device_view(args[0], 1 << 20, "kernel k", ACL_ERROR_RT_AICORE_TRAP_READ_OVERFLOW)
     p = rt.malloc(64)
     rt.launch(Binary("k", body), 1, (p,))
-    with raises(ACL_ERROR_RT_AICORE_TRAP_READ_OVERFLOW, r"kernel k: block_idx=0/1: kernel k: ptr "
-                                                        r"range must lie inside one live allocation"):
+    with raises(ACL_ERROR_RT_AICORE_TRAP_READ_OVERFLOW,
+                r"^synchronize: kernel 'k' on stream \d+ failed in block_idx=0/1: kernel k: ptr "
+                r"range must lie inside one live allocation"):
         rt.default_stream().synchronize()
     rt.free(p)
 
@@ -172,7 +272,7 @@ def test_kernel_failure_under_stop_on_failure_skips_later_kernels(dev0):
     ran = []
     rt.launch(Binary("bad", lambda b, bd, a: 1 / 0), 2, (), s)
     later = rt.launch(Binary("later", lambda b, bd, a: ran.append(b)), 2, (), s)
-    with raises(ACL_ERROR_RT_AICORE_EXCEPTION, "kernel bad"):
+    with raises(ACL_ERROR_RT_AICORE_EXCEPTION, "kernel 'bad' on stream"):
         s.synchronize()
     assert ran == [] and later.skipped
     rt.launch(Binary("later", lambda b, bd, a: ran.append(b)), 2, (), s)
@@ -218,7 +318,8 @@ def test_core_count_from_env(monkeypatch):
     assert L.set_core_count().n == 3
     monkeypatch.setenv("ASCEND_EMU_CORES", "zero")
     with raises(ACL_ERROR_RT_PARAM_INVALID,
-                r"core_pool: ASCEND_EMU_CORES must be an integer >= 1, got ASCEND_EMU_CORES='zero'"):
+                r"core_pool: ASCEND_EMU_CORES must be an integer >= 1, "
+                r"got ASCEND_EMU_CORES='zero'"):
         L.set_core_count()
     monkeypatch.delenv("ASCEND_EMU_CORES")
     assert L.set_core_count().n == L.default_core_count()

@@ -1,4 +1,5 @@
-"""rt.memory / rt.pool / rt.hostmem / rt.memcheck: malloc rules, the caching pool, copies, mem-check."""
+"""rt.memory / rt.pool / rt.hostmem / rt.memcheck: malloc rules, the caching pool, copies,
+mem-check."""
 import random
 import threading
 
@@ -205,8 +206,8 @@ def test_oom_leaves_pool_unchanged(monkeypatch):
     M.device_view(a, 3 * MiB)[:] = 5
     before = stats()
     with raises(ACL_ERROR_RT_MEMORY_ALLOCATION, r"rt\.malloc: size must fit in free device memory, "
-                                                r"got size=4194304 .* device 0 has 2097152 of 8388608 "
-                                                r"bytes unreserved"):
+                                                r"got size=4194304 .* device 0 has 2097152 "
+                                                r"of 8388608 bytes unreserved"):
         rt.malloc(4 * MiB)
     after = stats()
     assert after["num_ooms"] == 1 and after["num_alloc_retries"] == 0
@@ -235,12 +236,13 @@ def test_oom_retries_after_emptying_the_cache(monkeypatch):
 def test_double_free_and_unknown_pointers(dev0):
     p = rt.malloc(100)
     rt.free(p)
-    with raises(ACL_ERROR_RT_MEMORY_FREE, rf"rt\.free: ptr must be a live address returned by malloc, "
-                                          rf"got ptr=0x{int(p):x}: it points into free memory"):
+    with raises(ACL_ERROR_RT_MEMORY_FREE, rf"rt\.free: ptr must be a live address returned by "
+                                          rf"malloc, got ptr=0x{int(p):x}: "
+                                          rf"it points into free memory"):
         rt.free(p)
     a = rt.malloc(100)
-    with raises(ACL_ERROR_RT_MEMORY_FREE, rf"got ptr=0x{int(a) + 16:x}: it points 16 bytes into the "
-                                          rf"allocation at 0x{int(a):x}"):
+    with raises(ACL_ERROR_RT_MEMORY_FREE, rf"got ptr=0x{int(a) + 16:x}: it points 16 bytes "
+                                          rf"into the allocation at 0x{int(a):x}"):
         rt.free(int(a) + 16)
     with raises(ACL_ERROR_RT_MEMORY_FREE, r"it is not inside any allocation of this device"):
         rt.free(int(a) + 10 * GiB)
@@ -263,8 +265,8 @@ def test_device_view_and_lookup(dev0):
     assert M.is_device_address(int(p)) and not M.is_device_address(v.ctypes.data)
     with raises(ACL_ERROR_RT_PARAM_INVALID, rf"rt\.device_view: ptr range must lie inside one live "
                                             rf"allocation, got ptr=0x{int(p):x}, nbytes=1001: it "
-                                            rf"overruns the allocation at 0x{int(p):x} \(size 1000\) "
-                                            rf"by 1 bytes"):
+                                            rf"overruns the allocation at 0x{int(p):x} "
+                                            rf"\(size 1000\) by 1 bytes"):
         M.device_view(p, 1001)
     with raises(ACL_ERROR_RT_AICORE_TRAP_READ_OVERFLOW, r"kernel k: ptr range must lie"):
         M.device_view(int(p) + 990, 20, "kernel k", ACL_ERROR_RT_AICORE_TRAP_READ_OVERFLOW)
@@ -286,9 +288,10 @@ def test_memcheck_use_after_free_and_double_free(monkeypatch):
     assert int(q) != int(p)                          # quarantined: not reused
     host = np.zeros(256, np.uint8)
     with raises(ACL_ERROR_RT_PARAM_INVALID, rf"rt\.memcpy: src range must lie inside one live "
-                                            rf"allocation, got src=0x{int(p):x}, nbytes=256: use after "
-                                            rf"free: the allocation at 0x{int(p):x} \(size 256\) was "
-                                            rf"freed at .*test_memory\.py:\d+ in test_memcheck"):
+                                            rf"allocation, got src=0x{int(p):x}, nbytes=256: "
+                                            rf"use after free: the allocation at 0x{int(p):x} "
+                                            rf"\(size 256\) was freed at .*test_memory\.py:\d+ "
+                                            rf"in test_memcheck"):
         rt.memcpy(host, p, 256, K.DEVICE_TO_HOST)
     with raises(ACL_ERROR_RT_PARAM_INVALID, r"use after free"):
         M.device_view(int(p) + 8, 8)
@@ -347,11 +350,13 @@ def test_memcpy_between_devices(dev0):
 def test_memcpy_kind_must_match_pointers(dev0):
     d = rt.malloc(64)
     h = np.zeros(64, np.uint8)
-    with raises(ACL_ERROR_RT_PARAM_INVALID, r"rt\.memcpy: kind must match where the pointers live, "
-                                            r"got kind=HOST_TO_DEVICE with dst on host, src on device; "
+    with raises(ACL_ERROR_RT_PARAM_INVALID, r"rt\.memcpy: kind must match where the pointers "
+                                            r"live, got kind=HOST_TO_DEVICE with dst on host, "
+                                            r"src on device; "
                                             r"use MemcpyKind\.DEVICE_TO_HOST or DEFAULT"):
         rt.memcpy(h, d, 64, K.HOST_TO_DEVICE)
-    with raises(ACL_ERROR_RT_PARAM_INVALID, r"got kind=HOST_TO_HOST with dst on device, src on host"):
+    with raises(ACL_ERROR_RT_PARAM_INVALID,
+                r"got kind=HOST_TO_HOST with dst on device, src on host"):
         rt.memcpy(d, h, 64, K.HOST_TO_HOST)
     with raises(ACL_ERROR_RT_PARAM_INVALID, r"rt\.memcpy: kind must be a MemcpyKind in \[0, 7\], "
                                             r"got kind=9"):
@@ -375,10 +380,12 @@ def test_memcpy_bounds_and_operand_errors(dev0):
     ro.flags.writeable = False
     with raises(ACL_ERROR_RT_PARAM_INVALID, r"rt\.memcpy: dst must be writable"):
         rt.memcpy(ro, d, 64, K.DEVICE_TO_HOST)
-    with raises(ACL_ERROR_RT_PARAM_INVALID, r"rt\.memcpy: src must be a valid pointer, got src=0x0"):
+    with raises(ACL_ERROR_RT_PARAM_INVALID,
+                r"rt\.memcpy: src must be a valid pointer, got src=0x0"):
         rt.memcpy(d, 0, 8, K.HOST_TO_DEVICE)
-    with raises(ACL_ERROR_RT_PARAM_INVALID, r"rt\.memcpy: dst must be a device pointer, DeviceArray, "
-                                            r"HostPtr, host address or numpy array, got dst=list"):
+    with raises(ACL_ERROR_RT_PARAM_INVALID, r"rt\.memcpy: dst must be a device pointer, "
+                                            r"DeviceArray, HostPtr, host address or numpy array, "
+                                            r"got dst=list"):
         rt.memcpy([0] * 8, d, 8, K.DEVICE_TO_HOST)
 
 
@@ -394,8 +401,8 @@ def test_memset(dev0):
     with raises(ACL_ERROR_RT_PARAM_INVALID, r"rt\.memset: count must be in \[0, max_count\], got "
                                             r"count=20, max_count=10"):
         rt.memset(d, 10, 1, 20)
-    with raises(ACL_ERROR_RT_PARAM_INVALID, r"rt\.memset: value must be a byte value in \[0, 255\], "
-                                            r"got value=256"):
+    with raises(ACL_ERROR_RT_PARAM_INVALID, r"rt\.memset: value must be a byte value in "
+                                            r"\[0, 255\], got value=256"):
         rt.memset(d, 100, 256, 1)
     with raises(ACL_ERROR_RT_PARAM_INVALID, r"rt\.memset: dst range .* overruns"):
         rt.memset(d, 200, 1, 200)
@@ -412,8 +419,8 @@ def test_memcpy_2d(dev0):
     back = np.zeros((6, 4), np.uint8)
     rt.memcpy_2d(back, 4, d, 16, 4, 6, K.DEVICE_TO_HOST)
     assert (back == host[:, 3:7]).all()
-    with raises(ACL_ERROR_RT_PARAM_INVALID, r"rt\.memcpy_2d: width must be <= dpitch and <= spitch, "
-                                            r"got width=20, dpitch=16, spitch=10"):
+    with raises(ACL_ERROR_RT_PARAM_INVALID, r"rt\.memcpy_2d: width must be <= dpitch and "
+                                            r"<= spitch, got width=20, dpitch=16, spitch=10"):
         rt.memcpy_2d(d, 16, host, 10, 20, 2, K.HOST_TO_DEVICE)
     with raises(ACL_ERROR_RT_PARAM_INVALID, r"rt\.memcpy_2d: dst range .* overruns"):
         rt.memcpy_2d(d, 16, host, 10, 10, 7, K.HOST_TO_DEVICE)

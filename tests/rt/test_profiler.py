@@ -8,10 +8,12 @@ import pytest
 
 import rt
 
+from rt_test_helpers import PlainBinary
+
 L = importlib.import_module("rt.launch")
 
 
-class Binary:
+class Binary(PlainBinary):
     def __init__(self, name):
         self.name = name
 
@@ -20,14 +22,12 @@ class Binary:
 
 
 class CountingBinary(Binary):
-    """A binary with the counters hook: rt stores `last_counters` in the record's args."""
+    """A binary that declares `counters`: rt stores its `last_counters` in the record's args."""
+    counters = ("mte2_bytes", "vec_ops")
 
     def __init__(self):
         super().__init__("counted")
-        self.last_counters = None
-
-    def counters(self, first, last):
-        return {}
+        self.last_counters = {}
 
     def run_blocks(self, first, last, block_dim, args):
         self.last_counters = {"mte2_bytes": 4096, "vec_ops": 12}

@@ -229,7 +229,7 @@ def test_worker_thread_exits_on_destroy(dev0):
 
 def test_default_and_current_stream(dev0):
     d = rt.default_stream()
-    assert rt.default_stream() is d and d.is_default and dev0._default_stream is d
+    assert rt.default_stream() is d and d.is_default and dev0.default_stream is d
     assert rt.current_stream() is d
     a, b = rt.Stream(), rt.Stream()
     with a:
@@ -237,7 +237,8 @@ def test_default_and_current_stream(dev0):
         with b:
             assert rt.current_stream() is b
             seen = []
-            th = threading.Thread(target=lambda: (rt.set_device(0), seen.append(rt.current_stream())))
+            th = threading.Thread(
+                target=lambda: (rt.set_device(0), seen.append(rt.current_stream())))
             th.start()
             th.join()
             assert seen == [d]                          # current stream is per host thread
@@ -301,3 +302,41 @@ def test_repr_mentions_id_and_device(dev0):
     assert repr(s) == f"<rt.Stream {s.id} device=0 priority=3>"
     assert "default" in repr(rt.default_stream())
     assert S.ACL_STOP_ON_FAILURE == 1 and S.ACL_CONTINUE_ON_FAILURE == 0
+
+
+def test_stream_hooks_see_submits_events_host_waits_and_release(dev0):
+    from rt import sched
+    seen = []
+
+    class Spy(rt.StreamHook):
+        def submitted(self, core, task, accesses):
+            seen.append(("submitted", core.id, task.kind))
+
+        def recorded(self, core, event):
+            seen.append(("recorded", core.id))
+
+        def host_waited(self, obj):
+            seen.append(("host_waited", getattr(obj, "id", None)))
+
+        def released(self, core):
+            seen.append(("released", core.id))
+
+    spy = sched.add_hook(Spy())
+    assert sched.add_hook(spy) is spy and sched.HOOKS.count(spy) == 1
+    try:
+        s = rt.Stream()
+        s.launch_host_func(lambda: None)
+        e = rt.Event()
+        e.record(s)
+        s.synchronize()
+        s.destroy()
+    finally:
+        sched.HOOKS.remove(spy)
+    assert seen == [("submitted", s.id, "host_func"), ("recorded", s.id),
+                    ("submitted", s.id, "event"), ("host_waited", s.id), ("released", s.id)]
+
+
+def test_kernel_fault_survives_pickling():
+    import pickle
+    f = pickle.loads(pickle.dumps(rt.KernelFault(507042, "kernel 'k' failed", 3, "GM read")))
+    assert (f.code, f.message, f.block_idx, f.detail) == (507042, "kernel 'k' failed", 3, "GM read")

@@ -1,12 +1,17 @@
-"""Tasks and the per-stream scheduler (internal; public names live in `rt.stream`).
+"""Tasks and the per-stream scheduler: the machinery behind `rt.Stream` (see `rt.stream`).
 
 A stream runs one task at a time, in submission order. Starting a task never blocks the thread
-that starts it: a kernel is handed to the core pool, a copy to the device's copy engine, a host
-function to the stream's own worker thread (started lazily), and markers (event records, waits
-on events already reached) run inline. Whoever finishes a task (a core worker, the copy engine, the
-stream worker, an event) starts the stream's next one, so back-to-back kernels on a stream go from
-core pool to core pool without a round trip through any other thread (task aggregation,
-`ASCEND_LAUNCH_TASK_OPTIMIZE`, default on; `0` routes every kernel through the stream worker).
+that starts it: a kernel is handed to its engine (the core pool, `rt.launch`), a copy to the
+device's copy engine, a host function to the stream's own worker thread (started lazily), and
+markers (event records, waits on events already reached) run inline. Whoever finishes a task (a core
+worker, the copy engine, the stream worker, an event) starts the stream's next one, so back-to-back
+kernels on a stream go from core pool to core pool without a round trip through any other thread
+(task aggregation, `ASCEND_LAUNCH_TASK_OPTIMIZE`, default on; `0` routes every kernel through the
+stream worker).
+
+Modules above this one observe the streams through `StreamHook`s (`add_hook`): mem-check's race
+detector (`rt.memcheck`) and the callback subscriptions (`rt.callback`); the profiler through
+`PROFILERS`. This module imports nothing of rt but the errors.
 """
 from __future__ import annotations
 
@@ -16,46 +21,40 @@ import queue
 import threading
 from collections import deque
 from time import perf_counter_ns
+from typing import NamedTuple
 
-from .errors import AclError, ACL_ERROR_RT_INTERNAL_ERROR, ACL_ERROR_RT_PARAM_INVALID
+from .errors import AclError, KernelFault, ACL_ERROR_RT_INTERNAL_ERROR
 
-#: Active profilers (rt.profiler appends itself); each gets `_add(task)` when a task finishes.
+#: Active profilers (rt.profiler appends itself); each gets `add_task(task)` when a task finishes.
 PROFILERS: list = []
 
 _SKIPPABLE = frozenset({"kernel", "memcpy", "memset", "callback", "host_func"})
-_core_pool = None
-_copy_engine = None
 
 
-def _pool():
-    global _core_pool
-    if _core_pool is None:
-        from .launch import core_pool
-        _core_pool = core_pool
-    return _core_pool()
-
-
-def copy_engine(device_id: int):
-    """The device's copy engine (`rt.copy.CopyEngine`)."""
-    global _copy_engine
-    if _copy_engine is None:
-        from .copy import copy_engine as _ce
-        _copy_engine = _ce
-    return _copy_engine(device_id)
+class BlockRun(NamedTuple):
+    """One contiguous range of a kernel's blocks as one core ran it (a `KernelTask.ranges` item)."""
+    core: int
+    first: int
+    last: int
+    start_ns: int
+    end_ns: int
 
 
 class Task:
-    """One unit of work on a stream (a kernel, copy, memset, event marker or host function).
+    """One unit of work on a stream (a copy, memset, event marker, callback or host function).
 
-    `start_ns`/`end_ns` are `time.perf_counter_ns()` stamps taken when the work starts and ends;
-    kernels also carry `ranges`: `(worker_id, first, last, start_ns, end_ns)` per core range.
+    `engine` says where it runs: `"compute"` (the stream's worker thread), `"copy"` (the device's
+    copy engine), `"inline"` (in the thread that starts it), `"deferred"` (inline; `fn()` returning
+    false means someone calls `core.complete(task)` later), or an engine object with `put(task)`
+    (the core pool, for kernels). `start_ns`/`end_ns` are `time.perf_counter_ns()` stamps taken
+    when the work starts and ends.
     """
 
     __slots__ = ("core", "fn", "kind", "name", "nbytes", "engine", "args", "seq", "start_ns",
-                 "end_ns", "error", "skipped", "ranges", "binary", "block_dim", "left",
-                 "on_done", "priority", "entries", "pool", "__weakref__")
+                 "end_ns", "error", "skipped", "on_done", "priority", "__weakref__")
 
-    def __init__(self, core, fn, kind, name, nbytes=0, engine="compute", args=None):
+    def __init__(self, core: "StreamCore", fn, kind: str, name: str, nbytes: int = 0,
+                 engine="compute", args=None):
         self.core = core
         self.fn = fn
         self.kind = kind
@@ -68,14 +67,8 @@ class Task:
         self.end_ns = 0
         self.error = None
         self.skipped = False
-        self.ranges = None
-        self.binary = None
-        self.block_dim = 0
-        self.left = 0
         self.on_done = None
         self.priority = core.priority
-        self.entries = None
-        self.pool = None
 
     @property
     def stream_id(self) -> int:
@@ -93,13 +86,149 @@ class Task:
         """Block until this task has finished (run, failed or skipped); False on timeout."""
         return self.core.wait_seq(self.seq, timeout_ms)
 
+    def fault_site(self) -> str | None:
+        """Where in the task its error arose (a kernel's `block_idx=i/n`), or None."""
+        return None
+
+    def fault_detail(self) -> str:
+        """What went wrong: an AclError's message, else `<ExceptionType>: <text>`."""
+        exc = self.error
+        return exc.message if isinstance(exc, AclError) else f"{type(exc).__name__}: {exc}"
+
     def __repr__(self):
         state = "done" if self.done else "pending"
-        return f"<Task {self.kind} {self.name!r} stream={self.core.id} seq={self.seq} {state}>"
+        return f"<{type(self).__name__} {self.kind} {self.name!r} stream={self.core.id} " \
+               f"seq={self.seq} {state}>"
+
+
+class KernelTask(Task):
+    """A kernel launch on a stream: `binary` (an `rt.KernelBinary`) run over `block_dim` blocks.
+
+    `ranges` collects a `BlockRun` per core range once it has run; `left`, `entries` and `pool`
+    belong to the engine running it (ranges not finished / not taken yet, and the core pool).
+    A failed block leaves `error`, a `KernelFault` naming the kernel and the lowest failing block.
+    """
+
+    __slots__ = ("binary", "block_dim", "ranges", "left", "entries", "pool")
+
+    def __init__(self, core: "StreamCore", binary, block_dim: int, args: tuple, engine,
+                 on_done=None):
+        super().__init__(core, None, "kernel", binary.name, 0, engine, args)
+        self.binary = binary
+        self.block_dim = block_dim
+        self.on_done = on_done
+        self.ranges: list = []
+        self.left = 0
+        self.entries = None
+        self.pool = None
+
+    def fault_site(self) -> str | None:
+        exc = self.error
+        if isinstance(exc, KernelFault):
+            return f"block_idx={exc.block_idx}/{self.block_dim}"
+        return None
+
+    def fault_detail(self) -> str:
+        exc = self.error
+        return exc.detail if isinstance(exc, KernelFault) else super().fault_detail()
+
+
+def _assistable(task) -> bool:
+    return isinstance(task, KernelTask) and bool(task.entries) and task.pool.assist_enabled
+
+
+class StreamHook:
+    """An observer of the streams; subclass it, override what you need and `add_hook` it.
+
+    `submitted` runs before a task is queued (raising refuses the task); `recorded` / `waited`
+    when an event is recorded on / waited for by a stream; `host_waited(obj)` after the host
+    waited for a stream core or an event (`obj.clock` is its mem-check clock); `released` when a
+    stream is destroyed or collected; `device_reset` when a device is reset.
+    """
+
+    def submitted(self, core: "StreamCore", task: Task, accesses) -> None:
+        """`accesses`: None or [(device address, is_write)] the task will touch."""
+
+    def recorded(self, core: "StreamCore", event) -> None:
+        pass
+
+    def waited(self, core: "StreamCore", event) -> None:
+        pass
+
+    def host_waited(self, obj) -> None:
+        pass
+
+    def released(self, core: "StreamCore") -> None:
+        pass
+
+    def device_reset(self, device_id: int) -> None:
+        pass
+
+
+#: The registered stream hooks, in registration order.
+HOOKS: list = []
+
+
+def add_hook(hook: StreamHook) -> StreamHook:
+    """Register `hook` (once); returns it."""
+    if hook not in HOOKS:
+        HOOKS.append(hook)
+    return hook
+
+
+def submit(core: "StreamCore", task: Task, accesses=None) -> Task:
+    """Queue `task` on `core` after the hooks have seen it (they may refuse it by raising)."""
+    for h in HOOKS:
+        h.submitted(core, task, accesses)
+    return core.submit(task)
+
+
+class CopyEngine:
+    """One DMA engine per device: a thread running copy tasks in arrival order (engine="copy")."""
+
+    def __init__(self, device_id: int):
+        self.device_id = device_id
+        self.q = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._loop, name=f"rt-copy-engine-{device_id}",
+                                       daemon=True)
+        self.thread.start()
+
+    def put(self, task: Task) -> None:
+        self.q.put(task)
+
+    def _loop(self):
+        q = self.q
+        while True:
+            task = q.get()
+            task.start_ns = perf_counter_ns()
+            try:
+                task.fn()
+            except BaseException as exc:          # noqa: BLE001
+                task.error = exc
+            task.core.complete(task)
+            del task
+
+
+_engines: dict = {}
+_engines_lock = threading.Lock()
+
+
+def copy_engine(device_id: int) -> CopyEngine:
+    """Device `device_id`'s copy engine, started on first use."""
+    eng = _engines.get(device_id)
+    if eng is None:
+        with _engines_lock:
+            eng = _engines.get(device_id)
+            if eng is None:
+                eng = _engines[device_id] = CopyEngine(device_id)
+    return eng
 
 
 class StreamCore:
-    """The machinery behind one `rt.Stream`; holds no reference to the Stream object."""
+    """The machinery behind one `rt.Stream`; holds no reference to the Stream object.
+
+    `clock` is hook state (mem-check's vector clock of this stream), None until a hook sets it.
+    """
 
     def __init__(self, sid: int, device_id: int, priority: int):
         self.id = sid
@@ -120,10 +249,11 @@ class StreamCore:
         self.wq = None
         self.closing = False
         self.worker_stopped = False
-        self.vc = None                 # mem-check vector clock (rt.stream)
+        self.clock = None
 
     # -- submission -----------------------------------------------------------------------------
     def submit(self, task: Task) -> Task:
+        """Queue `task` (no hooks: use `rt.sched.submit`); it starts now if the stream is idle."""
         with self.lock:
             self.submitted += 1
             task.seq = self.submitted
@@ -142,10 +272,10 @@ class StreamCore:
                 task = self._finish(task)
                 continue
             eng = task.engine
-            if eng == "pool":
+            if eng.__class__ is not str:          # an engine object: the core pool
                 task.start_ns = perf_counter_ns()
                 if self.optimize:
-                    _pool().dispatch(task)
+                    eng.put(task)
                 else:
                     self._to_worker(task)
                 return
@@ -164,7 +294,7 @@ class StreamCore:
                 return                            # someone calls complete(task) later
             task = self._finish(task)
 
-    def complete(self, task):
+    def complete(self, task: Task) -> None:
         """Called by whoever ran `task`: finish it and start the stream's next task."""
         nxt = self._finish(task)
         if nxt is not None:
@@ -182,7 +312,7 @@ class StreamCore:
             if PROFILERS:
                 for p in list(PROFILERS):
                     try:
-                        p._add(task)
+                        p.add_task(task)
                     except Exception:             # noqa: BLE001 - never lose a worker to it
                         pass
         with self.lock:
@@ -200,7 +330,7 @@ class StreamCore:
         task.fn = None                            # drop closures (host buffers) early
         return nxt
 
-    def report_error(self, task, exc):
+    def report_error(self, task: Task, exc: BaseException) -> None:
         """Attach an error found after `task` completed (a NO_BLOCK callback that raised)."""
         with self.lock:
             task.error = exc
@@ -223,8 +353,8 @@ class StreamCore:
             task = wq.get()
             if task is None:
                 return
-            if task.engine == "pool":
-                _pool().dispatch(task)
+            if task.engine.__class__ is not str:
+                task.engine.put(task)
                 continue
             task.start_ns = perf_counter_ns()
             try:
@@ -239,7 +369,7 @@ class StreamCore:
             self.worker_stopped = True
             self.wq.put(None)
 
-    def close(self):
+    def close(self) -> None:
         """Let the worker thread exit once the queued work has drained (stream destroyed / GC'd)."""
         with self.lock:
             self.closing = True
@@ -256,13 +386,13 @@ class StreamCore:
             perf_counter_ns() + int(timeout_ms) * 1_000_000
         while True:
             t = self.active
-            if t is not None and t.entries and t.pool.assist_enabled:
+            if t is not None and _assistable(t):
                 t.pool.assist(t)
             with self.lock:
                 if self.completed >= seq:
                     return True
                 t = self.active
-                if t is not None and t.entries and t.pool.assist_enabled:
+                if t is not None and _assistable(t):
                     continue
                 if deadline is not None:
                     left = (deadline - perf_counter_ns()) / 1e9
@@ -279,7 +409,7 @@ class StreamCore:
     def idle(self) -> bool:
         return self.completed >= self.submitted
 
-    def take_errors(self):
+    def take_errors(self) -> list:
         """Return and clear the failed tasks; leaves STOP_ON_FAILURE's skip state."""
         with self.lock:
             errs, self.errors = self.errors, []
@@ -287,14 +417,22 @@ class StreamCore:
         return errs
 
 
-def error_from_tasks(api: str, sid: int, failed: list) -> AclError:
-    """The AclError a synchronize raises for failed tasks, chained to the first one's exception."""
+def error_from_tasks(api: str, sid: int, failed: list, own: Task | None = None) -> AclError:
+    """The AclError `api` raises for the failed tasks of stream `sid`, chained to the first one's
+    error: "<api>: <kind> '<name>' on stream <sid> failed[ in <site>]: <detail>". When the first
+    failed task is `own` (the task `api` itself queued and waited for, so `api` names it already),
+    "<api>: [<site>: ]<detail>"."""
     task = failed[0]
     exc = task.error
     code = exc.code if isinstance(exc, AclError) else ACL_ERROR_RT_INTERNAL_ERROR
-    detail = exc.message if isinstance(exc, AclError) else f"{type(exc).__name__}: {exc}"
+    site, detail = task.fault_site(), task.fault_detail()
     more = f" (and {len(failed) - 1} more failed task(s))" if len(failed) > 1 else ""
-    err = AclError(code, f"{api}: {task.kind} {task.name!r} on stream {sid} failed: {detail}{more}")
+    if task is own:
+        msg = f"{api}: {site + ': ' if site else ''}{detail}{more}"
+    else:
+        msg = f"{api}: {task.kind} {task.name!r} on stream {sid} failed" \
+              f"{' in ' + site if site else ''}: {detail}{more}"
+    err = AclError(code, msg)
     err.__cause__ = exc
     return err
 
@@ -304,105 +442,3 @@ _stream_ids = itertools.count(1)
 
 def next_stream_id() -> int:
     return next(_stream_ids)
-
-
-# -- mem-check: vector clocks for cross-stream races (ASCEND_MEM_CHECK=1) ------------------------
-# Each stream has a clock (stream id -> epoch); every submitted task ticks its stream's entry and
-# merges the host's clock (the host orders what it submits after what it has synchronized). An
-# event record captures the stream's clock, `wait_event` merges it in, and a host synchronize merges
-# the stream's (or event's) clock into the host's. An access to an allocation races with the last
-# one from another stream unless that access's epoch is covered by the accessing stream's clock.
-_mc_lock = threading.Lock()
-_host_vc: dict = {}
-_shadow: dict = {}          # allocation base -> [last write (sid, epoch, what) | None, {sid: read}]
-
-
-def mc_enabled() -> bool:
-    return os.environ.get("ASCEND_MEM_CHECK") == "1"
-
-
-def device_address(obj):
-    """The device address held by a DeviceArray / DevicePtr / device-range int, else None."""
-    from . import memory
-    ptr = getattr(obj, "ptr", None) if not isinstance(obj, int) else obj
-    if ptr is None or isinstance(ptr, bool) or not isinstance(ptr, int):
-        return None
-    try:
-        return int(ptr) if memory.is_device_address(int(ptr)) else None
-    except Exception:           # noqa: BLE001 - memory layer not ready: not a device address
-        return None
-
-
-def _merge(dst: dict, src: dict | None) -> None:
-    if src:
-        for k, v in src.items():
-            if dst.get(k, 0) < v:
-                dst[k] = v
-
-
-def mc_on_submit(core, accesses, task) -> None:
-    with _mc_lock:
-        vc = core.vc if core.vc is not None else {}
-        core.vc = vc
-        _merge(vc, _host_vc)
-        epoch = vc[core.id] = vc.get(core.id, 0) + 1
-        if accesses:
-            for addr, is_write in accesses:
-                _mc_access(core.id, vc, epoch, addr, is_write, task)
-
-
-def _mc_access(sid, vc, epoch, addr, is_write, task):
-    from . import memory
-    try:
-        found = memory.find_allocation(addr)
-    except Exception:           # noqa: BLE001 - unknown address: keyed by itself
-        found = None
-    base = int(found[0]) if found else int(addr)
-    rec = _shadow.get(base)
-    what = f"{task.kind} {task.name!r}"
-    if rec is not None:
-        last_w, reads = rec
-        others = [last_w] if last_w is not None else []
-        if is_write:
-            others += [(s, e, w) for s, (e, w) in reads.items()]
-        for other_sid, other_epoch, other_what in others:
-            if other_sid != sid and vc.get(other_sid, 0) < other_epoch:
-                raise AclError(ACL_ERROR_RT_PARAM_INVALID,
-                               f"mem-check: access to buffer {addr:#x} (allocation {base:#x}) must "
-                               f"be ordered after stream {other_sid}'s {other_what}, got stream {sid}'s "
-                               f"{what} with no event or synchronize in between; record an event "
-                               f"on stream {other_sid} and wait_event it on stream {sid}")
-    if is_write or rec is None:
-        rec = _shadow[base] = [None, {}]
-    if is_write:
-        rec[0] = (sid, epoch, what)
-    else:
-        rec[1][sid] = (epoch, what)
-
-
-def mc_on_record(core, event) -> None:
-    with _mc_lock:
-        vc = dict(core.vc or {})
-        _merge(vc, _host_vc)
-        event._vc = vc
-
-
-def mc_on_wait(core, event) -> None:
-    with _mc_lock:
-        if core.vc is None:
-            core.vc = {}
-        _merge(core.vc, event._vc)
-
-
-def mc_host_merge(vc) -> None:
-    if vc:
-        with _mc_lock:
-            _merge(_host_vc, vc)
-
-
-def mc_forget_device(device_id: int) -> None:
-    """Drop the access history of a device's allocations (device reset)."""
-    lo = (0x100 + device_id) << 40
-    with _mc_lock:
-        for base in [b for b in _shadow if lo <= b < lo + (1 << 40)]:
-            del _shadow[base]
