@@ -27,6 +27,7 @@ import rt
 
 from .adv.tiling import TCubeTiling
 from .lang.enums import CubeFormat
+from .lang.positions import BT_BYTES  # noqa: F401  (bias table bytes; one table of levels)
 
 __all__ = ["get_ascendc_platform", "PlatformAscendC", "MatmulApiTiling", "MultiCoreMatmulTiling",
            "TPosition", "CubeFormat", "DataType"]
@@ -73,7 +74,6 @@ class DataType(enum.IntEnum):
 _SIZE = {DataType.DT_FLOAT: 4, DataType.DT_FLOAT16: 2, DataType.DT_BF16: 2}
 MAX_LD = 65535      # GM row length of A/B/C in elements (Nd2NzParams.src_d_value, fixpipe)
 MAX_L1_K = 4080     # K depth of one L1 chunk (Nd2Nz dst_nz_matrix_stride = k*16 <= 65535)
-BT_BYTES = 1024     # bias table
 
 
 class PlatformAscendC:

@@ -5,6 +5,8 @@ The choice between interpret and compiled mode is made here only (options.interp
 """
 from __future__ import annotations
 
+import linecache
+import os
 import threading
 import warnings
 
@@ -23,6 +25,7 @@ from .lang.errors import GMReadError, GMWriteError, KernelError
 from .lang.kernel import KernelFunction
 
 _CTX = threading.local()
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 def _core_ctx(soc, flags):
@@ -48,19 +51,22 @@ class _GM:
         return rt.memory.device_view(self.ptr, self.nbytes).view(self.dtype.storage)
 
 
-class _Binary:
-    """What rt.launch runs: `run_blocks(first, last, block_dim, args)` over one specialisation."""
+class _Binary(rt.KernelBinary):
+    """What rt.launch runs (an `rt.KernelBinary`): `run_blocks(first, last, block_dim, args)` over
+    one specialisation; a block's fault is raised as `rt.KernelFault` with its block_idx."""
 
-    def __init__(self, name, soc, checked: O.CheckedOptions, param_names):
+    def __init__(self, name, soc, checked: O.CheckedOptions, param_names, gm_names=()):
         self.name = name
         self.soc = soc
         self.checked = checked
         self.param_names = param_names
+        self.gm_names = tuple(gm_names)   # the GM parameters, in the order they are registered
         self.counters = core.COUNTER_NAMES   # rt's profiler reads last_counters after a launch
         self.last_counters = {}
         self.needs_all_resident = False      # calls sync_all: rt runs every block at once
         self.shuffle_blocks = checked.shuffle_blocks
-        self._acc = {}                       # per launch (keyed by its args tuple): [counts, blocks]
+        # per launch (keyed by its args tuple): [counts, blocks]
+        self._acc = {}
         self._lock = threading.Lock()
 
     def _order(self, first, last):
@@ -71,9 +77,9 @@ class _Binary:
 
     def run_blocks(self, first, last, block_dim, args, barrier=None):
         ctx = _core_ctx(self.soc, self.checked.flags)
-        st = ctx[2]
+        st = core.state(ctx)
         _barrier.attach(st, barrier)
-        st[core.S_ROUNDED] = 0
+        st.rounded = 0
         core.reset_counters(ctx)
         views = []
         for a in args:
@@ -85,12 +91,12 @@ class _Binary:
             self._run(ctx, self._order(first, last), block_dim, views)
         except (KernelError, ZeroDivisionError, IndexError, ValueError, TypeError,
                 AssertionError, ArithmeticError) as e:
-            raise self._wrap(e, int(st[core.S_BLOCK_IDX]), block_dim) from e
+            raise self._wrap(e, int(st.block_idx), block_dim, self._where(e, st)) from e
         finally:
             self._add_counters(id(args), core.read_counters(ctx), last - first, block_dim)
-        if self.checked.report_rounding and st[core.S_ROUNDED]:
+        if self.checked.report_rounding and st.rounded:
             warnings.warn(f"kernel {self.name}: data_copy rounded count*sizeof down to a multiple "
-                          f"of 32 bytes in {int(st[core.S_ROUNDED])} call(s) of blocks "
+                          f"of 32 bytes in {int(st.rounded)} call(s) of blocks "
                           f"[{first}, {last}); the tail was not copied (use data_copy_pad)",
                           RuntimeWarning, stacklevel=2)
 
@@ -105,32 +111,54 @@ class _Binary:
             if acc[1] >= block_dim:
                 del self._acc[launch_key]
 
-    def _wrap(self, e, block_idx, block_dim):
+    def _where(self, e, st):
+        """(file, line) of the kernel source that raised `e`, or None."""
+        return None
+
+    def _wrap(self, e, block_idx, block_dim, where=None):
         msg = str(e)
-        for i, n in enumerate(self.param_names):
+        for i, n in enumerate(self.gm_names):      # GM arguments are numbered in launch order
             msg = msg.replace(f"argument #{i} ", f"argument {n!r} ")
-        full = msg  # rt prefixes "kernel <name>: block_idx=<i>/<n>: " (it reads .block_idx)
+        if where is not None:
+            file, line = where
+            text = linecache.getline(file, line).strip()
+            msg += f'\n  File "{file}", line {line}, in kernel {self.name}' + \
+                (f"\n    {text}" if text else "")
         code = (E.ACL_ERROR_RT_AICORE_TRAP_READ_OVERFLOW if isinstance(e, GMReadError) else
                 E.ACL_ERROR_RT_AICORE_TRAP_WRITE_OVERFLOW if isinstance(e, GMWriteError) else
                 E.ACL_ERROR_RT_AICORE_EXCEPTION)
-        err = rt.AclError(code, full)
-        err.block_idx = block_idx
-        return err
+        return rt.KernelFault(code, msg, block_idx)   # rt names the kernel and block_idx=<i>/<n>
 
 
 class CompiledBinary(_Binary):
-    def __init__(self, name, soc, checked, param_names, run):
-        super().__init__(name, soc, checked, param_names)
+    def __init__(self, name, soc, checked, param_names, run, lines, gm_names=()):
+        super().__init__(name, soc, checked, param_names, gm_names)
         self.run = run
+        self.lines = lines      # st.src_line -> (file, line), from the generated module
+
+    def _where(self, e, st):
+        k = int(st.src_line)
+        return self.lines[k] if 0 < k < len(self.lines) else None
 
     def _run(self, ctx, blocks, block_dim, views):
         self.run(ctx, blocks, block_dim, *views)
 
 
 class InterpretedBinary(_Binary):
-    def __init__(self, name, soc, checked, param_names, fn, consts):
-        super().__init__(name, soc, checked, param_names)
+    def __init__(self, name, soc, checked, param_names, fn, consts, gm_names=()):
+        super().__init__(name, soc, checked, param_names, gm_names)
         self.fn, self.consts = fn, consts
+
+    def _where(self, e, st):
+        """The innermost traceback frame outside the ascendc package: the kernel's line."""
+        where = None
+        tb = e.__traceback__
+        while tb is not None:
+            file = tb.tb_frame.f_code.co_filename
+            if not file.startswith(_PACKAGE_DIR):
+                where = (file, tb.tb_lineno)
+            tb = tb.tb_next
+        return where
 
     def _run(self, ctx, blocks, block_dim, views):
         args = []
@@ -191,7 +219,8 @@ def _scalar(v, name, kernel):
 def _torch_to_numpy(t):
     if str(t.device) != "cpu":
         raise E.AclError(E.ACL_ERROR_INVALID_PARAM,
-                         f"kernel argument: torch tensors must be on the CPU, got device={t.device}")
+                         f"kernel argument: torch tensors must be on the CPU, "
+                         f"got device={t.device}")
     if str(t.dtype) == "torch.bfloat16":
         import torch
         return t.view(torch.int16).numpy().view(D.BFLOAT16)
@@ -268,9 +297,10 @@ class JitFunction(KernelFunction):
             key = (interpret, checked, soc.name, tuple(sorted((k, repr(v)) for k, v in
                                                              consts.items())), tuple(sig))
             binary = self._binary(key, interpret, checked, soc, consts, sig)
-            rt.launch(binary, block_dim, tuple(launch_args), stream)
-            if host_copies:
-                (stream or rt.current_stream()).synchronize()
+            task = rt.launch(binary, block_dim, tuple(launch_args), stream)
+            if host_copies:   # a synchronous launch: its errors name the launch, as it was called
+                (stream or rt.current_stream()).synchronize(
+                    api=f"kernel {binary.name!r}[{block_dim}]", own=task)
                 for host, dev in host_copies:
                     np.copyto(host, dev.copy_to_host().reshape(host.shape), casting="no")
         finally:
@@ -321,19 +351,18 @@ class JitFunction(KernelFunction):
             b = self._cache.get(key)
             if b is not None:
                 return b
+            rt_params = [n for n in self.param_names if n not in consts]
+            gm_names = [n for n, s in zip(rt_params, sig) if s[0] == "GA"]
             if interpret:
                 b = InterpretedBinary(self.__name__, soc, checked, self.param_names, self.fn,
-                                      consts)
+                                      consts, gm_names)
             else:
-                b = CompiledBinary(self.__name__, soc, checked, self.param_names,
-                                   self._compile(consts, sig))
+                mod = load_module(kernel_module(self, consts, sig), self.__name__)
+                b = CompiledBinary(self.__name__, soc, checked, self.param_names, mod._run,
+                                   mod._LINES, gm_names)
             b.needs_all_resident = "sync_all" in self._asc_calls()
             self._cache[key] = b
             return b
-
-    def _compile(self, consts, sig):
-        return load_module(kernel_module(self, consts, sig), self.__name__)._run
-
 
 def jit(fn=None, **options):
     """Mirrors pyasc `@asc.jit` / `@asc.jit(**options)`. Options: interpret (bool), checked

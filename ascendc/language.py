@@ -29,5 +29,6 @@ __all__ = [
     "BinaryRepeatParams", "UnaryRepeatParams", "BrcbRepeatParams", "DataCopyParams",
     "DataCopyExtParams", "DataCopyPadExtParams", "DataCopyPadParams", "Nd2NzParams",
     "LoadData2DParams", "MmadParams", "FixpipeParamsV220", "GlobalAddress", "GlobalTensor",
-    "LocalTensor", "TPipe", "TQue", "TBuf", "ConstExpr", "KernelError", "CompileError", "CheckedOptions", "set_default_checked",
+    "LocalTensor", "TPipe", "TQue", "TBuf", "ConstExpr", "KernelError", "CompileError",
+    "CheckedOptions", "set_default_checked",
 ] + sorted(_OPS)

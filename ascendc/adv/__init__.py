@@ -3,9 +3,9 @@
 (= `ascendc.host`)."""
 from ..lang.surface import Extension, register_extension
 from . import lowering, matmul
-from .matmul import LayoutMode, Matmul, MatmulType, register_matmul
+from .matmul import LayoutMode, Matmul, MatmulType, nd2nz_strips, register_matmul
 from .tiling import TCubeTiling
 
 register_extension(Extension("adv", interp=matmul, lowering=lowering))
 
-__all__ = ["Matmul", "MatmulType", "register_matmul", "TCubeTiling", "LayoutMode"]
+__all__ = ["Matmul", "MatmulType", "register_matmul", "TCubeTiling", "LayoutMode", "nd2nz_strips"]

@@ -33,6 +33,12 @@ class Generator:
         self.dtype_globals: dict[str, str] = {}
         self.helpers: dict[tuple, tuple[str, str]] = {}  # (fn, kinds) -> (name, return kind)
         self.imports: list[str] = []  # extra import lines that extensions' lowerings need
+        self.source_lines: dict[tuple, int] = {}  # (file, line) -> id written to st.src_line
+
+    def line_id(self, file: str, line: int) -> int:
+        """The id generated code stores in the core state before running kernel `file:line`
+        (0 is "no line yet", as begin_block leaves it)."""
+        return self.source_lines.setdefault((file, line), len(self.source_lines) + 1)
 
     def require_import(self, line: str) -> None:
         if line not in self.imports:
@@ -78,6 +84,8 @@ class Generator:
                  "import math", "import numpy as np", "from numba import njit",
                  "from ascendc.lang import prims as _P, params as _PR, dtypes as _D, core as _C"]
         lines += self.imports
+        table = "".join(f", ({str(f)!r}, {int(n)})" for f, n in self.source_lines)
+        lines.append(f"_LINES = (('', 0){table})  # st.src_line -> (file, line)")
         for g, name in sorted(self.dtype_globals.items()):
             lines.append(f"{g} = _D.{name}.storage")
         return "\n".join(lines) + "\n\n\n" + "\n\n\n".join(self.functions) + "\n"
@@ -96,13 +104,22 @@ class _Rewriter(ast.NodeTransformer):
         return self.src.error(node, msg)
 
     def block(self, stmts):
+        """Rewritten statements; each that calls something is preceded by a store of its source
+        line into the core state, so run-time errors of compiled kernels name file:line."""
         out = []
         for s in stmts:
             r = self.visit(s)
             if r is None:
                 continue
-            out.extend(r if isinstance(r, list) else [r])
+            r = r if isinstance(r, list) else [r]
+            if any(isinstance(n, ast.Call) for x in r for n in _own_nodes(x)):
+                out.append(self._line_marker(s))
+            out.extend(r)
         return out
+
+    def _line_marker(self, stmt):
+        k = self.gen.line_id(self.src.file, self.src.first_line + stmt.lineno - 1)
+        return ast.parse(f"_ctx[2][0].src_line = {k}").body[0]   # the CORE_STATE record
 
     def kind(self, node) -> str:
         if isinstance(node, ast.Name):
@@ -377,3 +394,11 @@ def kernel_module(kf, consts: dict, sig: tuple) -> str:
     header = (f"kernel {kf.__name__} from {inspect.getsourcefile(kf.fn)}; "
               f"consts={consts!r}; signature={sig!r}")
     return gen.module(header)
+
+
+def _own_nodes(stmt):
+    """The nodes of a statement outside the bodies of its nested statements."""
+    if isinstance(stmt, (ast.For, ast.While, ast.If)):
+        heads = [stmt.iter] if isinstance(stmt, ast.For) else [stmt.test]
+        return [n for h in heads for n in ast.walk(h)]
+    return list(ast.walk(stmt))

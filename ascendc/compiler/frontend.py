@@ -33,7 +33,8 @@ class KernelSource:
         line = getattr(node, "lineno", 1)
         col = getattr(node, "col_offset", 0) + self.indent
         src = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
-        full = (f"kernel {self.name}: {msg}\n  File \"{self.file}\", line {self.first_line + line - 1}"
+        full = (f"kernel {self.name}: {msg}\n  File \"{self.file}\", "
+                f"line {self.first_line + line - 1}"
                 f"\n    {src.strip()}\n    {' ' * (col - (len(src) - len(src.lstrip())))}^")
         e = CompileError(full)
         e.filename, e.lineno, e.offset, e.text = self.file, self.first_line + line - 1, col + 1, src

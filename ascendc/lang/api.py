@@ -72,7 +72,8 @@ class _Handle:
 
     def __repr__(self):
         if isinstance(self.data, np.ndarray):
-            return f"{type(self).__name__}({D.from_numpy(self.data.dtype)!r}, size={self.data.size})"
+            return (f"{type(self).__name__}({D.from_numpy(self.data.dtype)!r}, "
+                    f"size={self.data.size})")
         return f"{type(self).__name__}()"
 
 

@@ -20,8 +20,6 @@ from numba import types
 from numba.core import config
 from numba.extending import intrinsic
 
-from . import core
-
 __all__ = ["attach", "call_i64", "WAIT_ADDR", "resident_limit"]
 
 #: Barriers of the running resident launches, by key (id); an entry dies with its launch.
@@ -45,16 +43,17 @@ WAIT_ADDR = ctypes.cast(WAIT, ctypes.c_void_p).value
 
 
 def attach(st, barrier) -> None:
-    """Give the core whose state is `st` the launch's barrier (None: a pool launch, no barrier)."""
+    """Give the core whose state is `st` (its CORE_STATE record, core.state(ctx)) the launch's
+    barrier (None: a pool launch, no barrier)."""
     if barrier is None:
-        st[core.S_BARRIER] = 0
-        st[core.S_BARRIER_FN] = 0
+        st.barrier = 0
+        st.barrier_fn = 0
     else:
         key = id(barrier)
         _BARRIERS[key] = barrier
-        st[core.S_BARRIER] = key
-        st[core.S_BARRIER_FN] = WAIT_ADDR
-    st[core.S_SYNC_CALLS] = 0
+        st.barrier = key
+        st.barrier_fn = WAIT_ADDR
+    st.sync_calls = 0
 
 
 if config.DISABLE_JIT:

@@ -1,11 +1,16 @@
 """The per-core context every primitive receives, and small shared helpers.
 
 A core's context is the tuple ``ctx = (mem, stage, st)``:
-- ``mem``: one uint8 array holding the core's local memories back to back (UB, L1, L0A, L0B,
-  L0C, BT); a LocalTensor is a typed view into it, and its level is found from its address.
+- ``mem``: one uint8 array holding the core's local memories back to back (the levels of
+  positions.LEVELS: UB, L1, L0A, L0B, L0C, BT); a LocalTensor is a typed view into it, and its
+  level is found from its address.
 - ``stage``: same size; in checked mode GM->local copies land here and become visible in ``mem``
   only when their tensor is dequeued (or a wait_flag/pipe_barrier on MTE2 is reached).
-- ``st``: int64 state (block index, options, pipe usage, queue records, counters, GM arg ranges).
+- ``st``: a one-element array of state.CORE_STATE; its record ``ctx[2][0]`` holds the block index,
+  options, pipe usage, queue records, counters, GM argument ranges (fields named in state.py).
+  Python code reads it as ``state(ctx)``. (A one-element array, not the record itself: Numba
+  unboxes a record passed from Python through a PEP 3118 buffer of its whole dtype, ~3 us per
+  call, an array in ~0.3 us; the interpreter calls primitives from Python.)
 The same primitives run in both modes: compiled kernels call them from njit code, the interpreter
 from Python.
 """
@@ -18,42 +23,9 @@ from numba.core.registry import CPUDispatcher
 from numba.extending import overload
 
 from .errors import GMReadError, GMWriteError, KernelError
-
-# levels (index into the layout part of st)
-UB, L1, L0A, L0B, L0C, BT = 0, 1, 2, 3, 4, 5
-LEVEL_NAMES = ("UB", "L1", "L0A", "L0B", "L0C", "BT")
-NLEVELS = 6
-
-# st layout
-S_BLOCK_IDX = 0
-S_BLOCK_NUM = 1
-S_FLAGS = 2            # bit0 NaN fill, bit1 deferred GM->local visibility, bit2 report rounding
-S_ROUNDED = 3          # data_copy calls whose bytes were rounded down to 32 B
-S_PIPES = 4            # TPipe objects created (must stay <= 1)
-S_NBUF = 5             # buffers initialised (<= 64)
-S_NQUE = 6             # queue records used
-S_NGM = 7              # GM arguments registered
-S_LEVEL_BASE = 8       # 8 + 2*level: byte offset in mem; 9 + 2*level: capacity
-S_LEVEL_USED = 24      # 24 + level: bytes handed out by init_buffer
-S_COUNTERS = 32        # 32..47: profiler counters (see COUNTER_NAMES)
-S_PENDING = 48         # count of pending (deferred) copies; entries at S_PENDING_TAB
-S_BARRIER = 49         # key of the launch's all-blocks barrier (0: none; see lang/barrier.py)
-S_BARRIER_FN = 50      # address of the C callback that waits on it
-S_SYNC_CALLS = 51      # sync_all calls made by the current block
-S_PENDING_TAB = 64     # (mem_off, nbytes) pairs
-MAX_PENDING = 256
-S_QUEUES = S_PENDING_TAB + 2 * MAX_PENDING  # queue records, QREC ints each
-QREC = 32
-MAX_QUEUES = 64
-S_GM = S_QUEUES + QREC * MAX_QUEUES          # (address, nbytes) per GM argument
-MAX_GM = 64
-S_EVENTS = S_GM + 2 * MAX_GM                 # set_flag counts per (HardEvent, event_id)
-N_EVENT_IDS = 8
-ST_SIZE = S_EVENTS + 35 * N_EVENT_IDS
-
-FLAG_NAN_FILL = 1
-FLAG_DEFER = 2
-FLAG_REPORT_ROUNDING = 4
+from .positions import BT, L0A, L0B, L0C, L1, LEVEL_NAMES, NLEVELS, UB, level_bytes  # noqa: F401
+from .state import (CORE_STATE, FLAG_DEFER, FLAG_NAN_FILL, FLAG_REPORT_ROUNDING,  # noqa: F401
+                    MAX_GM, MAX_PENDING, N_EVENT_IDS)
 
 # counters (issue 4 profiler): bytes per pipe, cube MACs, vector element-ops
 C_MTE2, C_MTE1, C_MTE3, C_FIX, C_CUBE_MACS, C_VEC_OPS, C_MTE_UB2UB, C_CUBE_MACS_FP32 = range(8)
@@ -62,8 +34,8 @@ COUNTER_NAMES = ("mte2_bytes", "mte1_bytes", "mte3_bytes", "fix_bytes", "cube_ma
 
 
 def layout(soc):
-    """(offsets, sizes, total) of the local memories of one core of `soc`."""
-    sizes = [soc.ub_bytes, soc.l1_bytes, soc.l0a_bytes, soc.l0b_bytes, soc.l0c_bytes, 1024]
+    """(offsets, sizes, total) of the local memories of one core of `soc` (positions.LEVELS)."""
+    sizes = level_bytes(soc)
     offs, off = [], 0
     for s in sizes:
         offs.append(off)
@@ -76,41 +48,53 @@ def new_ctx(soc, flags=0):
     offs, sizes, total = layout(soc)
     mem = np.zeros(total, np.uint8)
     stage = np.zeros(total, np.uint8) if flags & FLAG_DEFER else np.zeros(64, np.uint8)
-    st = np.zeros(ST_SIZE, np.int64)
-    for lv in range(NLEVELS):
-        st[S_LEVEL_BASE + 2 * lv] = offs[lv]
-        st[S_LEVEL_BASE + 2 * lv + 1] = sizes[lv]
-    st[S_FLAGS] = flags
+    st = np.zeros(1, CORE_STATE)
+    if config.DISABLE_JIT:           # primitives run as Python: records need attribute access
+        st = st.view(np.recarray)
+    rec = st[0]
+    rec["level_base"][:] = offs
+    rec["level_size"][:] = sizes
+    rec["options"] = flags
     return (mem, stage, st)
+
+
+def state(ctx):
+    """The core's CORE_STATE record (a view; fields by attribute: `state(ctx).block_idx`)."""
+    return ctx[2].view(np.recarray)[0]
+
+
+@overload(state)
+def _state(ctx):
+    return lambda ctx: ctx[2][0]
 
 
 @njit(nogil=True, cache=True)
 def begin_block(ctx, block_idx, block_num):
     """Reset per-block state: pipe, queues, buffers, pending copies; NaN-fill if asked."""
-    mem, stage, st = ctx
-    st[S_BLOCK_IDX] = block_idx
-    st[S_BLOCK_NUM] = block_num
-    st[S_PIPES] = 0
-    st[S_NBUF] = 0
-    st[S_NQUE] = 0
-    st[S_NGM] = 0
-    st[S_PENDING] = 0
-    for lv in range(NLEVELS):
-        st[S_LEVEL_USED + lv] = 0
-    st[S_EVENTS:S_EVENTS + 35 * N_EVENT_IDS] = 0
-    if st[S_FLAGS] & FLAG_NAN_FILL:
+    mem, stage, st = ctx[0], ctx[1], ctx[2][0]
+    st.block_idx = block_idx
+    st.block_num = block_num
+    st.src_line = 0
+    st.pipes = 0
+    st.nbuf = 0
+    st.nque = 0
+    st.ngm = 0
+    st.npending = 0
+    st.level_used[:] = 0
+    st.events[:, :] = 0
+    if st.options & FLAG_NAN_FILL:
         mem[:] = 0xFF  # all-ones bytes are NaN for every float type (and -1 for ints)
-        if st[S_FLAGS] & FLAG_DEFER:
+        if st.options & FLAG_DEFER:
             stage[:] = 0xFF
 
 
 def reset_counters(ctx):
-    ctx[2][S_COUNTERS:S_COUNTERS + 16] = 0
+    ctx[2][0]["counters"][:] = 0
 
 
 def read_counters(ctx) -> dict:
-    st = ctx[2]
-    return {n: int(st[S_COUNTERS + i]) for i, n in enumerate(COUNTER_NAMES)}
+    c = ctx[2][0]["counters"]
+    return {n: int(c[i]) for i, n in enumerate(COUNTER_NAMES)}
 
 
 class PrimDispatcher(CPUDispatcher):
@@ -140,7 +124,7 @@ def prim(fn):
 
 @prim
 def count(ctx, which, n):
-    ctx[2][S_COUNTERS + which] += n
+    ctx[2][0].counters[which] += n
 
 
 # ---- addresses ---------------------------------------------------------------------------------
@@ -161,49 +145,40 @@ def level_of(ctx, a):
     off = local_offset(ctx, a)
     if off < 0:
         return -1
-    st = ctx[2]
+    st = ctx[2][0]
     for lv in range(NLEVELS):
-        b = st[S_LEVEL_BASE + 2 * lv]
-        if b <= off < b + st[S_LEVEL_BASE + 2 * lv + 1]:
+        b = st.level_base[lv]
+        if b <= off < b + st.level_size[lv]:
             return lv
     return -1
 
 
 @prim
 def level_name(lv):
-    if lv == UB:
-        return "UB"
-    if lv == L1:
-        return "L1"
-    if lv == L0A:
-        return "L0A"
-    if lv == L0B:
-        return "L0B"
-    if lv == L0C:
-        return "L0C"
-    if lv == BT:
-        return "BT"
+    """Name of level `lv` (positions.LEVEL_NAMES), "GM" for -1."""
+    if 0 <= lv < NLEVELS:
+        return LEVEL_NAMES[lv]
     return "GM"
 
 
 @prim
 def register_gm(ctx, a):
     """Record GM argument `a` (its whole allocation) so out-of-range accesses can be named."""
-    st = ctx[2]
-    k = st[S_NGM]
+    st = ctx[2][0]
+    k = st.ngm
     if k < MAX_GM:
-        st[S_GM + 2 * k] = np.int64(a.ctypes.data)
-        st[S_GM + 2 * k + 1] = a.size * a.itemsize
-        st[S_NGM] = k + 1
+        st.gm_addr[k] = np.int64(a.ctypes.data)
+        st.gm_bytes[k] = a.size * a.itemsize
+        st.ngm = k + 1
 
 
 @prim
 def _gm_where(ctx, addr):
-    st = ctx[2]
-    for k in range(st[S_NGM]):
-        b = st[S_GM + 2 * k]
-        if b <= addr <= b + st[S_GM + 2 * k + 1]:
-            return k, addr - b, st[S_GM + 2 * k + 1]
+    st = ctx[2][0]
+    for k in range(st.ngm):
+        b = st.gm_addr[k]
+        if b <= addr <= b + st.gm_bytes[k]:
+            return k, addr - b, st.gm_bytes[k]
     return -1, 0, 0
 
 
@@ -235,38 +210,38 @@ def check_local(ctx, api, what, a, n):
 
 @prim
 def defer_enabled(ctx):
-    return (ctx[2][S_FLAGS] & FLAG_DEFER) != 0
+    return (ctx[2][0].options & FLAG_DEFER) != 0
 
 
 @prim
 def add_pending(ctx, off, nbytes):
-    st = ctx[2]
-    k = st[S_PENDING]
+    st = ctx[2][0]
+    k = st.npending
     if k >= MAX_PENDING:
         flush_pending(ctx, 0, ctx[0].size)
-        k = st[S_PENDING]
-    st[S_PENDING_TAB + 2 * k] = off
-    st[S_PENDING_TAB + 2 * k + 1] = nbytes
-    st[S_PENDING] = k + 1
+        k = st.npending
+    st.pending_off[k] = off
+    st.pending_bytes[k] = nbytes
+    st.npending = k + 1
 
 
 @prim
 def flush_pending(ctx, lo, hi):
     """Make deferred copies that overlap mem[lo:hi] visible."""
-    mem, stage, st = ctx
+    mem, stage, st = ctx[0], ctx[1], ctx[2][0]
     k = 0
-    n = st[S_PENDING]
+    n = st.npending
     while k < n:
-        off = st[S_PENDING_TAB + 2 * k]
-        nb = st[S_PENDING_TAB + 2 * k + 1]
+        off = st.pending_off[k]
+        nb = st.pending_bytes[k]
         if off < hi and off + nb > lo:
             mem[off:off + nb] = stage[off:off + nb]
             n -= 1
-            st[S_PENDING_TAB + 2 * k] = st[S_PENDING_TAB + 2 * n]
-            st[S_PENDING_TAB + 2 * k + 1] = st[S_PENDING_TAB + 2 * n + 1]
+            st.pending_off[k] = st.pending_off[n]
+            st.pending_bytes[k] = st.pending_bytes[n]
         else:
             k += 1
-    st[S_PENDING] = n
+    st.npending = n
 
 
 @prim

@@ -60,7 +60,8 @@ bfloat16 = DataType("bfloat16", BFLOAT16, BF16_STORAGE)
 half, float_, double, int_ = float16, float32, float64, int32
 bool_ = DataType("bool", np.bool_)
 
-ALL = (int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32, float64, bfloat16)
+ALL = (int8, int16, int32, int64, uint8, uint16, uint32, uint64, float16, float32, float64,
+       bfloat16)
 _BY_NUMPY = {d.numpy: d for d in ALL}
 _BY_STORAGE = {d.storage: d for d in ALL}
 

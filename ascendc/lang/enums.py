@@ -113,10 +113,3 @@ class MaskMode(IntEnum):
     NORMAL = 0
     COUNTER = 1
 
-
-# position -> local level (see core.UB ...); GM and CO2 (GM on 910B) are not local
-POSITION_LEVEL = {
-    TPosition.A1: 1, TPosition.B1: 1, TPosition.C1: 1,
-    TPosition.A2: 2, TPosition.B2: 3, TPosition.CO1: 4, TPosition.C2: 5,
-    TPosition.VECIN: 0, TPosition.VECOUT: 0, TPosition.VECCALC: 0,
-}

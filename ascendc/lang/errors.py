@@ -8,9 +8,7 @@ filled in when the message is read; ``{:level}``, ``{:pos}`` and ``{:event}`` pr
 memory level, TPosition or HardEvent name.
 """
 
-LEVEL_NAMES = ("UB", "L1", "L0A", "L0B", "L0C", "BT")
-POSITION_NAMES = ("GM", "A1", "A2", "B1", "B2", "C1", "C2", "CO1", "CO2", "VECIN", "VECOUT",
-                  "VECCALC")
+from .positions import LEVEL_NAMES, POSITION_NAMES
 
 
 class _Num(int):

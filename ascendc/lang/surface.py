@@ -20,7 +20,8 @@ import enum
 from dataclasses import dataclass, field
 
 from . import params as P
-from .enums import PipeID, TPosition
+from .enums import PipeID
+from .positions import TBUF_DEFAULT
 
 
 class Work(enum.Enum):
@@ -265,7 +266,7 @@ HANDLES: dict[str, Handle] = {h.name: h for h in (
            "Mirrors AscendC::TPipe (one per kernel): hands out local memory with init_buffer"),
     Handle("TQue", "Q", _f("pos", "depth", prim="tque_new", depth=1),
            "Mirrors AscendC::TQue<pos, depth>: alloc_tensor / enque / deque / free_tensor"),
-    Handle("TBuf", "Q", _f("pos", prim="tbuf_new", pos=int(TPosition.VECCALC)),
+    Handle("TBuf", "Q", _f("pos", prim="tbuf_new", pos=int(TBUF_DEFAULT)),
            "Mirrors AscendC::TBuf<pos>: a scratch buffer without queue semantics"),
     Handle("DataType", "DT", None, "a dtype: `x.dtype.sizeof()`"),
 )}

@@ -73,7 +73,7 @@ def queue_misuse_kernel(x: asc.GlobalAddress, what: int):
         t = q.deque(asc.float32)              # deque from an empty queue
     elif what == 1:
         t = q.alloc_tensor(asc.float32)
-        t2 = q.alloc_tensor(asc.float32)      # beyond the one buffer
+        t2 = q.alloc_tensor(asc.float32)      # noqa: F841  beyond the one buffer: the alloc is the test
     elif what == 2:
         t = other.alloc_tensor(asc.float32)
         q.free_tensor(t)                      # a foreign tensor
@@ -104,8 +104,8 @@ def oob_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, n: int):
 
 @asc.jit
 def two_pipes_kernel(x: asc.GlobalAddress):
-    p1 = asc.TPipe()
-    p2 = asc.TPipe()
+    p1 = asc.TPipe()  # noqa: F841  the second TPipe() is the error under test
+    p2 = asc.TPipe()  # noqa: F841
 
 
 @asc.jit
@@ -124,3 +124,10 @@ def scalar_kernel(z: asc.GlobalAddress, a: int, b: float, c: asc.ConstExpr[int])
 @asc.jit
 def printf_kernel(z: asc.GlobalAddress):
     asc.printf("block %d of %d\n", asc.get_block_idx(), asc.get_block_num())
+
+
+@asc.jit
+def scalar_first_oob_kernel(n: int, x: asc.GlobalAddress):
+    """A scalar parameter before the GM one: errors must still name the GM argument."""
+    xg = asc.GlobalTensor()
+    xg.set_global_buffer(x + n, TILE)

@@ -14,9 +14,9 @@ class Core:
         self.ctx = core.new_ctx(rt.soc.get_soc(), flags)
 
     def local(self, level, dtype, n, off=0, fill=None):
-        mem, _, st = self.ctx
+        mem = self.ctx[0]
         sd = from_numpy(dtype).storage
-        b = int(st[core.S_LEVEL_BASE + 2 * level]) + off
+        b = int(core.state(self.ctx).level_base[level]) + off
         v = mem[b:b + n * sd.itemsize].view(sd)
         if fill is not None:
             self.logical(v)[:] = fill

@@ -50,7 +50,8 @@ def test_wait_flag_makes_the_copy_visible(interpret):
 ])
 def test_queue_discipline(interpret, what, message):
     x = np.zeros(8, np.float32)
-    with pytest.raises(rt.AclError, match=r"kernel queue_misuse_kernel: block_idx=0/1: " + message) as e:
+    with pytest.raises(rt.AclError,
+                       match=r"kernel 'queue_misuse_kernel'\[1\]: block_idx=0/1: " + message) as e:
         K.queue_misuse_kernel[1](x, what, interpret=interpret)
     assert e.value.code == 507015
 
@@ -66,17 +67,29 @@ def test_capacity_error_names_queue_bytes_asked_and_left(interpret):
 def test_gm_out_of_range_names_kernel_block_argument_and_offset(interpret):
     x = np.zeros(3 * K.TILE, np.float32)
     z = np.zeros(8, np.float32)
-    with pytest.raises(rt.AclError, match=r"kernel oob_kernel: block_idx=3/4: "
-                                          r"GlobalTensor.set_global_buffer: GM read must stay inside "
-                                          r"argument 'x' \(192 elements\), got elements \[192, 256\)") as e:
+    with pytest.raises(rt.AclError, match=r"kernel 'oob_kernel'\[4\]: block_idx=3/4: "
+                                          r"GlobalTensor.set_global_buffer: GM read must stay "
+                                          r"inside argument 'x' \(192 elements\), got elements "
+                                          r"\[192, 256\)\n  File \".*kernels_for_tests.py\", "
+                                          r"line \d+, in kernel oob_kernel\n    "
+                                          r"xg.set_global_buffer\(x \+ base, TILE\)") as e:
         K.oob_kernel[4](x, z, K.TILE, interpret=interpret)
     assert e.value.code == 507042
+
+
+def test_gm_errors_name_the_gm_argument_after_a_scalar(interpret):
+    x = np.zeros(K.TILE, np.float32)
+    with pytest.raises(rt.AclError, match=r"GM read must stay inside argument 'x' \(64 elements\), "
+                                          r"got elements \[8, 72\)\n  File .*, in kernel "
+                                          r"scalar_first_oob_kernel\n    xg.set_global_buffer"):
+        K.scalar_first_oob_kernel[1](8, x, interpret=interpret)
 
 
 def test_host_address_is_an_illegal_address():
     h = rt.malloc_host(256)
     try:
-        with pytest.raises(rt.AclError, match=r"argument 'x' is a host address .* illegal address") as e:
+        with pytest.raises(rt.AclError,
+                           match=r"argument 'x' is a host address .* illegal address") as e:
             K.capacity_kernel[1](h, 64)
         assert e.value.code == 507015
     finally:
@@ -115,7 +128,7 @@ def test_printf(capfd, interpret):
 def test_compile_error_points_at_the_line():
     @asc.jit
     def bad(x: asc.GlobalAddress):
-        f = lambda v: v  # noqa: E731
+        f = lambda v: v  # noqa: E731, F841  the lambda is the compile error under test
     with pytest.raises(CompileError) as e:
         bad[1](np.zeros(8, np.float32))
     msg = str(e.value)
@@ -129,7 +142,7 @@ def test_plain_python_helper_is_rejected():
 
     @asc.jit
     def calls_helper(x: asc.GlobalAddress, n: int):
-        m = helper(n)
+        m = helper(n)  # noqa: F841  calling a plain function is the compile error under test
     with pytest.raises(CompileError, match="function 'helper' must be an @asc.jit helper"):
         calls_helper[1](np.zeros(8, np.float32), 3)
 

@@ -77,7 +77,7 @@ def test_count_gm_ub_gm_round_trip(how, dtype):
     assert np.array_equal(c.logical(g_out).view(np.uint8), x.view(np.uint8))
     cnt = c.counters()
     assert cnt["mte2_bytes"] == cnt["mte3_bytes"] == n * np.dtype(dtype).itemsize
-    assert c.ctx[2][core.S_ROUNDED] == 0
+    assert core.state(c.ctx).rounded == 0
 
 
 @pytest.mark.parametrize("how", HOW)
@@ -111,10 +111,10 @@ def test_count_rounds_down_to_32_bytes(how, dtype, count, copied):
     got = c.logical(ub)
     assert np.array_equal(got[:copied], x[:copied])
     assert not got[copied:].any()          # the tail was dropped, not copied
-    assert c.ctx[2][core.S_ROUNDED] == 1
+    assert core.state(c.ctx).rounded == 1
     assert c.counters()["mte2_bytes"] == copied * np.dtype(dtype).itemsize
     copy(how, c.ctx, ub, g, 32)            # multiple of 32 B: no rounding recorded
-    assert c.ctx[2][core.S_ROUNDED] == 1
+    assert core.state(c.ctx).rounded == 1
 
 
 @pytest.mark.parametrize("how", HOW)

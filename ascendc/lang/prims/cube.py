@@ -62,7 +62,7 @@ from ..dtypes import st as _st
 from ..errors import KernelError
 from .datacopy import (A_FIXPIPE, A_LOAD_DATA, A_MMAD, APIS, W_BIAS, W_CONFIG, W_DST, W_DST_GAP,
                        W_FILTER, W_FM, W_K, W_M, W_M_SIZE, W_N, W_N_SIZE, W_ND_NUM,
-                       W_REPEAT_TIMES, W_SRC, W_SRC_STRIDE, W_START_INDEX, _name_of, aligned,
+                       W_REPEAT_TIMES, W_SRC, W_SRC_STRIDE, W_START_INDEX, dtype_name_of, aligned,
                        bcopy, bound, bump, check_dtypes, in_range, locate, locate2, pair_info,
                        py_bytes, write_target)
 
@@ -120,7 +120,7 @@ def _transpose(t, s, start, rep, sstr, gap):
 @prim
 def _load_impl(ctx, d, s, isz, start, rep, sstr, gap, trans):
     api = A_LOAD_DATA
-    st = ctx[2]
+    st = ctx[2][0]
     D, S = locate2(ctx, d, s)
     dl, sl = D[0], S[0]
     l0 = dl == L0A or dl == L0B
@@ -201,7 +201,7 @@ def _mm_info(dst, fm, filt, bias):
 @overload(_mm_info)
 def _mm_info_ov(dst, fm, filt, bias):
     k = _kind_of(dst, fm, filt)
-    n0, n1, n2, n3 = (_name_of(t.dtype) for t in (dst, fm, filt, bias))
+    n0, n1, n2, n3 = (dtype_name_of(t.dtype) for t in (dst, fm, filt, bias))
     return lambda dst, fm, filt, bias: (k, n0, n1, n2, n3)
 
 
@@ -392,7 +392,7 @@ def _cast_ov(c, dst):
 @prim
 def _mmad(ctx, api, dst, fm, filt, bias, has_bias, p):
     m, n, k = np.int64(p.m), np.int64(p.n), np.int64(p.k)
-    mem, st = ctx[0], ctx[2]
+    mem, st = ctx[0], ctx[2][0]
     ma, ms = np.int64(mem.ctypes.data), mem.size
     nb = dst.size * dst.itemsize
     m16, n16 = _mmad_checks(st, api, locate(st, ma, ms, np.int64(dst.ctypes.data), nb),
@@ -430,7 +430,7 @@ def _fix_info_ov(dst, src):
         if isinstance(d, types.Record):
             return 2 if "f16" in d.fields else 3
         return {types.float32: 1, types.int32: 4}.get(d, 0)
-    r = (code(dst.dtype), code(src.dtype), _name_of(dst.dtype), _name_of(src.dtype))
+    r = (code(dst.dtype), code(src.dtype), dtype_name_of(dst.dtype), dtype_name_of(src.dtype))
     return lambda dst, src: r
 
 
@@ -522,6 +522,6 @@ def fixpipe(ctx, dst, src, p, config=0):
     nd, snd, dnd = np.int64(p.nd_num), np.int64(p.src_nd_stride), np.int64(p.dst_nd_stride)
     cfg = np.int64(config)
     D, S = locate2(ctx, dst.view(np.uint8), src.view(np.uint8))
-    if _fix_checks(ctx[2], D, S, dst.itemsize, _fix_info(dst, src), nsz, msz, sstr, dstr,
+    if _fix_checks(ctx[2][0], D, S, dst.itemsize, _fix_info(dst, src), nsz, msz, sstr, dstr,
                    np.int64(p.quant_pre), nd, snd, dnd, cfg):
         _fix_loop(dst, src, nsz, msz, sstr, dstr, nd, snd * 256, dnd, cfg, p.relu_en != 0)

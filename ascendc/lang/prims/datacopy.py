@@ -18,7 +18,8 @@ Paths (`data_copy` count and `DataCopyParams` forms; dtype of dst and src must m
 
 Fidelity:
 - count form: `count*sizeof` is rounded DOWN to a multiple of 32 B like hardware; the tail is not
-  copied and `st[S_ROUNDED]` counts the call (the launcher reports it in checked mode).
+  copied and the core state's `rounded` field counts the call (the launcher reports it in checked
+  mode).
 - local addresses must be 32 B aligned (offset inside their level); GM is checked element-exactly
   against the argument's allocation (GMReadError / GMWriteError naming element offsets).
 - DataCopyParams: `block_len` and both gaps in 32 B blocks, gaps from the end of one block to the
@@ -56,8 +57,7 @@ from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 
 from ..core import (BT, C_MTE1, C_MTE2, C_MTE3, C_MTE_UB2UB, FLAG_DEFER, L0A, L0B, L0C, L1,
-                    NLEVELS, S_COUNTERS, S_FLAGS, S_GM, S_LEVEL_BASE, S_NGM, S_ROUNDED, UB,
-                    flush_pending, gm_to_local_target, prim)
+                    NLEVELS, UB, flush_pending, gm_to_local_target, prim)
 from ..dtypes import from_numpy
 from ..dtypes import st as _st
 from ..errors import GMReadError, GMWriteError, KernelError
@@ -71,7 +71,7 @@ __all__ = ["data_copy", "data_copy_count", "data_copy_blocks", "data_copy_nd2nz"
 
 # ---- dtype facts as compile-time constants -----------------------------------------------------
 
-def _name_of(dt):
+def dtype_name_of(dt):
     """Kernel dtype name of a numpy or Numba dtype ("float16" for the F16 storage record)."""
     names = (list(dt.fields) if isinstance(dt, types.Record)
              else list(dt.names or ()) if isinstance(dt, np.dtype) else [])
@@ -82,12 +82,12 @@ def _name_of(dt):
 
 def pair_info(dst, src):
     """(same dtype?, dst dtype name, src dtype name); compile-time constants in njit code."""
-    return dst.dtype == src.dtype, _name_of(dst.dtype), _name_of(src.dtype)
+    return dst.dtype == src.dtype, dtype_name_of(dst.dtype), dtype_name_of(src.dtype)
 
 
 @overload(pair_info)
 def _pair_info(dst, src):
-    same, dn, sn = dst.dtype == src.dtype, _name_of(dst.dtype), _name_of(src.dtype)
+    same, dn, sn = dst.dtype == src.dtype, dtype_name_of(dst.dtype), dtype_name_of(src.dtype)
     return lambda dst, src: (same, dn, sn)
 
 
@@ -120,8 +120,8 @@ def locate(st, mem_addr, mem_size, addr, nbytes):
     off = addr - mem_addr
     if 0 <= off < mem_size:
         for lv in range(NLEVELS):
-            b = st[S_LEVEL_BASE + 2 * lv]
-            if b <= off < b + st[S_LEVEL_BASE + 2 * lv + 1]:
+            b = st.level_base[lv]
+            if b <= off < b + st.level_size[lv]:
                 return lv, off - b, addr, nbytes
     return -1, 0, addr, nbytes
 
@@ -129,7 +129,7 @@ def locate(st, mem_addr, mem_size, addr, nbytes):
 @inline
 def locate2(ctx, d, s):
     """locate() of dst and src."""
-    mem, st = ctx[0], ctx[2]
+    mem, st = ctx[0], ctx[2][0]
     ma, ms = np.int64(mem.ctypes.data), mem.size
     return (locate(st, ma, ms, np.int64(d.ctypes.data), d.size),
             locate(st, ma, ms, np.int64(s.ctypes.data), s.size))
@@ -163,7 +163,7 @@ def check_dtypes(api, info):
 @inline
 def bump(st, which, n):
     """core.count on st: add n to profiler counter `which`."""
-    st[S_COUNTERS + which] += n
+    st.counters[which] += n
 
 
 @prim
@@ -183,10 +183,10 @@ def aligned(api, what, loc, align):
 def _gm_fail(st, api, addr, isz, first, n, write):
     """core.check_gm's error (same message): find the GM argument holding `addr`, raise."""
     k, boff, nb = -1, 0, 0
-    for j in range(st[S_NGM]):
-        b = st[S_GM + 2 * j]
-        if b <= addr <= b + st[S_GM + 2 * j + 1]:
-            k, boff, nb = j, addr - b, st[S_GM + 2 * j + 1]
+    for j in range(st.ngm):
+        b = st.gm_addr[j]
+        if b <= addr <= b + st.gm_bytes[j]:
+            k, boff, nb = j, addr - b, st.gm_bytes[j]
             break
     lo = boff // isz + first
     if write:
@@ -243,7 +243,7 @@ def write_target(ctx, b, nbytes, full):
     Checked mode: the stage twin (`gm_to_local_target`, visible on deque). When the copy will not
     overwrite every byte (`full` False: strides, padding), overlapping pending copies are made
     visible first and the span is snapshot into the stage, so skipped bytes keep their value."""
-    if ctx[2][S_FLAGS] & FLAG_DEFER:
+    if ctx[2][0].options & FLAG_DEFER:
         return _staged(ctx, b, nbytes, full)
     return b[:nbytes]
 
@@ -300,10 +300,10 @@ def streams(st, addr, nb):
     STREAM_MIN_GM bytes, an output too large to stay in the CPU's caches anyway."""
     if nb < STREAM_MIN_COPY:
         return False
-    for j in range(st[S_NGM]):
-        b = st[S_GM + 2 * j]
-        if b <= addr < b + st[S_GM + 2 * j + 1]:
-            return st[S_GM + 2 * j + 1] >= STREAM_MIN_GM
+    for j in range(st.ngm):
+        b = st.gm_addr[j]
+        if b <= addr < b + st.gm_bytes[j]:
+            return st.gm_bytes[j] >= STREAM_MIN_GM
     return False
 
 
@@ -312,14 +312,14 @@ def streams(st, addr, nb):
 @prim
 def _count_impl(ctx, d, s, isz, count):
     api = A_DATA_COPY
-    st = ctx[2]
+    st = ctx[2][0]
     D, S = locate2(ctx, d, s)
     ctr = copy_path(api, D[0], S[0])
     if count < 0:
         raise KernelError("data_copy: count must be >= 0, got count={}", count)
     nb = count * isz // 32 * 32
     if nb != count * isz:
-        st[S_ROUNDED] += 1
+        st.rounded += 1
     sides(st, api, D, S, isz, 0, 0, nb // isz)
     if nb == 0:
         return
@@ -341,7 +341,7 @@ def data_copy_count(ctx, dst, src, count):
 @prim
 def _blocks_impl(ctx, d, s, isz, bc, bl, sg, dg):
     api = A_DATA_COPY
-    st = ctx[2]
+    st = ctx[2][0]
     in_range(api, W_BLOCK_COUNT, bc, 0, 4095)
     in_range(api, W_BLOCK_LEN, bl, 0, 65535)
     in_range(api, W_SRC_STRIDE, sg, 0, 65535)
@@ -399,7 +399,7 @@ def _nd2nz_loop(t, s, nd, nv, dv, sms, sdv, c0s, ns, dms):
 @prim
 def _nd2nz_impl(ctx, d, s, isz, nd, nv, dv, sms, sdv, c0s, ns, dms):
     api = A_DATA_COPY
-    st = ctx[2]
+    st = ctx[2][0]
     D, S = locate2(ctx, d, s)
     if not (S[0] < 0 and D[0] == L1):
         raise KernelError("data_copy: path of an Nd2NzParams copy must be GM->L1, got "
@@ -450,7 +450,7 @@ def py_bytes(api, dst, src):
     implementations directly (no typed wrapper to compile in interpret mode)."""
     if dst.dtype != src.dtype:
         raise KernelError("{}: dst and src must have the same dtype, got dst={} src={}", api,
-                          _name_of(dst.dtype), _name_of(src.dtype))
+                          dtype_name_of(dst.dtype), dtype_name_of(src.dtype))
     return dst.view(np.uint8), src.view(np.uint8), dst.dtype.itemsize
 
 
@@ -523,7 +523,7 @@ def _pad_checks(api, gm2ub, isz, bc, bl, bl_max, ub_stride, gm_stride, is_pad, l
 @prim
 def _pad_impl(ctx, d, s, isz, bc, bl, sstride, dstride, bl_max, is_pad, left, right, pad_bits):
     api = A_DATA_COPY_PAD
-    st = ctx[2]
+    st = ctx[2][0]
     D, S = locate2(ctx, d, s)
     gm2ub = S[0] < 0 and D[0] == UB
     if not (gm2ub or (S[0] == UB and D[0] < 0)):

@@ -144,7 +144,7 @@ def check_tmp(ctx, api, tmp, need):
 @_rj
 def clobber_tmp(ctx, tmp, need):
     """Checked mode: the buffer's contents are undefined after the call; fill them with NaN."""
-    if ctx[2][core.S_FLAGS] & core.FLAG_NAN_FILL:
+    if ctx[2][0].options & core.FLAG_NAN_FILL:
         off = core.local_offset(ctx, tmp)
         if off >= 0:
             nb = min(need, tmp.size) * tmp.itemsize

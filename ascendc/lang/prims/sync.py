@@ -8,9 +8,9 @@ run at once); blocks calling it unequally often would hang the NPU, so that is a
 """
 
 from ..barrier import call_i64
-from ..core import (prim, FLAG_DEFER, N_EVENT_IDS, S_BARRIER, S_BARRIER_FN, S_BLOCK_IDX,
-                    S_BLOCK_NUM, S_EVENTS, S_FLAGS, S_SYNC_CALLS, flush_pending)
+from ..core import prim, FLAG_DEFER, flush_pending
 from ..errors import KernelError
+from ..state import N_EVENT_IDS, N_HARD_EVENTS
 
 __all__ = ["pipe_barrier", "set_flag", "wait_flag", "sync_all", "get_block_idx", "get_block_num",
            "get_sub_block_idx", "get_sub_block_num", "get_data_block_size_in_bytes"]
@@ -20,7 +20,7 @@ _MTE2_EVENTS = (0, 4, 14, 20, 24, 27)  # MTE2_MTE1, MTE2_V, MTE2_M, MTE2_MTE3, M
 
 @prim
 def _flush_all(ctx):
-    if ctx[2][S_FLAGS] & FLAG_DEFER:
+    if ctx[2][0].options & FLAG_DEFER:
         flush_pending(ctx, 0, ctx[0].size)
 
 
@@ -36,28 +36,30 @@ def pipe_barrier(ctx, pipe):
 
 
 @prim
-def _event_slot(event, event_id, api):
-    if event < 0 or event > 34:
-        raise KernelError("{}: event must be a HardEvent (0..34), got event={}", api, event)
+def _check_event(event, event_id, api):
+    if event < 0 or event >= N_HARD_EVENTS:
+        raise KernelError("{}: event must be a HardEvent (0..{}), got event={}", api,
+                          N_HARD_EVENTS - 1, event)
     if event_id < 0 or event_id >= N_EVENT_IDS:
         raise KernelError("{}: event_id must be in [0, {}), got event_id={}", api, N_EVENT_IDS,
                           event_id)
-    return S_EVENTS + event * N_EVENT_IDS + event_id
 
 
 @prim
 def set_flag(ctx, event, event_id):
-    ctx[2][_event_slot(event, event_id, "asc.set_flag")] += 1
+    _check_event(event, event_id, "asc.set_flag")
+    ctx[2][0].events[event, event_id] += 1
 
 
 @prim
 def wait_flag(ctx, event, event_id):
-    k = _event_slot(event, event_id, "asc.wait_flag")
-    st = ctx[2]
-    if st[k] <= 0:
-        raise KernelError("asc.wait_flag: a matching set_flag must come first (the NPU would hang), "
-                          "got wait_flag(event={:event}, event_id={})", event, event_id)
-    st[k] -= 1
+    _check_event(event, event_id, "asc.wait_flag")
+    ev = ctx[2][0].events
+    if ev[event, event_id] <= 0:
+        raise KernelError("asc.wait_flag: a matching set_flag must come first "
+                          "(the NPU would hang), got wait_flag(event={:event}, event_id={})",
+                          event, event_id)
+    ev[event, event_id] -= 1
     for e in _MTE2_EVENTS:
         if e == event:
             _flush_all(ctx)
@@ -67,16 +69,17 @@ def wait_flag(ctx, event, event_id):
 def sync_all(ctx):
     """SyncAll: wait until every block of the launch has arrived (see ascendc/lang/barrier.py)."""
     _flush_all(ctx)
-    st = ctx[2]
-    st[S_SYNC_CALLS] += 1
-    key = st[S_BARRIER]
+    st = ctx[2][0]
+    st.sync_calls += 1
+    key = st.barrier
     if key == 0:
-        if st[S_BLOCK_NUM] > 1:
-            raise KernelError("asc.sync_all: the launch must run all its blocks at once (the kernel "
-                              "was not seen calling sync_all; call it as asc.sync_all() in the "
-                              "kernel or an @asc.jit helper), got block_num={}", st[S_BLOCK_NUM])
+        if st.block_num > 1:
+            raise KernelError("asc.sync_all: the launch must run all its blocks at once "
+                              "(the kernel was not seen calling sync_all; call it as "
+                              "asc.sync_all() in the "
+                              "kernel or an @asc.jit helper), got block_num={}", st.block_num)
         return
-    r = call_i64(st[S_BARRIER_FN], key)
+    r = call_i64(st.barrier_fn, key)
     if r == 0:
         return
     if r == -1:
@@ -85,19 +88,19 @@ def sync_all(ctx):
     if r > 0:
         raise KernelError("asc.sync_all: every block must call sync_all the same number of times "
                           "(the NPU would hang), got block_idx={} waiting at its call #{} after "
-                          "{} of {} block(s) had ended", st[S_BLOCK_IDX], st[S_SYNC_CALLS], r,
-                          st[S_BLOCK_NUM])
+                          "{} of {} block(s) had ended", st.block_idx, st.sync_calls, r,
+                          st.block_num)
     raise KernelError("asc.sync_all: the launch's barrier must be reachable, got status={}", r)
 
 
 @prim
 def get_block_idx(ctx):
-    return ctx[2][S_BLOCK_IDX]
+    return ctx[2][0].block_idx
 
 
 @prim
 def get_block_num(ctx):
-    return ctx[2][S_BLOCK_NUM]
+    return ctx[2][0].block_num
 
 
 @prim

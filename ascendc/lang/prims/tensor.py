@@ -61,7 +61,7 @@ def set_value(ctx, t, i, v):
 @prim
 def dump_tensor(ctx, t, desc, n):
     m = min(n, t.size)
-    print("DumpTensor: desc=", desc, "block_idx=", ctx[2][0], "position=",
+    print("DumpTensor: desc=", desc, "block_idx=", ctx[2][0].block_idx, "position=",
           level_name(level_of(ctx, t)), "size=", m)
     for i in range(m):
         print(ld(t, i))

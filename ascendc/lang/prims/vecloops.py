@@ -41,7 +41,7 @@ def binary_count(ctx, api, dst, a, b, n, op):
         _bin_loop(a, a, b, n, op)
     else:
         _bin_loop(dst, a, b, n, op)
-    ctx[2][core.S_COUNTERS + core.C_VEC_OPS] += n   # core.count, inline
+    ctx[2][0].counters[core.C_VEC_OPS] += n   # core.count, inline
 
 
 @inline

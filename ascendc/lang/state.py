@@ -1,0 +1,83 @@
+"""A core's state, as numpy record dtypes that Numba reads and writes by field name.
+
+`CORE_STATE` is one record per core (`ctx[2]`, see core.py); `QUEUE_RECORD` is one TQue or TBuf,
+an element of `CORE_STATE.queues`. A kernel's queue handle is a view of its record (compiled and
+interpreted alike), so `q.depth`, `q.fifo[i]` read and write the core's state in place.
+
+Python code sees `ctx[2]` as a `numpy.record` (attribute access: `st.block_idx`); njit code sees a
+Numba `Record` passed by reference.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .positions import NLEVELS
+
+__all__ = ["CORE_STATE", "QUEUE_RECORD", "new_state", "MAX_PENDING", "MAX_QUEUES", "MAX_GM",
+           "MAX_SLOTS", "N_HARD_EVENTS", "N_EVENT_IDS", "N_COUNTERS", "KIND_QUE", "KIND_BUF",
+           "FLAG_NAN_FILL", "FLAG_DEFER", "FLAG_REPORT_ROUNDING"]
+
+MAX_PENDING = 256      # deferred GM->local copies remembered at once (then all are flushed)
+MAX_QUEUES = 64        # TQue + TBuf records per kernel
+MAX_GM = 64            # GM arguments whose ranges are known (to name them in errors)
+MAX_SLOTS = 16         # buffers per queue (and the length of a queue's FIFO ring)
+N_HARD_EVENTS = 35     # HardEvent values 0..34
+N_EVENT_IDS = 8        # event ids per HardEvent
+N_COUNTERS = 16        # profiler counters (core.COUNTER_NAMES names the ones in use)
+
+KIND_QUE, KIND_BUF = 1, 2
+
+# bits of CORE_STATE.options
+FLAG_NAN_FILL = 1          # fresh local buffers are NaN
+FLAG_DEFER = 2             # GM->local copies become visible at deque / wait_flag
+FLAG_REPORT_ROUNDING = 4   # the launcher warns when data_copy rounded bytes down
+
+_I8 = np.int64
+
+QUEUE_RECORD = np.dtype([
+    ("kind", _I8),         # KIND_QUE or KIND_BUF
+    ("pos", _I8),          # TPosition value
+    ("level", _I8),        # memory level of pos (positions.UB ...)
+    ("depth", _I8),        # TQue depth
+    ("num", _I8),          # buffers (init_buffer's num)
+    ("slot_bytes", _I8),   # bytes per buffer (rounded up to 32)
+    ("mem_off", _I8),      # byte offset of buffer 0 in the core's local memory
+    ("init", _I8),         # 1 once init_buffer ran
+    ("alloc", _I8),        # bit s: buffer s is allocated
+    ("fifo_n", _I8),       # tensors enqueued
+    ("fifo_head", _I8),    # index in `fifo` of the oldest one
+    ("next_slot", _I8),    # next buffer alloc_tensor tries
+    ("id", _I8),           # index in CORE_STATE.queues (named in errors as #id)
+    ("fifo", _I8, (MAX_SLOTS,)),   # ring of enqueued buffer numbers
+])
+
+CORE_STATE = np.dtype([
+    ("block_idx", _I8),
+    ("block_num", _I8),
+    ("src_line", _I8),     # kernel source line executing (written by generated code)
+    ("options", _I8),      # FLAG_* bits (checked-mode options)
+    ("rounded", _I8),      # data_copy calls whose bytes were rounded down to 32 B
+    ("pipes", _I8),        # TPipe objects created (must stay <= 1)
+    ("nbuf", _I8),         # buffers initialised (<= 64)
+    ("nque", _I8),         # queue records in use
+    ("ngm", _I8),          # GM arguments registered
+    ("npending", _I8),     # deferred copies in pending_off/pending_bytes
+    ("barrier", _I8),      # key of the launch's all-blocks barrier (0: none; lang/barrier.py)
+    ("barrier_fn", _I8),   # address of the C callback that waits on it
+    ("sync_calls", _I8),   # sync_all calls made by the current block
+    ("level_base", _I8, (NLEVELS,)),   # byte offset of each level in the core's memory
+    ("level_size", _I8, (NLEVELS,)),   # capacity of each level
+    ("level_used", _I8, (NLEVELS,)),   # bytes of each level handed out by init_buffer
+    ("counters", _I8, (N_COUNTERS,)),  # profiler counters (core.COUNTER_NAMES)
+    ("pending_off", _I8, (MAX_PENDING,)),    # deferred copies: byte offset in mem ...
+    ("pending_bytes", _I8, (MAX_PENDING,)),  # ... and length
+    ("gm_addr", _I8, (MAX_GM,)),       # GM arguments: address ...
+    ("gm_bytes", _I8, (MAX_GM,)),      # ... and size of the whole allocation
+    ("events", _I8, (N_HARD_EVENTS, N_EVENT_IDS)),   # set_flag counts per (HardEvent, id)
+    ("queues", QUEUE_RECORD, (MAX_QUEUES,)),
+])
+
+
+def new_state():
+    """A zeroed CORE_STATE record (a view into its own one-element array)."""
+    return np.zeros(1, CORE_STATE).view(np.recarray)[0]
