@@ -60,11 +60,12 @@ from numba.extending import overload
 from ..core import BT, C_CUBE_MACS, C_CUBE_MACS_FP32, C_FIX, C_MTE1, C_MTE2, L0A, L0B, L0C, L1, prim
 from ..dtypes import st as _st
 from ..errors import KernelError
-from .datacopy import (A_FIXPIPE, A_LOAD_DATA, A_MMAD, APIS, W_BIAS, W_CONFIG, W_DST, W_DST_GAP,
+from .datacopy import py_bytes
+from .movecore import (A_FIXPIPE, A_LOAD_DATA, A_MMAD, APIS, W_BIAS, W_CONFIG, W_DST, W_DST_GAP,
                        W_FILTER, W_FM, W_K, W_M, W_M_SIZE, W_N, W_N_SIZE, W_ND_NUM,
                        W_REPEAT_TIMES, W_SRC, W_SRC_STRIDE, W_START_INDEX, dtype_name_of, aligned,
                        bcopy, bound, bump, check_dtypes, in_range, locate, locate2, pair_info,
-                       py_bytes, write_target)
+                       write_target)
 
 __all__ = ["load_data", "load_data_typed", "mmad", "mmad_bias", "fixpipe"]
 

@@ -1,0 +1,252 @@
+"""Shared machinery of the data-movement and cube primitives: dtype facts, locating tensors in
+the core's memory, range / alignment / bounds checks that name what was wrong, and the copy paths
+between levels (see datacopy.py for the rules they implement)."""
+from __future__ import annotations
+
+import numpy as np
+from numba import types
+from numba.extending import overload, register_jitable
+
+from ..core import (BT, C_MTE1, C_MTE2, C_MTE3, C_MTE_UB2UB, FLAG_DEFER, L0A, L0B, L0C, L1,
+                    NLEVELS, UB, flush_pending, gm_to_local_target, prim)
+from ..errors import GMReadError, GMWriteError, KernelError
+
+
+# ---- dtype facts as compile-time constants -----------------------------------------------------
+
+def dtype_name_of(dt):
+    """Kernel dtype name of a numpy or Numba dtype ("float16" for the F16 storage record)."""
+    names = (list(dt.fields) if isinstance(dt, types.Record)
+             else list(dt.names or ()) if isinstance(dt, np.dtype) else [])
+    if names:
+        return {"f16": "float16", "bf16": "bfloat16"}.get(names[0], str(dt))
+    return str(dt)
+
+
+def pair_info(dst, src):
+    """(same dtype?, dst dtype name, src dtype name); compile-time constants in njit code."""
+    return dst.dtype == src.dtype, dtype_name_of(dst.dtype), dtype_name_of(src.dtype)
+
+
+@overload(pair_info)
+def _pair_info(dst, src):
+    same, dn, sn = dst.dtype == src.dtype, dtype_name_of(dst.dtype), dtype_name_of(src.dtype)
+    return lambda dst, src: (same, dn, sn)
+
+
+# ---- locating tensors and checking them -------------------------------------------------------
+# Primitives run per tile, so their fixed cost matters. Handing `ctx` or an array to a function
+# costs 5-20 ns of NRT reference counting (and struct copies), so each implementation locates its
+# tensors once (`locate`: level, offset in level, address, bytes; scalars only), the tests below
+# work on those scalars and are inlined, and only the failure paths call out.
+
+inline = register_jitable(inline="always")
+
+
+# Names in messages travel as small ints (string arguments cost a few ns per call in hot code)
+APIS = ("data_copy", "data_copy_pad", "load_data", "mmad", "fixpipe")
+A_DATA_COPY, A_DATA_COPY_PAD, A_LOAD_DATA, A_MMAD, A_FIXPIPE = range(5)
+NAMES = ("bias", "block_count", "block_len", "config", "d_value", "dst", "dst_gap",
+         "dst_nz_c0_stride", "dst_nz_matrix_stride", "dst_nz_n_stride", "dst_stride", "filter",
+         "fm", "k", "m", "m_size", "n", "n_size", "n_value", "nd_num", "repeat_times", "src",
+         "src_d_value", "src_nd_matrix_stride", "src_stride", "start_index")
+(W_BIAS, W_BLOCK_COUNT, W_BLOCK_LEN, W_CONFIG, W_D_VALUE, W_DST, W_DST_GAP, W_DST_NZ_C0_STRIDE,
+ W_DST_NZ_MATRIX_STRIDE, W_DST_NZ_N_STRIDE, W_DST_STRIDE, W_FILTER, W_FM, W_K, W_M, W_M_SIZE,
+ W_N, W_N_SIZE, W_N_VALUE, W_ND_NUM, W_REPEAT_TIMES, W_SRC, W_SRC_D_VALUE,
+ W_SRC_ND_MATRIX_STRIDE, W_SRC_STRIDE, W_START_INDEX) = range(len(NAMES))
+
+
+@prim
+def locate(st, mem_addr, mem_size, addr, nbytes):
+    """(level, byte offset inside the level, address, bytes) of a tensor; level -1 for GM (as
+    core.level_of)."""
+    off = addr - mem_addr
+    if 0 <= off < mem_size:
+        for lv in range(NLEVELS):
+            b = st.level_base[lv]
+            if b <= off < b + st.level_size[lv]:
+                return lv, off - b, addr, nbytes
+    return -1, 0, addr, nbytes
+
+
+@inline
+def locate2(ctx, d, s):
+    """locate() of dst and src."""
+    mem, st = ctx[0], ctx[2][0]
+    ma, ms = np.int64(mem.ctypes.data), mem.size
+    return (locate(st, ma, ms, np.int64(d.ctypes.data), d.size),
+            locate(st, ma, ms, np.int64(s.ctypes.data), s.size))
+
+
+@prim
+def _range_fail(api, name, v, lo, hi):
+    raise KernelError("{}: {} must be in [{}, {}], got {}={}", APIS[api], NAMES[name], lo, hi,
+                      NAMES[name], v)
+
+
+@inline
+def in_range(api, name, v, lo, hi):
+    if v < lo or v > hi:
+        _range_fail(api, name, v, lo, hi)
+
+
+@prim
+def _dtype_fail(api, dname, sname):
+    raise KernelError("{}: dst and src must have the same dtype, got dst={} src={}", APIS[api],
+                      dname, sname)
+
+
+@inline
+def check_dtypes(api, info):
+    """Raise unless dst and src have the same dtype; info = pair_info(dst, src)."""
+    if not info[0]:
+        _dtype_fail(api, info[1], info[2])
+
+
+@inline
+def bump(st, which, n):
+    """core.count on st: add n to profiler counter `which`."""
+    st.counters[which] += n
+
+
+@prim
+def _align_fail(api, what, lv, align, off):
+    raise KernelError("{}: {} address in {:level} must be {}-byte aligned, got byte offset={}",
+                      APIS[api], NAMES[what], lv, align, off)
+
+
+@inline
+def aligned(api, what, loc, align):
+    """Raise unless the located local tensor starts `align`-byte aligned inside its level."""
+    if loc[1] % align != 0:
+        _align_fail(api, what, loc[0], align, loc[1])
+
+
+@prim
+def _gm_fail(st, api, addr, isz, first, n, write):
+    """core.check_gm's error (same message): find the GM argument holding `addr`, raise."""
+    k, boff, nb = -1, 0, 0
+    for j in range(st.ngm):
+        b = st.gm_addr[j]
+        if b <= addr <= b + st.gm_bytes[j]:
+            k, boff, nb = j, addr - b, st.gm_bytes[j]
+            break
+    lo = boff // isz + first
+    if write:
+        raise GMWriteError("{}: GM write must stay inside argument #{} ({} elements), got "
+                           "elements [{}, {})", APIS[api], k, nb // isz, lo, lo + n)
+    raise GMReadError("{}: GM read must stay inside argument #{} ({} elements), got elements "
+                      "[{}, {})", APIS[api], k, nb // isz, lo, lo + n)
+
+
+@prim
+def _local_fail(api, what, n, size, lv):
+    raise KernelError("{}: {} must hold count elements, got count={} for a tensor of {} elements "
+                      "in {:level}", APIS[api], NAMES[what], n, size, lv)
+
+
+@inline
+def bound(st, api, what, loc, isz, first, n, write):
+    """Elements [first, first+n) of a located tensor exist: core.check_gm's rule for GM (the
+    argument's allocation), core.check_local's for local tensors (the tensor's size)."""
+    if first < 0 or n < 0 or (first + n) * isz > loc[3]:
+        if loc[0] < 0:
+            _gm_fail(st, api, loc[2], isz, first, n, write)
+        else:
+            _local_fail(api, what, first + n, loc[3] // isz, loc[0])
+
+
+# ---- copying -----------------------------------------------------------------------------------
+
+@prim
+def bcopy(d, doff, s, soff, n):
+    """d[doff:doff+n] = s[soff:soff+n] for non-overlapping arrays of one element type (unsigned
+    indices: no wraparound test, so the loop vectorises)."""
+    do = np.uint64(doff)
+    so = np.uint64(soff)
+    for i in range(np.uint64(n)):
+        d[do + i] = s[so + i]
+
+
+@prim
+def _staged(ctx, b, nbytes, full):
+    if not full:
+        off = np.int64(b.ctypes.data) - np.int64(ctx[0].ctypes.data)
+        flush_pending(ctx, off, off + nbytes)
+    t = gm_to_local_target(ctx, b[:nbytes])
+    if not full:
+        bcopy(t, 0, b, 0, nbytes)
+    return t
+
+
+@inline
+def write_target(ctx, b, nbytes, full):
+    """The bytes a GM->local copy writes for bytes [0, nbytes) of local `b`.
+
+    Checked mode: the stage twin (`gm_to_local_target`, visible on deque). When the copy will not
+    overwrite every byte (`full` False: strides, padding), overlapping pending copies are made
+    visible first and the span is snapshot into the stage, so skipped bytes keep their value."""
+    if ctx[2][0].options & FLAG_DEFER:
+        return _staged(ctx, b, nbytes, full)
+    return b[:nbytes]
+
+
+@prim
+def _path_fail(api, dl, sl):
+    if sl == L0C:
+        raise KernelError("{}: path must be one of GM->UB, GM->L1, UB->GM, UB->UB, L1->BT, got "
+                          "{:level}->{:level} (L0C results leave through fixpipe)", APIS[api], sl,
+                          dl)
+    if dl == L0A or dl == L0B:
+        raise KernelError("{}: path must be one of GM->UB, GM->L1, UB->GM, UB->UB, L1->BT, got "
+                          "{:level}->{:level} (L0A/L0B are filled by load_data)", APIS[api], sl,
+                          dl)
+    raise KernelError("{}: path must be one of GM->UB, GM->L1, UB->GM, UB->UB, L1->BT, got "
+                      "{:level}->{:level}", APIS[api], sl, dl)
+
+
+@inline
+def copy_path(api, dl, sl):
+    """The counter of a data_copy between levels sl -> dl; raises for paths Ascend C lacks."""
+    if sl < 0 and (dl == UB or dl == L1):
+        return C_MTE2
+    if sl == UB and dl < 0:
+        return C_MTE3
+    if sl == UB and dl == UB:
+        return C_MTE_UB2UB
+    if sl == L1 and dl == BT:
+        return C_MTE1
+    _path_fail(api, dl, sl)
+    return C_MTE2
+
+
+@inline
+def sides(st, api, D, S, isz, d_first, s_first, n):
+    """Alignment of local sides and bounds of one block of n elements at dst[d_first:],
+    src[s_first:] (D, S: located dst and src)."""
+    if D[0] >= 0:
+        aligned(api, W_DST, D, 32)
+    if S[0] >= 0:
+        aligned(api, W_SRC, S, 32)
+    bound(st, api, W_SRC, S, isz, s_first, n, False)
+    bound(st, api, W_DST, D, isz, d_first, n, True)
+
+
+STREAM_MIN_COPY = 4096          # bytes of one UB->GM copy
+STREAM_MIN_GM = 8 << 20         # bytes of the GM argument written
+
+
+@inline
+def streams(st, addr, nb):
+    """Whether a UB->GM copy of nb bytes to GM address `addr` uses streaming stores
+    (memops.stream_copy): at least STREAM_MIN_COPY bytes into a GM argument of at least
+    STREAM_MIN_GM bytes, an output too large to stay in the CPU's caches anyway."""
+    if nb < STREAM_MIN_COPY:
+        return False
+    for j in range(st.ngm):
+        b = st.gm_addr[j]
+        if b <= addr < b + st.gm_bytes[j]:
+            return st.gm_bytes[j] >= STREAM_MIN_GM
+    return False
+
+
