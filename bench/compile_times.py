@@ -15,15 +15,22 @@ import sys
 import tempfile
 
 SNIPPETS = {
-    "add": "import numpy as np; from kernels.add import add; add(np.ones(100, np.float32), np.ones(100, np.float32))",
-    "softmax": "import numpy as np; from kernels.softmax import softmax; softmax(np.ones((4, 40), np.float32))",
-    "layernorm": "import numpy as np; from kernels.norm import layernorm; layernorm(np.ones((4, 40), np.float32), np.ones(40, np.float32), np.zeros(40, np.float32))",
-    "matmul": "import numpy as np; from kernels.matmul import matmul; matmul(np.ones((40, 50), np.float32), np.ones((50, 30), np.float32))",
+    "add": "import numpy as np; from kernels.add import add; "
+           "add(np.ones(100, np.float32), np.ones(100, np.float32))",
+    "softmax": "import numpy as np; from kernels.softmax import softmax; "
+               "softmax(np.ones((4, 40), np.float32))",
+    "layernorm": "import numpy as np; from kernels.norm import layernorm; "
+                 "layernorm(np.ones((4, 40), np.float32), np.ones(40, np.float32), "
+                 "np.zeros(40, np.float32))",
+    "matmul": "import numpy as np; from kernels.matmul import matmul; "
+              "matmul(np.ones((40, 50), np.float32), np.ones((50, 30), np.float32))",
     # the main job's first result: its default shape (B1 N8 S2048 D64 fp32), kernel run included
-    "flash_attn": "import numpy as np; from kernels.flash_attention import flash_attention; q = np.ones((1, 8, 2048, 64), np.float32); flash_attention(q, q, q)",
+    "flash_attn": "import numpy as np; from kernels.flash_attention import flash_attention; "
+                  "q = np.ones((1, 8, 2048, 64), np.float32); flash_attention(q, q, q)",
 }
-TIMED = ("import time, sys; t0 = time.perf_counter(); import numba, numpy; t1 = time.perf_counter(); "
-         "{code}; t2 = time.perf_counter(); print(f'{{t1 - t0:.3f}} {{t2 - t1:.3f}}')")
+TIMED = ("import time, sys; t0 = time.perf_counter(); import numba, numpy; "
+         "t1 = time.perf_counter(); {code}; t2 = time.perf_counter(); "
+         "print(f'{{t1 - t0:.3f}} {{t2 - t1:.3f}}')")
 
 
 def run(code, cache):

@@ -27,6 +27,7 @@ from ascendc.lang.prims import reduce as R
 from ascendc.lang.prims import vector as V
 from ascendc.lang.prims.cube import fixpipe, load_data, mmad
 from ascendc.lang.prims.datacopy import data_copy
+from bench._timing import median
 
 M, S2B, D, KC = 64, 256, 64, 128
 ONLY_VALUE = 2
@@ -114,7 +115,7 @@ class _Core:
     def local(self, level, n, fill=0.0):
         mem, _, st = self.ctx
         off = self.used.get(level, 0)
-        base = int(st[core.S_LEVEL_BASE + 2 * level]) + off
+        base = int(core.state(self.ctx).level_base[level]) + off
         self.used[level] = off + (n * 4 + 511) // 512 * 512
         v = mem[base:base + n * 4].view(np.float32)
         v[:] = fill
@@ -127,13 +128,9 @@ class _Core:
 
 
 def median_us(fn, args, repeats):
+    """Thread CPU microseconds per step: median of 5 runs of `repeats` steps."""
     fn(*args, 1)
-    ts = []
-    for _ in range(5):
-        t = time.thread_time()
-        fn(*args, repeats)
-        ts.append((time.thread_time() - t) / repeats)
-    return float(np.median(ts)) * 1e6
+    return median(lambda: fn(*args, repeats), 5, warmup=0, clock=time.thread_time) / repeats * 1e6
 
 
 def main(argv=None):

@@ -19,26 +19,18 @@ import os
 import sys
 import time
 
+import ml_dtypes
 import numpy as np
 from threadpoolctl import threadpool_limits
 
 import rt
+from bench._timing import median
 from kernels.flash_attention import (FlashAttentionTiling, flash_attention_reference,
                                      flash_attention_with_stats)
 from kernels.tolerances import tolerance
 from rt.opsummary import op_summary, op_summary_table, write_op_summary_csv
-from ascendc.lang.dtypes import BFLOAT16
 
-DTYPES = {"float32": np.float32, "float16": np.float16, "bfloat16": BFLOAT16}
-
-
-def median_s(fn, repeats):
-    ts = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t)
-    return float(np.median(ts))
+DTYPES = {"float32": np.float32, "float16": np.float16, "bfloat16": np.dtype(ml_dtypes.bfloat16)}
 
 
 def progress(i, n, label):
@@ -125,18 +117,18 @@ def run_case(a, s, prof=None):
     flops = 4.0 * a.batch * a.heads * s * s * a.head_dim * (0.5 if a.causal else 1.0)
     if prof is not None:
         with prof:
-            t_ours = median_s(ours, a.repeats)
+            t_ours = median(ours, a.repeats, warmup=0)
     else:
-        t_ours = median_s(ours, a.repeats)
+        t_ours = median(ours, a.repeats, warmup=0)
     row = {"S": s, "ours_ms": t_ours * 1e3, "ours_gflops": flops / t_ours / 1e9,
            "max_abs_err": err, "correct": ok, "first_call_s": first}
     tfn = torch_sdpa(q, k, v, a.layout, a.heads, a.causal)
     if tfn is not None:
-        t = median_s(tfn, a.repeats)
+        t = median(tfn, a.repeats, warmup=0)
         row.update(torch_ms=t * 1e3, torch_gflops=flops / t / 1e9, vs_torch=t / t_ours)
     nfn = numpy_attention(q, k, v, a.layout, a.heads, a.causal)
     with threadpool_limits(limits=os.cpu_count(), user_api="blas"):  # numpy at its default
-        t = median_s(nfn, max(1, a.repeats // 2))
+        t = median(nfn, max(1, a.repeats // 2), warmup=0)
     row.update(numpy_ms=t * 1e3, numpy_gflops=flops / t / 1e9, vs_numpy=t / t_ours)
     return row
 

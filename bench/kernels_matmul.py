@@ -7,11 +7,12 @@ upcast inputs (upcast once, outside the timing; our kernel takes the float16 arr
 accumulates in float32 as the cube does). numpy is timed twice: with its BLAS threads as they
 were before the first kernel launch (the peer of the goal), and single-threaded, which is how it
 runs in a process after a launch (ascendc's launcher limits every BLAS to one thread, since each
-emulated core is one thread and calls BLAS itself). Ours is timed twice: on rt.DeviceArrays (launch on a
-stream + synchronize, no host copies: the kernel reads A and B and writes C in device memory) and
-with numpy in/out (the synchronous path, which copies A and B in and C back). Runs of the
-contenders are interleaved; each figure is the median of --repeats runs. The ratio column is
-numpy time / ours (>= 1 means ours is faster; the goal for float32 2048^3 is >= 0.9).
+emulated core is one thread and calls BLAS itself). Ours is timed twice: on rt.DeviceArrays
+(launch on a stream + synchronize, no host copies: the kernel reads A and B and writes C in
+device memory) and with numpy in/out (the synchronous path, which copies A and B in and C
+back). Runs of the contenders are interleaved; each figure is the median of --repeats runs. The
+ratio column is numpy time / ours (>= 1 means ours is faster; the goal for float32 2048^3 is
+>= 0.9).
 """
 from __future__ import annotations
 

@@ -1,11 +1,12 @@
 """Launch overhead and core-pool scaling of the runtime (issue 2 §8).
 
-    python bench/rt_launch.py [--reps 3000]      (or python -m bench.rt_launch)
+    python -m bench.rt_launch [--reps 3000]
 
 Rows (medians of many repetitions):
 - launch + synchronize of an empty binary, block_dim 1 and 8 (goal: block_dim 8 <= 30 us), with
-  task aggregation on and off and with the synchronizing thread's assist off, next to a plain `queue.SimpleQueue` round trip between two Python
-  threads measured in the same run (the floor for any design that hands work to another thread);
+  task aggregation on and off and with the synchronizing thread's assist off, next to a plain
+  `queue.SimpleQueue` round trip between two Python threads measured in the same run (the floor
+  for any design that hands work to another thread);
 - launches queued back to back, per launch;
 - a nogil binary (numpy exp over a big array) with block_dim 2 vs 1 on a 2-core pool (goal >= 1.8x),
   next to the same split over two plain threads (what the machine allows at that moment).
@@ -16,28 +17,33 @@ import argparse
 import importlib
 import os
 import queue
-import statistics
-import sys
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import rt  # noqa: E402
+import rt
+from bench._timing import interleaved_medians, median
 
 L = importlib.import_module("rt.launch")  # `rt.launch` is the function
 
 
-class Empty:
+class PlainBinary:
+    """The rt.KernelBinary members a plain Python binary needs besides `name` and `run_blocks`."""
+    needs_all_resident = False
+    shuffle_blocks = False
+    counters = ()
+    last_counters: dict = {}
+
+
+class Empty(PlainBinary):
     name = "empty"
 
     def run_blocks(self, first, last, block_dim, args):
         pass
 
 
-class ExpBlocks:
+class ExpBlocks(PlainBinary):
     """Each block computes exp over its share of `n` elements (numpy releases the GIL)."""
     name = "exp_nogil"
 
@@ -52,29 +58,8 @@ class ExpBlocks:
             np.exp(self.src[sl], out=self.dst[sl])
 
 
-def median_us(fn, reps, warmup=200):
-    for _ in range(warmup):
-        fn()
-    ts = []
-    for _ in range(reps):
-        t0 = time.perf_counter_ns()
-        fn()
-        ts.append(time.perf_counter_ns() - t0)
-    return statistics.median(ts) / 1e3
-
-
-def interleaved_medians_us(fns, reps, warmup=3):
-    """Median time of each fn, measured in turns so machine noise hits all of them alike."""
-    for fn in fns:
-        for _ in range(warmup):
-            fn()
-    ts = [[] for _ in fns]
-    for _ in range(reps):
-        for t, fn in zip(ts, fns):
-            t0 = time.perf_counter_ns()
-            fn()
-            t.append(time.perf_counter_ns() - t0)
-    return [statistics.median(t) / 1e3 for t in ts]
+def median_us(fn, reps):
+    return median(fn, reps, warmup=200) * 1e6
 
 
 def queue_round_trip_us(reps):
@@ -116,7 +101,8 @@ def main(argv=None):
         tag = "aggregation on" if optimize else "ASCEND_LAUNCH_TASK_OPTIMIZE=0"
         for bd in (1, 8):
             us = median_us(lambda: (rt.launch(empty, bd, (), s), s.synchronize()), args.reps)
-            goal = ("goal <= 30 us: " + ("met" if us <= 30 else "MISSED")) if bd == 8 and optimize else ""
+            goal = (("goal <= 30 us: " + ("met" if us <= 30 else "MISSED"))
+                    if bd == 8 and optimize else "")
             rows.append((f"launch+sync empty, block_dim {bd}, {tag}", us, goal))
         if optimize:
             os.environ["ASCEND_EMU_SYNC_ASSIST"] = "0"
@@ -142,17 +128,18 @@ def main(argv=None):
         t.start()
         k.run_blocks(0, 1, 2, ())
         t.join()
-    t_np, t_thr, t1, t2 = interleaved_medians_us(
+    t_np, t_thr, t1, t2 = (t * 1e6 for t in interleaved_medians(
         [lambda: np.exp(k.src, out=k.dst), two_threads,
          lambda: (rt.launch(k, 1, (), s), s.synchronize()),
-         lambda: (rt.launch(k, 2, (), s), s.synchronize())], max(21, args.reps // 100))
+         lambda: (rt.launch(k, 2, (), s), s.synchronize())], max(21, args.reps // 100), warmup=3))
     rows.append((f"numpy exp {args.exp_elements} f64, main thread (peer)", t_np, ""))
     rows.append(("same exp split over 2 plain threads (peer)", t_thr,
                  f"{t_np / t_thr:.2f}x: what this machine allows now"))
     rows.append(("nogil binary, block_dim 1, 2 cores", t1, f"{t_np / t1:.2f}x numpy"))
     speedup = t1 / t2
     rows.append(("nogil binary, block_dim 2, 2 cores", t2,
-                 f"{speedup:.2f}x block_dim 1 (goal >= 1.8x: {'met' if speedup >= 1.8 else 'MISSED'})"))
+                 f"{speedup:.2f}x block_dim 1 "
+                 f"(goal >= 1.8x: {'met' if speedup >= 1.8 else 'MISSED'})"))
     L.set_core_count()
 
     w = max(len(r[0]) for r in rows)

@@ -1,24 +1,21 @@
 """Runtime memory: pool malloc+free latency and memcpy bandwidth next to numpy's copy.
 
-    python bench/rt_memory.py [--repeats 7] [--sizes 1M,64M,256M]
+    python -m bench.rt_memory [--repeats 7] [--sizes 1M,64M,256M]
 
-Goal (issue 2 §8): pool malloc+free of 1 MiB <= 5 us median. Copies are reported in GB/s next to
-``np.copyto`` of the same bytes between two host arrays, measured in the same run (ratio = rt/numpy).
+Goal (issue 2 §8): pool malloc+free of 1 MiB <= 5 us median. Copies are reported in GB/s next
+to ``np.copyto`` of the same bytes between two host arrays, measured in the same run
+(ratio = rt/numpy).
 Every number is the median of `--repeats` runs; buffers are touched once before timing.
 """
 from __future__ import annotations
 
 import argparse
-import statistics
-import sys
-import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import rt  # noqa: E402
-from rt import memory as M  # noqa: E402
+import rt
+from bench._timing import median
+from rt import memory as M
 
 K = rt.MemcpyKind
 
@@ -31,14 +28,7 @@ def parse_size(text: str) -> int:
 
 def median_time(fn, inner: int, repeats: int) -> float:
     """Median seconds per call of `fn` over `repeats` batches of `inner` calls."""
-    fn()
-    out = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        for _ in range(inner):
-            fn()
-        out.append((time.perf_counter() - t0) / inner)
-    return statistics.median(out)
+    return median(fn, repeats, warmup=1, inner=inner)
 
 
 def bench_pool(repeats: int) -> list[tuple]:

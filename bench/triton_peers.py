@@ -26,6 +26,8 @@ import time
 
 import numpy as np
 
+from bench._timing import interleaved_medians
+
 _TRITON = None  # (triton, tl, kernels namespace) once loaded
 
 
@@ -141,18 +143,6 @@ def triton_flash_attention(q, k, v, *, causal=False, scale=None, block_m=64, blo
     return out.numpy().reshape(b, n, s, d)
 
 
-def median_s_interleaved(fns, repeats):
-    """Median seconds of each fn, timed alternately (a, b, a, b, ...) so that load from other
-    processes that changes over time affects both sides of a ratio alike."""
-    ts = [[] for _ in fns]
-    for _ in range(repeats):
-        for fn, t_list in zip(fns, ts):
-            t = time.perf_counter()
-            fn()
-            t_list.append(time.perf_counter() - t)
-    return [float(np.median(t_list)) for t_list in ts]
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -195,8 +185,8 @@ def main(argv=None) -> int:
         zt = triton_add(x, y)
         np.testing.assert_array_equal(zt, ref)
         print(f"add n={a.n} fp32: both exact vs numpy; our first call {first:.2f} s")
-        t_ours, t_tri = median_s_interleaved([lambda: add(x, y), lambda: triton_add(x, y)],
-                                             a.repeats)
+        t_ours, t_tri = interleaved_medians([lambda: add(x, y), lambda: triton_add(x, y)],
+                                            a.repeats, warmup=0)
         rows += [("add", "kernels.add.add (numpy in/out)", t_ours, None),
                  ("add", "Triton add_kernel, interpreter", t_tri, t_tri / t_ours)]
 
@@ -217,10 +207,10 @@ def main(argv=None) -> int:
         print(f"FA BNSD {shape} fp32 causal={a.causal}: max |err| vs float64 numpy: ours "
               f"{err_ours:.2e}, Triton {err_tri:.2e} (rtol, atol {tol}); our first call "
               f"{first:.2f} s")
-        t_ours, t_tri = median_s_interleaved(
+        t_ours, t_tri = interleaved_medians(
             [lambda: flash_attention(q, k, v, layout="BNSD", causal=a.causal),
              lambda: triton_flash_attention(q, k, v, causal=a.causal, block_m=a.block_m,
-                                            block_n=a.block_n)], a.repeats)
+                                            block_n=a.block_n)], a.repeats, warmup=0)
         rows += [("fa", "kernels.flash_attention (numpy in/out)", t_ours, None),
                  ("fa", f"Triton FA fwd {a.block_m}x{a.block_n}, interpreter", t_tri,
                   t_tri / t_ours)]

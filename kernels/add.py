@@ -11,8 +11,6 @@ import numpy as np
 
 import ascendc as asc
 import rt
-from ascendc.jit import ensure_device
-from rt.launch import default_core_count
 
 from ._host import ceil_div, empty_like, is_device, round_up
 
@@ -38,7 +36,7 @@ def add_tiling(total: int, dtype, block_dim: int | None = None, soc=None) -> Add
     soc = soc or rt.get_soc()
     isz = np.dtype(dtype).itemsize
     align = 32 // isz
-    cores = block_dim or min(default_core_count(), ceil_div(total, 4096))
+    cores = block_dim or min(rt.default_core_count(), ceil_div(total, 4096))
     cores = max(1, min(cores, ceil_div(total, align)))
     per_core = round_up(ceil_div(total, cores), align)
     cores = ceil_div(total, per_core)
@@ -125,7 +123,7 @@ def add(x, y, *, stream=None, tiling: AddTiling | None = None, **launch_options)
         z = empty_like(x)
         launch(x, y, z, t.total, t.per_core, t.tile, **launch_options)
         return z
-    ensure_device()
+    rt.ensure_device()
     bufs = []
     try:
         for a in (x, y):

@@ -19,19 +19,76 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 import ascendc as asc
 import rt
-from ascendc.jit import ensure_device
-from ascendc.lang.dtypes import BFLOAT16
 
 from ._host import ceil_div, is_device, round_up
 
 LAYOUTS = ("BNSD", "BSND", "BSH")
 NEG_INF = -math.inf
-CALC_PER_ROW = 77   # f32 UB scratch per S1 row besides O: m, l, alpha, m_new, row max/sum, 64 + 8
+
+
+class FlashAttentionBuffers(NamedTuple):
+    """Bytes of every on-chip buffer of `flash_attention_kernel` and byte offsets of the views
+    carved out of the shared ones, worked out on the host from the tiling (see
+    `flash_attention_buffers`). The kernel gets it as one ConstExpr and unpacks it in this field
+    order; `FlashAttentionTiling.validate` checks the same numbers against the SoC."""
+    q_l1: int           # A1 queue: the Q tile (NZ)
+    kv_l1: int          # B1 queue: a K block or a V chunk (NZ)
+    p_l1: int           # A1 queue: a P chunk (NZ)
+    s_ub: int           # VECIN queue: the f32 score tile S
+    o_ub: int           # VECIN queue: the f32 O part of one S2 block
+    l0a: int            # A2: Q (ZZ), then a P chunk
+    l0b: int            # B2: K^T or a V chunk
+    l0c: int            # CO1: S, then the O part
+    calc: int           # VECCALC: the views below
+    p_l0a: int          # offset of the P chunk in L0A
+    o_l0c: int          # offset of the O part in L0C
+    acc_ub: int         # offsets in VECCALC: the f32 O accumulator (S1 block x D),
+    m_ub: int           #   the running row max m,
+    l_ub: int           #   the running row sum l,
+    alpha_ub: int       #   alpha = exp(m_old - m_new),
+    mnew_ub: int        #   m_new,
+    rowred_ub: int      #   a row max or row sum,
+    fold_ub: int        #   the rows x 64 fold buffer of the row reductions,
+    brcb_ub: int        #   a per-row value broadcast to 8 lanes by brcb,
+    p16_ub: int         #   P in the input dtype (16-bit inputs only: 0 bytes for fp32),
+    o16_ub: int         #   O in the input dtype (16-bit inputs only)
+    ws_block: int       # f32 GM workspace elements per block: the S tile, then the O part
+    wsp_block: int      # GM workspace elements (input dtype) per block: P
+
+
+def _end_to_end(sizes):
+    """Byte offsets of buffers laid end to end, and their total size."""
+    offsets, pos = [], 0
+    for nbytes in sizes:
+        offsets.append(pos)
+        pos += nbytes
+    return offsets, pos
+
+
+def flash_attention_buffers(tiling, d: int, itemsize: int) -> FlashAttentionBuffers:
+    """The kernel's buffer sizes and view offsets for `tiling`, head dim `d`, input itemsize."""
+    s1b, s2b, kc = tiling.s1_block, tiling.s2_block, tiling.kv_chunk
+    f32 = 4
+    low = itemsize < 4          # 16-bit copies of P and O exist only for 16-bit inputs
+    row = s1b * f32             # one f32 per S1 row
+    (acc_ub, m_ub, l_ub, alpha_ub, mnew_ub, rowred_ub, fold_ub, brcb_ub, p16_ub, o16_ub), calc = \
+        _end_to_end((s1b * d * f32, row, row, row, row, row, 64 * row, 8 * row,
+                     s1b * s2b * itemsize if low else 0, s1b * d * itemsize if low else 0))
+    return FlashAttentionBuffers(
+        q_l1=s1b * d * itemsize, kv_l1=max(s2b * d, kc * d) * itemsize, p_l1=s1b * kc * itemsize,
+        s_ub=s1b * s2b * f32, o_ub=s1b * d * f32,
+        l0a=(s1b * d + s1b * kc) * itemsize, l0b=max(d * s2b, kc * d) * itemsize,
+        l0c=(s1b * s2b + s1b * d) * f32, calc=calc,
+        p_l0a=s1b * d * itemsize, o_l0c=s1b * s2b * f32,
+        acc_ub=acc_ub, m_ub=m_ub, l_ub=l_ub, alpha_ub=alpha_ub, mnew_ub=mnew_ub,
+        rowred_ub=rowred_ub, fold_ub=fold_ub, brcb_ub=brcb_ub, p16_ub=p16_ub, o16_ub=o16_ub,
+        ws_block=s1b * s2b + s1b * d, wsp_block=s1b * s2b)
 
 
 @dataclass(frozen=True)
@@ -56,16 +113,14 @@ class FlashAttentionTiling:
         if self.kv_chunk > self.s2_block:
             raise ValueError(f"FlashAttentionTiling: kv_chunk must be <= s2_block, got "
                              f"kv_chunk={self.kv_chunk} s2_block={self.s2_block}")
+        b = flash_attention_buffers(self, d, itemsize)
         need = {
-            "L0A": (self.s1_block * d + self.s1_block * self.kv_chunk) * itemsize,
-            "L0B": max(d * self.s2_block, self.kv_chunk * d) * itemsize,
-            "L0C": (self.s1_block * self.s2_block + self.s1_block * d) * 4,
-            "UB": (self.s1_block * self.s2_block * 4 + self.s1_block * d * 4      # sin, oin
-                   + self.s1_block * (d + CALC_PER_ROW) * 4                          # calc
-                   + ((self.s1_block * self.s2_block + self.s1_block * d) * itemsize
-                      if itemsize < 4 else 0)),
-            "L1": (self.s1_block * d + self.s2_block * d + self.s1_block * self.kv_chunk
-                   + self.kv_chunk * d) * itemsize,
+            "L0A": b.l0a,
+            "L0B": b.l0b,
+            "L0C": b.l0c,
+            "UB": b.s_ub + b.o_ub + b.calc,
+            # the queues, plus room for a V chunk next to a K block (the check always kept it)
+            "L1": b.q_l1 + b.kv_l1 + b.p_l1 + self.kv_chunk * d * itemsize,
         }
         for level, nbytes in need.items():
             if nbytes > soc.capacity(level):
@@ -93,11 +148,15 @@ def flash_attention_tiling(d: int, dtype, s1: int, s2: int, soc=None) -> FlashAt
     raise ValueError(f"flash_attention: no tiling fits the SoC for D={d}, dtype={np.dtype(dtype)}")
 
 
+# ---- kernel helpers ------------------------------------------------------------------------------
+
 @asc.jit
 def _load_rows_nz(que, g, rows, cols, row_stride, strip_rows, dtype):
     """GM (rows x cols, row stride) -> L1 NZ with `strip_rows` rows per C0 strip; dequeued."""
     t = que.alloc_tensor(dtype)
-    asc.data_copy(t, g, asc.Nd2NzParams(1, rows, cols, 0, row_stride, strip_rows, 1, 0))
+    asc.data_copy(t, g, asc.Nd2NzParams(nd_num=1, n_value=rows, d_value=cols,
+                                        src_d_value=row_stride, dst_nz_c0_stride=strip_rows,
+                                        dst_nz_n_stride=1))
     que.enque(t)
     return que.deque(dtype)
 
@@ -107,7 +166,7 @@ def _nz_to_zz(a2, a1, rows16, kpad, c0):
     """L1 NZ (strips of rows16*16 rows) -> L0A ZZ, one 16-row block per load."""
     for r in range(rows16):
         asc.load_data(a2[r * 16 * kpad:], a1[r * 16 * c0:],
-                      asc.LoadData2DParams(0, kpad // c0, rows16, 0, 0, False, 0))
+                      asc.LoadData2DParams(repeat_times=kpad // c0, src_stride=rows16))
 
 
 @asc.jit
@@ -119,14 +178,15 @@ def _row_reduce(dst, red, src, rows, cols, row_stride, is_max):
     first = 64
     if cols >= 128:     # red = chunk 0 (op) chunk 1, both full
         first = 128
+        p = asc.BinaryRepeatParams(src0_rep_stride=rs, src1_rep_stride=rs)
         if is_max:
-            asc.max(red, src, src[64:], 64, rows, asc.BinaryRepeatParams(1, 1, 1, 8, rs, rs))
+            asc.max(red, src, src[64:], 64, rows, p)
         else:
-            asc.add(red, src, src[64:], 64, rows, asc.BinaryRepeatParams(1, 1, 1, 8, rs, rs))
+            asc.add(red, src, src[64:], 64, rows, p)
     else:               # red = chunk 0
-        asc.muls(red, src, 1.0, w0, rows, asc.UnaryRepeatParams(1, 1, 8, rs))
+        asc.muls(red, src, 1.0, w0, rows, asc.UnaryRepeatParams(src_rep_stride=rs))
     for c in range(first, cols, 64):
-        p = asc.BinaryRepeatParams(1, 1, 1, 8, 8, rs)
+        p = asc.BinaryRepeatParams(src1_rep_stride=rs)
         if is_max:
             asc.max(red, red, src[c:], min(64, cols - c), rows, p)
         else:
@@ -140,9 +200,10 @@ def _row_reduce(dst, red, src, rows, cols, row_stride, is_max):
 @asc.jit
 def _scale_rows(acc, bc, factors, rows, d, divide):
     """acc[r, :] *= factors[r] (or /=), the factor broadcast to 32 B blocks by brcb."""
-    asc.brcb(bc, factors, (rows + 7) // 8, asc.BrcbRepeatParams(1, 8))
+    asc.brcb(bc, factors, (rows + 7) // 8, asc.BrcbRepeatParams(dst_blk_stride=1, dst_rep_stride=8))
     for c in range(0, d, 64):
-        p = asc.BinaryRepeatParams(1, 1, 0, d // 8, d // 8, 1)
+        p = asc.BinaryRepeatParams(src1_blk_stride=0, dst_rep_stride=d // 8,
+                                   src0_rep_stride=d // 8, src1_rep_stride=1)
         if divide:
             asc.div(acc[c:], acc[c:], bc, min(64, d - c), rows, p)
         else:
@@ -155,57 +216,59 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
                            ssum: asc.GlobalAddress, ws: asc.GlobalAddress, wsp: asc.GlobalAddress,
                            n_heads: int, kv_heads: int, s1: int, s2: int, scale: float,
                            q_row: int, q_head: int, q_batch: int,
-                           kv_row: int, kv_head: int, kv_batch: int,
-                           o_row: int, o_head: int, o_batch: int, tiles: int,
+                           kv_row: int, kv_head: int, kv_batch: int, tiles: int,
                            D: asc.ConstExpr[int], S1B: asc.ConstExpr[int],
                            S2B: asc.ConstExpr[int], KC: asc.ConstExpr[int],
                            CAUSAL: asc.ConstExpr[bool], LOWP: asc.ConstExpr[bool],
-                           C0: asc.ConstExpr[int]):
+                           C0: asc.ConstExpr[int], BUF: asc.ConstExpr[tuple]):
+    """Strides are in elements per row, head and batch (out has q's layout, so q's strides);
+    BUF is `flash_attention_buffers(...)`, unpacked in its field order."""
+    (q_l1, kv_l1, p_l1, s_ub, o_ub, l0a, l0b, l0c, calc, p_l0a, o_l0c, acc_ub, m_ub, l_ub,
+     alpha_ub, mnew_ub, rowred_ub, fold_ub, brcb_ub, p16_ub, o16_ub, ws_block, wsp_block) = BUF
     pipe = asc.TPipe()
     qa1 = asc.TQue(asc.TPosition.A1, 1)
     qb1 = asc.TQue(asc.TPosition.B1, 1)
     pa1 = asc.TQue(asc.TPosition.A1, 1)
     sin = asc.TQue(asc.TPosition.VECIN, 1)
     oin = asc.TQue(asc.TPosition.VECIN, 1)
-    l0a = asc.TBuf(asc.TPosition.A2)
-    l0b = asc.TBuf(asc.TPosition.B2)
-    l0c = asc.TBuf(asc.TPosition.CO1)
-    calc = asc.TBuf(asc.TPosition.VECCALC)
-    isz = q.dtype.sizeof()
-    pipe.init_buffer(qa1, 1, S1B * D * isz)
-    pipe.init_buffer(qb1, 1, max(S2B * D, KC * D) * isz)
-    pipe.init_buffer(pa1, 1, S1B * KC * isz)
-    pipe.init_buffer(sin, 1, S1B * S2B * 4)
-    pipe.init_buffer(oin, 1, S1B * D * 4)
-    pipe.init_buffer(l0a, (S1B * D + S1B * KC) * isz)
-    pipe.init_buffer(l0b, max(D * S2B, KC * D) * isz)
-    pipe.init_buffer(l0c, (S1B * S2B + S1B * D) * 4)
+    l0a_buf = asc.TBuf(asc.TPosition.A2)
+    l0b_buf = asc.TBuf(asc.TPosition.B2)
+    l0c_buf = asc.TBuf(asc.TPosition.CO1)
+    calc_buf = asc.TBuf(asc.TPosition.VECCALC)
+    pipe.init_buffer(qa1, 1, q_l1)
+    pipe.init_buffer(qb1, 1, kv_l1)
+    pipe.init_buffer(pa1, 1, p_l1)
+    pipe.init_buffer(sin, 1, s_ub)
+    pipe.init_buffer(oin, 1, o_ub)
+    pipe.init_buffer(l0a_buf, l0a)
+    pipe.init_buffer(l0b_buf, l0b)
+    pipe.init_buffer(l0c_buf, l0c)
+    pipe.init_buffer(calc_buf, calc)
+    qa2 = l0a_buf.get_with_offset(S1B * D, 0, q.dtype)
+    pa2 = l0a_buf.get_with_offset(S1B * KC, p_l0a, q.dtype)
+    bl0 = l0b_buf.get(q.dtype)
+    sc = l0c_buf.get_with_offset(S1B * S2B, 0, asc.float32)
+    oc = l0c_buf.get_with_offset(S1B * D, o_l0c, asc.float32)
+    oacc = calc_buf.get_with_offset(S1B * D, acc_ub, asc.float32)
+    row_m = calc_buf.get_with_offset(S1B, m_ub, asc.float32)
+    row_l = calc_buf.get_with_offset(S1B, l_ub, asc.float32)
+    row_a = calc_buf.get_with_offset(S1B, alpha_ub, asc.float32)
+    mnew = calc_buf.get_with_offset(S1B, mnew_ub, asc.float32)
+    rowred = calc_buf.get_with_offset(S1B, rowred_ub, asc.float32)
+    fold = calc_buf.get_with_offset(S1B * 64, fold_ub, asc.float32)
+    bc = calc_buf.get_with_offset(S1B * 8, brcb_ub, asc.float32)
     p_low = 0       # 16-bit copies of P and O exist only for 16-bit inputs
     o_low = 0
     if LOWP:
         p_low = S1B * S2B
         o_low = S1B * D
-    pipe.init_buffer(calc, S1B * (D + CALC_PER_ROW) * 4 + (p_low + o_low) * isz)
-    qa2 = l0a.get_with_offset(S1B * D, 0, q.dtype)
-    pa2 = l0a.get_with_offset(S1B * KC, S1B * D * isz, q.dtype)
-    bl0 = l0b.get(q.dtype)
-    sc = l0c.get_with_offset(S1B * S2B, 0, asc.float32)
-    oc = l0c.get_with_offset(S1B * D, S1B * S2B * 4, asc.float32)
-    # calc: O accumulator, five per-row vectors, a rows x 64 fold buffer, a brcb buffer
-    oacc = calc.get_with_offset(S1B * D, 0, asc.float32)
-    row_m = calc.get_with_offset(S1B, S1B * D * 4, asc.float32)
-    row_l = calc.get_with_offset(S1B, S1B * (D + 1) * 4, asc.float32)
-    row_a = calc.get_with_offset(S1B, S1B * (D + 2) * 4, asc.float32)
-    mnew = calc.get_with_offset(S1B, S1B * (D + 3) * 4, asc.float32)
-    rmax = calc.get_with_offset(S1B, S1B * (D + 4) * 4, asc.float32)
-    red = calc.get_with_offset(S1B * 64, S1B * (D + 5) * 4, asc.float32)
-    bc = calc.get_with_offset(S1B * 8, S1B * (D + 69) * 4, asc.float32)
-    plow = calc.get_with_offset(p_low, S1B * (D + CALC_PER_ROW) * 4, q.dtype)
-    olow = calc.get_with_offset(o_low, S1B * (D + CALC_PER_ROW) * 4 + p_low * isz, q.dtype)
+    plow = calc_buf.get_with_offset(p_low, p16_ub, q.dtype)
+    olow = calc_buf.get_with_offset(o_low, o16_ub, q.dtype)
+    isz = q.dtype.sizeof()
     wsg = asc.GlobalTensor()
-    wsg.set_global_buffer(ws + asc.get_block_idx() * (S1B * S2B + S1B * D), S1B * S2B + S1B * D)
+    wsg.set_global_buffer(ws + asc.get_block_idx() * ws_block, ws_block)
     wpg = asc.GlobalTensor()
-    wpg.set_global_buffer(wsp + asc.get_block_idx() * (S1B * S2B), S1B * S2B)
+    wpg.set_global_buffer(wsp + asc.get_block_idx() * wsp_block, wsp_block)
     n_s1 = (s1 + S1B - 1) // S1B
     group = n_heads // kv_heads
     for t in range(asc.get_block_idx(), tiles, asc.get_block_num()):
@@ -214,10 +277,11 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
         s1_0 = (t % n_s1) * S1B
         m = min(S1B, s1 - s1_0)
         m16 = (m + 15) // 16 * 16
-        kvh = n // group
+        q_off = b * q_batch + n * q_head + s1_0 * q_row     # also O's: out has q's layout
+        kv_base = b * kv_batch + (n // group) * kv_head
+        # ---- load Q: GM -> L1 (Nd2Nz) -> L0A (ZZ) --------------------------------------------
         qg = asc.GlobalTensor()
-        qg.set_global_buffer(q + (b * q_batch + n * q_head + s1_0 * q_row), (m - 1) * q_row + D)
-        kv_base = b * kv_batch + kvh * kv_head
+        qg.set_global_buffer(q + q_off, (m - 1) * q_row + D)
         q1 = _load_rows_nz(qa1, qg, m, D, q_row, m16, q.dtype)
         _nz_to_zz(qa2, q1, m16 // 16, D, C0)
         qa1.free_tensor(q1)
@@ -231,17 +295,16 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
             s2_0 = j * S2B
             n2 = min(S2B, s2 - s2_0)
             n16 = (n2 + 15) // 16 * 16
-            # ---- cube: S = Q K^T -------------------------------------------------------------
+            # ---- cube: S = Q K^T -> GM workspace -----------------------------------------------
             kg = asc.GlobalTensor()
             kg.set_global_buffer(k + (kv_base + s2_0 * kv_row), (n2 - 1) * kv_row + D)
             k1 = _load_rows_nz(qb1, kg, n2, D, kv_row, n16, k.dtype)
-            asc.load_data(bl0, k1, asc.LoadData2DParams(0, (D // C0) * (n16 // 16), 1, 0, 0,
-                                                        False, 0))
+            asc.load_data(bl0, k1, asc.LoadData2DParams(repeat_times=(D // C0) * (n16 // 16),
+                                                        src_stride=1))
             qb1.free_tensor(k1)
-            asc.mmad(sc, qa2, bl0, asc.MmadParams(m, n2, D, False, 0, False, False, False, 0,
-                                                  False, False, True))
-            asc.fixpipe(wsg, sc, asc.FixpipeParamsV220(n2, m, m16, S2B, 0, 0, 1, 0, 0, False,
-                                                       0, False))
+            asc.mmad(sc, qa2, bl0, asc.MmadParams(m=m, n=n2, k=D, cmatrix_init_val=True))
+            asc.fixpipe(wsg, sc, asc.FixpipeParamsV220(n_size=n2, m_size=m, src_stride=m16,
+                                                       dst_stride=S2B))
             # ---- vector: online softmax on S, whole-tile ops (rows are repeats) -------------
             su = sin.alloc_tensor(asc.float32)
             asc.data_copy(su, wsg, m * S2B)
@@ -254,18 +317,20 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
                         valid = max(0, min(n2, s1_0 + r - s2_0 + 1))
                         if valid < n2:
                             asc.duplicate(su[r * S2B + valid:], NEG_INF, n2 - valid)
-            _row_reduce(rmax, red, su, m, n2, S2B, True)
-            asc.max(mnew, row_m, rmax, m)
+            _row_reduce(rowred, fold, su, m, n2, S2B, True)
+            asc.max(mnew, row_m, rowred, m)
             asc.sub(row_a, row_m, mnew, m)          # alpha = exp(m_old - m_new)
             asc.exp(row_a, row_a, m)
-            asc.brcb(bc, mnew, (m + 7) // 8, asc.BrcbRepeatParams(1, 8))
+            asc.brcb(bc, mnew, (m + 7) // 8, asc.BrcbRepeatParams(dst_blk_stride=1,
+                                                                  dst_rep_stride=8))
             for c in range(0, n2, 64):
                 asc.sub(su[c:], su[c:], bc, min(64, n2 - c), m,
-                        asc.BinaryRepeatParams(1, 1, 0, S2B // 8, S2B // 8, 1))
+                        asc.BinaryRepeatParams(src1_blk_stride=0, dst_rep_stride=S2B // 8,
+                                               src0_rep_stride=S2B // 8, src1_rep_stride=1))
             asc.exp(su, su, m * S2B)
-            _row_reduce(rmax, red, su, m, n2, S2B, False)
+            _row_reduce(rowred, fold, su, m, n2, S2B, False)
             asc.mul(row_l, row_l, row_a, m)         # l = l * alpha + rowsum(P)
-            asc.add(row_l, row_l, rmax, m)
+            asc.add(row_l, row_l, rowred, m)
             asc.muls(row_m, mnew, 1.0, m)
             if LOWP:
                 asc.cast(plow, su, asc.RoundMode.CAST_RINT, m * S2B)
@@ -274,37 +339,47 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
                 asc.data_copy(wpg, su, m * S2B)
             sin.free_tensor(su)
             # ---- cube: O_part = P V, K-chunked through L0A ------------------------------------
-            for c0 in range(0, n2, KC):
-                kk = min(KC, n2 - c0)
+            for p0 in range(0, n2, KC):
+                kk = min(KC, n2 - p0)
                 kpad = (kk + C0 - 1) // C0 * C0
-                p1 = _load_rows_nz(pa1, wpg[c0:], m, kk, S2B, m16, q.dtype)
+                p1 = _load_rows_nz(pa1, wpg[p0:], m, kk, S2B, m16, q.dtype)
                 _nz_to_zz(pa2, p1, m16 // 16, kpad, C0)
                 pa1.free_tensor(p1)
                 vg = asc.GlobalTensor()
-                vg.set_global_buffer(v + (kv_base + (s2_0 + c0) * kv_row), (kk - 1) * kv_row + D)
+                vg.set_global_buffer(v + (kv_base + (s2_0 + p0) * kv_row), (kk - 1) * kv_row + D)
                 v1 = qb1.alloc_tensor(v.dtype)
-                if LOWP:
+                if LOWP:    # 16 x 16 fractals
                     k16 = (kk + 15) // 16 * 16
-                    asc.data_copy(v1, vg, asc.Nd2NzParams(1, kk, D, 0, kv_row, k16, 1, 0))
+                    asc.data_copy(v1, vg, asc.Nd2NzParams(nd_num=1, n_value=kk, d_value=D,
+                                                          src_d_value=kv_row,
+                                                          dst_nz_c0_stride=k16,
+                                                          dst_nz_n_stride=1))
                     qb1.enque(v1)
                     v1 = qb1.deque(v.dtype)
                     for kb in range(k16 // 16):
                         asc.load_data(bl0[kb * 16 * D:], v1[kb * 256:],
-                                      asc.LoadData2DParams(0, D // 16, k16 // 16, 0, 0, True, 0))
-                else:
+                                      asc.LoadData2DParams(repeat_times=D // 16,
+                                                           src_stride=k16 // 16,
+                                                           if_transpose=True))
+                else:       # fp32: 16-column matrices of 8-row fractals
                     k8 = (kk + 7) // 8 * 8
-                    asc.data_copy(v1, vg, asc.Nd2NzParams(D // 16, kk, 16, 16, kv_row, 1, 2,
-                                                          k8 * 16))
+                    asc.data_copy(v1, vg, asc.Nd2NzParams(nd_num=D // 16, n_value=kk,
+                                                          d_value=16, src_nd_matrix_stride=16,
+                                                          src_d_value=kv_row,
+                                                          dst_nz_c0_stride=1, dst_nz_n_stride=2,
+                                                          dst_nz_matrix_stride=k8 * 16))
                     qb1.enque(v1)
                     v1 = qb1.deque(v.dtype)
                     for kb in range(k8 // 8):
                         asc.load_data(bl0[kb * 8 * D:], v1[kb * 128:],
-                                      asc.LoadData2DParams(0, D // 16, k8 // 8, 0, 0, True, 0))
+                                      asc.LoadData2DParams(repeat_times=D // 16,
+                                                           src_stride=k8 // 8,
+                                                           if_transpose=True))
                 qb1.free_tensor(v1)
-                asc.mmad(oc, pa2, bl0, asc.MmadParams(m, D, kk, False, 0, False, False, False, 0,
-                                                      False, False, c0 == 0))
-            asc.fixpipe(wsg[S1B * S2B:], oc, asc.FixpipeParamsV220(D, m, m16, D, 0, 0, 1, 0, 0,
-                                                                   False, 0, False))
+                asc.mmad(oc, pa2, bl0, asc.MmadParams(m=m, n=D, k=kk, cmatrix_init_val=p0 == 0))
+            # ---- vector: O = O * alpha + O_part ------------------------------------------------
+            asc.fixpipe(wsg[S1B * S2B:], oc, asc.FixpipeParamsV220(n_size=D, m_size=m,
+                                                                   src_stride=m16, dst_stride=D))
             ou = oin.alloc_tensor(asc.float32)
             asc.data_copy(ou, wsg[S1B * S2B:], m * D)
             oin.enque(ou)
@@ -314,20 +389,22 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
             oin.free_tensor(ou)
         # ---- epilogue: O / l (deferred division), stats ------------------------------------------
         og = asc.GlobalTensor()
-        og.set_global_buffer(out + (b * o_batch + n * o_head + s1_0 * o_row), (m - 1) * o_row + D)
-        st_base = (b * n_heads + n) * s1 + s1_0
+        og.set_global_buffer(out + q_off, (m - 1) * q_row + D)
+        st_off = (b * n_heads + n) * s1 + s1_0
         mg = asc.GlobalTensor()
-        mg.set_global_buffer(smax + st_base, m)
+        mg.set_global_buffer(smax + st_off, m)
         lg = asc.GlobalTensor()
-        lg.set_global_buffer(ssum + st_base, m)
+        lg.set_global_buffer(ssum + st_off, m)
         _scale_rows(oacc, bc, row_l, m, D, True)
-        asc.data_copy_pad(mg, row_m, asc.DataCopyExtParams(1, m * 4, 0, 0, 0))
-        asc.data_copy_pad(lg, row_l, asc.DataCopyExtParams(1, m * 4, 0, 0, 0))
+        asc.data_copy_pad(mg, row_m, asc.DataCopyExtParams(block_count=1, block_len=m * 4))
+        asc.data_copy_pad(lg, row_l, asc.DataCopyExtParams(block_count=1, block_len=m * 4))
         if LOWP:
             asc.cast(olow, oacc, asc.RoundMode.CAST_RINT, m * D)
-            asc.data_copy_pad(og, olow, asc.DataCopyExtParams(m, D * isz, 0, (o_row - D) * isz, 0))
+            asc.data_copy_pad(og, olow, asc.DataCopyExtParams(block_count=m, block_len=D * isz,
+                                                              dst_stride=(q_row - D) * isz))
         else:
-            asc.data_copy_pad(og, oacc, asc.DataCopyExtParams(m, D * 4, 0, (o_row - D) * 4, 0))
+            asc.data_copy_pad(og, oacc, asc.DataCopyExtParams(block_count=m, block_len=D * 4,
+                                                              dst_stride=(q_row - D) * 4))
 
 
 def _strides(layout, shape, heads):
@@ -355,11 +432,12 @@ def flash_attention_with_stats(q, k, v, *, layout="BNSD", head_num=None, scale=N
     float32 (the real op broadcasts them to (B, N, S1, 8)). numpy in -> numpy out; rt.DeviceArray
     in -> DeviceArrays out, launched asynchronously on `stream`."""
     dev = is_device(q, k, v)
-    ensure_device()
+    rt.ensure_device()
     if q.dtype != k.dtype or q.dtype != v.dtype:
         raise ValueError(f"flash_attention: q, k, v must share a dtype, got {q.dtype}, {k.dtype}, "
                          f"{v.dtype}")
-    if np.dtype(q.dtype) not in (np.dtype(np.float32), np.dtype(np.float16), BFLOAT16):
+    if np.dtype(q.dtype) not in (np.dtype(np.float32), np.dtype(np.float16),
+                                 np.dtype(asc.bfloat16.numpy)):
         raise ValueError(f"flash_attention: dtype must be float32, float16 or bfloat16, got "
                          f"dtype={q.dtype}")
     kv_heads_bsh = kv_head_num or head_num
@@ -384,16 +462,17 @@ def flash_attention_with_stats(q, k, v, *, layout="BNSD", head_num=None, scale=N
     ssum = alloc((B, N, S1), np.float32)
     # GM workspaces (scores, P, O part per block) stay on the device in both paths; the launch
     # keeps them alive until the kernel has run
-    ws = rt.device_empty((block_dim * (t.s1_block * t.s2_block + t.s1_block * D),), np.float32)
-    wsp = rt.device_empty((block_dim * t.s1_block * t.s2_block,), q.dtype)
-    args = [a if dev else np.ascontiguousarray(a).reshape(-1) for a in (q, k, v)]
-    outs = [out if dev else out.reshape(-1), smax if dev else smax.reshape(-1),
-            ssum if dev else ssum.reshape(-1)]
+    bufs = flash_attention_buffers(t, D, isz)
+    ws = rt.device_empty((block_dim * bufs.ws_block,), np.float32)
+    wsp = rt.device_empty((block_dim * bufs.wsp_block,), q.dtype)
+    gm = [a if dev else np.ascontiguousarray(a).reshape(-1) for a in (q, k, v)]
+    gm += [x if dev else x.reshape(-1) for x in (out, smax, ssum)] + [ws, wsp]
+    sizes = (N, NK, S1, S2)
+    strides = (*qs, *ks)    # elements per row, head and batch: q (and out), then k and v
+    consts = (D, t.s1_block, t.s2_block, t.kv_chunk, bool(causal), isz < 4, 32 // isz, bufs)
     launch = (flash_attention_kernel[block_dim, stream] if stream is not None
               else flash_attention_kernel[block_dim])
-    launch(*args, *outs, ws, wsp, N, NK, S1, S2, scale, *qs, *ks, *qs, tiles,
-           D, t.s1_block, t.s2_block, t.kv_chunk, bool(causal), isz < 4, 32 // isz,
-           **launch_options)
+    launch(*gm, *sizes, scale, *strides, tiles, *consts, **launch_options)
     return out, smax, ssum
 
 

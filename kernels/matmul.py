@@ -45,7 +45,7 @@ import numpy as np
 
 import ascendc as asc
 import rt
-from ascendc.adv.matmul import nd2nz_strips
+from ascendc.adv import nd2nz_strips
 
 from ._host import ceil_div, is_device
 

@@ -5,10 +5,10 @@ rmsnorm:   y = x / sqrt(mean(x^2) + eps) * gamma
 
 One kernel serves both (`rms` is a runtime flag: both share one compiled specialisation). Rows
 are spread over cores; fp16/bf16 are computed in fp32 in UB (cast in, cast out); gamma/beta are
-loaded once per core and cast to fp32. The tiling and the row helpers come from
-kernels/softmax.py: rows that fit UB move several at a time (each row 32-byte padded in UB by
-data_copy_pad, vector ops count exactly `cols`); longer rows take a chunked scheme (passes over
-GM: mean, variance, output; rmsnorm: sum of squares, output).
+loaded once per core and cast to fp32. The tiling comes from kernels/softmax.py, the row
+helpers from kernels/rows.py: rows that fit UB move several at a time (each row 32-byte padded
+in UB by data_copy_pad, vector ops count exactly `cols`); longer rows take a chunked scheme
+(passes over GM: mean, variance, output; rmsnorm: sum of squares, output).
 """
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ import numpy as np
 import ascendc as asc
 
 from ._host import empty_like, is_device
-from .softmax import (BUFFER_NUM, RowTiling, _load_rows, _scalar_of, _store_rows,
-                      check_rows_input, check_tiling_for, plan_rows)
+from .rows import load_rows, scalar_of, store_rows
+from .softmax import BUFFER_NUM, RowTiling, check_rows_input, check_tiling_for, plan_rows
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ def rmsnorm_tiling(rows: int, cols: int, dtype, block_dim=None, soc=None,
 @asc.jit
 def _cast_in(q, g, off, n, dst):
     """n fp16/bf16 elements g[off:] -> fp32 dst (through a VECIN buffer of q)."""
-    t = _load_rows(q, g, off, 1, n, 0)
+    t = load_rows(q, g, off, 1, n, 0)
     asc.cast(dst, t, asc.RoundMode.CAST_NONE, n)
     q.free_tensor(t)
 
@@ -69,7 +69,7 @@ def _cast_in(q, g, off, n, dst):
 @asc.jit
 def _copy_in(q, g, off, n, dst):
     """n fp32 elements g[off:] -> dst (through a VECIN buffer of q, then UB -> UB)."""
-    t = _load_rows(q, g, off, 1, n, 0)
+    t = load_rows(q, g, off, 1, n, 0)
     asc.data_copy(dst, t, (n + 7) // 8 * 8)
     q.free_tensor(t)
 
@@ -81,7 +81,7 @@ def _rstd(red, sq, tmp, n, inv_n, eps):
     asc.muls(red, red, inv_n, 1)
     asc.adds(red, red, eps, 1)
     asc.rsqrt(red, red, 1)
-    return _scalar_of(red)
+    return scalar_of(red)
 
 
 @asc.jit
@@ -98,7 +98,7 @@ def _norm_rows(dst, src, gam, bet, sq, red, tmp, nrows, cols, stride, eps, rms):
             asc.mul(d, d, gam, cols)
         else:
             asc.reduce_sum(red, s, tmp, cols)
-            mean = _scalar_of(red) * inv_n
+            mean = scalar_of(red) * inv_n
             asc.adds(d, s, -mean, cols)
             asc.mul(sq, d, d, cols)
             rstd = _rstd(red, sq, tmp, cols, inv_n, eps)
@@ -157,7 +157,7 @@ def norm_kernel(x: asc.GlobalAddress, gamma: asc.GlobalAddress, beta: asc.Global
     for t in range((nrows + tile_rows - 1) // tile_rows):
         r0 = t * tile_rows
         nr = min(tile_rows, nrows - r0)
-        xl = _load_rows(qx, xg, r0 * cols, nr, cols, 0)
+        xl = load_rows(qx, xg, r0 * cols, nr, cols, 0)
         yl = qy.alloc_tensor(y.dtype)
         if wide:
             n = (nr - 1) * stride + cols
@@ -168,7 +168,7 @@ def norm_kernel(x: asc.GlobalAddress, gamma: asc.GlobalAddress, beta: asc.Global
             _norm_rows(yl, xl, gam, bet, sq, red, tmp, nr, cols, stride, eps, rms)
         qx.free_tensor(xl)
         qy.enque(yl)
-        _store_rows(qy, yg, r0 * cols, nr, cols, 0)
+        store_rows(qy, yg, r0 * cols, nr, cols, 0)
 
 
 @asc.jit
@@ -217,7 +217,7 @@ def norm_long_kernel(x: asc.GlobalAddress, gamma: asc.GlobalAddress, beta: asc.G
             acc = 0.0
             for c in range(nch):
                 w = min(chunk, cols - c * chunk)
-                xl = _load_rows(qx, xg, base + c * chunk, 1, w, 0)
+                xl = load_rows(qx, xg, base + c * chunk, 1, w, 0)
                 if wide:
                     asc.cast(work, xl, asc.RoundMode.CAST_NONE, w)
                     asc.adds(work, work, -mean, w)
@@ -228,7 +228,7 @@ def norm_long_kernel(x: asc.GlobalAddress, gamma: asc.GlobalAddress, beta: asc.G
                     if p == 1:
                         asc.mul(work, work, work, w)
                     asc.reduce_sum(red, work, tmp, w)
-                    acc = acc + _scalar_of(red)
+                    acc = acc + scalar_of(red)
                     continue
                 asc.muls(work, work, rstd, w)
                 if wide:
@@ -248,13 +248,13 @@ def norm_long_kernel(x: asc.GlobalAddress, gamma: asc.GlobalAddress, beta: asc.G
                 else:
                     asc.data_copy(yl, work, (w + 7) // 8 * 8)
                 qy.enque(yl)
-                _store_rows(qy, yg, base + c * chunk, 1, w, 0)
+                store_rows(qy, yg, base + c * chunk, 1, w, 0)
             if p == 0:
                 mean = acc * inv_n
             elif p == 1:
                 asc.duplicate(red, acc * inv_n + eps, 8)
                 asc.rsqrt(red, red, 8)
-                rstd = _scalar_of(red)
+                rstd = scalar_of(red)
 
 
 # ---- host ----------------------------------------------------------------------------------------

@@ -8,8 +8,8 @@ in UB, computed in fp32 and cast back. Two schemes, picked by `softmax_tiling`:
 - long rows (a row does not fit UB next to its buffers): one row at a time in column chunks,
   three passes over GM (running max, sum of exponentials, output).
 
-The row helpers (`_load_rows`, `_store_rows`, `_scalar_of`) and the host side (`RowTiling`,
-`plan_rows`, `check_rows_input`, `check_tiling_for`) are shared with kernels/norm.py.
+The host side (`RowTiling`, `plan_rows`, `check_rows_input`, `check_tiling_for`) is shared with
+kernels/norm.py; so are the row helpers of kernels/rows.py.
 """
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ import numpy as np
 
 import ascendc as asc
 import rt
-from rt.launch import default_core_count
 
 from ._host import ceil_div, empty_like, is_device, round_up
+from .rows import load_rows, scalar_of, store_rows
 
 BUFFER_NUM = 2
 MAX_BLOCK_COUNT = 4095          # data_copy_pad block_count limit (rows per tile)
@@ -59,7 +59,7 @@ def reduce_tmp_elems(count: int) -> int:
 
 def split_rows(rows: int, work_per_row: int, block_dim: int | None) -> tuple[int, int]:
     """(block_dim, rows_per_core): contiguous row blocks, at least ~4K elements per core."""
-    cores = block_dim or min(default_core_count(), ceil_div(rows * work_per_row, 4096))
+    cores = block_dim or min(rt.default_core_count(), ceil_div(rows * work_per_row, 4096))
     cores = max(1, min(cores, rows))
     per_core = ceil_div(rows, cores)
     return ceil_div(rows, per_core), per_core
@@ -79,35 +79,7 @@ def fit_chunk(ub_bytes: int, per_col: int, fixed: int, isz: int) -> int:
     return max(64, min((ub_bytes - fixed) // per_col, TILE_BYTES // isz) // 64 * 64)
 
 
-# ---- kernel helpers (shared with norm.py) ------------------------------------------------------
-
-@asc.jit
-def _load_rows(q, g, off, nrows, width, gm_gap):
-    """CopyIn: `nrows` rows of `width` elements from g[off:] (rows `gm_gap` bytes apart after
-    their data), each row 32-byte padded in UB; returns the dequeued tensor."""
-    t = q.alloc_tensor(g.dtype)
-    asc.data_copy_pad(t, g[off:], asc.DataCopyExtParams(nrows, width * g.dtype.sizeof(), gm_gap,
-                                                        0, 0))
-    q.enque(t)
-    return q.deque(g.dtype)
-
-
-@asc.jit
-def _store_rows(q, g, off, nrows, width, gm_gap):
-    """CopyOut: dequeue a tensor of 32-byte-padded rows and write `nrows` x `width` to g[off:]."""
-    t = q.deque(g.dtype)
-    asc.data_copy_pad(g[off:], t, asc.DataCopyExtParams(nrows, width * g.dtype.sizeof(), 0,
-                                                        gm_gap, 0))
-    q.free_tensor(t)
-
-
-@asc.jit
-def _scalar_of(red):
-    """red[0] as a scalar once the vector pipe has written it (V -> S synchronisation)."""
-    asc.set_flag(asc.HardEvent.V_S, 0)
-    asc.wait_flag(asc.HardEvent.V_S, 0)
-    return red.get_value(0)
-
+# ---- kernel helpers ------------------------------------------------------------------------------
 
 @asc.jit
 def _softmax_rows(dst, src, red, tmp, nrows, cols, stride):
@@ -116,11 +88,11 @@ def _softmax_rows(dst, src, red, tmp, nrows, cols, stride):
         s = src[r * stride:]
         d = dst[r * stride:]
         asc.reduce_max(red, s, tmp, cols)
-        m = _scalar_of(red)
+        m = scalar_of(red)
         asc.adds(d, s, -m, cols)
         asc.exp(d, d, cols)
         asc.reduce_sum(red, d, tmp, cols)
-        total = _scalar_of(red)
+        total = scalar_of(red)
         asc.muls(d, d, 1.0 / total, cols)
 
 
@@ -251,7 +223,7 @@ def softmax_kernel(x: asc.GlobalAddress, y: asc.GlobalAddress, rows: int, cols: 
     for t in range((nrows + tile_rows - 1) // tile_rows):
         r0 = t * tile_rows
         nr = min(tile_rows, nrows - r0)
-        xl = _load_rows(qx, xg, r0 * cols, nr, cols, 0)
+        xl = load_rows(qx, xg, r0 * cols, nr, cols, 0)
         yl = qy.alloc_tensor(y.dtype)
         if wide:
             n = (nr - 1) * stride + cols
@@ -262,7 +234,7 @@ def softmax_kernel(x: asc.GlobalAddress, y: asc.GlobalAddress, rows: int, cols: 
             _softmax_rows(yl, xl, red, tmp, nr, cols, stride)
         qx.free_tensor(xl)
         qy.enque(yl)
-        _store_rows(qy, yg, r0 * cols, nr, cols, 0)
+        store_rows(qy, yg, r0 * cols, nr, cols, 0)
 
 
 @asc.jit
@@ -299,20 +271,20 @@ def softmax_long_kernel(x: asc.GlobalAddress, y: asc.GlobalAddress, rows: int, c
         m = 0.0
         for c in range(nch):
             w = min(chunk, cols - c * chunk)
-            xl = _load_rows(qx, xg, base + c * chunk, 1, w, 0)
+            xl = load_rows(qx, xg, base + c * chunk, 1, w, 0)
             if wide:
                 asc.cast(work, xl, asc.RoundMode.CAST_NONE, w)
                 asc.reduce_max(red, work, tmp, w)
             else:
                 asc.reduce_max(red, xl, tmp, w)
             qx.free_tensor(xl)
-            mc = _scalar_of(red)
+            mc = scalar_of(red)
             m = mc if c == 0 else max(m, mc)
         total = 0.0
         for p in range(2):  # p == 0: sum of exp(x - m); p == 1: the output
             for c in range(nch):
                 w = min(chunk, cols - c * chunk)
-                xl = _load_rows(qx, xg, base + c * chunk, 1, w, 0)
+                xl = load_rows(qx, xg, base + c * chunk, 1, w, 0)
                 if wide:
                     asc.cast(work, xl, asc.RoundMode.CAST_NONE, w)
                     asc.adds(work, work, -m, w)
@@ -322,7 +294,7 @@ def softmax_long_kernel(x: asc.GlobalAddress, y: asc.GlobalAddress, rows: int, c
                 asc.exp(work, work, w)
                 if p == 0:
                     asc.reduce_sum(red, work, tmp, w)
-                    total = total + _scalar_of(red)
+                    total = total + scalar_of(red)
                 else:
                     yl = qy.alloc_tensor(y.dtype)
                     if wide:
@@ -331,7 +303,7 @@ def softmax_long_kernel(x: asc.GlobalAddress, y: asc.GlobalAddress, rows: int, c
                     else:
                         asc.muls(yl, work, 1.0 / total, w)
                     qy.enque(yl)
-                    _store_rows(qy, yg, base + c * chunk, 1, w, 0)
+                    store_rows(qy, yg, base + c * chunk, 1, w, 0)
 
 
 # ---- host ----------------------------------------------------------------------------------------

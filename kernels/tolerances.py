@@ -1,12 +1,11 @@
 """The one per-dtype tolerance table shared by tests and benchmarks (rtol, atol)."""
+import ml_dtypes
 import numpy as np
-
-from ascendc.lang.dtypes import BFLOAT16
 
 TOLERANCES = {
     np.dtype(np.float32): (2e-5, 1e-5),
     np.dtype(np.float16): (2e-3, 2e-3),
-    BFLOAT16: (1.6e-2, 1.6e-2),
+    np.dtype(ml_dtypes.bfloat16): (1.6e-2, 1.6e-2),
     np.dtype(np.float64): (1e-12, 1e-12),
 }
 

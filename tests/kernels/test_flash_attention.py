@@ -4,15 +4,19 @@ One fixed tiling keeps the number of compiled specialisations small (tiles are C
 S2 block of 144 columns is two full 64-lane chunks plus a partial one, so the row folds run every
 path (S=45/64 fold one chunk, S=100 a full and a partial one), and S1 blocks of 32 rows against
 S2 blocks of 144 give causal blocks with fully masked rows (S=300)."""
+import ast
+import inspect
+import textwrap
+
 import ml_dtypes
 import numpy as np
 import pytest
 
 import rt
-from ascendc.jit import ensure_device
-from kernels.flash_attention import (FlashAttentionTiling, flash_attention,
-                                     flash_attention_reference, flash_attention_tiling,
-                                     flash_attention_with_stats)
+from kernels.flash_attention import (FlashAttentionBuffers, FlashAttentionTiling,
+                                     flash_attention, flash_attention_buffers,
+                                     flash_attention_kernel, flash_attention_reference,
+                                     flash_attention_tiling, flash_attention_with_stats)
 from kernels.tolerances import assert_close
 
 TILING = FlashAttentionTiling(32, 144, 32)
@@ -64,7 +68,7 @@ def test_16bit_inputs_accumulate_in_fp32(interpret, dtype):
 
 def test_head_dim_128_and_device_arrays():
     q, k, v = qkv((1, 1, 48, 128), (1, 1, 48, 128), np.float32, 5)
-    ensure_device()     # DeviceArrays need an initialised runtime (other tests may not have run)
+    rt.ensure_device()  # DeviceArrays need an initialised runtime (other tests may not have run)
     s = rt.Stream()
     # D is a ConstExpr (its own compile anyway); 144 x 128 fp32 would not fit L0B
     do = flash_attention(*(rt.to_device(x) for x in (q, k, v)), stream=s,
@@ -85,7 +89,8 @@ def test_bad_inputs():
     q, k, v = qkv((1, 2, 16, 64), (1, 2, 16, 64), np.float32)
     with pytest.raises(ValueError, match="s1_block must be a positive multiple of 16"):
         flash_attention(q, k, v, tiling=FlashAttentionTiling(20, 64, 32))
-    with pytest.raises(ValueError, match=r"L0A must hold the tiles, asked 98304 bytes .* got capacity 65536"):
+    with pytest.raises(ValueError,
+                       match=r"L0A must hold the tiles, asked 98304 bytes .* got capacity 65536"):
         flash_attention(q, k, v, tiling=FlashAttentionTiling(128, 1024, 128))
     with pytest.raises(ValueError, match="s1_block must be <= 240 .* got s1_block=256"):
         flash_attention(q, k, v, tiling=FlashAttentionTiling(256, 64, 32))
@@ -95,3 +100,21 @@ def test_bad_inputs():
         flash_attention(q, k[:, :1].repeat(3, axis=1), v[:, :1].repeat(3, axis=1))
     with pytest.raises(ValueError, match="must share a dtype"):
         flash_attention(q, k.astype(np.float16), v)
+
+
+def test_buffer_layout():
+    """The kernel unpacks FlashAttentionBuffers in its field order, and the layout is the one the
+    kernel used to hard-code: O, then 77 f32 per S1 row (m, l, alpha, m_new, row max/sum, a
+    64-lane fold, 8 brcb lanes), then the 16-bit P and O of 16-bit inputs."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(flash_attention_kernel.__wrapped__)))
+    unpack = next(n for n in ast.walk(tree) if isinstance(n, ast.Assign)
+                  and isinstance(n.value, ast.Name) and n.value.id == "BUF")
+    assert [e.id for e in unpack.targets[0].elts] == list(FlashAttentionBuffers._fields)
+    s1b, s2b, d = TILING.s1_block, TILING.s2_block, 64
+    for isz in (4, 2):
+        b = flash_attention_buffers(TILING, d, isz)
+        assert (b.m_ub, b.l_ub, b.fold_ub, b.brcb_ub, b.p16_ub) == \
+            tuple(s1b * (d + r) * 4 for r in (0, 1, 5, 69, 77))
+        low = (s1b * s2b + s1b * d) * isz if isz < 4 else 0
+        assert b.o16_ub == b.p16_ub + (s1b * s2b * isz if isz < 4 else 0)
+        assert b.calc == s1b * (d + 77) * 4 + low
