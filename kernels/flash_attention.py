@@ -148,7 +148,8 @@ def flash_attention_tiling(d: int, dtype, s1: int, s2: int, soc=None) -> FlashAt
     raise ValueError(f"flash_attention: no tiling fits the SoC for D={d}, dtype={np.dtype(dtype)}")
 
 
-# ---- kernel helpers ------------------------------------------------------------------------------
+# ---- kernel helpers (in compiled kernels, their arguments are runtime values: branches on the
+# kernel's ConstExprs stay in the kernel, so only the taken one is compiled) -------------------
 
 @asc.jit
 def _load_rows_nz(que, g, rows, cols, row_stride, strip_rows, dtype):
@@ -211,6 +212,156 @@ def _scale_rows(acc, bc, factors, rows, d, divide):
 
 
 @asc.jit
+def _load_q(qa1, qa2, q_addr, m, m16, q_row, d, c0):
+    """Load Q: m rows of d (q_row apart) GM -> L1 NZ -> L0A ZZ."""
+    qg = asc.GlobalTensor()
+    qg.set_global_buffer(q_addr, (m - 1) * q_row + d)
+    q1 = _load_rows_nz(qa1, qg, m, d, q_row, m16, q_addr.dtype)
+    _nz_to_zz(qa2, q1, m16 // 16, d, c0)
+    qa1.free_tensor(q1)
+
+
+@asc.jit
+def _qk_step(s_ws, sc, qa2, qb1, bl0, k_addr, m, m16, n2, kv_row, d, s2b, c0):
+    """S = Q K^T for one S2 block of n2 keys: K GM -> L1 NZ (== ZN of K^T) -> L0B, mmad into
+    L0C, fixpipe to the GM workspace (rows s2b apart)."""
+    n16 = (n2 + 15) // 16 * 16
+    kg = asc.GlobalTensor()
+    kg.set_global_buffer(k_addr, (n2 - 1) * kv_row + d)
+    k1 = _load_rows_nz(qb1, kg, n2, d, kv_row, n16, k_addr.dtype)
+    asc.load_data(bl0, k1, asc.LoadData2DParams(repeat_times=(d // c0) * (n16 // 16),
+                                                src_stride=1))
+    qb1.free_tensor(k1)
+    asc.mmad(sc, qa2, bl0, asc.MmadParams(m=m, n=n2, k=d, cmatrix_init_val=True))
+    asc.fixpipe(s_ws, sc, asc.FixpipeParamsV220(n_size=n2, m_size=m, src_stride=m16,
+                                                dst_stride=s2b))
+
+
+@asc.jit
+def _load_scores(sin, s_ws, count, scale):
+    """S GM workspace -> UB, times the softmax scale; the dequeued tile."""
+    su = sin.alloc_tensor(asc.float32)
+    asc.data_copy(su, s_ws, count)
+    sin.enque(su)
+    su = sin.deque(asc.float32)
+    asc.muls(su, su, scale, count)
+    return su
+
+
+@asc.jit
+def _mask_above_diagonal(su, m, n2, s1_0, s2_0, s2b):
+    """Causal mask: -inf above the diagonal, on the blocks that cross it."""
+    if s2_0 + n2 > s1_0 + 1:
+        for r in range(m):
+            valid = max(0, min(n2, s1_0 + r - s2_0 + 1))
+            if valid < n2:
+                asc.duplicate(su[r * s2b + valid:], NEG_INF, n2 - valid)
+
+
+@asc.jit
+def _softmax_step(su, row_m, row_l, row_a, mnew, rowred, fold, bc, m, n2, s2b):
+    """Online softmax on the whole tile (rows are the repeats of the vector ops): P = exp(S -
+    m_new) in place, alpha = exp(m_old - m_new), l = l * alpha + rowsum(P), m = m_new."""
+    _row_reduce(rowred, fold, su, m, n2, s2b, True)
+    asc.max(mnew, row_m, rowred, m)
+    asc.sub(row_a, row_m, mnew, m)
+    asc.exp(row_a, row_a, m)
+    asc.brcb(bc, mnew, (m + 7) // 8, asc.BrcbRepeatParams(dst_blk_stride=1, dst_rep_stride=8))
+    for c in range(0, n2, 64):
+        asc.sub(su[c:], su[c:], bc, min(64, n2 - c), m,
+                asc.BinaryRepeatParams(src1_blk_stride=0, dst_rep_stride=s2b // 8,
+                                       src0_rep_stride=s2b // 8, src1_rep_stride=1))
+    asc.exp(su, su, m * s2b)
+    _row_reduce(rowred, fold, su, m, n2, s2b, False)
+    asc.mul(row_l, row_l, row_a, m)
+    asc.add(row_l, row_l, rowred, m)
+    asc.muls(row_m, mnew, 1.0, m)
+
+
+@asc.jit
+def _load_p_chunk(pa1, pa2, p_ws, m, m16, kk, s2b, c0):
+    """kk columns of P (rows s2b apart in the GM workspace) -> L1 NZ -> L0A ZZ."""
+    kpad = (kk + c0 - 1) // c0 * c0
+    p1 = _load_rows_nz(pa1, p_ws, m, kk, s2b, m16, p_ws.dtype)
+    _nz_to_zz(pa2, p1, m16 // 16, kpad, c0)
+    pa1.free_tensor(p1)
+
+
+@asc.jit
+def _load_v_chunk_16(qb1, bl0, v_addr, kk, kv_row, d):
+    """kk rows of 16-bit V -> L1 NZ -> L0B as transposed 16 x 16 fractals."""
+    vg = asc.GlobalTensor()
+    vg.set_global_buffer(v_addr, (kk - 1) * kv_row + d)
+    v1 = qb1.alloc_tensor(v_addr.dtype)
+    k16 = (kk + 15) // 16 * 16
+    asc.data_copy(v1, vg, asc.Nd2NzParams(nd_num=1, n_value=kk, d_value=d, src_d_value=kv_row,
+                                          dst_nz_c0_stride=k16, dst_nz_n_stride=1))
+    qb1.enque(v1)
+    v1 = qb1.deque(v_addr.dtype)
+    for kb in range(k16 // 16):
+        asc.load_data(bl0[kb * 16 * d:], v1[kb * 256:],
+                      asc.LoadData2DParams(repeat_times=d // 16, src_stride=k16 // 16,
+                                           if_transpose=True))
+    qb1.free_tensor(v1)
+
+
+@asc.jit
+def _load_v_chunk_32(qb1, bl0, v_addr, kk, kv_row, d):
+    """kk rows of fp32 V -> L1 (16-column matrices, 8-row fractals) -> L0B transposed."""
+    vg = asc.GlobalTensor()
+    vg.set_global_buffer(v_addr, (kk - 1) * kv_row + d)
+    v1 = qb1.alloc_tensor(v_addr.dtype)
+    k8 = (kk + 7) // 8 * 8
+    asc.data_copy(v1, vg, asc.Nd2NzParams(nd_num=d // 16, n_value=kk, d_value=16,
+                                          src_nd_matrix_stride=16, src_d_value=kv_row,
+                                          dst_nz_c0_stride=1, dst_nz_n_stride=2,
+                                          dst_nz_matrix_stride=k8 * 16))
+    qb1.enque(v1)
+    v1 = qb1.deque(v_addr.dtype)
+    for kb in range(k8 // 8):
+        asc.load_data(bl0[kb * 8 * d:], v1[kb * 128:],
+                      asc.LoadData2DParams(repeat_times=d // 16, src_stride=k8 // 8,
+                                           if_transpose=True))
+    qb1.free_tensor(v1)
+
+
+@asc.jit
+def _add_pv(oacc, oin, o_ws, oc, bc, row_a, m, m16, d):
+    """O_part L0C -> GM workspace -> UB;  O = O * alpha + O_part."""
+    asc.fixpipe(o_ws, oc, asc.FixpipeParamsV220(n_size=d, m_size=m, src_stride=m16,
+                                                dst_stride=d))
+    ou = oin.alloc_tensor(asc.float32)
+    asc.data_copy(ou, o_ws, m * d)
+    oin.enque(ou)
+    ou = oin.deque(asc.float32)
+    _scale_rows(oacc, bc, row_a, m, d, False)
+    asc.add(oacc, oacc, ou, m * d)
+    oin.free_tensor(ou)
+
+
+@asc.jit
+def _divide_and_store_stats(m_addr, l_addr, oacc, bc, row_m, row_l, m, d):
+    """The deferred division O /= l; softmax_max = m and softmax_sum = l -> GM."""
+    mg = asc.GlobalTensor()
+    mg.set_global_buffer(m_addr, m)
+    lg = asc.GlobalTensor()
+    lg.set_global_buffer(l_addr, m)
+    _scale_rows(oacc, bc, row_l, m, d, True)
+    asc.data_copy_pad(mg, row_m, asc.DataCopyExtParams(block_count=1, block_len=m * 4))
+    asc.data_copy_pad(lg, row_l, asc.DataCopyExtParams(block_count=1, block_len=m * 4))
+
+
+@asc.jit
+def _store_o(o_addr, src, m, d, o_row):
+    """m rows of d from UB -> GM rows o_row apart."""
+    og = asc.GlobalTensor()
+    og.set_global_buffer(o_addr, (m - 1) * o_row + d)
+    isz = o_addr.dtype.sizeof()
+    asc.data_copy_pad(og, src, asc.DataCopyExtParams(block_count=m, block_len=d * isz,
+                                                     dst_stride=(o_row - d) * isz))
+
+
+@asc.jit
 def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.GlobalAddress,
                            out: asc.GlobalAddress, smax: asc.GlobalAddress,
                            ssum: asc.GlobalAddress, ws: asc.GlobalAddress, wsp: asc.GlobalAddress,
@@ -257,14 +408,13 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
     rowred = calc_buf.get_with_offset(S1B, rowred_ub, asc.float32)
     fold = calc_buf.get_with_offset(S1B * 64, fold_ub, asc.float32)
     bc = calc_buf.get_with_offset(S1B * 8, brcb_ub, asc.float32)
-    p_low = 0       # 16-bit copies of P and O exist only for 16-bit inputs
+    p_low = 0
     o_low = 0
     if LOWP:
         p_low = S1B * S2B
         o_low = S1B * D
     plow = calc_buf.get_with_offset(p_low, p16_ub, q.dtype)
     olow = calc_buf.get_with_offset(o_low, o16_ub, q.dtype)
-    isz = q.dtype.sizeof()
     wsg = asc.GlobalTensor()
     wsg.set_global_buffer(ws + asc.get_block_idx() * ws_block, ws_block)
     wpg = asc.GlobalTensor()
@@ -279,12 +429,7 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
         m16 = (m + 15) // 16 * 16
         q_off = b * q_batch + n * q_head + s1_0 * q_row     # also O's: out has q's layout
         kv_base = b * kv_batch + (n // group) * kv_head
-        # ---- load Q: GM -> L1 (Nd2Nz) -> L0A (ZZ) --------------------------------------------
-        qg = asc.GlobalTensor()
-        qg.set_global_buffer(q + q_off, (m - 1) * q_row + D)
-        q1 = _load_rows_nz(qa1, qg, m, D, q_row, m16, q.dtype)
-        _nz_to_zz(qa2, q1, m16 // 16, D, C0)
-        qa1.free_tensor(q1)
+        _load_q(qa1, qa2, q + q_off, m, m16, q_row, D, C0)
         asc.duplicate(row_m, NEG_INF, S1B)
         asc.duplicate(row_l, 0.0, S1B)
         asc.duplicate(oacc, 0.0, S1B * D)
@@ -294,117 +439,37 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
         for j in range(n_s2):
             s2_0 = j * S2B
             n2 = min(S2B, s2 - s2_0)
-            n16 = (n2 + 15) // 16 * 16
-            # ---- cube: S = Q K^T -> GM workspace -----------------------------------------------
-            kg = asc.GlobalTensor()
-            kg.set_global_buffer(k + (kv_base + s2_0 * kv_row), (n2 - 1) * kv_row + D)
-            k1 = _load_rows_nz(qb1, kg, n2, D, kv_row, n16, k.dtype)
-            asc.load_data(bl0, k1, asc.LoadData2DParams(repeat_times=(D // C0) * (n16 // 16),
-                                                        src_stride=1))
-            qb1.free_tensor(k1)
-            asc.mmad(sc, qa2, bl0, asc.MmadParams(m=m, n=n2, k=D, cmatrix_init_val=True))
-            asc.fixpipe(wsg, sc, asc.FixpipeParamsV220(n_size=n2, m_size=m, src_stride=m16,
-                                                       dst_stride=S2B))
-            # ---- vector: online softmax on S, whole-tile ops (rows are repeats) -------------
-            su = sin.alloc_tensor(asc.float32)
-            asc.data_copy(su, wsg, m * S2B)
-            sin.enque(su)
-            su = sin.deque(asc.float32)
-            asc.muls(su, su, scale, m * S2B)
+            _qk_step(wsg, sc, qa2, qb1, bl0, k + (kv_base + s2_0 * kv_row), m, m16, n2, kv_row,
+                     D, S2B, C0)
+            su = _load_scores(sin, wsg, m * S2B, scale)
             if CAUSAL:
-                if s2_0 + n2 > s1_0 + 1:        # a diagonal block: mask above the diagonal
-                    for r in range(m):
-                        valid = max(0, min(n2, s1_0 + r - s2_0 + 1))
-                        if valid < n2:
-                            asc.duplicate(su[r * S2B + valid:], NEG_INF, n2 - valid)
-            _row_reduce(rowred, fold, su, m, n2, S2B, True)
-            asc.max(mnew, row_m, rowred, m)
-            asc.sub(row_a, row_m, mnew, m)          # alpha = exp(m_old - m_new)
-            asc.exp(row_a, row_a, m)
-            asc.brcb(bc, mnew, (m + 7) // 8, asc.BrcbRepeatParams(dst_blk_stride=1,
-                                                                  dst_rep_stride=8))
-            for c in range(0, n2, 64):
-                asc.sub(su[c:], su[c:], bc, min(64, n2 - c), m,
-                        asc.BinaryRepeatParams(src1_blk_stride=0, dst_rep_stride=S2B // 8,
-                                               src0_rep_stride=S2B // 8, src1_rep_stride=1))
-            asc.exp(su, su, m * S2B)
-            _row_reduce(rowred, fold, su, m, n2, S2B, False)
-            asc.mul(row_l, row_l, row_a, m)         # l = l * alpha + rowsum(P)
-            asc.add(row_l, row_l, rowred, m)
-            asc.muls(row_m, mnew, 1.0, m)
+                _mask_above_diagonal(su, m, n2, s1_0, s2_0, S2B)
+            _softmax_step(su, row_m, row_l, row_a, mnew, rowred, fold, bc, m, n2, S2B)
             if LOWP:
                 asc.cast(plow, su, asc.RoundMode.CAST_RINT, m * S2B)
                 asc.data_copy(wpg, plow, m * S2B)
             else:
                 asc.data_copy(wpg, su, m * S2B)
             sin.free_tensor(su)
-            # ---- cube: O_part = P V, K-chunked through L0A ------------------------------------
+            # the PV step: O_part = P V, K-chunked through L0A, then O = O * alpha + O_part
             for p0 in range(0, n2, KC):
                 kk = min(KC, n2 - p0)
-                kpad = (kk + C0 - 1) // C0 * C0
-                p1 = _load_rows_nz(pa1, wpg[p0:], m, kk, S2B, m16, q.dtype)
-                _nz_to_zz(pa2, p1, m16 // 16, kpad, C0)
-                pa1.free_tensor(p1)
-                vg = asc.GlobalTensor()
-                vg.set_global_buffer(v + (kv_base + (s2_0 + p0) * kv_row), (kk - 1) * kv_row + D)
-                v1 = qb1.alloc_tensor(v.dtype)
-                if LOWP:    # 16 x 16 fractals
-                    k16 = (kk + 15) // 16 * 16
-                    asc.data_copy(v1, vg, asc.Nd2NzParams(nd_num=1, n_value=kk, d_value=D,
-                                                          src_d_value=kv_row,
-                                                          dst_nz_c0_stride=k16,
-                                                          dst_nz_n_stride=1))
-                    qb1.enque(v1)
-                    v1 = qb1.deque(v.dtype)
-                    for kb in range(k16 // 16):
-                        asc.load_data(bl0[kb * 16 * D:], v1[kb * 256:],
-                                      asc.LoadData2DParams(repeat_times=D // 16,
-                                                           src_stride=k16 // 16,
-                                                           if_transpose=True))
-                else:       # fp32: 16-column matrices of 8-row fractals
-                    k8 = (kk + 7) // 8 * 8
-                    asc.data_copy(v1, vg, asc.Nd2NzParams(nd_num=D // 16, n_value=kk,
-                                                          d_value=16, src_nd_matrix_stride=16,
-                                                          src_d_value=kv_row,
-                                                          dst_nz_c0_stride=1, dst_nz_n_stride=2,
-                                                          dst_nz_matrix_stride=k8 * 16))
-                    qb1.enque(v1)
-                    v1 = qb1.deque(v.dtype)
-                    for kb in range(k8 // 8):
-                        asc.load_data(bl0[kb * 8 * D:], v1[kb * 128:],
-                                      asc.LoadData2DParams(repeat_times=D // 16,
-                                                           src_stride=k8 // 8,
-                                                           if_transpose=True))
-                qb1.free_tensor(v1)
+                _load_p_chunk(pa1, pa2, wpg[p0:], m, m16, kk, S2B, C0)
+                if LOWP:
+                    _load_v_chunk_16(qb1, bl0, v + (kv_base + (s2_0 + p0) * kv_row), kk, kv_row,
+                                     D)
+                else:
+                    _load_v_chunk_32(qb1, bl0, v + (kv_base + (s2_0 + p0) * kv_row), kk, kv_row,
+                                     D)
                 asc.mmad(oc, pa2, bl0, asc.MmadParams(m=m, n=D, k=kk, cmatrix_init_val=p0 == 0))
-            # ---- vector: O = O * alpha + O_part ------------------------------------------------
-            asc.fixpipe(wsg[S1B * S2B:], oc, asc.FixpipeParamsV220(n_size=D, m_size=m,
-                                                                   src_stride=m16, dst_stride=D))
-            ou = oin.alloc_tensor(asc.float32)
-            asc.data_copy(ou, wsg[S1B * S2B:], m * D)
-            oin.enque(ou)
-            ou = oin.deque(asc.float32)
-            _scale_rows(oacc, bc, row_a, m, D, False)
-            asc.add(oacc, oacc, ou, m * D)
-            oin.free_tensor(ou)
-        # ---- epilogue: O / l (deferred division), stats ------------------------------------------
-        og = asc.GlobalTensor()
-        og.set_global_buffer(out + q_off, (m - 1) * q_row + D)
+            _add_pv(oacc, oin, wsg[S1B * S2B:], oc, bc, row_a, m, m16, D)
         st_off = (b * n_heads + n) * s1 + s1_0
-        mg = asc.GlobalTensor()
-        mg.set_global_buffer(smax + st_off, m)
-        lg = asc.GlobalTensor()
-        lg.set_global_buffer(ssum + st_off, m)
-        _scale_rows(oacc, bc, row_l, m, D, True)
-        asc.data_copy_pad(mg, row_m, asc.DataCopyExtParams(block_count=1, block_len=m * 4))
-        asc.data_copy_pad(lg, row_l, asc.DataCopyExtParams(block_count=1, block_len=m * 4))
+        _divide_and_store_stats(smax + st_off, ssum + st_off, oacc, bc, row_m, row_l, m, D)
         if LOWP:
             asc.cast(olow, oacc, asc.RoundMode.CAST_RINT, m * D)
-            asc.data_copy_pad(og, olow, asc.DataCopyExtParams(block_count=m, block_len=D * isz,
-                                                              dst_stride=(q_row - D) * isz))
+            _store_o(out + q_off, olow, m, D, q_row)
         else:
-            asc.data_copy_pad(og, oacc, asc.DataCopyExtParams(block_count=m, block_len=D * 4,
-                                                              dst_stride=(q_row - D) * 4))
+            _store_o(out + q_off, oacc, m, D, q_row)
 
 
 def _strides(layout, shape, heads):

@@ -131,3 +131,33 @@ def scalar_first_oob_kernel(n: int, x: asc.GlobalAddress):
     """A scalar parameter before the GM one: errors must still name the GM argument."""
     xg = asc.GlobalTensor()
     xg.set_global_buffer(x + n, TILE)
+
+
+@asc.jit
+def keyword_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, n: int):
+    """copy_kernel with every call spelled with pyasc's keyword names."""
+    xg = asc.GlobalTensor()
+    xg.set_global_buffer(addr=x, size=n)
+    zg = asc.GlobalTensor()
+    zg.set_global_buffer(z, size=n)
+    pipe = asc.TPipe()
+    qi = asc.TQue(pos=asc.TPosition.VECIN, depth=1)
+    qo = asc.TQue(asc.TPosition.VECOUT, depth=1)
+    tmp = asc.TBuf(pos=asc.TPosition.VECCALC)
+    pipe.init_buffer(que=qi, num=1, len=TILE * 4)
+    pipe.init_buffer(qo, num=1, len=TILE * 4)
+    pipe.init_buffer(buf=tmp, len=TILE * 4)
+    for t in range(n // TILE):
+        a = qi.alloc_tensor(dtype=x.dtype)
+        asc.data_copy(dst=a, src=xg[t * TILE:], count=TILE)
+        qi.enque(tensor=a)
+        a = qi.deque(x.dtype)
+        w = tmp.get(dtype=asc.float32, len=TILE)
+        asc.muls(dst=w, src=a, scalar=2.0, count=TILE)
+        b = qo.alloc_tensor(z.dtype)
+        asc.adds(b, w, scalar=1.0, count=TILE)
+        qo.enque(b)
+        qi.free_tensor(tensor=a)
+        b = qo.deque(dtype=z.dtype)
+        asc.data_copy(zg[t * TILE:], b, count=TILE)
+        qo.free_tensor(b)

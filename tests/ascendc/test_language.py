@@ -17,6 +17,14 @@ def test_copy_kernel_both_modes(interpret):
     np.testing.assert_array_equal(z, x + 1)
 
 
+def test_keyword_arguments_in_both_modes(interpret):
+    """Every call may use pyasc's parameter names as keywords (the surface table binds them)."""
+    x = np.arange(128, dtype=np.float32)
+    z = np.zeros_like(x)
+    K.keyword_kernel[1](x, z, 128, interpret=interpret)
+    np.testing.assert_array_equal(z, 2 * x + 1)
+
+
 def test_device_arrays_are_used_in_place_asynchronously(interpret):
     x = np.arange(128, dtype=np.float32)
     s = rt.Stream()
