@@ -8,5 +8,6 @@ __kernel_language__ = True
 from .language import *  # noqa: F403  (the kernel language: asc.add, asc.TQue, asc.jit, ...)
 from .language import __all__ as _LANGUAGE
 from . import adv, host, lib
+from .npu import npu_trace  # the NPU view: simulated pipe timeline of an interpreted launch
 
-__all__ = list(_LANGUAGE) + ["adv", "host", "lib"]
+__all__ = list(_LANGUAGE) + ["adv", "host", "lib", "npu_trace"]

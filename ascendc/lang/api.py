@@ -19,6 +19,10 @@ from .errors import KernelError
 
 _state = threading.local()
 
+# the NPU view's recorder (ascendc/lang/record.py) while one is active, else None: called as
+# RECORDER(row, form, values, result, ctx) after each executed surface row
+RECORDER = None
+
 
 def current_ctx():
     ctx = getattr(_state, "ctx", None)
@@ -108,7 +112,10 @@ def _make_method(row: S.Method):
         vals = [_unwrap(v) for v in form.order(args, kwargs)]
         if row.receiver:
             vals.insert(0, self.data)
-        r = fn(current_ctx(), *vals)
+        ctx = current_ctx()
+        r = fn(ctx, *vals)
+        if RECORDER is not None:
+            RECORDER(row, form, vals, r, ctx)
         if row.rebinds:
             self.data = r
             return None
@@ -170,7 +177,11 @@ def _make_function(row: S.Function):
     def f(*args, **kwargs):
         form = S.bind(f"asc.{row.name}", row.forms, len(args), kwargs)
         vals = [_unwrap(v) for v in form.order(args, kwargs)]
-        return _wrap(row.returns, None, getattr(prims, form.prim)(current_ctx(), *vals))
+        ctx = current_ctx()
+        r = getattr(prims, form.prim)(ctx, *vals)
+        if RECORDER is not None:
+            RECORDER(row, form, vals, r, ctx)
+        return _wrap(row.returns, None, r)
     f.__name__ = f.__qualname__ = row.name
     f.__doc__ = f"asc.{row.name}: " + " | ".join(f"({', '.join(fm.params)})" for fm in row.forms)
     if row.doc:
