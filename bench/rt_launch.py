@@ -28,22 +28,14 @@ from bench._timing import interleaved_medians, median
 L = importlib.import_module("rt.launch")  # `rt.launch` is the function
 
 
-class PlainBinary:
-    """The rt.KernelBinary members a plain Python binary needs besides `name` and `run_blocks`."""
-    needs_all_resident = False
-    shuffle_blocks = False
-    counters = ()
-    last_counters: dict = {}
-
-
-class Empty(PlainBinary):
+class Empty(rt.KernelBinary):
     name = "empty"
 
     def run_blocks(self, first, last, block_dim, args):
         pass
 
 
-class ExpBlocks(PlainBinary):
+class ExpBlocks(rt.KernelBinary):
     """Each block computes exp over its share of `n` elements (numpy releases the GIL)."""
     name = "exp_nogil"
 

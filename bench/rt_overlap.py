@@ -24,15 +24,7 @@ from bench._timing import interleaved_medians, median
 L = importlib.import_module("rt.launch")  # `rt.launch` is the function
 
 
-class PlainBinary:
-    """The rt.KernelBinary members a plain Python binary needs besides `name` and `run_blocks`."""
-    needs_all_resident = False
-    shuffle_blocks = False
-    counters = ()
-    last_counters: dict = {}
-
-
-class ExpBlocks(PlainBinary):
+class ExpBlocks(rt.KernelBinary):
     name = "exp_nogil"
 
     def __init__(self, n, reps):

@@ -23,13 +23,15 @@ class KernelBinary(Protocol):
     - `shuffle_blocks`: start the blocks of a resident launch in random order (checked mode);
     - `counters`: the names of the per-launch counters the binary keeps (may be empty);
     - `last_counters`: their values after the latest launch; the profiler adds them to its record.
+    A class that subclasses `KernelBinary` inherits the defaults (a plain binary: not resident, no
+    shuffling, no counters) and only defines `name` and `run_blocks`.
     """
 
     name: str
-    needs_all_resident: bool
-    shuffle_blocks: bool
-    counters: tuple[str, ...]
-    last_counters: dict
+    needs_all_resident: bool = False
+    shuffle_blocks: bool = False
+    counters: tuple[str, ...] = ()
+    last_counters: dict = {}      # replaced (never mutated) by a binary after each launch
 
     def run_blocks(self, first: int, last: int, block_dim: int, args: tuple,
                    barrier: Any = None) -> None: ...

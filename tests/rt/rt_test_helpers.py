@@ -4,6 +4,7 @@ import contextlib
 import pytest
 
 from rt.errors import AclError
+from rt.kernel import KernelBinary
 
 
 @contextlib.contextmanager
@@ -14,10 +15,6 @@ def raises(code: int, match: str):
     assert info.value.code == code, f"expected code {code}, got {info.value!r}"
 
 
-class PlainBinary:
-    """The `rt.KernelBinary` members a plain-Python test binary does not care about; subclasses
-    set `name` and define `run_blocks(first, last, block_dim, args)`."""
-    needs_all_resident = False
-    shuffle_blocks = False
-    counters: tuple = ()
-    last_counters: dict = {}
+# a plain-Python test binary: subclasses set `name` and define run_blocks(first, last, block_dim,
+# args); the other members take KernelBinary's defaults
+PlainBinary = KernelBinary
