@@ -2,10 +2,15 @@
 
 `model.PipeModel` holds the per-SoC constants (each cited in docs/npu-model.md or marked as an
 assumption); `sim.simulate` replays per-block instruction recordings (`sim.Instr`) on them and
-returns a `sim.Timeline`. Standard library and numpy only: the kernel language records, rt
-replays.
+returns a `sim.Timeline`; `export` writes it the way msOpProf shows a simulation (trace JSON,
+PipeUtilization.csv, code_exe.csv, op_summary columns). Standard library and numpy only: the
+kernel language records, rt replays.
 """
+from .export import (code_exe, format_top_lines, op_summary_row, write_all, write_code_exe,
+                     write_pipe_utilization, write_trace)
 from .model import PipeModel, pipe_model
 from .sim import PIPES, Instr, Timeline, simulate
 
-__all__ = ["PipeModel", "pipe_model", "PIPES", "Instr", "Timeline", "simulate"]
+__all__ = ["PipeModel", "pipe_model", "PIPES", "Instr", "Timeline", "simulate", "write_trace",
+           "write_pipe_utilization", "code_exe", "write_code_exe", "format_top_lines",
+           "op_summary_row", "write_all"]

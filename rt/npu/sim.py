@@ -61,13 +61,18 @@ class Instr:
 @dataclass
 class Timeline:
     """The simulated run: `records[i]` = (instr, core, pipe, start, end) in cycles, in the order
-    the instructions completed; `busy[core][pipe]` busy cycles (SCALAR includes issuing);
+    the instructions completed; `issues[i]` = (instr, core, start, end) the SCALAR unit's issue
+    slot of each non-SCALAR instruction (part of SCALAR's busy time, not of `records`);
+    `flows[i]` = (set record index, wait record index), each wait_flag with the set_flag it
+    consumed (matched first-in first-out); `busy[core][pipe]` busy cycles (SCALAR includes issuing);
     `makespan` the cycles from the first start to the last end; `total_cycles` adds the launch
     overhead; `us` is `total_cycles` in microseconds at the model's clock."""
     soc: str
     n_cores: int
     clock_hz: float
     records: list = field(default_factory=list)
+    issues: list = field(default_factory=list)
+    flows: list = field(default_factory=list)
     busy: dict = field(default_factory=dict)
     makespan: float = 0.0
     launch_cycles: float = 0.0
@@ -87,13 +92,15 @@ class Timeline:
 
 class _Op:
     __slots__ = ("core", "pipe", "idx", "ins", "start", "end", "stream", "remaining", "cap",
-                 "rate", "dispatch")
+                 "rate", "dispatch", "partner")
 
-    def __init__(self, core, pipe, idx, ins, start, end, stream=0.0, cap=0.0, dispatch=False):
+    def __init__(self, core, pipe, idx, ins, start, end, stream=0.0, cap=0.0, dispatch=False,
+                 partner=None):
         self.core, self.pipe, self.idx, self.ins = core, pipe, idx, ins
         self.start, self.end = start, end
         self.stream, self.remaining, self.cap, self.rate = stream, 0.0, cap, 0.0
         self.dispatch = dispatch
+        self.partner = partner      # a wait_flag's set_flag: its index in Timeline.records
 
 
 class _Core:
@@ -109,7 +116,7 @@ class _Core:
         self.queues = {p: deque() for p in PIPES}
         self.running = dict.fromkeys(PIPES)
         self.last_end = dict.fromkeys(PIPES, -1.0)
-        self.fired = {}
+        self.fired = {}             # flag key -> deque of the fired sets' record indices
 
     def done(self) -> bool:
         return self.block is None or (self.ptr >= len(self.block) and
@@ -173,12 +180,12 @@ def simulate(blocks: list, model: PipeModel, n_cores: int) -> Timeline:
     running: list[_Op] = []
     t = 0.0
 
-    def start(c: _Core, pipe, idx, ins, dispatch=False):
+    def start(c: _Core, pipe, idx, ins, dispatch=False, partner=None):
         if dispatch:
             op = _Op(c, pipe, idx, ins, t, t + model.scalar_issue_cycles, dispatch=True)
         else:
             fixed, stream, cap = _cost(ins, model, c, pipe, t)
-            op = _Op(c, pipe, idx, ins, t, t + fixed, stream, cap)
+            op = _Op(c, pipe, idx, ins, t, t + fixed, stream, cap, partner=partner)
         c.running[pipe] = op
         running.append(op)
 
@@ -188,24 +195,27 @@ def simulate(blocks: list, model: PipeModel, n_cores: int) -> Timeline:
         c.busy[op.pipe] += t - op.start
         if op.dispatch:
             c.queues[ins.pipe].append(op.idx)
+            tl.issues.append((ins, c.idx, op.start, t))
             return
         if ins.set_flag:
-            c.fired[ins.set_flag] = c.fired.get(ins.set_flag, 0) + 1
+            c.fired.setdefault(ins.set_flag, deque()).append(len(tl.records))
         elif not (ins.wait_flag or ins.barrier):
             c.last_end[op.pipe] = t
+        if op.partner is not None:
+            tl.flows.append((op.partner, len(tl.records)))
         tl.records.append((ins, c.idx, op.pipe, op.start, t))
 
     def ready(c: _Core, ins: Instr) -> bool:
         if ins.wait_flag:
-            return c.fired.get(ins.wait_flag, 0) > 0
+            return bool(c.fired.get(ins.wait_flag))
         if ins.barrier == "ALL":
             return not any(c.queues.values()) and not any(
                 c.running[p] for p in PIPES if p != "SCALAR")
         return True
 
     def take(c: _Core, ins: Instr):
-        if ins.wait_flag:
-            c.fired[ins.wait_flag] -= 1
+        """Consume a wait_flag's set: the set's record index (None for other instructions)."""
+        return c.fired[ins.wait_flag].popleft() if ins.wait_flag else None
 
     def step() -> bool:
         moved = False
@@ -225,16 +235,14 @@ def simulate(blocks: list, model: PipeModel, n_cores: int) -> Timeline:
                     c.ptr += 1
                     moved = True
                 elif ready(c, ins):
-                    take(c, ins)
-                    start(c, "SCALAR", c.ptr, ins)
+                    start(c, "SCALAR", c.ptr, ins, partner=take(c, ins))
                     c.ptr += 1
                     moved = True
             for p in PIPES[1:]:
                 q = c.queues[p]
                 if c.running[p] is None and q and ready(c, c.block[q[0]]):
                     idx = q.popleft()
-                    take(c, c.block[idx])
-                    start(c, p, idx, c.block[idx])
+                    start(c, p, idx, c.block[idx], partner=take(c, c.block[idx]))
                     moved = True
         return moved
 

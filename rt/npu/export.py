@@ -1,0 +1,255 @@
+"""msOpProf-style outputs of a simulated `Timeline` (DESIGN §6, issue 9 §3).
+
+- `write_trace`: `npu_trace.json` for Perfetto / chrome://tracing. One process per core that ran
+  a block. msOpProf names its cores `coreN.cubecoreM` / `coreN.veccoreM`; in this slice cube and
+  vector work of a block share one core, so a process is `coreN` (said in its label and in the
+  trace's `otherData`). One thread per pipe with msOpProf's lane names in PIPES order (SCALAR,
+  VECTOR, CUBE, MTE1, MTE2, MTE3, FIXPIPE), one complete event per instruction (ts/dur in µs at
+  the model's clock; the SCALAR lane also shows the scalar unit's issue slot of every other
+  instruction, which is part of its busy time), and a flow arrow from each set_flag to the
+  wait_flag it released. Times start at the first instruction: the launch overhead is not drawn
+  (`otherData.launch_us`).
+- `write_pipe_utilization`: `PipeUtilization.csv`, per core and pipe busy time / total time.
+- `code_exe` / `write_code_exe` / `format_top_lines`: cycles per kernel source line (the
+  hot-spot view of msOpProf's `*_code_exe.csv`).
+- `op_summary_row`: msprof's simulated op_summary columns.
+"Total" is the Timeline's `total_cycles` (makespan plus the launch overhead, i.e. `tl.us`) on
+every core that ran a block. Everything written is labelled "simulated" with the SoC name.
+Standard library only.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import pathlib
+
+from .sim import PIPES, Timeline
+
+__all__ = ["trace_events", "write_trace", "write_pipe_utilization", "code_exe", "write_code_exe",
+           "format_top_lines", "op_summary_row", "write_all", "TRACE_FILE", "PIPE_UTIL_FILE",
+           "CODE_EXE_FILE"]
+
+TRACE_FILE, PIPE_UTIL_FILE, CODE_EXE_FILE = "npu_trace.json", "PipeUtilization.csv", "code_exe.csv"
+_AIC_PIPES = ("CUBE", "MTE1", "MTE2", "FIXPIPE")     # aic_* columns
+_AIV_PIPES = ("VECTOR", "SCALAR", "MTE2", "MTE3")    # aiv_* columns
+_CUBE_SIDE = ("CUBE", "MTE1", "FIXPIPE")             # a core that ran these did cube work
+
+
+def _label(tl: Timeline, soc_name: str | None) -> str:
+    return f"simulated {soc_name or tl.soc}"
+
+
+def _us(tl: Timeline, cycles: float) -> float:
+    return cycles / tl.clock_hz * 1e6
+
+
+def _used_cores(tl: Timeline) -> list:
+    """Cores that ran at least one instruction, in index order."""
+    return sorted(c for c, b in tl.busy.items() if any(v > 0 for v in b.values()))
+
+
+def _args(ins, cycles: float) -> dict:
+    a = {"instr": ins.name, "block": ins.block, "bytes": ins.bytes, "repeats": ins.repeats,
+         "elements": ins.elements, "macs": ins.macs, "src": ins.src,
+         "cycles": round(cycles, 3)}
+    if ins.path:
+        a["path"] = ins.path
+    if ins.shape:
+        a["shape"] = list(ins.shape)
+    dep = ins.set_flag or ins.wait_flag
+    if dep:
+        a["flag"] = f"{dep[0]}->{dep[1]} id={dep[2]!r}"
+    if ins.barrier:
+        a["barrier"] = ins.barrier
+    return a
+
+
+def trace_events(tl: Timeline, soc_name: str | None = None) -> list:
+    """The trace's events (see the module docstring)."""
+    label = _label(tl, soc_name)
+    ev = []
+    for c in _used_cores(tl):
+        ev += [{"ph": "M", "pid": c, "tid": 0, "name": "process_name",
+                "args": {"name": f"core{c} ({label})"}},
+               {"ph": "M", "pid": c, "tid": 0, "name": "process_sort_index",
+                "args": {"sort_index": c}},
+               {"ph": "M", "pid": c, "tid": 0, "name": "process_labels",
+                "args": {"labels": f"{label}; cube and vector pipes on one core"}}]
+        for tid, pipe in enumerate(PIPES):
+            ev += [{"ph": "M", "pid": c, "tid": tid, "name": "thread_name",
+                    "args": {"name": pipe}},
+                   {"ph": "M", "pid": c, "tid": tid, "name": "thread_sort_index",
+                    "args": {"sort_index": tid}}]
+    tid = {p: i for i, p in enumerate(PIPES)}
+    for ins, c, pipe, start, end in tl.records:
+        ev.append({"ph": "X", "name": ins.name, "cat": "simulated", "pid": c, "tid": tid[pipe],
+                   "ts": _us(tl, start), "dur": _us(tl, end - start),
+                   "args": _args(ins, end - start)})
+    for ins, c, start, end in tl.issues:
+        ev.append({"ph": "X", "name": f"issue {ins.name}", "cat": "simulated,issue", "pid": c,
+                   "tid": tid["SCALAR"], "ts": _us(tl, start), "dur": _us(tl, end - start),
+                   "args": {"instr": ins.name, "to_pipe": ins.pipe, "src": ins.src}})
+    for n, (si, wi) in enumerate(tl.flows):
+        s, w = tl.records[si], tl.records[wi]
+        a, b, fid = s[0].set_flag
+        name = f"flag {a}->{b} id={fid!r}"
+        ev.append({"ph": "s", "id": n, "name": name, "cat": "simulated,flag", "pid": s[1],
+                   "tid": tid[s[2]], "ts": _us(tl, s[3])})
+        ev.append({"ph": "f", "bp": "e", "id": n, "name": name, "cat": "simulated,flag",
+                   "pid": w[1], "tid": tid[w[2]], "ts": _us(tl, w[3])})
+    return ev
+
+
+def write_trace(tl: Timeline, path, soc_name: str | None = None) -> pathlib.Path:
+    """Write the Chrome/Perfetto trace of `tl` to `path` (soc_name defaults to tl.soc)."""
+    path = pathlib.Path(path)
+    doc = {"traceEvents": trace_events(tl, soc_name), "displayTimeUnit": "ns",
+           "otherData": {"simulated": True, "soc": soc_name or tl.soc, "clock_hz": tl.clock_hz,
+                         "n_cores": tl.n_cores, "total_us": tl.us,
+                         "launch_us": _us(tl, tl.launch_cycles),
+                         "cores": "coreN: cube and vector pipes of a block share one core in "
+                                  "this model (msOpProf: coreN.cubecoreM / coreN.veccoreM)"}}
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.9g}"
+
+
+def pipe_utilization(tl: Timeline) -> list:
+    """Rows (core, pipe, busy cycles, total cycles): each used core, then "all" per pipe."""
+    cores = _used_cores(tl)
+    rows = [(c, p, tl.busy[c].get(p, 0.0), tl.total_cycles) for c in cores for p in PIPES]
+    rows += [("all", p, sum(tl.busy[c].get(p, 0.0) for c in cores),
+              tl.total_cycles * len(cores)) for p in PIPES]
+    return rows
+
+
+def write_pipe_utilization(tl: Timeline, path) -> pathlib.Path:
+    """`PipeUtilization.csv`: core, pipe, busy_time(us), total_time(us), ratio (busy / total),
+    the same in cycles, and the simulated SoC; the "all" rows sum the used cores."""
+    path = pathlib.Path(path)
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["core", "pipe", "busy_time(us)", "total_time(us)", "ratio", "busy_cycles",
+                    "total_cycles", "soc"])
+        for core, pipe, busy, total in pipe_utilization(tl):
+            w.writerow([core, pipe, _fmt(_us(tl, busy)), _fmt(_us(tl, total)),
+                        _fmt(busy / total if total else 0.0), _fmt(busy), _fmt(total),
+                        _label(tl, None)])
+    return path
+
+
+def code_exe(tl: Timeline) -> list:
+    """One dict per kernel source line: src ("file:line"), file, line, cycles per pipe
+    (`<PIPE>_cycles`; a non-SCALAR instruction's issue slot counts to SCALAR), total_cycles,
+    total_time(us), share (of all busy cycles), instructions (how many the line issued, per
+    block), names; sorted by total cycles, most expensive first."""
+    lines: dict = {}
+
+    def row(src):
+        r = lines.get(src)
+        if r is None:
+            file, _, line = src.rpartition(":") if src else ("", "", "")
+            if not line.isdigit():
+                file, line = src or "?", ""
+            r = lines[src] = {"src": src or "?", "file": file, "line": int(line) if line else 0,
+                              **{f"{p}_cycles": 0.0 for p in PIPES}, "instructions": 0,
+                              "names": set()}
+        return r
+
+    for ins, _c, pipe, start, end in tl.records:
+        r = row(ins.src)
+        r[f"{pipe}_cycles"] += end - start
+        r["instructions"] += 1
+        r["names"].add(ins.name)
+    for ins, _c, start, end in tl.issues:
+        row(ins.src)["SCALAR_cycles"] += end - start
+    grand = sum(sum(b.values()) for b in tl.busy.values())
+    out = []
+    for r in lines.values():
+        total = sum(r[f"{p}_cycles"] for p in PIPES)
+        r.update({"total_cycles": total, "total_time(us)": _us(tl, total),
+                  "share": total / grand if grand else 0.0,
+                  "names": " ".join(sorted(r["names"]))})
+        out.append(r)
+    out.sort(key=lambda r: (-r["total_cycles"], r["src"]))
+    return out
+
+
+_CODE_COLUMNS = (["src", "file", "line", "total_cycles", "total_time(us)", "share"] +
+                 [f"{p}_cycles" for p in PIPES] + ["instructions", "names"])
+
+
+def write_code_exe(tl: Timeline, path) -> pathlib.Path:
+    """`code_exe.csv`: the rows of `code_exe(tl)` with the simulated SoC in a last column."""
+    path = pathlib.Path(path)
+    with path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(_CODE_COLUMNS + ["soc"])
+        for r in code_exe(tl):
+            w.writerow([_fmt(r[k]) if isinstance(r[k], float) else r[k] for k in _CODE_COLUMNS]
+                       + [_label(tl, None)])
+    return path
+
+
+def _short(file: str, keep: int = 2) -> str:
+    parts = pathlib.PurePath(file).parts
+    return os.path.join("…", *parts[-keep:]) if len(parts) > keep else file
+
+
+def format_top_lines(tl: Timeline, n: int = 10) -> str:
+    """A terminal table of the `n` most expensive source lines of `tl`."""
+    rows = code_exe(tl)[:n]
+    head = ("file", "line", "total µs", "share %", "dominant pipe")
+    body = [(_short(r["file"]), str(r["line"] or ""), f"{r['total_time(us)']:.3f}",
+             f"{100 * r['share']:.1f}",
+             max(PIPES, key=lambda p: r[f"{p}_cycles"])) for r in rows]
+    widths = [max(len(x) for x in col) for col in zip(head, *body)]
+    fmt = "  ".join(f"{{:<{w}}}" if i < 2 or i == 4 else f"{{:>{w}}}"
+                    for i, w in enumerate(widths))
+    title = f"top {len(rows)} source lines by simulated busy time ({_label(tl, None)})"
+    return "\n".join([title, fmt.format(*head)] + [fmt.format(*b) for b in body])
+
+
+def op_summary_row(tl: Timeline, soc_name: str | None = None) -> dict:
+    """msprof's simulated op_summary columns for `tl`, named as msprof names them.
+
+    The model runs a block's cube and vector pipes on one core, so the split is by the work:
+    aic_* are over the cores that ran CUBE, MTE1 or FIXPIPE work, from their CUBE (mac), MTE1,
+    MTE2 and FIXPIPE busy cycles; aiv_* over the cores that ran VECTOR or MTE3 work or no cube
+    work, from VECTOR, SCALAR, MTE2 and MTE3 (a core with both counts on both sides, its MTE2
+    in both). `*_time(us)` is the simulated kernel time
+    (`tl.us`, launch included), `*_total_cycles` the total cycles summed over those cores, a
+    ratio the pipe's busy cycles over them. A side with no cores has zeros. The row holds only
+    msprof's keys; `soc_name` (default tl.soc) is the SoC the caller labels them with."""
+    del soc_name                                    # the row carries msprof's keys only
+    used = _used_cores(tl)
+    aic = [c for c in used if any(tl.busy[c].get(p, 0.0) > 0 for p in _CUBE_SIDE)]
+    aiv = [c for c in used if c not in aic or
+           any(tl.busy[c].get(p, 0.0) > 0 for p in ("VECTOR", "MTE3"))]
+
+    def side(cores, pipes):
+        total = tl.total_cycles * len(cores)
+        ratios = [sum(tl.busy[c].get(p, 0.0) for c in cores) / total if total else 0.0
+                  for p in pipes]
+        return (tl.us if cores else 0.0), total, ratios
+
+    t, cyc, (mac, mte1, mte2, fix) = side(aic, _AIC_PIPES)
+    vt, vcyc, (vec, scalar, vmte2, mte3) = side(aiv, _AIV_PIPES)
+    return {"aicore_time(us)": t, "aic_total_cycles": cyc, "aic_mac_ratio": mac,
+            "aic_mte1_ratio": mte1, "aic_mte2_ratio": mte2, "aic_fixpipe_ratio": fix,
+            "aiv_time(us)": vt, "aiv_total_cycles": vcyc, "aiv_vec_ratio": vec,
+            "aiv_scalar_ratio": scalar, "aiv_mte2_ratio": vmte2, "aiv_mte3_ratio": mte3}
+
+
+def write_all(tl: Timeline, out_dir, soc_name: str | None = None) -> dict:
+    """Write npu_trace.json, PipeUtilization.csv and code_exe.csv into `out_dir` (created if
+    missing); returns {"trace": path, "pipe_utilization": path, "code_exe": path}."""
+    out = pathlib.Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    return {"trace": write_trace(tl, out / TRACE_FILE, soc_name),
+            "pipe_utilization": write_pipe_utilization(tl, out / PIPE_UTIL_FILE),
+            "code_exe": write_code_exe(tl, out / CODE_EXE_FILE)}

@@ -1,0 +1,219 @@
+"""rt.npu.export: the msOpProf-style outputs of a simulated Timeline (issue 9 §3) on synthetic
+instruction lists, and once through `asc.npu_trace(..., out=)` on the add kernel."""
+import csv
+import json
+
+import numpy as np
+import pytest
+
+import ascendc as asc
+
+from rt.npu import (PIPES, Instr, code_exe, format_top_lines, op_summary_row, pipe_model,
+                    simulate, write_all, write_code_exe, write_pipe_utilization, write_trace)
+
+M = pipe_model("Ascend910B2")
+SOC = "Ascend910B2"
+KEY_IN, KEY_OUT = ("MTE2", "VECTOR", 0), ("VECTOR", "MTE3", 0)
+MSPROF_KEYS = {"aicore_time(us)", "aic_total_cycles", "aic_mac_ratio", "aic_mte1_ratio",
+               "aic_mte2_ratio", "aic_fixpipe_ratio", "aiv_time(us)", "aiv_total_cycles",
+               "aiv_vec_ratio", "aiv_scalar_ratio", "aiv_mte2_ratio", "aiv_mte3_ratio"}
+
+
+def vector_block(b, tiles=2, exps=1):
+    """copy in, flag, `exps` exp's at k.py:20 and one add at k.py:21, flag, copy out."""
+    out = []
+    for _ in range(tiles):
+        out += [Instr(b, "MTE2", "data_copy", bytes=8192, path="GM->UB", src="k.py:10"),
+                Instr(b, "MTE2", "set_flag", set_flag=KEY_IN, src="k.py:11"),
+                Instr(b, "VECTOR", "wait_flag", wait_flag=KEY_IN, src="k.py:12")]
+        out += [Instr(b, "VECTOR", "exp", bytes=8192, repeats=32, elements=2048,
+                      src="k.py:20")] * exps
+        out += [Instr(b, "VECTOR", "add", bytes=8192, repeats=32, elements=2048, src="k.py:21"),
+                Instr(b, "VECTOR", "set_flag", set_flag=KEY_OUT, src="k.py:22"),
+                Instr(b, "MTE3", "wait_flag", wait_flag=KEY_OUT, src="k.py:23"),
+                Instr(b, "MTE3", "data_copy", bytes=8192, path="UB->GM", src="k.py:24")]
+    return out
+
+
+def cube_block(b):
+    return [Instr(b, "MTE2", "data_copy", bytes=32768, path="GM->L1", src="m.py:5"),
+            Instr(b, "MTE2", "set_flag", set_flag=("MTE2", "MTE1", 0)),
+            Instr(b, "MTE1", "wait_flag", wait_flag=("MTE2", "MTE1", 0)),
+            Instr(b, "MTE1", "load_data", bytes=32768, path="L1->L0A", src="m.py:6"),
+            Instr(b, "MTE1", "set_flag", set_flag=("MTE1", "CUBE", 0)),
+            Instr(b, "CUBE", "wait_flag", wait_flag=("MTE1", "CUBE", 0)),
+            Instr(b, "CUBE", "mmad", macs=128 ** 3, shape=(128, 128, 128), dtype_bytes=2,
+                  src="m.py:7"),
+            Instr(b, "CUBE", "set_flag", set_flag=("CUBE", "FIXPIPE", 0)),
+            Instr(b, "FIXPIPE", "wait_flag", wait_flag=("CUBE", "FIXPIPE", 0)),
+            Instr(b, "FIXPIPE", "fixpipe", bytes=65536, path="L0C->GM", src="m.py:8")]
+
+
+@pytest.fixture(scope="module")
+def tl():
+    return simulate([vector_block(b, exps=1 + b) for b in range(3)], M, 2)
+
+
+def test_trace_has_a_lane_per_pipe_a_slice_per_instruction_and_flag_arrows(tl, tmp_path):
+    doc = json.loads(write_trace(tl, tmp_path / "t.json", SOC).read_text())
+    assert doc["displayTimeUnit"] == "ns" and doc["otherData"]["simulated"] is True
+    ev = doc["traceEvents"]
+    procs = {e["pid"]: e["args"]["name"] for e in ev if e["name"] == "process_name"}
+    assert procs == {0: "core0 (simulated Ascend910B2)", 1: "core1 (simulated Ascend910B2)"}
+    for c in procs:
+        lanes = [(e["tid"], e["args"]["name"]) for e in ev
+                 if e["name"] == "thread_name" and e["pid"] == c]
+        assert sorted(lanes) == list(enumerate(PIPES))
+        order = {e["tid"]: e["args"]["sort_index"] for e in ev
+                 if e["name"] == "thread_sort_index" and e["pid"] == c}
+        assert order == {i: i for i in range(len(PIPES))}
+    xs = [e for e in ev if e["ph"] == "X" and e["cat"] == "simulated"]
+    assert len(xs) == len(tl.records)
+    for e, (ins, core, pipe, start, end) in zip(xs, tl.records):
+        assert (e["name"], e["pid"], e["tid"]) == (ins.name, core, PIPES.index(pipe))
+        assert e["ts"] == pytest.approx(start / M.clock_hz * 1e6)
+        assert e["dur"] == pytest.approx((end - start) / M.clock_hz * 1e6)
+        assert e["args"]["src"] == ins.src and e["args"]["bytes"] == ins.bytes
+        assert e["args"]["repeats"] == ins.repeats and e["args"]["elements"] == ins.elements
+    issues = [e for e in ev if e["ph"] == "X" and e["cat"] == "simulated,issue"]
+    assert len(issues) == len(tl.issues) and {e["tid"] for e in issues} == {0}
+    # one arrow per wait_flag: from its set_flag's slice to its own, same id
+    n_waits = sum(1 for r in tl.records if r[0].wait_flag)
+    assert len(tl.flows) == n_waits == 3 * 2 * 2
+    starts = {e["id"]: e for e in ev if e["ph"] == "s"}
+    ends = {e["id"]: e for e in ev if e["ph"] == "f"}
+    assert set(starts) == set(ends) == set(range(n_waits))
+    for n, (si, wi) in enumerate(tl.flows):
+        s, w = tl.records[si], tl.records[wi]
+        assert s[0].set_flag == w[0].wait_flag and s[1] == w[1] and s[4] <= w[3]
+        assert (starts[n]["pid"], starts[n]["tid"]) == (s[1], PIPES.index(s[2]))
+        assert (ends[n]["pid"], ends[n]["tid"], ends[n]["bp"]) == (w[1], PIPES.index(w[2]), "e")
+        assert ends[n]["ts"] == pytest.approx(w[3] / M.clock_hz * 1e6)
+
+
+def test_flows_pair_sets_and_waits_first_in_first_out():
+    key = ("MTE2", "VECTOR", 0)
+    block = [Instr(0, "MTE2", "data_copy", bytes=2048, path="GM->UB"),
+             Instr(0, "MTE2", "set_flag", set_flag=key),
+             Instr(0, "MTE2", "data_copy", bytes=65536, path="GM->UB"),
+             Instr(0, "MTE2", "set_flag", set_flag=key),
+             Instr(0, "VECTOR", "wait_flag", wait_flag=key),
+             Instr(0, "VECTOR", "wait_flag", wait_flag=key)]
+    t = simulate([block], M, 1)
+    sets = [i for i, r in enumerate(t.records) if r[0].set_flag]
+    waits = [i for i, r in enumerate(t.records) if r[0].wait_flag]
+    assert t.flows == list(zip(sets, waits))
+
+
+def test_pipe_utilization_ratios_are_busy_over_total(tl, tmp_path):
+    with write_pipe_utilization(tl, tmp_path / "p.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert list(rows[0]) == ["core", "pipe", "busy_time(us)", "total_time(us)", "ratio",
+                             "busy_cycles", "total_cycles", "soc"]
+    assert [(r["core"], r["pipe"]) for r in rows] == \
+        [(c, p) for c in ("0", "1", "all") for p in PIPES]
+    assert {r["soc"] for r in rows} == {"simulated Ascend910B2"}
+    for r in rows:
+        busy, total = float(r["busy_time(us)"]), float(r["total_time(us)"])
+        assert float(r["ratio"]) == pytest.approx(busy / total, rel=1e-5, abs=1e-9)
+        if r["core"] != "all":
+            assert float(r["busy_cycles"]) == pytest.approx(tl.busy[int(r["core"])][r["pipe"]])
+            assert total == pytest.approx(tl.us)
+        else:
+            assert float(r["busy_cycles"]) == pytest.approx(tl.pipe_busy(r["pipe"]))
+            assert total == pytest.approx(2 * tl.us)
+    assert 0 < float(next(r for r in rows if r["pipe"] == "MTE2")["ratio"]) < 1
+
+
+def test_code_exe_sums_to_the_pipes_busy_cycles_and_ranks_lines(tl, tmp_path):
+    rows = code_exe(tl)
+    for p in PIPES:
+        assert sum(r[f"{p}_cycles"] for r in rows) == pytest.approx(tl.pipe_busy(p))
+    assert sum(r["share"] for r in rows) == pytest.approx(1.0)
+    totals = [r["total_cycles"] for r in rows]
+    assert totals == sorted(totals, reverse=True)
+    exp = next(r for r in rows if r["src"] == "k.py:20")
+    assert (exp["file"], exp["line"], exp["instructions"]) == ("k.py", 20, 2 * (1 + 2 + 3))
+    assert exp["VECTOR_cycles"] > 0 and exp["SCALAR_cycles"] == 12 * M.scalar_issue_cycles
+    # the most expensive line is the one with the largest sum of its instructions' slots
+    cost = {}
+    for ins, _, _, s, e in tl.records:
+        cost[ins.src] = cost.get(ins.src, 0) + e - s
+    for ins, _, s, e in tl.issues:
+        cost[ins.src] = cost.get(ins.src, 0) + e - s
+    assert rows[0]["src"] == max(cost, key=cost.get)
+    with write_code_exe(tl, tmp_path / "c.csv").open() as f:
+        written = list(csv.DictReader(f))
+    assert [r["src"] for r in written] == [r["src"] for r in rows]
+    table = format_top_lines(tl, n=3)
+    lines = table.splitlines()
+    assert "simulated Ascend910B2" in lines[0] and len(lines) == 2 + 3
+    assert lines[1].split()[:2] == ["file", "line"]
+    top = lines[2].split()
+    assert top[:2] == [rows[0]["file"], str(rows[0]["line"])]
+    assert top[-1] == max(PIPES, key=lambda p: rows[0][f"{p}_cycles"])
+
+
+def test_op_summary_row_has_msprofs_columns():
+    vec = simulate([vector_block(0)], M, 1)
+    row = op_summary_row(vec, SOC)
+    assert set(row) == MSPROF_KEYS
+    assert row["aicore_time(us)"] == 0 and row["aic_mac_ratio"] == 0   # no cube work
+    assert row["aiv_time(us)"] == pytest.approx(vec.us)
+    assert row["aiv_total_cycles"] == pytest.approx(vec.total_cycles)
+    assert row["aiv_vec_ratio"] == pytest.approx(vec.pipe_busy("VECTOR") / vec.total_cycles)
+    assert row["aiv_mte3_ratio"] == pytest.approx(vec.pipe_busy("MTE3") / vec.total_cycles)
+    cube = simulate([cube_block(b) for b in range(2)], M, 2)
+    row = op_summary_row(cube, SOC)
+    assert set(row) == MSPROF_KEYS and row["aiv_time(us)"] == 0
+    assert row["aic_total_cycles"] == pytest.approx(2 * cube.total_cycles)
+    for key, pipe in (("aic_mac_ratio", "CUBE"), ("aic_mte1_ratio", "MTE1"),
+                      ("aic_mte2_ratio", "MTE2"), ("aic_fixpipe_ratio", "FIXPIPE")):
+        assert row[key] == pytest.approx(cube.pipe_busy(pipe) / (2 * cube.total_cycles))
+        assert 0 < row[key] < 1
+
+
+def test_write_all_writes_the_three_files(tl, tmp_path):
+    paths = write_all(tl, tmp_path / "out", SOC)
+    assert {p.name for p in paths.values()} == {"npu_trace.json", "PipeUtilization.csv",
+                                                "code_exe.csv"}
+    assert all(p.is_file() and p.parent == tmp_path / "out" for p in paths.values())
+
+
+@asc.jit
+def double_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, n: asc.ConstExpr[int]):
+    """One block, one tile: z = x + x through a VECIN and a VECOUT queue."""
+    xg = asc.GlobalTensor()
+    xg.set_global_buffer(x, n)
+    zg = asc.GlobalTensor()
+    zg.set_global_buffer(z, n)
+    pipe = asc.TPipe()
+    qx = asc.TQue(asc.TPosition.VECIN, 1)
+    qz = asc.TQue(asc.TPosition.VECOUT, 1)
+    pipe.init_buffer(qx, 1, n * x.dtype.sizeof())
+    pipe.init_buffer(qz, 1, n * z.dtype.sizeof())
+    xl = qx.alloc_tensor(x.dtype)
+    asc.data_copy(xl, xg, n)
+    qx.enque(xl)
+    xl = qx.deque(x.dtype)
+    zl = qz.alloc_tensor(z.dtype)
+    asc.add(zl, xl, xl, n)
+    qz.enque(zl)
+    qx.free_tensor(xl)
+    zl = qz.deque(z.dtype)
+    asc.data_copy(zg, zl, n)
+    qz.free_tensor(zl)
+
+
+def test_npu_trace_out_writes_the_files_for_a_kernel(tmp_path):
+    x = np.arange(256, dtype=np.float32)
+    z = np.zeros_like(x)
+    tl = asc.npu_trace(double_kernel, 1, x, z, 256, out=tmp_path / "prof")
+    np.testing.assert_array_equal(z, 2 * x)
+    for name in ("npu_trace.json", "PipeUtilization.csv", "code_exe.csv"):
+        assert (tmp_path / "prof" / name).is_file()
+    doc = json.loads((tmp_path / "prof" / "npu_trace.json").read_text())
+    assert sum(e["ph"] == "X" and e["cat"] == "simulated" for e in doc["traceEvents"]) == \
+        len(tl.records) > 0
+    assert doc["otherData"]["soc"] == tl.soc
+    assert all(r["file"] == __file__ for r in code_exe(tl))
