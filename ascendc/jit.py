@@ -195,9 +195,6 @@ def single_threaded_blas():
         _BLAS_LIMIT.append(threadpool_limits(limits=1, user_api="blas"))
 
 
-ensure_device = rt.ensure_device  # kept for callers of the old name
-
-
 def _scalar(v, name, kernel):
     if isinstance(v, (bool, np.bool_)):
         return np.int8(v)
@@ -266,7 +263,7 @@ class JitFunction(KernelFunction):
 
     # -- launch ---------------------------------------------------------------------------------
     def launch(self, block_dim, stream, args, kwargs):
-        ensure_device()
+        rt.ensure_device()
         single_threaded_blas()
         opts = {**self.options, **kwargs}
         if len(args) != len(self.param_names):

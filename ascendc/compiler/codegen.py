@@ -357,7 +357,7 @@ class _Rewriter(ast.NodeTransformer):
         row = L.method_row(self, node, obj_kind, m)
         obj = self.visit(obj_node)
         if row is not None:
-            return L.method_call(self, node, row, obj_node, obj)
+            return L.method_call(self, node, row, obj)
         node.func = ast.Attribute(value=obj, attr=m, ctx=ast.Load())
         node.args = [self.visit(a) for a in node.args]
         node.keywords = [ast.keyword(arg=k.arg, value=self.visit(k.value)) for k in node.keywords]

@@ -100,7 +100,7 @@ def method_row(rw, node, kind, m):
     return row
 
 
-def method_call(rw, node, row, obj_node, obj):
+def method_call(rw, node, row, obj):
     """`obj.<row.name>(...)` -> the primitive call (or an assignment for rebinding methods)."""
     if row.interpret_only:
         raise rw.err(node, f"{row.api}() is a debugging aid of interpret mode; compiled kernels "

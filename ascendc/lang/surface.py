@@ -137,11 +137,11 @@ class Handle:
 
 @dataclass(frozen=True)
 class Extension:
-    """A namespace of the kernel language with its own objects (`asc.adv`): `interp` is the module
-    the interpreter exposes; `lowering` an object with `assign(rw, node)`, `statement(rw, node)`
-    and `expression(rw, node, chain)` hooks that return None for what is not theirs."""
+    """A namespace of the kernel language with its own objects (`asc.adv`; the interpreter runs
+    its Python classes as they are): `lowering` is an object with `assign(rw, node)`,
+    `statement(rw, node)` and `expression(rw, node, chain)` hooks that return None for what is not
+    theirs, `method_value(rw, node, kind, m)`, and the compiler kinds it owns (`KINDS`)."""
     namespace: str
-    interp: object
     lowering: object
 
 
@@ -357,9 +357,3 @@ def method_for_kind(kind: str, name: str) -> Method | None:
         return None      # ambiguous without knowing the receiver's class
     return found[0] if found else None
 
-
-def names() -> set[str]:
-    """Every public name of the language (functions, handles, structs, methods as Cls.name)."""
-    out = set(FUNCTIONS) | set(HANDLES) | set(STRUCTS)
-    out |= {f"{c}.{n}" for c, n in METHODS}
-    return out

@@ -8,14 +8,13 @@ import pytest
 
 import ascendc as asc
 import rt
-from ascendc.jit import ensure_device
 
 SLOT = 8            # floats per block slot (32 bytes)
 
 
 @pytest.fixture(autouse=True)
 def _device():
-    ensure_device()
+    rt.ensure_device()
 
 
 @asc.jit

@@ -10,11 +10,6 @@ SHAPES = [(33, 47, 29), (1, 1, 1), (130, 17, 300),        # ragged (M, N, K)
           (128, 128, 128), (256, 128, 64)]                  # tile multiples
 
 
-def _ensure_device():
-    """rt set up as a first launch leaves it (tests here may run alone)."""
-    matmul(np.ones((1, 1), np.float32), np.ones((1, 1), np.float32), interpret=True)
-
-
 def _inputs(m, n, k, dtype, seed=0):
     rng = np.random.default_rng(seed)
     a = rng.standard_normal((m, k), np.float32).astype(dtype)
@@ -62,7 +57,7 @@ def test_matmul_non_contiguous_numpy_inputs(interpret):
 
 
 def test_matmul_device_arrays_on_a_stream(interpret):
-    _ensure_device()
+    rt.ensure_device()
     a, b = _inputs(40, 300, 130, np.float16)
     s = rt.Stream()
     da, db = rt.to_device(a), rt.to_device(b)
@@ -87,7 +82,7 @@ def test_matmul_default_tiling_fits_the_soc():
 
 
 def test_matmul_rejects_bad_inputs():
-    _ensure_device()
+    rt.ensure_device()
     f32 = np.zeros((4, 5), np.float32)
     with pytest.raises(ValueError, match=r"a.shape\[1\] must equal b.shape\[0\]"):
         matmul(f32, np.zeros((4, 5), np.float32))
