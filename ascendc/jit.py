@@ -16,7 +16,8 @@ import rt
 from rt import errors as E
 
 from . import options as O
-from .lang import api, core, dtypes as D, prims
+from .lang import api, core, dtypes as D, prims, record, trace
+from .lang.state import FLAG_TRACE
 from .compiler.cache import load_module
 from .compiler.codegen import kernel_module
 from .compiler.frontend import asc_calls
@@ -28,14 +29,22 @@ _CTX = threading.local()
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
+def trace_rows() -> int:
+    """Rows of a core's NPU-view trace buffer (env ASCEND_EMU_NPU_TRACE_ROWS, default 262144:
+    ~37 MB per worker while tracing)."""
+    v = os.environ.get("ASCEND_EMU_NPU_TRACE_ROWS", "")
+    return int(v) if v.isdigit() and int(v) > 0 else trace.DEFAULT_ROWS
+
+
 def _core_ctx(soc, flags):
     """The calling worker's context for `soc` (local memories reused across launches)."""
     cache = getattr(_CTX, "cache", None)
     if cache is None:
         cache = _CTX.cache = {}
-    key = (soc.name, flags)
+    rows = trace_rows() if flags & FLAG_TRACE else 1
+    key = (soc.name, flags, rows)
     if key not in cache:
-        cache[key] = core.new_ctx(soc, flags)
+        cache[key] = core.new_ctx(soc, flags, rows)
     return cache[key]
 
 
@@ -55,8 +64,12 @@ class _Binary(rt.KernelBinary):
     """What rt.launch runs (an `rt.KernelBinary`): `run_blocks(first, last, block_dim, args)` over
     one specialisation; a block's fault is raised as `rt.KernelFault` with its block_idx."""
 
-    def __init__(self, name, soc, checked: O.CheckedOptions, param_names, gm_names=()):
+    def __init__(self, name, soc, checked: O.CheckedOptions, param_names, gm_names=(),
+                 traced=False):
         self.name = name
+        self.traced = traced                 # records the NPU view's trace (lang/trace.py)
+        self._traces = {}                    # per launch (id of its args): [rows..., blocks]
+        self._done = {}                      # finished launches' rows, until the profiler takes
         self.soc = soc
         self.checked = checked
         self.param_names = param_names
@@ -76,7 +89,7 @@ class _Binary(rt.KernelBinary):
         return blocks
 
     def run_blocks(self, first, last, block_dim, args, barrier=None):
-        ctx = _core_ctx(self.soc, self.checked.flags)
+        ctx = _core_ctx(self.soc, self.checked.flags | (FLAG_TRACE if self.traced else 0))
         st = core.state(ctx)
         _barrier.attach(st, barrier)
         st.rounded = 0
@@ -88,7 +101,10 @@ class _Binary(rt.KernelBinary):
             else:
                 views.append(a)
         try:
-            self._run(ctx, self._order(first, last), block_dim, views)
+            if self.traced:
+                self._run_traced(ctx, st, first, last, block_dim, views, args)
+            else:
+                self._run(ctx, self._order(first, last), block_dim, views)
         except (KernelError, ZeroDivisionError, IndexError, ValueError, TypeError,
                 AssertionError, ArithmeticError) as e:
             raise self._wrap(e, int(st.block_idx), block_dim, self._where(e, st)) from e
@@ -99,6 +115,42 @@ class _Binary(rt.KernelBinary):
                           f"of 32 bytes in {int(st.rounded)} call(s) of blocks "
                           f"[{first}, {last}); the tail was not copied (use data_copy_pad)",
                           RuntimeWarning, stacklevel=2)
+
+    def _run_traced(self, ctx, st, first, last, block_dim, views, args):
+        """Run blocks one at a time, taking each one's trace rows from the core's buffer."""
+        for b in self._order(first, last):
+            st.trace_n = st.trace_lost = 0
+            self._run(ctx, np.array([b], dtype=np.int64), block_dim, views)
+            if st.trace_lost:
+                raise KernelError(
+                    f"rt.profile(npu=True): a block must issue at most {len(ctx[3])} "
+                    f"instructions to be recorded, got {int(st.trace_n + st.trace_lost)} in "
+                    f"block_idx={b} (raise ASCEND_EMU_NPU_TRACE_ROWS)")
+            rows = ctx[3][:int(st.trace_n)].copy()
+            with self._lock:
+                acc = self._traces.setdefault(id(args), [[], 0])
+                acc[0].append(rows)
+                acc[1] += 1
+                if acc[1] >= block_dim:
+                    del self._traces[id(args)]
+                    while len(self._done) >= 64:        # never taken: keep the newest only
+                        self._done.pop(next(iter(self._done)))
+                    self._done[id(args)] = (np.concatenate(acc[0]), block_dim)
+
+    def take_npu_trace(self, args):
+        """(SoC name, a function returning the per-block `rt.npu.Instr` lists) of the finished
+        launch on `args`, or None (rt's profiler calls this once per kernel task while the NPU
+        view is on; decoding waits until the simulated view is asked for)."""
+        with self._lock:
+            got = self._done.pop(id(args), None)
+        if got is None:
+            return None
+        rows, block_dim = got
+        lines = self.trace_lines()
+        return self.soc.name, lambda: record.decode(rows, lines, block_dim)
+
+    def trace_lines(self):
+        return record.INTERP_LINES.lines
 
     def _add_counters(self, launch_key, counts, nblocks, block_dim):
         """Sum the ranges of one launch; the total is complete when its last range finishes."""
@@ -131,10 +183,13 @@ class _Binary(rt.KernelBinary):
 
 
 class CompiledBinary(_Binary):
-    def __init__(self, name, soc, checked, param_names, run, lines, gm_names=()):
-        super().__init__(name, soc, checked, param_names, gm_names)
+    def __init__(self, name, soc, checked, param_names, run, lines, gm_names=(), traced=False):
+        super().__init__(name, soc, checked, param_names, gm_names, traced)
         self.run = run
         self.lines = lines      # st.src_line -> (file, line), from the generated module
+
+    def trace_lines(self):
+        return self.lines
 
     def _where(self, e, st):
         k = int(st.src_line)
@@ -145,8 +200,8 @@ class CompiledBinary(_Binary):
 
 
 class InterpretedBinary(_Binary):
-    def __init__(self, name, soc, checked, param_names, fn, consts, gm_names=()):
-        super().__init__(name, soc, checked, param_names, gm_names)
+    def __init__(self, name, soc, checked, param_names, fn, consts, gm_names=(), traced=False):
+        super().__init__(name, soc, checked, param_names, gm_names, traced)
         self.fn, self.consts = fn, consts
 
     def _where(self, e, st):
@@ -272,6 +327,7 @@ class JitFunction(KernelFunction):
         interpret = O.interpret_mode(opts.get("interpret"))
         checked = O.resolve(opts.get("checked"))
         soc = rt.get_soc(opts.get("soc"))
+        traced = rt.npu_view_on()
         self._check_resident(block_dim, soc)
         consts, launch_args, sig, host_copies = {}, [], [], []
         try:
@@ -292,8 +348,8 @@ class JitFunction(KernelFunction):
                     launch_args.append(s)
                     sig.append(("S", s.dtype.name))
             key = (interpret, checked, soc.name, tuple(sorted((k, repr(v)) for k, v in
-                                                             consts.items())), tuple(sig))
-            binary = self._binary(key, interpret, checked, soc, consts, sig)
+                                                             consts.items())), tuple(sig), traced)
+            binary = self._binary(key, interpret, checked, soc, consts, sig, traced)
             task = rt.launch(binary, block_dim, tuple(launch_args), stream)
             if host_copies:   # a synchronous launch: its errors name the launch, as it was called
                 (stream or rt.current_stream()).synchronize(
@@ -343,7 +399,7 @@ class JitFunction(KernelFunction):
                                  f"asc.sync_all (every block must be resident at once, or the "
                                  f"NPU hangs), got block_dim={block_dim}")
 
-    def _binary(self, key, interpret, checked, soc, consts, sig):
+    def _binary(self, key, interpret, checked, soc, consts, sig, traced=False):
         with self._lock:
             b = self._cache.get(key)
             if b is not None:
@@ -352,11 +408,11 @@ class JitFunction(KernelFunction):
             gm_names = [n for n, s in zip(rt_params, sig) if s[0] == "GA"]
             if interpret:
                 b = InterpretedBinary(self.__name__, soc, checked, self.param_names, self.fn,
-                                      consts, gm_names)
+                                      consts, gm_names, traced)
             else:
                 mod = load_module(kernel_module(self, consts, sig), self.__name__)
                 b = CompiledBinary(self.__name__, soc, checked, self.param_names, mod._run,
-                                   mod._LINES, gm_names)
+                                   mod._LINES, gm_names, traced)
             b.needs_all_resident = "sync_all" in self._asc_calls()
             self._cache[key] = b
             return b

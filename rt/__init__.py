@@ -18,7 +18,7 @@ from .callback import subscribe_report, unsubscribe_report, launch_callback, pro
 from .kernel import KernelBinary
 from .sched import Task, KernelTask, BlockRun, StreamHook
 from .launch import launch, default_core_count
-from .profiler import profile, Profiler
+from .profiler import profile, Profiler, npu_view_on
 
 __all__ = [
     "AclError", "KernelFault", "get_recent_err_msg", "SocSpec", "SOCS", "get_soc",
@@ -33,5 +33,5 @@ __all__ = [
     "ACL_CONTINUE_ON_FAILURE", "memcpy_async", "memset_async", "memcpy_2d_async",
     "subscribe_report", "unsubscribe_report", "launch_callback", "process_report",
     "KernelBinary", "Task", "KernelTask", "BlockRun", "StreamHook",
-    "launch", "profile", "Profiler",
+    "launch", "profile", "Profiler", "npu_view_on",
 ]

@@ -9,6 +9,10 @@
 Every task that finishes while a profiler is active becomes a `TaskRecord` (kernels, memcpy,
 memset, event records and waits, callbacks, host functions), with per-core block ranges for
 kernels. Times are host `perf_counter_ns` stamps of this emulator, not NPU estimates.
+
+The NPU view (`rt.profile(npu=True)`, issue 9): kernels launched while it is on record what each
+block issues (a binary's `take_npu_trace`); `prof.npu_runs()` replays each launch on the SoC's pipe
+model (rt/npu, deterministic simulated cycles), `prof.export_npu(dir)` writes msOpProf's views.
 """
 from __future__ import annotations
 
@@ -42,12 +46,40 @@ class TaskRecord:
         return (self.end_ns - self.start_ns) / 1e3
 
 
+@dataclass
+class NpuRun:
+    """One kernel launch recorded by the NPU view: its task record, the SoC, and per-block
+    instruction lists (`rt.npu.Instr`, decoded on first use by `decode()`, which the binary's
+    `take_npu_trace` returned); `timeline` is the simulated run (computed on first use)."""
+    record: TaskRecord
+    soc: str
+    decode: object
+    _blocks: list | None = None
+    _timeline: object = None
+
+    @property
+    def blocks(self) -> list:
+        if self._blocks is None:
+            self._blocks = self.decode()
+        return self._blocks
+
+    @property
+    def timeline(self):
+        if self._timeline is None:
+            from .npu import simulate_launch
+            self._timeline = simulate_launch(self.blocks, self.soc)
+        return self._timeline
+
+
 class Profiler:
     """Collects `TaskRecord`s while active (`rt.profile()`); mirrors the role of
-    `aclprofStart/Stop`."""
+    `aclprofStart/Stop`. With `npu=True` kernels also record what their blocks issue, for the
+    simulated NPU view (`npu_runs`, `export_npu`)."""
 
-    def __init__(self):
+    def __init__(self, npu: bool = False):
         self.records: list[TaskRecord] = []
+        self.npu = bool(npu)
+        self._npu_runs: list[NpuRun] = []
         self._lock = threading.Lock()
         self.t0_ns = 0
 
@@ -80,8 +112,37 @@ class Profiler:
                          task.end_ns, task.nbytes, block_dim, ranges, args,
                          None if task.error is None
                          else f"{type(task.error).__name__}: {task.error}")
+        run = None
+        if self.npu and isinstance(task, KernelTask) and task.error is None:
+            take = getattr(task.binary, "take_npu_trace", None)
+            got = take(task.args) if take is not None else None
+            if got is not None:
+                run = NpuRun(rec, got[0], got[1])
         with self._lock:
             self.records.append(rec)
+            if run is not None:
+                self._npu_runs.append(run)
+
+    # -- the NPU view ---------------------------------------------------------------------------
+    def npu_runs(self, name: str | None = None) -> list[NpuRun]:
+        """The kernel launches the NPU view recorded (of kernel `name` if given), in the order
+        they finished; `run.timeline` is the simulated run."""
+        with self._lock:
+            runs = list(self._npu_runs)
+        return [r for r in runs if name is None or r.record.name == name]
+
+    def export_npu(self, out_dir, name: str | None = None, index: int = -1) -> dict:
+        """Write the simulated views of one recorded launch (the last one of kernel `name`, or
+        `index` among them) into `out_dir`: npu_trace.json, PipeUtilization.csv, code_exe.csv
+        (and the roofline / pipe charts when matplotlib is installed); returns their paths."""
+        runs = self.npu_runs(name)
+        if not runs:
+            raise ValueError(f"export_npu: the profile must hold an NPU-view recording"
+                             f"{f' of kernel {name!r}' if name else ''} (launch inside "
+                             f"rt.profile(npu=True)), got {len(self.records)} records and none")
+        from .npu import write_all
+        run = runs[index]
+        return write_all(run.timeline, out_dir, run.soc)
 
     # -- reports --------------------------------------------------------------------------------
     def table(self, sort_by: str = "total") -> str:
@@ -160,6 +221,12 @@ def _jsonable(v):
         return str(v)
 
 
-def profile() -> Profiler:
-    """`with rt.profile() as prof:` record every task that finishes inside the block."""
-    return Profiler()
+def profile(npu: bool = False) -> Profiler:
+    """`with rt.profile() as prof:` record every task that finishes inside the block; with
+    `npu=True` also what each kernel block issues, replayed on the SoC's pipe model."""
+    return Profiler(npu)
+
+
+def npu_view_on() -> bool:
+    """Is a profiler with the NPU view active (kernels launched now should record)?"""
+    return any(getattr(p, "npu", False) for p in list(sched.PROFILERS))

@@ -16,12 +16,10 @@ from . import dtypes as D
 from . import prims
 from . import surface as S
 from .errors import KernelError
+from .record import mark_line
 
 _state = threading.local()
 
-# the NPU view's recorder (ascendc/lang/record.py) while one is active, else None: called as
-# RECORDER(row, form, values, result, ctx) after each executed surface row
-RECORDER = None
 
 
 def current_ctx():
@@ -113,9 +111,9 @@ def _make_method(row: S.Method):
         if row.receiver:
             vals.insert(0, self.data)
         ctx = current_ctx()
+        if len(ctx[3]) > 1:        # tracing for the NPU view: tell the primitive its line
+            mark_line(ctx)
         r = fn(ctx, *vals)
-        if RECORDER is not None:
-            RECORDER(row, form, vals, r, ctx)
         if row.rebinds:
             self.data = r
             return None
@@ -178,9 +176,9 @@ def _make_function(row: S.Function):
         form = S.bind(f"asc.{row.name}", row.forms, len(args), kwargs)
         vals = [_unwrap(v) for v in form.order(args, kwargs)]
         ctx = current_ctx()
+        if len(ctx[3]) > 1:
+            mark_line(ctx)
         r = getattr(prims, form.prim)(ctx, *vals)
-        if RECORDER is not None:
-            RECORDER(row, form, vals, r, ctx)
         return _wrap(row.returns, None, r)
     f.__name__ = f.__qualname__ = row.name
     f.__doc__ = f"asc.{row.name}: " + " | ".join(f"({', '.join(fm.params)})" for fm in row.forms)

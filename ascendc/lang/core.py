@@ -1,6 +1,6 @@
 """The per-core context every primitive receives, and small shared helpers.
 
-A core's context is the tuple ``ctx = (mem, stage, st)``:
+A core's context is the tuple ``ctx = (mem, stage, st, trace)``:
 - ``mem``: one uint8 array holding the core's local memories back to back (the levels of
   positions.LEVELS: UB, L1, L0A, L0B, L0C, BT); a LocalTensor is a typed view into it, and its
   level is found from its address.
@@ -8,7 +8,9 @@ A core's context is the tuple ``ctx = (mem, stage, st)``:
   only when their tensor is dequeued (or a wait_flag/pipe_barrier on MTE2 is reached).
 - ``st``: a one-element array of state.CORE_STATE; its record ``ctx[2][0]`` holds the block index,
   options, pipe usage, queue records, counters, GM argument ranges (fields named in state.py).
-  Python code reads it as ``state(ctx)``. (A one-element array, not the record itself: Numba
+  Python code reads it as ``state(ctx)``.
+- ``trace``: the NPU view's instruction trace (int64 rows, lang/trace.py); one row when tracing
+  is off. (A one-element array, not the record itself: Numba
   unboxes a record passed from Python through a PEP 3118 buffer of its whole dtype, ~3 us per
   call, an array in ~0.3 us; the interpreter calls primitives from Python.)
 The same primitives run in both modes: compiled kernels call them from njit code, the interpreter
@@ -43,8 +45,9 @@ def layout(soc):
     return offs, sizes, off
 
 
-def new_ctx(soc, flags=0):
-    """A fresh context for one core (reused across the blocks a worker runs)."""
+def new_ctx(soc, flags=0, trace_rows=1):
+    """A fresh context for one core (reused across the blocks a worker runs); with FLAG_TRACE
+    in `flags`, a trace buffer of `trace_rows` rows."""
     offs, sizes, total = layout(soc)
     mem = np.zeros(total, np.uint8)
     stage = np.zeros(total, np.uint8) if flags & FLAG_DEFER else np.zeros(64, np.uint8)
@@ -55,7 +58,8 @@ def new_ctx(soc, flags=0):
     rec["level_base"][:] = offs
     rec["level_size"][:] = sizes
     rec["options"] = flags
-    return (mem, stage, st)
+    trace = np.zeros((max(int(trace_rows), 1), 18), np.int64)   # trace.NCOL columns
+    return (mem, stage, st, trace)
 
 
 def state(ctx):

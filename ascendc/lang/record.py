@@ -1,25 +1,21 @@
-"""The NPU view's recorder (issue 9 §1): what each block issues, as `rt.npu.Instr`s.
+"""The NPU view's decoder (issue 9 §1): trace rows (ascendc/lang/trace.py) -> `rt.npu.Instr`s.
 
-While a `Recorder` is active (`recording(rec)`), the interpreter's generated wrappers
-(ascendc/lang/api.py) call it once per executed surface row with the row, the bound values, the
-result and the core context. It turns each call into instructions for `rt.npu.simulate`:
-- the pipe comes from the row (`surface.Function.pipe`); `BY_DIRECTION` rows (data_copy,
-  load_data, ...) are resolved by the memory levels of destination and source
-  (`surface.DIRECTION_PIPES`; an array outside the core's local memory is GM);
-- sizes from the arguments: count x element size, or repeat_times x 256 B for the repeat forms;
-  DataCopyParams block_count x block_len x 32 B; an mmad's m, n, k from its MmadParams;
-- queue calls become flags the way the Ascend C compiler lowers them: `enque` = set_flag(producer
+The primitives record numbers; this module says what the NPU makes of them:
+- the pipe comes from the op's surface row (`surface.Function.pipe`); `BY_DIRECTION` rows
+  (data_copy, load_data, ...) are resolved by the memory levels of source and destination
+  (`surface.DIRECTION_PIPES`); element reads and writes of a tensor run on the scalar unit;
+- queue steps become flags the way the Ascend C compiler lowers them: `enque` = set_flag(producer
   -> consumer), `deque` = wait_flag(producer -> consumer); `free_tensor` = set_flag(consumer ->
-  producer) for that buffer, and the next `alloc_tensor` returning the same buffer waits for it
-  (producer/consumer pipes by the queue's TPosition: VECIN MTE2 -> V, VECOUT V -> MTE3, A1/B1
-  MTE2 -> MTE1, A2/B2 MTE1 -> CUBE, CO1 CUBE -> FIXPIPE);
-- the kernel source line is the innermost frame outside the ascendc package.
-Interpret mode only in this slice (compiled kernels do not call the wrappers).
+  producer) for that buffer, and the next `alloc_tensor` of the same buffer waits for it (producer
+  / consumer pipes by the queue's TPosition: VECIN MTE2 -> V, VECOUT V -> MTE3, A1/B1 MTE2 -> MTE1,
+  A2/B2 MTE1 -> CUBE, CO1 CUBE -> FIXPIPE; VECCALC and TBuf buffers need no flags);
+- `set_flag` / `wait_flag` name their pipes by HardEvent; `pipe_barrier(PIPE_X)` waits for pipe X
+  to drain, `PIPE_ALL` for every pipe; `sync_all` is a barrier across the launch's blocks;
+- the source line is the id the kernel stored in `st.src_line` (compiled kernels: the generated
+  module's `_LINES`; interpreted kernels: `INTERP_LINES`, filled by the interpreter's wrappers).
 """
 from __future__ import annotations
 
-import contextlib
-import math
 import os
 import sys
 import threading
@@ -28,14 +24,12 @@ import numpy as np
 
 from rt.npu import Instr
 
-from . import api, core
-from . import params as P
 from . import surface as S
+from . import trace as T
 from .enums import HardEvent, PipeID, TPosition
 from .positions import LEVEL_NAMES
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-_LOCK = threading.Lock()
 
 # PipeID -> msOpProf's lane name
 PIPE_NAMES = {PipeID.PIPE_S: "SCALAR", PipeID.PIPE_V: "VECTOR", PipeID.PIPE_M: "CUBE",
@@ -49,7 +43,8 @@ QUEUE_PIPES = {TPosition.VECIN: ("MTE2", "VECTOR"), TPosition.VECOUT: ("VECTOR",
                TPosition.A1: ("MTE2", "MTE1"), TPosition.B1: ("MTE2", "MTE1"),
                TPosition.A2: ("MTE1", "CUBE"), TPosition.B2: ("MTE1", "CUBE"),
                TPosition.CO1: ("CUBE", "FIXPIPE")}
-_REPEATS = ("repeat_times", "repeat_time")
+_QUEUE_KINDS = {T.K_Q_ALLOC: "alloc_tensor", T.K_Q_ENQUE: "enque", T.K_Q_DEQUE: "deque",
+                T.K_Q_FREE: "free_tensor"}
 
 
 def event_pipes(event: int) -> tuple:
@@ -58,159 +53,127 @@ def event_pipes(event: int) -> tuple:
     return _EVENT_PIPES[src], _EVENT_PIPES[dst]
 
 
-def _source_line() -> str:
+class LineTable:
+    """(file, line) <-> small ids, for interpreted kernels (appended from several threads)."""
+
+    def __init__(self):
+        self.lines = [("", 0)]
+        self._ids: dict = {}
+        self._lock = threading.Lock()
+
+    def id_of(self, file: str, line: int) -> int:
+        k = self._ids.get((file, line))
+        if k is None:
+            with self._lock:
+                k = self._ids.setdefault((file, line), len(self.lines))
+                if k == len(self.lines):
+                    self.lines.append((file, line))
+        return k
+
+
+INTERP_LINES = LineTable()
+
+
+def mark_line(ctx) -> None:
+    """Store the calling kernel line's id in the core state (the interpreter calls this before
+    each primitive while tracing: compiled kernels store it themselves)."""
     f = sys._getframe(2)
     while f is not None and f.f_code.co_filename.startswith(_PACKAGE_DIR):
         f = f.f_back
-    return f"{f.f_code.co_filename}:{f.f_lineno}" if f is not None else ""
+    if f is not None:
+        ctx[2][0]["src_line"] = INTERP_LINES.id_of(f.f_code.co_filename, f.f_lineno)
 
 
-def _level(ctx, a) -> str:
-    if not isinstance(a, np.ndarray):
-        return "GM"
-    lv = int(core.level_of(ctx, a))
-    return LEVEL_NAMES[lv] if lv >= 0 else "GM"
+def _pipe_of(name: str) -> str:
+    row = S.FUNCTIONS.get(name)
+    if row is None or row.pipe is S.BY_DIRECTION or row.pipe is None:
+        return "SCALAR"
+    return PIPE_NAMES.get(row.pipe, "SCALAR")
 
 
-def _field(rec, name):
-    return int(rec[name])
+class _Decoder:
+    """Rows of one block -> its Instr list."""
 
+    def __init__(self, lines):
+        self.lines = lines
+        self.frees: dict = {}
 
-class Recorder:
-    """Collects one instruction list per block (`blocks(block_dim)` returns them in block
-    order). Blocks may run on several threads at once: each appends only to its own list."""
+    def src(self, line_id: int) -> str:
+        if 0 < line_id < len(self.lines):
+            f, n = self.lines[line_id]
+            return f"{f}:{n}"
+        return ""
 
-    def __init__(self):
-        self._blocks: dict = {}
-        self._frees: dict = {}
+    def row(self, r) -> Instr | None:
+        b, name, kind = int(r[T.C_BLOCK]), T.OPS[int(r[T.C_OP])], int(r[T.C_KIND])
+        src = self.src(int(r[T.C_LINE]))
+        if kind == T.K_OP:
+            return self._op(b, name, r, src)
+        if kind in (T.K_SET, T.K_WAIT):
+            a, d = event_pipes(int(r[T.C_A]))
+            key = (a, d, int(r[T.C_ID]))
+            if kind == T.K_SET:
+                return Instr(b, a, name, set_flag=key, src=src)
+            return Instr(b, d, name, wait_flag=key, src=src)
+        if kind == T.K_BARRIER:
+            p = PIPE_NAMES.get(PipeID(int(r[T.C_A])))
+            return Instr(b, p or "SCALAR", name, barrier=p or "ALL", src=src)
+        if kind == T.K_SYNC_ALL:
+            return Instr(b, "SCALAR", name, barrier="SYNC_ALL", src=src)
+        return self._queue(b, kind, r, src)
 
-    def blocks(self, block_dim: int) -> list:
-        return [self._blocks.get(b, []) for b in range(block_dim)]
+    def _op(self, b, name, r, src):
+        nbytes, dsz = int(r[T.C_BYTES]), int(r[T.C_DSZ])
+        if name == "mmad":
+            m, n, k = int(r[T.C_M]), int(r[T.C_N]), int(r[T.C_K])
+            return Instr(b, "CUBE", name, macs=m * n * k, elements=m * n, dtype_bytes=dsz,
+                         shape=(m, n, k), src=src)
+        row = S.FUNCTIONS.get(name)
+        if row is not None and (row.pipe is S.BY_DIRECTION or row.work is S.Work.FIXPIPE):
+            s, d = int(r[T.C_SRC_LV]), int(r[T.C_DST_LV])
+            sn = LEVEL_NAMES[s] if s >= 0 else "GM"
+            dn = LEVEL_NAMES[d] if d >= 0 else "GM"
+            pipe = PIPE_NAMES[S.DIRECTION_PIPES.get((sn, dn), PipeID.PIPE_MTE2)]
+            gm = (int(r[T.C_GM0]), int(r[T.C_GM1])) if "GM" in (sn, dn) else ()
+            return Instr(b, pipe, name, bytes=nbytes, elements=int(r[T.C_ELEMS]),
+                         dtype_bytes=dsz, path=f"{sn}->{dn}", gm=gm, src=src)
+        pipe = _pipe_of(name)
+        if pipe == "VECTOR":
+            return Instr(b, pipe, name, bytes=nbytes, elements=int(r[T.C_ELEMS]),
+                         repeats=int(r[T.C_REPEATS]), dtype_bytes=dsz, src=src)
+        return Instr(b, "SCALAR", name, src=src)
 
-    def __call__(self, row, form, vals, result, ctx):
-        if row.work is S.Work.DEBUG:
-            return
-        b = int(core.state(ctx).block_idx)
-        out = self._blocks.get(b)
-        if out is None:
-            out = self._blocks[b] = []
-            self._frees[b] = {}
-        src = _source_line()
-        if isinstance(row, S.Method):
-            self._method(b, out, row, vals, result, ctx, src)
-        else:
-            self._function(b, out, row, form, vals, ctx, src)
-
-    # ---- functions -----------------------------------------------------------------------------
-    def _function(self, b, out, row, form, vals, ctx, src):
-        args = dict(zip([p for p in form.params if p not in form.ignored], vals))
-        w, name = row.work, row.name
-        if w in (S.Work.ELEMENTWISE, S.Work.REDUCE):
-            arrays = [v for v in args.values() if isinstance(v, np.ndarray)]
-            isz = max((a.itemsize for a in arrays), default=4)
-            rep = next((int(args[k]) for k in _REPEATS if k in args), None)
-            if rep is not None:
-                nbytes, elems = rep * 256, rep * 256 // isz
-            else:
-                elems = int(args.get("count", arrays[0].size if arrays else 0))
-                nbytes = elems * isz
-                rep = math.ceil(nbytes / 256)
-            out.append(Instr(b, "VECTOR", name, bytes=nbytes, elements=elems, repeats=rep,
-                             dtype_bytes=isz, src=src))
-        elif w is S.Work.COPY:
-            dst, s = args["dst"], args["src"]
-            path = f"{_level(ctx, s)}->{_level(ctx, dst)}"
-            pipe = S.DIRECTION_PIPES.get(tuple(path.split("->")), PipeID.PIPE_MTE2)
-            nbytes = self._copy_bytes(name, args, dst, s)
-            isz = dst.itemsize if isinstance(dst, np.ndarray) else 1
-            out.append(Instr(b, PIPE_NAMES[pipe], name, bytes=nbytes, elements=nbytes // isz,
-                             dtype_bytes=isz, path=path, src=src))
-        elif w is S.Work.MMAD:
-            p = args["mmad_params"]
-            m, n, k = int(p.m), int(p.n), int(p.k)
-            out.append(Instr(b, "CUBE", name, macs=m * n * k, elements=m * n,
-                             dtype_bytes=args["fm"].itemsize, shape=(m, n, k), src=src))
-        elif w is S.Work.FIXPIPE:
-            dst, p = args["dst"], args["intri_params"]
-            isz = dst.itemsize if isinstance(dst, np.ndarray) else 4
-            nbytes = int(getattr(p, "m_size", 0)) * int(getattr(p, "n_size", 0)) * isz
-            out.append(Instr(b, "FIXPIPE", name, bytes=nbytes, dtype_bytes=isz,
-                             path=f"L0C->{_level(ctx, dst)}", src=src))
-        elif name in ("set_flag", "wait_flag"):
-            a, d = event_pipes(int(args["event"]))
-            key = (a, d, int(args["event_id"]))
-            if name == "set_flag":
-                out.append(Instr(b, a, name, set_flag=key, src=src))
-            else:
-                out.append(Instr(b, d, name, wait_flag=key, src=src))
-        elif name == "pipe_barrier":
-            p = PIPE_NAMES.get(PipeID(int(args["pipe"])))
-            out.append(Instr(b, p or "SCALAR", name, barrier=p or "ALL", src=src))
-        elif name == "sync_all":       # cross-core wait not modelled yet: drains this core
-            out.append(Instr(b, "SCALAR", name, barrier="ALL", src=src))
-        else:
-            out.append(Instr(b, "SCALAR", name, src=src))
-
-    @staticmethod
-    def _copy_bytes(name, args, dst, s) -> int:
-        arg = args.get("count", args.get("repeat_params", args.get("intri_params")))
-        isz = dst.itemsize if isinstance(dst, np.ndarray) else 1
-        if name == "data_copy_pad":
-            p = args["copy_params"]
-            return int(p.block_count) * int(p.block_len)
-        if name == "load_data":
-            p = args["load_data_params"]
-            if isinstance(p, P.LoadData2DParams):
-                return int(p.repeat_times) * 512
-        elif isinstance(arg, P.DataCopyParams):
-            return int(arg.block_count) * int(arg.block_len) * 32
-        elif isinstance(arg, P.Nd2NzParams):
-            return int(arg.nd_num) * int(arg.n_value) * int(arg.d_value) * isz
-        elif isinstance(arg, (int, np.integer)):
-            return int(arg) * isz
-        sizes = [a.nbytes for a in (dst, s) if isinstance(a, np.ndarray)]
-        return min(sizes) if sizes else 0
-
-    # ---- methods -------------------------------------------------------------------------------
-    def _method(self, b, out, row, vals, result, ctx, src):
-        name = row.name
-        if row.cls == "TQue" and name in ("alloc_tensor", "enque", "deque", "free_tensor"):
-            q = vals[0]
-            pipes = QUEUE_PIPES.get(_field(q, "pos"))
-            if pipes is not None:
-                self._queue(b, out, name, q, pipes, vals, result, ctx, src)
-                return
-        out.append(Instr(b, "SCALAR", row.api, src=src))
-
-    def _queue(self, b, out, name, q, pipes, vals, result, ctx, src):
+    def _queue(self, b, kind, r, src):
+        pos, qid, slot = int(r[T.C_A]), int(r[T.C_B]), int(r[T.C_ID])
+        name = f"TQue.{_QUEUE_KINDS[kind]}"
+        pipes = QUEUE_PIPES.get(pos)
+        if pipes is None:
+            return Instr(b, "SCALAR", name, src=src)
         prod, cons = pipes
-        qid = _field(q, "id")
-        api_name = f"TQue.{name}"
-        if name == "enque":
-            out.append(Instr(b, prod, api_name, set_flag=(prod, cons, ("que", qid)), src=src))
-        elif name == "deque":
-            out.append(Instr(b, cons, api_name, wait_flag=(prod, cons, ("que", qid)), src=src))
-        else:
-            t = result if name == "alloc_tensor" else vals[1]
-            off = int(core.local_offset(ctx, t)) - _field(q, "mem_off")
-            key = (cons, prod, ("free", qid, off // max(_field(q, "slot_bytes"), 1)))
-            frees = self._frees[b]
-            if name == "free_tensor":
-                frees[key] = frees.get(key, 0) + 1
-                out.append(Instr(b, cons, api_name, set_flag=key, src=src))
-            elif frees.get(key, 0) > 0:
-                frees[key] -= 1
-                out.append(Instr(b, prod, api_name, wait_flag=key, src=src))
-            else:
-                out.append(Instr(b, "SCALAR", api_name, src=src))
+        if kind == T.K_Q_ENQUE:
+            return Instr(b, prod, name, set_flag=(prod, cons, ("que", qid)), src=src)
+        if kind == T.K_Q_DEQUE:
+            return Instr(b, cons, name, wait_flag=(prod, cons, ("que", qid)), src=src)
+        key = (cons, prod, ("free", qid, slot))
+        if kind == T.K_Q_FREE:
+            self.frees[key] = self.frees.get(key, 0) + 1
+            return Instr(b, cons, name, set_flag=key, src=src)
+        if self.frees.get(key, 0) > 0:          # alloc of a buffer freed before: wait for it
+            self.frees[key] -= 1
+            return Instr(b, prod, name, wait_flag=key, src=src)
+        return Instr(b, "SCALAR", name, src=src)
 
 
-@contextlib.contextmanager
-def recording(rec: Recorder):
-    """Make `rec` the interpreter's recorder for the duration (one recording at a time)."""
-    with _LOCK:
-        prev, api.RECORDER = api.RECORDER, rec
-        try:
-            yield rec
-        finally:
-            api.RECORDER = prev
+def decode(rows: np.ndarray, lines, block_dim: int) -> list:
+    """The Instr lists of blocks 0..block_dim-1 from trace rows (in each block's issue order)."""
+    out = [[] for _ in range(block_dim)]
+    decoders: dict = {}
+    for r in rows:
+        b = int(r[T.C_BLOCK])
+        dec = decoders.get(b)
+        if dec is None:
+            dec = decoders[b] = _Decoder(lines)
+        ins = dec.row(r)
+        if ins is not None and 0 <= b < block_dim:
+            out[b].append(ins)
+    return out

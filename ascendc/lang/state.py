@@ -15,7 +15,7 @@ from .positions import NLEVELS
 
 __all__ = ["CORE_STATE", "QUEUE_RECORD", "new_state", "MAX_PENDING", "MAX_QUEUES", "MAX_GM",
            "MAX_SLOTS", "N_HARD_EVENTS", "N_EVENT_IDS", "N_COUNTERS", "KIND_QUE", "KIND_BUF",
-           "FLAG_NAN_FILL", "FLAG_DEFER", "FLAG_REPORT_ROUNDING"]
+           "FLAG_NAN_FILL", "FLAG_DEFER", "FLAG_REPORT_ROUNDING", "FLAG_TRACE"]
 
 MAX_PENDING = 256      # deferred GM->local copies remembered at once (then all are flushed)
 MAX_QUEUES = 64        # TQue + TBuf records per kernel
@@ -31,6 +31,7 @@ KIND_QUE, KIND_BUF = 1, 2
 FLAG_NAN_FILL = 1          # fresh local buffers are NaN
 FLAG_DEFER = 2             # GM->local copies become visible at deque / wait_flag
 FLAG_REPORT_ROUNDING = 4   # the launcher warns when data_copy rounded bytes down
+FLAG_TRACE = 8             # primitives append NPU-view trace rows to ctx[3] (lang/trace.py)
 
 _I8 = np.int64
 
@@ -65,6 +66,8 @@ CORE_STATE = np.dtype([
     ("barrier", _I8),      # key of the launch's all-blocks barrier (0: none; lang/barrier.py)
     ("barrier_fn", _I8),   # address of the C callback that waits on it
     ("sync_calls", _I8),   # sync_all calls made by the current block
+    ("trace_n", _I8),      # NPU-view trace rows written to ctx[3] (lang/trace.py)
+    ("trace_lost", _I8),   # rows that did not fit in ctx[3]
     ("level_base", _I8, (NLEVELS,)),   # byte offset of each level in the core's memory
     ("level_size", _I8, (NLEVELS,)),   # capacity of each level
     ("level_used", _I8, (NLEVELS,)),   # bytes of each level handed out by init_buffer

@@ -3,14 +3,20 @@
 `model.PipeModel` holds the per-SoC constants (each cited in docs/npu-model.md or marked as an
 assumption); `sim.simulate` replays per-block instruction recordings (`sim.Instr`) on them and
 returns a `sim.Timeline`; `export` writes it the way msOpProf shows a simulation (trace JSON,
-PipeUtilization.csv, code_exe.csv, op_summary columns). Standard library and numpy only: the
-kernel language records, rt replays.
+PipeUtilization.csv, code_exe.csv, op_summary columns); `plots` draws the roofline and the
+pipe-utilisation PNGs (matplotlib, imported only when drawing). Standard library and numpy only:
+the kernel language records, rt replays.
 """
 from .export import (code_exe, format_top_lines, op_summary_row, write_all, write_code_exe,
                      write_pipe_utilization, write_trace)
 from .model import PipeModel, pipe_model
-from .sim import PIPES, Instr, Timeline, simulate
+from .plots import (RooflinePoint, pipe_busy_ratios, roofline_ceilings, roofline_point,
+                    write_pipe_chart_png, write_roofline_png)
+from .sim import PIPES, Instr, Timeline, side_of, simulate, split_block
+from .launch import launch_cores, simulate_launch
 
 __all__ = ["PipeModel", "pipe_model", "PIPES", "Instr", "Timeline", "simulate", "write_trace",
            "write_pipe_utilization", "code_exe", "write_code_exe", "format_top_lines",
-           "op_summary_row", "write_all"]
+           "op_summary_row", "write_all", "side_of", "split_block", "RooflinePoint",
+           "roofline_point", "roofline_ceilings", "write_roofline_png", "pipe_busy_ratios",
+           "write_pipe_chart_png", "launch_cores", "simulate_launch"]

@@ -1,21 +1,27 @@
 """msOpProf-style outputs of a simulated `Timeline` (DESIGN §6, issue 9 §3).
 
 - `write_trace`: `npu_trace.json` for Perfetto / chrome://tracing. One process per core that ran
-  a block. msOpProf names its cores `coreN.cubecoreM` / `coreN.veccoreM`; in this slice cube and
-  vector work of a block share one core, so a process is `coreN` (said in its label and in the
-  trace's `otherData`). One thread per pipe with msOpProf's lane names in PIPES order (SCALAR,
-  VECTOR, CUBE, MTE1, MTE2, MTE3, FIXPIPE), one complete event per instruction (ts/dur in µs at
-  the model's clock; the SCALAR lane also shows the scalar unit's issue slot of every other
-  instruction, which is part of its busy time), and a flow arrow from each set_flag to the
-  wait_flag it released. Times start at the first instruction: the launch overhead is not drawn
+  a block, grouped as msOpProf groups them: the cube cores first ("AIC 0", "AIC 1", ...), then
+  the vector cores ("AIV 0", ...) (`Timeline.core_kinds`; a core that runs both kinds of pipes,
+  on a coupled SoC or with mix=False, is "AI Core N"); each process's label gives msOpProf's name
+  (`coreN.cubecore0`, `coreN.veccoreM`, `coreN`). One thread per pipe of the core's kind with
+  msOpProf's lane names (tid = the index in PIPES: SCALAR, VECTOR, CUBE, MTE1, MTE2, MTE3,
+  FIXPIPE; an AIC shows SCALAR, CUBE, MTE1, MTE2, FIXPIPE, an AIV SCALAR, VECTOR, MTE2, MTE3),
+  one complete event per instruction (ts/dur in µs at the model's clock; the SCALAR lane also
+  shows the scalar unit's issue slot of every other instruction, which is part of its busy
+  time), a flow arrow from each set_flag to the wait_flag it released, and one from each GM
+  hand-off's producer copy to the copy of the other core it released (`Timeline.handoffs`).
+  Times start at the first instruction: the launch overhead is not drawn
   (`otherData.launch_us`).
 - `write_pipe_utilization`: `PipeUtilization.csv`, per core and pipe busy time / total time.
 - `code_exe` / `write_code_exe` / `format_top_lines`: cycles per kernel source line (the
   hot-spot view of msOpProf's `*_code_exe.csv`).
 - `op_summary_row`: msprof's simulated op_summary columns.
+- `write_all` also writes `roofline.png` and `pipe_utilization.png` (rt/npu/plots.py) when
+  matplotlib is installed.
 "Total" is the Timeline's `total_cycles` (makespan plus the launch overhead, i.e. `tl.us`) on
 every core that ran a block. Everything written is labelled "simulated" with the SoC name.
-Standard library only.
+Standard library only (the PNGs need matplotlib, the `bench` extra).
 """
 from __future__ import annotations
 
@@ -24,13 +30,14 @@ import json
 import os
 import pathlib
 
-from .sim import PIPES, Timeline
+from .sim import AI_CORE, AIC, AIV, KIND_PIPES, PIPES, Timeline
 
 __all__ = ["trace_events", "write_trace", "write_pipe_utilization", "code_exe", "write_code_exe",
            "format_top_lines", "op_summary_row", "write_all", "TRACE_FILE", "PIPE_UTIL_FILE",
-           "CODE_EXE_FILE"]
+           "CODE_EXE_FILE", "ROOFLINE_FILE", "PIPE_CHART_FILE", "msprof_core_name"]
 
 TRACE_FILE, PIPE_UTIL_FILE, CODE_EXE_FILE = "npu_trace.json", "PipeUtilization.csv", "code_exe.csv"
+ROOFLINE_FILE, PIPE_CHART_FILE = "roofline.png", "pipe_utilization.png"
 _AIC_PIPES = ("CUBE", "MTE1", "MTE2", "FIXPIPE")     # aic_* columns
 _AIV_PIPES = ("VECTOR", "SCALAR", "MTE2", "MTE3")    # aiv_* columns
 _CUBE_SIDE = ("CUBE", "MTE1", "FIXPIPE")             # a core that ran these did cube work
@@ -65,18 +72,46 @@ def _args(ins, cycles: float) -> dict:
     return a
 
 
+_KIND_ORDER = {AIC: 0, AIV: 1, AI_CORE: 2}
+_KIND_TEXT = {AIC: "cube core", AIV: "vector core", AI_CORE: "cube and vector pipes on one core"}
+
+
+def msprof_core_name(tl: Timeline, core: int) -> str:
+    """msOpProf's name of `core`: `coreN.cubecore0` for an AIC, `coreN.veccoreM` for an AIV
+    (a MIX launch pairs AIC N with the first AIV of AI Core N; an AIV-only launch puts AIV j on
+    AI Core j // 2 as veccore j % 2), `coreN` for a core that runs both kinds of pipes."""
+    kind = tl.core_kinds.get(core, AI_CORE)
+    nth = int(tl.core_name(core).rsplit(" ", 1)[-1]) if core in tl.core_kinds else core
+    if kind == AIC:
+        return f"core{nth}.cubecore0"
+    if kind == AIV:
+        return f"core{nth}.veccore0" if tl.mix else f"core{nth // 2}.veccore{nth % 2}"
+    return f"core{nth}"
+
+
+def _lanes(tl: Timeline, core: int) -> list:
+    """The pipes shown for `core`: its kind's, plus any other pipe it ran work on."""
+    own = set(KIND_PIPES[tl.core_kinds.get(core, AI_CORE)])
+    own |= {p for p, v in tl.busy.get(core, {}).items() if v > 0}
+    return [p for p in PIPES if p in own]
+
+
 def trace_events(tl: Timeline, soc_name: str | None = None) -> list:
     """The trace's events (see the module docstring)."""
     label = _label(tl, soc_name)
     ev = []
-    for c in _used_cores(tl):
+    used = sorted(_used_cores(tl), key=lambda c: (_KIND_ORDER[tl.core_kinds.get(c, AI_CORE)], c))
+    for order, c in enumerate(used):
+        kind = tl.core_kinds.get(c, AI_CORE)
         ev += [{"ph": "M", "pid": c, "tid": 0, "name": "process_name",
-                "args": {"name": f"core{c} ({label})"}},
+                "args": {"name": f"{tl.core_name(c)} ({label})"}},
                {"ph": "M", "pid": c, "tid": 0, "name": "process_sort_index",
-                "args": {"sort_index": c}},
+                "args": {"sort_index": order}},
                {"ph": "M", "pid": c, "tid": 0, "name": "process_labels",
-                "args": {"labels": f"{label}; cube and vector pipes on one core"}}]
-        for tid, pipe in enumerate(PIPES):
+                "args": {"labels": f"{label}; {_KIND_TEXT[kind]}; "
+                                   f"msOpProf {msprof_core_name(tl, c)}"}}]
+        for pipe in _lanes(tl, c):
+            tid = PIPES.index(pipe)
             ev += [{"ph": "M", "pid": c, "tid": tid, "name": "thread_name",
                     "args": {"name": pipe}},
                    {"ph": "M", "pid": c, "tid": tid, "name": "thread_sort_index",
@@ -98,6 +133,13 @@ def trace_events(tl: Timeline, soc_name: str | None = None) -> list:
                    "tid": tid[s[2]], "ts": _us(tl, s[3])})
         ev.append({"ph": "f", "bp": "e", "id": n, "name": name, "cat": "simulated,flag",
                    "pid": w[1], "tid": tid[w[2]], "ts": _us(tl, w[3])})
+    for n, (pi, ci) in enumerate(tl.handoffs, start=len(tl.flows)):
+        p, c = tl.records[pi], tl.records[ci]
+        name = f"GM hand-off {tl.core_name(p[1])}->{tl.core_name(c[1])}"
+        ev.append({"ph": "s", "id": n, "name": name, "cat": "simulated,handoff", "pid": p[1],
+                   "tid": tid[p[2]], "ts": _us(tl, p[4])})
+        ev.append({"ph": "f", "bp": "e", "id": n, "name": name, "cat": "simulated,handoff",
+                   "pid": c[1], "tid": tid[c[2]], "ts": _us(tl, c[3])})
     return ev
 
 
@@ -108,8 +150,12 @@ def write_trace(tl: Timeline, path, soc_name: str | None = None) -> pathlib.Path
            "otherData": {"simulated": True, "soc": soc_name or tl.soc, "clock_hz": tl.clock_hz,
                          "n_cores": tl.n_cores, "total_us": tl.us,
                          "launch_us": _us(tl, tl.launch_cycles),
-                         "cores": "coreN: cube and vector pipes of a block share one core in "
-                                  "this model (msOpProf: coreN.cubecoreM / coreN.veccoreM)"}}
+                         "mix": tl.mix,
+                         "core_kinds": {tl.core_name(c): msprof_core_name(tl, c)
+                                        for c in _used_cores(tl)},
+                         "cores": "AIC N: a cube core, AIV N: a vector core (msOpProf "
+                                  "coreN.cubecoreM / coreN.veccoreM); AI Core N: cube and "
+                                  "vector pipes on one core (coupled SoC, or not split)"}}
     path.write_text(json.dumps(doc))
     return path
 
@@ -217,19 +263,23 @@ def format_top_lines(tl: Timeline, n: int = 10) -> str:
 def op_summary_row(tl: Timeline, soc_name: str | None = None) -> dict:
     """msprof's simulated op_summary columns for `tl`, named as msprof names them.
 
-    The model runs a block's cube and vector pipes on one core, so the split is by the work:
-    aic_* are over the cores that ran CUBE, MTE1 or FIXPIPE work, from their CUBE (mac), MTE1,
-    MTE2 and FIXPIPE busy cycles; aiv_* over the cores that ran VECTOR or MTE3 work or no cube
-    work, from VECTOR, SCALAR, MTE2 and MTE3 (a core with both counts on both sides, its MTE2
-    in both). `*_time(us)` is the simulated kernel time
-    (`tl.us`, launch included), `*_total_cycles` the total cycles summed over those cores, a
-    ratio the pipe's busy cycles over them. A side with no cores has zeros. The row holds only
-    msprof's keys; `soc_name` (default tl.soc) is the SoC the caller labels them with."""
+    aic_* are over the AIC cores that ran (`Timeline.core_kinds`), from their CUBE (mac), MTE1,
+    MTE2 and FIXPIPE busy cycles; aiv_* over the AIV cores, from VECTOR, SCALAR, MTE2 and MTE3.
+    Cores that run both kinds of pipes ("AI Core": a coupled SoC, or mix=False) are split by the
+    work: aic_* over those that ran CUBE, MTE1 or FIXPIPE work, aiv_* over those that ran VECTOR
+    or MTE3 work or no cube work (a core with both counts on both sides, its MTE2 in both).
+    `*_time(us)` is the simulated kernel time (`tl.us`, launch included), `*_total_cycles` the
+    total cycles summed over those cores, a ratio the pipe's busy cycles over them. A side with
+    no cores has zeros. The row holds only msprof's keys; `soc_name` (default tl.soc) is the SoC
+    the caller labels them with."""
     del soc_name                                    # the row carries msprof's keys only
     used = _used_cores(tl)
-    aic = [c for c in used if any(tl.busy[c].get(p, 0.0) > 0 for p in _CUBE_SIDE)]
-    aiv = [c for c in used if c not in aic or
-           any(tl.busy[c].get(p, 0.0) > 0 for p in ("VECTOR", "MTE3"))]
+    kinds = {c: tl.core_kinds.get(c, AI_CORE) for c in used}
+    both = [c for c in used if kinds[c] == AI_CORE]
+    cube_work = [c for c in both if any(tl.busy[c].get(p, 0.0) > 0 for p in _CUBE_SIDE)]
+    aic = [c for c in used if kinds[c] == AIC or c in cube_work]
+    aiv = [c for c in used if kinds[c] == AIV or (kinds[c] == AI_CORE and (
+        c not in cube_work or any(tl.busy[c].get(p, 0.0) > 0 for p in ("VECTOR", "MTE3"))))]
 
     def side(cores, pipes):
         total = tl.total_cycles * len(cores)
@@ -245,11 +295,30 @@ def op_summary_row(tl: Timeline, soc_name: str | None = None) -> dict:
             "aiv_scalar_ratio": scalar, "aiv_mte2_ratio": vmte2, "aiv_mte3_ratio": mte3}
 
 
-def write_all(tl: Timeline, out_dir, soc_name: str | None = None) -> dict:
+def _have_matplotlib() -> bool:
+    try:
+        import matplotlib  # noqa: F401  (the PNGs are optional: the bench extra)
+    except ImportError:
+        return False
+    return True
+
+
+def write_all(tl: Timeline, out_dir, soc_name: str | None = None, model=None) -> dict:
     """Write npu_trace.json, PipeUtilization.csv and code_exe.csv into `out_dir` (created if
-    missing); returns {"trace": path, "pipe_utilization": path, "code_exe": path}."""
+    missing), and when matplotlib is installed roofline.png and pipe_utilization.png
+    (rt/npu/plots.py; `model` the PipeModel for the roofline's ceilings, default
+    `pipe_model(tl.soc)`); returns {"trace": path, "pipe_utilization": path,
+    "code_exe": path} plus "roofline" and "pipe_chart" when the PNGs were written."""
     out = pathlib.Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    return {"trace": write_trace(tl, out / TRACE_FILE, soc_name),
-            "pipe_utilization": write_pipe_utilization(tl, out / PIPE_UTIL_FILE),
-            "code_exe": write_code_exe(tl, out / CODE_EXE_FILE)}
+    paths = {"trace": write_trace(tl, out / TRACE_FILE, soc_name),
+             "pipe_utilization": write_pipe_utilization(tl, out / PIPE_UTIL_FILE),
+             "code_exe": write_code_exe(tl, out / CODE_EXE_FILE)}
+    if _have_matplotlib():
+        from .model import pipe_model
+        from .plots import roofline_point, write_pipe_chart_png, write_roofline_png
+        model = model or pipe_model(tl.soc)
+        paths["roofline"] = write_roofline_png([roofline_point(tl, soc_name or tl.soc)],
+                                               out / ROOFLINE_FILE, model, soc_name)
+        paths["pipe_chart"] = write_pipe_chart_png(tl, out / PIPE_CHART_FILE, soc_name)
+    return paths

@@ -80,6 +80,14 @@ class PipeModel:
     # scalar, flags, launch (§1.6, §1.7)
     scalar_issue_cycles: int = 1   # §1.6: assumption (PTOISA charges 1 cycle per sync/ctrl instr)
     flag_latency_cycles: int = 1   # §1.6: PTOISA set_flag/wait_flag = 1 cycle (same core)
+    # §1.6 cross-core flag (CrossCoreSetFlag / ffts_cross_core_sync, AIC <-> AIV): pto-isa charges
+    # 1 cycle, which §1.6 calls "far too low". Assumption: 200 cycles (~0.11 µs at 1.8 GHz), the
+    # order of the GM->UB start-up latency (214 cycles, §1.5 (b)), since the hand-off is a GM
+    # round trip through the FFTS; to be fitted to M11's 1-core row (§3).
+    cross_core_flag_cycles: int = 200
+    # §1.6 SyncAll: no number. Assumption: every core's flag reaches a collector and the release
+    # comes back, two cross-core flag latencies (2 x 200 cycles) after the last core arrived.
+    sync_all_cycles: int = 400
     launch_overhead_cycles: int = 0       # §1.7: CATLASS headCost base term, 1 µs
 
     def cycles_to_us(self, cycles: float) -> float:

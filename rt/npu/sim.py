@@ -15,7 +15,11 @@ Input: one instruction list per block (`Instr`, in the order the block issued th
   and starts only once a matching set has completed, matched first-in first-out per (A, B, id).
   A wait whose set never comes is a deadlock: `simulate` raises. `barrier` of a pipe is a 1-flag
   instruction on that pipe (pipes are in order already); `barrier="ALL"` stops the SCALAR unit
-  until every pipe of the core has drained. Flags are per core and reset with each block.
+  until every pipe of the core has drained. Flags are per block and reset with each block.
+- `barrier="SYNC_ALL"` (Ascend C's SyncAll) runs on the SCALAR unit: the core drains like
+  "ALL", then waits until every block of the launch has reached the same (n-th) sync_all; then
+  all go on after `sync_all_cycles`. Every block must be resident at once (block count <= cores)
+  and call it equally often, or the launch deadlocks: `simulate` raises before running.
 - Data moved to or from GM (`model.GM_PATHS`) first pays its path's start-up latency, then streams
   at min(per-core path bandwidth, fair share of the chip's HBM bandwidth). The share is max-min
   fair (water-filling) over all transfers streaming at that moment, on every core: a transfer
@@ -23,16 +27,47 @@ Input: one instruction list per block (`Instr`, in the order the block issued th
   or ends, so the model stays event-driven.
 - Blocks are placed in index order on the first free core (lowest core index first): with more
   blocks than cores they run in waves. A launch overhead is added once.
+- MIX launches (`mix`; by default on a separated SoC, 910B, whose launch has both cube-side work:
+  CUBE, MTE1, FIXPIPE or an MTE2 copy GM->L1/L0A/L0B; and vector-side work: VECTOR, MTE3 or an
+  MTE2 copy into UB). An AI Core is then 1 AIC (cube core) + its AIVs (vector cores), each with
+  its own SCALAR unit and MTE2. Every block is split into a cube sub-stream run on an AIC and a
+  vector sub-stream run on one AIV of the same AI Core; `n_cores` counts AI Cores (AIC + AIV
+  pairs, at most `model.aic_cores`): core ids 0..n-1 are the AICs, n..2n-1 their AIVs
+  (`Timeline.core_kinds`). One AIV per block: the recorded stream of a block holds all its vector
+  work, so this is MIX_AIC_1_1 (block_dim = AI Cores, 1 AIC : 1 AIV). A MIX_AIC_1_2 kernel
+  splits its vector work over the two AIVs by `get_subblockidx()`; replaying its one stream on one
+  AIV overstates the vector side by up to 2x (the second AIV of each AI Core stays idle here).
+  Which side an instruction runs on (`side_of`, `split_block`): CUBE/MTE1/FIXPIPE and cube-side
+  MTE2 copies -> AIC, VECTOR/MTE3 and other MTE2 copies -> AIV; a flag or barrier on MTE2 goes
+  with the MTE2 copy it guards (a wait: the next MTE2 copy of the block, a set or barrier: the
+  previous one); a SCALAR instruction goes to the side of its flag's other pipe if that pipe
+  belongs to one side, else to the side of the next non-scalar instruction (the previous one at
+  the end of the block); `barrier="ALL"` and "SYNC_ALL" run on both sides (both cores execute
+  the kernel's scalar code: each drains itself, and a SyncAll in a MIX kernel counts the AICs
+  and the AIVs). Between the sides, the only ordering is through GM (`Instr.gm`, the byte range
+  a copy reads, path "GM->X", or writes, "X->GM"): a copy waits for every earlier (program order)
+  copy of the other side whose range overlaps and conflicts with it (read after write, write
+  after read or write) to complete, plus `cross_core_flag_cycles`. A set_flag / wait_flag whose
+  two ends land on different sides is a cross-core flag: the wait starts no earlier than the set's
+  end plus `cross_core_flag_cycles`.
 Everything is arithmetic on the recorded sizes: the same input gives the same cycles anywhere.
 """
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import deque
 from dataclasses import dataclass, field
 
 from .model import GM_PATHS, PipeModel
 
 PIPES = ("SCALAR", "VECTOR", "CUBE", "MTE1", "MTE2", "MTE3", "FIXPIPE")
+AIC, AIV, AI_CORE = "AIC", "AIV", "AI Core"          # Timeline.core_kinds values
+KIND_PIPES = {AIC: ("SCALAR", "CUBE", "MTE1", "MTE2", "FIXPIPE"),     # msOpProf's cube core
+              AIV: ("SCALAR", "VECTOR", "MTE2", "MTE3"),              # msOpProf's vector core
+              AI_CORE: PIPES}
+CUBE_PIPES = frozenset({"CUBE", "MTE1", "FIXPIPE"})
+VECTOR_PIPES = frozenset({"VECTOR", "MTE3"})
+CUBE_MTE2_PATHS = frozenset({"GM->L1", "GM->L0A", "GM->L0B"})   # the AIC's MTE2; others: AIV
 _EPS = 1e-9
 
 
@@ -41,7 +76,9 @@ class Instr:
     """One instruction a block issued. `pipe` in msOpProf's spelling (PIPES); `path` the DMA path
     ("GM->UB", ...: model.PATHS) of a copy; `shape` (m, n, k) of an mmad; `src` "file:line" of
     the kernel source. Dependencies: `set_flag` / `wait_flag` = (src pipe, dst pipe, event id),
-    `barrier` = a pipe name or "ALL"."""
+    `barrier` = a pipe name, "ALL" (drain this core) or "SYNC_ALL" (all blocks of the launch).
+    `gm` = (start, end) byte addresses of the GM range a copy reads ("GM->X") or writes
+    ("X->GM"), end exclusive, or () if unknown: the AIC <-> AIV hand-offs of a MIX launch."""
     block: int
     pipe: str
     name: str
@@ -56,6 +93,7 @@ class Instr:
     set_flag: tuple | None = None
     wait_flag: tuple | None = None
     barrier: str | None = None
+    gm: tuple = ()
 
 
 @dataclass
@@ -64,7 +102,12 @@ class Timeline:
     the instructions completed; `issues[i]` = (instr, core, start, end) the SCALAR unit's issue
     slot of each non-SCALAR instruction (part of SCALAR's busy time, not of `records`);
     `flows[i]` = (set record index, wait record index), each wait_flag with the set_flag it
-    consumed (matched first-in first-out); `busy[core][pipe]` busy cycles (SCALAR includes issuing);
+    consumed (matched first-in first-out); `handoffs[i]` = (record index, record index) a MIX
+    launch's GM hand-off: the other side's copy whose completion released this copy (the latest
+    of its dependencies); `busy[core][pipe]` busy cycles (SCALAR includes issuing);
+    `core_kinds[core]` "AIC", "AIV" or "AI Core" (a core that runs cube and vector pipes: a
+    coupled SoC, or mix=False); `n_cores` the `n_cores` argument (AI Cores in a MIX launch, whose
+    cores are the AICs then the AIVs); `mix` whether blocks were split into AIC and AIV parts;
     `makespan` the cycles from the first start to the last end; `total_cycles` adds the launch
     overhead; `us` is `total_cycles` in microseconds at the model's clock."""
     soc: str
@@ -73,7 +116,10 @@ class Timeline:
     records: list = field(default_factory=list)
     issues: list = field(default_factory=list)
     flows: list = field(default_factory=list)
+    handoffs: list = field(default_factory=list)
     busy: dict = field(default_factory=dict)
+    core_kinds: dict = field(default_factory=dict)
+    mix: bool = False
     makespan: float = 0.0
     launch_cycles: float = 0.0
 
@@ -89,43 +135,146 @@ class Timeline:
         """Busy cycles of `pipe` summed over the cores."""
         return sum(b.get(pipe, 0.0) for b in self.busy.values())
 
+    def core_name(self, core: int) -> str:
+        """"AIC 0", "AIV 3", "AI Core 1": the kind and the core's index among its kind
+        ("core<N>" for a core the Timeline has no kind for)."""
+        kind = self.core_kinds.get(core)
+        if kind is None:
+            return f"core{core}"
+        nth = sum(1 for c, k in self.core_kinds.items() if k == kind and c < core)
+        return f"{kind} {nth}"
+
+
+def side_of(ins: Instr) -> str | None:
+    """"AIC" or "AIV": the core kind whose pipe runs `ins` on a separated SoC, or None when the
+    pipe alone does not say (SCALAR, and flags or barriers on MTE2)."""
+    if ins.pipe in CUBE_PIPES:
+        return AIC
+    if ins.pipe in VECTOR_PIPES:
+        return AIV
+    if ins.pipe == "MTE2" and ins.path:
+        return AIC if ins.path in CUBE_MTE2_PATHS else AIV
+    return None
+
+
+def _is_work(ins: Instr) -> bool:
+    return not (ins.set_flag or ins.wait_flag or ins.barrier)
+
+
+def _pipe_kind(pipe: str) -> str | None:
+    return AIC if pipe in CUBE_PIPES else AIV if pipe in VECTOR_PIPES else None
+
+
+def _sides(block: list) -> list:
+    """The side of each instruction of `block` (AIC, AIV or "both"); rules in the module doc."""
+    side = [side_of(i) for i in block]
+    mte2 = [k for k, i in enumerate(block) if i.pipe == "MTE2" and side[k]]
+    for k, ins in enumerate(block):
+        if ins.pipe == "MTE2" and side[k] is None:
+            pos = bisect_left(mte2, k)
+            prev = side[mte2[pos - 1]] if pos else None
+            nxt = side[mte2[pos]] if pos < len(mte2) else None
+            dep = ins.wait_flag or ins.set_flag
+            other = _pipe_kind(dep[1] if ins.set_flag else dep[0]) if dep else None
+            side[k] = ((nxt or prev) if ins.wait_flag else (prev or nxt)) or other or AIV
+    nxt = [None] * len(block)
+    after = None
+    for k in range(len(block) - 1, -1, -1):
+        nxt[k] = after
+        if block[k].pipe != "SCALAR":
+            after = side[k]
+    before = None
+    for k, ins in enumerate(block):
+        if ins.pipe != "SCALAR" and ins.barrier != "SYNC_ALL":
+            before = side[k]
+            continue
+        if ins.barrier in ("ALL", "SYNC_ALL"):
+            side[k] = "both"
+            continue
+        dep = ins.wait_flag or ins.set_flag
+        other = _pipe_kind(dep[1] if ins.set_flag else dep[0]) if dep else None
+        side[k] = other or nxt[k] or before or AIV
+    return side
+
+
+def split_block(block: list) -> tuple:
+    """Split one block's instructions for a MIX launch: ((AIC instrs, AIC deps), (AIV instrs,
+    AIV deps)). deps maps an instruction's index in its sub-stream to the indices in the other
+    sub-stream of the earlier GM accesses it must wait for (see the module docstring)."""
+    side = _sides(block)
+    subs = {AIC: [], AIV: []}
+    deps = {AIC: {}, AIV: {}}
+    acc = {AIC: [], AIV: []}          # GM accesses: (lo, hi, is_write, pipe, sub-stream index)
+    for k, ins in enumerate(block):
+        for s in ((AIC, AIV) if side[k] == "both" else (side[k],)):
+            subs[s].append(ins)
+        if side[k] == "both" or not ins.gm or not ins.path:
+            continue
+        src, _, dst = ins.path.partition("->")
+        if "GM" not in (src, dst):
+            continue
+        s, me = side[k], len(subs[side[k]]) - 1
+        other = AIV if s == AIC else AIC
+        write, (lo, hi) = dst == "GM", ins.gm
+        d = tuple(e[4] for e in acc[other] if e[0] < hi and lo < e[1] and (write or e[2]))
+        if d:
+            deps[s][me] = d
+        # an access on the same pipe that covers an earlier one ends after it: depending on it
+        # implies the earlier one (a write supersedes reads and writes, a read only reads)
+        acc[s] = [e for e in acc[s] if not (e[3] == ins.pipe and lo <= e[0] and e[1] <= hi and
+                                            (write or not e[2]))]
+        acc[s].append((lo, hi, write, ins.pipe, me))
+    return (subs[AIC], deps[AIC]), (subs[AIV], deps[AIV])
+
 
 class _Op:
     __slots__ = ("core", "pipe", "idx", "ins", "start", "end", "stream", "remaining", "cap",
-                 "rate", "dispatch", "partner")
+                 "rate", "dispatch", "partner", "handoff")
 
     def __init__(self, core, pipe, idx, ins, start, end, stream=0.0, cap=0.0, dispatch=False,
-                 partner=None):
+                 partner=None, handoff=None):
         self.core, self.pipe, self.idx, self.ins = core, pipe, idx, ins
         self.start, self.end = start, end
         self.stream, self.remaining, self.cap, self.rate = stream, 0.0, cap, 0.0
         self.dispatch = dispatch
         self.partner = partner      # a wait_flag's set_flag: its index in Timeline.records
+        self.handoff = handoff      # the other side's copy that released this one: its record
 
 
 class _Core:
-    __slots__ = ("idx", "block", "ptr", "queues", "running", "last_end", "fired", "busy")
+    __slots__ = ("idx", "kind", "block", "ptr", "queues", "running", "last_end", "fired", "busy",
+                 "deps", "ended", "mate", "syncs", "arrived")
 
-    def __init__(self, idx):
-        self.idx = idx
+    def __init__(self, idx, kind):
+        self.idx, self.kind = idx, kind
         self.block = None
         self.busy = dict.fromkeys(PIPES, 0.0)
 
-    def load(self, block):
-        self.block, self.ptr = block, 0
+    def load(self, block, fired, deps, mate):
+        self.block, self.ptr = (block or None), 0
         self.queues = {p: deque() for p in PIPES}
         self.running = dict.fromkeys(PIPES)
         self.last_end = dict.fromkeys(PIPES, -1.0)
-        self.fired = {}             # flag key -> deque of the fired sets' record indices
+        self.fired = fired          # flag key -> deque of (set record index, end, core): per block
+        self.deps = deps            # index -> indices in the mate's sub-stream (GM hand-offs)
+        self.ended = {}             # index -> (end, record index) of finished instructions
+        self.mate = mate            # the other core of this block in a MIX launch
+        self.syncs, self.arrived = 0, False
 
     def done(self) -> bool:
         return self.block is None or (self.ptr >= len(self.block) and
                                       not any(self.queues.values()) and
                                       not any(self.running.values()))
 
+    def drained(self) -> bool:
+        return not any(self.queues.values()) and not any(
+            self.running[p] for p in PIPES if p != "SCALAR")
+
 
 def _cost(ins: Instr, model: PipeModel, core: _Core, pipe: str, t: float):
     """(fixed cycles, bytes streamed through HBM after them, per-core cap in bytes/cycle)."""
+    if ins.barrier == "SYNC_ALL":
+        return float(model.sync_all_cycles), 0.0, 0.0
     if ins.set_flag or ins.wait_flag or ins.barrier:
         return float(model.flag_latency_cycles), 0.0, 0.0
     if ins.path:
@@ -169,23 +318,86 @@ def _describe(ins: Instr) -> str:
     return f"{what} of block {ins.block}" + (f" at {ins.src}" if ins.src else "")
 
 
-def simulate(blocks: list, model: PipeModel, n_cores: int) -> Timeline:
+def _check(blocks: list) -> tuple:
+    """Validate pipes and gm ranges; (launch has cube-side work, has vector-side work)."""
+    cube = vec = False
+    for blk in blocks:
+        for ins in blk:
+            if ins.pipe not in PIPES:
+                raise ValueError(f"simulate: pipe must be one of {PIPES}, got "
+                                 f"pipe={ins.pipe!r} for {_describe(ins)}")
+            if ins.gm and not (len(ins.gm) == 2 and 0 <= ins.gm[0] <= ins.gm[1]):
+                raise ValueError(f"simulate: gm must be () or (start, end) with 0 <= start <= "
+                                 f"end, got gm={ins.gm!r} for {_describe(ins)}")
+            if _is_work(ins):
+                s = side_of(ins)
+                cube |= s == AIC
+                vec |= s == AIV
+    return cube, vec
+
+
+def simulate(blocks: list, model: PipeModel, n_cores: int, *, mix: bool | None = None
+             ) -> Timeline:
     """Replay `blocks` (one list of Instr per block, in issue order) on `n_cores` cores of
-    `model`. Raises ValueError on a deadlock (a wait_flag whose set_flag never comes)."""
+    `model`. `mix`: split each block into an AIC and an AIV part (module docstring); None (the
+    default) does so on a separated SoC when the launch has both cube-side and vector-side work;
+    `n_cores` then counts AI Cores. Raises ValueError on a deadlock (a wait_flag whose set_flag
+    never comes, a sync_all that not every block reaches)."""
     if n_cores < 1:
         raise ValueError(f"simulate: n_cores must be >= 1, got n_cores={n_cores}")
-    tl = Timeline(model.soc, n_cores, model.clock_hz, launch_cycles=model.launch_overhead_cycles)
-    cores = [_Core(i) for i in range(n_cores)]
-    pending = deque(blocks)
+    cube, vec = _check(blocks)
+    if mix is None:
+        mix = model.separated and cube and vec
+    elif mix and not model.separated:
+        raise ValueError(f"simulate: mix=True needs a separated SoC (AIC + AIV cores), got "
+                         f"{model.soc} with separated=False")
+    if mix and n_cores > model.aic_cores:
+        raise ValueError(f"simulate: a MIX launch places each block on one AIC and one AIV, so "
+                         f"n_cores must be <= {model.aic_cores} (the AICs of {model.soc}), got "
+                         f"n_cores={n_cores}")
+    if mix:
+        kinds = [AIC] * n_cores + [AIV] * n_cores
+        work = [split_block(b) for b in blocks]
+    else:
+        kind = AI_CORE if not model.separated or (cube and vec) else AIC if cube else AIV
+        kinds = [kind] * n_cores
+        work = [((b, {}),) for b in blocks]
+    cores = [_Core(i, k) for i, k in enumerate(kinds)]
+    slots = [(cores[i], cores[n_cores + i]) if mix else (cores[i],) for i in range(n_cores)]
+
+    counts = {(b, s): sum(1 for i in sub if i.barrier == "SYNC_ALL")
+              for b, parts in enumerate(work) for s, (sub, _) in enumerate(parts) if sub}
+    n_sync = set(counts.values())
+    if n_sync - {0}:
+        if len(n_sync) > 1:
+            per = {}
+            for (b, _), n in counts.items():
+                per[b] = max(per.get(b, 0), n)
+            raise ValueError("simulate: every block must call sync_all the same number of times, "
+                             f"got {per} (block: calls)")
+        if len(blocks) > n_cores:
+            raise ValueError(f"simulate: sync_all needs every block resident at once, got "
+                             f"{len(blocks)} blocks on n_cores={n_cores}: the blocks of the "
+                             f"first wave would wait for blocks that never start (deadlock)")
+    participants = len(counts)
+    arrivals: dict = {}             # n-th sync_all -> cores arrived
+
+    tl = Timeline(model.soc, n_cores, model.clock_hz, launch_cycles=model.launch_overhead_cycles,
+                  core_kinds={c.idx: c.kind for c in cores}, mix=mix)
+    pending = deque(work)
     running: list[_Op] = []
+    wake: set = set()               # future times at which a waiting instruction becomes ready
     t = 0.0
 
-    def start(c: _Core, pipe, idx, ins, dispatch=False, partner=None):
+    def start(c: _Core, pipe, idx, ins, dispatch=False, partner=None, handoff=None):
         if dispatch:
             op = _Op(c, pipe, idx, ins, t, t + model.scalar_issue_cycles, dispatch=True)
         else:
             fixed, stream, cap = _cost(ins, model, c, pipe, t)
-            op = _Op(c, pipe, idx, ins, t, t + fixed, stream, cap, partner=partner)
+            op = _Op(c, pipe, idx, ins, t, t + fixed, stream, cap, partner=partner,
+                     handoff=handoff)
+            if ins.barrier == "SYNC_ALL":
+                c.syncs, c.arrived = c.syncs + 1, False
         c.running[pipe] = op
         running.append(op)
 
@@ -197,52 +409,85 @@ def simulate(blocks: list, model: PipeModel, n_cores: int) -> Timeline:
             c.queues[ins.pipe].append(op.idx)
             tl.issues.append((ins, c.idx, op.start, t))
             return
+        rec = len(tl.records)
         if ins.set_flag:
-            c.fired.setdefault(ins.set_flag, deque()).append(len(tl.records))
-        elif not (ins.wait_flag or ins.barrier):
+            c.fired.setdefault(ins.set_flag, deque()).append((rec, t, c.idx))
+        elif _is_work(ins):
             c.last_end[op.pipe] = t
         if op.partner is not None:
-            tl.flows.append((op.partner, len(tl.records)))
+            tl.flows.append((op.partner, rec))
+        if op.handoff is not None:
+            tl.handoffs.append((op.handoff, rec))
+        c.ended[op.idx] = (t, rec)
         tl.records.append((ins, c.idx, op.pipe, op.start, t))
 
-    def ready(c: _Core, ins: Instr) -> bool:
+    def due(at: float) -> bool:
+        if at <= t:
+            return True
+        wake.add(at)
+        return False
+
+    def ready(c: _Core, idx: int, ins: Instr) -> bool:
         if ins.wait_flag:
-            return bool(c.fired.get(ins.wait_flag))
+            q = c.fired.get(ins.wait_flag)
+            if not q:
+                return False
+            _, end, by = q[0]
+            return due(end + (model.cross_core_flag_cycles if by != c.idx else 0))
         if ins.barrier == "ALL":
-            return not any(c.queues.values()) and not any(
-                c.running[p] for p in PIPES if p != "SCALAR")
+            return c.drained()
+        if ins.barrier == "SYNC_ALL":
+            if not c.arrived:
+                if not c.drained():
+                    return False
+                c.arrived = True
+                arrivals[c.syncs] = arrivals.get(c.syncs, 0) + 1
+            return arrivals[c.syncs] == participants
+        d = c.deps.get(idx)
+        if d:
+            ends = [c.mate.ended.get(j) for j in d]
+            if None in ends:
+                return False
+            return due(max(ends)[0] + model.cross_core_flag_cycles)
         return True
 
-    def take(c: _Core, ins: Instr):
-        """Consume a wait_flag's set: the set's record index (None for other instructions)."""
-        return c.fired[ins.wait_flag].popleft() if ins.wait_flag else None
+    def take(c: _Core, idx: int, ins: Instr):
+        """(set record index of a wait_flag, record index of a GM hand-off), consumed."""
+        if ins.wait_flag:
+            return c.fired[ins.wait_flag].popleft()[0], None
+        d = c.deps.get(idx)
+        if d:
+            return None, max(c.mate.ended[j] for j in d)[1]
+        return None, None
 
     def step() -> bool:
         moved = False
-        for c in cores:
-            if c.done():
-                if not pending:
-                    continue
-                c.load(pending.popleft())
+        for slot in slots:
+            if pending and all(c.done() for c in slot):
+                parts, fired = pending.popleft(), {}
+                for n, (c, (sub, deps)) in enumerate(zip(slot, parts)):
+                    c.load(sub, fired, deps, slot[1 - n] if mix else None)
                 moved = True
+        for c in cores:
+            if c.block is None:
+                continue
             if c.running["SCALAR"] is None and c.ptr < len(c.block):
                 ins = c.block[c.ptr]
-                if ins.pipe not in PIPES:
-                    raise ValueError(f"simulate: pipe must be one of {PIPES}, got "
-                                     f"pipe={ins.pipe!r} for {_describe(ins)}")
-                if ins.pipe != "SCALAR":
+                if ins.pipe != "SCALAR" and ins.barrier != "SYNC_ALL":
                     start(c, "SCALAR", c.ptr, ins, dispatch=True)
                     c.ptr += 1
                     moved = True
-                elif ready(c, ins):
-                    start(c, "SCALAR", c.ptr, ins, partner=take(c, ins))
+                elif ready(c, c.ptr, ins):
+                    partner, handoff = take(c, c.ptr, ins)
+                    start(c, "SCALAR", c.ptr, ins, partner=partner, handoff=handoff)
                     c.ptr += 1
                     moved = True
             for p in PIPES[1:]:
                 q = c.queues[p]
-                if c.running[p] is None and q and ready(c, c.block[q[0]]):
+                if c.running[p] is None and q and ready(c, q[0], c.block[q[0]]):
                     idx = q.popleft()
-                    start(c, p, idx, c.block[idx], partner=take(c, c.block[idx]))
+                    partner, handoff = take(c, idx, c.block[idx])
+                    start(c, p, idx, c.block[idx], partner=partner, handoff=handoff)
                     moved = True
         return moved
 
@@ -253,21 +498,27 @@ def simulate(blocks: list, model: PipeModel, n_cores: int) -> Timeline:
             for op in done_now:
                 running.remove(op)
                 finish(op)
-        if not running:
+        if wake:
+            wake = {w for w in wake if w > t}
+        if not running and not wake:
             stuck = [c for c in cores if not c.done()]
             if stuck:
-                c = stuck[0]
-                waits = [c.block[q[0]] for q in c.queues.values() if q]
-                if c.ptr < len(c.block):
-                    waits.append(c.block[c.ptr])
+                def heads(c):
+                    h = [c.block[q[0]] for q in c.queues.values() if q]
+                    return h + ([c.block[c.ptr]] if c.ptr < len(c.block) else [])
+                # name the first core stuck on a wait_flag (others may wait at a sync_all)
+                waits = next((heads(c) for c in stuck if any(w.wait_flag for w in heads(c))),
+                             heads(stuck[0]))
                 raise ValueError("simulate: every wait_flag must have a matching set_flag, got "
                                  "a deadlock at " + "; ".join(_describe(w) for w in waits))
             break
         streams = [op for op in running if op.end is None]
         if streams:
             _waterfill(streams, model.hbm_bytes_per_cycle)
-        nxt = min(op.end if op.end is not None else t + op.remaining / op.rate
-                  for op in running)
+        nxt = min((op.end if op.end is not None else t + op.remaining / op.rate
+                   for op in running), default=float("inf"))
+        if wake:
+            nxt = min(nxt, min(wake))
         for op in streams:
             op.remaining -= op.rate * (nxt - t)
         t = nxt

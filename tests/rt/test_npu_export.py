@@ -1,7 +1,9 @@
 """rt.npu.export: the msOpProf-style outputs of a simulated Timeline (issue 9 §3) on synthetic
 instruction lists, and once through `asc.npu_trace(..., out=)` on the add kernel."""
 import csv
+import importlib.util
 import json
+import sys
 
 import numpy as np
 import pytest
@@ -59,14 +61,18 @@ def test_trace_has_a_lane_per_pipe_a_slice_per_instruction_and_flag_arrows(tl, t
     assert doc["displayTimeUnit"] == "ns" and doc["otherData"]["simulated"] is True
     ev = doc["traceEvents"]
     procs = {e["pid"]: e["args"]["name"] for e in ev if e["name"] == "process_name"}
-    assert procs == {0: "core0 (simulated Ascend910B2)", 1: "core1 (simulated Ascend910B2)"}
+    # a vector-only kernel on a separated SoC runs on vector cores, named as msOpProf groups them
+    assert procs == {0: "AIV 0 (simulated Ascend910B2)", 1: "AIV 1 (simulated Ascend910B2)"}
+    labels = {e["pid"]: e["args"]["labels"] for e in ev if e["name"] == "process_labels"}
+    assert labels[1] == "simulated Ascend910B2; vector core; msOpProf core0.veccore1"
+    aiv_lanes = [(PIPES.index(p), p) for p in ("SCALAR", "VECTOR", "MTE2", "MTE3")]
     for c in procs:
         lanes = [(e["tid"], e["args"]["name"]) for e in ev
                  if e["name"] == "thread_name" and e["pid"] == c]
-        assert sorted(lanes) == list(enumerate(PIPES))
+        assert sorted(lanes) == aiv_lanes
         order = {e["tid"]: e["args"]["sort_index"] for e in ev
                  if e["name"] == "thread_sort_index" and e["pid"] == c}
-        assert order == {i: i for i in range(len(PIPES))}
+        assert order == {i: i for i, _ in aiv_lanes}
     xs = [e for e in ev if e["ph"] == "X" and e["cat"] == "simulated"]
     assert len(xs) == len(tl.records)
     for e, (ins, core, pipe, start, end) in zip(xs, tl.records):
@@ -173,11 +179,67 @@ def test_op_summary_row_has_msprofs_columns():
         assert 0 < row[key] < 1
 
 
-def test_write_all_writes_the_three_files(tl, tmp_path):
+def test_write_all_writes_the_three_files_and_the_pngs_with_matplotlib(tl, tmp_path):
     paths = write_all(tl, tmp_path / "out", SOC)
-    assert {p.name for p in paths.values()} == {"npu_trace.json", "PipeUtilization.csv",
-                                                "code_exe.csv"}
+    names = {"npu_trace.json", "PipeUtilization.csv", "code_exe.csv"}
+    if importlib.util.find_spec("matplotlib") is not None:
+        names |= {"roofline.png", "pipe_utilization.png"}
+    assert {p.name for p in paths.values()} == names
     assert all(p.is_file() and p.parent == tmp_path / "out" for p in paths.values())
+
+
+def test_write_all_works_without_matplotlib(tl, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)        # import matplotlib fails
+    paths = write_all(tl, tmp_path / "out", SOC)
+    assert set(paths) == {"trace", "pipe_utilization", "code_exe"}
+
+
+def test_a_mix_trace_groups_cube_cores_then_vector_cores_with_hand_off_arrows(tmp_path):
+    """A MIX launch on 2 AI Cores: each block's cube part on an AIC, its vector part on an AIV;
+    the trace lists AIC 0, AIC 1, then AIV 0, AIV 1, and draws the GM hand-offs."""
+    blocks = []
+    for b in range(2):
+        out = (b * 65536, (b + 1) * 65536)
+        blocks.append(cube_block(b)[:-1] + [
+            Instr(b, "FIXPIPE", "fixpipe", bytes=65536, path="L0C->GM", gm=out, src="m.py:8"),
+            Instr(b, "MTE2", "data_copy", bytes=8192, path="GM->UB", gm=(out[0], out[0] + 8192),
+                  src="m.py:9"),
+            Instr(b, "MTE2", "set_flag", set_flag=KEY_IN),
+            Instr(b, "VECTOR", "wait_flag", wait_flag=KEY_IN),
+            Instr(b, "VECTOR", "exp", bytes=8192, repeats=32, elements=2048, src="m.py:10")])
+    t = simulate(blocks, M, 2)
+    assert t.mix and t.core_kinds == {0: "AIC", 1: "AIC", 2: "AIV", 3: "AIV"}
+    doc = json.loads(write_trace(t, tmp_path / "t.json", SOC).read_text())
+    ev = doc["traceEvents"]
+    procs = {e["pid"]: e["args"]["name"].split(" (")[0] for e in ev
+             if e["name"] == "process_name"}
+    assert procs == {0: "AIC 0", 1: "AIC 1", 2: "AIV 0", 3: "AIV 1"}
+    order = sorted(procs, key=lambda c: next(e["args"]["sort_index"] for e in ev if
+                                             e["name"] == "process_sort_index" and e["pid"] == c))
+    assert order == [0, 1, 2, 3]
+    lanes = {c: {e["args"]["name"] for e in ev if e["name"] == "thread_name" and e["pid"] == c}
+             for c in procs}
+    assert lanes[0] == {"SCALAR", "CUBE", "MTE1", "MTE2", "FIXPIPE"}
+    assert lanes[2] == {"SCALAR", "VECTOR", "MTE2", "MTE3"}
+    labels = {e["pid"]: e["args"]["labels"] for e in ev if e["name"] == "process_labels"}
+    assert labels[1].endswith("cube core; msOpProf core1.cubecore0")
+    assert labels[3].endswith("vector core; msOpProf core1.veccore0")
+    assert doc["otherData"]["core_kinds"] == {"AIC 0": "core0.cubecore0",
+                                              "AIC 1": "core1.cubecore0",
+                                              "AIV 0": "core0.veccore0", "AIV 1": "core1.veccore0"}
+    hand = [e for e in ev if e.get("cat") == "simulated,handoff"]
+    assert len(t.handoffs) == 2 and len(hand) == 4
+    assert {e["name"] for e in hand} == {"GM hand-off AIC 0->AIV 0", "GM hand-off AIC 1->AIV 1"}
+    for pi, ci in t.handoffs:
+        p, c = t.records[pi], t.records[ci]
+        assert p[0].name == "fixpipe" and c[0].name == "data_copy"
+        assert c[3] == p[4] + M.cross_core_flag_cycles
+    row = op_summary_row(t, SOC)
+    assert row["aic_total_cycles"] == row["aiv_total_cycles"] == 2 * t.total_cycles
+    assert row["aic_mac_ratio"] == pytest.approx(t.pipe_busy("CUBE") / (2 * t.total_cycles))
+    assert row["aiv_vec_ratio"] == pytest.approx(t.pipe_busy("VECTOR") / (2 * t.total_cycles))
+    assert row["aiv_mte2_ratio"] == pytest.approx(
+        sum(t.busy[c]["MTE2"] for c in (2, 3)) / (2 * t.total_cycles))
 
 
 @asc.jit

@@ -119,3 +119,272 @@ def test_errors_name_the_bad_argument():
         simulate([], M, 0)
     with pytest.raises(ValueError, match="simulate: pipe must be one of"):
         simulate([[Instr(0, "V", "add")]], M, 1)
+
+
+# --- issue 9 behaviours: waves, stalls, bounds, the AIC/AIV split, sync_all, plots ----------
+
+BW = M.dma_bytes_per_cycle
+XLAT = M.cross_core_flag_cycles
+
+
+def flag(b, pipe, kind, key):
+    """A set_flag (on the key's source pipe) or wait_flag (on its destination pipe)."""
+    return Instr(b, pipe, kind, **{kind: key})
+
+
+def fix_out(b, lo, nbytes=65536):
+    return Instr(b, "FIXPIPE", "fixpipe", bytes=nbytes, path="L0C->GM", gm=(lo, lo + nbytes))
+
+
+def gm_read(b, lo, nbytes=4096, path="GM->UB"):
+    return Instr(b, "MTE2", "data_copy", bytes=nbytes, path=path, gm=(lo, lo + nbytes))
+
+
+def one(tl, name):
+    (r,) = rec(tl, name)
+    return r
+
+
+def test_twice_the_cores_in_blocks_run_in_two_waves_exactly():
+    nbytes = 8192
+    alone = M.scalar_issue_cycles + M.dma_latency["GM->UB"] + nbytes / BW["GM->UB"]
+    t1 = simulate([[copy(b, nbytes)] for b in range(4)], M, 4)
+    t2 = simulate([[copy(b, nbytes)] for b in range(8)], M, 4)
+    assert t1.makespan == pytest.approx(alone, rel=1e-12)       # 4 x 58.6 B/cycle < HBM
+    assert t2.makespan == pytest.approx(2 * alone, rel=1e-12)
+    second = sorted(r[3] for r in t2.records)[4:]               # wave 2 starts as wave 1 ends
+    assert second == pytest.approx([alone + M.scalar_issue_cycles] * 4, rel=1e-12)
+    assert sorted({r[1] for r in t2.records}) == [0, 1, 2, 3]
+
+
+def test_mix_blocks_run_in_waves_of_ai_cores():
+    def block(b):
+        return [fix_out(b, b << 20), gm_read(b, b << 20)]
+    t1 = simulate([block(b) for b in range(2)], M, 2)
+    t2 = simulate([block(b) for b in range(4)], M, 2)
+    assert t1.mix and t2.mix
+    assert t2.makespan == pytest.approx(2 * t1.makespan, rel=1e-12)
+    per_core = {}
+    for ins, core, _, _, _ in t2.records:
+        per_core.setdefault(core, set()).add(ins.block)
+    assert per_core == {0: {0, 2}, 1: {1, 3}, 2: {0, 2}, 3: {1, 3}}   # AIC k with AIV k
+
+
+def test_a_wait_flag_stalls_vector_until_the_long_copy_and_its_set_are_done():
+    key = ("MTE2", "VECTOR", 0)
+    block = [copy(0, 1 << 20), flag(0, "MTE2", "set_flag", key),
+             flag(0, "VECTOR", "wait_flag", key), Instr(0, "VECTOR", "add", bytes=256, repeats=1)]
+    tl = simulate([block], M, 1)
+    copy_end = one(tl, "data_copy")[4]
+    assert copy_end == pytest.approx(1 + M.dma_latency["GM->UB"] + (1 << 20) / BW["GM->UB"])
+    assert one(tl, "wait_flag")[3] == copy_end + M.flag_latency_cycles      # after the set
+    assert one(tl, "add")[3] == copy_end + 2 * M.flag_latency_cycles
+    assert all(r[3] >= copy_end for r in tl.records if r[2] == "VECTOR")
+
+
+def test_a_scalar_loop_makes_scalar_the_busiest_pipe():
+    from rt.npu import pipe_busy_ratios
+    block = [copy(0, 4096)]
+    for _ in range(2000):                         # loop bookkeeping: 2000 scalar instructions
+        block.append(Instr(0, "SCALAR", "get_value"))
+    block += [Instr(0, "VECTOR", "adds", bytes=4096, repeats=16), copy(0, 4096, "UB->GM", "MTE3")]
+    tl = simulate([block], M, 1)
+    ratios = pipe_busy_ratios(tl)
+    assert list(ratios) == ["AIV"]
+    r = ratios["AIV"]
+    assert max(r, key=r.get) == "SCALAR"
+    assert r["SCALAR"] > 0.9 and all(r["SCALAR"] > 4 * v for p, v in r.items() if p != "SCALAR")
+    assert tl.busy[0]["SCALAR"] == 2000 * M.scalar_issue_cycles + 3 * M.scalar_issue_cycles
+
+
+def test_a_bandwidth_bound_copy_scales_with_bytes_beyond_its_start_up_exactly():
+    fixed = M.scalar_issue_cycles + M.dma_latency["GM->UB"]
+    t = {n: simulate([[copy(0, n)]], M, 1).makespan for n in (1 << 20, 2 << 20)}
+    assert t[1 << 20] - fixed == pytest.approx((1 << 20) / BW["GM->UB"], rel=1e-12)
+    assert (t[2 << 20] - fixed) == pytest.approx(2 * (t[1 << 20] - fixed), rel=1e-12)
+
+
+def mmad_stream(n, m=128, dtype_bytes=2):
+    """`n` m x m x m mmads fed by double-buffered L1->L0A/L0B loads (ping-pong event ids)."""
+    out = []
+    for i in range(n):
+        e = i % 2
+        if i >= 2:
+            out.append(flag(0, "MTE1", "wait_flag", ("CUBE", "MTE1", e)))
+        out += [Instr(0, "MTE1", "load_data", bytes=m * m * dtype_bytes, path="L1->L0A"),
+                Instr(0, "MTE1", "load_data", bytes=m * m * dtype_bytes, path="L1->L0B"),
+                flag(0, "MTE1", "set_flag", ("MTE1", "CUBE", e)),
+                flag(0, "CUBE", "wait_flag", ("MTE1", "CUBE", e)),
+                Instr(0, "CUBE", "mmad", macs=m ** 3, shape=(m, m, m), dtype_bytes=dtype_bytes),
+                flag(0, "CUBE", "set_flag", ("CUBE", "MTE1", e))]
+    return out
+
+
+def test_a_long_double_buffered_mmad_stream_approaches_the_cube_peak():
+    peak = M.cube_macs_per_cycle[2]
+    tl = simulate([mmad_stream(64)], M, 1)
+    assert tl.core_kinds == {0: "AIC"} and not tl.mix
+    mmads = rec(tl, "mmad")
+    assert [e - s for _, _, _, s, e in mmads] == pytest.approx(     # 8 x 8 x 8 fractals + head
+        [512 + M.cube_head_cycles] * 64)
+    achieved = 64 * 128 ** 3 / tl.makespan
+    assert 0.95 * peak <= achieved <= peak
+    small = simulate([mmad_stream(64, m=16)], M, 1)          # 1-cycle mmads: overhead-bound
+    assert 64 * 16 ** 3 / small.makespan < 0.1 * peak
+
+
+def test_split_block_puts_each_instruction_on_its_side():
+    from rt.npu import split_block
+    key = ("MTE2", "MTE1", 0)
+    blk = [Instr(0, "SCALAR", "s0"),                             # next: GM->L1 -> AIC
+           Instr(0, "MTE2", "a1", bytes=64, path="GM->L1"),
+           flag(0, "MTE2", "set_flag", key),                     # after a GM->L1 copy -> AIC
+           flag(0, "MTE2", "wait_flag", ("VECTOR", "MTE2", 0)),  # guards the GM->UB copy -> AIV
+           Instr(0, "SCALAR", "s1"),                             # next: GM->UB -> AIV
+           Instr(0, "MTE2", "u1", bytes=64, path="GM->UB"),
+           Instr(0, "SCALAR", "pipe_barrier", barrier="ALL"),    # both
+           flag(0, "SCALAR", "set_flag", ("SCALAR", "CUBE", 1)),  # its other pipe: CUBE -> AIC
+           Instr(0, "VECTOR", "add", bytes=256, repeats=1),
+           Instr(0, "SCALAR", "s2")]                             # last: previous side -> AIV
+    (aic, aic_deps), (aiv, aiv_deps) = split_block(blk)
+    assert [i.name for i in aic] == ["s0", "a1", "set_flag", "pipe_barrier", "set_flag"]
+    assert [i.name for i in aiv] == ["wait_flag", "s1", "u1", "pipe_barrier", "add", "s2"]
+    assert aic_deps == aiv_deps == {}
+
+
+def test_a_vector_read_of_a_cube_write_waits_for_it_plus_the_cross_core_flag():
+    wait = simulate([[fix_out(0, 0), gm_read(0, 60000)]], M, 1)
+    assert wait.mix and wait.core_kinds == {0: "AIC", 1: "AIV"}
+    (_, wc, _, _, w_end), (_, rc, _, r_start, _) = one(wait, "fixpipe"), one(wait, "data_copy")
+    assert (wc, rc) == (0, 1) and r_start == w_end + XLAT
+    assert wait.handoffs == [(wait.records.index(one(wait, "fixpipe")),
+                              wait.records.index(one(wait, "data_copy")))]
+    free = simulate([[fix_out(0, 0), gm_read(0, 65536)]], M, 1)     # [65536, ...): no overlap
+    assert one(free, "data_copy")[3] == M.scalar_issue_cycles and free.handoffs == []
+    assert one(free, "data_copy")[4] < one(free, "fixpipe")[4]       # the AIV ran in parallel
+
+
+def test_write_after_read_and_write_after_write_across_the_sides_wait_too():
+    big = gm_read(0, 0, 1 << 20)                                     # AIV reads 1 MiB
+    war = simulate([[big, fix_out(0, 4096)]], M, 1)
+    assert one(war, "fixpipe")[3] == one(war, "data_copy")[4] + XLAT
+    out = Instr(0, "MTE3", "data_copy", bytes=1 << 20, path="UB->GM", gm=(0, 1 << 20))
+    waw = simulate([[out, fix_out(0, 4096)]], M, 1)
+    assert one(waw, "fixpipe")[3] == one(waw, "data_copy")[4] + XLAT
+    raw = simulate([[gm_read(0, 0, 4096, "GM->L1"), gm_read(0, 0)]], M, 1)   # read after read
+    assert [r[3] for r in raw.records] == [M.scalar_issue_cycles] * 2
+
+
+def test_a_flag_between_the_sides_is_a_cross_core_flag():
+    key = ("FIXPIPE", "VECTOR", 0)
+    blk = [fix_out(0, 0), flag(0, "FIXPIPE", "set_flag", key),
+           flag(0, "VECTOR", "wait_flag", key), Instr(0, "VECTOR", "exp", bytes=256, repeats=1)]
+    tl = simulate([blk], M, 1)
+    (_, sc, _, _, s_end), (_, wc, _, w_start, _) = one(tl, "set_flag"), one(tl, "wait_flag")
+    assert (sc, wc) == (0, 1) and w_start == s_end + XLAT
+    assert tl.flows == [(tl.records.index(one(tl, "set_flag")),
+                         tl.records.index(one(tl, "wait_flag")))]
+    one_core = simulate([blk], M, 1, mix=False)                     # not split: same core
+    assert one_core.core_kinds == {0: "AI Core"} and not one_core.mix
+    assert one(one_core, "wait_flag")[3] == one(one_core, "set_flag")[4]
+
+
+def test_a_coupled_soc_never_splits_and_mix_errors_name_the_argument():
+    m310 = pipe_model("Ascend310P3")
+    blk = [fix_out(0, 0), gm_read(0, 0)]
+    tl = simulate([blk], m310, 1)
+    assert not tl.mix and tl.core_kinds == {0: "AI Core"}
+    with pytest.raises(ValueError, match=r"simulate: mix=True needs a separated SoC \(AIC \+ AIV "
+                                         r"cores\), got Ascend310P3 with separated=False"):
+        simulate([blk], m310, 1, mix=True)
+    with pytest.raises(ValueError, match=r"simulate: a MIX launch places each block on one AIC "
+                                         r"and one AIV, so n_cores must be <= 24 \(the AICs of "
+                                         r"Ascend910B2\), got n_cores=25"):
+        simulate([blk], M, 25)
+    with pytest.raises(ValueError, match=r"simulate: gm must be \(\) or \(start, end\) with 0 <= "
+                                         r"start <= end, got gm=\(8, 4\) for data_copy of block"):
+        simulate([[Instr(0, "MTE2", "data_copy", path="GM->UB", gm=(8, 4))]], M, 1)
+
+
+def sync_blocks(n):
+    """Block b copies (b + 1) x 64 KiB in, then sync_all, then a vector add."""
+    return [[copy(b, (b + 1) << 16), Instr(b, "SCALAR", "sync_all", barrier="SYNC_ALL"),
+             Instr(b, "VECTOR", "add", bytes=256, repeats=1)] for b in range(n)]
+
+
+def test_sync_all_releases_every_block_after_the_last_arrives():
+    blocks = sync_blocks(3)
+    tl = simulate(blocks, M, 4)
+    copies = sorted(r[4] for r in rec(tl, "data_copy"))
+    syncs = rec(tl, "sync_all")
+    assert len(syncs) == 3
+    assert {(s, e) for _, _, _, s, e in syncs} == {(copies[-1], copies[-1] + M.sync_all_cycles)}
+    assert all(r[3] >= copies[-1] + M.sync_all_cycles for r in rec(tl, "add"))
+    # a MIX launch: the AICs and the AIVs of every block take part
+    mixed = [[fix_out(b, b << 20), Instr(b, "SCALAR", "sync_all", barrier="SYNC_ALL"),
+              gm_read(b, 0)] for b in range(2)]
+    tm = simulate(mixed, M, 2)
+    syncs = rec(tm, "sync_all")
+    assert tm.mix and sorted(r[1] for r in syncs) == [0, 1, 2, 3]
+    last_fix = max(r[4] for r in rec(tm, "fixpipe"))
+    assert {r[3] for r in syncs} == {last_fix}
+
+
+def test_sync_all_deadlocks_are_reported_before_running():
+    with pytest.raises(ValueError, match=r"simulate: sync_all needs every block resident at once, "
+                                         r"got 5 blocks on n_cores=4: the blocks of the first "
+                                         r"wave would wait for blocks that never start"):
+        simulate(sync_blocks(5), M, 4)
+    blocks = sync_blocks(2)
+    blocks[1] = [i for i in blocks[1] if i.barrier != "SYNC_ALL"]
+    with pytest.raises(ValueError, match=r"simulate: every block must call sync_all the same "
+                                         r"number of times, got \{0: 1, 1: 0\}"):
+        simulate(blocks, M, 4)
+
+
+def test_a_mix_launch_is_deterministic():
+    def blocks():
+        key = ("FIXPIPE", "VECTOR", 0)
+        return [[Instr(b, "MTE2", "data_copy", bytes=32768, path="GM->L1", gm=(0, 32768)),
+                 Instr(b, "CUBE", "mmad", macs=128 ** 3, shape=(128, 128, 128), dtype_bytes=2),
+                 fix_out(b, (b + 1) << 20), flag(b, "FIXPIPE", "set_flag", key),
+                 Instr(b, "SCALAR", "sync_all", barrier="SYNC_ALL"),
+                 flag(b, "VECTOR", "wait_flag", key), gm_read(b, (b + 1) << 20, 65536),
+                 Instr(b, "VECTOR", "exp", bytes=65536, repeats=256),
+                 Instr(b, "MTE3", "data_copy", bytes=65536, path="UB->GM",
+                       gm=((b + 1) << 20, ((b + 1) << 20) + 65536))] for b in range(20)]
+    a, b = simulate(blocks(), M, 20), simulate(blocks(), M, 20)
+    assert a.mix and a.total_cycles == b.total_cycles
+    assert [r[1:] for r in a.records] == [r[1:] for r in b.records]
+    assert a.busy == b.busy and a.flows == b.flows and a.handoffs == b.handoffs
+
+
+def test_roofline_point_sums_cube_flops_vector_ops_and_gm_bytes():
+    from rt.npu import roofline_point
+    blk = [gm_read(0, 0, 32768, "GM->L1"),
+           Instr(0, "CUBE", "mmad", macs=128 ** 3, shape=(128, 128, 128), dtype_bytes=2),
+           fix_out(0, 0), Instr(0, "VECTOR", "exp", bytes=8192, repeats=32, elements=4096),
+           Instr(0, "MTE1", "load_data", bytes=32768, path="L1->L0A")]
+    tl = simulate([blk], M, 1)
+    p = roofline_point(tl, "k")
+    assert p == ("k", 2 * 128 ** 3 + 4096, 32768 + 65536, tl.us * 1e-6)
+
+
+def test_the_plots_are_pngs_labelled_simulated(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    from rt.npu import roofline_point, write_pipe_chart_png, write_roofline_png
+    from rt.npu import plots
+    tl = simulate([mmad_stream(8) + [fix_out(0, 0), gm_read(0, 0)]], M, 1)
+    vec = simulate([[copy(0, 65536), Instr(0, "VECTOR", "add", bytes=65536, repeats=256,
+                                           elements=16384)]], M, 1)
+    roof = write_roofline_png([roofline_point(tl, "mix"), vec, ("empty", 0, 0, 1.0)],
+                              tmp_path / "roof.png", M)
+    chart = write_pipe_chart_png(tl, tmp_path / "pipes.png")
+    for p in (roof, chart):
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert set(plots.pipe_busy_ratios(tl)) == {"AIC", "AIV"}
+    for name in ("matplotlib", "matplotlib.figure", "matplotlib.backends.backend_agg"):
+        monkeypatch.setitem(__import__("sys").modules, name, None)
+    with pytest.raises(ImportError, match=r"rt.npu.plots needs matplotlib, got it missing; "
+                                          r"install the bench extra: pip install -e '\.\[bench\]'"):
+        write_pipe_chart_png(tl, tmp_path / "x.png")

@@ -9,6 +9,9 @@ from ..core import prim
 from ..dtypes import (bf16_bits_to_f32, f16_bits_to_f32, f32_to_bf16_bits, f32_to_f16_bits, ld,
                       st)
 from .vecbase import *  # noqa: F403
+from .. import trace
+
+_OP_CAST = trace.op("cast")
 
 __all__ = ["cast_count", "cast_rep"]
 
@@ -160,6 +163,7 @@ def cast_count(ctx, dst, src, round_mode, count):
     for i in range(count):
         _cast_one(dst, i, ld(src, i), round_mode, dk, sk, lo, hi)
     core.count(ctx, core.C_VEC_OPS, count)
+    trace.vec(ctx, _OP_CAST, max(dst.itemsize, src.itemsize), count, False)
 
 
 @prim
@@ -188,5 +192,6 @@ def cast_rep(ctx, dst, src, round_mode, mask, repeat_times, repeat_params, is_se
                       round_mode, dk, sk, lo, hi)
             j, w0, w1 = next_lane(w0, w1)
     core.count(ctx, core.C_VEC_OPS, repeat_times * lanes_on(m0, m1, lanes))
+    trace.vec(ctx, _OP_CAST, max(dst.itemsize, src.itemsize), repeat_times, True)
 
 

@@ -10,6 +10,10 @@ from ..core import prim
 from ..dtypes import ld, st
 from ..errors import KernelError
 from .vecbase import *  # noqa: F403
+from .. import trace
+
+_OP_COMPARE, _OP_COMPARE_SCALAR, _OP_SELECT = (trace.op("compare"), trace.op("compare_scalar"),
+                                              trace.op("select"))
 
 __all__ = ["compare_count", "compare_rep", "compare_scalar_count", "compare_scalar_rep",
            "select_count", "select_rep"]
@@ -123,6 +127,7 @@ def compare_count(ctx, dst, src0, src1, cmp_mode, count):
     """Mirrors `AscendC::Compare` (count form): bit i of dst (uint8, little-endian bit order) is
     `src0[i] <cmp_mode> src1[i]`; only the 256-byte-aligned part of `count` is compared."""
     _cmp_count(ctx, "compare", dst, src0, src1, cmp_mode, count)
+    trace.vec(ctx, _OP_COMPARE, src0.itemsize, count, False)
 
 
 @prim
@@ -133,12 +138,14 @@ def compare_rep(ctx, dst, src0, src1, cmp_mode, mask, repeat_times, repeat_param
     check_bin_params("compare", p)
     _cmp_rep(ctx, "compare", dst, src0, src1, cmp_mode, repeat_times, p.src0_blk_stride,
              p.src0_rep_stride, p.src1_blk_stride, p.src1_rep_stride)
+    trace.vec(ctx, _OP_COMPARE, src0.itemsize, repeat_times, True)
 
 
 @prim
 def compare_scalar_count(ctx, dst, src0, src1, cmp_mode, count):
     """Mirrors `AscendC::CompareScalar` (count form): bit i = `src0[i] <cmp_mode> src1`."""
     _cmp_count(ctx, "compare_scalar", dst, src0, src1, cmp_mode, count)
+    trace.vec(ctx, _OP_COMPARE_SCALAR, src0.itemsize, count, False)
 
 
 @prim
@@ -149,6 +156,7 @@ def compare_scalar_rep(ctx, dst, src0, src1, cmp_mode, mask, repeat_times, repea
     check_un_params("compare_scalar", p)
     _cmp_rep(ctx, "compare_scalar", dst, src0, src1, cmp_mode, repeat_times, p.src_blk_stride,
              p.src_rep_stride, 0, 0)
+    trace.vec(ctx, _OP_COMPARE_SCALAR, src0.itemsize, repeat_times, True)
 
 
 @jitable
@@ -195,6 +203,7 @@ def select_count(ctx, dst, sel_mask, src0, src1, sel_mode, count):
         bit = _sel_bit(sel_mask, i % lanes if sel_mode == 0 else i, nb)
         st(dst, i, ld(src0, i) if bit != 0 else ld_or(src1, i, s))
     core.count(ctx, core.C_VEC_OPS, count)
+    trace.vec(ctx, _OP_SELECT, dst.itemsize, count, False)
 
 
 @prim
@@ -233,3 +242,4 @@ def select_rep(ctx, dst, sel_mask, src0, src1, sel_mode, mask, repeat_times, rep
             st(dst, rep_index(r, j, pb, p.dst_blk_stride, p.dst_rep_stride), v)
             j, w0, w1 = next_lane(w0, w1)
     core.count(ctx, core.C_VEC_OPS, repeat_times * lanes_on(m0, m1, lanes))
+    trace.vec(ctx, _OP_SELECT, dst.itemsize, repeat_times, True)

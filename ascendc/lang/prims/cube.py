@@ -60,14 +60,18 @@ from numba.extending import overload
 from ..core import BT, C_CUBE_MACS, C_CUBE_MACS_FP32, C_FIX, C_MTE1, C_MTE2, L0A, L0B, L0C, L1, prim
 from ..dtypes import st as _st
 from ..errors import KernelError
+from .. import trace
 from .datacopy import py_bytes
 from .movecore import (A_FIXPIPE, A_LOAD_DATA, A_MMAD, APIS, W_BIAS, W_CONFIG, W_DST, W_DST_GAP,
                        W_FILTER, W_FM, W_K, W_M, W_M_SIZE, W_N, W_N_SIZE, W_ND_NUM,
                        W_REPEAT_TIMES, W_SRC, W_SRC_STRIDE, W_START_INDEX, dtype_name_of, aligned,
                        bcopy, bound, bump, check_dtypes, in_range, locate, locate2, pair_info,
-                       write_target)
+                       traced, write_target)
 
 __all__ = ["load_data", "load_data_typed", "mmad", "mmad_bias", "fixpipe"]
+
+_OP_LOAD_DATA, _OP_MMAD, _OP_FIXPIPE = (trace.op("load_data"), trace.op("mmad"),
+                                        trace.op("fixpipe"))
 
 
 # ---- load_data ---------------------------------------------------------------------------------
@@ -156,6 +160,7 @@ def _load_impl(ctx, d, s, isz, start, rep, sstr, gap, trans):
     else:
         _transpose(t.view(np.uint64), sv.view(np.uint64), start, rep, sstr, gap)
     bump(st, C_MTE2 if sl < 0 else C_MTE1, rep * 512)
+    traced(ctx, _OP_LOAD_DATA, D, S, rep * 512, isz, (last + fe) * isz)
 
 
 @prim
@@ -405,6 +410,7 @@ def _mmad(ctx, api, dst, fm, filt, bias, has_bias, p):
                             has_bias, _mm_info(dst, fm, filt, bias), fm.itemsize, m, n, k)
     if m > 0 and n > 0:
         _compute(dst, fm, filt, bias, has_bias, m16, n16, k, has_bias or p.cmatrix_init_val != 0)
+    trace.mmad(ctx, _OP_MMAD, m, n, k, fm.itemsize)
 
 
 @prim
@@ -526,3 +532,8 @@ def fixpipe(ctx, dst, src, p, config=0):
     if _fix_checks(ctx[2][0], D, S, dst.itemsize, _fix_info(dst, src), nsz, msz, sstr, dstr,
                    np.int64(p.quant_pre), nd, snd, dnd, cfg):
         _fix_loop(dst, src, nsz, msz, sstr, dstr, nd, snd * 256, dnd, cfg, p.relu_en != 0)
+        if trace.on(ctx):
+            isz = dst.itemsize
+            last = (nd - 1) * dnd + ((msz - 1) * dstr + nsz if cfg == 0 else
+                                     ((nsz + 15) // 16 - 1) * dstr * 16 + msz * 16)
+            traced(ctx, _OP_FIXPIPE, D, S, nd * msz * nsz * isz, isz, last * isz)

@@ -65,6 +65,9 @@ from ..params import (DataCopyExtParams, DataCopyPadExtParams, DataCopyPadParams
                       Nd2NzParams)
 from .memops import stream_copy
 from .movecore import *  # noqa: F403  (locating, checks and copy paths shared with cube.py)
+from .. import trace
+
+_OP_DATA_COPY, _OP_DATA_COPY_PAD = trace.op("data_copy"), trace.op("data_copy_pad")
 
 __all__ = ["data_copy", "data_copy_count", "data_copy_blocks", "data_copy_nd2nz",
            "data_copy_pad", "data_copy_pad_blocks"]
@@ -92,6 +95,7 @@ def _count_impl(ctx, d, s, isz, count):
     else:
         bcopy(t, 0, s, 0, nb)
     bump(st, ctr, nb)
+    traced(ctx, _OP_DATA_COPY, D, S, nb, isz, nb)
 
 
 @prim
@@ -123,6 +127,8 @@ def _blocks_impl(ctx, d, s, isz, bc, bl, sg, dg):
     for i in range(bc):
         bcopy(t, i * dstep, s, i * sstep, nb)
     bump(st, ctr, bc * nb)
+    traced(ctx, _OP_DATA_COPY, D, S, bc * nb, isz,
+           (bc - 1) * (sstep if S[0] < 0 else dstep) + nb)
 
 
 @prim
@@ -195,6 +201,8 @@ def _nd2nz_impl(ctx, d, s, isz, nd, nv, dv, sms, sdv, c0s, ns, dms):
     else:
         _nd2nz_loop(t.view(np.uint64), sv.view(np.uint64), nd, nv, dv, sms, sdv, c0s, ns, dms)
     bump(st, C_MTE2, nd * nv * dv * isz)
+    traced(ctx, _OP_DATA_COPY, D, S, nd * nv * dv * isz, isz,
+           ((nd - 1) * sms + (nv - 1) * sdv + dv) * isz)
 
 
 @prim
@@ -319,11 +327,13 @@ def _pad_impl(ctx, d, s, isz, bc, bl, sstride, dstride, bl_max, is_pad, left, ri
                     if q < ub + lb or q >= ub + lb + bl:
                         t[q] = np.uint8((pad_bits >> np.uint64(8 * ((q - ub) % isz))) & 0xFF)
         bump(st, C_MTE2, bc * bl)
+        traced(ctx, _OP_DATA_COPY_PAD, D, S, bc * bl, isz, (bc - 1) * gstep + bl)
     else:
         bound(st, api, W_SRC, S, isz, 0, ((bc - 1) * ustep + bl) // isz, False)
         for i in range(bc):
             bcopy(d, i * gstep, s, i * ustep, bl)
         bump(st, C_MTE3, bc * bl)
+        traced(ctx, _OP_DATA_COPY_PAD, D, S, bc * bl, isz, (bc - 1) * gstep + bl)
 
 
 @prim

@@ -10,6 +10,7 @@ from numba.extending import overload, register_jitable
 from ..core import (BT, C_MTE1, C_MTE2, C_MTE3, C_MTE_UB2UB, FLAG_DEFER, L0A, L0B, L0C, L1,
                     NLEVELS, UB, flush_pending, gm_to_local_target, prim)
 from ..errors import GMReadError, GMWriteError, KernelError
+from .. import trace
 
 
 # ---- dtype facts as compile-time constants -----------------------------------------------------
@@ -107,6 +108,15 @@ def check_dtypes(api, info):
 def bump(st, which, n):
     """core.count on st: add n to profiler counter `which`."""
     st.counters[which] += n
+
+
+@inline
+def traced(ctx, op_id, D, S, nbytes, isz, gm_span):
+    """The NPU-view trace row of a move of `nbytes` between located tensors D <- S; the GM side
+    (if any) covers `gm_span` bytes from its address."""
+    if trace.on(ctx):
+        gm = S[2] if S[0] < 0 else D[2] if D[0] < 0 else 0
+        trace.copy(ctx, op_id, S[0], D[0], nbytes, isz, gm, gm_span)
 
 
 @prim

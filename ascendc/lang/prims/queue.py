@@ -14,6 +14,10 @@ from ..errors import KernelError
 from ..positions import (NPOS, POS_LEVEL, POS_NOTE, POS_TQUE, POSITION_NAMES,
                          TQUE_POSITIONS_TEXT)
 from ..state import KIND_BUF, KIND_QUE, MAX_QUEUES, MAX_SLOTS
+from .. import trace
+
+_OP_ALLOC, _OP_ENQUE, _OP_DEQUE, _OP_FREE = (trace.op("TQue.alloc_tensor"), trace.op("TQue.enque"),
+                                             trace.op("TQue.deque"), trace.op("TQue.free_tensor"))
 
 __all__ = ["tpipe_new", "tque_new", "tbuf_new", "init_buffer_que", "init_buffer_buf",
            "que_alloc_tensor", "que_enque", "que_deque", "que_free_tensor", "tbuf_get",
@@ -198,6 +202,7 @@ def que_alloc_tensor(ctx, q, dtype):
         if not (q.alloc >> s) & 1:
             q.alloc |= 1 << s
             q.next_slot = (s + 1) % n
+            trace.event(ctx, _OP_ALLOC, trace.K_Q_ALLOC, q.pos, q.id, s)
             return _slot_view(ctx, q, s, dtype)
     raise KernelError("TQue.alloc_tensor: a free buffer must be available, got all {} buffers of "
                       "{:pos} TQue #{} allocated (free_tensor missing?)", n, q.pos, q.id)
@@ -217,6 +222,7 @@ def que_enque(ctx, q, t):
                           q.pos, q.id)
     q.fifo[(q.fifo_head + q.fifo_n) % MAX_SLOTS] = s
     q.fifo_n += 1
+    trace.event(ctx, _OP_ENQUE, trace.K_Q_ENQUE, q.pos, q.id, s)
 
 
 @prim
@@ -231,6 +237,7 @@ def que_deque(ctx, q, dtype):
     if ctx[2][0].options & FLAG_DEFER:
         lo = q.mem_off + s * q.slot_bytes
         flush_pending(ctx, lo, lo + q.slot_bytes)
+    trace.event(ctx, _OP_DEQUE, trace.K_Q_DEQUE, q.pos, q.id, s)
     return _slot_view(ctx, q, s, dtype)
 
 
@@ -246,6 +253,7 @@ def que_free_tensor(ctx, q, t):
             raise KernelError("TQue.free_tensor: tensor must be dequeued before it is freed, got "
                               "a tensor still enqueued in {:pos} TQue #{}", q.pos, q.id)
     q.alloc &= ~(1 << s)
+    trace.event(ctx, _OP_FREE, trace.K_Q_FREE, q.pos, q.id, s)
 
 
 @prim

@@ -39,6 +39,12 @@ from ..errors import KernelError
 from ..core import prim
 from .vecbase import (check_count, check_range, far_offset, lanes_on, next_lane, per_block,
                       prefix_lanes, put_bits, rep_index, require_same, vmask)
+from .. import trace
+
+_OP_RSUM, _OP_RMAX, _OP_RMIN = (trace.op("reduce_sum"), trace.op("reduce_max"),
+                             trace.op("reduce_min"))
+_OP_WSUM, _OP_WMAX, _OP_WMIN = (trace.op("whole_reduce_sum"), trace.op("whole_reduce_max"),
+                                trace.op("whole_reduce_min"))
 
 __all__ = [
     "reduce_sum_count", "reduce_sum_rep", "reduce_max_count", "reduce_max_rep",
@@ -238,6 +244,7 @@ def reduce_sum_count(ctx, dst, src, shared_tmp_buffer, count):
     clobber_tmp(ctx, shared_tmp_buffer, need)
     st(dst, 0, total)
     core.count(ctx, core.C_VEC_OPS, count)
+    trace.vec(ctx, _OP_RSUM, src.itemsize, count, False)
 
 
 @_jit
@@ -255,6 +262,7 @@ def reduce_max_count(ctx, dst, src, shared_tmp_buffer, count, cal_index):
     if cal_index:
         put_bits(dst, 1, idx)
     core.count(ctx, core.C_VEC_OPS, count)
+    trace.vec(ctx, _OP_RMAX, src.itemsize, count, False)
 
 
 @_jit
@@ -272,6 +280,7 @@ def reduce_min_count(ctx, dst, src, shared_tmp_buffer, count, cal_index):
     if cal_index:
         put_bits(dst, 1, idx)
     core.count(ctx, core.C_VEC_OPS, count)
+    trace.vec(ctx, _OP_RMIN, src.itemsize, count, False)
 
 
 # ---- repeat forms ----------------------------------------------------------------------------
@@ -336,6 +345,7 @@ def reduce_sum_rep(ctx, dst, src, shared_tmp_buffer, mask, repeat_time, src_rep_
     clobber_tmp(ctx, shared_tmp_buffer, need)
     st(dst, 0, t)
     core.count(ctx, core.C_VEC_OPS, repeat_time * lanes_on(m0, m1, 256 // src.itemsize))
+    trace.vec(ctx, _OP_RSUM, src.itemsize, repeat_time, True)
 
 
 @_rj
@@ -358,6 +368,7 @@ def reduce_max_rep(ctx, dst, src, shared_tmp_buffer, mask, repeat_time, src_rep_
     """Mirrors `AscendC::ReduceMax` (mask + repeat form)."""
     _reduce_mm_rep(ctx, "reduce_max", dst, src, shared_tmp_buffer, mask, repeat_time,
                    src_rep_stride, cal_index, True)
+    trace.vec(ctx, _OP_RMAX, src.itemsize, repeat_time, True)
 
 
 @_jit
@@ -366,6 +377,7 @@ def reduce_min_rep(ctx, dst, src, shared_tmp_buffer, mask, repeat_time, src_rep_
     """Mirrors `AscendC::ReduceMin` (mask + repeat form)."""
     _reduce_mm_rep(ctx, "reduce_min", dst, src, shared_tmp_buffer, mask, repeat_time,
                    src_rep_stride, cal_index, False)
+    trace.vec(ctx, _OP_RMIN, src.itemsize, repeat_time, True)
 
 
 # ---- whole reduce: one result per repeat ---------------------------------------------------------
@@ -427,6 +439,7 @@ def whole_reduce_sum(ctx, dst, src, mask, repeat_time, dst_rep_stride, src_blk_s
             j, w0, w1 = next_lane(w0, w1)
         st(dst, r * dst_rep_stride, t)
     core.count(ctx, core.C_VEC_OPS, repeat_time * lanes_on(m0, m1, 256 // src.itemsize))
+    trace.vec(ctx, _OP_WSUM, src.itemsize, repeat_time, True)
 
 
 @_rj
@@ -509,6 +522,7 @@ def whole_reduce_max(ctx, dst, src, mask, repeat_time, dst_rep_stride, src_blk_s
     `order`)."""
     _whole_mm(ctx, "whole_reduce_max", dst, src, mask, repeat_time, dst_rep_stride,
               src_blk_stride, src_rep_stride, order, True)
+    trace.vec(ctx, _OP_WMAX, src.itemsize, repeat_time, True)
 
 
 @_jit
@@ -517,3 +531,4 @@ def whole_reduce_min(ctx, dst, src, mask, repeat_time, dst_rep_stride, src_blk_s
     """Mirrors `AscendC::WholeReduceMin`: per repeat the min and/or its lane index."""
     _whole_mm(ctx, "whole_reduce_min", dst, src, mask, repeat_time, dst_rep_stride,
               src_blk_stride, src_rep_stride, order, False)
+    trace.vec(ctx, _OP_WMIN, src.itemsize, repeat_time, True)

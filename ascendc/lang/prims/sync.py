@@ -11,6 +11,10 @@ from ..barrier import call_i64
 from ..core import prim, FLAG_DEFER, flush_pending
 from ..errors import KernelError
 from ..state import N_EVENT_IDS, N_HARD_EVENTS
+from .. import trace
+
+_OP_BARRIER, _OP_SET, _OP_WAIT, _OP_SYNC_ALL = (trace.op("pipe_barrier"), trace.op("set_flag"),
+                                                trace.op("wait_flag"), trace.op("sync_all"))
 
 __all__ = ["pipe_barrier", "set_flag", "wait_flag", "sync_all", "get_block_idx", "get_block_num",
            "get_sub_block_idx", "get_sub_block_num", "get_data_block_size_in_bytes"]
@@ -33,6 +37,7 @@ def pipe_barrier(ctx, pipe):
         raise KernelError("asc.pipe_barrier: pipe must be a PipeID, got pipe={}", pipe)
     if pipe == 6 or pipe == 4:
         _flush_all(ctx)
+    trace.event(ctx, _OP_BARRIER, trace.K_BARRIER, pipe, 0, 0)
 
 
 @prim
@@ -49,6 +54,7 @@ def _check_event(event, event_id, api):
 def set_flag(ctx, event, event_id):
     _check_event(event, event_id, "asc.set_flag")
     ctx[2][0].events[event, event_id] += 1
+    trace.event(ctx, _OP_SET, trace.K_SET, event, 0, event_id)
 
 
 @prim
@@ -60,6 +66,7 @@ def wait_flag(ctx, event, event_id):
                           "(the NPU would hang), got wait_flag(event={:event}, event_id={})",
                           event, event_id)
     ev[event, event_id] -= 1
+    trace.event(ctx, _OP_WAIT, trace.K_WAIT, event, 0, event_id)
     for e in _MTE2_EVENTS:
         if e == event:
             _flush_all(ctx)
@@ -71,6 +78,7 @@ def sync_all(ctx):
     _flush_all(ctx)
     st = ctx[2][0]
     st.sync_calls += 1
+    trace.event(ctx, _OP_SYNC_ALL, trace.K_SYNC_ALL, st.sync_calls, 0, 0)
     key = st.barrier
     if key == 0:
         if st.block_num > 1:

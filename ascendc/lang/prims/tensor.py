@@ -4,6 +4,9 @@ import numpy as np
 from ..core import prim, check_gm, level_name, level_of, local_offset
 from ..dtypes import ld, st
 from ..errors import KernelError
+from .. import trace
+
+_OP_GET, _OP_SET = trace.op("LocalTensor.get_value"), trace.op("LocalTensor.set_value")
 
 __all__ = ["ga_add", "gt_bind", "sub_view", "get_value", "set_value", "dump_tensor", "tensor_size",
            "tensor_length", "reinterpret_cast", "position_level", "phy_addr"]
@@ -49,6 +52,7 @@ def _check_index(ctx, t, i, api, write):
 @prim
 def get_value(ctx, t, i):
     _check_index(ctx, t, i, "get_value", False)
+    trace.scalar(ctx, _OP_GET)
     return ld(t, i)
 
 
@@ -56,6 +60,7 @@ def get_value(ctx, t, i):
 def set_value(ctx, t, i, v):
     _check_index(ctx, t, i, "set_value", True)
     st(t, i, v)
+    trace.scalar(ctx, _OP_SET)
 
 
 @prim

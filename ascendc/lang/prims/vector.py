@@ -43,6 +43,9 @@ from .compare import (compare_count, compare_rep, compare_scalar_count, compare_
                       select_count, select_rep)
 from .vecloops import (binary_count, binary_rep, scalar_count, scalar_rep, unary_count,
                        unary_rep)
+from .. import trace
+
+_OP_AXPY, _OP_DUPLICATE, _OP_BRCB = trace.op("axpy"), trace.op("duplicate"), trace.op("brcb")
 
 # ---- scalar operations (compute type in, compute type out) --------------------------------------
 
@@ -232,35 +235,47 @@ _DTYPE_RULE = {"bitwise_and": require_int, "bitwise_or": require_int, "bitwise_n
 
 
 def _binary(api, op, rule):
+    code = trace.op(api)
+
     def count_form(ctx, dst, src0, src1, count):
         rule(api, "dst", dst)
         binary_count(ctx, api, dst, src0, src1, count, op)
+        trace.vec(ctx, code, dst.itemsize, count, False)
 
     def rep_form(ctx, dst, src0, src1, mask, repeat_times, repeat_params, is_set_mask):
         rule(api, "dst", dst)
         binary_rep(ctx, api, dst, src0, src1, mask, repeat_times, repeat_params, op)
+        trace.vec(ctx, code, dst.itemsize, repeat_times, True)
     return count_form, rep_form
 
 
 def _unary(api, op, rule):
+    code = trace.op(api)
+
     def count_form(ctx, dst, src, count):
         rule(api, "dst", dst)
         unary_count(ctx, api, dst, src, count, op)
+        trace.vec(ctx, code, dst.itemsize, count, False)
 
     def rep_form(ctx, dst, src, mask, repeat_times, repeat_params, is_set_mask):
         rule(api, "dst", dst)
         unary_rep(ctx, api, dst, src, mask, repeat_times, repeat_params, op)
+        trace.vec(ctx, code, dst.itemsize, repeat_times, True)
     return count_form, rep_form
 
 
 def _tensor_scalar(api, op, rule):
+    code = trace.op(api)
+
     def count_form(ctx, dst, src, scalar, count):
         rule(api, "dst", dst)
         scalar_count(ctx, api, dst, src, scalar, count, op)
+        trace.vec(ctx, code, dst.itemsize, count, False)
 
     def rep_form(ctx, dst, src, scalar, mask, repeat_times, repeat_params, is_set_mask):
         rule(api, "dst", dst)
         scalar_rep(ctx, api, dst, src, scalar, mask, repeat_times, repeat_params, op)
+        trace.vec(ctx, code, dst.itemsize, repeat_times, True)
     return count_form, rep_form
 
 
@@ -302,6 +317,7 @@ def axpy_count(ctx, dst, src, scalar, count):
     else:
         _axpy_loop(dst, src, s, count)
     core.count(ctx, core.C_VEC_OPS, count)
+    trace.vec(ctx, _OP_AXPY, max(dst.itemsize, src.itemsize), count, False)
 
 
 @prim
@@ -329,6 +345,7 @@ def axpy_rep(ctx, dst, src, scalar, mask, repeat_times, repeat_params, is_set_ma
             st(dst, k, ld(dst, k) + v * s)
             j, w0, w1 = next_lane(w0, w1)
     core.count(ctx, core.C_VEC_OPS, repeat_times * lanes_on(m0, m1, lanes))
+    trace.vec(ctx, _OP_AXPY, max(dst.itemsize, src.itemsize), repeat_times, True)
 
 
 # ---- duplicate, brcb -------------------------------------------------------------------------
@@ -341,6 +358,7 @@ def duplicate_count(ctx, dst, scalar, count):
     for i in range(count):
         st(dst, i, v)
     core.count(ctx, core.C_VEC_OPS, count)
+    trace.vec(ctx, _OP_DUPLICATE, dst.itemsize, count, False)
 
 
 @prim
@@ -364,6 +382,7 @@ def duplicate_rep(ctx, dst, scalar, mask, repeat_times, dst_block_stride, dst_re
             st(dst, rep_index(r, j, pb, dst_block_stride, dst_repeat_stride), v)
             j, w0, w1 = next_lane(w0, w1)
     core.count(ctx, core.C_VEC_OPS, repeat_times * lanes_on(m0, m1, lanes))
+    trace.vec(ctx, _OP_DUPLICATE, dst.itemsize, repeat_times, True)
 
 
 @prim
@@ -396,6 +415,7 @@ def brcb(ctx, dst, src0, repeat_times, repeat_params):
             for q in range(pb):
                 st(dst, base + q, v)
     core.count(ctx, core.C_VEC_OPS, repeat_times * 8 * pb)
+    trace.vec(ctx, _OP_BRCB, dst.itemsize, repeat_times, True)
 
 
 

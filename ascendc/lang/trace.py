@@ -1,0 +1,134 @@
+"""The NPU view's instruction trace (issue 9 §1): what each block issues, written by the primitives.
+
+While a launch runs with tracing on (`FLAG_TRACE` in the core's options; the launcher sets it
+under `rt.profile(npu=True)` or `asc.npu_trace`), every primitive that the NPU would issue as an
+instruction appends one row to the core's trace buffer `ctx[3]` (an int64 array of `NCOL`
+columns). The primitives run in both modes, so compiled and interpreted kernels record the same
+rows; with tracing off the cost is one branch per primitive call.
+
+A row holds numbers only: the block, the op (an index into `OPS`, the surface API names), a kind
+(`K_*`: an op, a flag, a barrier, a queue step), the memory path of a copy (source and destination
+levels, -1 = GM), bytes, elements, repeats, an mmad's m/n/k, the element size, flag operands, the
+kernel source line id (`st.src_line`) and the GM byte range a copy touches. `ascendc/lang/record.py`
+turns rows into `rt.npu.Instr`s (which pipe runs them, which flags they set and wait for).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from . import surface as S
+from .state import FLAG_TRACE
+
+# columns of a trace row
+(C_BLOCK, C_OP, C_KIND, C_SRC_LV, C_DST_LV, C_BYTES, C_ELEMS, C_REPEATS, C_M, C_N, C_K, C_DSZ,
+ C_A, C_B, C_ID, C_LINE, C_GM0, C_GM1) = range(18)
+NCOL = 18
+
+# row kinds
+(K_OP,          # an instruction of the op's pipe (vector, copy, mmad, fixpipe) or a scalar op
+ K_SET,         # set_flag(event, id): A = HardEvent, ID = event id
+ K_WAIT,        # wait_flag(event, id)
+ K_BARRIER,     # pipe_barrier(pipe): A = PipeID
+ K_SYNC_ALL,    # sync_all across the launch's blocks
+ K_Q_ALLOC,     # TQue.alloc_tensor: A = TPosition, B = queue id, ID = buffer (slot) number
+ K_Q_ENQUE, K_Q_DEQUE, K_Q_FREE) = range(9)
+
+# op ids: the surface's function names, then its methods as "Class.method"
+OPS = tuple(sorted(S.FUNCTIONS)) + tuple(sorted(f"{m.cls}.{m.name}" for m in S.METHODS.values()))
+_OP_IDS = {name: i for i, name in enumerate(OPS)}
+
+DEFAULT_ROWS = 1 << 18      # rows per core buffer (env ASCEND_EMU_NPU_TRACE_ROWS overrides)
+
+
+def op(name: str) -> int:
+    """The op id of surface API `name` ("add", "TQue.enque"), a compile-time constant of the
+    primitive that records it."""
+    return _OP_IDS[name]
+
+
+def new_buffer(rows: int) -> np.ndarray:
+    return np.zeros((max(int(rows), 1), NCOL), np.int64)
+
+
+@njit(nogil=True, cache=True)
+def _append(ctx, op_id, kind, slv, dlv, nbytes, elems, reps, m, n, k, dsz, a, b, ident,
+            gm0, gm1):
+    st = ctx[2][0]
+    buf = ctx[3]
+    i = st.trace_n
+    if i >= buf.shape[0]:
+        st.trace_lost += 1
+        return
+    st.trace_n = i + 1
+    r = buf[i]
+    r[C_BLOCK] = st.block_idx
+    r[C_OP] = op_id
+    r[C_KIND] = kind
+    r[C_SRC_LV] = slv
+    r[C_DST_LV] = dlv
+    r[C_BYTES] = nbytes
+    r[C_ELEMS] = elems
+    r[C_REPEATS] = reps
+    r[C_M] = m
+    r[C_N] = n
+    r[C_K] = k
+    r[C_DSZ] = dsz
+    r[C_A] = a
+    r[C_B] = b
+    r[C_ID] = ident
+    r[C_LINE] = st.src_line
+    r[C_GM0] = gm0
+    r[C_GM1] = gm1
+
+
+@njit(nogil=True, cache=True, inline="always")
+def on(ctx):
+    return ctx[2][0].options & FLAG_TRACE
+
+
+@njit(nogil=True, cache=True, inline="always")
+def vec(ctx, op_id, dsz, n, is_rep):
+    """A vector instruction: `n` elements (count form) or `n` repeats of 256 B (repeat form) of
+    `dsz`-byte elements."""
+    if ctx[2][0].options & FLAG_TRACE:
+        n = np.int64(n)
+        dsz = np.int64(dsz)
+        if is_rep:
+            _append(ctx, op_id, K_OP, 0, 0, n * 256, n * 256 // dsz, n, 0, 0, 0, dsz, 0, 0, 0,
+                    0, 0)
+        else:
+            _append(ctx, op_id, K_OP, 0, 0, n * dsz, n, (n * dsz + 255) // 256, 0, 0, 0, dsz,
+                    0, 0, 0, 0, 0)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def copy(ctx, op_id, slv, dlv, nbytes, dsz, gm_addr, gm_span):
+    """A data move of `nbytes` from level `slv` to `dlv` (-1 = GM); the GM side covers
+    [gm_addr, gm_addr + gm_span)."""
+    if ctx[2][0].options & FLAG_TRACE:
+        _append(ctx, op_id, K_OP, slv, dlv, np.int64(nbytes), np.int64(nbytes) // max(dsz, 1),
+                0, 0, 0, 0, np.int64(dsz), 0, 0, 0, np.int64(gm_addr),
+                np.int64(gm_addr) + np.int64(gm_span))
+
+
+@njit(nogil=True, cache=True, inline="always")
+def mmad(ctx, op_id, m, n, k, asz):
+    if ctx[2][0].options & FLAG_TRACE:
+        _append(ctx, op_id, K_OP, 4, 4, 0, np.int64(m) * np.int64(n), 0, np.int64(m),
+                np.int64(n), np.int64(k), np.int64(asz), 0, 0, 0, 0, 0)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def event(ctx, op_id, kind, a, b, ident):
+    """A flag, barrier or queue step (kind K_SET ... K_Q_FREE) with its operands."""
+    if ctx[2][0].options & FLAG_TRACE:
+        _append(ctx, op_id, kind, 0, 0, 0, 0, 0, 0, 0, 0, 0, np.int64(a), np.int64(b),
+                np.int64(ident), 0, 0)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def scalar(ctx, op_id):
+    """A scalar-unit instruction (an element read or write, a system value)."""
+    if ctx[2][0].options & FLAG_TRACE:
+        _append(ctx, op_id, K_OP, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
