@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import enum
 import inspect
+import os
 import types as pytypes
 
 import numpy as np
@@ -21,6 +22,7 @@ from . import lower as L
 from .frontend import KernelSource, attr_chain as _attr_chain, is_asc_module as _is_asc_module
 
 GA, T, Q, PIPE, OTHER = S.GA, S.T, S.Q, S.PIPE, S.OTHER
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 BUILTINS = {"range", "min", "max", "int", "float", "len", "abs", "bool", "print", "round"}
 _call, _const, CTX = L.call, L.const, L.CTX
 
@@ -104,6 +106,9 @@ class _Rewriter(ast.NodeTransformer):
                  consts: dict):
         self.gen, self.src, self.globs, self.consts = gen, src, globs, consts
         self.kinds = dict(arg_kinds)
+        # helpers of the ascendc package (asc.adv ...) keep their caller's line, as interpret
+        # mode names the innermost frame outside the package (errors, NPU-view source lines)
+        self.library = os.path.abspath(src.file).startswith(_PACKAGE_DIR)
         self.return_kind = OTHER
         self._ext_state: dict = {}
 
@@ -120,7 +125,8 @@ class _Rewriter(ast.NodeTransformer):
             if r is None:
                 continue
             r = r if isinstance(r, list) else [r]
-            if any(isinstance(n, ast.Call) for x in r for n in _own_nodes(x)):
+            if not self.library and any(isinstance(n, ast.Call) for x in r
+                                        for n in _own_nodes(x)):
                 out.append(self._line_marker(s))
             out.extend(r)
         return out

@@ -90,3 +90,54 @@ def test_same_inputs_give_identical_cycles():
     a, b = run_add(buffer_num=2), run_add(buffer_num=2)
     assert a.total_cycles == b.total_cycles
     assert [r[1:] for r in a.records] == [r[1:] for r in b.records]
+
+
+@asc.jit
+def scalar_loop_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, n: asc.ConstExpr[int]):
+    """Doubles n floats element by element on the scalar unit (GetValue / SetValue in a loop):
+    what a kernel looks like before its loop is vectorised."""
+    xg = asc.GlobalTensor(); xg.set_global_buffer(x, n)
+    zg = asc.GlobalTensor(); zg.set_global_buffer(z, n)
+    pipe = asc.TPipe()
+    qi = asc.TQue(asc.TPosition.VECIN, 1)
+    qo = asc.TQue(asc.TPosition.VECOUT, 1)
+    pipe.init_buffer(qi, 1, n * 4)
+    pipe.init_buffer(qo, 1, n * 4)
+    xl = qi.alloc_tensor(x.dtype)
+    asc.data_copy(xl, xg, n)
+    qi.enque(xl)
+    xl = qi.deque(x.dtype)
+    zl = qo.alloc_tensor(z.dtype)
+    for i in range(n):
+        zl.set_value(i, xl.get_value(i) * 2)
+    qo.enque(zl)
+    qi.free_tensor(xl)
+    zl = qo.deque(z.dtype)
+    asc.data_copy(zg, zl, n)
+    qo.free_tensor(zl)
+
+
+@pytest.mark.parametrize("interpret", [True, False], ids=["interpret", "compiled"])
+def test_a_scalar_loop_is_scalar_bound(interpret):
+    n = 2048
+    x = np.arange(n, dtype=np.float32)
+    z = np.zeros_like(x)
+    tl = asc.npu_trace(scalar_loop_kernel, 1, x, z, n, interpret=interpret)
+    np.testing.assert_array_equal(z, 2 * x)
+    busy = {p: tl.pipe_busy(p) for p in ("SCALAR", "VECTOR", "MTE2", "MTE3")}
+    assert max(busy, key=busy.get) == "SCALAR"
+    assert busy["SCALAR"] > 0.8 * tl.makespan        # the scalar unit is the bottleneck
+    # 2 scalar instructions per element, each at least the model's issue cost
+    assert busy["SCALAR"] >= 2 * n * rt.npu.pipe_model(tl.soc).scalar_issue_cycles
+
+
+def test_npu_trace_compiled_matches_interpret_exactly():
+    n = 8 * 4096
+    args = lambda: (np.linspace(0, 1, n, dtype=np.float32),   # noqa: E731
+                    np.linspace(1, 0, n, dtype=np.float32), np.zeros(n, np.float32),
+                    4096, 512, 2, 0)
+    a = asc.npu_trace(add_kernel, 8, *args(), interpret=True)
+    b = asc.npu_trace(add_kernel, 8, *args(), interpret=False)
+    assert a.total_cycles == b.total_cycles
+    assert [(r[0].name, r[0].src, r[1:]) for r in a.records] == \
+        [(r[0].name, r[0].src, r[1:]) for r in b.records]
