@@ -1,0 +1,28 @@
+"""pytest plugin: pyasc's own test files run unchanged on ascend-emu.
+
+    python -m pytest -p ascendc.pyasc_compat.pytest_plugin path/to/pyasc/python/test/kernels
+
+Loading the plugin installs the `asc` import mapping (`ascendc.pyasc_compat.install`) before
+any conftest or test module is imported, for the pytest process only. It also provides pyasc's
+`backend` and `platform` fixtures (Model, Ascend910B1) for test directories whose conftest does
+not define them (a conftest's own fixtures and `--backend/--platform` options take precedence).
+Interpret mode: `ASCENDC_INTERPRET=1` in the environment, as for any launch.
+"""
+from __future__ import annotations
+
+import pytest
+
+from . import install
+from .config import Backend, Platform
+
+install()
+
+
+@pytest.fixture
+def backend() -> Backend:
+    return Backend.Model
+
+
+@pytest.fixture
+def platform() -> Platform:
+    return Platform.Ascend910B1
