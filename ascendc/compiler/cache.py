@@ -1,22 +1,89 @@
 """Generated kernel modules live as real files in a cache directory, so Numba's `cache=True`
 disk cache works across processes. The file name is a hash of the generated source and of the
-kernel language's own sources (a change to a primitive invalidates every cached kernel)."""
+kernel language's own sources (a change to a primitive invalidates every cached kernel).
+
+What a cache directory is trusted with (issue 11): Numba unpickles its `__pycache__` index and
+data files, and a kernel module is Python code, so a directory anyone else can write to could
+run their code in our process. Hence:
+- the directory is created 0700 and used only if it belongs to us and is not group- or
+  world-writable (nor is its `__pycache__`); otherwise a warning names the problem and a private
+  temporary directory is used instead (Numba's pickles from the refused one are never read);
+- a module is compiled from the source the compiler generated in this process, never from the
+  file's contents: the file only gives Numba a path and a stamp, and a file that differs from
+  the source (planted, truncated, empty) is rewritten before use;
+- loading is thread-safe (one lock; a module is published in `sys.modules` only once executed)
+  and temporary files have unique names, so concurrent loads in one process cannot collide;
+- an uncreatable or read-only directory falls back to the private directory too.
+"""
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import os
+import stat
 import sys
+import tempfile
+import threading
+import types
+import warnings
 from functools import lru_cache
 from pathlib import Path
 
+_LOCK = threading.RLock()
+_DIRS: dict = {}          # requested path -> the directory actually used
+_PRIVATE: list = []       # the fallback directory, once made
+
+
+def _private_dir() -> Path:
+    if not _PRIVATE:
+        _PRIVATE.append(Path(tempfile.mkdtemp(prefix="ascend-emu-kernels-")))   # mode 0700
+    return _PRIVATE[0]
+
+
+def unsafe_reason(p: Path) -> str | None:
+    """Why directory `p` must not hold our kernels (None if it may): another owner, or group /
+    world write permission, on it or on its `__pycache__`."""
+    for d in (p, p / "__pycache__"):
+        try:
+            st = d.lstat()
+        except FileNotFoundError:
+            continue
+        if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+            return f"{d} is not a directory"
+        if hasattr(os, "getuid") and st.st_uid != os.getuid():
+            return f"{d} is owned by uid {st.st_uid}, not by this user (uid {os.getuid()})"
+        if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            return f"{d} is group- or world-writable (mode {stat.S_IMODE(st.st_mode):o})"
+    return None
+
 
 def cache_dir() -> Path:
+    """The directory kernel modules are cached in: ASCENDC_CACHE_DIR (default
+    ~/.cache/ascend-emu/kernels) if it is safe and writable, else a private temporary one."""
     d = os.environ.get("ASCENDC_CACHE_DIR") or os.path.join(
         os.path.expanduser("~"), ".cache", "ascend-emu", "kernels")
-    p = Path(d)
-    p.mkdir(parents=True, exist_ok=True)
-    return p
+    with _LOCK:
+        got = _DIRS.get(d)
+        if got is not None:
+            return got
+        p = Path(d)
+        why = None
+        try:
+            p.mkdir(mode=0o700, parents=True, exist_ok=True)
+            (p / "__pycache__").mkdir(mode=0o700, exist_ok=True)
+            why = unsafe_reason(p)
+            if why is None and not os.access(p, os.W_OK | os.X_OK):
+                why = f"{p} is not writable"
+        except OSError as e:
+            why = f"{p} cannot be created ({e.strerror or e})"
+        if why is not None:
+            fallback = _private_dir()
+            warnings.warn(f"ascendc kernel cache: ASCENDC_CACHE_DIR must be a directory only this "
+                          f"user can write, got {why}; compiling into the private directory "
+                          f"{fallback} instead (kernels are not shared across processes)",
+                          RuntimeWarning, stacklevel=3)
+            p = fallback
+        _DIRS[d] = p
+        return p
 
 
 @lru_cache(maxsize=1)
@@ -29,19 +96,49 @@ def lang_fingerprint() -> str:
     return h.hexdigest()[:16]
 
 
+def _write(path: Path, source: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.stem + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(source)
+        os.replace(tmp, path)  # atomic: concurrent processes never see a half-written file
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _matches(path: Path, source: str) -> bool:
+    try:
+        return path.read_text() == source
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
 def load_module(source: str, stem: str):
-    """Write `source` (once) under a content-hashed name and import it."""
+    """The module of `source` (a kernel specialisation): executed from `source` itself, with its
+    file (rewritten if it differs) under a content-hashed name in `cache_dir()`."""
     digest = hashlib.sha256((lang_fingerprint() + source).encode()).hexdigest()[:20]
     name = f"ascendc_gen_{stem}_{digest}"
-    if name in sys.modules:
-        return sys.modules[name]
-    path = cache_dir() / f"{name}.py"
-    if not path.exists():
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(source)
-        os.replace(tmp, path)  # atomic: concurrent processes never see a half-written file
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    with _LOCK:
+        mod = sys.modules.get(name)
+        if mod is not None:
+            return mod
+        path = cache_dir() / f"{name}.py"
+        if not _matches(path, source):
+            if path.exists():
+                warnings.warn(f"ascendc kernel cache: {path} must hold the generated source, got "
+                              f"a file that differs (planted or truncated); rewriting it",
+                              RuntimeWarning, stacklevel=2)
+                _drop_numba_cache(path)
+            _write(path, source)
+        mod = types.ModuleType(name)
+        mod.__file__ = str(path)
+        exec(compile(source, str(path), "exec"), mod.__dict__)
+        sys.modules[name] = mod
+        return mod
+
+
+def _drop_numba_cache(path: Path) -> None:
+    """Remove Numba's index and data files of module `path` (they belong to another source)."""
+    for f in (path.parent / "__pycache__").glob(f"{path.stem}.*"):
+        f.unlink(missing_ok=True)

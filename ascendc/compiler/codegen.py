@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import enum
+import hashlib
 import inspect
 import os
 import types as pytypes
@@ -405,8 +406,12 @@ def kernel_module(kf, consts: dict, sig: tuple) -> str:
         f"{regs}"
         f"        _kernel(_ctx{', ' if ps else ''}{ps})\n"
         "        _P.kernel_end(_ctx)\n")
-    header = (f"kernel {kf.__name__} from {inspect.getsourcefile(kf.fn)}; "
-              f"consts={consts!r}; signature={sig!r}")
+    # the header is a comment line: no repr of a user value reaches it (a newline in one would
+    # end the comment and inject code), only names and a hash of the values
+    digest = hashlib.sha256(repr(sorted(consts.items(), key=lambda kv: kv[0])).encode())
+    header = (f"kernel {kf.__name__!r} from {str(inspect.getsourcefile(kf.fn))!r}; "
+              f"consts {sorted(consts)!r} = sha256 {digest.hexdigest()[:16]}; "
+              f"signature={sig!r}").replace("\n", " ").replace("\r", " ")
     return gen.module(header)
 
 
