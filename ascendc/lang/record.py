@@ -105,7 +105,7 @@ class _Decoder:
         return ""
 
     def row(self, r) -> Instr | None:
-        b, name, kind = int(r[T.C_BLOCK]), T.OPS[int(r[T.C_OP])], int(r[T.C_KIND])
+        b, name, kind = int(r[T.C_BLOCK]), T.op_name(r[T.C_OP]), int(r[T.C_KIND])
         src = self.src(int(r[T.C_LINE]))
         if kind == T.K_OP:
             return self._op(b, name, r, src)

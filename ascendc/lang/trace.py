@@ -14,6 +14,8 @@ turns rows into `rt.npu.Instr`s (which pipe runs them, which flags they set and 
 """
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 from numba import njit
 
@@ -34,17 +36,28 @@ NCOL = 18
  K_Q_ALLOC,     # TQue.alloc_tensor: A = TPosition, B = queue id, ID = buffer (slot) number
  K_Q_ENQUE, K_Q_DEQUE, K_Q_FREE) = range(9)
 
-# op ids: the surface's function names, then its methods as "Class.method"
+# op names: the surface's function names, and its methods as "Class.method"
 OPS = tuple(sorted(S.FUNCTIONS)) + tuple(sorted(f"{m.cls}.{m.name}" for m in S.METHODS.values()))
-_OP_IDS = {name: i for i, name in enumerate(OPS)}
 
 DEFAULT_ROWS = 1 << 18      # rows per core buffer (env ASCEND_EMU_NPU_TRACE_ROWS overrides)
 
 
 def op(name: str) -> int:
     """The op id of surface API `name` ("add", "TQue.enque"), a compile-time constant of the
-    primitive that records it."""
-    return _OP_IDS[name]
+    primitive that records it: a hash of the name, so that adding rows to the surface never
+    changes the id a disk-cached primitive recorded (Numba does not re-check globals)."""
+    if name not in _NAMES_SET:
+        raise KeyError(f"trace.op: name must be a surface API, got name={name!r}")
+    return zlib.crc32(name.encode()) & 0x7FFFFFFF
+
+
+_NAMES_SET = frozenset(OPS)
+NAMES = {op(name): name for name in OPS}     # op id -> name (decoding)
+assert len(NAMES) == len(OPS), "trace: two surface names hash to one op id"
+
+
+def op_name(op_id: int) -> str:
+    return NAMES.get(int(op_id), f"op#{int(op_id)}")
 
 
 def new_buffer(rows: int) -> np.ndarray:

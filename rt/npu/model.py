@@ -38,6 +38,17 @@ _DMA_LATENCY = {
     "L1->L0A": 16, "L1->L0B": 16, "L1->UB": 16, "L1->BT": 16, "UB->UB": 16,  # assumption: on-chip
 }
 
+# L2 cache (§1.1 L2 rows; §1.5 (e)). Huawei's A2/A3 DataCopy best-practice example (asc-devkit,
+# data_copy README, "Optimization Point 3") estimates with "GM bandwidth approximately 1.8TB/s and
+# L2Cache peak bandwidth approximately 5.2TB/s"; the CANN guide "Setting a Proper L2 CacheMode"
+# says only "several times higher than that of the GM". One constant: L2 = 5.2 / 1.8 x the SoC's
+# HBM bandwidth (4.62 TB/s with rt.soc's assumed 1.6 TB/s HBM; 5.2 TB/s if HBM is fitted to 1.8).
+L2_OVER_HBM = 5.2 / 1.8
+# Bookkeeping granule: the same example's msopprof counters give 1207959552 B read over
+# 9437187 read miss_allocates = 128 B per L2 request on A2 (derived), so residency is kept per
+# 128-B sector.
+L2_LINE_BYTES = 128
+
 # vector ops: name -> (head cycles, cycles per 256-byte repeat)
 # (§1.4: PTOISA `cce_costmodel_vector_compute.hpp`, head/slope; "like X" entries are assumptions)
 _VECTOR = {
@@ -77,6 +88,10 @@ class PipeModel:
     dma_bytes_per_cycle: dict = field(default_factory=dict)
     dma_latency: dict = field(default_factory=lambda: dict(_DMA_LATENCY))
     hbm_bytes_per_cycle: float = 0.0      # §1.5 (d): one shared pool; rt.soc hbm_bandwidth
+    # L2 (§1.5 (e)): a chip-wide LRU cache of GM in front of HBM; 0 bytes turns it off
+    l2_bytes: int = 0                     # §1.1 l2_size (rt.soc l2_bytes; 910B2 192 MiB)
+    l2_bytes_per_cycle: float = 0.0       # L2_OVER_HBM x hbm (assumption from a Huawei estimate)
+    l2_line_bytes: int = L2_LINE_BYTES    # residency granule (derived from msopprof counters)
     # scalar, flags, launch (§1.6, §1.7)
     scalar_issue_cycles: int = 1   # §1.6: assumption (PTOISA charges 1 cycle per sync/ctrl instr)
     flag_latency_cycles: int = 1   # §1.6: PTOISA set_flag/wait_flag = 1 cycle (same core)
@@ -115,4 +130,5 @@ def pipe_model(soc: SocSpec | str | None = None) -> PipeModel:
         aiv_cores=spec.vector_core_num, separated=spec.separated,
         dma_bytes_per_cycle={p: g * GiB / clock for p, g in _DMA_GIBS.items()},
         hbm_bytes_per_cycle=spec.hbm_bandwidth / clock,
+        l2_bytes=spec.l2_bytes, l2_bytes_per_cycle=L2_OVER_HBM * spec.hbm_bandwidth / clock,
         launch_overhead_cycles=round(1e-6 * clock))

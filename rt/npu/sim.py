@@ -21,10 +21,21 @@ Input: one instruction list per block (`Instr`, in the order the block issued th
   all go on after `sync_all_cycles`. Every block must be resident at once (block count <= cores)
   and call it equally often, or the launch deadlocks: `simulate` raises before running.
 - Data moved to or from GM (`model.GM_PATHS`) first pays its path's start-up latency, then streams
-  at min(per-core path bandwidth, fair share of the chip's HBM bandwidth). The share is max-min
-  fair (water-filling) over all transfers streaming at that moment, on every core: a transfer
-  capped below its share leaves the rest to the others. Rates change only when a transfer starts
-  or ends, so the model stays event-driven.
+  at min(per-core path bandwidth, fair share of a chip-wide pool): the HBM pool
+  (`hbm_bytes_per_cycle`) or the L2 pool (`l2_bytes_per_cycle`). Each share is max-min fair
+  (water-filling) over the transfers streaming through that pool at that moment, on every core:
+  a transfer capped below its share leaves the rest to the others. Rates change only when a
+  transfer starts, changes pool or ends, so the model stays event-driven.
+- L2 (`model.l2_bytes` > 0; docs/npu-model.md §1.5 (e)): a chip-wide cache of GM, cold at the
+  launch's start, LRU, kept per `l2_line_bytes` sector of the copies' GM ranges (`Instr.gm`; a
+  strided copy's rows are inferred from its bytes and span, `_rows`). Each copy is decided when
+  it starts (simulation-time order; at equal times cores in index order, pipes in PIPES order).
+  A read streams its missing bytes through HBM (then they are resident) and then its resident
+  bytes through L2; data another copy is still filling counts as resident, but the reader ends
+  no earlier than that fill (merged misses). A write allocates in L2 (dirty) and streams
+  through L2; dirty data pays HBM only when evicted (write-back: those bytes are added to the
+  HBM part of the copy whose fill evicted them). A copy without a GM range streams through HBM
+  as before. `l2_bytes=0` turns L2 off.
 - Blocks are placed in index order on the first free core (lowest core index first): with more
   blocks than cores they run in waves. A launch overhead is added once.
 - MIX launches (`mix`; by default on a separated SoC, 910B, whose launch has both cube-side work:
@@ -54,9 +65,11 @@ Everything is arithmetic on the recorded sizes: the same input gives the same cy
 """
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections import deque
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from .model import GM_PATHS, PipeModel
 
@@ -69,6 +82,7 @@ CUBE_PIPES = frozenset({"CUBE", "MTE1", "FIXPIPE"})
 VECTOR_PIPES = frozenset({"VECTOR", "MTE3"})
 CUBE_MTE2_PATHS = frozenset({"GM->L1", "GM->L0A", "GM->L0B"})   # the AIC's MTE2; others: AIV
 _EPS = 1e-9
+HBM, L2 = 0, 1                  # the shared pools a GM transfer streams through
 
 
 @dataclass
@@ -109,7 +123,10 @@ class Timeline:
     coupled SoC, or mix=False); `n_cores` the `n_cores` argument (AI Cores in a MIX launch, whose
     cores are the AICs then the AIVs); `mix` whether blocks were split into AIC and AIV parts;
     `makespan` the cycles from the first start to the last end; `total_cycles` adds the launch
-    overhead; `us` is `total_cycles` in microseconds at the model's clock."""
+    overhead; `us` is `total_cycles` in microseconds at the model's clock. L2 counters (bytes of
+    GM copies, module doc): `l2_hit_bytes` / `l2_miss_bytes` read from L2 / from HBM (a read of
+    an unknown range counts as a miss), `l2_write_bytes` written into L2, `l2_writeback_bytes`
+    dirty bytes evicted to HBM during the run; `l2_hit_ratio` = hits / reads."""
     soc: str
     n_cores: int
     clock_hz: float
@@ -122,6 +139,16 @@ class Timeline:
     mix: bool = False
     makespan: float = 0.0
     launch_cycles: float = 0.0
+    l2_hit_bytes: float = 0.0
+    l2_miss_bytes: float = 0.0
+    l2_write_bytes: float = 0.0
+    l2_writeback_bytes: float = 0.0
+
+    @property
+    def l2_hit_ratio(self) -> float:
+        """Share of the GM bytes read that hit L2 (0.0 when nothing was read)."""
+        reads = self.l2_hit_bytes + self.l2_miss_bytes
+        return self.l2_hit_bytes / reads if reads else 0.0
 
     @property
     def total_cycles(self) -> float:
@@ -229,7 +256,8 @@ def split_block(block: list) -> tuple:
 
 class _Op:
     __slots__ = ("core", "pipe", "idx", "ins", "start", "end", "stream", "remaining", "cap",
-                 "rate", "dispatch", "partner", "handoff")
+                 "rate", "dispatch", "partner", "handoff", "phases", "pool", "size", "after",
+                 "parked", "fill")
 
     def __init__(self, core, pipe, idx, ins, start, end, stream=0.0, cap=0.0, dispatch=False,
                  partner=None, handoff=None):
@@ -239,6 +267,11 @@ class _Op:
         self.dispatch = dispatch
         self.partner = partner      # a wait_flag's set_flag: its index in Timeline.records
         self.handoff = handoff      # the other side's copy that released this one: its record
+        self.phases = [(stream, HBM)] if stream else ()   # (bytes, pool) streamed in turn
+        self.pool, self.size = HBM, 0.0                   # the phase streaming now
+        self.after = ()             # in-flight L2 fills (their fill numbers) this copy hit
+        self.parked = False         # streamed, waiting for `after`
+        self.fill = None            # this copy's fill number while it fills L2
 
 
 class _Core:
@@ -318,6 +351,157 @@ def _describe(ins: Instr) -> str:
     return f"{what} of block {ins.block}" + (f" at {ins.src}" if ins.src else "")
 
 
+def _rows(nbytes: int, lo: int, hi: int) -> tuple:
+    """(rows, row bytes, stride) of a copy of `nbytes` whose GM side spans [lo, hi). A strided
+    copy (DataCopy blocks, Nd2Nz rows, fixpipe rows) records only its span, so the rows are
+    inferred: the most rows (shortest row) that divide `nbytes` and give a whole-byte stride.
+    A copy whose span is its size is one contiguous row."""
+    span = hi - lo
+    if nbytes <= 0 or span <= nbytes:
+        return 1, span, span
+    divs, d = set(), 1
+    while d * d <= nbytes:
+        if nbytes % d == 0:
+            divs.update((d, nbytes // d))
+        d += 1
+    for w in sorted(divs):
+        r = nbytes // w
+        if r < 2:
+            break
+        if (span - w) % (r - 1) == 0:            # stride >= w because span > r * w
+            return r, w, (span - w) // (r - 1)
+    return 1, span, span                         # unreachable for even sizes (2 rows fit)
+
+
+class _L2:
+    """The chip's L2 (module doc): residency of the GM ranges the launch's copies touch, kept
+    per `g`-byte sector in flat numpy arrays (resident, dirty, last use, in-flight filler) over
+    the merged spans of all recorded copies. A copy's sectors are a slice, a strided 2-D view
+    or an index array (`_plan`), so one access costs a few numpy calls whatever its size.
+    Replacement is LRU by access tick; when full it evicts the oldest sectors down to
+    capacity - 1/64 (batched, so a stream over a working set larger than L2 costs one O(sectors)
+    pass per 1/64 of capacity)."""
+
+    def __init__(self, model: PipeModel, blocks: list):
+        g = max(int(model.l2_line_bytes), 1)
+        keys = {(i.gm[0], i.gm[1], i.bytes) for b in blocks for i in b
+                if i.gm and i.gm[1] > i.gm[0] and i.path in GM_PATHS}
+        spans = sorted({k[:2] for k in keys})
+        while sum(hi - lo for lo, hi in spans) // g > 1 << 27:      # cap the arrays' size
+            g *= 2
+        regions: list = []
+        for lo, hi in spans:
+            a, b = lo // g * g, -(-hi // g) * g
+            if regions and a <= regions[-1][1]:
+                regions[-1][1] = max(regions[-1][1], b)
+            else:
+                regions.append([a, b])
+        self.g, self.los, self.bases, off = g, [], [], 0
+        for a, b in regions:
+            self.los.append(a)
+            self.bases.append(off - a // g)           # sector index = addr // g + base
+            off += (b - a) // g
+        self.plans = {k: self._plan(*k) for k in keys}
+        pad = max((p[3] for p in self.plans.values() if p[0] == 1), default=0)
+        n = off + pad
+        self.resident = np.zeros(n, bool)
+        self.dirty = np.zeros(n, bool)
+        self.last = np.zeros(n, np.int64)
+        self.filler = np.full(n, -1, np.int64)
+        self.cap = max(int(model.l2_bytes) // g, 1)
+        self.slack = self.cap // 64
+        self.n = self.tick = 0
+        self.live: dict = {}                          # fill number -> _Op still streaming
+        self.hit = self.miss = self.written = self.writeback = 0.0
+
+    def _plan(self, lo: int, hi: int, nbytes: int) -> tuple:
+        """(kind, ...) addressing the sectors a copy touches: (0, first, end, count) a slice,
+        (1, first, rows, stride, per-row, count) a strided view, (2, indices, count)."""
+        g = self.g
+        base = self.bases[bisect_right(self.los, lo) - 1]
+        r, w, s = _rows(nbytes, lo, hi)
+        first = lo // g + base
+        k = (lo + w - 1) // g - lo // g + 1
+        if r == 1:
+            return 0, first, first + k, k
+        if s % g == 0 and k <= s // g:
+            return 1, first, r, s // g, k, r * k
+        starts = lo + np.arange(r, dtype=np.int64) * s
+        f, e = starts // g, (starts + w - 1) // g
+        idx = f[:, None] + np.arange(int((e - f).max()) + 1)
+        idx = np.unique(idx[idx <= e[:, None]]) + base
+        return 2, idx, idx.size
+
+    @staticmethod
+    def _view(arr, p):
+        if p[0] == 0:
+            return arr[p[1]:p[2]]
+        if p[0] == 1:
+            return arr[p[1]:p[1] + p[2] * p[3]].reshape(p[2], p[3])[:, :p[4]]
+        return arr[p[1]]
+
+    def _set(self, arr, p, value, mask=None):
+        if p[0] == 2:
+            arr[p[1] if mask is None else p[1][mask]] = value
+        elif mask is None:
+            self._view(arr, p)[...] = value
+        else:
+            self._view(arr, p)[mask] = value
+
+    def access(self, ins: Instr, write: bool, fill_no: int) -> tuple:
+        """Decide a copy at its start: (bytes through HBM, bytes through L2, fill numbers of the
+        in-flight copies whose data it hits and must wait for). Reads: resident sectors hit,
+        the rest miss (HBM) and are filled now; writes allocate (dirty) and stream into L2;
+        dirty sectors evicted to make room are written back through HBM, charged to this copy."""
+        p = self.plans[(ins.gm[0], ins.gm[1], ins.bytes)]
+        count = p[-1]
+        hitmask = self._view(self.resident, p)
+        if p[0] != 2:
+            hitmask = hitmask.copy()
+        h = int(np.count_nonzero(hitmask))
+        self.tick += 1
+        waits = ()
+        if h and self.live:
+            f = np.unique(self._view(self.filler, p)[hitmask])
+            waits = tuple(int(x) for x in f if int(x) in self.live)
+        self._set(self.resident, p, True)
+        self._set(self.last, p, self.tick)
+        if write:
+            self._set(self.dirty, p, True)
+            self._set(self.filler, p, fill_no)
+        elif h < count:
+            self._set(self.filler, p, fill_no, None if h == 0 else ~hitmask)
+        self.n += count - h
+        wb = self._evict() if self.n > self.cap else 0
+        self.writeback += wb
+        if write:
+            self.written += ins.bytes
+            return float(wb), float(ins.bytes), waits
+        hit = ins.bytes * h / count if count else 0.0
+        self.hit += hit
+        self.miss += ins.bytes - hit
+        return ins.bytes - hit + wb, hit, waits
+
+    def _evict(self) -> int:
+        """Evict the least recently used sectors, never the current copy's (a copy larger than
+        L2 stays over capacity until the next access); the bytes of the dirty ones evicted."""
+        need = self.n - self.cap + self.slack
+        res = np.flatnonzero(self.resident)
+        ticks = self.last[res]
+        old = ticks < self.tick
+        res, ticks = res[old], ticks[old]
+        if need >= res.size:
+            ev = res
+        else:
+            ev = res[ticks <= np.partition(ticks, need - 1)[need - 1]]
+        wb = int(np.count_nonzero(self.dirty[ev])) * self.g
+        self.resident[ev] = False
+        self.dirty[ev] = False
+        self.filler[ev] = -1
+        self.n -= ev.size
+        return wb
+
+
 def _check(blocks: list) -> tuple:
     """Validate pipes and gm ranges; (launch has cube-side work, has vector-side work)."""
     cube = vec = False
@@ -386,6 +570,8 @@ def simulate(blocks: list, model: PipeModel, n_cores: int, *, mix: bool | None =
                   core_kinds={c.idx: c.kind for c in cores}, mix=mix)
     pending = deque(work)
     running: list[_Op] = []
+    l2 = _L2(model, blocks) if model.l2_bytes > 0 else None
+    fills: list = []                # copies that filled L2, by fill number
     wake: set = set()               # future times at which a waiting instruction becomes ready
     t = 0.0
 
@@ -396,6 +582,17 @@ def simulate(blocks: list, model: PipeModel, n_cores: int, *, mix: bool | None =
             fixed, stream, cap = _cost(ins, model, c, pipe, t)
             op = _Op(c, pipe, idx, ins, t, t + fixed, stream, cap, partner=partner,
                      handoff=handoff)
+            if stream and l2 is not None and ins.gm and ins.gm[1] > ins.gm[0]:
+                write = ins.path.endswith("->GM")
+                fill = len(fills)
+                hbm, hit, op.after = l2.access(ins, write, fill)
+                op.phases = [(b, pool) for b, pool in ((hbm, HBM), (hit, L2)) if b > 0]
+                if write or hbm > 0:
+                    op.fill = fill
+                    fills.append(op)
+                    l2.live[fill] = op
+            elif stream and not ins.path.endswith("->GM"):
+                tl.l2_miss_bytes += stream              # a read of an unknown range: HBM
             if ins.barrier == "SYNC_ALL":
                 c.syncs, c.arrived = c.syncs + 1, False
         c.running[pipe] = op
@@ -403,6 +600,8 @@ def simulate(blocks: list, model: PipeModel, n_cores: int, *, mix: bool | None =
 
     def finish(op: _Op):
         c, ins = op.core, op.ins
+        if op.fill is not None:
+            del l2.live[op.fill]
         c.running[op.pipe] = None
         c.busy[op.pipe] += t - op.start
         if op.dispatch:
@@ -512,27 +711,47 @@ def simulate(blocks: list, model: PipeModel, n_cores: int, *, mix: bool | None =
                 raise ValueError("simulate: every wait_flag must have a matching set_flag, got "
                                  "a deadlock at " + "; ".join(_describe(w) for w in waits))
             break
-        streams = [op for op in running if op.end is None]
+        streams = [op for op in running if op.end is None and not op.parked]
         if streams:
-            _waterfill(streams, model.hbm_bytes_per_cycle)
+            _waterfill([op for op in streams if op.pool == HBM], model.hbm_bytes_per_cycle)
+            _waterfill([op for op in streams if op.pool == L2], model.l2_bytes_per_cycle)
         nxt = min((op.end if op.end is not None else t + op.remaining / op.rate
-                   for op in running), default=float("inf"))
+                   for op in running if not op.parked), default=float("inf"))
         if wake:
             nxt = min(nxt, min(wake))
         for op in streams:
             op.remaining -= op.rate * (nxt - t)
         t = nxt
+        parked = False
         for op in list(running):
+            if op.parked:
+                parked = True
+                continue
             if op.end is None:
-                if op.remaining > _EPS * max(op.stream, 1.0):
+                if op.remaining > _EPS * max(op.size, 1.0):
                     continue
             elif op.end > t:
                 continue
-            if op.end is not None and op.stream:      # latency over: stream the bytes now
-                op.end, op.remaining = None, op.stream
+            if op.phases:             # start-up or a phase over: stream the next phase now
+                op.size, op.pool = op.phases.pop(0)
+                op.end, op.remaining = None, op.size
+                continue
+            if op.after and any(f in l2.live for f in op.after):   # data still filling
+                op.parked = parked = True
                 continue
             running.remove(op)
             finish(op)
+        while parked:                 # a parked copy ends with the last fill it waits for
+            parked = False
+            for op in [o for o in running if o.parked]:
+                if not any(f in l2.live for f in op.after):
+                    running.remove(op)
+                    finish(op)
+                    parked = True
     tl.makespan = t
     tl.busy = {c.idx: c.busy for c in cores}
+    if l2 is not None:
+        tl.l2_hit_bytes, tl.l2_write_bytes = l2.hit, l2.written
+        tl.l2_miss_bytes += l2.miss
+        tl.l2_writeback_bytes = l2.writeback
     return tl

@@ -388,3 +388,105 @@ def test_the_plots_are_pngs_labelled_simulated(tmp_path, monkeypatch):
     with pytest.raises(ImportError, match=r"rt.npu.plots needs matplotlib, got it missing; "
                                           r"install the bench extra: pip install -e '\.\[bench\]'"):
         write_pipe_chart_png(tl, tmp_path / "x.png")
+
+
+# --- L2 (docs/npu-model.md §1.5 (e)): cold at launch, LRU, hits stream through the L2 pool ------
+
+def slow_hbm(**kw):
+    """M with a 10 B/cycle HBM pool (far below a core's 58.6 B/cycle GM->UB) and M's L2 pool."""
+    from dataclasses import replace
+    return replace(M, hbm_bytes_per_cycle=10.0, **kw)
+
+
+def ub_write(b, lo, nbytes=65536):
+    return Instr(b, "MTE3", "data_copy", bytes=nbytes, path="UB->GM", gm=(lo, lo + nbytes))
+
+
+def test_the_model_has_the_socs_l2():
+    assert M.l2_bytes == 192 << 20 and pipe_model("Ascend910B4").l2_bytes == 96 << 20
+    assert M.l2_bytes_per_cycle == pytest.approx(5.2 / 1.8 * M.hbm_bytes_per_cycle)
+    assert M.l2_line_bytes == 128
+
+
+def test_a_second_read_of_the_same_range_hits_l2_and_skips_hbm():
+    m = slow_hbm()
+    tl = simulate([[gm_read(0, 0, 65536), gm_read(0, 0, 65536)]], m, 1)
+    (_, _, _, s0, e0), (_, _, _, s1, e1) = rec(tl, "data_copy")
+    lat = M.dma_latency["GM->UB"]
+    assert (s0, e0) == (1, pytest.approx(1 + lat + 65536 / 10.0, rel=1e-12))      # miss: HBM
+    assert s1 == e0 and e1 - s1 == pytest.approx(lat + 65536 / BW["GM->UB"], rel=1e-12)
+    assert (tl.l2_hit_bytes, tl.l2_miss_bytes, tl.l2_hit_ratio) == (65536, 65536, 0.5)
+    off = simulate([[gm_read(0, 0, 65536), gm_read(0, 0, 65536)]], slow_hbm(l2_bytes=0), 1)
+    assert rec(off, "data_copy")[1][4] == pytest.approx(2 * e0 - 1, rel=1e-12)   # L2 off: HBM
+    assert (off.l2_hit_bytes, off.l2_miss_bytes) == (0, 2 * 65536)
+
+
+def test_a_working_set_larger_than_l2_misses_again():
+    reads = [gm_read(0, 0, 65536), gm_read(0, 1 << 20, 65536), gm_read(0, 0, 65536)]
+    small = simulate([reads], slow_hbm(l2_bytes=65536), 1)      # holds one 64 KiB range
+    assert (small.l2_hit_bytes, small.l2_miss_bytes) == (0, 3 * 65536)
+    fits = simulate([reads], slow_hbm(l2_bytes=2 * 65536), 1)
+    assert (fits.l2_hit_bytes, fits.l2_miss_bytes) == (65536, 2 * 65536)
+    hit, miss = (M.dma_latency["GM->UB"] + 65536 / r for r in (BW["GM->UB"], 10.0))
+    assert [r[4] - r[3] for r in rec(small, "data_copy")] == pytest.approx([miss] * 3)
+    assert [r[4] - r[3] for r in rec(fits, "data_copy")] == pytest.approx([miss, miss, hit])
+
+
+def test_writes_allocate_in_l2_then_reads_hit_and_dirty_evictions_pay_hbm():
+    key = ("MTE3", "MTE2", 0)
+    blk = [ub_write(0, 0), flag(0, "MTE3", "set_flag", key), flag(0, "MTE2", "wait_flag", key),
+           gm_read(0, 0, 65536)]
+    tl = simulate([blk], slow_hbm(), 1)
+    (_, _, _, ws, we), (_, _, _, rs, re) = rec(tl, "data_copy")
+    assert we - ws == pytest.approx(M.dma_latency["UB->GM"] + 65536 / BW["UB->GM"], rel=1e-12)
+    assert re - rs == pytest.approx(M.dma_latency["GM->UB"] + 65536 / BW["GM->UB"], rel=1e-12)
+    assert (tl.l2_write_bytes, tl.l2_hit_bytes, tl.l2_miss_bytes) == (65536, 65536, 0)
+    assert tl.l2_writeback_bytes == 0                       # still dirty in L2 at the end
+    # a 64 KiB L2: reading another range evicts the dirty write, written back through HBM
+    blk[3] = gm_read(0, 1 << 20, 65536)
+    wb = simulate([blk], slow_hbm(l2_bytes=65536), 1)
+    (_, _, _, rs, re) = rec(wb, "data_copy")[1]
+    assert re - rs == pytest.approx(M.dma_latency["GM->UB"] + 2 * 65536 / 10.0, rel=1e-12)
+    assert (wb.l2_writeback_bytes, wb.l2_miss_bytes) == (65536, 65536)
+
+
+def test_many_cores_reading_one_tile_miss_once_and_wait_for_that_fill():
+    m = slow_hbm()
+    lat, n = M.dma_latency["GM->UB"], 8
+    tl = simulate([[gm_read(b, 0, 65536)] for b in range(2 * n)], m, n)    # two waves
+    first = sorted(rec(tl, "data_copy"), key=lambda r: r[3])[:n]
+    fill_end = 1 + lat + 65536 / 10.0                # core 0 misses alone: all of HBM
+    assert [r[4] for r in first] == pytest.approx([fill_end] * n, rel=1e-12)   # merged misses
+    second = sorted(rec(tl, "data_copy"), key=lambda r: r[3])[n:]
+    assert [r[4] - r[3] for r in second] == pytest.approx([lat + 65536 / BW["GM->UB"]] * n)
+    assert (tl.l2_miss_bytes, tl.l2_hit_bytes) == (65536, (2 * n - 1) * 65536)
+    assert tl.l2_hit_ratio == pytest.approx(15 / 16)
+
+
+def test_strided_copies_touch_only_their_rows():
+    from rt.npu.sim import _rows
+    # a 128 x 128 fp16 tile of a 2048-wide matrix (rows 256 B, 4096 B apart), as matmul's A
+    span = 127 * 4096 + 256
+    assert _rows(32768, 0, span) == (128, 256, 4096)
+    assert _rows(4096, 0, 4096) == (1, 4096, 4096)
+    k0 = Instr(0, "MTE2", "data_copy", bytes=32768, path="GM->L1", gm=(0, span))
+    k1 = Instr(0, "MTE2", "data_copy", bytes=32768, path="GM->L1", gm=(256, 256 + span))
+    tl = simulate([[k0, k1, k0]], M, 1)          # k1 shares k0's span, not its bytes
+    assert (tl.l2_miss_bytes, tl.l2_hit_bytes) == (2 * 32768, 32768)
+
+
+def test_l2_decisions_are_deterministic():
+    def blocks():
+        out = []
+        for b in range(40):                      # shared and private tiles, reads and writes
+            out.append([gm_read(b, (b % 3) << 16, 65536),
+                        gm_read(b, (b % 5) << 20, 32768, "GM->L1"),
+                        ub_write(b, (64 + b) << 16),
+                        gm_read(b, (64 + (b + 1) % 40) << 16, 65536)])
+        return out
+    m = slow_hbm(l2_bytes=1 << 20)
+    a, b = simulate(blocks(), m, 24), simulate(blocks(), m, 24)
+    assert [r[1:] for r in a.records] == [r[1:] for r in b.records]
+    assert (a.l2_hit_bytes, a.l2_miss_bytes, a.l2_writeback_bytes) == \
+        (b.l2_hit_bytes, b.l2_miss_bytes, b.l2_writeback_bytes)
+    assert 0 < a.l2_hit_ratio < 1 and a.l2_writeback_bytes > 0
