@@ -16,6 +16,12 @@ from ._host import ceil_div, empty_like, is_device, round_up
 
 BUFFER_NUM = 2
 
+#: What the AI Core vector unit's Add takes (Ascend C `Add`: half, float, int16, int32; bfloat16
+#: on the 910B parts): the same float types as the other ops plus the vector integers. No float64
+#: or int64: no emulated SoC (910B1-B4, 310P3) has them in the vector unit.
+DTYPES = (np.dtype(np.float32), np.dtype(np.float16), np.dtype(asc.bfloat16.numpy),
+          np.dtype(np.int32), np.dtype(np.int16))
+
 
 @dataclass(frozen=True)
 class AddTiling:
@@ -34,7 +40,7 @@ def add_tiling(total: int, dtype, block_dim: int | None = None, soc=None) -> Add
     if total <= 0:
         raise ValueError(f"add: length must be > 0, got total={total}")
     soc = soc or rt.get_soc()
-    isz = np.dtype(dtype).itemsize
+    isz = check_dtype("add_tiling", dtype).itemsize
     align = 32 // isz
     cores = block_dim or min(rt.default_core_count(), ceil_div(total, 4096))
     cores = max(1, min(cores, ceil_div(total, align)))
@@ -102,6 +108,38 @@ def add_kernel(x: asc.GlobalAddress, y: asc.GlobalAddress, z: asc.GlobalAddress,
         _add_tile(qx, qy, qz, xg, yg, zg, full * tile, tail, True)
 
 
+def check_dtype(api: str, dtype) -> np.dtype:
+    dt = np.dtype(dtype)
+    if dt not in DTYPES:
+        raise TypeError(f"{api}: dtype must be one of float32, float16, bfloat16, int32, int16 "
+                        f"(the AI Core vector unit's Add types), got dtype={dt}")
+    return dt
+
+
+def check_tiling(api: str, t: AddTiling, total: int, dtype, soc=None) -> None:
+    """Raise ValueError unless `t` covers exactly `total` elements of `dtype` and fits UB: a
+    tiling covering less would leave the rest of z unwritten (stale device memory)."""
+    if not isinstance(t, AddTiling):
+        raise TypeError(f"{api}: tiling must be an AddTiling, got tiling={t!r}")
+    isz = np.dtype(dtype).itemsize
+    soc = soc or rt.get_soc()
+    if t.total != total:
+        raise ValueError(f"{api}: tiling.total must equal the input's {total} elements, got "
+                         f"tiling.total={t.total}")
+    if t.block_dim * t.per_core < total:
+        raise ValueError(f"{api}: tiling.block_dim * tiling.per_core must cover all {total} "
+                         f"elements, got tiling.block_dim * tiling.per_core="
+                         f"{t.block_dim} * {t.per_core} = {t.block_dim * t.per_core}")
+    if (t.tile * isz) % 32:
+        raise ValueError(f"{api}: tiling.tile * itemsize must be a multiple of 32 bytes, got "
+                         f"tiling.tile={t.tile} ({t.tile * isz} bytes of {np.dtype(dtype)})")
+    need = 3 * BUFFER_NUM * t.tile * isz
+    if need > soc.ub_bytes:
+        raise ValueError(f"{api}: tiling.tile must fit 3 x {BUFFER_NUM} buffers in UB "
+                         f"({soc.ub_bytes} bytes on {soc.name}), got tiling.tile={t.tile} "
+                         f"({need} bytes)")
+
+
 def add_reference(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return (x.astype(np.float64) + y.astype(np.float64)).astype(x.dtype)
 
@@ -117,7 +155,10 @@ def add(x, y, *, stream=None, tiling: AddTiling | None = None, **launch_options)
         raise ValueError(f"add: x and y must have the same shape and dtype, got "
                          f"{x.shape}/{x.dtype} and {y.shape}/{y.dtype}")
     dev = is_device(x, y)
-    t = tiling or add_tiling(int(np.prod(x.shape)), x.dtype)
+    check_dtype("add", x.dtype)
+    total = int(np.prod(x.shape))
+    t = tiling or add_tiling(total, x.dtype)
+    check_tiling("add", t, total, x.dtype, rt.get_soc(launch_options.get("soc")))
     launch = add_kernel[t.block_dim, stream] if stream is not None else add_kernel[t.block_dim]
     if dev:
         z = empty_like(x)

@@ -18,6 +18,7 @@ import numpy as np
 
 from . import copy as _copy
 from . import device as _dev
+from . import memory as _mem
 from .errors import AclError, ACL_ERROR_RT_PARAM_INVALID
 from .memcheck import check_access, device_of
 from .memory import DeviceBuffer, DevicePtr, MemcpyKind, copy_bytes, device_view
@@ -25,7 +26,7 @@ from .memory import DeviceBuffer, DevicePtr, MemcpyKind, copy_bytes, device_view
 
 def _release(pool, blk, serial) -> None:
     try:
-        pool.free_block(blk, serial)
+        _mem.free_block_ordered(pool, blk, serial)   # after queued work using it has run
     except Exception:       # the device was reset: its memory is gone already
         pass
 
@@ -129,7 +130,8 @@ class DeviceArray(DeviceBuffer):
 
     # -- lifetime ----------------------------------------------------------------------------
     def free(self) -> None:
-        """Free the memory now (mirrors `aclrtFree` for an owning array); later use raises."""
+        """Free the memory (mirrors `aclrtFree` for an owning array); later use raises. Stream-
+        ordered: kernels and async copies already queued on it still see it (`rt.free`)."""
         if self._finalizer is not None:
             self._finalizer()
         self._ptr = None

@@ -45,6 +45,8 @@ def _enqueue(plan, stream, api: str, kind: str, name: str) -> Task:
                 {"kind": _SHORT.get(int(plan.kind), str(plan.kind))})
     accesses = [(addr, mode == "w") for addr, _n, mode in plan.device_ranges]
     stream.submit(task, accesses=accesses)
+    if accesses:
+        _mem.record_use([a for a, _ in accesses], core, task.seq)
     if plan.pageable:
         task.wait()
     return task

@@ -23,10 +23,13 @@ import threading
 import weakref
 
 from . import log as _log
+from time import perf_counter_ns
+
 from .errors import (AclError, ACL_ERROR_INVALID_PARAM, ACL_ERROR_UNINITIALIZE,
                      ACL_ERROR_REPEAT_INITIALIZE, ACL_ERROR_REPEAT_FINALIZE, ACL_ERROR_INVALID_FILE,
                      ACL_ERROR_RT_INVALID_DEVICEID, ACL_ERROR_RT_CONTEXT_NULL,
-                     ACL_ERROR_RT_PARAM_INVALID)
+                     ACL_ERROR_RT_PARAM_INVALID, ACL_ERROR_RT_STREAM_SYNC_TIMEOUT,
+                     ACL_ERROR_RT_INTERNAL_ERROR)
 from .pool import Arena, DevicePool
 from .soc import SocSpec, get_soc
 
@@ -241,11 +244,26 @@ def get_device(i: int | None = None, api: str = "rt.get_device") -> Device:
     return dev
 
 
-def _sync_streams(dev: Device, api: str, raise_errors: bool) -> None:
+def _sync_streams(dev: Device, api: str, raise_errors: bool, timeout_ms: int = -1) -> None:
     first = None
+    deadline = None if timeout_ms is None or timeout_ms < 0 else \
+        perf_counter_ns() + int(timeout_ms) * 1_000_000
     for s in list(dev.streams):
+        if getattr(s, "_destroyed", False):
+            continue
         try:
-            s.synchronize()
+            if deadline is None:
+                s.synchronize()
+            else:
+                s.synchronize(api=api, deadline=deadline)
+        except AclError as e:
+            if e.code == ACL_ERROR_RT_STREAM_SYNC_TIMEOUT and deadline is not None:
+                raise AclError(ACL_ERROR_RT_STREAM_SYNC_TIMEOUT,
+                               f"{api}: device {dev.id} must finish within timeout_ms, got "
+                               f"timeout_ms={timeout_ms} with stream {s.id} still busy") from None
+            if first is None:
+                first = e
+            logger.error("%s: stream %r of device %d failed: %s", api, s, dev.id, e)
         except Exception as e:      # a stream in error: report it, keep going
             if first is None:
                 first = e
@@ -254,23 +272,50 @@ def _sync_streams(dev: Device, api: str, raise_errors: bool) -> None:
         raise first
 
 
-def synchronize_device() -> None:
-    """Mirrors `aclrtSynchronizeDevice`: wait for every stream of the current device; raises the
-    first stream error after all have been waited for."""
+def synchronize_device(timeout_ms: int = -1) -> None:
+    """Mirrors `aclrtSynchronizeDevice(WithTimeout)`: wait for every stream of the current device;
+    raises the first stream error after all have been waited for. `timeout_ms=-1` waits forever;
+    otherwise raises 507046 (ACL_ERROR_RT_STREAM_SYNC_TIMEOUT) at the deadline."""
+    if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms < -1:
+        raise AclError(ACL_ERROR_RT_PARAM_INVALID,
+                       f"synchronize_device: timeout_ms must be -1 or an int >= 0, got "
+                       f"timeout_ms={timeout_ms!r}")
     dev = get_device(api="rt.synchronize_device")
-    _sync_streams(dev, "synchronize_device", raise_errors=True)
+    _sync_streams(dev, "synchronize_device", raise_errors=True, timeout_ms=timeout_ms)
+
+
+#: Called as hook(dev, err) when a device is reset, to end its streams' work (rt.stream adds one).
+ABORT_HOOKS: list = []
+
+
+def _abort(dev: Device, api: str) -> None:
+    err = AclError(ACL_ERROR_RT_INTERNAL_ERROR,
+                   f"{api}: the device's work must end when it is reset, got device={dev.id} "
+                   f"reset while the task was queued or running")
+    for hook in list(ABORT_HOOKS):
+        try:
+            hook(dev, err)
+        except Exception as e:              # noqa: BLE001 - the reset goes on
+            logger.error("%s: abort hook %r failed: %s", api, hook, e)
 
 
 def reset_device(i: int) -> None:
-    """Mirrors `aclrtResetDevice`: synchronize device `i`'s streams, report leaked allocations
-    (a warning with their sizes; where they were allocated when ASCEND_GLOBAL_LOG_LEVEL=0), free
-    them and drop the device's state."""
+    """Mirrors `aclrtResetDevice`: end device `i`'s work, report leaked allocations (a warning
+    with their sizes; where they were allocated when ASCEND_GLOBAL_LOG_LEVEL=0), free them and
+    drop the device's state.
+
+    Ending the work: tasks not started are discarded; a running kernel is stopped (interpret
+    mode: at its next Python bytecode; compiled code cannot be interrupted: its core worker is
+    abandoned, keeps its CPU until the compiled function returns, and a new worker takes its
+    place, so the runtime stays usable); copies and host functions already running finish.
+    Synchronize first to have queued work complete."""
     with _lock:
         check_init("rt.reset_device")
         i = _check_id(i, "rt.reset_device")
         dev = DEVICES.get(i)
     if dev is None:
         return
+    _abort(dev, "rt.reset_device")
     _sync_streams(dev, "reset_device", raise_errors=False)   # without the lock: tasks may need it
     for hook in list(dev.reset_hooks):
         try:
@@ -358,6 +403,7 @@ def _reset_for_tests() -> None:
         _generation += 1
         _tls.cur = None
     for dev in devs:
+        _abort(dev, "_reset_for_tests")
         _sync_streams(dev, "_reset_for_tests", raise_errors=False)
         for hook in list(dev.reset_hooks):
             try:

@@ -117,3 +117,57 @@ def is_pinned(host) -> bool:
 def _free_all_for_tests() -> None:
     for addr in list(_regions):
         free_host(addr)
+
+
+# -- raw host addresses --------------------------------------------------------------------------
+_maps_cache: list = []              # sorted [(start, end, readable, writable)] of /proc/self/maps
+
+
+def _read_maps() -> list | None:
+    try:
+        with open("/proc/self/maps") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    out = []
+    for ln in lines:
+        parts = ln.split(None, 2)
+        if len(parts) < 2:
+            continue
+        lo, hi = parts[0].split("-")
+        perms = parts[1]
+        out.append((int(lo, 16), int(hi, 16), perms[0] == "r", perms[1] == "w"))
+    return out
+
+
+def _covered(maps: list, addr: int, nbytes: int, write: bool) -> bool:
+    end, pos = addr + nbytes, addr
+    i = bisect_right(maps, (addr, float("inf"))) - 1
+    i = max(i, 0)
+    while pos < end and i < len(maps):
+        lo, hi, r, w = maps[i]
+        if lo > pos:
+            return False
+        if hi > pos:
+            if not r or (write and not w):
+                return False
+            pos = hi
+        i += 1
+    return pos >= end
+
+
+def host_range_ok(addr: int, nbytes: int, write: bool) -> bool:
+    """Whether ``[addr, addr + nbytes)`` is mapped in this process (and writable if `write`),
+    per /proc/self/maps (re-read when the cached copy does not cover it). True where the maps
+    cannot be read (not Linux): then the address is trusted, as the C API does. A pointer into
+    freed memory that is still mapped (heap) cannot be told from a live one."""
+    global _maps_cache
+    if nbytes <= 0:
+        return True
+    if _maps_cache and _covered(_maps_cache, addr, nbytes, write):
+        return True
+    maps = _read_maps()
+    if maps is None:
+        return True
+    _maps_cache = maps
+    return _covered(maps, addr, nbytes, write)

@@ -17,6 +17,7 @@ which run one thread per block (rt/resident.py).
 """
 from __future__ import annotations
 
+import ctypes
 import heapq
 import itertools
 import os
@@ -25,10 +26,12 @@ from collections import deque
 from time import perf_counter_ns
 from typing import NamedTuple
 
+from . import memory as _mem
 from .errors import (AclError, KernelFault, ACL_ERROR_RT_PARAM_INVALID,
-                     ACL_ERROR_RT_AICORE_EXCEPTION, ACL_ERROR_RT_AICORE_TRAP_READ_OVERFLOW)
+                     ACL_ERROR_RT_AICORE_EXCEPTION, ACL_ERROR_RT_AICORE_TRAP_READ_OVERFLOW,
+                     ACL_ERROR_RT_AICORE_TIMEOUT)
 from .kernel import KernelBinary, missing_members
-from .memcheck import check_access, device_address
+from .memcheck import check_access, device_address, device_of
 from .resident import dispatch_resident
 from .sched import BlockRun, KernelTask
 from .stream import Stream, current_stream
@@ -63,6 +66,29 @@ class _Range:
 _IDLE, _RUNG, _RUN, _LENT_IDLE, _LENT_RUNG, _PARKED = range(6)
 
 
+class _Stop(BaseException):
+    """Raised asynchronously in a thread running a range of a cancelled kernel (op execute
+    timeout, device reset). A BaseException, so kernel code catching Exception does not eat it."""
+
+
+_set_async_exc = ctypes.pythonapi.PyThreadState_SetAsyncExc
+_set_async_exc.argtypes = (ctypes.c_ulong, ctypes.c_void_p)
+
+
+def _interrupt(ident: int, exc) -> None:
+    """Raise `exc` (a class kept alive elsewhere) in thread `ident` at its next Python bytecode;
+    None clears a pending one."""
+    _set_async_exc(ident, None if exc is None else id(exc))
+
+
+class _RunToken:
+    """One range running now: who runs it, and whether it was cancelled while it ran."""
+    __slots__ = ("ident", "wid", "worker", "killed")
+
+    def __init__(self, ident: int, wid: int, worker: bool):
+        self.ident, self.wid, self.worker, self.killed = ident, wid, worker, False
+
+
 class CorePool:
     """Persistent worker threads, one per emulated core (`ASCEND_EMU_CORES`, default cpu count).
 
@@ -84,20 +110,32 @@ class CorePool:
         self._idle = []                         # ids of sleeping, un-rung workers
         self._state = [_RUN] * self.n
         self._bells = []
+        self._gen = [0] * self.n                # bumped when a worker is abandoned and replaced
+        self.abandoned = 0                      # workers abandoned to a cancelled kernel
         self._seq = itertools.count()
         self._stopped = False
         for wid in range(self.n):
             bell = threading.Lock()
             bell.acquire()
             self._bells.append(bell)
-            threading.Thread(target=self._run, args=(wid,), name=f"rt-core-{wid}",
-                             daemon=True).start()
+            self._start_worker(wid)
+
+    def _start_worker(self, wid: int) -> None:
+        threading.Thread(target=self._run, args=(wid, self._gen[wid]),
+                         name=f"rt-core-{wid}" + (f".{self._gen[wid]}" if self._gen[wid] else ""),
+                         daemon=True).start()
 
     def dispatch(self, task: KernelTask) -> None:
         """Split the kernel task's blocks into contiguous ranges and hand them to idle workers
         (a binary that `needs_all_resident` gets one thread per block instead: rt.resident)."""
+        if task.cancelled is not None:             # cancelled before it started
+            task.end_ns = perf_counter_ns()
+            task.core.complete(task)
+            return
         if task.binary.needs_all_resident:
             return dispatch_resident(task, self, block_failed)
+        if OP_TIMEOUT_NS:
+            _watchdog().watch(task, OP_TIMEOUT_NS)
         bd = task.block_dim
         k = self.n if bd > self.n else bd
         q, r = divmod(bd, k)
@@ -122,12 +160,14 @@ class CorePool:
         for w in wake:
             self._bells[w].release()
 
-    def _run(self, wid: int) -> None:
+    def _run(self, wid: int, gen: int) -> None:
         heap, lock, idle, state = self._heap, self._lock, self._idle, self._state
         bell = self._bells[wid]
         pop = heapq.heappop
         while True:
             with lock:
+                if self._gen[wid] != gen:       # abandoned to a cancelled kernel: replaced
+                    return
                 if state[wid] == _LENT_RUNG:    # a host thread is running as this core
                     state[wid] = _PARKED
                     e = None
@@ -146,14 +186,17 @@ class CorePool:
             task = e.task
             if task is None:
                 return                          # shutdown
-            _run_range(task, wid, e.first, e.last, lock)
+            self._run_range(task, wid, e.first, e.last, True)
             del task, e
 
     def assist(self, task: KernelTask) -> None:
-        """Run `task`'s waiting ranges in the calling (synchronizing) thread, as an idle core."""
+        """Run `task`'s waiting ranges in the calling (synchronizing) thread, as an idle core.
+
+        Not while an op execute timeout is set: a range cannot be interrupted once started, and
+        a host thread stuck in a runaway kernel could not be replaced as a core worker is."""
         lock, state, heap = self._lock, self._state, self._heap
         with lock:
-            if not self.assist_enabled or not task.entries or \
+            if not self.assist_enabled or not task.entries or OP_TIMEOUT_NS or \
                     (heap and heap[0].priority < task.priority):
                 return
             if self._idle:
@@ -172,7 +215,7 @@ class CorePool:
                     e = task.entries.pop(0)
                     heap.remove(e)
                     heapq.heapify(heap)
-                _run_range(task, wid, e.first, e.last, lock)
+                self._run_range(task, wid, e.first, e.last, False)
         finally:
             with lock:
                 st = state[wid]
@@ -188,6 +231,90 @@ class CorePool:
             if wid is not None:
                 self._bells[wid].release()
 
+    def _run_range(self, task: KernelTask, wid: int, first: int, last: int,
+                   worker: bool) -> None:
+        """Run one range; registered in `task.running` meanwhile so `cancel` can stop it."""
+        lock = self._lock
+        token = _RunToken(threading.get_ident(), wid, worker)
+        with lock:
+            if task.cancelled is not None:      # taken from the heap just before the cancel
+                task.left -= 1
+                if task.left != 0:
+                    return
+                skipped = True
+            else:
+                skipped = False
+                task.running[token] = token.ident
+        if skipped:
+            task.end_ns = perf_counter_ns()
+            task.core.complete(task)
+            return
+        fired = False
+        t0 = t1 = perf_counter_ns()
+        try:
+            try:
+                task.binary.run_blocks(first, last, task.block_dim, task.args)
+            except _Stop:
+                fired = True
+            except BaseException as exc:        # noqa: BLE001 - goes to the stream's error state
+                block_failed(task, first, exc)
+            t1 = perf_counter_ns()
+        except _Stop:
+            fired = True
+        while True:         # a _Stop issued just before we deregister may fire in here: retry
+            try:
+                with lock:
+                    task.running.pop(token, None)
+                    killed = token.killed
+                    if not killed:
+                        task.left -= 1
+                        done = task.left == 0
+                if killed:
+                    if not fired:
+                        _interrupt(token.ident, None)   # never delivered: clear it
+                    return                      # cancel() completed the task already
+                break
+            except _Stop:
+                fired = True
+        task.ranges.append(BlockRun(wid, first, last, t0, t1))
+        if done:
+            task.end_ns = t1
+            task.core.complete(task)
+
+    def cancel(self, task: KernelTask, err: AclError) -> bool:
+        """Stop `task` with `err`: drop its waiting ranges, raise `_Stop` in the threads running
+        its ranges and complete it now. Python code (interpret mode) stops at its next bytecode;
+        compiled (nopython) code cannot be interrupted: its worker is abandoned (it exits when
+        the code returns, if ever) and a new thread takes its core. False if it had finished."""
+        with self._lock:
+            if task.cancelled is not None or task.left <= 0:
+                return False
+            task.cancelled = err
+            task.error = err
+            if task.entries:
+                for e in task.entries:
+                    self._heap.remove(e)
+                    task.left -= 1
+                task.entries.clear()
+                heapq.heapify(self._heap)
+            for token in list(task.running):
+                token.killed = True
+                task.left -= 1
+                _interrupt(token.ident, _Stop)
+                if token.worker:
+                    self._gen[token.wid] += 1
+                    self.abandoned += 1
+                    self._state[token.wid] = _RUN
+                    bell = threading.Lock()
+                    bell.acquire()
+                    self._bells[token.wid] = bell
+                    self._start_worker(token.wid)
+            done = task.left <= 0
+        if done:
+            task.end_ns = perf_counter_ns()
+            task.core.complete(task)
+        return True
+
     def shutdown(self) -> None:
         """Stop the workers once queued ranges are done (used when the pool is replaced)."""
         with self._lock:
@@ -201,22 +328,6 @@ class CorePool:
                 self._state[w] = _RUNG
         for w in wake:
             self._bells[w].release()
-
-
-def _run_range(task: KernelTask, wid: int, first: int, last: int, lock) -> None:
-    t0 = perf_counter_ns()
-    try:
-        task.binary.run_blocks(first, last, task.block_dim, task.args)
-    except BaseException as exc:                # noqa: BLE001 - goes to the stream's error state
-        block_failed(task, first, exc)
-    t1 = perf_counter_ns()
-    task.ranges.append(BlockRun(wid, first, last, t0, t1))
-    with lock:
-        task.left -= 1
-        done = task.left == 0
-    if done:
-        task.end_ns = t1
-        task.core.complete(task)
 
 
 def block_failed(task: KernelTask, first: int, exc: BaseException) -> None:
@@ -234,6 +345,93 @@ def block_failed(task: KernelTask, first: int, exc: BaseException) -> None:
                             f"block_idx={idx}/{task.block_dim}: {detail}", idx, detail)
     err.__cause__ = exc
     task.error = err
+
+
+#: The op execute timeout in ns (0: none), `set_op_execute_timeout`.
+OP_TIMEOUT_NS = 0
+
+
+def set_op_execute_timeout(timeout_ms: int) -> None:
+    """Mirrors `aclrtSetOpExecuteTimeOut` (in ms, as `aclrtSetOpExecuteTimeOutWithMs`): a kernel
+    that runs longer than `timeout_ms` from its start is stopped and fails on its stream with
+    507014 (ACL_ERROR_RT_AICORE_TIMEOUT). `0` turns the timeout off (the default). Process-wide.
+
+    Stopping: Python code (interpret mode) is interrupted at its next bytecode; compiled code
+    cannot be interrupted, so its core worker is abandoned (the thread exits when the compiled
+    function returns, if ever) and a new worker takes the core. While a timeout is set, threads
+    synchronizing do not run kernel blocks themselves (no assist)."""
+    global OP_TIMEOUT_NS
+    if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms < 0:
+        raise AclError(ACL_ERROR_RT_PARAM_INVALID,
+                       f"set_op_execute_timeout: timeout_ms must be an int >= 0, got "
+                       f"timeout_ms={timeout_ms!r}")
+    OP_TIMEOUT_NS = int(timeout_ms) * 1_000_000
+
+
+def get_op_execute_timeout() -> int:
+    """The op execute timeout in ms (0: none)."""
+    return OP_TIMEOUT_NS // 1_000_000
+
+
+def _export() -> None:
+    """`rt.set_op_execute_timeout` / `rt.get_op_execute_timeout` (rt/__init__.py should import
+    them; until it does, they are put on the package here)."""
+    import sys
+    pkg = sys.modules.get(__name__.rpartition(".")[0])
+    if pkg is not None:
+        pkg.set_op_execute_timeout = set_op_execute_timeout
+        pkg.get_op_execute_timeout = get_op_execute_timeout
+
+
+_export()
+
+
+class _Watchdog:
+    """One thread that cancels kernel tasks running past their op execute deadline."""
+
+    def __init__(self):
+        self._cv = threading.Condition(threading.Lock())
+        self._heap = []
+        self._seq = itertools.count()
+        threading.Thread(target=self._loop, name="rt-op-watchdog", daemon=True).start()
+
+    def watch(self, task: KernelTask, timeout_ns: int) -> None:
+        with self._cv:
+            heapq.heappush(self._heap, (perf_counter_ns() + timeout_ns, next(self._seq),
+                                        timeout_ns, task))
+            self._cv.notify()
+
+    def _loop(self) -> None:
+        cv, heap = self._cv, self._heap
+        while True:
+            with cv:
+                while not heap or heap[0][0] > perf_counter_ns():
+                    cv.wait(None if not heap else (heap[0][0] - perf_counter_ns()) / 1e9)
+                _, _, timeout_ns, task = heapq.heappop(heap)
+            if task.done or task.cancelled is not None or task.left <= 0:
+                continue
+            ms = timeout_ns // 1_000_000
+            try:
+                task.cancel(AclError(
+                    ACL_ERROR_RT_AICORE_TIMEOUT,
+                    f"kernel {task.name!r} (launch on stream {task.core.id}): the kernel must "
+                    f"finish within the op execute timeout, got op_execute_timeout_ms={ms} "
+                    f"exceeded (rt.set_op_execute_timeout)"))
+            except Exception:                   # noqa: BLE001 - keep the watchdog alive
+                pass
+            del task
+
+
+_wd = None
+
+
+def _watchdog() -> _Watchdog:
+    global _wd
+    if _wd is None:
+        with _pool_lock:
+            if _wd is None:
+                _wd = _Watchdog()
+    return _wd
 
 
 class _CurrentPool:
@@ -320,14 +518,20 @@ def _check_binary(binary) -> str:
     return binary.name
 
 
-def launch(binary: KernelBinary, block_dim: int, args=(),
-           stream: Stream | None = None) -> KernelTask:
+def launch(binary: KernelBinary, block_dim: int, args=(), stream: Stream | None = None, *,
+           reads=None, writes=None) -> KernelTask:
     """Mirrors `aclrtLaunchKernel`: enqueue `binary` with `block_dim` blocks on `stream`.
 
     `stream=None` uses `rt.current_stream()`. Returns the `KernelTask` as soon as it is queued,
     before any block runs; a failing block is reported by the stream's next synchronize as
     `AclError(507015, "synchronize: kernel '<name>' on stream <id> failed in
     block_idx=<i>/<block_dim>: ...")`, chained to the kernel's `KernelFault`.
+
+    Device buffers among `args` must live on the stream's device. `reads` / `writes` (indices
+    into `args`) tell mem-check which buffers the kernel only reads / writes; without them it
+    asks the binary's optional `gm_writes(args)` (indices it may write, or None when unknown) and
+    otherwise counts every buffer as written (conservative: two streams reading one buffer then
+    need an event between them).
     """
     name = _check_binary(binary)
     if type(block_dim) is not int:
@@ -343,23 +547,70 @@ def launch(binary: KernelBinary, block_dim: int, args=(),
         args = tuple(args)
     if stream is None:
         stream = current_stream()
-    task = KernelTask(stream.live_core("launch"), binary, block_dim, args, KERNEL_ENGINE,
-                      _kernel_done)
-    return stream.submit(task, accesses=_arg_accesses(args, name))
+    elif not isinstance(stream, Stream):
+        raise AclError(ACL_ERROR_RT_PARAM_INVALID,
+                       f"launch: stream must be an rt.Stream or None, got stream={stream!r} "
+                       f"(kernel {name})")
+    core = stream.live_core("launch")
+    bufs = _device_args(args, name, core.device_id)
+    task = KernelTask(core, binary, block_dim, args, KERNEL_ENGINE, _kernel_done)
+    accesses = _arg_accesses(binary, args, bufs, name, reads, writes)
+    stream.submit(task, accesses=accesses)
+    if bufs:
+        _mem.record_use([a for _, a in bufs], core, task.seq)
+    return task
 
 
-def _arg_accesses(args, name: str):
-    """Under `ASCEND_MEM_CHECK=1`: check each device-buffer arg (DeviceArray / DevicePtr / device
-    address int) is live (use after free raises now, 507042) and list [(addr, is_write)] for the
-    race check (a kernel may read and write any buffer it gets)."""
-    if os.environ.get("ASCEND_MEM_CHECK") != "1":
-        return None
+def _device_args(args, name: str, device_id: int) -> list:
+    """[(index, device address)] of the device-buffer args; each must be on `device_id`."""
     out = []
     for i, a in enumerate(args):
         addr = device_address(a)
         if addr is not None:
-            nbytes = getattr(a, "nbytes", 0) if not isinstance(a, int) else 0
-            check_access(addr, max(1, nbytes), f"launch: kernel {name}",
-                         ACL_ERROR_RT_AICORE_TRAP_READ_OVERFLOW, f"args[{i}]")
-            out.append((addr, True))
+            d = device_of(addr)
+            if d != device_id:
+                raise AclError(ACL_ERROR_RT_PARAM_INVALID,
+                               f"launch: kernel {name}: args[{i}] must live on the stream's "
+                               f"device {device_id}, got args[{i}] on device {d} "
+                               f"(address {addr:#x}); copy it over first")
+            out.append((i, addr))
+    return out
+
+
+def _index_set(v, nargs: int, what: str, name: str) -> set:
+    try:
+        out = {int(i) for i in v}
+    except (TypeError, ValueError):
+        out = None
+    if out is None or any(not 0 <= i < nargs for i in out):
+        raise AclError(ACL_ERROR_RT_PARAM_INVALID,
+                       f"launch: {what} must be indices into args in [0, {nargs}), got "
+                       f"{what}={v!r} (kernel {name})")
+    return out
+
+
+def _arg_accesses(binary, args, bufs, name: str, reads, writes):
+    """Under `ASCEND_MEM_CHECK=1`: check each device-buffer arg is live (use after free raises
+    now, 507042) and list [(addr, is_write)] for the race check."""
+    n = len(args)
+    rset = _index_set(reads, n, "reads", name) if reads is not None else None
+    wset = _index_set(writes, n, "writes", name) if writes is not None else None
+    if os.environ.get("ASCEND_MEM_CHECK") != "1":
+        return None
+    if wset is None and rset is None:
+        gw = getattr(binary, "gm_writes", None)
+        got = gw(args) if callable(gw) else None
+        if got is not None:
+            wset = _index_set(got, n, "gm_writes", name)
+    out = []
+    for i, addr in bufs:
+        a = args[i]
+        nbytes = getattr(a, "nbytes", 0) if not isinstance(a, int) else 0
+        check_access(addr, max(1, nbytes), f"launch: kernel {name}",
+                     ACL_ERROR_RT_AICORE_TRAP_READ_OVERFLOW, f"args[{i}]")
+        if wset is not None:
+            is_write = i in wset
+        else:
+            is_write = rset is None or i not in rset
+        out.append((addr, is_write))
     return out

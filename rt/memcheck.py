@@ -135,22 +135,34 @@ class RaceDetector(sched.StreamHook):
         self.shadow: dict = {}
 
     def submitted(self, core, task, accesses) -> None:
+        """Check every access of `task` first and record them only if all pass: a refused task
+        (it raises here, so it never runs) leaves no trace that could flag later work."""
         if not races_enabled():
             return
         with self.lock:
-            vc = core.clock if core.clock is not None else {}
-            core.clock = vc
+            vc = dict(core.clock) if core.clock is not None else {}
             _merge(vc, self.host_clock)
             epoch = vc[core.id] = vc.get(core.id, 0) + 1
-            if accesses:
-                for addr, is_write in accesses:
-                    self._access(core.id, vc, epoch, addr, is_write, task)
+            plan = []
+            for addr, is_write in accesses or ():
+                plan.append(self._check(core.id, vc, addr, is_write, task))
+            core.clock = vc
+            what = f"{task.kind} {task.name!r}"
+            for base, is_write in plan:
+                rec = self.shadow.get(base)
+                if is_write or rec is None:
+                    rec = self.shadow[base] = [None, {}]
+                if is_write:
+                    rec[0] = (core.id, epoch, what)
+                else:
+                    rec[1][core.id] = (epoch, what)
 
-    def _access(self, sid, vc, epoch, addr, is_write, task) -> None:
+    def _check(self, sid, vc, addr, is_write, task) -> tuple:
+        """(allocation base, is_write) of an access, after checking it is ordered after the last
+        conflicting access of another stream (a read conflicts with a write, a write with both)."""
         found = find_allocation(addr)
         base = int(found[0]) if found else int(addr)
         rec = self.shadow.get(base)
-        what = f"{task.kind} {task.name!r}"
         if rec is not None:
             last_w, reads = rec
             others = [last_w] if last_w is not None else []
@@ -158,18 +170,14 @@ class RaceDetector(sched.StreamHook):
                 others += [(s, e, w) for s, (e, w) in reads.items()]
             for other_sid, other_epoch, other_what in others:
                 if other_sid != sid and vc.get(other_sid, 0) < other_epoch:
+                    what = f"{task.kind} {task.name!r}"
                     raise AclError(ACL_ERROR_RT_PARAM_INVALID,
                                    f"mem-check: access to buffer {addr:#x} (allocation {base:#x}) "
                                    f"must be ordered after stream {other_sid}'s {other_what}, "
                                    f"got stream {sid}'s {what} with no event or synchronize in "
                                    f"between; record an event on stream {other_sid} and "
                                    f"wait_event it on stream {sid}")
-        if is_write or rec is None:
-            rec = self.shadow[base] = [None, {}]
-        if is_write:
-            rec[0] = (sid, epoch, what)
-        else:
-            rec[1][sid] = (epoch, what)
+        return base, is_write
 
     def recorded(self, core, event) -> None:
         if not races_enabled():

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import enum
+import threading
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -67,12 +68,103 @@ def malloc(size: int, policy: int = MemMallocPolicy.HUGE_FIRST) -> DevicePtr:
     return _dev.get_device(api="rt.malloc").pool.malloc(size, policy)
 
 
+# -- stream-ordered frees -------------------------------------------------------------------------
+# allocation base -> {stream core: seq of the latest task queued on it that uses the allocation}
+_uses: dict = {}
+_deferred: set = set()              # bases freed by the user, waiting for queued work to pass
+_uses_lock = threading.Lock()
+
+
+def record_use(addrs, core, seq: int) -> None:
+    """Note that task `seq` of stream `core` uses the allocations holding device addresses
+    `addrs` (kernel launches and async copies call this), so a free waits for it."""
+    with _uses_lock:
+        for a in addrs:
+            dev = _devices.get((a >> ADDR_SHIFT) - 0x100)
+            if dev is None:
+                continue
+            blk = dev.pool.allocs.get(a)
+            if blk is None:
+                blk = dev.pool.block_at(a)
+                if blk is None:
+                    continue
+            u = _uses.get(blk.addr)
+            if u is None:
+                _uses[blk.addr] = {core: seq}
+            elif u.get(core, 0) < seq:
+                u[core] = seq
+
+
+def _pending_uses(base: int) -> list:
+    with _uses_lock:
+        u = _uses.pop(base, None)
+    return [(c, s) for c, s in u.items() if c.completed < s] if u else []
+
+
+def _free_after(pool, blk, serial: int, pending: list) -> None:
+    """Free allocation `serial` (in `blk`) once every (stream core, seq) in `pending` is done."""
+    left = [len(pending)]
+    lock = threading.Lock()
+    base = blk.addr
+
+    def one_done():
+        with lock:
+            left[0] -= 1
+            last = left[0] == 0
+        if last:
+            with _uses_lock:
+                _deferred.discard(base)
+            try:
+                pool.free_block(blk, serial)
+            except Exception:   # noqa: BLE001 - the device was reset: the memory is gone already
+                pass
+
+    with _uses_lock:
+        _deferred.add(base)
+    for core, seq in pending:
+        core.when_done(seq, one_done)
+
+
+def free_block_ordered(pool, blk, serial: int) -> None:
+    """Free allocation `serial` held in `blk` (a DeviceArray's), once the work queued on streams
+    that uses it has run: the stream-ordered free of `free`."""
+    if pool.allocs.get(blk.addr) is not blk or blk.serial != serial or blk.addr in _deferred:
+        return
+    pending = _pending_uses(blk.addr)
+    if pending:
+        _free_after(pool, blk, serial, pending)
+    else:
+        pool.free_block(blk, serial)
+
+
 def free(ptr: int) -> None:
-    """Mirrors `aclrtFree`. A double free or unknown pointer raises 207002 naming the pointer."""
+    """Mirrors `aclrtFree`. A double free or unknown pointer raises 207002 naming the pointer.
+
+    Stream-ordered, like torch's caching allocator with `record_stream`: if kernels or async
+    copies queued on streams still use the allocation, it goes back to the pool when the last of
+    them has run (never to a new owner while queued work can still read or write it); the call
+    itself returns at once."""
+    if isinstance(ptr, bool) or not isinstance(ptr, int):
+        p = getattr(ptr, "ptr", None)       # a DeviceArray: free its memory
+        if ptr is None or not isinstance(p, int):
+            raise AclError(ACL_ERROR_INVALID_PARAM,
+                           f"rt.free: ptr must be a device pointer returned by rt.malloc, got "
+                           f"ptr={ptr!r}")
+        ptr = p
     addr = int(ptr)
     dev = _devices.get((addr >> ADDR_SHIFT) - 0x100)
     if dev is None:
         _unknown_device(addr, "rt.free")
+    blk = dev.pool.allocs.get(addr)
+    if blk is not None and addr in _deferred:
+        raise AclError(ACL_ERROR_RT_MEMORY_FREE,
+                       f"rt.free: ptr must be a live address returned by malloc, got "
+                       f"ptr=0x{addr:x}: it was freed already (double free; the memory goes "
+                       f"back to the pool when the work queued on it has run)")
+    pending = _pending_uses(addr) if blk is not None else None
+    if pending:
+        _free_after(dev.pool, blk, blk.serial, pending)
+        return
     dev.pool.free(addr, "rt.free")
 
 
@@ -140,6 +232,12 @@ def _operand(x, nbytes: int, api: str, role: str, write: bool):
             return False, u8[a - start:a - start + nbytes], True
         if nbytes == 0:
             return False, np.empty(0, np.uint8), False
+        if not hostmem.host_range_ok(a, nbytes, write):
+            raise AclError(ACL_ERROR_RT_PARAM_INVALID,
+                           f"{api}: {role} must point to {'writable ' if write else ''}host "
+                           f"memory of this process for count bytes, got {role}=0x{a:x}, "
+                           f"count={nbytes}: not a mapped{' writable' if write else ''} range "
+                           f"(not from numpy, rt.malloc_host or a device allocation)")
         buf = (ctypes.c_ubyte * nbytes).from_address(a)
         return False, np.frombuffer(buf, dtype=np.uint8), False
     if isinstance(x, np.ndarray):

@@ -109,7 +109,8 @@ class KernelTask(Task):
     A failed block leaves `error`, a `KernelFault` naming the kernel and the lowest failing block.
     """
 
-    __slots__ = ("binary", "block_dim", "ranges", "left", "entries", "pool")
+    __slots__ = ("binary", "block_dim", "ranges", "left", "entries", "pool", "running",
+                 "cancelled")
 
     def __init__(self, core: "StreamCore", binary, block_dim: int, args: tuple, engine,
                  on_done=None):
@@ -121,6 +122,20 @@ class KernelTask(Task):
         self.left = 0
         self.entries = None
         self.pool = None
+        self.running = {}        # run token -> thread ident of each range running now
+        self.cancelled = None    # the AclError that stopped it (op timeout, device reset)
+
+    def cancel(self, err: AclError) -> None:
+        """Stop this kernel with `err` as its error: ranges not started are dropped, running ones
+        are interrupted or abandoned (`rt.launch.CorePool.cancel`); the stream moves on."""
+        if self.cancelled is not None:
+            return
+        pool = self.pool
+        if pool is not None:
+            pool.cancel(self, err)
+        else:                                   # not dispatched yet: dispatch completes it
+            self.cancelled = err
+            self.error = err
 
     def fault_site(self) -> str | None:
         exc = self.error
@@ -134,7 +149,8 @@ class KernelTask(Task):
 
 
 def _assistable(task) -> bool:
-    return isinstance(task, KernelTask) and bool(task.entries) and task.pool.assist_enabled
+    return isinstance(task, KernelTask) and bool(task.entries) and task.pool.assist_enabled \
+        and task.cancelled is None
 
 
 class StreamHook:
@@ -250,6 +266,7 @@ class StreamCore:
         self.closing = False
         self.worker_stopped = False
         self.clock = None
+        self.watches = []          # (seq, fn): call fn() once task seq has finished (when_done)
 
     # -- submission -----------------------------------------------------------------------------
     def submit(self, task: Task) -> Task:
@@ -267,7 +284,7 @@ class StreamCore:
     def _start(self, task):
         """Start `task` (the active one) and any inline tasks after it; never blocks."""
         while task is not None:
-            if self.skipping and task.kind in _SKIPPABLE:
+            if task.skipped or self.skipping and task.kind in _SKIPPABLE:
                 task.skipped = True
                 task = self._finish(task)
                 continue
@@ -295,7 +312,10 @@ class StreamCore:
             task = self._finish(task)
 
     def complete(self, task: Task) -> None:
-        """Called by whoever ran `task`: finish it and start the stream's next task."""
+        """Called by whoever ran `task`: finish it and start the stream's next task. A second call
+        for the same task (an event wait completed by `abort`, then reached) does nothing."""
+        if task.seq <= self.completed:
+            return
         nxt = self._finish(task)
         if nxt is not None:
             self._start(nxt)
@@ -327,8 +347,41 @@ class StreamCore:
                 self.cv.notify_all()
             if nxt is None and self.closing:
                 self._stop_worker_locked()
+            due = None
+            if self.watches:
+                due = [fn for seq, fn in self.watches if seq <= task.seq]
+                if due:
+                    self.watches = [w for w in self.watches if w[0] > task.seq]
         task.fn = None                            # drop closures (host buffers) early
+        if due:
+            _call_all(due)
         return nxt
+
+    def when_done(self, seq: int, fn) -> None:
+        """Call `fn()` once task `seq` of this stream has finished (at once if it has); it runs in
+        the thread that finishes the task and must not block."""
+        with self.lock:
+            if self.completed < seq:
+                self.watches.append((seq, fn))
+                return
+        fn()
+
+    def abort(self, err: AclError) -> None:
+        """End the stream's work now (device reset): tasks not started are skipped (event records
+        still run, so nobody waits for them forever), a running kernel is cancelled with `err`,
+        a wait on an event is released. A copy or host function already running finishes."""
+        with self.lock:
+            for t in self.pending:
+                if t.engine != "inline":
+                    t.skipped = True
+            active = self.active
+        if active is None:
+            return
+        if isinstance(active, KernelTask):
+            active.cancel(err)
+        elif active.engine == "deferred" and active.start_ns:
+            active.skipped = True
+            self.complete(active)
 
     def report_error(self, task: Task, exc: BaseException) -> None:
         """Attach an error found after `task` completed (a NO_BLOCK callback that raised)."""
@@ -377,22 +430,27 @@ class StreamCore:
                 self._stop_worker_locked()
 
     # -- waiting ----------------------------------------------------------------------------------
-    def wait_seq(self, seq: int, timeout_ms: int = -1) -> bool:
-        """Wait until task `seq` has finished; while its kernel has ranges no core has taken yet,
-        run them in this thread (`CorePool.assist`). False on timeout."""
+    def wait_seq(self, seq: int, timeout_ms: int = -1, deadline: int | None = None) -> bool:
+        """Wait until task `seq` has finished; False on timeout (`timeout_ms`, or the absolute
+        `perf_counter_ns` `deadline`).
+
+        Assist: a thread waiting *without* a deadline runs the kernel's ranges no core has taken
+        yet itself (`CorePool.assist`). A range cannot be interrupted once started (compiled code
+        runs to its end), so a thread with a deadline never assists: it only waits, and returns
+        at the deadline whatever the kernel does."""
         if self.completed >= seq:
             return True
-        deadline = None if timeout_ms is None or timeout_ms < 0 else \
-            perf_counter_ns() + int(timeout_ms) * 1_000_000
+        if deadline is None and timeout_ms is not None and timeout_ms >= 0:
+            deadline = perf_counter_ns() + int(timeout_ms) * 1_000_000
         while True:
             t = self.active
-            if t is not None and _assistable(t):
+            if deadline is None and t is not None and _assistable(t):
                 t.pool.assist(t)
             with self.lock:
                 if self.completed >= seq:
                     return True
                 t = self.active
-                if t is not None and _assistable(t):
+                if deadline is None and t is not None and _assistable(t):
                     continue
                 if deadline is not None:
                     left = (deadline - perf_counter_ns()) / 1e9
@@ -415,6 +473,14 @@ class StreamCore:
             errs, self.errors = self.errors, []
             self.skipping = False
         return errs
+
+
+def _call_all(fns) -> None:
+    for fn in fns:
+        try:
+            fn()
+        except Exception:                         # noqa: BLE001 - never lose a worker to it
+            pass
 
 
 def error_from_tasks(api: str, sid: int, failed: list, own: Task | None = None) -> AclError:

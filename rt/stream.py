@@ -120,19 +120,24 @@ class Stream:
         return self.enqueue((lambda: fn(*args)) if args else fn, "host_func", name)
 
     def synchronize(self, timeout_ms: int = -1, *, api: str = "synchronize",
-                    own: Task | None = None) -> None:
+                    own: Task | None = None, deadline: int | None = None) -> None:
         """Mirrors `aclrtSynchronizeStream(WithTimeout)`: wait for every task queued so far.
 
-        `timeout_ms=-1` waits forever; on timeout raises `AclError(507046)`. If a task failed since
-        the last synchronize, raises `AclError` (the task's code, or 507000 for a plain Python
-        exception) chained to the task's error, and clears the error state: "synchronize: kernel
-        'k' on stream 1 failed in block_idx=3/4: <detail>". A call that queues a task and waits for
-        it (a synchronous kernel launch) passes its own name as `api` and the task as `own`: the
-        error then reads "<api>: block_idx=3/4: <detail>" when `own` failed.
+        `timeout_ms=-1` waits forever; on timeout raises `AclError(507046)` at the deadline,
+        whatever the running kernel does (a thread waiting with a timeout never runs kernel
+        blocks itself; see `rt.sched.StreamCore.wait_seq`). `deadline`: an absolute
+        `perf_counter_ns()` instead (device synchronize). A destroyed stream raises 107017.
+
+        If a task failed since the last synchronize, raises `AclError` (the task's code, or 507000
+        for a plain Python exception) chained to the task's error, and clears the error state:
+        "synchronize: kernel 'k' on stream 1 failed in block_idx=3/4: <detail>". A call that
+        queues a task and waits for it (a synchronous kernel launch) passes its own name as `api`
+        and the task as `own`: the error then reads "<api>: block_idx=3/4: <detail>" when `own`
+        failed.
         """
-        core = self._core
+        core = self.live_core(api)
         target = core.submitted
-        if not core.wait_seq(target, timeout_ms):
+        if not core.wait_seq(target, timeout_ms, deadline):
             raise AclError(ACL_ERROR_RT_STREAM_SYNC_TIMEOUT,
                            f"{api}: stream {self.id} must finish within timeout_ms, "
                            f"got timeout_ms={timeout_ms} with {target - core.completed} "
@@ -145,8 +150,9 @@ class Stream:
                 raise error_from_tasks(api, self.id, failed, own)
 
     def query(self) -> bool:
-        """Mirrors `aclrtStreamQuery`: True when every queued task has finished (never blocks)."""
-        return self._core.idle()
+        """Mirrors `aclrtStreamQuery`: True when every queued task has finished (never blocks).
+        A destroyed stream raises 107017."""
+        return self.live_core("query").idle()
 
     def wait_event(self, event: "Event") -> None:
         """Mirrors `aclrtStreamWaitEvent`: later tasks on this stream wait for `event`'s latest
@@ -237,8 +243,18 @@ def default_stream(device: int | None = None) -> Stream:
     return s
 
 
+def abort_device(dev, err: AclError) -> None:
+    """End the work of `dev`'s streams (device reset): see `rt.sched.StreamCore.abort`."""
+    for s in list(dev.streams):
+        if isinstance(s, Stream) and not s._destroyed:
+            s._core.abort(err)
+
+
+_device.ABORT_HOOKS.append(abort_device)
+
+
 def _on_device_reset(dev) -> None:
-    """Device reset hook: the device's streams (already synchronized) are destroyed."""
+    """Device reset hook: the device's streams (already ended) are destroyed."""
     for s in list(dev.streams):
         try:
             s._close()
@@ -341,15 +357,18 @@ class Event:
         """Mirrors `aclrtQueryEventStatus`: True once the latest record has been reached.
 
         False while pending, and for an event never recorded (ACL_EVENT_RECORDED_STATUS_NOT_READY).
+        A destroyed event raises 107017.
         """
+        self._live("query")
         return self._recorded > 0 and self._reached >= self._recorded
 
     def synchronize(self, timeout_ms: int = -1) -> None:
         """Mirrors `aclrtSynchronizeEvent(WithTimeout)`: wait until the latest record is reached.
 
         Returns at once for an event never recorded; `timeout_ms=-1` waits forever, `0` only checks;
-        on timeout raises `AclError(507047)`.
+        on timeout raises `AclError(507047)` at the deadline. A destroyed event raises 107017.
         """
+        self._live("synchronize")
         target = self._recorded
         deadline = None if timeout_ms is None or timeout_ms < 0 else \
             perf_counter_ns() + int(timeout_ms) * 1_000_000
@@ -372,6 +391,8 @@ class Event:
         if not isinstance(end, Event):
             raise AclError(ACL_ERROR_RT_PARAM_INVALID,
                            f"elapsed_time: end must be an rt.Event, got end={end!r}")
+        self._live("elapsed_time")
+        end._live("elapsed_time")
         for which, ev in (("start", self), ("end", end)):
             if not ev.timing:
                 raise AclError(ACL_ERROR_RT_EVENT_TIMESTAMP_INVALID,
@@ -394,4 +415,4 @@ class Event:
     @property
     def timestamp_ns(self) -> int | None:
         """`perf_counter_ns()` when the latest record was reached (None before that)."""
-        return self._stamp_ns if self.query() else None
+        return self._stamp_ns if self._recorded > 0 and self._reached >= self._recorded else None

@@ -15,6 +15,7 @@ from .. import copy as _copy
 from .. import device as _dev
 from .. import memory as _mem
 from ..errors import AclError, ACL_ERROR_RT_PARAM_INVALID, ACL_ERROR_INVALID_RESOURCE_HANDLE
+from ..launch import set_op_execute_timeout as _set_op_timeout
 from ..stream import Event, Stream, default_stream
 from . import constants as C
 
@@ -78,6 +79,24 @@ class _Context(int):
 set_device = _returns_ret(_dev.set_device)
 reset_device = _returns_ret(_dev.reset_device)
 synchronize_device = _returns_ret(_dev.synchronize_device)
+synchronize_device_with_timeout = _returns_ret(
+    lambda timeout: _dev.synchronize_device(timeout))
+
+
+@_returns_ret
+def set_op_execute_time_out(timeout: int):
+    """`aclrtSetOpExecuteTimeOut(timeout)`: in seconds, as ACL (0: no timeout)."""
+    if isinstance(timeout, bool) or not isinstance(timeout, int) or timeout < 0:
+        raise AclError(ACL_ERROR_RT_PARAM_INVALID,
+                       f"acl.rt.set_op_execute_time_out: timeout must be an int >= 0 (seconds), "
+                       f"got timeout={timeout!r}")
+    _set_op_timeout(timeout * 1000)
+
+
+@_returns_ret
+def set_op_execute_time_out_with_ms(timeout: int):
+    """`aclrtSetOpExecuteTimeOutWithMs(timeout)`: in milliseconds (0: no timeout)."""
+    _set_op_timeout(timeout)
 synchronize = synchronize_device        # as some third-party snippets spell it
 get_device = _returns_value(-1)(_dev.current_device)
 get_device_count = _returns_value(0)(_dev.device_count)

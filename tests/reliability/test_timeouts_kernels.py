@@ -1,0 +1,108 @@
+"""Issue 11 item 1 with real `@asc.jit` kernels: a spinning kernel in both modes.
+
+Interpret mode: `while True` over a vector op is stopped by a device reset / the op execute
+timeout (the runtime raises in the Python thread running it). Compiled mode: nopython code
+cannot be interrupted, so the test uses a long-but-finite loop: the timeouts hold, the worker
+running it is abandoned (it ends when the loop does) and the runtime goes on with a replacement.
+"""
+import importlib
+import time
+
+import numpy as np
+
+import ascendc as asc
+import rt
+from rt.errors import ACL_ERROR_RT_STREAM_SYNC_TIMEOUT, ACL_ERROR_RT_AICORE_TIMEOUT
+
+from conftest import raises
+
+_launch = importlib.import_module("rt.launch")
+N = 64
+
+
+@asc.jit
+def spin_kernel(x: asc.GlobalAddress, iters: int):
+    """iters < 0: forever."""
+    xg = asc.GlobalTensor()
+    xg.set_global_buffer(x, N)
+    pipe = asc.TPipe()
+    buf = asc.TBuf(asc.TPosition.VECCALC)
+    pipe.init_buffer(buf, N * 4)
+    t = buf.get(asc.float32)
+    asc.data_copy(t, xg, N)
+    asc.set_flag(asc.HardEvent.MTE2_V, 0)
+    asc.wait_flag(asc.HardEvent.MTE2_V, 0)
+    i = 0
+    while iters < 0 or i < iters:
+        asc.adds(t, t, 1.0, N)
+        i += 1
+    asc.set_flag(asc.HardEvent.V_MTE3, 0)
+    asc.wait_flag(asc.HardEvent.V_MTE3, 0)
+    asc.data_copy(xg, t, N)
+
+
+def _spin(mode_interpret, iters, stream):
+    x = rt.device_zeros((N,), np.float32)
+    spin_kernel[1, stream](x, iters, interpret=mode_interpret)
+    return x
+
+
+def test_sync_timeout_and_reset_stop_an_interpreted_while_true_kernel():
+    rt.ensure_device()
+    s = rt.Stream()
+    x = _spin(True, -1, s)
+    t0 = time.perf_counter()
+    with raises(ACL_ERROR_RT_STREAM_SYNC_TIMEOUT, r"synchronize: stream \d+ must finish within "
+                                                  r"timeout_ms, got timeout_ms=300"):
+        s.synchronize(timeout_ms=300)
+    assert time.perf_counter() - t0 < 0.3 + 1.5
+    t0 = time.perf_counter()
+    del x
+    rt.reset_device(0)
+    assert time.perf_counter() - t0 < 1.5
+    rt.set_device(0)
+    y = rt.to_device(np.zeros(N, np.float32))
+    spin_kernel[1](y, 3, interpret=True)
+    rt.current_stream().synchronize(timeout_ms=10_000)
+    assert np.all(y.copy_to_host() == 3)
+
+
+def test_op_execute_timeout_stops_an_interpreted_while_true_kernel():
+    rt.ensure_device()
+    rt.set_op_execute_timeout(300)
+    s = rt.Stream()
+    _spin(True, -1, s)
+    t0 = time.perf_counter()
+    with raises(ACL_ERROR_RT_AICORE_TIMEOUT, r"kernel 'spin_kernel' \(launch on stream \d+\): the "
+                                             r"kernel must finish within the op execute timeout"):
+        s.synchronize()
+    assert time.perf_counter() - t0 < 0.3 + 1.5
+
+
+def test_compiled_long_loop_timeouts_hold_and_runtime_goes_on():
+    rt.ensure_device()
+    s = rt.Stream()
+    y = rt.to_device(np.zeros(N, np.float32))
+    spin_kernel[1, s](y, 3)                      # compile once, outside the timed part
+    s.synchronize()
+    assert np.all(y.copy_to_host() == 3)
+    # calibrate: a loop long enough to run for ~3 s
+    t0 = time.perf_counter()
+    spin_kernel[1, s](y, 2_000_000)
+    s.synchronize()
+    per_iter = (time.perf_counter() - t0) / 2_000_000
+    iters = int(min(2**31 - 1, 3.0 / max(per_iter, 1e-9)))
+    _launch.set_core_count(2)
+    rt.set_op_execute_timeout(300)
+    _spin(False, iters, s)
+    t0 = time.perf_counter()
+    with raises(ACL_ERROR_RT_AICORE_TIMEOUT, r"the kernel must finish within the op execute "
+                                             r"timeout, got op_execute_timeout_ms=300 exceeded"):
+        s.synchronize()
+    assert time.perf_counter() - t0 < 0.3 + 1.5
+    rt.set_op_execute_timeout(0)
+    y.copy_from_host(np.full(N, 3, np.float32))
+    spin_kernel[1, s](y, 1)                      # a replacement worker runs it
+    s.synchronize(timeout_ms=2000)
+    assert np.all(y.copy_to_host() == 4)
+    assert _launch.core_pool().abandoned >= 1
