@@ -17,8 +17,9 @@ from .copy import memcpy_async, memset_async, memcpy_2d_async
 from .callback import subscribe_report, unsubscribe_report, launch_callback, process_report
 from .kernel import KernelBinary
 from .sched import Task, KernelTask, BlockRun, StreamHook
-from .launch import launch, default_core_count
+from .launch import launch, default_core_count, set_op_execute_timeout, get_op_execute_timeout
 from .profiler import profile, Profiler, npu_view_on
+from .model import Model, TensorDesc
 
 __all__ = [
     "AclError", "KernelFault", "get_recent_err_msg", "SocSpec", "SOCS", "get_soc",
@@ -33,5 +34,6 @@ __all__ = [
     "ACL_CONTINUE_ON_FAILURE", "memcpy_async", "memset_async", "memcpy_2d_async",
     "subscribe_report", "unsubscribe_report", "launch_callback", "process_report",
     "KernelBinary", "Task", "KernelTask", "BlockRun", "StreamHook",
-    "launch", "profile", "Profiler", "npu_view_on",
+    "launch", "profile", "Profiler", "npu_view_on", "Model", "TensorDesc",
+    "set_op_execute_timeout", "get_op_execute_timeout",
 ]

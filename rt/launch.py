@@ -373,19 +373,6 @@ def get_op_execute_timeout() -> int:
     return OP_TIMEOUT_NS // 1_000_000
 
 
-def _export() -> None:
-    """`rt.set_op_execute_timeout` / `rt.get_op_execute_timeout` (rt/__init__.py should import
-    them; until it does, they are put on the package here)."""
-    import sys
-    pkg = sys.modules.get(__name__.rpartition(".")[0])
-    if pkg is not None:
-        pkg.set_op_execute_timeout = set_op_execute_timeout
-        pkg.get_op_execute_timeout = get_op_execute_timeout
-
-
-_export()
-
-
 class _Watchdog:
     """One thread that cancels kernel tasks running past their op execute deadline."""
 

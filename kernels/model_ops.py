@@ -1,0 +1,256 @@
+"""AI Core implementations of model ops, registered into `rt.model`'s op registry.
+
+Loaded by `rt.model` through the `ascend_emu.op_libraries` entry point (pyproject.toml), or by
+importing this module. Each implementation accepts a node only in the cases its kernel covers
+(dtype, rank, attributes); every other node runs on the AI CPU (`rt.model.aicpu`).
+
+| device op | kernel |
+|---|---|
+| Conv (2-D, group 1, float32) | kernels.conv2d: img2col (vector) + matmul_kernel (cube) |
+| MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool (float32, 4-D) | kernels.pool |
+| MatMul (A: ... x K, B: K x N 2-D; float32/float16 in, float32 out) | kernels.matmul |
+| Gemm (normalised by ATC: A @ B + bias) | kernels.matmul + kernels.eltwise row broadcast |
+| Add (same shapes) | kernels.add |
+| Add/Sub/Mul/Div/Max/Min (same shapes or a last-axis row vector) | kernels.eltwise |
+| Relu, Exp, Abs, Sqrt, Log, Reciprocal | kernels.eltwise unary |
+| Softmax (last axis) | kernels.softmax |
+| LayerNormalization (last axis, scale and bias) | kernels.norm |
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import rt
+
+from . import add as _add
+from . import conv2d as _conv
+from . import eltwise as _elt
+from . import matmul as _mm
+from . import norm as _norm
+from . import pool as _pool
+from . import softmax as _sm
+
+F32 = "float32"
+
+
+def _zeros(n: int) -> rt.DeviceArray:
+    return rt.device_zeros((max(n, 16),), np.float32)
+
+
+class _Op:
+    def prepare(self, node, specs):
+        return None
+
+
+class Conv(_Op):
+    def supports(self, node, specs):
+        a = node["attrs"]
+        x, w = specs.inputs[0], specs.inputs[1]
+        return (a.get("group", 1) == 1 and len(x[0]) == 4 and x[1] == F32 and w[1] == F32 and
+                1 in specs.consts and (len(specs.inputs) < 3 or specs.inputs[2] is None or
+                                       2 in specs.consts) and
+                specs.workspace_bytes > 0 and a.get("auto_pad", "NOTSET") in ("NOTSET", "VALID"))
+
+    def prepare(self, node, specs):
+        a = node["attrs"]
+        t = _conv.conv2d_tiling(specs.inputs[0][0], specs.inputs[1][0], a.get("strides", 1),
+                                a.get("pads", 0), a.get("dilations", 1))
+        if t.col_elems * 4 > specs.workspace_bytes:
+            raise ValueError(f"workspace {specs.workspace_bytes} < img2col {t.col_elems * 4}")
+        wmat = rt.to_device(_conv.weight_matrix(specs.consts[1], specs.consts.get(2)))
+        return t, wmat, _zeros(t.mm.zeros_len)
+
+    def launch(self, node, state, ins, outs, workspace, stream):
+        t, wmat, zeros = state
+        col = rt.DeviceArray((t.col_elems,), np.float32, workspace.ptr)
+        _conv.launch_conv2d(ins[0], wmat, outs[0], col, zeros, t, stream)
+
+
+class Pool(_Op):
+    def __init__(self, mode, global_):
+        self.mode, self.global_ = mode, global_
+
+    def _tiling(self, node, specs):
+        shape = specs.inputs[0][0]
+        if self.global_:
+            return _pool.pool_tiling(shape, (shape[2], shape[3]), 1, 0)
+        a = node["attrs"]
+        return _pool.pool_tiling(shape, a["kernel_shape"], a.get("strides"), a.get("pads", 0))
+
+    def supports(self, node, specs):
+        a = node["attrs"]
+        if len(specs.inputs[0][0]) != 4 or specs.inputs[0][1] != F32 or a.get("ceil_mode", 0) \
+                or a.get("storage_order", 0) or len(node["outputs"]) > 1 or \
+                a.get("auto_pad", "NOTSET") not in ("NOTSET", "VALID") or \
+                any(d != 1 for d in a.get("dilations", [1, 1])):
+            return False
+        t = self._tiling(node, specs)
+        return _pool.kh_bucket(t.kh) * t.w_pad * 4 * _pool.BUFFER_NUM <= rt.get_soc().ub_bytes
+
+    def prepare(self, node, specs):
+        return self._tiling(node, specs)
+
+    def launch(self, node, t, ins, outs, workspace, stream):
+        _pool.launch_pool(ins[0], outs[0], self.mode, t, stream,
+                          node["attrs"].get("count_include_pad", 0))
+
+
+class MatMul(_Op):
+    def supports(self, node, specs):
+        (ash, adt), (bsh, bdt) = specs.inputs[:2]
+        return (len(bsh) == 2 and len(ash) >= 2 and adt == bdt and adt in (F32, "float16") and
+                specs.outputs[0][1] == F32 and ash[-1] == bsh[0])
+
+    def prepare(self, node, specs):
+        (ash, adt), (bsh, _) = specs.inputs[:2]
+        m = math.prod(ash[:-1])
+        t = _mm.matmul_tiling(m, bsh[1], bsh[0], np.dtype(adt))
+        return t, rt.device_zeros((t.zeros_len,), adt)
+
+    def launch(self, node, state, ins, outs, workspace, stream):
+        t, zeros = state
+        a = rt.DeviceArray((t.m, t.k), ins[0].dtype, ins[0].ptr)
+        c = rt.DeviceArray((t.m, t.n), np.float32, outs[0].ptr)
+        _mm.matmul_kernel[t.block_dim, stream](
+            a, ins[1], c, zeros, np.int64(t.m), np.int64(t.n), np.int64(t.k), t.base_m,
+            t.base_n, t.base_k, t.l0_n, t.depth_l1, t.depth_l0a, t.depth_l0b)
+
+
+class Gemm(MatMul):
+    def supports(self, node, specs):
+        if node["attrs"]:                       # not normalised by ATC
+            return False
+        ok = super().supports(node, specs) and len(specs.inputs[0][0]) == 2
+        if len(specs.inputs) > 2 and specs.inputs[2] is not None:
+            ok = ok and specs.inputs[2][0] == (specs.inputs[1][0][1],) and \
+                specs.inputs[2][1] == F32
+        return ok
+
+    def launch(self, node, state, ins, outs, workspace, stream):
+        super().launch(node, state, ins, outs, workspace, stream)
+        if len(ins) > 2 and ins[2] is not None:
+            _elt.binary("add", outs[0], ins[2], stream=stream, out=outs[0])
+
+
+def _bcast_shape(x, y):
+    """True if y is a row vector over x's last axis (shape (..., 1, cols))."""
+    return len(y) >= 1 and y[-1] == x[-1] and math.prod(y) == y[-1] and len(y) <= len(x)
+
+
+class Binary(_Op):
+    def __init__(self, op):
+        self.op = op
+
+    def supports(self, node, specs):
+        (xs, xd), (ys, yd) = specs.inputs[:2]
+        out = specs.outputs[0][0]
+        if xd != yd or xd not in (F32, "float16"):
+            return False
+        if xs == ys:
+            return True
+        if _bcast_shape(xs, ys) and out == xs:
+            return True
+        return self.op in ("add", "mul", "max", "min") and _bcast_shape(ys, xs) and out == ys
+
+    def launch(self, node, state, ins, outs, workspace, stream):
+        x, y = ins[0], ins[1]
+        if x.shape != y.shape and x.size < y.size:
+            x, y = y, x
+        z = outs[0]
+        if x.shape == y.shape:
+            if self.op == "add":
+                t = _add.add_tiling(x.size, x.dtype)
+                _add.add_kernel[t.block_dim, stream](x, y, z, t.total, t.per_core, t.tile)
+            else:
+                _elt.binary(self.op, x, y, stream=stream, out=z)
+            return
+        cols = x.shape[-1]
+        _elt.binary(self.op, rt.DeviceArray((x.size // cols, cols), x.dtype, x.ptr),
+                    rt.DeviceArray((cols,), y.dtype, y.ptr), stream=stream,
+                    out=rt.DeviceArray((x.size // cols, cols), z.dtype, z.ptr))
+
+
+class Unary(_Op):
+    def __init__(self, op):
+        self.op = op
+
+    def supports(self, node, specs):
+        return specs.inputs[0][1] in (F32, "float16")
+
+    def launch(self, node, state, ins, outs, workspace, stream):
+        _elt.unary(self.op, ins[0], stream=stream, out=outs[0])
+
+
+def _rows(shape):
+    return math.prod(shape[:-1]), shape[-1]
+
+
+class Softmax(_Op):
+    def supports(self, node, specs):
+        shape, dt = specs.inputs[0]
+        ax = node["attrs"].get("axis", -1)
+        return dt in (F32, "float16") and len(shape) >= 1 and ax % len(shape) == len(shape) - 1
+
+    def prepare(self, node, specs):
+        shape, dt = specs.inputs[0]
+        return _sm.softmax_tiling(*_rows(shape), np.dtype(dt))
+
+    def launch(self, node, t, ins, outs, workspace, stream):
+        x = rt.DeviceArray((ins[0].size,), ins[0].dtype, ins[0].ptr)
+        y = rt.DeviceArray((outs[0].size,), outs[0].dtype, outs[0].ptr)
+        wide = np.dtype(x.dtype).itemsize < 4
+        if t.chunked:
+            _sm.softmax_long_kernel[t.block_dim, stream](x, y, t.rows, t.cols, t.rows_per_core,
+                                                         t.chunk, t.tmp_elems, wide)
+        else:
+            _sm.softmax_kernel[t.block_dim, stream](x, y, t.rows, t.cols, t.rows_per_core,
+                                                    t.tile_rows, t.stride, t.tmp_elems, wide)
+
+
+class LayerNorm(_Op):
+    def supports(self, node, specs):
+        shape, dt = specs.inputs[0]
+        ax = node["attrs"].get("axis", -1)
+        params = specs.inputs[1:3]
+        return (dt in (F32, "float16") and len(shape) >= 1 and ax % len(shape) == len(shape) - 1
+                and len(params) == 2 and all(p is not None and p == ((shape[-1],), dt)
+                                             for p in params)
+                and len(node["outputs"]) == 1)
+
+    def prepare(self, node, specs):
+        shape, dt = specs.inputs[0]
+        return _norm.layernorm_tiling(*_rows(shape), np.dtype(dt))
+
+    def launch(self, node, t, ins, outs, workspace, stream):
+        x = rt.DeviceArray((ins[0].size,), ins[0].dtype, ins[0].ptr)
+        y = rt.DeviceArray((outs[0].size,), outs[0].dtype, outs[0].ptr)
+        eps = float(node["attrs"].get("epsilon", 1e-5))
+        wide = np.dtype(x.dtype).itemsize < 4
+        kernel = _norm.norm_long_kernel if t.chunked else _norm.norm_kernel
+        size = (t.chunk,) if t.chunked else (t.tile_rows, t.stride)
+        kernel[t.block_dim, stream](x, ins[1], ins[2], y, t.rows, t.cols, t.rows_per_core,
+                                    *size, t.tmp_elems, eps, False, wide)
+
+
+IMPLS = {
+    "Conv": Conv(),
+    "MaxPool": Pool("max", False), "AveragePool": Pool("avg", False),
+    "GlobalAveragePool": Pool("avg", True), "GlobalMaxPool": Pool("max", True),
+    "MatMul": MatMul(), "Gemm": Gemm(),
+    "Add": Binary("add"), "Sub": Binary("sub"), "Mul": Binary("mul"), "Div": Binary("div"),
+    "Max": Binary("max"), "Min": Binary("min"),
+    "Relu": Unary("relu"), "Exp": Unary("exp"), "Abs": Unary("abs"), "Sqrt": Unary("sqrt"),
+    "Log": Unary("ln"), "Reciprocal": Unary("reciprocal"),
+    "Softmax": Softmax(), "LayerNormalization": LayerNorm(),
+}
+
+
+def register() -> None:
+    """Register every AI Core implementation above (the entry point's target)."""
+    for op, impl in IMPLS.items():
+        rt.model.register_aicore(op, impl)
+
+
+register()

@@ -1,0 +1,417 @@
+"""ONNX -> offline model (the ATC step). Needs `onnx` (`pip install 'ascend-emu[models]'`).
+
+Passes, in order: fix the input shapes (`input_shape`), ONNX shape inference, Constant nodes and
+initializers -> weights, refuse ops without an implementation (by name), constant folding (every
+node whose inputs are all constants runs once here, on the AI CPU implementations),
+BatchNormalization folded into the Conv before it, Gemm with constant B normalised (B transposed
+to K x N, alpha and beta folded), dead nodes removed, a static memory plan for the activations and
+node workspaces (first fit by size over lifetimes: tensors that are never live at the same time
+share bytes), then the file (rt/model/format.py).
+"""
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+
+from ..model import aicpu
+from ..model.format import ALIGN, DTYPES, align, pack
+from ..model.onnx_types import numpy_dtype
+from ..soc import SOCS
+
+
+class AtcError(ValueError):
+    """A model ATC refuses, with the reason (op name, tensor name, ...)."""
+
+
+def _onnx():
+    try:
+        import onnx
+        from onnx import numpy_helper
+    except ImportError as e:      # pragma: no cover - depends on the environment
+        raise AtcError("atc: the onnx package is needed to read ONNX models: "
+                       "pip install 'ascend-emu[models]' (or pip install onnx)") from e
+    return onnx, numpy_helper
+
+
+def parse_input_shape(text: str | None) -> dict:
+    """"x:1,3,224,224;y:1,10" -> {"x": [1, 3, 224, 224], "y": [1, 10]} (ATC's --input_shape)."""
+    out = {}
+    for part in (text or "").split(";"):
+        if not part.strip():
+            continue
+        name, sep, dims = part.rpartition(":")
+        try:
+            if not sep or not name:
+                raise ValueError
+            out[name.strip()] = [int(d) for d in dims.split(",")]
+        except ValueError:
+            raise AtcError(f"atc: --input_shape must look like \"name:1,3,224,224;name2:1,10\", "
+                           f"got {part!r}") from None
+        if any(d < 1 for d in out[name.strip()]):
+            raise AtcError(f"atc: --input_shape dims must be >= 1 (dynamic shapes are not "
+                           f"supported yet), got {part!r}")
+    return out
+
+
+def _attrs(onnx, node) -> dict:
+    from onnx import numpy_helper
+    out = {}
+    for a in node.attribute:
+        v = onnx.helper.get_attribute_value(a)
+        if isinstance(v, bytes):
+            v = v.decode()
+        elif isinstance(v, onnx.TensorProto):
+            v = numpy_helper.to_array(v)
+        elif isinstance(v, list) and v and isinstance(v[0], bytes):
+            v = [s.decode() for s in v]
+        elif isinstance(v, (onnx.GraphProto, onnx.SparseTensorProto)) or \
+                (isinstance(v, list) and v and not isinstance(v[0], (int, float, str))):
+            raise AtcError(f"atc: node {node.name!r} ({node.op_type}): attribute {a.name!r} of "
+                           f"type {type(v).__name__} is not supported")
+        out[a.name] = v
+    return out
+
+
+def _jsonable(v):
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    if isinstance(v, (np.integer, np.floating)):
+        return v.item()
+    if isinstance(v, list):
+        return [_jsonable(x) for x in v]
+    return v
+
+
+class Graph:
+    """The graph between passes: nodes (dicts), tensor specs, constants (numpy)."""
+
+    def __init__(self):
+        self.nodes: list[dict] = []
+        self.specs: dict = {}            # name -> (shape tuple, dtype name)
+        self.consts: dict = {}           # name -> np.ndarray
+        self.inputs: list[str] = []
+        self.outputs: list[str] = []
+
+    def consumers(self, name: str) -> list[dict]:
+        return [n for n in self.nodes if name in n["inputs"]]
+
+
+def _static_shape(vi, what: str) -> tuple:
+    dims = []
+    for d in vi.type.tensor_type.shape.dim:
+        if not d.HasField("dim_value"):
+            raise AtcError(f"atc: {what} {vi.name!r} has a dynamic dim "
+                           f"({d.dim_param or '?'}); give static shapes with "
+                           f"--input_shape \"{vi.name}:...\"")
+        dims.append(int(d.dim_value))
+    return tuple(dims)
+
+
+def load_onnx(model, input_shape: dict | None = None) -> Graph:
+    """ONNX ModelProto (or path) -> Graph with static shapes (shape inference run here)."""
+    onnx, numpy_helper = _onnx()
+    if not isinstance(model, onnx.ModelProto):
+        try:
+            model = onnx.load(os.fspath(model))
+        except Exception as e:
+            raise AtcError(f"atc: cannot read ONNX model {model!r}: {e}") from e
+    for imp in model.opset_import:
+        if imp.domain not in ("", "ai.onnx"):
+            raise AtcError(f"atc: opset domain {imp.domain!r} is not supported (only ai.onnx)")
+    unknown = {}
+    for i, n in enumerate(model.graph.node):     # refused before anything else looks at shapes
+        if n.op_type != "Constant" and (n.op_type not in aicpu.OPS or
+                                        n.domain not in ("", "ai.onnx")):
+            op = n.op_type if n.domain in ("", "ai.onnx") else f"{n.domain}::{n.op_type}"
+            unknown.setdefault(op, []).append(n.name or f"{n.op_type}_{i}")
+    if unknown:
+        what = "; ".join(f"op {op!r} (nodes {names[:3]})" for op, names in sorted(unknown.items()))
+        raise AtcError(f"atc: unsupported op(s): {what}: no AI Core or AI CPU implementation. "
+                       f"Supported ops: {', '.join(sorted(aicpu.OPS))}")
+    g = model.graph
+    init_names = {t.name for t in g.initializer}
+    input_shape = dict(input_shape or {})
+    changed = bool(input_shape)
+    for vi in g.input:
+        if vi.name in init_names:
+            continue
+        if vi.name in input_shape:
+            dims = input_shape.pop(vi.name)
+            shape = vi.type.tensor_type.shape
+            if len(shape.dim) and len(shape.dim) != len(dims):
+                raise AtcError(f"atc: --input_shape for {vi.name!r} must have {len(shape.dim)} "
+                               f"dims, got {dims}")
+            del shape.dim[:]
+            for d in dims:
+                shape.dim.add().dim_value = d
+    if input_shape is not None and len(input_shape) == 0 and changed:
+        del g.value_info[:]             # re-infer everything from the new input shapes
+        for vi in g.output:
+            vi.type.tensor_type.ClearField("shape")
+    if input_shape:
+        raise AtcError(f"atc: --input_shape names {sorted(input_shape)} are not model inputs "
+                       f"(inputs: {[v.name for v in g.input if v.name not in init_names]})")
+    try:
+        model = onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
+    except Exception as e:
+        raise AtcError(f"atc: ONNX shape inference failed: {e}") from e
+    g = model.graph
+    graph = Graph()
+    for t in g.initializer:
+        graph.consts[t.name] = numpy_helper.to_array(t)
+    for vi in list(g.input) + list(g.value_info) + list(g.output):
+        if vi.name in graph.consts or vi.name in graph.specs:
+            continue
+        if vi.type.tensor_type.elem_type and vi.type.tensor_type.HasField("shape"):
+            graph.specs[vi.name] = (_static_shape(vi, "tensor"),
+                                    numpy_dtype(vi.type.tensor_type.elem_type).name)
+    graph.inputs = [v.name for v in g.input if v.name not in graph.consts]
+    graph.outputs = [v.name for v in g.output]
+    for i, n in enumerate(g.node):
+        if n.domain not in ("", "ai.onnx"):
+            raise AtcError(f"atc: op {n.domain}::{n.op_type} (node {n.name!r}) is not supported: "
+                           f"no AI Core or AI CPU implementation")
+        node = {"name": n.name or f"{n.op_type}_{i}", "op": n.op_type, "attrs": _attrs(onnx, n),
+                "inputs": list(n.input), "outputs": list(n.output)}
+        if n.op_type == "Constant":
+            val = node["attrs"].get("value")
+            if val is None:
+                for k in ("value_float", "value_int", "value_floats", "value_ints"):
+                    if k in node["attrs"]:
+                        val = np.array(node["attrs"][k],
+                                       np.float32 if "float" in k else np.int64)
+            if val is None:
+                raise AtcError(f"atc: Constant node {node['name']!r} has no supported value "
+                               f"attribute")
+            graph.consts[n.output[0]] = np.asarray(val)
+            continue
+        graph.nodes.append(node)
+    for name in graph.inputs + graph.outputs:
+        if name not in graph.specs and name not in graph.consts:
+            raise AtcError(f"atc: model input/output {name!r} has no static shape after shape "
+                           f"inference; give one with --input_shape")
+    return graph
+
+
+# ---- passes --------------------------------------------------------------------------------------
+
+def fold_constants(g: Graph) -> int:
+    """Run every node whose inputs are all constants; its outputs become constants."""
+    folded, keep = 0, []
+    for n in g.nodes:
+        if all((not i) or i in g.consts for i in n["inputs"]) and \
+                not any(o in g.outputs for o in n["outputs"]):
+            try:
+                vals = aicpu.run(n["op"], n["attrs"], [g.consts[i] if i else None
+                                                       for i in n["inputs"]])
+            except NotImplementedError as e:
+                raise AtcError(f"atc: node {n['name']!r} ({n['op']}): {e}") from e
+            for o, v in zip(n["outputs"], vals):
+                if o:
+                    g.consts[o] = np.asarray(v)
+            folded += 1
+        elif n["op"] == "Shape" and n["inputs"][0] in g.specs:
+            g.consts[n["outputs"][0]] = np.array(g.specs[n["inputs"][0]][0], np.int64)
+            folded += 1
+        else:
+            keep.append(n)
+    g.nodes = keep
+    return folded
+
+
+def fold_batchnorm(g: Graph) -> int:
+    """Conv -> BatchNormalization (constant statistics) becomes one Conv with new W and b."""
+    count = 0
+    for bn in [n for n in g.nodes if n["op"] == "BatchNormalization"]:
+        y = bn["inputs"][0]
+        convs = [n for n in g.nodes if n["op"] == "Conv" and y in n["outputs"]]
+        if len(bn["outputs"]) > 1 and any(bn["outputs"][1:]) or not convs:
+            continue
+        conv = convs[0]
+        if len(g.consumers(y)) != 1 or y in g.outputs or \
+                not all(i in g.consts for i in bn["inputs"][1:5]) or \
+                conv["inputs"][1] not in g.consts or \
+                (len(conv["inputs"]) > 2 and conv["inputs"][2] and
+                 conv["inputs"][2] not in g.consts):
+            continue
+        scale, beta, mean, var = (g.consts[i].astype(np.float64) for i in bn["inputs"][1:5])
+        w = g.consts[conv["inputs"][1]]
+        b = g.consts[conv["inputs"][2]].astype(np.float64) \
+            if len(conv["inputs"]) > 2 and conv["inputs"][2] else np.zeros(w.shape[0])
+        inv = scale / np.sqrt(var + bn["attrs"].get("epsilon", 1e-5))
+        wname, bname = conv["name"] + "::weight_bn", conv["name"] + "::bias_bn"
+        g.consts[wname] = (w.astype(np.float64) * inv.reshape(-1, *([1] * (w.ndim - 1)))) \
+            .astype(w.dtype)
+        g.consts[bname] = ((b - mean) * inv + beta).astype(w.dtype)
+        conv["inputs"] = [conv["inputs"][0], wname, bname]
+        conv["outputs"] = [bn["outputs"][0]]
+        g.nodes.remove(bn)
+        count += 1
+    return count
+
+
+def normalise_gemm(g: Graph) -> int:
+    """Gemm with constant B (and C): B stored K x N, alpha/beta folded, C as a length-N bias."""
+    count = 0
+    for n in g.nodes:
+        if n["op"] != "Gemm" or n["inputs"][1] not in g.consts or n["attrs"].get("transA", 0):
+            continue
+        c = n["inputs"][2] if len(n["inputs"]) > 2 and n["inputs"][2] else None
+        if c is not None and c not in g.consts:
+            continue
+        a = n["attrs"]
+        b = g.consts[n["inputs"][1]]
+        b = (b.T if a.get("transB", 0) else b) * a.get("alpha", 1.0)
+        n_out = b.shape[1]
+        ins = [n["inputs"][0], n["name"] + "::B_kn"]
+        g.consts[ins[1]] = np.ascontiguousarray(b).astype(g.consts[n["inputs"][1]].dtype)
+        if c is not None:
+            cv = g.consts[c] * a.get("beta", 1.0)
+            if cv.size == n_out or cv.size == 1:
+                g.consts[n["name"] + "::bias"] = np.broadcast_to(cv.reshape(-1), (n_out,)) \
+                    .astype(b.dtype).copy()
+                ins.append(n["name"] + "::bias")
+            else:
+                continue
+        n["inputs"], n["attrs"] = ins, {}
+        count += 1
+    return count
+
+
+def remove_dead(g: Graph) -> None:
+    live = set(g.outputs)
+    keep = []
+    for n in reversed(g.nodes):
+        if any(o in live for o in n["outputs"]):
+            keep.append(n)
+            live.update(i for i in n["inputs"] if i)
+    g.nodes = keep[::-1]
+    g.consts = {k: v for k, v in g.consts.items() if k in live}
+
+
+def node_workspace(n: dict, specs: dict) -> int:
+    """Bytes of scratch a node needs on the device: Conv's img2col matrix
+    ((C/group * KH * KW + 1) rows of OH * OW; the +1 row of ones carries the bias)."""
+    if n["op"] != "Conv" or n["attrs"].get("group", 1) != 1:
+        return 0
+    xs, dt = specs[n["inputs"][0]]
+    ys, _ = specs[n["outputs"][0]]
+    if len(xs) != 4:
+        return 0
+    kh, kw = n["attrs"]["kernel_shape"]
+    return (xs[1] * kh * kw + 1) * ys[2] * ys[3] * np.dtype(dt).itemsize
+
+
+def plan_memory(g: Graph, order: list[dict]) -> tuple[int, dict, dict, int]:
+    """Offsets in one workspace for activations and node workspaces. Returns (bytes, tensor
+    offsets, node workspace offsets, bytes without reuse)."""
+    io = set(g.inputs) | set(g.outputs)
+    items = []                          # (size, start, end, key)
+    first, last = {}, {}
+    for i, n in enumerate(order):
+        for o in n["outputs"]:
+            if o and o not in io:
+                first.setdefault(o, i)
+                last.setdefault(o, i)
+        for t in n["inputs"]:
+            if t in first:
+                last[t] = i
+    for t in first:
+        shape, dt = g.specs[t]
+        items.append((align(max(math.prod(shape) * np.dtype(dt).itemsize, 1)), first[t],
+                      last[t], ("t", t)))
+    for i, n in enumerate(order):
+        ws = node_workspace(n, g.specs)
+        if ws:
+            items.append((align(ws), i, i, ("w", n["name"])))
+    placed = []                          # (offset, size, start, end)
+    offsets = {}
+    for size, s, e, key in sorted(items, key=lambda it: (-it[0], it[1])):
+        off, moved = 0, True
+        # first fit: move past every placed item live at the same time that overlaps
+        while moved:
+            moved = False
+            for o2, sz2, s2, e2 in placed:
+                if s2 <= e and s <= e2 and off < o2 + sz2 and o2 < off + size:
+                    off, moved = align(o2 + sz2, ALIGN), True
+        placed.append((off, size, s, e))
+        offsets[key] = off
+    total = max((o + sz for o, sz, _, _ in placed), default=0)
+    tensors = {k[1]: v for k, v in offsets.items() if k[0] == "t"}
+    nodes = {k[1]: v for k, v in offsets.items() if k[0] == "w"}
+    return total, tensors, nodes, sum(it[0] for it in items)
+
+
+# ---- driver --------------------------------------------------------------------------------------
+
+def convert(model, output: str, soc_version: str = "Ascend910B2", input_shape=None,
+            log=None) -> dict:
+    """Convert an ONNX model (path or ModelProto) to `output` (".om" appended unless present).
+    Returns a summary dict (path, ops, passes, plan). Raises AtcError."""
+    if soc_version not in SOCS:
+        raise AtcError(f"atc: --soc_version must be one of {sorted(SOCS)}, got {soc_version!r}")
+    shapes = parse_input_shape(input_shape) if isinstance(input_shape, (str, type(None))) \
+        else {k: list(v) for k, v in input_shape.items()}
+    g = load_onnx(model, shapes)
+    folded = fold_constants(g)
+    bn = fold_batchnorm(g)
+    gemm = normalise_gemm(g)
+    remove_dead(g)
+    for name in g.outputs:          # a graph output that is a constant or an input: copy it
+        if name in g.consts or name in g.inputs:
+            src = name + "::src"
+            if name in g.consts:
+                g.consts[src] = g.consts.pop(name)
+                g.specs[name] = (g.consts[src].shape, g.consts[src].dtype.name)
+            else:
+                raise AtcError(f"atc: graph output {name!r} is also a graph input; not supported")
+            g.nodes.append({"name": name + "::identity", "op": "Identity", "attrs": {},
+                            "inputs": [src], "outputs": [name]})
+    for n in g.nodes:
+        for t in n["outputs"]:
+            if t and t not in g.specs:
+                raise AtcError(f"atc: shape inference could not determine the shape of {t!r} "
+                               f"(output of node {n['name']!r}, {n['op']})")
+    for name, v in g.consts.items():
+        if v.dtype.name not in DTYPES:
+            raise AtcError(f"atc: weight {name!r} has dtype {v.dtype}, not supported")
+    ws_bytes, offsets, node_ws, naive = plan_memory(g, g.nodes)
+    tensors = {}
+    for name in g.inputs:
+        tensors[name] = {"kind": "input"}
+    for name in g.outputs:
+        tensors[name] = {"kind": "output"}
+    for name, off in offsets.items():
+        tensors[name] = {"kind": "activation", "offset": off}
+    for name, v in g.consts.items():
+        tensors[name] = {"kind": "weight", "shape": list(v.shape), "dtype": v.dtype.name}
+    for name, t in tensors.items():
+        if t["kind"] != "weight":
+            shape, dt = g.specs[name]
+            t.update(shape=list(shape), dtype=dt)
+    nodes = []
+    for n in g.nodes:
+        nn = {"name": n["name"], "op": n["op"], "inputs": n["inputs"], "outputs": n["outputs"],
+              "attrs": {k: _jsonable(v) for k, v in n["attrs"].items()}}
+        if n["name"] in node_ws:
+            nn.update(workspace_offset=node_ws[n["name"]],
+                      workspace_bytes=node_workspace(n, g.specs))
+        nodes.append(nn)
+    header = {"format": "ascend-emu-om", "producer": "rt.atc", "soc_version": soc_version,
+              "inputs": g.inputs, "outputs": g.outputs, "tensors": tensors, "nodes": nodes,
+              "workspace_bytes": ws_bytes,
+              "plan": {"activations": len(offsets), "node_workspaces": len(node_ws),
+                       "bytes_without_reuse": naive, "bytes": ws_bytes}}
+    data = pack(header, sorted(g.consts.items()))
+    path = output if output.endswith(".om") else output + ".om"
+    with open(path, "wb") as f:
+        f.write(data)
+    ops = {}
+    for n in g.nodes:
+        ops[n["op"]] = ops.get(n["op"], 0) + 1
+    return {"path": path, "bytes": len(data), "ops": ops, "folded_nodes": folded,
+            "batchnorm_folded": bn, "gemm_normalised": gemm, "workspace_bytes": ws_bytes,
+            "workspace_bytes_without_reuse": naive,
+            "weight_bytes": sum(v.nbytes for v in g.consts.values())}

@@ -1,0 +1,289 @@
+"""AI CPU ops: numpy implementations of every device op the model format knows.
+
+Every op a converted model may contain has an entry here (this table *is* the op catalogue: ATC
+refuses an ONNX op that maps to nothing in it). Ops that the kernel library also implements
+(`kernels.model_ops` registers AI Core versions into `rt.model.registry`) run here only when no
+AI Core implementation accepts the node. ATC also uses these functions for constant folding.
+
+Each function takes the node's attrs and its input arrays (None for an omitted optional input) and
+returns a list of output arrays. Attribute names and defaults are ONNX's (opset 13-21).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+OPS: dict = {}
+
+
+def op(*names):
+    def deco(fn):
+        for n in names:
+            OPS[n] = fn
+        return fn
+    return deco
+
+
+def _pads(attrs, nd):
+    p = attrs.get("pads") or [0] * (2 * nd)
+    return p[:nd], p[nd:]
+
+
+def conv_out_hw(h, w, attrs) -> tuple[int, int]:
+    kh, kw = attrs["kernel_shape"]
+    (pt, pl), (pb, pr) = _pads(attrs, 2)
+    sh, sw = attrs.get("strides") or [1, 1]
+    dh, dw = attrs.get("dilations") or [1, 1]
+    return ((h + pt + pb - dh * (kh - 1) - 1) // sh + 1,
+            (w + pl + pr - dw * (kw - 1) - 1) // sw + 1)
+
+
+def _windows(x, attrs, pad_value=0.0):
+    """(N, C, OH, OW, KH, KW) strided view of the padded input."""
+    kh, kw = attrs["kernel_shape"]
+    (pt, pl), (pb, pr) = _pads(attrs, 2)
+    sh, sw = attrs.get("strides") or [1, 1]
+    dh, dw = attrs.get("dilations") or [1, 1]
+    xp = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)), constant_values=pad_value)
+    win = sliding_window_view(xp, ((kh - 1) * dh + 1, (kw - 1) * dw + 1), axis=(2, 3))
+    return win[:, :, ::sh, ::sw, ::dh, ::dw]
+
+
+@op("Conv")
+def conv(attrs, x, w, b=None):
+    if x.ndim != 4:
+        raise NotImplementedError(f"Conv: only 2-D convolutions (4-D input), got x.ndim={x.ndim}")
+    g = attrs.get("group", 1)
+    win = _windows(x, attrs)                       # N, C, OH, OW, KH, KW
+    n, c, oh, ow = win.shape[:4]
+    oc = w.shape[0]
+    out = np.empty((n, oc, oh, ow), np.result_type(x, w))
+    cg, og = c // g, oc // g
+    for i in range(g):
+        part = win[:, i * cg:(i + 1) * cg]
+        out[:, i * og:(i + 1) * og] = np.einsum("ncpqhw,ochw->nopq", part,
+                                                w[i * og:(i + 1) * og], optimize=True)
+    if b is not None:
+        out += b.reshape(1, -1, 1, 1)
+    return [out.astype(x.dtype, copy=False)]
+
+
+@op("MaxPool")
+def max_pool(attrs, x):
+    if attrs.get("ceil_mode", 0) or attrs.get("storage_order", 0):
+        raise NotImplementedError("MaxPool: ceil_mode and storage_order are not supported")
+    return [_windows(x, attrs, -np.inf).max(axis=(4, 5)).astype(x.dtype)]
+
+
+@op("AveragePool")
+def average_pool(attrs, x):
+    if attrs.get("ceil_mode", 0):
+        raise NotImplementedError("AveragePool: ceil_mode is not supported")
+    s = _windows(x, attrs).sum(axis=(4, 5), dtype=np.float64)
+    if attrs.get("count_include_pad", 0):
+        cnt = float(np.prod(attrs["kernel_shape"]))
+    else:
+        cnt = _windows(np.ones((1, 1) + x.shape[2:], np.float64), attrs).sum(axis=(4, 5))
+    return [(s / cnt).astype(x.dtype)]
+
+
+@op("GlobalAveragePool")
+def global_average_pool(attrs, x):
+    return [x.mean(axis=tuple(range(2, x.ndim)), keepdims=True, dtype=np.float64).astype(x.dtype)]
+
+
+@op("GlobalMaxPool")
+def global_max_pool(attrs, x):
+    return [x.max(axis=tuple(range(2, x.ndim)), keepdims=True)]
+
+
+@op("BatchNormalization")
+def batch_norm(attrs, x, scale, bias, mean, var):
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    inv = scale / np.sqrt(var.astype(np.float64) + attrs.get("epsilon", 1e-5))
+    y = (x - mean.reshape(shape)) * inv.reshape(shape) + bias.reshape(shape)
+    return [y.astype(x.dtype)]
+
+
+def _binary(fn):
+    return lambda attrs, a, b: [fn(a, b).astype(np.result_type(a, b), copy=False)]
+
+
+for _name, _fn in (("Add", np.add), ("Sub", np.subtract), ("Mul", np.multiply),
+                   ("Max", np.maximum), ("Min", np.minimum), ("Pow", np.power)):
+    OPS[_name] = _binary(_fn)
+
+
+@op("Div")
+def div(attrs, a, b):
+    if np.issubdtype(a.dtype, np.integer):
+        return [np.trunc(a / b).astype(a.dtype)]
+    return [(a / b).astype(np.result_type(a, b), copy=False)]
+
+
+def _unary(fn):
+    return lambda attrs, x: [np.asarray(fn(x)).astype(x.dtype, copy=False)]
+
+
+for _name, _fn in (("Relu", lambda x: np.maximum(x, 0)), ("Neg", np.negative), ("Exp", np.exp),
+                   ("Log", np.log), ("Sqrt", np.sqrt), ("Abs", np.abs), ("Tanh", np.tanh),
+                   ("Sigmoid", lambda x: 1 / (1 + np.exp(-x))), ("Reciprocal", np.reciprocal),
+                   ("Floor", np.floor), ("Ceil", np.ceil),
+                   ("Erf", np.vectorize(math.erf, otypes=[np.float64]))):
+    OPS[_name] = _unary(_fn)
+
+
+@op("Identity", "Dropout")
+def identity(attrs, x, *rest):
+    return [x.copy()]
+
+
+@op("LeakyRelu")
+def leaky_relu(attrs, x):
+    a = attrs.get("alpha", 0.01)
+    return [np.where(x >= 0, x, x * a).astype(x.dtype)]
+
+
+@op("Clip")
+def clip(attrs, x, lo=None, hi=None):
+    lo = attrs.get("min", -np.inf) if lo is None else lo
+    hi = attrs.get("max", np.inf) if hi is None else hi
+    return [np.clip(x, lo, hi).astype(x.dtype)]
+
+
+@op("Gelu")
+def gelu(attrs, x):
+    xf = x.astype(np.float64)
+    if attrs.get("approximate", "none") == "tanh":
+        y = 0.5 * xf * (1 + np.tanh(math.sqrt(2 / math.pi) * (xf + 0.044715 * xf ** 3)))
+    else:
+        y = 0.5 * xf * (1 + np.vectorize(math.erf)(xf / math.sqrt(2)))
+    return [y.astype(x.dtype)]
+
+
+@op("MatMul")
+def matmul(attrs, a, b):
+    return [np.matmul(a, b)]
+
+
+@op("Gemm")
+def gemm(attrs, a, b, c=None):
+    a = a.T if attrs.get("transA", 0) else a
+    b = b.T if attrs.get("transB", 0) else b
+    y = attrs.get("alpha", 1.0) * (a @ b)
+    if c is not None:
+        y = y + attrs.get("beta", 1.0) * c
+    return [y.astype(a.dtype, copy=False)]
+
+
+@op("Softmax")
+def softmax(attrs, x):
+    ax = attrs.get("axis", -1)
+    xf = x.astype(np.float64)
+    e = np.exp(xf - xf.max(axis=ax, keepdims=True))
+    return [(e / e.sum(axis=ax, keepdims=True)).astype(x.dtype)]
+
+
+@op("LogSoftmax")
+def log_softmax(attrs, x):
+    ax = attrs.get("axis", -1)
+    xf = x.astype(np.float64)
+    s = xf - xf.max(axis=ax, keepdims=True)
+    return [(s - np.log(np.exp(s).sum(axis=ax, keepdims=True))).astype(x.dtype)]
+
+
+@op("LayerNormalization")
+def layer_norm(attrs, x, scale, bias=None):
+    ax = attrs.get("axis", -1)
+    ax = ax % x.ndim
+    axes = tuple(range(ax, x.ndim))
+    xf = x.astype(np.float64)
+    mean = xf.mean(axis=axes, keepdims=True)
+    var = ((xf - mean) ** 2).mean(axis=axes, keepdims=True)
+    y = (xf - mean) / np.sqrt(var + attrs.get("epsilon", 1e-5)) * scale
+    if bias is not None:
+        y = y + bias
+    return [y.astype(x.dtype)]
+
+
+@op("Reshape")
+def reshape(attrs, x, shape):
+    shape = [int(s) for s in shape]
+    if not attrs.get("allowzero", 0):
+        shape = [x.shape[i] if s == 0 else s for i, s in enumerate(shape)]
+    return [x.reshape(shape).copy()]
+
+
+@op("Flatten")
+def flatten(attrs, x):
+    ax = attrs.get("axis", 1) % max(x.ndim, 1) if x.ndim else 0
+    return [x.reshape(int(np.prod(x.shape[:ax])), -1).copy()]
+
+
+@op("Transpose")
+def transpose(attrs, x):
+    return [np.ascontiguousarray(np.transpose(x, attrs.get("perm")))]
+
+
+@op("Squeeze")
+def squeeze(attrs, x, axes=None):
+    axes = attrs.get("axes") if axes is None else axes
+    return [np.squeeze(x, axis=None if axes is None else tuple(int(a) for a in axes)).copy()]
+
+
+@op("Unsqueeze")
+def unsqueeze(attrs, x, axes=None):
+    axes = attrs.get("axes") if axes is None else axes
+    out = x
+    for a in sorted(int(a) % (x.ndim + len(axes)) for a in axes):
+        out = np.expand_dims(out, a)
+    return [out.copy()]
+
+
+@op("Concat")
+def concat(attrs, *xs):
+    return [np.concatenate(xs, axis=attrs["axis"])]
+
+
+@op("Shape")
+def shape(attrs, x):
+    return [np.array(x.shape, np.int64)]
+
+
+@op("Gather")
+def gather(attrs, x, idx):
+    return [np.take(x, idx.astype(np.int64), axis=attrs.get("axis", 0))]
+
+
+@op("Cast")
+def cast(attrs, x):
+    from .onnx_types import numpy_dtype
+    return [x.astype(numpy_dtype(attrs["to"]))]
+
+
+def _reduce(fn):
+    def run(attrs, x, axes=None):
+        axes = attrs.get("axes") if axes is None else [int(a) for a in axes]
+        keep = bool(attrs.get("keepdims", 1))
+        if axes is None or len(axes) == 0:
+            if attrs.get("noop_with_empty_axes", 0):
+                return [x.copy()]
+            axes = None
+        ax = None if axes is None else tuple(axes)
+        return [np.asarray(fn(x, axis=ax, keepdims=keep)).astype(x.dtype)]
+    return run
+
+
+OPS["ReduceMean"] = _reduce(np.mean)
+OPS["ReduceSum"] = _reduce(np.sum)
+OPS["ReduceMax"] = _reduce(np.max)
+
+
+def run(op_type: str, attrs: dict, inputs: list) -> list:
+    """Run op `op_type` on numpy inputs (None for an omitted optional input)."""
+    fn = OPS[op_type]
+    while inputs and inputs[-1] is None:
+        inputs = inputs[:-1]
+    return fn(attrs, *inputs)

@@ -1,0 +1,268 @@
+"""`rt.Model`: an offline model loaded onto a device (mirrors aclmdlLoadFromFile/aclmdlExecute).
+
+At load the weights go to one device allocation and the activations get one workspace
+allocation, laid out by the static memory plan that ATC wrote (tensors whose lifetimes do not
+overlap share bytes). Each node becomes tasks on the execution stream: AI Core nodes launch
+kernels of a registered op library (`rt.model.registry`), every other node is an AI CPU task
+(numpy on the stream's worker, kind "aicpu" in the profiler).
+"""
+from __future__ import annotations
+
+import math
+import os
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import device as _dev
+from ..array import DeviceArray, device_empty
+from ..errors import (AclError, ACL_ERROR_INVALID_PARAM, ACL_ERROR_MODEL_INPUT_NOT_MATCH,
+                      ACL_ERROR_MODEL_OUTPUT_NOT_MATCH, ACL_ERROR_OP_NOT_FOUND,
+                      ACL_ERROR_RT_MODEL_EXECUTE)
+from ..log import logger
+from ..stream import Stream, current_stream
+from . import aicpu, registry
+from .format import parse, read_file
+
+
+@dataclass(frozen=True)
+class TensorDesc:
+    """One model input or output: name, shape, numpy dtype name and size in bytes."""
+    index: int
+    name: str
+    shape: tuple
+    dtype: str
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape) * np.dtype(self.dtype).itemsize
+
+
+@dataclass
+class _Node:
+    name: str
+    op: str
+    attrs: dict
+    inputs: list
+    outputs: list
+    engine: str
+    impl: object
+    state: object
+    workspace: DeviceArray | None
+    raw: dict             # the node as in the file (what op implementations see)
+
+
+def query_size(path) -> tuple[int, int]:
+    """Mirrors `aclmdlQuerySize`: (workspace bytes, weight bytes) of a model file."""
+    header, _ = parse(read_file(path), str(path))
+    return header["workspace_bytes"], header["weight_bytes"]
+
+
+class Model:
+    """A loaded offline model. `Model.load(path_or_bytes)`; `.inputs`/`.outputs` (TensorDesc);
+    `.execute(inputs, stream=None)`; `.unload()`."""
+
+    def __init__(self, header: dict, blob: memoryview, device: int | None = None,
+                 source: str = "<memory>"):
+        self.source = source
+        self.header = header
+        _dev.ensure_device()
+        self.device = _dev.current_device() if device is None else device
+        tensors = header["tensors"]
+        self.inputs = [TensorDesc(i, n, tuple(tensors[n]["shape"]), tensors[n]["dtype"])
+                       for i, n in enumerate(header["inputs"])]
+        self.outputs = [TensorDesc(i, n, tuple(tensors[n]["shape"]), tensors[n]["dtype"])
+                        for i, n in enumerate(header["outputs"])]
+        self.workspace_bytes = header["workspace_bytes"]
+        self.weight_bytes = header["weight_bytes"]
+        unknown = sorted({n["op"] for n in header["nodes"]} - set(aicpu.OPS))
+        if unknown:
+            raise AclError(ACL_ERROR_OP_NOT_FOUND,
+                           f"load model {source}: op type(s) {unknown} have no implementation in "
+                           f"this runtime (AI Core or AI CPU)")
+        registry.load_op_libraries()
+        self._lock = threading.Lock()
+        # device memory: weights (copied once) and the activation workspace
+        self._weights = device_empty((max(self.weight_bytes, 1),), np.uint8, device=self.device)
+        if len(blob):
+            self._weights.host_view()[:len(blob)] = np.frombuffer(blob, np.uint8)
+        self._work = device_empty((max(self.workspace_bytes, 1),), np.uint8, device=self.device)
+        wtable = {w["name"]: w for w in header["weights"]}
+        self._host_weights = {}
+        self._views = {}
+        for name, t in tensors.items():
+            if t["kind"] == "weight":
+                w = wtable[name]
+                self._host_weights[name] = np.frombuffer(
+                    blob, np.dtype(w["dtype"]).newbyteorder("<"), math.prod(w["shape"]),
+                    w["offset"]).reshape(w["shape"])
+                self._views[name] = self._view(self._weights, w["offset"], t)
+            elif t["kind"] == "activation":
+                self._views[name] = self._view(self._work, t["offset"], t)
+        self._staging: dict = {}
+        self.nodes = [self._bind(n, tensors) for n in header["nodes"]]
+
+    # -- construction --------------------------------------------------------------------------
+    @staticmethod
+    def _view(base: DeviceArray, offset: int, t: dict) -> DeviceArray | None:
+        if math.prod(t["shape"]) == 0:
+            return None
+        return DeviceArray(tuple(t["shape"]), t["dtype"], int(base.ptr) + offset)
+
+    @classmethod
+    def load(cls, source, device: int | None = None) -> "Model":
+        """Mirrors `aclmdlLoadFromFile` (a path) / `aclmdlLoadFromMem` (bytes). Refuses corrupt,
+        truncated or wrong-version files with ACL's model error codes (see rt/model/format.py)."""
+        if isinstance(source, (bytes, bytearray, memoryview)):
+            header, blob = parse(source)
+            return cls(header, blob, device)
+        path = os.fspath(source)
+        header, blob = parse(read_file(path), path)
+        return cls(header, blob, device, path)
+
+    def _spec(self, tensors, name):
+        if not name:
+            return None
+        t = tensors[name]
+        return (tuple(t["shape"]), t["dtype"])
+
+    def _bind(self, n: dict, tensors: dict) -> _Node:
+        specs = registry.Specs([self._spec(tensors, i) for i in n["inputs"]],
+                               [self._spec(tensors, o) for o in n["outputs"]],
+                               {k: self._host_weights[name] for k, name in enumerate(n["inputs"])
+                                if name in self._host_weights},
+                               n.get("workspace_bytes", 0))
+        ws = None
+        if n.get("workspace_bytes", 0):
+            ws = DeviceArray((n["workspace_bytes"],), np.uint8,
+                             int(self._work.ptr) + n["workspace_offset"])
+        impl = registry.AICORE.get(n["op"])
+        engine, state = "AI_CPU", None
+        if impl is not None and os.environ.get("ASCEND_EMU_MODEL_AICPU_ONLY") != "1":
+            try:
+                if impl.supports(n, specs):
+                    state = impl.prepare(n, specs)
+                    engine = "AI_CORE"
+            except Exception as e:    # an op library bug must not stop the model: run on AI CPU
+                logger.warning("model: AI Core %s for node %s failed to prepare (%s: %s); it "
+                               "runs on the AI CPU", n["op"], n["name"], type(e).__name__, e)
+                engine, state = "AI_CPU", None
+        return _Node(n["name"], n["op"], n["attrs"], n["inputs"], n["outputs"], engine,
+                     impl if engine == "AI_CORE" else None, state, ws, n)
+
+    # -- description -----------------------------------------------------------------------------
+    def input_index(self, name: str) -> int:
+        for d in self.inputs:
+            if d.name == name:
+                return d.index
+        raise AclError(ACL_ERROR_INVALID_PARAM, f"model: input name must be one of "
+                       f"{[d.name for d in self.inputs]}, got {name!r}")
+
+    def engines(self) -> dict:
+        """{node name: "AI_CORE" | "AI_CPU"}: where each node runs."""
+        return {n.name: n.engine for n in self.nodes}
+
+    # -- execution -------------------------------------------------------------------------------
+    def _device_arg(self, desc: TensorDesc, value, stream, is_input: bool) -> DeviceArray:
+        code = ACL_ERROR_MODEL_INPUT_NOT_MATCH if is_input else ACL_ERROR_MODEL_OUTPUT_NOT_MATCH
+        what = "input" if is_input else "output"
+        if isinstance(value, DeviceArray):
+            if value.nbytes != desc.size:
+                raise AclError(code, f"model execute: {what} {desc.index} ({desc.name!r}) must "
+                               f"have {desc.size} bytes ({desc.dtype}{list(desc.shape)}), got "
+                               f"{value.nbytes} ({value.dtype}{list(value.shape)})")
+            if value.shape != desc.shape or value.dtype != np.dtype(desc.dtype):
+                value = DeviceArray(desc.shape, desc.dtype, value.ptr)
+            return value
+        key = (what, desc.index)
+        buf = self._staging.get(key)
+        if buf is None:
+            buf = self._staging[key] = device_empty(desc.shape, desc.dtype, device=self.device)
+        if is_input:
+            a = np.asarray(value)
+            if a.shape != desc.shape:
+                raise AclError(code, f"model execute: input {desc.index} ({desc.name!r}) must "
+                               f"have shape {list(desc.shape)}, got {list(a.shape)}")
+            buf.copy_from_host(a.astype(desc.dtype, copy=False), stream)
+        return buf
+
+    def execute(self, inputs, stream: Stream | None = None, outputs=None):
+        """Mirrors `aclmdlExecute` / `aclmdlExecuteAsync`.
+
+        `inputs`: a list in model order or a dict by name, of numpy arrays or `rt.DeviceArray`s.
+        With numpy inputs the call is synchronous and returns numpy outputs. With DeviceArrays
+        every node is queued on `stream` (default: the current stream) and the call returns the
+        output DeviceArrays (`outputs`, if given, else buffers owned by the model that the next
+        execution reuses) before the work is done.
+        """
+        if isinstance(inputs, dict):
+            missing = [d.name for d in self.inputs if d.name not in inputs]
+            if missing:
+                raise AclError(ACL_ERROR_MODEL_INPUT_NOT_MATCH,
+                               f"model execute: inputs must name every model input, missing "
+                               f"{missing}")
+            inputs = [inputs[d.name] for d in self.inputs]
+        inputs = list(inputs)
+        if len(inputs) != len(self.inputs):
+            raise AclError(ACL_ERROR_MODEL_INPUT_NOT_MATCH,
+                           f"model execute: inputs must have {len(self.inputs)} entries, got "
+                           f"{len(inputs)}")
+        host = not all(isinstance(x, DeviceArray) for x in inputs)
+        stream = stream or current_stream()
+        with self._lock:
+            bound = dict(self._views)
+            for d, x in zip(self.inputs, inputs):
+                bound[d.name] = self._device_arg(d, x, stream, True)
+            outs = list(outputs) if outputs is not None else [None] * len(self.outputs)
+            if len(outs) != len(self.outputs):
+                raise AclError(ACL_ERROR_MODEL_OUTPUT_NOT_MATCH,
+                               f"model execute: outputs must have {len(self.outputs)} entries, "
+                               f"got {len(outs)}")
+            for d, o in zip(self.outputs, outs):
+                bound[d.name] = self._device_arg(d, o, stream, False)
+            for node in self.nodes:
+                self._launch(node, bound, stream)
+            result = [bound[d.name] for d in self.outputs]
+        if not host:
+            return result
+        stream.synchronize()
+        return [r.copy_to_host() for r in result]
+
+    def _launch(self, node: _Node, bound: dict, stream: Stream) -> None:
+        ins = [bound.get(i) if i else None for i in node.inputs]
+        outs = [bound.get(o) for o in node.outputs]
+        if node.engine == "AI_CORE":
+            try:
+                node.impl.launch(node.raw, node.state, ins, outs, node.workspace, stream)
+                return
+            except AclError:
+                raise
+            except Exception as e:
+                raise AclError(ACL_ERROR_RT_MODEL_EXECUTE,
+                               f"model execute: node {node.name!r} ({node.op}, AI Core) failed to "
+                               f"launch: {type(e).__name__}: {e}") from e
+
+        def run(node=node, ins=ins, outs=outs):
+            try:
+                arrays = [None if a is None else a.host_view() for a in ins]
+                results = aicpu.run(node.op, node.attrs, arrays)
+                for dst, val in zip(outs, results):
+                    if dst is not None:
+                        dst.host_view()[...] = np.asarray(val).reshape(dst.shape)
+            except Exception as e:
+                raise AclError(ACL_ERROR_RT_MODEL_EXECUTE,
+                               f"model execute: node {node.name!r} ({node.op}, AI CPU) failed: "
+                               f"{type(e).__name__}: {e}") from e
+        stream.enqueue(run, "aicpu", f"{node.op}:{node.name}")
+
+    def unload(self) -> None:
+        """Mirrors `aclmdlUnload`: frees the weights and workspace (stream-ordered)."""
+        for buf in [self._weights, self._work, *self._staging.values()]:
+            buf.free()
+        self._staging.clear()
+        self._views.clear()
+
+    def __repr__(self) -> str:
+        return (f"Model({self.source!r}, inputs={[(d.name, d.shape) for d in self.inputs]}, "
+                f"outputs={[(d.name, d.shape) for d in self.outputs]}, nodes={len(self.nodes)})")

@@ -1,0 +1,143 @@
+"""python -m rt.atc: passes, the file format, and refusals (unknown ops, bad files)."""
+import json
+import struct
+
+import numpy as np
+import onnx
+import pytest
+
+import rt
+from rt.atc import AtcError, convert
+from rt.atc.__main__ import main as atc_main
+from rt.model import format as fmt
+
+import onnx_models
+
+
+@pytest.fixture
+def cnn_om(tmp_path):
+    path = tmp_path / "cnn.onnx"
+    onnx.save(onnx_models.cnn(), path)
+    summary = convert(str(path), str(tmp_path / "cnn"), "Ascend910B2")
+    return summary
+
+
+def test_conversion_folds_batchnorm_normalises_gemm_and_plans_memory(cnn_om):
+    assert cnn_om["path"].endswith("cnn.om")
+    assert cnn_om["batchnorm_folded"] == 1 and cnn_om["gemm_normalised"] == 1
+    assert "BatchNormalization" not in cnn_om["ops"]
+    assert cnn_om["ops"]["Conv"] == 2
+    assert 0 < cnn_om["workspace_bytes"] < cnn_om["workspace_bytes_without_reuse"]
+    header, blob = fmt.parse(open(cnn_om["path"], "rb").read())
+    assert header["workspace_bytes"] == cnn_om["workspace_bytes"]
+    assert rt.model.query_size(cnn_om["path"]) == (header["workspace_bytes"],
+                                                    header["weight_bytes"])
+    acts = [t for t in header["tensors"].values() if t["kind"] == "activation"]
+    assert acts and all(t["offset"] % 64 == 0 for t in acts)
+
+
+def test_constant_folding_and_input_shape(tmp_path):
+    path = tmp_path / "mlp.onnx"
+    m = onnx_models.mlp(batch=4)
+    onnx.save(m, path)
+    s = convert(str(path), str(tmp_path / "mlp"), "Ascend910B2", input_shape="x:4,32")
+    assert s["folded_nodes"] == 1 and "Concat" not in s["ops"]
+    with pytest.raises(AtcError, match="must have 2 dims"):
+        convert(str(path), str(tmp_path / "bad"), "Ascend910B2", input_shape="x:1,4,32")
+    with pytest.raises(AtcError, match="not model inputs"):
+        convert(str(path), str(tmp_path / "bad"), "Ascend910B2", input_shape="y:4,32")
+
+
+def test_dynamic_dims_need_input_shape(tmp_path):
+    m = onnx_models.cnn()
+    m.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "batch"
+    path = tmp_path / "dyn.onnx"
+    onnx.save(m, path)
+    with pytest.raises(AtcError, match="dynamic dim .*--input_shape"):
+        convert(str(path), str(tmp_path / "dyn"), "Ascend910B2")
+    s = convert(str(path), str(tmp_path / "dyn"), "Ascend910B2", input_shape="x:2,3,12,12")
+    header, _ = fmt.parse(open(s["path"], "rb").read())
+    assert header["tensors"]["prob"]["shape"] == [2, 10]
+
+
+def test_unknown_op_is_refused_with_its_name(tmp_path):
+    path = tmp_path / "nms.onnx"
+    onnx.save(onnx_models.with_unknown_op(), path)
+    with pytest.raises(AtcError, match="unsupported op.*'NonMaxSuppression'.*nms"):
+        convert(str(path), str(tmp_path / "nms"), "Ascend910B2")
+    assert not (tmp_path / "nms.om").exists()
+
+
+def test_cli(tmp_path, capsys):
+    path = tmp_path / "cnn.onnx"
+    onnx.save(onnx_models.cnn(), path)
+    assert atc_main(["--model", str(path), "--output", str(tmp_path / "m"),
+                     "--soc_version", "Ascend910B2", "--input_shape", "x:1,3,12,12"]) == 0
+    out = capsys.readouterr().out
+    assert "ATC run success" in out and "BatchNorm folded" in out
+    assert atc_main(["--model", str(path), "--output", str(tmp_path / "m"),
+                     "--soc_version", "Ascend999"]) == 1
+    assert "soc_version must be one of" in capsys.readouterr().err
+    assert atc_main(["--model", str(path), "--output", str(tmp_path / "m"),
+                     "--soc_version", "Ascend910B2", "--dynamic_batch_size", "1,2"]) == 1
+
+
+# ---- bad files -----------------------------------------------------------------------------------
+
+def _bytes(cnn_om):
+    return bytearray(open(cnn_om["path"], "rb").read())
+
+
+def _refused(data, tmp_path, code, match):
+    p = tmp_path / "bad.om"
+    p.write_bytes(bytes(data))
+    with pytest.raises(rt.AclError, match=match) as e:
+        rt.Model.load(str(p))
+    assert e.value.code == code
+    return e.value
+
+
+def test_truncated_file(cnn_om, tmp_path):
+    data = _bytes(cnn_om)
+    _refused(data[:-100], tmp_path, 100015, "truncated")
+    _refused(data[:20], tmp_path, 100015, "shorter than the 64-byte preamble")
+    _refused(data + b"x", tmp_path, 100015, "trailing bytes")
+
+
+def test_corrupt_weights_and_header(cnn_om, tmp_path):
+    data = _bytes(cnn_om)
+    data[-10] ^= 0xFF
+    _refused(data, tmp_path, 100012, "checksum .* corrupt")
+    data = _bytes(cnn_om)
+    data[70] ^= 0x01
+    _refused(data, tmp_path, 100012, "checksum")
+
+
+def test_wrong_version_and_magic(cnn_om, tmp_path):
+    data = _bytes(cnn_om)
+    data[8:12] = struct.pack("<I", 99)
+    _refused(data, tmp_path, 100013, "format version must be 1, got version=99")
+    data = _bytes(cnn_om)
+    data[:8] = b"\x80\x04\x95pickle"
+    _refused(data, tmp_path, 100013, "magic must be")
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(rt.AclError, match="cannot read model file") as e:
+        rt.Model.load(str(tmp_path / "nope.om"))
+    assert e.value.code == 100014
+
+
+def test_schema_errors_are_refused(cnn_om, tmp_path):
+    header, blob = fmt.parse(bytes(_bytes(cnn_om)))
+    bad = json.loads(json.dumps(header))
+    act = next(n for n, t in bad["tensors"].items() if t["kind"] == "activation")
+    bad["tensors"][act]["offset"] = bad["workspace_bytes"] + 64
+    weights = [(w["name"], np.frombuffer(blob, w["dtype"], int(np.prod(w["shape"])),
+                                         w["offset"]).reshape(w["shape"]))
+               for w in header["weights"]]
+    _refused(fmt.pack(bad, weights), tmp_path, 100012, f"activation '{act}' must lie inside")
+    bad = json.loads(json.dumps(header))
+    bad["nodes"][0]["op"] = "Exec"
+    e = _refused(fmt.pack(bad, weights), tmp_path, 100024, "'Exec'.*no implementation")
+    assert "Exec" in e.message
