@@ -7,22 +7,25 @@ from __future__ import annotations
 
 import linecache
 import os
+import re
 import threading
 import warnings
 
 import numpy as np
+from numba.core.errors import NumbaError
 
 import rt
 from rt import errors as E
 
 from . import options as O
 from .lang import api, core, dtypes as D, prims, record, trace
+from .lang.prims import ktype as KT
 from .lang.state import FLAG_TRACE
 from .compiler.cache import load_module
 from .compiler.codegen import kernel_module
 from .compiler.frontend import asc_calls
 from .lang import barrier as _barrier
-from .lang.errors import GMReadError, GMWriteError, KernelError
+from .lang.errors import CompileError, GMReadError, GMWriteError, KernelError
 from .lang.kernel import KernelFunction
 
 _CTX = threading.local()
@@ -65,8 +68,13 @@ class _Binary(rt.KernelBinary):
     one specialisation; a block's fault is raised as `rt.KernelFault` with its block_idx."""
 
     def __init__(self, name, soc, checked: O.CheckedOptions, param_names, gm_names=(),
-                 traced=False):
+                 traced=False, kernel_type=KT.AICORE):
         self.name = name
+        self.kernel_type = kernel_type       # lang/prims/ktype.py (KT.KERNEL_TYPES)
+        self.kernel_type_name = next(k for k, v in KT.KERNEL_TYPES.items() if v == kernel_type)
+        # kernel instances per block of block_dim (the AIVs of a MIX_AIC_1_2 group): rt runs
+        # block_dim * per_block instances, numbered as the NPU numbers them (ktype.py)
+        self.per_block = KT.instances_per_block(kernel_type)
         self.traced = traced                 # records the NPU view's trace (lang/trace.py)
         self._traces = {}                    # per launch (id of its args): [rows..., blocks]
         self._done = {}                      # finished launches' rows, until the profiler takes
@@ -89,7 +97,9 @@ class _Binary(rt.KernelBinary):
         return blocks
 
     def run_blocks(self, first, last, block_dim, args, barrier=None):
-        ctx = _core_ctx(self.soc, self.checked.flags | (FLAG_TRACE if self.traced else 0))
+        ctx = _core_ctx(self.soc, self.checked.flags | (FLAG_TRACE if self.traced else 0) |
+                        (self.kernel_type << KT.KT_SHIFT))
+        block_num = block_dim // self.per_block    # GetBlockNum: the launch's block_dim
         st = core.state(ctx)
         _barrier.attach(st, barrier)
         st.rounded = 0
@@ -104,9 +114,14 @@ class _Binary(rt.KernelBinary):
             if self.traced:
                 self._run_traced(ctx, st, first, last, block_dim, views, args)
             else:
-                self._run(ctx, self._order(first, last), block_dim, views)
+                self._run(ctx, self._order(first, last), block_num, views)
+        except CompileError:
+            raise
         except (KernelError, ZeroDivisionError, IndexError, ValueError, TypeError,
-                AssertionError, ArithmeticError) as e:
+                AssertionError, ArithmeticError, AttributeError, ImportError,
+                NotImplementedError) as e:
+            # (interpret mode: an unsupported name or method -> the message plus the kernel's
+            # file:line, e.g. "asc.LocalTensorAuto (pyasc) is not supported by ascend-emu")
             raise self._wrap(e, int(st.block_idx), block_dim, self._where(e, st)) from e
         finally:
             self._add_counters(id(args), core.read_counters(ctx), last - first, block_dim)
@@ -120,7 +135,7 @@ class _Binary(rt.KernelBinary):
         """Run blocks one at a time, taking each one's trace rows from the core's buffer."""
         for b in self._order(first, last):
             st.trace_n = st.trace_lost = 0
-            self._run(ctx, np.array([b], dtype=np.int64), block_dim, views)
+            self._run(ctx, np.array([b], dtype=np.int64), block_dim // self.per_block, views)
             if st.trace_lost:
                 raise KernelError(
                     f"rt.profile(npu=True): a block must issue at most {len(ctx[3])} "
@@ -182,11 +197,54 @@ class _Binary(rt.KernelBinary):
         return rt.KernelFault(code, msg, block_idx)   # rt names the kernel and block_idx=<i>/<n>
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def typing_error(e, name, module_file, lines) -> CompileError:
+    """A Numba error of a generated kernel module as a CompileError at the kernel's own line:
+    the innermost `File "<module>", line N` of the message is mapped through the line marker
+    (`_asc_state.src_line = k`) before line N onto `lines[k]` (file, line); the cache path and
+    Numba's traceback of the generated code are left out."""
+    text = _ANSI.sub("", str(e))
+    heads = [ln.strip() for ln in text.splitlines() if ln.strip() and not
+             ln.strip().startswith(("Failed in", "During:", "File ", "def ", "<source", "^"))]
+    head = heads[0] if heads else type(e).__name__
+    where = None
+    gen = re.findall(r'File "([^"]+)", line (\d+)', text)
+    try:
+        src = open(module_file).read().splitlines()
+    except OSError:
+        src = []
+    for f, n in gen:
+        if os.path.basename(f) != os.path.basename(module_file):
+            continue
+        for i in range(min(int(n), len(src)) - 1, -1, -1):
+            m = re.match(r"\s*_asc_state\.src_line = (\d+)\s*$", src[i])
+            if m:
+                k = int(m.group(1))
+                if 0 < k < len(lines):
+                    where = lines[k]
+                break
+        if where is not None:
+            break
+    msg = f"kernel {name}: compiled mode cannot type this statement: {head}"
+    if where is not None:
+        file, line = where
+        code = linecache.getline(file, line).strip()
+        msg += f'\n  File "{file}", line {line}' + (f"\n    {code}" if code else "")
+    err = CompileError(msg)
+    if where is not None:
+        err.filename, err.lineno = where
+    return err
+
+
 class CompiledBinary(_Binary):
-    def __init__(self, name, soc, checked, param_names, run, lines, gm_names=(), traced=False):
-        super().__init__(name, soc, checked, param_names, gm_names, traced)
+    def __init__(self, name, soc, checked, param_names, run, lines, gm_names=(), traced=False,
+                 kernel_type=KT.AICORE, module_file=""):
+        super().__init__(name, soc, checked, param_names, gm_names, traced, kernel_type)
         self.run = run
         self.lines = lines      # st.src_line -> (file, line), from the generated module
+        self.module_file = module_file
 
     def trace_lines(self):
         return self.lines
@@ -196,12 +254,16 @@ class CompiledBinary(_Binary):
         return self.lines[k] if 0 < k < len(self.lines) else None
 
     def _run(self, ctx, blocks, block_dim, views):
-        self.run(ctx, blocks, block_dim, *views)
+        try:
+            self.run(ctx, blocks, block_dim, *views)
+        except NumbaError as e:      # typing fails at the first call: name the kernel's line
+            raise typing_error(e, self.name, self.module_file, self.lines) from None
 
 
 class InterpretedBinary(_Binary):
-    def __init__(self, name, soc, checked, param_names, fn, consts, gm_names=(), traced=False):
-        super().__init__(name, soc, checked, param_names, gm_names, traced)
+    def __init__(self, name, soc, checked, param_names, fn, consts, gm_names=(), traced=False,
+                 kernel_type=KT.AICORE):
+        super().__init__(name, soc, checked, param_names, gm_names, traced, kernel_type)
         self.fn, self.consts = fn, consts
 
     def _where(self, e, st):
@@ -223,8 +285,11 @@ class InterpretedBinary(_Binary):
                 args.append(self.consts[n])
             else:
                 v = next(it)
-                args.append(api.wrap(api.GlobalAddress, v) if isinstance(v, np.ndarray) else v)
+                # integers get pyasc's PlainValue methods (n.ceildiv(d), tiling.m.ceildiv(...))
+                args.append(api.wrap(api.GlobalAddress, v) if isinstance(v, np.ndarray)
+                            else api.kernel_value(v))
         prev = api.set_ctx(ctx)
+        prev_soc = api.set_launch_soc(self.soc)
         try:
             for b in blocks:
                 core.begin_block(ctx, b, block_dim)
@@ -235,6 +300,7 @@ class InterpretedBinary(_Binary):
                 prims.kernel_end(ctx)
         finally:
             api.set_ctx(prev)
+            api.set_launch_soc(prev_soc)
 
 
 _BLAS_LIMIT = []
@@ -279,18 +345,50 @@ def _torch_to_numpy(t):
     return t.numpy()
 
 
+# options of `@asc.jit(...)` and of a launch `kernel[...](..., option=value)`: ours, then pyasc's
+# CodegenOptions / CompileOptions fields (accepted; only kernel_type and matmul_cube_only change
+# anything here: there is no bisheng, IR dump or sync-insertion pass)
+OWN_OPTIONS = ("interpret", "checked", "soc", "kernel_type", "core_num", "stream")
+PYASC_OPTIONS = ("capture_exceptions", "ir_multithreading", "debug", "strip_loc", "verify_sync",
+                 "print_ir_before_all", "run_passes", "opt_level", "auto_sync", "auto_sync_log",
+                 "bisheng_options", "always_compile", "matmul_cube_only", "insert_sync")
+OPTIONS = OWN_OPTIONS + PYASC_OPTIONS
+
+# cube instructions a kernel may issue directly (without the Matmul API): such a kernel's blocks
+# own a whole AI Core (kernel type AICORE, see lang/prims/ktype.py)
+_CUBE_CALLS = frozenset(("mmad", "load_data", "fixpipe"))
+
+
+def kernel_type_of(value, where: str) -> int:
+    """A kernel type given as pyasc's KernelType, its name, or its value -> ktype's int."""
+    v = getattr(value, "name", value)
+    if isinstance(v, str) and v.upper() in KT.KERNEL_TYPES:
+        return KT.KERNEL_TYPES[v.upper()]
+    if isinstance(v, (int, np.integer)) and not isinstance(v, bool) and \
+            int(v) in KT.KERNEL_TYPES.values():
+        return int(v)
+    raise ValueError(f"{where}: kernel_type must be one of {', '.join(KT.KERNEL_TYPES)} (or "
+                     f"pyasc's asc.runtime.config.KernelType), got kernel_type={value!r}")
+
+
 class JitFunction(KernelFunction):
     """A kernel (or helper) declared with `@asc.jit`. Launch with `kernel[block_dim](*args)` or
-    `kernel[block_dim, stream](*args)` (pyasc syntax)."""
+    `kernel[block_dim, stream](*args)` (pyasc syntax); keyword arguments name kernel parameters
+    or options (OPTIONS)."""
 
     def __init__(self, fn, **options):
         super().__init__(fn)
-        self.options = options
-        clash = set(self.param_names) & {"interpret", "checked", "soc", "kernel_type", "core_num",
-                                         "stream"}
+        clash = set(self.param_names) & set(OPTIONS)
         if clash:
             raise TypeError(f"asc.jit: kernel parameters must not share a name with a jit "
                             f"option, got {sorted(clash)}")
+        unknown = sorted(set(options) - set(OPTIONS))
+        if unknown:
+            raise TypeError(f"asc.jit: unknown option {unknown[0]!r} for {self.__name__} "
+                            f"(options: {', '.join(OPTIONS)})")
+        if options.get("kernel_type") is not None:
+            kernel_type_of(options["kernel_type"], f"asc.jit({self.__name__})")
+        self.options = options
         self._cache: dict = {}
         self._lock = threading.Lock()
 
@@ -317,17 +415,73 @@ class JitFunction(KernelFunction):
         return lambda *args, **kw: self.launch(int(block_dim), stream, args, kw)
 
     # -- launch ---------------------------------------------------------------------------------
+    def bind_launch_args(self, args, kwargs):
+        """(all kernel arguments in parameter order, options) of a launch's positional and
+        keyword arguments: a keyword naming a parameter binds it (as pyasc binds the call with
+        `inspect.signature(fn).bind`), one naming an option (OPTIONS) is an option; anything
+        else is an error."""
+        named, opts = {}, {}
+        for k, v in kwargs.items():
+            if k in self.param_names:
+                named[k] = v
+            elif k in OPTIONS:
+                opts[k] = v
+            else:
+                raise TypeError(f"{self.__name__}: unknown launch option {k!r} (neither a "
+                                f"parameter of the kernel ({', '.join(self.param_names)}) nor "
+                                f"an option ({', '.join(OPTIONS)}))")
+        if len(args) > len(self.param_names):
+            raise TypeError(f"{self.__name__}: expected {len(self.param_names)} arguments "
+                            f"({', '.join(self.param_names)}), got {len(args)}")
+        full = list(args)
+        for i, name in enumerate(self.param_names):
+            if i < len(args):
+                if name in named:
+                    raise TypeError(f"{self.__name__}: got multiple values for argument "
+                                    f"{name!r}")
+                continue
+            if name not in named:
+                raise TypeError(f"{self.__name__}: missing a required argument: {name!r} "
+                                f"(expected {len(self.param_names)} arguments: "
+                                f"{', '.join(self.param_names)})")
+            full.append(named[name])
+        return tuple(full), opts
+
+    # pyasc's kernel-type detection for Matmul kernels (pyasc scripts: ascendc.pyasc_compat);
+    # False: a kernel of ours that registers a Matmul runs a whole AI Core per block (AICORE)
+    detect_mix_as_pyasc = False
+
+    def kernel_type(self, opts) -> int:
+        """The kernel type of a launch (lang/prims/ktype.py): the `kernel_type` option, else
+        detected as pyasc detects it (python/asc/runtime/compiler.py, DetectKernelTypePass: a
+        kernel that registers a Matmul object is MIX_AIC_1_2, or AIC_ONLY with
+        matmul_cube_only=True; the others AIV_ONLY), with two exceptions that keep this
+        emulator's own convention (a block is a whole AI Core: cube and vector work in one
+        instance, block_dim = AI Cores) for its kernels: a kernel issuing cube instructions
+        itself (mmad, load_data, fixpipe) is AICORE, and so is a Matmul kernel declared with
+        `ascendc.jit` (pyasc scripts' `asc.jit` detects MIX_AIC_1_2 as pyasc does; pass
+        kernel_type="MIX_AIC_1_2" to get it with ascendc.jit)."""
+        if opts.get("kernel_type") is not None:
+            return kernel_type_of(opts["kernel_type"], self.__name__)
+        calls = self._asc_calls()
+        if "adv.register_matmul" in calls:
+            if opts.get("matmul_cube_only"):
+                return KT.AIC_ONLY
+            return KT.MIX_AIC_1_2 if self.detect_mix_as_pyasc else KT.AICORE
+        if calls & _CUBE_CALLS:
+            return KT.AICORE
+        return KT.AIV_ONLY
+
     def launch(self, block_dim, stream, args, kwargs):
+        args, kwargs = self.bind_launch_args(args, kwargs)
         rt.ensure_device()
         single_threaded_blas()
         opts = {**self.options, **kwargs}
-        if len(args) != len(self.param_names):
-            raise TypeError(f"{self.__name__}: expected {len(self.param_names)} arguments "
-                            f"({', '.join(self.param_names)}), got {len(args)}")
         interpret = O.interpret_mode(opts.get("interpret"))
         checked = O.resolve(opts.get("checked"))
         soc = rt.get_soc(opts.get("soc"))
         traced = rt.npu_view_on()
+        ktype = self.kernel_type(opts)
         self._check_resident(block_dim, soc)
         consts, launch_args, sig, host_copies = {}, [], [], []
         try:
@@ -348,9 +502,11 @@ class JitFunction(KernelFunction):
                     launch_args.append(s)
                     sig.append(("S", s.dtype.name))
             key = (interpret, checked, soc.name, tuple(sorted((k, repr(v)) for k, v in
-                                                             consts.items())), tuple(sig), traced)
-            binary = self._binary(key, interpret, checked, soc, consts, sig, traced)
-            task = rt.launch(binary, block_dim, tuple(launch_args), stream)
+                                                             consts.items())), tuple(sig), traced,
+                   ktype)
+            binary = self._binary(key, interpret, checked, soc, consts, sig, traced, ktype)
+            # a MIX_AIC_1_2 launch runs block_dim groups: 2 * block_dim AIV instances
+            task = rt.launch(binary, block_dim * binary.per_block, tuple(launch_args), stream)
             if host_copies:   # a synchronous launch: its errors name the launch, as it was called
                 (stream or rt.current_stream()).synchronize(
                     api=f"kernel {binary.name!r}[{block_dim}]", own=task)
@@ -399,7 +555,8 @@ class JitFunction(KernelFunction):
                                  f"asc.sync_all (every block must be resident at once, or the "
                                  f"NPU hangs), got block_dim={block_dim}")
 
-    def _binary(self, key, interpret, checked, soc, consts, sig, traced=False):
+    def _binary(self, key, interpret, checked, soc, consts, sig, traced=False,
+                ktype=KT.AICORE):
         with self._lock:
             b = self._cache.get(key)
             if b is not None:
@@ -408,19 +565,20 @@ class JitFunction(KernelFunction):
             gm_names = [n for n, s in zip(rt_params, sig) if s[0] == "GA"]
             if interpret:
                 b = InterpretedBinary(self.__name__, soc, checked, self.param_names, self.fn,
-                                      consts, gm_names, traced)
+                                      consts, gm_names, traced, ktype)
             else:
-                mod = load_module(kernel_module(self, consts, sig), self.__name__)
+                mod = load_module(kernel_module(self, consts, sig, soc), self.__name__)
                 b = CompiledBinary(self.__name__, soc, checked, self.param_names, mod._run,
-                                   mod._LINES, gm_names, traced)
+                                   mod._LINES, gm_names, traced, ktype, mod.__file__)
             b.needs_all_resident = "sync_all" in self._asc_calls()
             self._cache[key] = b
             return b
 
 def jit(fn=None, **options):
     """Mirrors pyasc `@asc.jit` / `@asc.jit(**options)`. Options: interpret (bool), checked
-    (bool or CheckedOptions), soc (SoC name). Kernel type options of pyasc are accepted and
-    ignored (cube and vector paths run on every emulated core)."""
+    (bool or CheckedOptions), soc (SoC name), kernel_type (pyasc's KernelType or its name;
+    detected when not given, see JitFunction.kernel_type), matmul_cube_only; pyasc's other
+    codegen/compile options are accepted and change nothing (OPTIONS)."""
     if fn is None:
         return lambda f: JitFunction(f, **options)
     return JitFunction(fn, **options)

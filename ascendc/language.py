@@ -14,6 +14,7 @@ from .lang.params import (BinaryRepeatParams, UnaryRepeatParams, BrcbRepeatParam
                           DataCopyExtParams, DataCopyPadExtParams, DataCopyPadParams, Nd2NzParams,
                           LoadData2DParams, MmadParams, FixpipeParamsV220)
 from .lang.api import (GlobalAddress, GlobalTensor, LocalTensor, TPipe, TQue, TBuf, ConstExpr,
+                       Property, DEFAULT_C0_SIZE, ONE_BLK_SIZE, TOTAL_L1_SIZE, TOTAL_L0C_SIZE,
                        FUNCTIONS as _OPS)
 from .lang.errors import KernelError, CompileError
 from .options import CheckedOptions, set_default_checked
@@ -30,5 +31,6 @@ __all__ = [
     "DataCopyExtParams", "DataCopyPadExtParams", "DataCopyPadParams", "Nd2NzParams",
     "LoadData2DParams", "MmadParams", "FixpipeParamsV220", "GlobalAddress", "GlobalTensor",
     "LocalTensor", "TPipe", "TQue", "TBuf", "ConstExpr", "KernelError", "CompileError",
-    "CheckedOptions", "set_default_checked",
+    "CheckedOptions", "set_default_checked", "Property", "DEFAULT_C0_SIZE", "ONE_BLK_SIZE",
+    "TOTAL_L1_SIZE", "TOTAL_L0C_SIZE",
 ] + sorted(_OPS)

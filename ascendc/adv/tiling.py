@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections import namedtuple
 
+from ..lang.api import KernelInt
+
 # pyasc's order (the packed struct's order); C++ names in CPP_NAMES
 FIELDS = (
     "used_core_num", "m", "n", "k_a", "k_b", "single_core_m", "single_core_n", "single_core_k",
@@ -58,7 +60,8 @@ class TCubeTiling:
             value = int(value)
         if not hasattr(value, "__index__") or not _INT32[0] <= int(value) < _INT32[1]:
             raise ValueError(f"TCubeTiling: {name} must be an int32, got {name}={value!r}")
-        object.__setattr__(self, name, int(value))
+        # a kernel integer: `tiling.m.ceildiv(...)` works on a TCubeTiling built in a kernel
+        object.__setattr__(self, name, KernelInt(int(value)))
 
     def _asdict(self) -> dict:
         return {f: getattr(self, f) for f in FIELDS}

@@ -31,7 +31,8 @@ _call, _const, CTX = L.call, L.const, L.CTX
 class Generator:
     """Generates the module for one specialisation of a kernel (and the helpers it calls)."""
 
-    def __init__(self):
+    def __init__(self, soc=None):
+        self.soc = soc      # the launch's SoC profile (asc.property constants), None: unknown
         self.functions: list[str] = []
         self.dtype_globals: dict[str, str] = {}
         self.helpers: dict[tuple, tuple[str, str]] = {}  # (fn, kinds) -> (name, return kind)
@@ -57,7 +58,8 @@ class Generator:
         level (`inline=True`): optimised once, in place, instead of once alone and again inside
         every caller (a FlashAttention split into helpers compiled ~1.5x slower without it)."""
         src = KernelSource(fn)
-        src.check()
+        src.check(helper=inline)
+        src.fdef.args.defaults = []       # helpers: every call passes every argument
         globs = dict(fn.__globals__)
         if fn.__closure__:
             globs.update(inspect.getclosurevars(fn).nonlocals)
@@ -156,9 +158,37 @@ class _Rewriter(ast.NodeTransformer):
             if isinstance(f, ast.Name):
                 jf = self._global(f.id)
                 if _is_jit(jf):
-                    kinds = tuple(self.kind(a) for a in node.args)
+                    kinds = tuple(self.kind(a) for a in self._helper_args(node, jf))
                     return self.gen.helper(jf, kinds)[1]
         return OTHER
+
+    def _helper_args(self, node, jf):
+        """The arguments of a call of helper `jf` in parameter order (AST nodes): positional,
+        keyword, then the defaults of the ones not given (compile-time constants)."""
+        params = list(inspect.signature(jf.fn).parameters.values())
+        names = [p.name for p in params]
+        if len(node.args) > len(params):
+            raise self.err(node, f"helper {jf.__name__}() takes {len(params)} arguments "
+                                 f"({', '.join(names)}), got {len(node.args)} positional")
+        kw = {}
+        for k in node.keywords:
+            if k.arg is None or k.arg not in names:
+                raise self.err(node, f"helper {jf.__name__}() got an unexpected keyword "
+                                     f"argument {k.arg!r} (parameters: {', '.join(names)})")
+            if names.index(k.arg) < len(node.args) or k.arg in kw:
+                raise self.err(node, f"helper {jf.__name__}() got multiple values for "
+                                     f"argument {k.arg!r}")
+            kw[k.arg] = k.value
+        out = list(node.args)
+        for p in params[len(node.args):]:
+            if p.name in kw:
+                out.append(kw[p.name])
+            elif p.default is not inspect.Parameter.empty:
+                out.append(self._value_node(p.default, node))
+            else:
+                raise self.err(node, f"helper {jf.__name__}() missing a required argument: "
+                                     f"{p.name!r}")
+        return out
 
     def _global(self, name):
         if name in self.kinds or name in self.consts:
@@ -334,11 +364,10 @@ class _Rewriter(ast.NodeTransformer):
         if isinstance(f, ast.Name):
             g = self._global(f.id)
             if _is_jit(g):
-                kinds = tuple(self.kind(a) for a in node.args)
-                if node.keywords:
-                    raise self.err(node, "helpers must be called with positional arguments")
+                args = self._helper_args(node, g)
+                kinds = tuple(self.kind(a) for a in args)
                 name, _ = self.gen.helper(g, kinds)
-                return _call(name, [CTX] + [self.visit(a) for a in node.args])
+                return _call(name, [CTX] + [self.visit(a) for a in args])
             if f.id in BUILTINS and f.id not in self.kinds:
                 return self.generic_visit(node)
             if f.id not in self.kinds and callable(g):
@@ -361,6 +390,11 @@ class _Rewriter(ast.NodeTransformer):
         for ext in S.EXTENSIONS.values():
             if obj_kind in ext.lowering.KINDS:
                 return ext.lowering.method_value(self, node, obj_kind, m)
+        if obj_kind == OTHER and m in S.INT_METHODS:     # n.ceildiv(d) = asc.ceildiv(n, d)
+            call = ast.Call(func=node.func, args=[obj_node] + list(node.args),
+                            keywords=node.keywords)
+            ast.copy_location(call, node)
+            return L.function_call(self, call, m)
         row = L.method_row(self, node, obj_kind, m)
         obj = self.visit(obj_node)
         if row is not None:
@@ -388,11 +422,11 @@ class _Rewriter(ast.NodeTransformer):
         return self._ext_state.setdefault(namespace, {})
 
 
-def kernel_module(kf, consts: dict, sig: tuple) -> str:
-    """The source of the module for one specialisation of kernel `kf` (a KernelFunction): the
-    kernel, its helpers, and `_run(_ctx, _blocks, _block_num, *args)` that runs a range of
-    blocks on one core."""
-    gen = Generator()
+def kernel_module(kf, consts: dict, sig: tuple, soc=None) -> str:
+    """The source of the module for one specialisation of kernel `kf` (a KernelFunction) on SoC
+    profile `soc`: the kernel, its helpers, and `_run(_ctx, _blocks, _block_num, *args)` that
+    runs a range of blocks on one core."""
+    gen = Generator(soc)
     rt_params = [n for n in kf.param_names if n not in consts]
     kinds = {n: (GA if s[0] == "GA" else OTHER) for n, s in zip(rt_params, sig)}
     gen.function(kf.fn, "_kernel", kinds, consts)

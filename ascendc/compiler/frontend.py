@@ -40,14 +40,16 @@ class KernelSource:
         e.filename, e.lineno, e.offset, e.text = self.file, self.first_line + line - 1, col + 1, src
         return e
 
-    def check(self):
-        """Reject constructs the kernel language does not support (as pyasc does)."""
+    def check(self, helper=False):
+        """Reject constructs the kernel language does not support (as pyasc does). Helpers'
+        parameters may have default values (filled in at each call by the compiler)."""
         a = self.fdef.args
         if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs:
             raise self.error(self.fdef, "kernel parameters must be plain positional names "
                                         "(no *args, **kwargs or keyword-only parameters)")
-        if a.defaults:
-            raise self.error(a.defaults[0], "kernel parameters must not have default values")
+        if a.defaults and not helper:
+            raise self.error(a.defaults[0], "kernel parameters must not have default values "
+                                            "(helpers' may)")
         for node in ast.walk(self.fdef):
             bad = None
             if node is not self.fdef and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef,

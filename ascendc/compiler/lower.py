@@ -12,7 +12,8 @@ import re
 
 import numpy as np
 
-from ..lang import surface as S
+from ..lang import api, surface as S
+from .frontend import attr_chain
 
 OTHER = S.OTHER
 CTX = ast.Name(id="_ctx", ctx=ast.Load())
@@ -57,6 +58,11 @@ def function_call(rw, node, name):
             return printf(rw, node, [rw.visit(a) for a in node.args])
         if row.special == "loop":
             return call("range", [rw.visit(a) for a in node.args])
+        if row.special == "ceil_div":
+            _, (x, y) = _bound_values(rw, node, f"asc.{name}", row.forms)
+            return ceil_div(x, y)
+        if row.special == "platform_constant":
+            return platform_constant(rw, node, name, row)
         form, vals = _bound_values(rw, node, f"asc.{name}", row.forms)
         return call(f"_P.{form.prim}", [CTX] + vals)
     h = S.HANDLES.get(name)
@@ -154,3 +160,28 @@ def printf(rw, node, args):
         line = piece if line is None else ast.BinOp(left=line, op=ast.Add(), right=piece)
     return ast.Call(func=ast.Name(id="print", ctx=ast.Load()), args=[line or ast.Constant("")],
                     keywords=[])
+
+
+def ceil_div(x, y):
+    """Integer division rounding up (arith.ceildivsi): -((-x) // y)."""
+    neg = ast.BinOp(left=ast.UnaryOp(op=ast.USub(), operand=x), op=ast.FloorDiv(), right=y)
+    return ast.UnaryOp(op=ast.USub(), operand=neg)
+
+
+def platform_constant(rw, node, name, row):
+    """asc.property(asc.TOTAL_L1_SIZE): the constant's value on the launch's SoC, inlined."""
+    try:
+        S.bind(f"asc.{name}", row.forms, len(node.args), [k.arg for k in node.keywords])
+    except TypeError as e:
+        raise rw.err(node, str(e)) from None
+    arg = (list(node.args) + [k.value for k in node.keywords])[0]
+    chain = attr_chain(arg)
+    try:
+        prop = rw.resolve(chain) if chain else None
+    except (KeyError, AttributeError):
+        prop = None
+    if not isinstance(prop, api.Property) or rw.gen.soc is None:
+        raise rw.err(node, f"asc.{name}: prop must be a platform constant known at compile "
+                           f"time (asc.DEFAULT_C0_SIZE, asc.ONE_BLK_SIZE, asc.TOTAL_L1_SIZE, "
+                           f"asc.TOTAL_L0C_SIZE), got {ast.unparse(arg)}")
+    return ast.Constant(api.property_value(prop, rw.gen.soc))

@@ -96,7 +96,7 @@ def _wrap(returns: str | None, cls, r):
     if returns == "bool":
         return bool(r)
     if returns == "int":
-        return int(r)
+        return KernelInt(r)
     return _result(r)
 
 
@@ -197,7 +197,105 @@ def _range(*a):
     return range(*a)
 
 
-_SPECIALS = {"print_format": printf, "loop": _range}
+def ceildiv(x, y):
+    """pyasc's `asc.ceildiv(x, y)` (host and kernels) and `x.ceildiv(y)` on kernel integers:
+    integer division rounding towards +infinity (arith.ceildivsi; (x + y - 1) // y for y > 0)."""
+    for v, n in ((x, "x"), (y, "y")):
+        if not isinstance(v, (int, np.integer)) or isinstance(v, (bool, np.bool_)):
+            raise TypeError(f"asc.ceildiv: {n} must be an integer, got {n}={v!r}")
+    r = -(-int(x) // int(y))
+    return KernelInt(r) if in_kernel() else r
+
+
+class KernelInt(int):
+    """An integer inside an interpreted kernel (scalar arguments, tiling fields, system values):
+    a Python int with the methods of pyasc's PlainValue (`n.ceildiv(d)`); arithmetic keeps the
+    type, so `(a * b).ceildiv(c)` works as in pyasc."""
+    __slots__ = ()
+
+    def ceildiv(self, other):
+        return KernelInt(ceildiv(self, other))
+
+
+def _int_op(name):
+    base = getattr(int, name)
+
+    def op(self, *a):
+        r = base(self, *a)
+        return KernelInt(r) if type(r) is int else r
+    op.__name__ = name
+    return op
+
+
+for _n in ("add", "sub", "mul", "floordiv", "mod", "lshift", "rshift", "and", "or", "xor",
+           "pow"):
+    for _p in ("", "r"):
+        setattr(KernelInt, f"__{_p}{_n}__", _int_op(f"__{_p}{_n}__"))
+for _n in ("__neg__", "__pos__", "__abs__", "__invert__"):
+    setattr(KernelInt, _n, _int_op(_n))
+
+
+def kernel_value(v):
+    """A launch argument as an interpreted kernel sees it: integers (numpy scalars, tiling
+    fields) as KernelInt, tiling records with KernelInt fields; anything else unchanged."""
+    if isinstance(v, (bool, np.bool_)):
+        return v
+    if isinstance(v, (int, np.integer)):
+        return KernelInt(v)
+    if isinstance(v, tuple) and hasattr(v, "_fields"):
+        return type(v)(*(kernel_value(x) for x in v))
+    return v
+
+
+class Property:
+    """pyasc's platform constant (`asc.TOTAL_L1_SIZE`, ...), read with `asc.property(p)`."""
+    __slots__ = ("name", "dtype")
+
+    def __init__(self, name: str, dtype):
+        self.name, self.dtype = name, dtype
+
+    def __repr__(self):
+        return f"asc.{self.name.rsplit(':', 1)[1]}"
+
+
+DEFAULT_C0_SIZE = Property("::AscendC::DEFAULT_C0_SIZE", D.int32)
+ONE_BLK_SIZE = Property("::AscendC::ONE_BLK_SIZE", D.int16)
+TOTAL_L1_SIZE = Property("::AscendC::TOTAL_L1_SIZE", D.int32)
+TOTAL_L0C_SIZE = Property("::AscendC::TOTAL_L0C_SIZE", D.int32)
+PROPERTIES = (DEFAULT_C0_SIZE, ONE_BLK_SIZE, TOTAL_L1_SIZE, TOTAL_L0C_SIZE)
+
+
+def property_value(prop, soc) -> int:
+    """The value of platform constant `prop` on SoC profile `soc` (Ascend C's constants:
+    DEFAULT_C0_SIZE = 32 bytes of a C0 block, ONE_BLK_SIZE = the 32-byte data block,
+    TOTAL_L1_SIZE / TOTAL_L0C_SIZE = the L1 / L0C capacity)."""
+    if not isinstance(prop, Property) or prop not in PROPERTIES:
+        raise TypeError(f"asc.property: prop must be one of asc.DEFAULT_C0_SIZE, "
+                        f"asc.ONE_BLK_SIZE, asc.TOTAL_L1_SIZE, asc.TOTAL_L0C_SIZE, got {prop!r}")
+    return {DEFAULT_C0_SIZE: 32, ONE_BLK_SIZE: soc.block_bytes, TOTAL_L1_SIZE: soc.l1_bytes,
+            TOTAL_L0C_SIZE: soc.l0c_bytes}[prop]
+
+
+def set_launch_soc(soc):
+    """The SoC profile of the interpreted launch the calling thread runs (None: none)."""
+    prev = getattr(_state, "soc", None)
+    _state.soc = soc
+    return prev
+
+
+def _property(prop):
+    """pyasc's `asc.property(p)`: platform constant `p` of the launch's SoC (outside a kernel:
+    of the current device's SoC, rt.get_soc())."""
+    soc = getattr(_state, "soc", None) if in_kernel() else None
+    if soc is None:
+        import rt
+        soc = rt.get_soc()
+    v = property_value(prop, soc)
+    return KernelInt(v) if in_kernel() else v
+
+
+_SPECIALS = {"print_format": printf, "loop": _range, "ceil_div": ceildiv,
+             "platform_constant": _property}
 
 FUNCTIONS = {name: _SPECIALS[row.special] if row.special else _make_function(row)
              for name, row in S.FUNCTIONS.items()}

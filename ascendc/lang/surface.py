@@ -242,9 +242,21 @@ _fn("pipe_barrier", _S, Work.SYNC, _f("pipe", prim="pipe_barrier"))
 _fn("set_flag", _S, Work.SYNC, _f("event", "event_id", prim="set_flag", event_id=0))
 _fn("wait_flag", _S, Work.SYNC, _f("event", "event_id", prim="wait_flag", event_id=0))
 _fn("sync_all", _S, Work.SYNC, _f(prim="sync_all"))
+# system values: what they return depends on the kernel type (AIV_ONLY, AIC_ONLY, MIX_AIC_1_2, ...;
+# see ascendc/lang/prims/ktype.py for the Ascend C documentation they follow)
 for _n in ("get_block_idx", "get_block_num", "get_sub_block_idx", "get_sub_block_num",
-           "get_data_block_size_in_bytes"):
+           "get_data_block_size_in_bytes", "get_task_ratio"):
     _fn(_n, _S, Work.SCALAR, _f(prim=_n), returns="int")
+for _n in ("ascend_is_aic", "ascend_is_aiv"):
+    _fn(_n, _S, Work.SCALAR, _f(prim=_n), returns="bool",
+        doc="ASCEND_IS_AIC / ASCEND_IS_AIV: is this instance running on a cube (AIC) / vector "
+            "(AIV) core of the kernel type")
+_fn("ceildiv", _S, Work.SCALAR, Form(("x", "y"), None), special="ceil_div", returns="int",
+    doc="pyasc's asc.ceildiv(x, y): integer division rounding up (also the method "
+        "`x.ceildiv(y)` of kernel integers)")
+_fn("property", _S, Work.SCALAR, Form(("prop",), None), special="platform_constant",
+    returns="int", doc="pyasc's asc.property(p): the value of an Ascend C platform constant "
+                       "(asc.TOTAL_L1_SIZE, ...) for the launch's SoC; a compile-time constant")
 _fn("dump_tensor", _S, Work.DEBUG,
     Form(("tensor", "desc", "dump_size", "shape_info"), "dump_tensor", {"shape_info": None},
          ignored=("shape_info",)), doc="Mirrors AscendC::DumpTensor")
@@ -260,8 +272,11 @@ HANDLES: dict[str, Handle] = {h.name: h for h in (
     Handle("GlobalAddress", "GA", None, "a GM pointer argument; `addr + n` offsets by n elements"),
     Handle("GlobalTensor", "T", Form((), None),
            "Mirrors AscendC::GlobalTensor: created empty, bound with set_global_buffer"),
-    Handle("LocalTensor", "T", None,
-           "Mirrors AscendC::LocalTensor: a view of a core's local memory (UB, L1, L0A/B/C)"),
+    Handle("LocalTensor", "T",
+           _f("dtype", "pos", "addr", "tile_size", prim="local_tensor_new", addr=0, tile_size=0),
+           "Mirrors AscendC::LocalTensor: a view of a core's local memory (UB, L1, L0A/B/C); "
+           "constructed as LocalTensor(dtype, pos, addr, tile_size) it is the static tensor of "
+           "`tile_size` elements at byte `addr` of pos's memory (no TPipe)"),
     Handle("TPipe", "PIPE", _f(prim="tpipe_new"),
            "Mirrors AscendC::TPipe (one per kernel): hands out local memory with init_buffer"),
     Handle("TQue", "Q", _f("pos", "depth", prim="tque_new", depth=1),
@@ -315,6 +330,9 @@ _m(_TENSORS, "dtype", Form((), None), native=True, returns="DataType",
 _m("LocalTensor", "print", _f("n", prim=None, n=None), interpret_only=True, work=Work.DEBUG)
 _m(_TENSORS, "numpy", Form((), None), interpret_only=True, work=Work.DEBUG)
 _m("DataType", "sizeof", Form((), None), native=True, compiled="_D.sizeof", returns="int")
+
+# methods of kernel integers (pyasc's PlainValue): `x.<name>(y)` is `asc.<name>(x, y)`
+INT_METHODS = ("ceildiv",)
 
 # Python operators on handles: (compiler kind, operator) -> the method row that implements it
 OPERATORS = {("GA", "+"): METHODS[("GlobalAddress", "__add__")],

@@ -20,7 +20,8 @@ VALUES = {"jit", "JitFunction", "DataType", "ConstExpr", "KernelError", "Compile
           "uint16", "uint32", "uint64", "float16", "float32", "float64", "bfloat16", "half",
           "float_", "double", "int_", "TPosition", "Hardware", "PipeID", "HardEvent", "RoundMode",
           "CMPMODE", "SELMODE", "SelMode", "ReduceOrder", "QuantModes", "FixpipeConfig",
-          "CubeFormat", "MaskMode"}
+          "CubeFormat", "MaskMode", "Property", "DEFAULT_C0_SIZE", "ONE_BLK_SIZE",
+          "TOTAL_L1_SIZE", "TOTAL_L0C_SIZE"}
 
 
 def test_every_public_name_of_the_language_is_a_surface_row():

@@ -65,15 +65,12 @@ def _both(reason):
 
 # name -> {mode: reason}: THE table of known failures (measured at PINNED_COMMIT)
 KNOWN_FAILURES = {
-    "01_add/add.py": _both("static LocalTensor(dtype, pos, addr, len) is not supported"),
-    **{t: {"interpret": "`.ceildiv` on kernel integers (tiling.m.ceildiv) is not supported",
-           "compiled": "helper parameters with default values (calc_offsets) are rejected in "
-                       "compiled mode; then `.ceildiv` on kernel integers"}
-       for t in ("03_matmul_mix/matmul_mix.py", "04_matmul_cube_only/matmul_cube_only.py",
-                 "05_matmul_leakyrelu/matmul_leakyrelu.py")},
-    "kernels/test_matmul.py": _both("writes TCubeTiling fields in the kernel; `.ceildiv`; "
-                                    "MatmulConfig"),
-    "kernels/test_matmul_torch.py": _both("`.ceildiv` on kernel integers; MatmulConfig"),
+    "05_matmul_leakyrelu/matmul_leakyrelu.py": _both("Matmul C in TPosition.VECCALC with "
+                                                     "iterate() + get_tensor_c()"),
+    "kernels/test_matmul.py": _both("writes TCubeTiling fields in the kernel; Matmul C in "
+                                    "VECCALC with `with matmul.iterate()`"),
+    "kernels/test_matmul_torch.py": _both("Matmul C in VECCALC with `with matmul.iterate()` + "
+                                          "get_tensor_c"),
     "kernels/test_bilinear_interpolation.py": _both("TPipe.init_buffer(buf=, num=) form and "
                                                     "bilinear_interpolation are not supported"),
     "kernels/insert_sync/test_matmul.py": _both("LocalTensorAuto / automatic sync insertion"),

@@ -5,11 +5,17 @@ from ..core import prim, check_gm, level_name, level_of, local_offset
 from ..dtypes import ld, st
 from ..errors import KernelError
 from .. import trace
+from ..positions import NPOS, POS_LEVEL
+# the kernel-type primitives replace sync.py's get_sub_block_idx/num (exported after them)
+from .ktype import (get_sub_block_idx, get_sub_block_num, get_task_ratio,  # noqa: F401
+                    ascend_is_aic, ascend_is_aiv)
 
 _OP_GET, _OP_SET = trace.op("LocalTensor.get_value"), trace.op("LocalTensor.set_value")
 
 __all__ = ["ga_add", "gt_bind", "sub_view", "get_value", "set_value", "dump_tensor", "tensor_size",
-           "tensor_length", "reinterpret_cast", "position_level", "phy_addr"]
+           "tensor_length", "reinterpret_cast", "position_level", "phy_addr", "local_tensor_new",
+           "get_sub_block_idx", "get_sub_block_num", "get_task_ratio", "ascend_is_aic",
+           "ascend_is_aiv"]
 
 
 @prim
@@ -102,3 +108,25 @@ def position_level(ctx, t):
 def phy_addr(ctx, t, offset):
     """GlobalTensor.get_phy_addr(offset): the address of element `offset`."""
     return np.int64(t.ctypes.data) + offset * t.itemsize
+
+
+@prim
+def local_tensor_new(ctx, dtype, pos, addr, tile_size):
+    """LocalTensor(dtype, pos, addr, tile_size): the static tensor of `tile_size` elements at byte
+    `addr` of the local memory of TPosition `pos` (pyasc tutorial 01; no TPipe involved)."""
+    lv = POS_LEVEL[pos] if 0 <= pos < NPOS else -1
+    if lv < 0:
+        raise KernelError("LocalTensor(dtype, pos, addr, tile_size): pos must be a local "
+                          "TPosition (VECIN, VECOUT, VECCALC, A1, B1, A2, B2, CO1, ...), got "
+                          "pos={}", pos)
+    st = ctx[2][0]
+    isz = ctx[0][:0].view(dtype).itemsize
+    if addr < 0 or addr % 32 != 0:
+        raise KernelError("LocalTensor(dtype, pos, addr, tile_size): addr must be a multiple of "
+                          "32 bytes >= 0, got addr={}", addr)
+    if tile_size < 0 or addr + tile_size * isz > st.level_size[lv]:
+        raise KernelError("LocalTensor(dtype, pos, addr, tile_size): addr + tile_size * sizeof "
+                          "must fit the {} bytes of {:level}, got addr={} tile_size={}",
+                          st.level_size[lv], lv, addr, tile_size)
+    off = st.level_base[lv] + addr
+    return ctx[0][off:off + tile_size * isz].view(dtype)
