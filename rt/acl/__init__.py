@@ -9,13 +9,13 @@ API error (the message is kept for `acl.get_recent_err_msg()`).
 from .. import device as _dev
 from ..errors import AclError as _AclError, get_recent_err_msg as _recent
 from . import constants as _constants
-from . import rt, util, mdl
+from . import rt, util, mdl, hccl
 from .mdl import (create_data_buffer, destroy_data_buffer, get_data_buffer_addr,
                   get_data_buffer_size, get_data_buffer_size_v2)
 from .constants import *  # noqa: F401,F403
 from .constants import ACL_SUCCESS as _OK
 
-__all__ = ["rt", "util", "mdl", "init", "finalize", "get_soc_name", "get_recent_err_msg",
+__all__ = ["rt", "util", "hccl", "mdl", "init", "finalize", "get_soc_name", "get_recent_err_msg",
            "create_data_buffer", "destroy_data_buffer", "get_data_buffer_addr",
            "get_data_buffer_size", "get_data_buffer_size_v2"] + \
     [name for name in vars(_constants) if name.isupper()]
