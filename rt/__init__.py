@@ -20,6 +20,7 @@ from .sched import Task, KernelTask, BlockRun, StreamHook
 from .launch import launch, default_core_count, set_op_execute_timeout, get_op_execute_timeout
 from .profiler import profile, Profiler, npu_view_on
 from . import hccl as hccl                # HCCL collectives (docs/hccl.md)
+from . import dvpp as dvpp                # DVPP (docs/dvpp.md)
 from .model import Model, TensorDesc
 
 __all__ = [

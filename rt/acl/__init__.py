@@ -10,6 +10,7 @@ from .. import device as _dev
 from ..errors import AclError as _AclError, get_recent_err_msg as _recent
 from . import constants as _constants
 from . import rt, util, mdl, hccl
+from . import media as media                 # DVPP: acl.media over rt.dvpp
 from .mdl import (create_data_buffer, destroy_data_buffer, get_data_buffer_addr,
                   get_data_buffer_size, get_data_buffer_size_v2)
 from .constants import *  # noqa: F401,F403

@@ -1,0 +1,143 @@
+"""Pixel arithmetic of the emulated DVPP: colour conversion, YUV420SP layout, bilinear scaling.
+
+Colour space: BT.601 full range (the JFIF YCbCr that JPEG stores and that AIPP's usual
+YUV420SP->RGB matrix inverts), in the 16-bit fixed point of libjpeg's `jccolor.c`:
+
+    Y  = (19595 R + 38470 G +  7471 B + 2^15) >> 16
+    Cb = ((-11059 R - 21709 G + 32768 B + 2^15) >> 16) + 128
+    Cr = ((32768 R - 27439 G -  5329 B + 2^15) >> 16) + 128
+
+4:2:0 chroma: Cb/Cr of the sum of each 2x2 block's R, G, B (`>> 18`, rounding with `+ 2^17`);
+an odd last row/column is padded by repeating it. Results are clipped to [0, 255].
+
+Scaling (VPC resize, crop resize, paste resize): bilinear with half-pixel centres (the
+OpenCV INTER_LINEAR convention: src = (dst + 0.5) * in / out - 0.5, clamped at the edges) on
+each plane separately: Y at full size, the interleaved U/V plane at half size; packed RGB per
+channel. Float32 weights, rounded half up. Nearest neighbour (interpolation 2) takes
+floor((dst + 0.5) * in / out).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .formats import PixelFormat, YUV420SP
+
+_Y = (19595, 38470, 7471)
+_CB = (-11059, -21709, 32768)
+_CR = (32768, -27439, -5329)
+
+
+def rgb_to_yuv420sp(rgb: np.ndarray, fmt: int = PixelFormat.YUV_SEMIPLANAR_420):
+    """(Y plane (h, w), interleaved chroma plane (ceil(h/2), 2*ceil(w/2))) of an (h, w, 3) uint8
+    RGB image: U,V pairs for NV12, V,U for NV21."""
+    h, w = rgb.shape[:2]
+    c = rgb.astype(np.int32)
+    r, g, b = c[..., 0], c[..., 1], c[..., 2]
+    y = (_Y[0] * r + _Y[1] * g + _Y[2] * b + (1 << 15)) >> 16
+    if h % 2 or w % 2:
+        c = np.pad(c, ((0, h % 2), (0, w % 2), (0, 0)), mode="edge")
+    s = c.reshape(c.shape[0] // 2, 2, c.shape[1] // 2, 2, 3).sum(axis=(1, 3))
+    rs, gs, bs = s[..., 0], s[..., 1], s[..., 2]
+    cb = ((_CB[0] * rs + _CB[1] * gs + _CB[2] * bs + (1 << 17)) >> 18) + 128
+    cr = ((_CR[0] * rs + _CR[1] * gs + _CR[2] * bs + (1 << 17)) >> 18) + 128
+    uv = np.empty((cb.shape[0], cb.shape[1] * 2), np.uint8)
+    first, second = (cb, cr) if fmt == PixelFormat.YUV_SEMIPLANAR_420 else (cr, cb)
+    uv[:, 0::2] = np.clip(first, 0, 255)
+    uv[:, 1::2] = np.clip(second, 0, 255)
+    return np.clip(y, 0, 255).astype(np.uint8), uv
+
+
+def gray_to_yuv420sp(gray: np.ndarray):
+    """(Y, chroma) of a grayscale image: Y = L, U = V = 128."""
+    h, w = gray.shape
+    return gray.astype(np.uint8, copy=False), np.full(((h + 1) // 2, (w + 1) // 2 * 2), 128,
+                                                      np.uint8)
+
+
+def yuv420sp_to_ycbcr(y: np.ndarray, uv: np.ndarray, fmt: int) -> np.ndarray:
+    """(h, w, 3) full-resolution YCbCr (chroma repeated 2x2) of YUV420SP planes (JPEGE's input)."""
+    h, w = y.shape
+    cb = uv[:, 0::2] if fmt == PixelFormat.YUV_SEMIPLANAR_420 else uv[:, 1::2]
+    cr = uv[:, 1::2] if fmt == PixelFormat.YUV_SEMIPLANAR_420 else uv[:, 0::2]
+    up = lambda p: np.repeat(np.repeat(p, 2, axis=0), 2, axis=1)[:h, :w]     # noqa: E731
+    return np.dstack([y, up(cb), up(cr)])
+
+
+# -- reading and writing pictures in device memory -------------------------------------------------
+def write_yuv420sp(buf: np.ndarray, ws: int, hs: int, y: np.ndarray, uv: np.ndarray,
+                   top: int = 0, left: int = 0) -> None:
+    """Store planes into a YUV420SP frame held in `buf` (uint8, >= ws*hs*3/2 bytes) at (top, left)
+    (both even). Bytes outside the written rectangle are left as they were."""
+    h, w = y.shape
+    frame = buf[:ws * hs].reshape(hs, ws)
+    frame[top:top + h, left:left + w] = y
+    ch, cw = uv.shape
+    chroma = buf[ws * hs:ws * hs + ws * (hs // 2)].reshape(hs // 2, ws)
+    chroma[top // 2:top // 2 + ch, left:left + cw] = uv
+
+
+def read_yuv420sp(buf: np.ndarray, ws: int, hs: int, w: int, h: int):
+    """(Y (h, w), chroma (h/2, w)) views of a YUV420SP frame (w, h even)."""
+    y = buf[:ws * hs].reshape(hs, ws)[:h, :w]
+    uv = buf[ws * hs:ws * hs + ws * (hs // 2)].reshape(hs // 2, ws)[:h // 2, :w]
+    return y, uv
+
+
+def read_packed(buf: np.ndarray, ws: int, hs: int, w: int, h: int, ch: int = 3) -> np.ndarray:
+    return buf[:ws * hs].reshape(hs, ws)[:h, :w * ch].reshape(h, w, ch)
+
+
+def write_packed(buf: np.ndarray, ws: int, hs: int, img: np.ndarray, top: int = 0,
+                 left: int = 0) -> None:
+    h, w, ch = img.shape
+    frame = buf[:ws * hs].reshape(hs, ws)
+    frame[top:top + h, left * ch:(left + w) * ch] = img.reshape(h, w * ch)
+
+
+def swap_uv(uv: np.ndarray) -> np.ndarray:
+    out = np.empty_like(uv)
+    out[:, 0::2], out[:, 1::2] = uv[:, 1::2], uv[:, 0::2]
+    return out
+
+
+# -- scaling ---------------------------------------------------------------------------------------
+def _axis(n_in: int, n_out: int, nearest: bool):
+    x = (np.arange(n_out, dtype=np.float64) + 0.5) * (n_in / n_out)
+    if nearest:
+        i = np.minimum(np.floor(x).astype(np.intp), n_in - 1)
+        return i, i, np.zeros(n_out, np.float32)
+    x = np.clip(x - 0.5, 0, n_in - 1)
+    i0 = np.floor(x).astype(np.intp)
+    i1 = np.minimum(i0 + 1, n_in - 1)
+    return i0, i1, (x - i0).astype(np.float32)
+
+
+def scale_plane(p: np.ndarray, out_h: int, out_w: int, nearest: bool = False) -> np.ndarray:
+    """Scale an (h, w) or (h, w, c) uint8 plane to (out_h, out_w[, c])."""
+    h, w = p.shape[:2]
+    if (h, w) == (out_h, out_w):
+        return np.array(p, copy=True)
+    y0, y1, fy = _axis(h, out_h, nearest)
+    x0, x1, fx = _axis(w, out_w, nearest)
+    if nearest:
+        return p[y0][:, x0]
+    shape = (-1, 1, 1) if p.ndim == 3 else (-1, 1)
+    if p.ndim == 3:
+        fx = fx.reshape(-1, 1)
+    top, bot = p[y0].astype(np.float32), p[y1].astype(np.float32)
+    row_t = top[:, x0] + (top[:, x1] - top[:, x0]) * fx
+    row_b = bot[:, x0] + (bot[:, x1] - bot[:, x0]) * fx
+    out = row_t + (row_b - row_t) * fy.reshape(shape)
+    return np.floor(out + 0.5).clip(0, 255).astype(np.uint8)
+
+
+def scale_yuv420sp(y: np.ndarray, uv: np.ndarray, out_w: int, out_h: int, nearest: bool = False):
+    """Scale YUV420SP planes (even sizes) to out_w x out_h (even): Y and the U/V planes apart."""
+    ch, cw = uv.shape[0], uv.shape[1] // 2
+    pairs = uv.reshape(ch, cw, 2)
+    ouv = scale_plane(pairs, out_h // 2, out_w // 2, nearest).reshape(out_h // 2, out_w)
+    return scale_plane(y, out_h, out_w, nearest), ouv
+
+
+def is_yuv(fmt: int) -> bool:
+    return fmt in YUV420SP

@@ -1,0 +1,140 @@
+"""JPEGD and PNGD: bit-exact against Pillow's decode + the documented conversion; header info,
+size predictions, output descs filled in; bad data fails on the stream and nothing else."""
+import io
+
+import numpy as np
+import pytest
+from PIL import Image
+
+import rt
+from rt.dvpp import PixelFormat as PF
+from dvpp_helpers import (from_device, jpeg_bytes, picture, png_bytes, raises, ref_nv12,
+                          to_dvpp, yuv_planes)
+
+NV12, NV21 = PF.YUV_SEMIPLANAR_420, PF.YVU_SEMIPLANAR_420
+
+
+def _decode(channel, stream, data: bytes, fmt=NV12, ws=0, hs=0, size=None):
+    src = to_dvpp(data)
+    n = size or rt.dvpp.jpeg_predict_dec_size(data, None, fmt)
+    out = rt.dvpp.PicDesc(data=rt.dvpp.malloc(n), size=n, format=fmt, width_stride=ws,
+                          height_stride=hs)
+    rt.dvpp.jpeg_decode_async(channel, src, len(data), out, stream)
+    return out
+
+
+@pytest.mark.parametrize("w,h,sub,fmt", [(64, 48, 2, NV12), (101, 67, 2, NV21),
+                                         (96, 64, 0, NV12), (80, 33, 1, NV21)])
+def test_jpeg_decode_bit_exact(channel, stream, w, h, sub, fmt):
+    data = jpeg_bytes(picture(w, h, seed=w), subsampling=sub)
+    out = _decode(channel, stream, data, fmt)
+    stream.synchronize()
+    assert (out.width, out.height) == (w, h)
+    assert (out.width_stride, out.height_stride) == (rt.dvpp.align_up(w, 64),
+                                                     rt.dvpp.align_up(h, 16))
+    assert out.ret_code == 0 and out.format == fmt
+    rgb = np.asarray(Image.open(io.BytesIO(data)).convert("RGB"))      # Pillow's decode
+    Y, UV = ref_nv12(rgb, nv21=fmt == NV21)
+    gotY, gotUV = yuv_planes(from_device(out.data, out.size), out.width_stride,
+                             out.height_stride, w, h)
+    np.testing.assert_array_equal(gotY, Y)
+    np.testing.assert_array_equal(gotUV, UV)
+
+
+def test_conversion_is_bt601_full_range():
+    """The documented fixed-point conversion agrees with Pillow's own RGB->YCbCr within 1."""
+    rgb = picture(64, 64, seed=3)
+    Y, _ = ref_nv12(rgb)
+    y_pil = np.asarray(Image.fromarray(rgb).convert("YCbCr"))[..., 0]
+    assert np.abs(Y.astype(int) - y_pil).max() <= 1
+    got, _ = rt.dvpp.rgb_to_yuv420sp(rgb)
+    np.testing.assert_array_equal(got, Y)
+
+
+def test_grayscale_jpeg_and_sample_strides(channel, stream):
+    g = picture(70, 40)[..., 1]
+    data = jpeg_bytes(g)
+    assert rt.dvpp.jpeg_get_image_info(data) == (70, 40, 1)
+    # a sample written for Atlas 300 (310): width stride 128-aligned, predict for the size
+    out = _decode(channel, stream, data, NV12, ws=128, hs=48)
+    stream.synchronize()
+    Y, UV = yuv_planes(from_device(out.data, out.size), 128, 48, 70, 40)
+    np.testing.assert_array_equal(Y, np.asarray(Image.open(io.BytesIO(data))))
+    assert (UV == 128).all()
+
+
+def test_image_info_and_predictions():
+    data = jpeg_bytes(picture(300, 200), subsampling=2)
+    assert rt.dvpp.jpeg_get_image_info(data) == (300, 200, 3)
+    assert rt.dvpp.jpeg_get_image_info_v2(data)[3] == rt.dvpp.JpegFormat.CSS_420
+    assert rt.dvpp.jpeg_get_image_info_v2(jpeg_bytes(picture(64, 64), subsampling=0))[3] == \
+        rt.dvpp.JpegFormat.CSS_444
+    assert rt.dvpp.jpeg_predict_dec_size(data, len(data), NV12) == 384 * 208 * 3 // 2
+    with raises(100000, "data must be a JPEG stream"):
+        rt.dvpp.jpeg_get_image_info(b"not a jpeg at all")
+    with raises(100000, "output_pixel_format must be"):
+        rt.dvpp.jpeg_predict_dec_size(data, len(data), PF.RGB_888)
+    png = png_bytes(picture(50, 40))
+    assert rt.dvpp.png_get_image_info(png) == (50, 40, 3)
+    assert rt.dvpp.png_predict_dec_size(png, len(png), PF.RGB_888) == 128 * 3 * 48
+
+
+@pytest.mark.parametrize("alpha", [False, True])
+def test_png_decode_exact(channel, stream, alpha):
+    img = picture(45, 38, seed=5)
+    if alpha:
+        img = np.dstack([img, np.arange(45 * 38, dtype=np.uint8).reshape(38, 45)])
+    data = png_bytes(img)
+    fmt = PF.RGBA_8888 if alpha else PF.RGB_888
+    n = rt.dvpp.png_predict_dec_size(data, len(data), fmt)
+    out = rt.dvpp.PicDesc(data=rt.dvpp.malloc(n), size=n, format=fmt)   # as the sample: no dims
+    rt.dvpp.png_decode_async(channel, to_dvpp(data), len(data), out, stream)
+    stream.synchronize()
+    ch = 4 if alpha else 3
+    assert (out.width, out.height, out.width_stride, out.height_stride) == (45, 38, 128 * ch, 48)
+    got = from_device(out.data, n).reshape(48, 128 * ch)[:38, :45 * ch].reshape(38, 45, ch)
+    np.testing.assert_array_equal(got, img)
+
+
+def _progressive() -> bytes:
+    return jpeg_bytes(picture(64, 64), progressive=True)
+
+
+@pytest.mark.parametrize("bad,why", [
+    (lambda d: d[:len(d) // 2], "truncated"),
+    (lambda d: b"\xff\xd8" + b"\x00" * 200, "no frame header"),
+    (lambda d: b"GIF89a" + d[6:], "must be a JPEG stream"),
+    (lambda d: _progressive(), "progressive"),
+])
+def test_bad_jpeg_fails_on_the_stream_only(channel, stream, bad, why):
+    good = jpeg_bytes(picture(64, 48))
+    broken = bad(good)
+    n = rt.dvpp.jpeg_predict_dec_size(good, None, NV12)
+    out_bad = rt.dvpp.PicDesc(data=rt.dvpp.malloc(n), size=n, format=NV12)
+    t = rt.dvpp.jpeg_decode_async(channel, to_dvpp(broken), len(broken), out_bad, stream)
+    out_good = _decode(channel, stream, good)                 # queued after the bad one
+    host = np.zeros(n, np.uint8)
+    rt.memcpy_async(host, out_good.data, n, rt.MemcpyKind.DEVICE_TO_HOST, stream)
+    with raises(507018, why) as info:
+        stream.synchronize()
+    assert "dvpp 'jpeg_decode'" in str(info.value) and t.done
+    assert out_bad.ret_code == 507018 and out_good.ret_code == 0
+    stream.synchronize()                                       # the error was reported once
+    rgb = np.asarray(Image.open(io.BytesIO(good)).convert("RGB"))
+    np.testing.assert_array_equal(yuv_planes(host, 64, 48, 64, 48)[0], ref_nv12(rgb)[0])
+
+
+def test_decode_output_too_small_fails_on_stream(channel, stream):
+    data = jpeg_bytes(picture(200, 100))
+    out = _decode(channel, stream, data, size=1000)
+    with raises(100000, r"output_desc size must be >= width_stride \* height_stride \* 3 / 2 "
+                        r"= 256 \* 112 \* 3 / 2 = 43008"):
+        stream.synchronize()
+    assert out.ret_code == 100000
+
+
+def test_decode_resolution_limits(channel, stream):
+    data = jpeg_bytes(picture(31, 40))
+    _decode(channel, stream, data)
+    with raises(100000, r"JPEG resolution must be within 32x32 .. 8192x8192, got 31x40"):
+        stream.synchronize()
