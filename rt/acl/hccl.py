@@ -5,9 +5,8 @@ Every function returns an `HcclResult` code (`ret`) or `(value, ret)` and never 
 for `acl.get_recent_err_msg()`. Communicators are int handles; buffers are device pointers (ints
 from `acl.rt.malloc`) with a count and an `HcclDataType`.
 
-Streams: an `rt.Stream`, or 0/None for the current device's default stream. Integer stream
-handles of `acl.rt.create_stream` are not resolved yet (that needs a public handle lookup in
-`rt/acl/rt.py`); they are refused with HCCL_E_PARA.
+Streams: a stream handle of `acl.rt.create_stream`, an `rt.Stream`, or 0/None for the current
+device's default stream (resolved by `acl.rt.stream_of`).
 """
 from __future__ import annotations
 
@@ -18,7 +17,8 @@ import threading
 from .. import hccl as _hccl
 from ..errors import AclError as _AclError, set_recent_err_msg as _set_msg
 from ..hccl.types import HcclResult
-from ..stream import Stream as _Stream, default_stream as _default_stream
+from ..stream import Stream as _Stream
+from . import rt as _acl_rt
 
 HCCL_SUCCESS = 0
 _lock = threading.Lock()
@@ -72,13 +72,14 @@ def _comm(handle, api: str):
 
 
 def _stream(s, api: str):
-    if s is None or (isinstance(s, int) and not isinstance(s, bool) and s == 0):
-        return _default_stream()
     if isinstance(s, _Stream):
         return s
-    raise _hccl.HcclError(HcclResult.HCCL_E_PARA,
-                          f"hccl.{api}: stream must be an rt.Stream or 0 (default stream), got "
-                          f"{s!r} (acl.rt stream handles are not resolved yet)")
+    try:
+        return _acl_rt.stream_of(s, f"hccl.{api}")
+    except _AclError as e:
+        raise _hccl.HcclError(HcclResult.HCCL_E_PARA,
+                              f"hccl.{api}: stream must be an acl stream handle, an rt.Stream or "
+                              f"0 (default stream), got {s!r}") from e
 
 
 def get_error_string(ret: int) -> str:

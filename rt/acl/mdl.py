@@ -43,7 +43,7 @@ def _stream(handle, api: str):
     """The rt.Stream behind an acl.rt stream handle. acl.rt keeps its handle table private and
     exports no resolver yet; this reads its resolver until acl.rt exports one (see
     docs/models.md, "Not yet")."""
-    return getattr(_acl_rt, "_stream")(handle, api)
+    return _acl_rt.stream_of(handle, api)
 
 
 def _new(obj) -> int:

@@ -58,7 +58,7 @@ def _drop(handle, cls, api: str):
 def _stream(handle, api: str):
     """The rt.Stream of an acl.rt stream handle (acl.rt keeps its table private and exports no
     resolver yet; read through its resolver as acl.mdl does)."""
-    return getattr(_acl_rt, "_stream")(handle, api)
+    return _acl_rt.stream_of(handle, api)
 
 
 def _ret(fn):

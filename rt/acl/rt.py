@@ -65,10 +65,15 @@ def _lookup(handle, kind, api: str):
     return obj
 
 
-def _stream(handle, api: str) -> Stream:
+def stream_of(handle, api: str) -> Stream:
+    """The rt.Stream behind an acl stream handle (None or 0: the default stream); the other acl
+    modules (mdl, media, hccl) resolve their stream arguments with it."""
     if handle is None or handle == 0:
         return default_stream()
     return _lookup(handle, Stream, api)
+
+
+_stream = stream_of
 
 
 class _Context(int):

@@ -20,10 +20,6 @@ from .ops import (jpeg_get_image_info, jpeg_get_image_info_v2, jpeg_predict_dec_
 from .color import rgb_to_yuv420sp, scale_plane
 from .engine import UNITS, utilization, chrome_trace, export_chrome_trace
 from .codec import ACL_ERROR_RT_AICPU_EXCEPTION
-from ..errors import CODE_NAMES as _CODE_NAMES
-
-# rt.errors has no constant for 507018 yet (proposed for its owner): name it in messages.
-_CODE_NAMES.setdefault(ACL_ERROR_RT_AICPU_EXCEPTION, "ACL_ERROR_RT_AICPU_EXCEPTION")
 
 __all__ = [
     "PixelFormat", "JpegFormat", "ChannelMode", "align_up", "yuv420sp_size", "frame_size",
