@@ -207,15 +207,14 @@ def set_soc_version(soc_version: config.Platform) -> None:
     name = _soc_name(soc_version)
     _state.soc_version = config.Platform(soc_version)
     os.environ["ASCEND_EMU_SOC"] = name
-    if _state.initialized:
-        try:
-            dev = _rt.current_device()
-        except _rt.AclError:
-            return
-        if _rt.get_soc_name() != name:
-            logger.info("set_platform: device %d reopened as %s", dev, name)
-            _rt.reset_device(dev)
-            _rt.set_device(dev)
+    try:        # a device already open (by pyasc's runtime or anything else in the process)
+        dev = _rt.current_device()
+    except _rt.AclError:
+        return
+    if _rt.get_soc_name() != name:
+        logger.info("set_platform: device %d reopened as %s", dev, name)
+        _rt.reset_device(dev)
+        _rt.set_device(dev)
 
 
 def get_soc_version() -> config.Platform:

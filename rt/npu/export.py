@@ -7,16 +7,18 @@
   (`coreN.cubecore0`, `coreN.veccoreM`, `coreN`). One thread per pipe of the core's kind with
   msOpProf's lane names (tid = the index in PIPES: SCALAR, VECTOR, CUBE, MTE1, MTE2, MTE3,
   FIXPIPE; an AIC shows SCALAR, CUBE, MTE1, MTE2, FIXPIPE, an AIV SCALAR, VECTOR, MTE2, MTE3),
-  one complete event per instruction (ts/dur in µs at the model's clock; the SCALAR lane also
+  one complete event per instruction (ts/dur in µs at the model's clock; dur is the time the
+  instruction held its pipe: a copy's start-up latency runs after its pipe is free, so it is in
+  the args, `latency_cycles` and `done_us`, not in dur; the SCALAR lane also
   shows the scalar unit's issue slot of every other instruction, which is part of its busy
   time), a flow arrow from each set_flag to the wait_flag it released, and one from each GM
   hand-off's producer copy to the copy of the other core it released (`Timeline.handoffs`).
   Times start at the first instruction: the launch overhead is not drawn
-  (`otherData.launch_us`).
+  (`otherData.launch_us`). `otherData.l2` holds the run's L2 counters (`l2_summary`).
 - `write_pipe_utilization`: `PipeUtilization.csv`, per core and pipe busy time / total time.
 - `code_exe` / `write_code_exe` / `format_top_lines`: cycles per kernel source line (the
   hot-spot view of msOpProf's `*_code_exe.csv`).
-- `op_summary_row`: msprof's simulated op_summary columns.
+- `op_summary_row`: msprof's simulated op_summary columns (with `l2_cache_hit_rate`).
 - `write_all` also writes `roofline.png` and `pipe_utilization.png` (rt/npu/plots.py) when
   matplotlib is installed.
 "Total" is the Timeline's `total_cycles` (makespan plus the launch overhead, i.e. `tl.us`) on
@@ -34,7 +36,7 @@ from .sim import AI_CORE, AIC, AIV, KIND_PIPES, PIPES, Timeline
 
 __all__ = ["trace_events", "write_trace", "write_pipe_utilization", "code_exe", "write_code_exe",
            "format_top_lines", "op_summary_row", "write_all", "TRACE_FILE", "PIPE_UTIL_FILE",
-           "CODE_EXE_FILE", "ROOFLINE_FILE", "PIPE_CHART_FILE", "msprof_core_name"]
+           "CODE_EXE_FILE", "ROOFLINE_FILE", "PIPE_CHART_FILE", "msprof_core_name", "l2_summary"]
 
 TRACE_FILE, PIPE_UTIL_FILE, CODE_EXE_FILE = "npu_trace.json", "PipeUtilization.csv", "code_exe.csv"
 ROOFLINE_FILE, PIPE_CHART_FILE = "roofline.png", "pipe_utilization.png"
@@ -96,6 +98,21 @@ def _lanes(tl: Timeline, core: int) -> list:
     return [p for p in PIPES if p in own]
 
 
+def _held(tl: Timeline) -> list:
+    """Cycles each record held its pipe: end - start, except a copy's latency after its pipe
+    was released (`Timeline.held`; records of an older Timeline without it: end - start)."""
+    if len(tl.held) == len(tl.records):
+        return tl.held
+    return [end - start for _i, _c, _p, start, end in tl.records]
+
+
+def l2_summary(tl: Timeline) -> dict:
+    """The run's L2 counters (bytes of GM copies, `Timeline` doc) and the read hit rate."""
+    return {"hit_bytes": tl.l2_hit_bytes, "miss_bytes": tl.l2_miss_bytes,
+            "write_bytes": tl.l2_write_bytes, "writeback_bytes": tl.l2_writeback_bytes,
+            "hit_rate": tl.l2_hit_ratio}
+
+
 def trace_events(tl: Timeline, soc_name: str | None = None) -> list:
     """The trace's events (see the module docstring)."""
     label = _label(tl, soc_name)
@@ -117,10 +134,14 @@ def trace_events(tl: Timeline, soc_name: str | None = None) -> list:
                    {"ph": "M", "pid": c, "tid": tid, "name": "thread_sort_index",
                     "args": {"sort_index": tid}}]
     tid = {p: i for i, p in enumerate(PIPES)}
-    for ins, c, pipe, start, end in tl.records:
+    held = _held(tl)
+    for n, (ins, c, pipe, start, end) in enumerate(tl.records):
+        a = _args(ins, held[n])
+        if end - start > held[n]:           # a copy whose latency ran after its pipe was free
+            a["latency_cycles"] = round(end - start - held[n], 3)
+            a["done_us"] = _us(tl, end)
         ev.append({"ph": "X", "name": ins.name, "cat": "simulated", "pid": c, "tid": tid[pipe],
-                   "ts": _us(tl, start), "dur": _us(tl, end - start),
-                   "args": _args(ins, end - start)})
+                   "ts": _us(tl, start), "dur": _us(tl, held[n]), "args": a})
     for ins, c, start, end in tl.issues:
         ev.append({"ph": "X", "name": f"issue {ins.name}", "cat": "simulated,issue", "pid": c,
                    "tid": tid["SCALAR"], "ts": _us(tl, start), "dur": _us(tl, end - start),
@@ -137,7 +158,7 @@ def trace_events(tl: Timeline, soc_name: str | None = None) -> list:
         p, c = tl.records[pi], tl.records[ci]
         name = f"GM hand-off {tl.core_name(p[1])}->{tl.core_name(c[1])}"
         ev.append({"ph": "s", "id": n, "name": name, "cat": "simulated,handoff", "pid": p[1],
-                   "tid": tid[p[2]], "ts": _us(tl, p[4])})
+                   "tid": tid[p[2]], "ts": _us(tl, p[3] + held[pi])})
         ev.append({"ph": "f", "bp": "e", "id": n, "name": name, "cat": "simulated,handoff",
                    "pid": c[1], "tid": tid[c[2]], "ts": _us(tl, c[3])})
     return ev
@@ -151,6 +172,7 @@ def write_trace(tl: Timeline, path, soc_name: str | None = None) -> pathlib.Path
                          "n_cores": tl.n_cores, "total_us": tl.us,
                          "launch_us": _us(tl, tl.launch_cycles),
                          "mix": tl.mix,
+                         "l2": l2_summary(tl),
                          "core_kinds": {tl.core_name(c): msprof_core_name(tl, c)
                                         for c in _used_cores(tl)},
                          "cores": "AIC N: a cube core, AIV N: a vector core (msOpProf "
@@ -206,9 +228,10 @@ def code_exe(tl: Timeline) -> list:
                               "names": set()}
         return r
 
-    for ins, _c, pipe, start, end in tl.records:
+    held = _held(tl)
+    for n, (ins, _c, pipe, _start, _end) in enumerate(tl.records):
         r = row(ins.src)
-        r[f"{pipe}_cycles"] += end - start
+        r[f"{pipe}_cycles"] += held[n]
         r["instructions"] += 1
         r["names"].add(ins.name)
     for ins, _c, start, end in tl.issues:
@@ -270,8 +293,10 @@ def op_summary_row(tl: Timeline, soc_name: str | None = None) -> dict:
     or MTE3 work or no cube work (a core with both counts on both sides, its MTE2 in both).
     `*_time(us)` is the simulated kernel time (`tl.us`, launch included), `*_total_cycles` the
     total cycles summed over those cores, a ratio the pipe's busy cycles over them. A side with
-    no cores has zeros. The row holds only msprof's keys; `soc_name` (default tl.soc) is the SoC
-    the caller labels them with."""
+    no cores has zeros. `l2_cache_hit_rate` is the share of the GM bytes read that hit L2, over
+    the whole launch (msprof's L2 "Hit Rate": hits / requests; here counted in bytes, and for
+    both core kinds together). The row holds only msprof's keys; `soc_name` (default tl.soc) is
+    the SoC the caller labels them with."""
     del soc_name                                    # the row carries msprof's keys only
     used = _used_cores(tl)
     kinds = {c: tl.core_kinds.get(c, AI_CORE) for c in used}
@@ -292,7 +317,8 @@ def op_summary_row(tl: Timeline, soc_name: str | None = None) -> dict:
     return {"aicore_time(us)": t, "aic_total_cycles": cyc, "aic_mac_ratio": mac,
             "aic_mte1_ratio": mte1, "aic_mte2_ratio": mte2, "aic_fixpipe_ratio": fix,
             "aiv_time(us)": vt, "aiv_total_cycles": vcyc, "aiv_vec_ratio": vec,
-            "aiv_scalar_ratio": scalar, "aiv_mte2_ratio": vmte2, "aiv_mte3_ratio": mte3}
+            "aiv_scalar_ratio": scalar, "aiv_mte2_ratio": vmte2, "aiv_mte3_ratio": mte3,
+            "l2_cache_hit_rate": tl.l2_hit_ratio}
 
 
 def _have_matplotlib() -> bool:

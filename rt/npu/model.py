@@ -5,7 +5,8 @@ Every number below names its source in docs/npu-model.md: the section (§1.3 cub
 hw-native-sys/pto-isa's A2/A3 cost model; CATLASS: hicann/catlass; REF: the ini values), or says
 "assumption" when no source was found. Times are in AI Core cycles at `clock_hz`; bandwidths are
 converted from bytes/s with that clock. Calibration against published measurements (§2, §3 of
-that file) is not done here: the constants are the sourced ones, unfitted.
+that file) is not done here: the constants are the sourced ones, unfitted (§1.5 (g) says why the
+GM->L1 rate stays pto-isa's 135 GiB/s rather than catlass's 80 GB/s).
 """
 from __future__ import annotations
 
@@ -20,16 +21,21 @@ PATHS = ("GM->UB", "GM->L1", "GM->L0A", "GM->L0B", "UB->GM", "UB->L1", "UB->UB",
          "L1->L0B", "L1->UB", "L1->BT", "L1->GM", "L0C->GM", "L0C->L1")
 GM_PATHS = frozenset(p for p in PATHS if "GM" in p.split("->"))   # share the chip's HBM
 
+# per-core GM->L1 read rate, GiB/s: PTOISA's flat table (§1.5 (a)), kept over catlass's 80 GB/s
+# heuristic (§1.5 (c)) because M1b moves 4.7 MB per AIC in 48.6 µs (>= 97 GB/s), which a
+# per-core ceiling of 80 GB/s forbids (§1.5 (g)).
+GM_L1_GIBS = 135.0
 # per-core DMA bandwidth, GiB/s (§1.5 (a): PTOISA `arch_config.hpp`, kA2A3ArchConfig flat table)
 _DMA_GIBS = {
-    "GM->UB": 100.9, "GM->L1": 135.0, "UB->GM": 188.46, "L1->GM": 32.0, "UB->UB": 1024.0,
+    "GM->UB": 100.9, "GM->L1": GM_L1_GIBS, "UB->GM": 188.46, "L1->GM": 32.0, "UB->UB": 1024.0,
     "L0C->GM": 70.0, "L0C->L1": 128.0, "L1->L0A": 441.0, "L1->L0B": 220.5, "L1->BT": 32.0,
-    "GM->L0A": 135.0,    # assumption: as GM->L1 (no GM->L0 entry in the table)
-    "GM->L0B": 135.0,    # assumption: as GM->L1
+    "GM->L0A": GM_L1_GIBS,    # assumption: as GM->L1 (no GM->L0 entry in the table)
+    "GM->L0B": GM_L1_GIBS,    # assumption: as GM->L1
     "L1->UB": 220.5,     # assumption: as L1->L0B (no L1->UB entry)
     "UB->L1": 188.46,    # assumption: as UB->GM (no UB->L1 entry)
 }
-# DMA start-up latency, cycles (§1.5 (b): PTOISA fitted Hill model, latency = K/peak, derived)
+# DMA start-up latency, cycles (§1.5 (b): PTOISA fitted Hill model, latency = K/peak, derived).
+# Charged after the copy's bytes, off its pipe (§1.5 (f); `PipeModel.dma_latency_on_pipe`).
 _DMA_LATENCY = {
     "GM->UB": 214, "GM->L1": 67, "UB->GM": 107, "L0C->GM": 1216,
     "GM->L0A": 67, "GM->L0B": 67,             # assumption: as GM->L1
@@ -87,6 +93,10 @@ class PipeModel:
     # data movement (§1.5): bytes per cycle and start-up latency per path
     dma_bytes_per_cycle: dict = field(default_factory=dict)
     dma_latency: dict = field(default_factory=lambda: dict(_DMA_LATENCY))
+    # §1.5 (f): a copy holds its pipe only while its bytes move; its start-up latency runs after
+    # the pipe is free (several copies in flight per queue), so dependants and the pipe's next
+    # set_flag / barrier see it. True: the older rule, latency + bytes both on the pipe.
+    dma_latency_on_pipe: bool = False
     hbm_bytes_per_cycle: float = 0.0      # §1.5 (d): one shared pool; rt.soc hbm_bandwidth
     # L2 (§1.5 (e)): a chip-wide LRU cache of GM in front of HBM; 0 bytes turns it off
     l2_bytes: int = 0                     # §1.1 l2_size (rt.soc l2_bytes; 910B2 192 MiB)

@@ -11,6 +11,13 @@ Input: one instruction list per block (`Instr`, in the order the block issued th
   pipe is free and its dependency is met; it costs a start-up latency plus its work over the
   pipe's throughput (vector and cube start-up is charged only when the pipe was idle, the rule of
   pto-isa's cost model, docs/npu-model.md §1.4).
+- A copy (an instruction with a DMA `path`) holds its pipe only while its bytes move; its
+  start-up latency (`model.dma_latency`) runs after the pipe is free, so copies on one pipe
+  overlap their latencies (docs/npu-model.md §1.5 (f)). It completes, for its record, flags and
+  GM hand-offs, after bytes + latency; a set_flag or barrier on its pipe, a barrier "ALL", a
+  sync_all and the end of the block wait until the pipe's copies have landed.
+  `Timeline.held[i]` is how long record i held its pipe (its busy time).
+  `model.dma_latency_on_pipe=True`: the older rule, latency then bytes, both on the pipe.
 - `set_flag(A->B, id)` runs on pipe A after A's earlier work; `wait_flag(A->B, id)` runs on pipe B
   and starts only once a matching set has completed, matched first-in first-out per (A, B, id).
   A wait whose set never comes is a deadlock: `simulate` raises. `barrier` of a pipe is a 1-flag
@@ -20,7 +27,7 @@ Input: one instruction list per block (`Instr`, in the order the block issued th
   "ALL", then waits until every block of the launch has reached the same (n-th) sync_all; then
   all go on after `sync_all_cycles`. Every block must be resident at once (block count <= cores)
   and call it equally often, or the launch deadlocks: `simulate` raises before running.
-- Data moved to or from GM (`model.GM_PATHS`) first pays its path's start-up latency, then streams
+- Data moved to or from GM (`model.GM_PATHS`) streams (before its start-up latency, see above)
   at min(per-core path bandwidth, fair share of a chip-wide pool): the HBM pool
   (`hbm_bytes_per_cycle`) or the L2 pool (`l2_bytes_per_cycle`). Each share is max-min fair
   (water-filling) over the transfers streaming through that pool at that moment, on every core:
@@ -62,12 +69,18 @@ Input: one instruction list per block (`Instr`, in the order the block issued th
   two ends land on different sides is a cross-core flag: the wait starts no earlier than the set's
   end plus `cross_core_flag_cycles`.
 Everything is arithmetic on the recorded sizes: the same input gives the same cycles anywhere.
+The event loop touches only what an event changes (the cores whose ops ended or whose waits came
+due, a heap of end times, the few streaming copies); it gives the same records, in the same
+order, as a scan of every core and op at every event.
 """
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections import deque
 from dataclasses import dataclass, field
+from heapq import heappop, heappush
+from itertools import count
+from operator import attrgetter
 
 import numpy as np
 
@@ -83,6 +96,8 @@ VECTOR_PIPES = frozenset({"VECTOR", "MTE3"})
 CUBE_MTE2_PATHS = frozenset({"GM->L1", "GM->L0A", "GM->L0B"})   # the AIC's MTE2; others: AIV
 _EPS = 1e-9
 HBM, L2 = 0, 1                  # the shared pools a GM transfer streams through
+_QUEUED = PIPES[1:]             # the pipes fed by the scalar unit's queues
+_FIXED, _STREAMING, _PARKED, _DONE, _INFLIGHT = range(5)      # _Op.state
 
 
 @dataclass
@@ -113,7 +128,9 @@ class Instr:
 @dataclass
 class Timeline:
     """The simulated run: `records[i]` = (instr, core, pipe, start, end) in cycles, in the order
-    the instructions completed; `issues[i]` = (instr, core, start, end) the SCALAR unit's issue
+    the instructions completed (a copy's end includes its latency after its pipe was free);
+    `held[i]` the cycles record i held its pipe (end - start but for such a copy);
+    `issues[i]` = (instr, core, start, end) the SCALAR unit's issue
     slot of each non-SCALAR instruction (part of SCALAR's busy time, not of `records`);
     `flows[i]` = (set record index, wait record index), each wait_flag with the set_flag it
     consumed (matched first-in first-out); `handoffs[i]` = (record index, record index) a MIX
@@ -131,6 +148,7 @@ class Timeline:
     n_cores: int
     clock_hz: float
     records: list = field(default_factory=list)
+    held: list = field(default_factory=list)
     issues: list = field(default_factory=list)
     flows: list = field(default_factory=list)
     handoffs: list = field(default_factory=list)
@@ -256,15 +274,14 @@ def split_block(block: list) -> tuple:
 
 class _Op:
     __slots__ = ("core", "pipe", "idx", "ins", "start", "end", "stream", "remaining", "cap",
-                 "rate", "dispatch", "partner", "handoff", "phases", "pool", "size", "after",
-                 "parked", "fill")
+                 "rate", "partner", "handoff", "phases", "pool", "size", "after", "parked",
+                 "fill", "seq", "state", "lim", "tail", "held")
 
-    def __init__(self, core, pipe, idx, ins, start, end, stream=0.0, cap=0.0, dispatch=False,
-                 partner=None, handoff=None):
+    def __init__(self, core, pipe, idx, ins, start, end, stream=0.0, cap=0.0, partner=None,
+                 handoff=None):
         self.core, self.pipe, self.idx, self.ins = core, pipe, idx, ins
         self.start, self.end = start, end
         self.stream, self.remaining, self.cap, self.rate = stream, 0.0, cap, 0.0
-        self.dispatch = dispatch
         self.partner = partner      # a wait_flag's set_flag: its index in Timeline.records
         self.handoff = handoff      # the other side's copy that released this one: its record
         self.phases = [(stream, HBM)] if stream else ()   # (bytes, pool) streamed in turn
@@ -272,11 +289,16 @@ class _Op:
         self.after = ()             # in-flight L2 fills (their fill numbers) this copy hit
         self.parked = False         # streamed, waiting for `after`
         self.fill = None            # this copy's fill number while it fills L2
+        self.seq = 0                # start order: ties between ops are broken in this order
+        self.state = _FIXED         # _FIXED (a timed part), _STREAMING, _PARKED or _DONE
+        self.tail = 0.0             # a copy's latency after it releases its pipe
+        self.held = None            # cycles it held its pipe, once it released it early
 
 
 class _Core:
     __slots__ = ("idx", "kind", "block", "ptr", "queues", "running", "last_end", "fired", "busy",
-                 "deps", "ended", "mate", "syncs", "arrived")
+                 "deps", "ended", "mate", "syncs", "arrived", "awaited", "pipes", "dep_pos",
+                 "inflight")
 
     def __init__(self, idx, kind):
         self.idx, self.kind = idx, kind
@@ -288,51 +310,63 @@ class _Core:
         self.queues = {p: deque() for p in PIPES}
         self.running = dict.fromkeys(PIPES)
         self.last_end = dict.fromkeys(PIPES, -1.0)
+        self.inflight = dict.fromkeys(PIPES, 0)   # copies past their pipe, in their latency
         self.fired = fired          # flag key -> deque of (set record index, end, core): per block
         self.deps = deps            # index -> indices in the mate's sub-stream (GM hand-offs)
         self.ended = {}             # index -> (end, record index) of finished instructions
+        self.dep_pos = {}           # index -> how many of its deps were seen ended
         self.mate = mate            # the other core of this block in a MIX launch
+        self.awaited = ()           # indices of this block the mate's GM hand-offs wait for
+        used = {i.pipe for i in block or ()}
+        self.pipes = [p for p in _QUEUED if p in used]     # the queued pipes the block uses
         self.syncs, self.arrived = 0, False
 
     def done(self) -> bool:
         return self.block is None or (self.ptr >= len(self.block) and
                                       not any(self.queues.values()) and
-                                      not any(self.running.values()))
+                                      not any(self.running.values()) and
+                                      not any(self.inflight.values()))
 
     def drained(self) -> bool:
         return not any(self.queues.values()) and not any(
-            self.running[p] for p in PIPES if p != "SCALAR")
+            self.running[p] for p in PIPES if p != "SCALAR") and not any(
+            self.inflight.values())
 
 
 def _cost(ins: Instr, model: PipeModel, core: _Core, pipe: str, t: float):
-    """(fixed cycles, bytes streamed through HBM after them, per-core cap in bytes/cycle)."""
+    """(fixed cycles, bytes streamed through a GM pool after them, per-core cap in bytes/cycle,
+    latency after the pipe is released: a copy's start-up latency, module doc)."""
     if ins.barrier == "SYNC_ALL":
-        return float(model.sync_all_cycles), 0.0, 0.0
+        return float(model.sync_all_cycles), 0.0, 0.0, 0.0
     if ins.set_flag or ins.wait_flag or ins.barrier:
-        return float(model.flag_latency_cycles), 0.0, 0.0
+        return float(model.flag_latency_cycles), 0.0, 0.0, 0.0
     if ins.path:
         bw = model.dma_bytes_per_cycle.get(ins.path)
         if bw is None:
             raise ValueError(f"simulate: {ins.name} at {ins.src or '?'}: path must be one of "
                              f"{sorted(model.dma_bytes_per_cycle)}, got path={ins.path!r}")
         lat = float(model.dma_latency.get(ins.path, 0))
+        if model.dma_latency_on_pipe:       # the older rule: the pipe waits out the latency
+            if ins.path in GM_PATHS:
+                return lat, float(ins.bytes), bw, 0.0
+            return lat + ins.bytes / bw, 0.0, 0.0, 0.0
         if ins.path in GM_PATHS:
-            return lat, float(ins.bytes), bw
-        return lat + ins.bytes / bw, 0.0, 0.0
+            return 0.0, float(ins.bytes), bw, lat
+        return ins.bytes / bw, 0.0, 0.0, lat
     idle = core.last_end[pipe] < t          # no compute instruction ended just now
     if pipe == "VECTOR":
         head, slope = model.vector_cost(ins.name)
         c = slope * max(ins.repeats, 1) + (head if idle else 0)
         if ins.bytes % model.repeat_bytes:
             c += model.count_mode_penalty
-        return float(c), 0.0, 0.0
+        return float(c), 0.0, 0.0, 0.0
     if pipe == "CUBE":
         if ins.shape:
             c = model.cube_cycles(*ins.shape, ins.dtype_bytes or 2)
         else:
             c = -(-ins.macs // model.cube_macs_per_cycle.get(ins.dtype_bytes or 2, 4096))
-        return float(c + (model.cube_head_cycles if idle else 0)), 0.0, 0.0
-    return float(model.scalar_issue_cycles), 0.0, 0.0
+        return float(c + (model.cube_head_cycles if idle else 0)), 0.0, 0.0, 0.0
+    return float(model.scalar_issue_cycles), 0.0, 0.0, 0.0
 
 
 def _waterfill(streams, pool: float):
@@ -569,45 +603,83 @@ def simulate(blocks: list, model: PipeModel, n_cores: int, *, mix: bool | None =
     tl = Timeline(model.soc, n_cores, model.clock_hz, launch_cycles=model.launch_overhead_cycles,
                   core_kinds={c.idx: c.kind for c in cores}, mix=mix)
     pending = deque(work)
-    running: list[_Op] = []
     l2 = _L2(model, blocks) if model.l2_bytes > 0 else None
+    live = l2.live if l2 is not None else {}
     fills: list = []                # copies that filled L2, by fill number
-    wake: set = set()               # future times at which a waiting instruction becomes ready
+    # The event loop (same results as scanning every core and op at every event, faster):
+    # - ops in flight are kept by kind: `plain` and `latent` are heaps of (end, seq, op), ops
+    #   without a GM stream and GM copies in their start-up latency; `streams` holds the copies
+    #   streaming now and `parked` those streamed but waiting for an L2 fill, both in start
+    #   order (`_Op.seq`, the order every tie is broken in);
+    # - only "dirty" cores are examined for instructions to start: a core whose op ended (and
+    #   its MIX mate: flags and GM hand-offs cross to it), whose block was loaded, whose wait
+    #   became due (`wakeq`, a heap of (time, core)), or every core when a sync_all arrival
+    #   changed. A pass examines the dirty cores in index order, as a full scan would.
+    plain: list = []
+    latent: list = []
+    streams: list = []
+    parked: list = []
+    wakeq: list = []
+    # The scalar unit's issue slots of non-SCALAR instructions: (end, start, core, index, instr).
+    # All last `issue` cycles, so they end in the order they started: a FIFO, not a heap. Their
+    # ends change only the issuing core (its queues) and the issues list (in start order), so
+    # they are taken out of the ops' tie order (which stays the same among the other ops).
+    dispatching: deque = deque()
+    seqs = count()
+    dirty = set(range(len(cores)))
+    slot_of = [c.idx % n_cores for c in cores]
+    pstate = [-1, [], set()]        # the pass: core examined now, its heap, cores queued in it
+    issue = model.scalar_issue_cycles
+    overlap = not model.dma_latency_on_pipe
+    refill = False                  # the streaming set changed: recompute the rates
+    cross = model.cross_core_flag_cycles
     t = 0.0
 
-    def start(c: _Core, pipe, idx, ins, dispatch=False, partner=None, handoff=None):
-        if dispatch:
-            op = _Op(c, pipe, idx, ins, t, t + model.scalar_issue_cycles, dispatch=True)
-        else:
-            fixed, stream, cap = _cost(ins, model, c, pipe, t)
-            op = _Op(c, pipe, idx, ins, t, t + fixed, stream, cap, partner=partner,
-                     handoff=handoff)
-            if stream and l2 is not None and ins.gm and ins.gm[1] > ins.gm[0]:
-                write = ins.path.endswith("->GM")
-                fill = len(fills)
-                hbm, hit, op.after = l2.access(ins, write, fill)
-                op.phases = [(b, pool) for b, pool in ((hbm, HBM), (hit, L2)) if b > 0]
-                if write or hbm > 0:
-                    op.fill = fill
-                    fills.append(op)
-                    l2.live[fill] = op
-            elif stream and not ins.path.endswith("->GM"):
-                tl.l2_miss_bytes += stream              # a read of an unknown range: HBM
-            if ins.barrier == "SYNC_ALL":
-                c.syncs, c.arrived = c.syncs + 1, False
+    def start(c: _Core, pipe, idx, ins, partner=None, handoff=None):
+        nonlocal refill
+        fixed, stream, cap, tail = _cost(ins, model, c, pipe, t)
+        op = _Op(c, pipe, idx, ins, t, t + fixed, stream, cap, partner=partner, handoff=handoff)
+        op.tail = tail
+        if stream and l2 is not None and ins.gm and ins.gm[1] > ins.gm[0]:
+            write = ins.path.endswith("->GM")
+            fill = len(fills)
+            hbm, hit, op.after = l2.access(ins, write, fill)
+            op.phases = [(b, pool) for b, pool in ((hbm, HBM), (hit, L2)) if b > 0]
+            if write or hbm > 0:
+                op.fill = fill
+                fills.append(op)
+                live[fill] = op
+        elif stream and not ins.path.endswith("->GM"):
+            tl.l2_miss_bytes += stream              # a read of an unknown range: HBM
+        if ins.barrier == "SYNC_ALL":
+            c.syncs, c.arrived = c.syncs + 1, False
+        op.seq = next(seqs)
         c.running[pipe] = op
-        running.append(op)
+        if stream and not fixed and overlap:      # no start-up on the pipe: stream at once
+            op.size, op.pool = op.phases.pop(0)
+            op.end, op.remaining = None, op.size
+            op.lim = _EPS * max(op.size, 1.0)
+            op.state = _STREAMING
+            streams.append(op)                    # the newest op: start order is kept
+            refill = True
+        else:
+            heappush(latent if stream else plain, (op.end, op.seq, op))
 
     def finish(op: _Op):
         c, ins = op.core, op.ins
+        op.state = _DONE
+        dirty.add(c.idx)
+        if c.mate is not None and (ins.set_flag or op.idx in c.awaited):   # the mate waits
+            dirty.add(c.mate.idx)
         if op.fill is not None:
-            del l2.live[op.fill]
-        c.running[op.pipe] = None
-        c.busy[op.pipe] += t - op.start
-        if op.dispatch:
-            c.queues[ins.pipe].append(op.idx)
-            tl.issues.append((ins, c.idx, op.start, t))
-            return
+            del live[op.fill]
+        if op.held is None:
+            c.running[op.pipe] = None
+            c.busy[op.pipe] += t - op.start
+            held = t - op.start
+        else:                       # released its pipe before: its latency is over now
+            c.inflight[op.pipe] -= 1
+            held = op.held
         rec = len(tl.records)
         if ins.set_flag:
             c.fired.setdefault(ins.set_flag, deque()).append((rec, t, c.idx))
@@ -619,20 +691,66 @@ def simulate(blocks: list, model: PipeModel, n_cores: int, *, mix: bool | None =
             tl.handoffs.append((op.handoff, rec))
         c.ended[op.idx] = (t, rec)
         tl.records.append((ins, c.idx, op.pipe, op.start, t))
+        tl.held.append(held)
 
-    def due(at: float) -> bool:
+    def complete(op):
+        """A timed part of `op` is over: stream its next phase, release its pipe for its latency,
+        park it for an L2 fill, or finish it."""
+        nonlocal refill
+        if op.state == _STREAMING or op.phases:
+            refill = True             # a copy starts streaming, changes pool, parks or ends
+        if op.phases:                 # start-up or a phase over: stream the next phase now
+            op.size, op.pool = op.phases.pop(0)
+            op.end, op.remaining = None, op.size
+            op.lim = _EPS * max(op.size, 1.0)     # streamed once remaining <= lim
+            if op.state != _STREAMING:
+                op.state = _STREAMING
+                streams.append(op)
+            return
+        if op.tail and op.held is None:           # the pipe is free, the data still in flight
+            c = op.core
+            c.running[op.pipe] = None
+            c.busy[op.pipe] += t - op.start
+            c.inflight[op.pipe] += 1
+            op.held = t - op.start
+            op.state = _INFLIGHT
+            op.end = t + op.tail
+            heappush(plain, (op.end, op.seq, op))
+            dirty.add(c.idx)
+            return
+        if op.after and any(f in live for f in op.after):   # data still filling
+            op.parked = True
+            op.state = _PARKED
+            parked.append(op)
+            return
+        finish(op)
+
+    def due(c: _Core, at: float) -> bool:
         if at <= t:
             return True
-        wake.add(at)
+        heappush(wakeq, (at, c.idx))
         return False
 
+    def arrived_all():
+        """A sync_all arrival: every core may be ready now (later ones in this pass)."""
+        i, q, inq = pstate
+        for j in range(len(cores)):
+            if j > i:
+                if j not in inq:
+                    inq.add(j)
+                    heappush(q, j)
+            else:
+                dirty.add(j)
+
     def ready(c: _Core, idx: int, ins: Instr) -> bool:
+        if ins.set_flag or ins.barrier in PIPES:  # runs after the pipe's copies have landed
+            return not c.inflight[ins.pipe]
         if ins.wait_flag:
             q = c.fired.get(ins.wait_flag)
             if not q:
                 return False
             _, end, by = q[0]
-            return due(end + (model.cross_core_flag_cycles if by != c.idx else 0))
+            return due(c, end + (cross if by != c.idx else 0))
         if ins.barrier == "ALL":
             return c.drained()
         if ins.barrier == "SYNC_ALL":
@@ -641,13 +759,18 @@ def simulate(blocks: list, model: PipeModel, n_cores: int, *, mix: bool | None =
                     return False
                 c.arrived = True
                 arrivals[c.syncs] = arrivals.get(c.syncs, 0) + 1
+                arrived_all()
             return arrivals[c.syncs] == participants
         d = c.deps.get(idx)
         if d:
-            ends = [c.mate.ended.get(j) for j in d]
-            if None in ends:
+            ended = c.mate.ended
+            k, n = c.dep_pos.get(idx, 0), len(d)      # d[:k] have ended already
+            while k < n and d[k] in ended:
+                k += 1
+            if k < n:
+                c.dep_pos[idx] = k
                 return False
-            return due(max(ends)[0] + model.cross_core_flag_cycles)
+            return due(c, max(ended[j] for j in d)[0] + cross)
         return True
 
     def take(c: _Core, idx: int, ins: Instr):
@@ -660,46 +783,103 @@ def simulate(blocks: list, model: PipeModel, n_cores: int, *, mix: bool | None =
         return None, None
 
     def step() -> bool:
+        nonlocal dirty
         moved = False
-        for slot in slots:
-            if pending and all(c.done() for c in slot):
-                parts, fired = pending.popleft(), {}
-                for n, (c, (sub, deps)) in enumerate(zip(slot, parts)):
-                    c.load(sub, fired, deps, slot[1 - n] if mix else None)
-                moved = True
-        for c in cores:
-            if c.block is None:
+        loaded = []
+        if pending:
+            for s in sorted({slot_of[i] for i in dirty}):
+                slot = slots[s]
+                if pending and all(c.done() for c in slot):
+                    parts, fired = pending.popleft(), {}
+                    for n, (c, (sub, deps)) in enumerate(zip(slot, parts)):
+                        c.load(sub, fired, deps, slot[1 - n] if mix else None)
+                        dirty.add(c.idx)
+                        loaded.append(c.idx)
+                    if mix:           # the indices each core's GM hand-offs wait for
+                        for c, (_, deps) in zip(slot[::-1], parts):
+                            c.awaited = {j for d in deps.values() for j in d}
+                    moved = True
+        if not dirty:
+            return moved
+        q = sorted(dirty)
+        inq = set(q)
+        dirty = set(loaded)
+        pstate[1], pstate[2] = q, inq
+        while q:
+            i = heappop(q)
+            pstate[0] = i
+            c = cores[i]
+            block = c.block
+            if block is None:
                 continue
-            if c.running["SCALAR"] is None and c.ptr < len(c.block):
-                ins = c.block[c.ptr]
+            cm = False
+            running = c.running
+            if running["SCALAR"] is None and c.ptr < len(block):
+                ptr = c.ptr
+                ins = block[ptr]
                 if ins.pipe != "SCALAR" and ins.barrier != "SYNC_ALL":
-                    start(c, "SCALAR", c.ptr, ins, dispatch=True)
+                    running["SCALAR"] = True              # issuing: see `dispatching`
+                    dispatching.append((t + issue, t, c, ptr, ins))
                     c.ptr += 1
-                    moved = True
-                elif ready(c, c.ptr, ins):
-                    partner, handoff = take(c, c.ptr, ins)
-                    start(c, "SCALAR", c.ptr, ins, partner=partner, handoff=handoff)
+                    cm = True
+                elif ready(c, ptr, ins):
+                    partner, handoff = take(c, ptr, ins)
+                    start(c, "SCALAR", ptr, ins, partner=partner, handoff=handoff)
                     c.ptr += 1
-                    moved = True
-            for p in PIPES[1:]:
-                q = c.queues[p]
-                if c.running[p] is None and q and ready(c, q[0], c.block[q[0]]):
-                    idx = q.popleft()
-                    partner, handoff = take(c, idx, c.block[idx])
-                    start(c, p, idx, c.block[idx], partner=partner, handoff=handoff)
-                    moved = True
+                    cm = True
+            queues, deps, fired = c.queues, c.deps, c.fired
+            for p in c.pipes:
+                qp = queues[p]
+                if qp and running[p] is None:
+                    idx = qp[0]
+                    ins = block[idx]
+                    if ins.wait_flag:             # (the common waits, checked inline)
+                        if not fired.get(ins.wait_flag) or not ready(c, idx, ins):
+                            continue
+                        partner, handoff = take(c, idx, ins)
+                    elif ins.set_flag:
+                        if c.inflight[p]:         # after the pipe's copies have landed
+                            continue
+                        partner = handoff = None
+                    elif ins.barrier or idx in deps:
+                        if not ready(c, idx, ins):
+                            continue
+                        partner, handoff = take(c, idx, ins)
+                    else:
+                        partner = handoff = None
+                    qp.popleft()
+                    start(c, p, idx, ins, partner=partner, handoff=handoff)
+                    cm = True
+            if cm:            # a start enables nothing else on this core until an op ends
+                moved = True
+        pstate[0] = -1
         return moved
 
+    def issued():
+        """The issue slots that end by now: queue their instructions on their pipes."""
+        while dispatching and dispatching[0][0] <= t:
+            _, st, c, idx, ins = dispatching.popleft()
+            c.running["SCALAR"] = None
+            c.busy["SCALAR"] += t - st
+            c.queues[ins.pipe].append(idx)
+            tl.issues.append((ins, c.idx, st, t))
+            dirty.add(c.idx)
+
+    seq_of = attrgetter("seq")
+    hbm_pool, l2_pool = model.hbm_bytes_per_cycle, model.l2_bytes_per_cycle
+    inf = float("inf")
     while True:
         while step():
-            done_now = [op for op in running if op.end is not None and op.end <= t and
-                        not op.stream]
-            for op in done_now:
-                running.remove(op)
-                finish(op)
-        if wake:
-            wake = {w for w in wake if w > t}
-        if not running and not wake:
+            if dispatching and dispatching[0][0] <= t:
+                issued()
+            if plain and plain[0][0] <= t:      # ops that took no time
+                done = []
+                while plain and plain[0][0] <= t:
+                    done.append(heappop(plain)[2])
+                done.sort(key=seq_of)
+                for op in done:
+                    complete(op)
+        if not (plain or latent or streams or parked or wakeq or dispatching):
             stuck = [c for c in cores if not c.done()]
             if stuck:
                 def heads(c):
@@ -711,43 +891,54 @@ def simulate(blocks: list, model: PipeModel, n_cores: int, *, mix: bool | None =
                 raise ValueError("simulate: every wait_flag must have a matching set_flag, got "
                                  "a deadlock at " + "; ".join(_describe(w) for w in waits))
             break
-        streams = [op for op in running if op.end is None and not op.parked]
-        if streams:
-            _waterfill([op for op in streams if op.pool == HBM], model.hbm_bytes_per_cycle)
-            _waterfill([op for op in streams if op.pool == L2], model.l2_bytes_per_cycle)
-        nxt = min((op.end if op.end is not None else t + op.remaining / op.rate
-                   for op in running if not op.parked), default=float("inf"))
-        if wake:
-            nxt = min(nxt, min(wake))
+        if refill:                    # rates change only when the streaming set does
+            refill = False
+            hs = [op for op in streams if op.pool == HBM]
+            if hs:
+                _waterfill(hs, hbm_pool)
+            if len(hs) < len(streams):
+                _waterfill([op for op in streams if op.pool == L2], l2_pool)
+        nxt = plain[0][0] if plain else inf
+        if dispatching and dispatching[0][0] < nxt:
+            nxt = dispatching[0][0]
+        if latent and latent[0][0] < nxt:
+            nxt = latent[0][0]
         for op in streams:
-            op.remaining -= op.rate * (nxt - t)
+            x = t + op.remaining / op.rate
+            if x < nxt:
+                nxt = x
+        if wakeq and wakeq[0][0] < nxt:
+            nxt = wakeq[0][0]
+        dt = nxt - t
+        for op in streams:
+            op.remaining -= op.rate * dt
         t = nxt
-        parked = False
-        for op in list(running):
-            if op.parked:
-                parked = True
-                continue
-            if op.end is None:
-                if op.remaining > _EPS * max(op.size, 1.0):
-                    continue
-            elif op.end > t:
-                continue
-            if op.phases:             # start-up or a phase over: stream the next phase now
-                op.size, op.pool = op.phases.pop(0)
-                op.end, op.remaining = None, op.size
-                continue
-            if op.after and any(f in l2.live for f in op.after):   # data still filling
-                op.parked = parked = True
-                continue
-            running.remove(op)
-            finish(op)
-        while parked:                 # a parked copy ends with the last fill it waits for
-            parked = False
-            for op in [o for o in running if o.parked]:
-                if not any(f in l2.live for f in op.after):
-                    running.remove(op)
-                    finish(op)
-                    parked = True
+        while wakeq and wakeq[0][0] <= t:
+            dirty.add(heappop(wakeq)[1])
+        if dispatching and dispatching[0][0] <= t:
+            issued()
+        cand = [op for op in streams if op.remaining <= op.lim]
+        while plain and plain[0][0] <= t:
+            cand.append(heappop(plain)[2])
+        while latent and latent[0][0] <= t:
+            cand.append(heappop(latent)[2])
+        if not cand:
+            continue
+        cand.sort(key=seq_of)
+        for op in cand:
+            complete(op)
+        streams[:] = [op for op in streams if op.state == _STREAMING]
+        streams.sort(key=seq_of)
+        if parked:                    # a parked copy ends with the last fill it waits for
+            parked.sort(key=seq_of)
+            again = True
+            while again:
+                again = False
+                for op in list(parked):
+                    if not any(f in live for f in op.after):
+                        parked.remove(op)
+                        finish(op)
+                        again = True
     tl.makespan = t
     tl.busy = {c.idx: c.busy for c in cores}
     if l2 is not None:

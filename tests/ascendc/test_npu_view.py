@@ -74,7 +74,9 @@ def test_double_buffering_overlaps_mte2_with_vector():
     one, two = run_add(buffer_num=1), run_add(buffer_num=2)
     # the README add is MTE2-bound: double buffering hides the vector and flag time only
     assert two.total_cycles < one.total_cycles
-    assert one.pipe_busy("MTE2") == pytest.approx(two.pipe_busy("MTE2"), rel=1e-3)   # same work
+    mte2_bytes = [sum(r[0].bytes for r in t.records if r[2] == "MTE2") for t in (one, two)]
+    assert mte2_bytes[0] == mte2_bytes[1]      # the same work; its HBM share differs a little
+    assert one.pipe_busy("MTE2") == pytest.approx(two.pipe_busy("MTE2"), rel=1e-2)
     # with as much vector as MTE2 work per tile, one buffer serialises them, two overlap them
     one, two = run_add(buffer_num=1, extra=24), run_add(buffer_num=2, extra=24)
     assert two.total_cycles < 0.75 * one.total_cycles

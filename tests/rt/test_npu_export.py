@@ -18,7 +18,8 @@ SOC = "Ascend910B2"
 KEY_IN, KEY_OUT = ("MTE2", "VECTOR", 0), ("VECTOR", "MTE3", 0)
 MSPROF_KEYS = {"aicore_time(us)", "aic_total_cycles", "aic_mac_ratio", "aic_mte1_ratio",
                "aic_mte2_ratio", "aic_fixpipe_ratio", "aiv_time(us)", "aiv_total_cycles",
-               "aiv_vec_ratio", "aiv_scalar_ratio", "aiv_mte2_ratio", "aiv_mte3_ratio"}
+               "aiv_vec_ratio", "aiv_scalar_ratio", "aiv_mte2_ratio", "aiv_mte3_ratio",
+               "l2_cache_hit_rate"}
 
 
 def vector_block(b, tiles=2, exps=1):
@@ -75,14 +76,30 @@ def test_trace_has_a_lane_per_pipe_a_slice_per_instruction_and_flag_arrows(tl, t
         assert order == {i: i for i, _ in aiv_lanes}
     xs = [e for e in ev if e["ph"] == "X" and e["cat"] == "simulated"]
     assert len(xs) == len(tl.records)
-    for e, (ins, core, pipe, start, end) in zip(xs, tl.records):
+    copies = 0
+    for e, (ins, core, pipe, start, end), held in zip(xs, tl.records, tl.held):
         assert (e["name"], e["pid"], e["tid"]) == (ins.name, core, PIPES.index(pipe))
         assert e["ts"] == pytest.approx(start / M.clock_hz * 1e6)
-        assert e["dur"] == pytest.approx((end - start) / M.clock_hz * 1e6)
+        # dur: the time the pipe was held; a copy's latency after that is in the args
+        assert e["dur"] == pytest.approx(held / M.clock_hz * 1e6)
+        if ins.path:
+            copies += 1
+            lat = M.dma_latency[ins.path]
+            assert end - start == pytest.approx(held + lat)
+            assert e["args"]["latency_cycles"] == pytest.approx(lat)
+            assert e["args"]["done_us"] == pytest.approx(end / M.clock_hz * 1e6)
+        else:
+            assert held == end - start and "latency_cycles" not in e["args"]
         assert e["args"]["src"] == ins.src and e["args"]["bytes"] == ins.bytes
         assert e["args"]["repeats"] == ins.repeats and e["args"]["elements"] == ins.elements
+    assert copies == 3 * 2 * 2
     issues = [e for e in ev if e["ph"] == "X" and e["cat"] == "simulated,issue"]
     assert len(issues) == len(tl.issues) and {e["tid"] for e in issues} == {0}
+    assert doc["otherData"]["l2"] == {"hit_bytes": tl.l2_hit_bytes,
+                                      "miss_bytes": tl.l2_miss_bytes,
+                                      "write_bytes": tl.l2_write_bytes,
+                                      "writeback_bytes": tl.l2_writeback_bytes,
+                                      "hit_rate": tl.l2_hit_ratio}
     # one arrow per wait_flag: from its set_flag's slice to its own, same id
     n_waits = sum(1 for r in tl.records if r[0].wait_flag)
     assert len(tl.flows) == n_waits == 3 * 2 * 2
@@ -141,10 +158,11 @@ def test_code_exe_sums_to_the_pipes_busy_cycles_and_ranks_lines(tl, tmp_path):
     exp = next(r for r in rows if r["src"] == "k.py:20")
     assert (exp["file"], exp["line"], exp["instructions"]) == ("k.py", 20, 2 * (1 + 2 + 3))
     assert exp["VECTOR_cycles"] > 0 and exp["SCALAR_cycles"] == 12 * M.scalar_issue_cycles
-    # the most expensive line is the one with the largest sum of its instructions' slots
+    # the most expensive line is the one with the largest sum of its instructions' slots (the
+    # time each held its pipe: a copy's latency after the pipe is free does not count)
     cost = {}
-    for ins, _, _, s, e in tl.records:
-        cost[ins.src] = cost.get(ins.src, 0) + e - s
+    for (ins, _, _, _, _), held in zip(tl.records, tl.held):
+        cost[ins.src] = cost.get(ins.src, 0) + held
     for ins, _, s, e in tl.issues:
         cost[ins.src] = cost.get(ins.src, 0) + e - s
     assert rows[0]["src"] == max(cost, key=cost.get)
@@ -169,6 +187,7 @@ def test_op_summary_row_has_msprofs_columns():
     assert row["aiv_total_cycles"] == pytest.approx(vec.total_cycles)
     assert row["aiv_vec_ratio"] == pytest.approx(vec.pipe_busy("VECTOR") / vec.total_cycles)
     assert row["aiv_mte3_ratio"] == pytest.approx(vec.pipe_busy("MTE3") / vec.total_cycles)
+    assert row["l2_cache_hit_rate"] == vec.l2_hit_ratio
     cube = simulate([cube_block(b) for b in range(2)], M, 2)
     row = op_summary_row(cube, SOC)
     assert set(row) == MSPROF_KEYS and row["aiv_time(us)"] == 0

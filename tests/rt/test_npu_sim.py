@@ -414,10 +414,13 @@ def test_a_second_read_of_the_same_range_hits_l2_and_skips_hbm():
     (_, _, _, s0, e0), (_, _, _, s1, e1) = rec(tl, "data_copy")
     lat = M.dma_latency["GM->UB"]
     assert (s0, e0) == (1, pytest.approx(1 + lat + 65536 / 10.0, rel=1e-12))      # miss: HBM
-    assert s1 == e0 and e1 - s1 == pytest.approx(lat + 65536 / BW["GM->UB"], rel=1e-12)
+    # the second starts once the first's bytes have moved (its latency overlaps), hits the
+    # data the first is still bringing in, and ends no earlier than that fill
+    assert s1 == pytest.approx(1 + 65536 / 10.0, rel=1e-12) and s1 == 1 + tl.held[0]
+    assert e1 - s1 == pytest.approx(lat + 65536 / BW["GM->UB"], rel=1e-12)
     assert (tl.l2_hit_bytes, tl.l2_miss_bytes, tl.l2_hit_ratio) == (65536, 65536, 0.5)
     off = simulate([[gm_read(0, 0, 65536), gm_read(0, 0, 65536)]], slow_hbm(l2_bytes=0), 1)
-    assert rec(off, "data_copy")[1][4] == pytest.approx(2 * e0 - 1, rel=1e-12)   # L2 off: HBM
+    assert rec(off, "data_copy")[1][4] == pytest.approx(2 * e0 - 1 - lat, rel=1e-12)  # L2 off
     assert (off.l2_hit_bytes, off.l2_miss_bytes) == (0, 2 * 65536)
 
 
@@ -490,3 +493,27 @@ def test_l2_decisions_are_deterministic():
     assert (a.l2_hit_bytes, a.l2_miss_bytes, a.l2_writeback_bytes) == \
         (b.l2_hit_bytes, b.l2_miss_bytes, b.l2_writeback_bytes)
     assert 0 < a.l2_hit_ratio < 1 and a.l2_writeback_bytes > 0
+
+
+def test_copies_on_one_pipe_overlap_their_latency_and_a_set_flag_waits_for_the_last():
+    """docs/npu-model.md §1.5 (f): a copy holds its pipe for its bytes only; its start-up latency
+    runs after, so a stream of copies pays it once, and the pipe's set_flag waits for the last
+    copy to land. dma_latency_on_pipe=True is the older rule (latency + bytes on the pipe)."""
+    from dataclasses import replace
+    n, nbytes, key = 4, 8192, ("FIXPIPE", "MTE2", 0)
+    block = [Instr(0, "FIXPIPE", "fixpipe", bytes=nbytes, path="L0C->GM") for _ in range(n)]
+    block += [Instr(0, "FIXPIPE", "set_flag", set_flag=key),
+              Instr(0, "MTE2", "wait_flag", wait_flag=key)]
+    x, lat = nbytes / BW["L0C->GM"], M.dma_latency["L0C->GM"]
+    tl = simulate([block], M, 1)
+    copies = rec(tl, "fixpipe")
+    assert [r[3] for r in copies] == pytest.approx([1 + k * x for k in range(n)], rel=1e-12)
+    assert [r[4] for r in copies] == pytest.approx([1 + (k + 1) * x + lat for k in range(n)],
+                                                   rel=1e-12)
+    assert tl.held[:n] == pytest.approx([x] * n, rel=1e-12)
+    (_, _, _, s, e), = rec(tl, "set_flag")
+    assert s == copies[-1][4] and e == s + M.flag_latency_cycles
+    assert tl.busy[0]["FIXPIPE"] == pytest.approx(n * x + M.flag_latency_cycles, rel=1e-12)
+    old = simulate([block], replace(M, dma_latency_on_pipe=True), 1)
+    assert rec(old, "fixpipe")[-1][4] == pytest.approx(1 + n * (lat + x), rel=1e-12)
+    assert old.makespan - tl.makespan == pytest.approx((n - 1) * lat, rel=1e-12)
