@@ -3,11 +3,23 @@ from __future__ import annotations
 
 import ast
 import inspect
+import re
 import textwrap
 import types
 
 from ..lang.errors import CompileError
 from ..lang.kernel import is_kernel_function
+
+
+# names the generated module defines or the generated functions use (codegen.py, lower.py)
+RESERVED = frozenset({"_ctx", "_blk", "_blocks", "_block_num", "_kernel", "_run", "_P", "_PR",
+                      "_D", "_C", "_ADV", "_LINES", "_asc_state", "np", "math", "njit"})
+_RESERVED_PREFIX = re.compile(r"_asc_|_h\d+_|_dt_")
+
+
+def is_reserved(name: str) -> bool:
+    """Would a user name collide with the generated code's (and silently change a kernel)?"""
+    return name in RESERVED or bool(_RESERVED_PREFIX.match(name))
 
 
 class KernelSource:
@@ -50,6 +62,13 @@ class KernelSource:
         if a.defaults and not helper:
             raise self.error(a.defaults[0], "kernel parameters must not have default values "
                                             "(helpers' may)")
+        for name, node in [(x.arg, x) for x in a.args] + [
+                (x.id, x) for x in ast.walk(self.fdef)
+                if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Store)]:
+            if is_reserved(name):
+                raise self.error(node, f"names must not be ones the compiler generates "
+                                       f"({', '.join(sorted(RESERVED))}, _asc_*, _h<N>_*, "
+                                       f"_dt_*), got {name!r}: rename it")
         for node in ast.walk(self.fdef):
             bad = None
             if node is not self.fdef and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef,

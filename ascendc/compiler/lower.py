@@ -136,14 +136,29 @@ def operator_prim(kind: str, op: str) -> str:
     return S.OPERATORS[(kind, op)].forms[0].prim
 
 
-_CONVERSION = re.compile(r"%[-+ #0]*\d*(?:\.\d+)?(?:ll|l|h)?[dioufFeEgGxXcsp]")
+_CONVERSION = re.compile(r"%%|%[-+ #0]*\d*(?:\.\d+)?(?:ll|l|h)?[dioufFeEgGxXcsp]")
+
+
+def format_pieces(fmt: str) -> list:
+    """The literal text around each conversion of C format `fmt` (`%%` is a literal `%`): one
+    more piece than conversions."""
+    parts, cur, pos = [], "", 0
+    for m in _CONVERSION.finditer(fmt):
+        cur += fmt[pos:m.start()]
+        if m.group() == "%%":
+            cur += "%"
+        else:
+            parts.append(cur)
+            cur = ""
+        pos = m.end()
+    return parts + [cur + fmt[pos:]]
 
 
 def printf(rw, node, args):
     """asc.printf(fmt, *args) -> one `print(str)` (Numba's print has no sep=)."""
     if not args or not isinstance(args[0], ast.Constant) or not isinstance(args[0].value, str):
         raise rw.err(node, "asc.printf: the format must be a string literal")
-    parts = _CONVERSION.split(args[0].value)
+    parts = format_pieces(args[0].value)
     if len(parts) - 1 != len(args) - 1:
         raise rw.err(node, f"asc.printf: the format must have one conversion per argument, "
                            f"got {len(parts) - 1} conversions and {len(args) - 1} arguments")
