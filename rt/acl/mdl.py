@@ -16,12 +16,12 @@ from ..model import Model, query_size as _query_size
 from ..model.onnx_types import NUMPY_TO_ACL
 from . import constants as C
 from . import rt as _acl_rt
+from .handles import HandleTable
 
 _lock = threading.Lock()
 _models: dict = {}
-_objects: dict = {}
 _model_ids = itertools.count(1)
-_handles = itertools.count(0x5B0000001000, 0x40)
+_handles = HandleTable("", 0x5B0000001000, ACL_ERROR_INVALID_RESOURCE_HANDLE)
 
 
 class _Desc:
@@ -46,20 +46,7 @@ def _stream(handle, api: str):
     return _acl_rt.stream_of(handle, api)
 
 
-def _new(obj) -> int:
-    with _lock:
-        h = next(_handles)
-        _objects[h] = obj
-    return h
-
-
-def _get(handle, kind, api: str):
-    obj = _objects.get(handle) if isinstance(handle, int) else None
-    if not isinstance(obj, kind):
-        raise AclError(ACL_ERROR_INVALID_RESOURCE_HANDLE,
-                       f"acl.{api}: handle must be a live {kind.__name__.strip('_').lower()} "
-                       f"handle, got {handle!r}")
-    return obj
+_new, _get = _handles.new, _handles.get
 
 
 def _model(model_id, api: str) -> Model:
@@ -142,8 +129,7 @@ def get_desc(model_desc: int, model_id: int) -> int:
 def destroy_desc(model_desc: int) -> int:
     def run():
         _get(model_desc, _Desc, "mdl.destroy_desc")
-        with _lock:
-            del _objects[model_desc]
+        _handles.drop(model_desc)
     return _ret(run)
 
 
@@ -160,7 +146,7 @@ def _io(model_desc, index, outputs: bool, api: str):
 
 
 def _count(model_desc, outputs: bool) -> int:
-    d = _objects.get(model_desc)
+    d = _handles.peek(model_desc)
     if not isinstance(d, _Desc) or d.model is None:
         return 0
     return len(d.model.outputs if outputs else d.model.inputs)
@@ -242,8 +228,7 @@ def create_data_buffer(data: int, size: int) -> int:
 def destroy_data_buffer(data_buffer: int) -> int:
     def run():
         _get(data_buffer, _DataBuffer, "destroy_data_buffer")
-        with _lock:
-            del _objects[data_buffer]
+        _handles.drop(data_buffer)
     return _ret(run)
 
 
@@ -265,8 +250,7 @@ def create_dataset() -> int:
 def destroy_dataset(dataset: int) -> int:
     def run():
         _get(dataset, _Dataset, "mdl.destroy_dataset")
-        with _lock:
-            del _objects[dataset]
+        _handles.drop(dataset)
     return _ret(run)
 
 

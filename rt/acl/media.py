@@ -10,17 +10,14 @@ the message. Streams are acl.rt handles (0: the default stream).
 from __future__ import annotations
 
 import functools
-import itertools
-import threading
 
 from .. import dvpp as _dv
 from ..errors import AclError, ACL_ERROR_INVALID_PARAM
 from . import constants as C
 from . import rt as _acl_rt
+from .handles import HandleTable, returns_ret, returns_value
 
-_lock = threading.Lock()
-_objects: dict = {}
-_ids = itertools.count(0x5D0000001000, 0x40)
+_handles = HandleTable("media.", 0x5D0000001000, ACL_ERROR_INVALID_PARAM)
 
 # acldvppPixelFormat / acldvppChannelMode / acldvppJpegFormat values, as pyACL scripts spell them
 for _f in _dv.PixelFormat:
@@ -31,27 +28,16 @@ for _f in _dv.JpegFormat:
     globals()[f"ACL_JPEG_{_f.name}"] = int(_f)
 
 
-def _new(obj) -> int:
-    with _lock:
-        h = next(_ids)
-        _objects[h] = obj
-    return h
+_new = _handles.new
 
 
 def _get(handle, cls, api: str):
-    obj = _objects.get(handle) if isinstance(handle, int) and not isinstance(handle, bool) \
-        else None
-    if not isinstance(obj, cls):
-        raise AclError(ACL_ERROR_INVALID_PARAM,
-                       f"acl.media.{api}: handle must be a live {cls.kind} handle, got "
-                       f"{handle!r}")
-    return obj
+    return _handles.get(handle, cls, api)
 
 
 def _drop(handle, cls, api: str):
-    obj = _get(handle, cls, api)
-    with _lock:
-        _objects.pop(handle, None)
+    obj = _handles.get(handle, cls, api)
+    _handles.drop(handle)
     return obj
 
 
@@ -61,28 +47,7 @@ def _stream(handle, api: str):
     return _acl_rt.stream_of(handle, api)
 
 
-def _ret(fn):
-    @functools.wraps(fn)
-    def wrapper(*args):
-        try:
-            fn(*args)
-            return C.ACL_SUCCESS
-        except AclError as e:
-            return e.code
-    return wrapper
-
-
-def _value(*defaults):
-    def deco(fn):
-        @functools.wraps(fn)
-        def wrapper(*args):
-            try:
-                v = fn(*args)
-            except AclError as e:
-                return (*defaults, e.code)
-            return (*v, C.ACL_SUCCESS) if isinstance(v, tuple) else (v, C.ACL_SUCCESS)
-        return wrapper
-    return deco
+_ret, _value = returns_ret, returns_value
 
 
 def _handle(fn):
@@ -217,19 +182,14 @@ def dvpp_get_pic_desc(batch_pic_desc: int, index: int):
                        f"acl.media.dvpp_get_pic_desc: index must be in [0, {len(b)}), got "
                        f"index={index!r}")
     pic = b.pics[index]
-    with _lock:
-        for h, o in _objects.items():
-            if o is pic:
-                return h
-    return _new(pic)
+    h = _handles.find(pic)
+    return _new(pic) if h is None else h
 
 
 @_ret
 def dvpp_destroy_batch_pic_desc(batch_pic_desc: int):
     b = _drop(batch_pic_desc, _dv.BatchPicDesc, "dvpp_destroy_batch_pic_desc")
-    with _lock:
-        for h in [h for h, o in _objects.items() if any(o is p for p in b.pics)]:
-            del _objects[h]
+    _handles.drop_where(lambda o: any(o is p for p in b.pics))
     b.destroy()
 
 

@@ -6,8 +6,6 @@ Pointers, streams, events and contexts are plain ints; stream 0 is the default s
 """
 from __future__ import annotations
 
-import functools
-import itertools
 import threading
 
 from .. import callback as _cb
@@ -18,51 +16,13 @@ from ..errors import AclError, ACL_ERROR_RT_PARAM_INVALID, ACL_ERROR_INVALID_RES
 from ..launch import set_op_execute_timeout as _set_op_timeout
 from ..stream import Event, Stream, default_stream
 from . import constants as C
+from .handles import HandleTable, returns_ret, returns_value
 
-_lock = threading.Lock()
-_objects: dict = {}                     # handle -> Stream | Event | context device id
-_ids = itertools.count(0x5A0000001000, 0x40)
-_tls = threading.local()
-
-
-def _returns_ret(fn):
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        try:
-            fn(*args, **kwargs)
-            return C.ACL_SUCCESS
-        except AclError as e:
-            return e.code
-    return wrapper
+_handles = HandleTable("rt.", 0x5A0000001000, ACL_ERROR_INVALID_RESOURCE_HANDLE)
+_tls = threading.local()          # handle -> Stream | Event | context device id in _handles
 
 
-def _returns_value(*defaults):
-    def deco(fn):
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            try:
-                value = fn(*args, **kwargs)
-            except AclError as e:
-                return (*defaults, e.code)
-            return (*value, C.ACL_SUCCESS) if isinstance(value, tuple) else (value, C.ACL_SUCCESS)
-        return wrapper
-    return deco
-
-
-def _register(obj) -> int:
-    with _lock:
-        h = next(_ids)
-        _objects[h] = obj
-    return h
-
-
-def _lookup(handle, kind, api: str):
-    obj = _objects.get(handle) if isinstance(handle, int) else None
-    if not isinstance(obj, kind):
-        raise AclError(ACL_ERROR_INVALID_RESOURCE_HANDLE,
-                       f"acl.rt.{api}: handle must be a live {kind.__name__.lower()} handle, got "
-                       f"{handle!r}")
-    return obj
+_returns_ret, _returns_value = returns_ret, returns_value
 
 
 def stream_of(handle, api: str) -> Stream:
@@ -70,7 +30,7 @@ def stream_of(handle, api: str) -> Stream:
     modules (mdl, media, hccl) resolve their stream arguments with it."""
     if handle is None or handle == 0:
         return default_stream()
-    return _lookup(handle, Stream, api)
+    return _handles.get(handle, Stream, api)
 
 
 _stream = stream_of
@@ -118,16 +78,15 @@ def get_run_mode():
 def create_context(device_id: int):
     """Mirrors `aclrtCreateContext`: opens `device_id` and makes the new context current."""
     _dev.set_device(device_id)
-    h = _register(_Context(device_id))
+    h = _handles.new(_Context(device_id))
     _tls.ctx = h
     return h
 
 
 @_returns_ret
 def destroy_context(context: int):
-    _lookup(context, _Context, "destroy_context")
-    with _lock:
-        del _objects[context]
+    _handles.get(context, _Context, "destroy_context")
+    _handles.drop(context)
     if getattr(_tls, "ctx", None) == context:
         _tls.ctx = None
 
@@ -135,7 +94,7 @@ def destroy_context(context: int):
 @_returns_ret
 def set_context(context: int):
     """Mirrors `aclrtSetCurrentContext`: this thread's current device becomes the context's."""
-    _dev.set_device(int(_lookup(context, _Context, "set_context")))
+    _dev.set_device(int(_handles.get(context, _Context, "set_context")))
     _tls.ctx = context
 
 
@@ -144,28 +103,27 @@ def get_context():
     """Mirrors `aclrtGetCurrentContext` (the device's implicit context if none was created)."""
     dev = _dev.current_device()
     ctx = getattr(_tls, "ctx", None)
-    if ctx in _objects and int(_objects[ctx]) == dev:
+    if isinstance(_handles.peek(ctx), _Context) and int(_handles.peek(ctx)) == dev:
         return ctx
-    _tls.ctx = _register(_Context(dev))
+    _tls.ctx = _handles.new(_Context(dev))
     return _tls.ctx
 
 
 # -- streams ---------------------------------------------------------------------------------------
 @_returns_value(0)
 def create_stream():
-    return _register(Stream())
+    return _handles.new(Stream())
 
 
 @_returns_value(0)
 def create_stream_with_config(priority: int, flag: int):
-    return _register(Stream(priority=priority, flags=flag))
+    return _handles.new(Stream(priority=priority, flags=flag))
 
 
 @_returns_ret
 def destroy_stream(stream: int):
-    s = _lookup(stream, Stream, "destroy_stream")
-    with _lock:
-        _objects.pop(stream, None)
+    s = _handles.get(stream, Stream, "destroy_stream")
+    _handles.drop(stream)
     s.destroy()
 
 
@@ -175,7 +133,7 @@ synchronize_stream_with_timeout = _returns_ret(
     lambda stream, timeout: _stream(stream, "synchronize_stream_with_timeout").synchronize(timeout))
 stream_wait_event = _returns_ret(
     lambda stream, event: _stream(stream, "stream_wait_event").wait_event(
-        _lookup(event, Event, "stream_wait_event")))
+        _handles.get(event, Event, "stream_wait_event")))
 set_stream_failure_mode = _returns_ret(
     lambda stream, mode: _stream(stream, "set_stream_failure_mode").set_failure_mode(mode))
 
@@ -237,41 +195,40 @@ memset_async = _returns_ret(lambda ptr, max_count, value, count, stream: _copy.m
 # -- events ----------------------------------------------------------------------------------------
 @_returns_value(0)
 def create_event():
-    return _register(Event(C.ACL_EVENT_TIME_LINE))
+    return _handles.new(Event(C.ACL_EVENT_TIME_LINE))
 
 
 @_returns_value(0)
 def create_event_with_flag(flag: int):
-    return _register(Event(flag))
+    return _handles.new(Event(flag))
 
 
-record_event = _returns_ret(lambda event, stream: _lookup(event, Event, "record_event").record(
+record_event = _returns_ret(lambda event, stream: _handles.get(event, Event, "record_event").record(
     _stream(stream, "record_event")))
-synchronize_event = _returns_ret(lambda event: _lookup(event, Event, "synchronize_event")
+synchronize_event = _returns_ret(lambda event: _handles.get(event, Event, "synchronize_event")
                                  .synchronize())
 synchronize_event_with_timeout = _returns_ret(
-    lambda event, timeout: _lookup(event, Event, "synchronize_event_with_timeout").synchronize(
+    lambda event, timeout: _handles.get(event, Event, "synchronize_event_with_timeout").synchronize(
         timeout))
 
 
 @_returns_value(C.ACL_EVENT_RECORDED_STATUS_NOT_READY)
 def query_event_status(event: int):
     """Mirrors `aclrtQueryEventStatus`: ACL_EVENT_RECORDED_STATUS_COMPLETE (1) or NOT_READY (0)."""
-    done = _lookup(event, Event, "query_event_status").query()
+    done = _handles.get(event, Event, "query_event_status").query()
     return C.ACL_EVENT_RECORDED_STATUS_COMPLETE if done else C.ACL_EVENT_RECORDED_STATUS_NOT_READY
 
 
 @_returns_value(0.0)
 def event_elapsed_time(start: int, end: int):
-    return _lookup(start, Event, "event_elapsed_time").elapsed_time(
-        _lookup(end, Event, "event_elapsed_time"))
+    return _handles.get(start, Event, "event_elapsed_time").elapsed_time(
+        _handles.get(end, Event, "event_elapsed_time"))
 
 
 @_returns_ret
 def destroy_event(event: int):
-    _lookup(event, Event, "destroy_event").destroy()
-    with _lock:
-        del _objects[event]
+    _handles.get(event, Event, "destroy_event").destroy()
+    _handles.drop(event)
 
 
 # -- callbacks -------------------------------------------------------------------------------------
