@@ -2,13 +2,14 @@
 
     python -m bench.fa_steps [--repeats 200]
 
-The kernel's inner step (one S1 block against one S2 block) at the main job's default tiling
-(fp32, D=64, s1_block=64, s2_block=256, kv_chunk=128), replayed as the same primitive calls with the
-same parameters on one emulated core, in four phases; each phase is timed in thread CPU time (so
-other load on the machine does not count), median of 5 runs of `--repeats` steps. The last lines
-are the floor: np.dot on the same two products (what any CPU implementation must pay) and the
-share of the step above it. The step sequence mirrors kernels/flash_attention.py; keep them in
-step when the kernel changes.
+The kernel's inner step (one S1 block against one S2 block) at the main job's former default
+tiling (fp32, D=64, s1_block=64, s2_block=256, kv_chunk=128; the tuner's choice is now
+s1_block=80, see kernels/flash_attention.flash_attention_tiling), replayed as the same
+primitive calls with the same parameters on one emulated core, in four phases; each phase is
+timed in thread CPU time (so other load on the machine does not count), median of 5 runs of
+`--repeats` steps. The last lines are the floor: np.dot on the same two products (what any CPU
+implementation must pay) and the share of the step above it. The step sequence mirrors
+kernels/flash_attention.py; keep them in step when the kernel changes.
 """
 from __future__ import annotations
 

@@ -4,11 +4,20 @@
     python -m bench.flash_attention --seq 1024 --causal --dtype float16 --layout BSND
     python -m bench.flash_attention --mode interpret --seq 128 --sweep ""
 
-For each S: a correctness check against a float64 numpy reference, the median time, GFLOP/s
-(4*B*N*S^2*D, halved for causal), torch's scaled_dot_product_attention (4-D call, if torch is
-installed) and a numpy float32 implementation on the same data, the ratios, and the profiler's
-NPU *estimate*. Writes trace.json, op_summary.csv, results.csv and gflops.png (if matplotlib is
-installed) into the output folder it prints.
+    python -m bench.flash_attention --dtype float16 --head-dim 128   # the shape people profile
+    python -m bench.flash_attention --tune    # + rank FlashAttentionTiling candidates (slow cold)
+
+For each S: a correctness check against a float64 numpy reference, the median time on this CPU,
+GFLOP/s (4*B*N*S^2*D, halved for causal), torch's scaled_dot_product_attention (4-D call, if
+torch is installed) and a numpy float32 implementation on the same data, the ratios, and the
+*simulated* NPU time and TFLOP/s of one extra launch recorded with `rt.profile(npu=True)` (outside
+the timed runs; rt.npu's deterministic pipe model of the SoC, labelled with its name). For the
+main S also the profiler's NPU *estimate*, the hot source lines and the pipe utilisation of the
+simulated run. Writes trace.json (host), op_summary.csv (host columns, then msprof's simulated
+ones), results.csv, gflops.png, and the simulated views of the main S (npu_trace.json,
+PipeUtilization.csv, code_exe.csv, roofline.png, pipe_utilization.png; PNGs need matplotlib)
+into the output folder it prints. `--tune` ranks `flash_attention_tiling_candidates` for the
+main shape by simulated time (kernels/tune.py), marks the default tiling and writes tune.csv.
 """
 from __future__ import annotations
 
@@ -26,9 +35,14 @@ from threadpoolctl import threadpool_limits
 import rt
 from bench._timing import median
 from kernels.flash_attention import (FlashAttentionTiling, flash_attention_reference,
+                                     flash_attention_tiling, flash_attention_tiling_candidates,
                                      flash_attention_with_stats)
 from kernels.tolerances import tolerance
+from kernels.tune import format_ranking, npu_timeline, tune
+from rt.npu import format_top_lines, op_summary_row, pipe_busy_ratios
 from rt.opsummary import op_summary, op_summary_table, write_op_summary_csv
+
+KERNEL = "flash_attention_kernel"
 
 DTYPES = {"float32": np.float32, "float16": np.float16, "bfloat16": np.dtype(ml_dtypes.bfloat16)}
 
@@ -91,13 +105,24 @@ def numpy_attention(q, k, v, layout, n, causal):
     return fn
 
 
-def run_case(a, s, prof=None):
+def case_options(a):
+    """The launch options of every case: layout, heads, causal, the --tiling, the mode."""
+    tiling = (FlashAttentionTiling(*map(int, a.tiling.split(","))) if a.tiling else None)
+    return dict(layout=a.layout, head_num=a.heads if a.layout == "BSH" else None,
+                causal=a.causal, tiling=tiling, interpret=(a.mode == "interpret"))
+
+
+def flops_of(a, s):
+    return 4.0 * a.batch * a.heads * s * s * a.head_dim * (0.5 if a.causal else 1.0)
+
+
+def run_case(a, s, prof=None, npu_prof=None):
+    """One S: check, time (inside `prof` for the main S), the peers, and one extra launch inside
+    `npu_prof` (an `rt.profile(npu=True)`, outside the timed runs) for the simulated columns."""
     dtype = DTYPES[a.dtype]
     q, k, v = make_inputs(a.batch, a.heads, s, a.head_dim, dtype, a.layout)
-    head_num = a.heads if a.layout == "BSH" else None
-    tiling = (FlashAttentionTiling(*map(int, a.tiling.split(","))) if a.tiling else None)
-    opts = dict(layout=a.layout, head_num=head_num, causal=a.causal, tiling=tiling,
-                interpret=(a.mode == "interpret"))
+    opts = case_options(a)
+    head_num = opts["head_num"]
     dq, dk, dv = (rt.to_device(x) for x in (q, k, v))
     stream = rt.Stream()
 
@@ -114,7 +139,7 @@ def run_case(a, s, prof=None):
     rtol, atol = tolerance(dtype)
     err = float(np.max(np.abs(o.copy_to_host().astype(np.float64) - ref)))
     ok = bool(np.allclose(o.copy_to_host().astype(np.float64), ref, rtol=rtol * 10, atol=atol * 10))
-    flops = 4.0 * a.batch * a.heads * s * s * a.head_dim * (0.5 if a.causal else 1.0)
+    flops = flops_of(a, s)
     if prof is not None:
         with prof:
             t_ours = median(ours, a.repeats, warmup=0)
@@ -122,6 +147,14 @@ def run_case(a, s, prof=None):
         t_ours = median(ours, a.repeats, warmup=0)
     row = {"S": s, "ours_ms": t_ours * 1e3, "ours_gflops": flops / t_ours / 1e9,
            "max_abs_err": err, "correct": ok, "first_call_s": first}
+    npu_prof = npu_prof or rt.profile(npu=True)
+    with npu_prof:                      # one launch recorded for the NPU view, not timed
+        ours()
+    runs = npu_prof.npu_runs(KERNEL)
+    if runs:
+        tl = runs[-1].timeline
+        row.update(npu_sim_us=tl.us, npu_sim_tflops=flops / (tl.us * 1e-6) / 1e12,
+                   npu_sim_soc=f"simulated {runs[-1].soc}")
     tfn = torch_sdpa(q, k, v, a.layout, a.heads, a.causal)
     if tfn is not None:
         t = median(tfn, a.repeats, warmup=0)
@@ -158,6 +191,35 @@ def plot(rows, path):
     return path
 
 
+def pipe_excerpt(tl) -> str:
+    """The pipe utilisation of a simulated run, one line per core kind (busy / makespan)."""
+    lines = [f"pipe utilisation (busy / makespan, mean over the cores that ran; simulated "
+             f"{tl.soc}):"]
+    for kind, ratios in pipe_busy_ratios(tl).items():
+        lines.append(f"  {kind:<8}" + "  ".join(f"{p} {100 * r:5.1f}%" for p, r in ratios.items()))
+    row = op_summary_row(tl)
+    lines.append("  msprof: " + "  ".join(f"{k}={row[k]:.3f}" for k in
+                                          ("aic_mac_ratio", "aic_mte2_ratio", "aiv_vec_ratio",
+                                           "aiv_mte2_ratio", "aiv_mte3_ratio")))
+    return "\n".join(lines)
+
+
+def tune_main_shape(a, progress_fn=None):
+    """Rank `flash_attention_tiling_candidates` for the main shape by simulated time (one
+    launch each, recorded with the NPU view); returns (results, the default tiling)."""
+    dtype = DTYPES[a.dtype]
+    s = a.seq
+    q, k, v = make_inputs(a.batch, a.heads, s, a.head_dim, dtype, a.layout)
+    opts = case_options(a)
+    opts.pop("tiling")
+    default = flash_attention_tiling(a.head_dim, dtype, s, s)
+    cands = flash_attention_tiling_candidates(a.head_dim, dtype, s, s)
+
+    def run(t):
+        return npu_timeline(lambda: flash_attention_with_stats(q, k, v, tiling=t, **opts), KERNEL)
+    return tune(cands, run, progress=progress_fn), default
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--batch", type=int, default=1)
@@ -172,43 +234,84 @@ def main(argv=None):
     ap.add_argument("--sweep", default="256,512,1024", help="extra S values ('' for none)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--out", default="fa_profile", help="output folder")
+    ap.add_argument("--tune", action="store_true",
+                    help="rank FlashAttentionTiling candidates for the main shape by simulated "
+                         "time (compiles each candidate once: minutes cold)")
+    ap.add_argument("--top", type=int, default=10, help="source lines / tuner rows to print")
     a = ap.parse_args(argv)
     os.makedirs(a.out, exist_ok=True)
-    rt.init()
-    rt.set_device(0)
+    rt.ensure_device()          # rt.init + set_device(0), unless a caller (a test) already did
     seqs = sorted({int(x) for x in a.sweep.split(",") if x} | {a.seq})
     print(f"FlashAttention fwd  B{a.batch} N{a.heads} D{a.head_dim} {a.dtype} {a.layout} "
           f"causal={a.causal} mode={a.mode}  S in {seqs}")
-    rows, prof = [], rt.profile()
+    rows, prof, nprof = [], rt.profile(), rt.profile(npu=True)
     for i, s in enumerate(seqs):
         progress(i, len(seqs), f"S={s}")
-        rows.append(run_case(a, s, prof if s == a.seq else None))
+        main_case = s == a.seq
+        rows.append(run_case(a, s, prof if main_case else None, nprof if main_case else None))
     progress(len(seqs), len(seqs), "done")
+    soc = rt.get_soc().name
+    sim = f"simulated {soc}"
     prof.export_chrome_trace(os.path.join(a.out, "trace.json"))
-    write_op_summary_csv(prof, os.path.join(a.out, "op_summary.csv"))
+    write_op_summary_csv(prof, os.path.join(a.out, "op_summary.csv"), npu_from=nprof)
+    npu_files = nprof.export_npu(a.out, KERNEL) if nprof.npu_runs(KERNEL) else {}
     with open(os.path.join(a.out, "results.csv"), "w", newline="") as f:
         keys = sorted({k for r in rows for k in r})
         w = csv.DictWriter(f, fieldnames=keys)
         w.writeheader()
         w.writerows(rows)
     png = plot(rows, os.path.join(a.out, "gflops.png"))
-    print(f"\n{'S':>6}{'ours ms':>10}{'GFLOP/s':>9}{'torch ms':>10}{'vs torch':>10}"
-          f"{'numpy ms':>10}{'vs numpy':>10}{'max err':>10}  ok")
+    print(f"\n{'':>6}{'-- CPU: measured on this machine --':^59}{'-- ' + sim + ' --':^20}")
+    print(f"{'S':>6}{'ours ms':>10}{'GFLOP/s':>9}{'torch ms':>10}{'vs torch':>10}"
+          f"{'numpy ms':>10}{'vs numpy':>10}{'sim us':>11}{'TFLOP/s':>9}{'max err':>10}  ok")
     for r in rows:
         t = (f"{r['torch_ms']:>10.2f}{r['vs_torch']:>9.2f}x" if "torch_ms" in r
              else f"{'-':>10}{'-':>10}")
+        n = (f"{r['npu_sim_us']:>11.1f}{r['npu_sim_tflops']:>9.2f}" if "npu_sim_us" in r
+             else f"{'-':>11}{'-':>9}")
         print(f"{r['S']:>6}{r['ours_ms']:>10.2f}{r['ours_gflops']:>9.1f}{t}"
-              f"{r['numpy_ms']:>10.2f}{r['vs_numpy']:>9.2f}x{r['max_abs_err']:>10.2e}  "
+              f"{r['numpy_ms']:>10.2f}{r['vs_numpy']:>9.2f}x{n}{r['max_abs_err']:>10.2e}  "
               f"{'yes' if r['correct'] else 'NO'}")
+    print(f"(sim us, TFLOP/s: one launch replayed on rt.npu's pipe model of {soc}; "
+          f"deterministic, simulated, not a measurement)")
     print(f"\nProfile of S={a.seq} ({a.repeats} runs):")
-    print(op_summary_table(prof))
-    est = [r for r in op_summary(prof) if r["op_name"] == "flash_attention_kernel"]
+    print(op_summary_table(prof, npu_from=nprof))
+    est = [r for r in op_summary(prof, npu_from=nprof) if r["op_name"] == KERNEL]
     if est:
         print(f"NPU estimate for one call: {est[0]['est_npu_us']:.1f} us "
               f"(bound pipe: {est[0]['est_bound_pipe']}) -- an estimate, not a measurement")
-    print(f"\nwrote {a.out}/trace.json (open in Perfetto), {a.out}/op_summary.csv, "
-          f"{a.out}/results.csv" + (f", {png}" if png else " (no matplotlib: no plot)"))
+    runs = nprof.npu_runs(KERNEL)
+    if runs:
+        tl = runs[-1].timeline
+        print()
+        print(format_top_lines(tl, a.top))
+        print(pipe_excerpt(tl))
+    if a.tune:
+        results, default = tune_main_shape(a, lambda i, n, c: progress(i, n, f"tune {c}"[:40]))
+        print(f"\nTiling candidates for S={a.seq} ranked by simulated time ({sim}):")
+        print(format_ranking(results, mark=default, label=sim, top=a.top))
+        write_tune_csv(results, default, os.path.join(a.out, "tune.csv"))
+    written = ["trace.json (open in Perfetto)", "op_summary.csv", "results.csv"]
+    written += [os.path.basename(str(p)) for p in npu_files.values()]
+    written += ["tune.csv"] if a.tune else []
+    print(f"\nwrote into {a.out}/: " + ", ".join(written) +
+          (f", {os.path.basename(png)}" if png else " (no matplotlib: no plots)") +
+          (f"; npu_trace.json is the {sim} run of S={a.seq} (open in Perfetto)"
+           if npu_files else ""))
     return 0 if all(r["correct"] for r in rows) else 1
+
+
+def write_tune_csv(results, default, path):
+    """tune.csv: rank, simulated µs, the tiling's fields, the busiest pipe, skipped reason."""
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["rank", "simulated_us", "s1_block", "s2_block", "kv_chunk", "busiest_pipe",
+                    "is_default", "skipped"])
+        for r in results:
+            c = r.candidate
+            w.writerow([r.rank or "", f"{r.us:.3f}" if r.ok else "", c.s1_block, c.s2_block,
+                        c.kv_chunk, r.bound_pipe if r.ok else "", c == default, r.skipped or ""])
+    return path
 
 
 if __name__ == "__main__":

@@ -130,21 +130,78 @@ class FlashAttentionTiling:
         return self
 
 
-def flash_attention_tiling(d: int, dtype, s1: int, s2: int, soc=None) -> FlashAttentionTiling:
-    """The largest tiles that fit the SoC, like the real op's defaults (S1 block 64/128, S2 block
-    up to 1024), shrunk for fp32 and for D=128."""
-    soc = soc or rt.get_soc()
-    isz = np.dtype(dtype).itemsize
-    for s1b, s2b in ((128, 1024), (128, 512), (64, 512), (128, 256), (64, 256), (64, 128),
-                     (32, 128), (16, 64), (16, 32), (16, 16)):
-        s2b_eff = min(s2b, round_up(s2, 16))
-        s1b_eff = min(s1b, round_up(s1, 16))
-        kc = min(s2b_eff, 128)
-        t = FlashAttentionTiling(s1b_eff, s2b_eff, kc)
+S2_BLOCKS = (64, 128, 256, 512, 1024)     # the tuner's grid (flash_attention_tiling_candidates)
+KV_CHUNKS = (32, 64, 128)
+S1_BLOCKS = (32, 64, 128)
+MIN_S1_BLOCK = 64          # the default's floor (flash_attention_tiling)
+
+
+def _largest_s1_block(s2b: int, kc: int, d: int, isz: int, cap: int, soc) -> int | None:
+    """The largest S1 block (a multiple of 16, <= cap) that fits with (s2b, kc), or None."""
+    for s1b in range(cap, 0, -16):
         try:
-            return t.validate(d, isz, soc)
+            FlashAttentionTiling(s1b, s2b, kc).validate(d, isz, soc)
+            return s1b
         except ValueError:
             continue
+    return None
+
+
+def flash_attention_tiling_candidates(d: int, dtype, s1: int, s2: int, soc=None, *,
+                                      fitting: bool = True) -> list:
+    """The tilings `kernels.tune` ranks: S2 block in S2_BLOCKS, kv_chunk in KV_CHUNKS (<= the
+    S2 block), S1 block in S1_BLOCKS plus the largest multiple of 16 that fits the SoC with that
+    S2 block and kv_chunk; blocks capped at S1 / S2 rounded up to 16. With `fitting` (default)
+    only those that fit `soc` (`FlashAttentionTiling.validate`), else the whole grid (the tuner
+    reports the others as skipped, with the reason)."""
+    soc = soc or rt.get_soc()
+    isz = np.dtype(dtype).itemsize
+    cap1, cap2 = min(240, round_up(s1, 16)), min(2032, round_up(s2, 16))
+    out = []
+    for s2b in dict.fromkeys(min(b, cap2) for b in S2_BLOCKS):
+        for kc in dict.fromkeys(min(c, s2b) for c in KV_CHUNKS):
+            s1bs = [min(b, cap1) for b in S1_BLOCKS]
+            big = _largest_s1_block(s2b, kc, d, isz, cap1, soc)
+            if big is not None:
+                s1bs.append(big)
+            for s1b in sorted(set(s1bs)):
+                t = FlashAttentionTiling(s1b, s2b, kc)
+                if fitting:
+                    try:
+                        t.validate(d, isz, soc)
+                    except ValueError:
+                        continue
+                out.append(t)
+    return list(dict.fromkeys(out))
+
+
+def flash_attention_tiling(d: int, dtype, s1: int, s2: int, soc=None) -> FlashAttentionTiling:
+    """The default tiling: the largest S2 block (S2_BLOCKS, capped at S2 rounded up to 16) that
+    fits the SoC with an S1 block of at least MIN_S1_BLOCK rows (or all of S1; failing that, for
+    a large D, of any height); with it the largest kv_chunk (KV_CHUNKS) that still leaves such an
+    S1 block; then the largest S1 block (a multiple of 16, <= 240, capped at S1 rounded up to 16)
+    that fits. Long S2 blocks amortise the per-block fixpipe / softmax / copy overheads, a long
+    kv_chunk issues fewer, larger P.V mmads and copies, tall S1 blocks reload K and V less often.
+
+    Measured with `kernels.tune` (simulated Ascend910B2, rt.npu's model as of this change, B1 N8
+    S2048 D64 fp32, the 26 `flash_attention_tiling_candidates`): this rule's (80, 256, 128)
+    ranks first at 227.5 µs; (64, 256, 64) 232.0, (64, 256, 128) 233.9, (96, 256, 32) 237.2,
+    (96, 256, 64) 238.5; every S2 block of 128 is >= 1.14x the best, every S1 block of 32
+    >= 1.39x (hence MIN_S1_BLOCK). The ranking moves with the pipe model: `python -m
+    bench.flash_attention --tune` prints it for any shape, and ASCEND_EMU_TUNE_CHECK=1 runs
+    tests/kernels/test_tune.py's full check that the default is still the tuner's choice."""
+    soc = soc or rt.get_soc()
+    isz = np.dtype(dtype).itemsize
+    cap1, cap2 = min(240, round_up(s1, 16)), min(2032, round_up(s2, 16))
+    s2_blocks = sorted({min(b, cap2) for b in (16, 32) + S2_BLOCKS}, reverse=True)
+    for floor1 in (min(MIN_S1_BLOCK, cap1), 16):   # then: whatever fits (a large D)
+        for s2b in s2_blocks:
+            kcs = sorted({min(c, s2b) for c in (16,) + KV_CHUNKS}, reverse=True)
+            fits = [(kc, s1b) for kc in kcs
+                    if ((s1b := _largest_s1_block(s2b, kc, d, isz, cap1, soc)) or 0) >= floor1]
+            if fits:
+                kc, s1b = fits[0]           # the largest kv_chunk, then the tallest S1 block
+                return FlashAttentionTiling(s1b, s2b, kc)
     raise ValueError(f"flash_attention: no tiling fits the SoC for D={d}, dtype={np.dtype(dtype)}")
 
 

@@ -1,0 +1,121 @@
+"""kernels.tune: ranking by simulated time, ties, skipped candidates with their reasons,
+determinism; on fake run functions and on kernels/add.py's kernel (interpreted, cheap)."""
+import os
+
+import numpy as np
+import pytest
+
+import rt
+from kernels.add import AddTiling, add
+from kernels.tune import TuneResult, best, format_ranking, npu_timeline, tune
+
+
+def test_ranks_by_time_and_breaks_ties_by_the_key():
+    times = {"c": 3.0, "a": 1.0, "b": 1.0, "d": 0.5}
+    res = tune(["c", "a", "b", "d"], times.__getitem__)
+    assert [r.candidate for r in res] == ["d", "a", "b", "c"]      # a == b: by repr
+    assert [r.rank for r in res] == [1, 2, 3, 4] and all(r.ok for r in res)
+    assert res[0].us == 0.5 and best(res) == "d"
+    res = tune(["b", "a"], times.__getitem__, key=lambda c: -ord(c))
+    assert [r.candidate for r in res] == ["b", "a"]
+
+
+def test_value_errors_skip_with_the_reason_other_errors_propagate():
+    def run(c):
+        if c == "bad":
+            raise ValueError("bad: UB must hold the tiles, asked 9 bytes, got capacity 8")
+        return {"x": 2.0, "y": 1.0}[c]
+
+    calls = []
+    res = tune(["x", "bad", "y", "x"], lambda c: calls.append(c) or run(c))
+    assert calls == ["x", "bad", "y"]                               # duplicates run once
+    assert [(r.candidate, r.rank) for r in res] == [("y", 1), ("x", 2), ("bad", None)]
+    assert not res[-1].ok and "UB must hold the tiles" in res[-1].skipped
+    res = tune(["x", "y"], run, validate=lambda c: c == "y" and int("no"))
+    assert [r.candidate for r in res if r.ok] == ["x"]
+    assert "invalid literal" in res[-1].skipped
+    with pytest.raises(KeyError):
+        tune(["zz"], run)
+    assert best([TuneResult("q", skipped="why")]) is None
+
+
+def test_format_ranking_marks_the_default_and_lists_skipped():
+    res = tune([AddTiling(8, 1, 8, 8), AddTiling(8, 1, 8, 16), "bad"],
+               lambda c: (_ for _ in ()).throw(ValueError("no fit")) if c == "bad"
+               else float(c.tile))
+    text = format_ranking(res, mark=AddTiling(8, 1, 8, 16), label="simulated X")
+    lines = text.splitlines()
+    assert "simulated X us" in lines[0]
+    assert "tile=8" in lines[2] and "1.00x" in lines[2]
+    assert "tile=16" in lines[3] and "2.00x" in lines[3] and lines[3].endswith("<- default")
+    assert lines[-1] == "skipped  'bad': no fit"
+    assert "was not among the candidates" in format_ranking(res, mark="other")
+    assert "1 more ranked" in format_ranking(res, top=1)
+
+
+def _add_run(x, y):
+    def run(t):
+        tl = npu_timeline(lambda: add(x, y, tiling=t, interpret=True), "add_kernel")
+        return tl
+    return run
+
+
+def _ub_fits(t):
+    need = 3 * 2 * t.tile * 4          # three double-buffered fp32 queues
+    if need > rt.get_soc().ub_bytes:
+        raise ValueError(f"AddTiling: UB must hold 3 x 2 tiles, asked {need} bytes, got "
+                         f"capacity {rt.get_soc().ub_bytes}")
+
+
+def test_add_kernel_tiles_ranked_by_simulated_time_deterministically():
+    rt.ensure_device()
+    n, cores = 8 * 2048, 8
+    rng = np.random.default_rng(0)
+    x, y = (rng.random(n, dtype=np.float32) for _ in range(2))
+    cands = [AddTiling(n, cores, n // cores, t) for t in (64, 512, 2048, 16384)]
+    res = tune(cands, _add_run(x, y), validate=_ub_fits)
+    ranked = [r for r in res if r.ok]
+    assert len(ranked) == 3 and [r.rank for r in ranked] == [1, 2, 3]
+    assert [r.us for r in ranked] == sorted(r.us for r in ranked) and ranked[0].us > 0
+    assert ranked[-1].candidate.tile == 64                 # 64-element tiles: overhead-bound
+    assert ranked[0].cycles > 0 and "VECTOR" in ranked[0].pipes
+    (skipped,) = [r for r in res if not r.ok]
+    assert skipped.candidate.tile == 16384 and "UB must hold" in skipped.skipped
+    again = tune(list(reversed(cands)), _add_run(x, y), validate=_ub_fits)
+    assert [(r.candidate, r.us) for r in again] == [(r.candidate, r.us) for r in res]
+
+
+# ---- the default FlashAttention tiling is the tuner's choice for the main job's shape ----------
+
+MAIN_SHAPE = dict(b=1, n=8, s=2048, d=64, dtype=np.float32)      # bench.flash_attention's default
+
+
+def test_default_fa_tiling_is_the_measured_tuner_choice():
+    """The cheap half: the rule of `flash_attention_tiling` picks, for the main job's shape, the
+    tiling `tune` ranked first over `flash_attention_tiling_candidates` (measured, simulated
+    Ascend910B2; the ranking is in flash_attention_tiling's docstring; ASCEND_EMU_TUNE_CHECK=1
+    reruns it below). Simulated times are deterministic, so the pin is exact."""
+    from kernels.flash_attention import (FlashAttentionTiling, flash_attention_tiling,
+                                         flash_attention_tiling_candidates)
+    s, d, dt = MAIN_SHAPE["s"], MAIN_SHAPE["d"], MAIN_SHAPE["dtype"]
+    default = flash_attention_tiling(d, dt, s, s)
+    assert default == FlashAttentionTiling(80, 256, 128)
+    assert default in flash_attention_tiling_candidates(d, dt, s, s)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("ASCEND_EMU_TUNE_CHECK"),
+                    reason="compiles 26 FlashAttention specialisations (~25 min cold, ~5 min "
+                           "warm); set ASCEND_EMU_TUNE_CHECK=1 to run")
+def test_default_fa_tiling_is_the_tuners_top_choice():
+    """The full check: tune every candidate at the main job's shape (compiled, unchecked, like
+    the bench) and compare the top with the default."""
+    from kernels.flash_attention import (flash_attention_tiling, flash_attention_tiling_candidates,
+                                         flash_attention_with_stats)
+    rt.ensure_device()
+    b, n, s, d, dt = (MAIN_SHAPE[k] for k in ("b", "n", "s", "d", "dtype"))
+    q = np.random.default_rng(0).standard_normal((b, n, s, d)).astype(dt)
+    res = tune(flash_attention_tiling_candidates(d, dt, s, s),
+               lambda t: npu_timeline(lambda: flash_attention_with_stats(
+                   q, q, q, tiling=t, interpret=False, checked=False), "flash_attention_kernel"))
+    assert best(res) == flash_attention_tiling(d, dt, s, s), format_ranking(res)

@@ -1,0 +1,63 @@
+"""bench.flash_attention (README command 1) on tiny shapes, interpreted: the simulated NPU
+columns next to the CPU ones, the simulated views of the main S, op_summary.csv's host and
+msprof columns, and `--tune`'s ranking with the default marked."""
+import csv
+
+import pytest
+
+import bench.flash_attention as fa
+import rt
+from rt.opsummary import HOST_COLUMNS, SIM_COLUMNS
+
+TINY = ["--mode", "interpret", "--heads", "2", "--head-dim", "32", "--repeats", "1"]
+
+
+def _csv(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_main_writes_the_simulated_columns_and_files(tmp_path, capsys):
+    out = tmp_path / "prof"
+    assert fa.main(TINY + ["--seq", "48", "--sweep", "32", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    soc = rt.get_soc().name
+    assert f"simulated {soc}" in text and "sim us" in text and "TFLOP/s" in text
+    assert "top " in text and "source lines by simulated busy time" in text
+    assert "pipe utilisation" in text
+    for name in ("trace.json", "op_summary.csv", "results.csv", "npu_trace.json",
+                 "PipeUtilization.csv", "code_exe.csv"):
+        assert (out / name).is_file(), name
+    rows = _csv(out / "results.csv")
+    assert [int(r["S"]) for r in rows] == [32, 48]
+    for r in rows:
+        assert float(r["npu_sim_us"]) > 0 and float(r["npu_sim_tflops"]) > 0
+        assert r["npu_sim_soc"] == f"simulated {soc}"
+        assert float(r["ours_ms"]) > 0                       # the CPU columns are kept
+    (op,) = _csv(out / "op_summary.csv")
+    assert list(op) == list(HOST_COLUMNS + SIM_COLUMNS)
+    assert op["op_name"] == fa.KERNEL and int(op["calls"]) == 1   # the timed run only
+    assert op["simulated_soc"] == f"simulated {soc}" and op["simulated_calls"] == "1"
+    assert float(op["aicore_time(us)"]) == pytest.approx(float(rows[1]["npu_sim_us"]), abs=1e-3)
+    assert 0 < float(op["aic_mac_ratio"]) <= 1 and 0 < float(op["aiv_vec_ratio"]) <= 1
+
+
+def test_simulated_time_is_deterministic(tmp_path):
+    a = [fa.main(TINY + ["--seq", "32", "--sweep", "", "--out", str(tmp_path / d)])
+         for d in ("a", "b")]
+    assert a == [0, 0]
+    us = [_csv(tmp_path / d / "results.csv")[0]["npu_sim_us"] for d in ("a", "b")]
+    assert us[0] == us[1]
+
+
+def test_tune_ranks_the_candidates_and_marks_the_default(tmp_path, capsys):
+    out = tmp_path / "t"
+    assert fa.main(TINY + ["--seq", "48", "--sweep", "", "--tune", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "ranked by simulated time" in text and "<- default" in text
+    rows = _csv(out / "tune.csv")
+    ranked = [r for r in rows if r["rank"]]
+    assert [int(r["rank"]) for r in ranked] == list(range(1, len(ranked) + 1))
+    us = [float(r["simulated_us"]) for r in ranked]
+    assert us == sorted(us) and len(ranked) >= 2
+    assert sum(r["is_default"] == "True" for r in rows) == 1
