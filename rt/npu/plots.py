@@ -60,13 +60,14 @@ def roofline_point(tl: Timeline, label: str) -> RooflinePoint:
 
 
 def roofline_ceilings(model: PipeModel) -> dict:
-    """{"cube fp16": FLOP/s, "cube fp32": FLOP/s, "vector fp16": op/s, "GM": bytes/s} of the
-    whole chip (see the module docstring for the sources)."""
+    """{"cube fp16": FLOP/s, "cube fp32": FLOP/s, "vector fp16": op/s, "GM": bytes/s, "L2":
+    bytes/s (0 without an L2)} of the whole chip (see the module docstring for the sources)."""
     f = model.clock_hz
     return {"cube fp16": model.cube_macs_per_cycle[2] * 2 * f * model.aic_cores,
             "cube fp32": model.cube_macs_per_cycle[4] * 2 * f * model.aic_cores,
             "vector fp16": model.repeat_bytes // 2 * f * model.aiv_cores,
-            "GM": model.hbm_bytes_per_cycle * f}
+            "GM": model.hbm_bytes_per_cycle * f,
+            "L2": model.l2_bytes_per_cycle * f if model.l2_bytes else 0.0}
 
 
 def _save(fig, canvas_cls, path) -> pathlib.Path:
@@ -90,7 +91,7 @@ def write_roofline_png(points, path, model: PipeModel, soc_name: str | None = No
     bw = roofs["GM"]
     drawn = [(p, p.flops / p.bytes, p.flops / p.seconds) for p in pts
              if p.flops > 0 and p.bytes > 0 and p.seconds > 0]
-    ridge = [v / bw for k, v in roofs.items() if k != "GM"]
+    ridge = [v / bw for k, v in roofs.items() if k not in ("GM", "L2")]
     xs = [x for _, x, _ in drawn] + ridge
     lo, hi = min(xs) / 10, max(xs) * 10
     grid = [lo * (hi / lo) ** (i / 200) for i in range(201)]
@@ -101,10 +102,16 @@ def write_roofline_png(points, path, model: PipeModel, soc_name: str | None = No
         peak = roofs[name]
         ax.plot(grid, [min(peak, bw * x) for x in grid], color=color,
                 label=f"{name} peak {peak / 1e12:.1f} T{'FLOP' if 'cube' in name else 'op'}/s")
-    top = 3 * max([v for k, v in roofs.items() if k != "GM"] + [y for _, _, y in drawn])
+    top = 3 * max([v for k, v in roofs.items() if k not in ("GM", "L2")] +
+                  [y for _, _, y in drawn])
     gx = [x for x in grid if bw * x <= top]
     ax.plot(gx, [bw * x for x in gx], color="tab:blue", linestyle=":",
             label=f"GM bandwidth {bw / 1e12:.2f} TB/s")
+    l2 = roofs.get("L2", 0.0)
+    if l2 > bw:     # GM traffic that hits the L2 streams above the HBM roof, up to this one
+        lx = [x for x in grid if l2 * x <= top]
+        ax.plot(lx, [l2 * x for x in lx], color="tab:purple", linestyle="--",
+                label=f"L2 bandwidth {l2 / 1e12:.2f} TB/s (GM bytes served by the L2)")
     for p, x, y in drawn:
         ax.scatter([x], [y], zorder=3)
         ax.annotate(f"{p.label}\n{y / 1e12:.3g} T/s", (x, y), textcoords="offset points",
