@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import pickle
 import stat
 import sys
 import tempfile
@@ -131,11 +132,44 @@ def load_module(source: str, stem: str):
                               RuntimeWarning, stacklevel=2)
                 _drop_numba_cache(path)
             _write(path, source)
+        else:
+            damaged = _damaged_numba_cache(path)
+            if damaged:
+                warnings.warn(f"ascendc kernel cache: Numba's cache of {path.name} must be whole, "
+                              f"got {damaged}; dropping it (the kernel recompiles)",
+                              RuntimeWarning, stacklevel=2)
+                _drop_numba_cache(path)
         mod = types.ModuleType(name)
         mod.__file__ = str(path)
         exec(compile(source, str(path), "exec"), mod.__dict__)
         sys.modules[name] = mod
         return mod
+
+
+def _damaged_numba_cache(path: Path) -> str | None:
+    """What is wrong with Numba's cache files of module `path` (a truncated or unreadable index,
+    a data file it names missing or cut short), or None. Numba would raise the unpickling error
+    at the kernel's first launch, every time; the index is read here (the directory is one only
+    we can write), a data file only checked for its pickle's final STOP byte."""
+    for idx in (path.parent / "__pycache__").glob(f"{path.stem}.*.nbi"):
+        try:
+            with open(idx, "rb") as f:
+                pickle.load(f)                                  # Numba's format version
+                _stamp, overloads = pickle.loads(f.read())
+            names = list(overloads.values())
+        except Exception as e:      # noqa: BLE001 - any failure means Numba would fail too
+            return f"{idx.name} unreadable ({type(e).__name__}: {e})"
+        for name in names:
+            data = idx.parent / str(name)
+            try:
+                with open(data, "rb") as f:
+                    f.seek(-1, os.SEEK_END)
+                    whole = f.read(1) == pickle.STOP
+            except OSError:
+                whole = False
+            if not whole:
+                return f"{data.name} missing or truncated"
+    return None
 
 
 def _drop_numba_cache(path: Path) -> None:

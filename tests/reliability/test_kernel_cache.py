@@ -165,3 +165,32 @@ def test_a_constexpr_repr_never_reaches_generated_code(value, capfd):
     k[1](x, value, interpret=False)
     assert x[0] == 1
     assert "INJECTED" not in capfd.readouterr().out
+
+
+@pytest.mark.parametrize("which", ["nbi", "nbc"])
+def test_a_truncated_numba_cache_heals(tmp_path, which):
+    """A cut-short Numba index or data file used to break the kernel for good (an unpickling
+    error reported as an AI-core fault at every launch); now it is dropped and recompiled."""
+    code = textwrap.dedent("""
+        import numpy as np, ascendc as asc
+        @asc.jit
+        def k(x: asc.GlobalAddress, n: asc.ConstExpr[int]):
+            g = asc.GlobalTensor(); g.set_global_buffer(x, n)
+            g.set_value(0, g.get_value(0) + 1)
+        x = np.zeros(8, np.float32)
+        k[1](x, 8)
+        print("RESULT", x[0])
+    """)
+    script = tmp_path / "kernel_script.py"
+    script.write_text(code)
+    env = dict(os.environ, ASCENDC_CACHE_DIR=str(tmp_path / "kc"))
+    subprocess.run([sys.executable, str(script)], env=env, check=True, timeout=300)
+    files = sorted((tmp_path / "kc" / "__pycache__").glob(f"*.{which}"))
+    assert files
+    for f in files:
+        f.write_bytes(f.read_bytes()[: f.stat().st_size // 2])
+    p = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "RESULT 1.0" in p.stdout
+    assert "must be whole, got" in p.stderr and "dropping it" in p.stderr
