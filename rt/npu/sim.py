@@ -33,41 +33,11 @@ Input: one instruction list per block (`Instr`, in the order the block issued th
   (water-filling) over the transfers streaming through that pool at that moment, on every core:
   a transfer capped below its share leaves the rest to the others. Rates change only when a
   transfer starts, changes pool or ends, so the model stays event-driven.
-- L2 (`model.l2_bytes` > 0; docs/npu-model.md §1.5 (e)): a chip-wide cache of GM, cold at the
-  launch's start, LRU, kept per `l2_line_bytes` sector of the copies' GM ranges (`Instr.gm`; a
-  strided copy's rows are inferred from its bytes and span, `_rows`). Each copy is decided when
-  it starts (simulation-time order; at equal times cores in index order, pipes in PIPES order).
-  A read streams its missing bytes through HBM (then they are resident) and then its resident
-  bytes through L2; data another copy is still filling counts as resident, but the reader ends
-  no earlier than that fill (merged misses). A write allocates in L2 (dirty) and streams
-  through L2; dirty data pays HBM only when evicted (write-back: those bytes are added to the
-  HBM part of the copy whose fill evicted them). A copy without a GM range streams through HBM
-  as before. `l2_bytes=0` turns L2 off.
+- L2 (`model.l2_bytes` > 0): rt/npu/l2.py.
 - Blocks are placed in index order on the first free core (lowest core index first): with more
   blocks than cores they run in waves. A launch overhead is added once.
-- MIX launches (`mix`; by default on a separated SoC, 910B, whose launch has both cube-side work:
-  CUBE, MTE1, FIXPIPE or an MTE2 copy GM->L1/L0A/L0B; and vector-side work: VECTOR, MTE3 or an
-  MTE2 copy into UB). An AI Core is then 1 AIC (cube core) + its AIVs (vector cores), each with
-  its own SCALAR unit and MTE2. Every block is split into a cube sub-stream run on an AIC and a
-  vector sub-stream run on one AIV of the same AI Core; `n_cores` counts AI Cores (AIC + AIV
-  pairs, at most `model.aic_cores`): core ids 0..n-1 are the AICs, n..2n-1 their AIVs
-  (`Timeline.core_kinds`). One AIV per block: the recorded stream of a block holds all its vector
-  work, so this is MIX_AIC_1_1 (block_dim = AI Cores, 1 AIC : 1 AIV). A MIX_AIC_1_2 kernel
-  splits its vector work over the two AIVs by `get_subblockidx()`; replaying its one stream on one
-  AIV overstates the vector side by up to 2x (the second AIV of each AI Core stays idle here).
-  Which side an instruction runs on (`side_of`, `split_block`): CUBE/MTE1/FIXPIPE and cube-side
-  MTE2 copies -> AIC, VECTOR/MTE3 and other MTE2 copies -> AIV; a flag or barrier on MTE2 goes
-  with the MTE2 copy it guards (a wait: the next MTE2 copy of the block, a set or barrier: the
-  previous one); a SCALAR instruction goes to the side of its flag's other pipe if that pipe
-  belongs to one side, else to the side of the next non-scalar instruction (the previous one at
-  the end of the block); `barrier="ALL"` and "SYNC_ALL" run on both sides (both cores execute
-  the kernel's scalar code: each drains itself, and a SyncAll in a MIX kernel counts the AICs
-  and the AIVs). Between the sides, the only ordering is through GM (`Instr.gm`, the byte range
-  a copy reads, path "GM->X", or writes, "X->GM"): a copy waits for every earlier (program order)
-  copy of the other side whose range overlaps and conflicts with it (read after write, write
-  after read or write) to complete, plus `cross_core_flag_cycles`. A set_flag / wait_flag whose
-  two ends land on different sides is a cross-core flag: the wait starts no earlier than the set's
-  end plus `cross_core_flag_cycles`.
+- MIX launches (`mix`; by default on a separated SoC whose launch has cube-side and vector-side
+  work): rt/npu/mix.py.
 Everything is arithmetic on the recorded sizes: the same input gives the same cycles anywhere.
 The event loop touches only what an event changes (the cores whose ops ended or whose waits came
 due, a heap of end times, the few streaming copies); it gives the same records, in the same
@@ -75,201 +45,22 @@ order, as a scan of every core and op at every event.
 """
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
 from collections import deque
-from dataclasses import dataclass, field
 from heapq import heappop, heappush
 from itertools import count
 from operator import attrgetter
 
-import numpy as np
 
+from .instr import (AI_CORE, AIC, AIV, CUBE_MTE2_PATHS, CUBE_PIPES, KIND_PIPES,  # noqa: F401
+                    PIPES, VECTOR_PIPES, Instr, Timeline)
+from .l2 import L2Cache
+from .mix import is_work, side_of, split_block  # noqa: F401  (rt.npu exports side_of)
 from .model import GM_PATHS, PipeModel
 
-PIPES = ("SCALAR", "VECTOR", "CUBE", "MTE1", "MTE2", "MTE3", "FIXPIPE")
-AIC, AIV, AI_CORE = "AIC", "AIV", "AI Core"          # Timeline.core_kinds values
-KIND_PIPES = {AIC: ("SCALAR", "CUBE", "MTE1", "MTE2", "FIXPIPE"),     # msOpProf's cube core
-              AIV: ("SCALAR", "VECTOR", "MTE2", "MTE3"),              # msOpProf's vector core
-              AI_CORE: PIPES}
-CUBE_PIPES = frozenset({"CUBE", "MTE1", "FIXPIPE"})
-VECTOR_PIPES = frozenset({"VECTOR", "MTE3"})
-CUBE_MTE2_PATHS = frozenset({"GM->L1", "GM->L0A", "GM->L0B"})   # the AIC's MTE2; others: AIV
 _EPS = 1e-9
 HBM, L2 = 0, 1                  # the shared pools a GM transfer streams through
 _QUEUED = PIPES[1:]             # the pipes fed by the scalar unit's queues
 _FIXED, _STREAMING, _PARKED, _DONE, _INFLIGHT = range(5)      # _Op.state
-
-
-@dataclass
-class Instr:
-    """One instruction a block issued. `pipe` in msOpProf's spelling (PIPES); `path` the DMA path
-    ("GM->UB", ...: model.PATHS) of a copy; `shape` (m, n, k) of an mmad; `src` "file:line" of
-    the kernel source. Dependencies: `set_flag` / `wait_flag` = (src pipe, dst pipe, event id),
-    `barrier` = a pipe name, "ALL" (drain this core) or "SYNC_ALL" (all blocks of the launch).
-    `gm` = (start, end) byte addresses of the GM range a copy reads ("GM->X") or writes
-    ("X->GM"), end exclusive, or () if unknown: the AIC <-> AIV hand-offs of a MIX launch."""
-    block: int
-    pipe: str
-    name: str
-    bytes: int = 0
-    elements: int = 0
-    repeats: int = 0
-    macs: int = 0
-    dtype_bytes: int = 0
-    path: str = ""
-    shape: tuple = ()
-    src: str = ""
-    set_flag: tuple | None = None
-    wait_flag: tuple | None = None
-    barrier: str | None = None
-    gm: tuple = ()
-
-
-@dataclass
-class Timeline:
-    """The simulated run: `records[i]` = (instr, core, pipe, start, end) in cycles, in the order
-    the instructions completed (a copy's end includes its latency after its pipe was free);
-    `held[i]` the cycles record i held its pipe (end - start but for such a copy);
-    `issues[i]` = (instr, core, start, end) the SCALAR unit's issue
-    slot of each non-SCALAR instruction (part of SCALAR's busy time, not of `records`);
-    `flows[i]` = (set record index, wait record index), each wait_flag with the set_flag it
-    consumed (matched first-in first-out); `handoffs[i]` = (record index, record index) a MIX
-    launch's GM hand-off: the other side's copy whose completion released this copy (the latest
-    of its dependencies); `busy[core][pipe]` busy cycles (SCALAR includes issuing);
-    `core_kinds[core]` "AIC", "AIV" or "AI Core" (a core that runs cube and vector pipes: a
-    coupled SoC, or mix=False); `n_cores` the `n_cores` argument (AI Cores in a MIX launch, whose
-    cores are the AICs then the AIVs); `mix` whether blocks were split into AIC and AIV parts;
-    `makespan` the cycles from the first start to the last end; `total_cycles` adds the launch
-    overhead; `us` is `total_cycles` in microseconds at the model's clock. L2 counters (bytes of
-    GM copies, module doc): `l2_hit_bytes` / `l2_miss_bytes` read from L2 / from HBM (a read of
-    an unknown range counts as a miss), `l2_write_bytes` written into L2, `l2_writeback_bytes`
-    dirty bytes evicted to HBM during the run; `l2_hit_ratio` = hits / reads."""
-    soc: str
-    n_cores: int
-    clock_hz: float
-    records: list = field(default_factory=list)
-    held: list = field(default_factory=list)
-    issues: list = field(default_factory=list)
-    flows: list = field(default_factory=list)
-    handoffs: list = field(default_factory=list)
-    busy: dict = field(default_factory=dict)
-    core_kinds: dict = field(default_factory=dict)
-    mix: bool = False
-    makespan: float = 0.0
-    launch_cycles: float = 0.0
-    l2_hit_bytes: float = 0.0
-    l2_miss_bytes: float = 0.0
-    l2_write_bytes: float = 0.0
-    l2_writeback_bytes: float = 0.0
-
-    @property
-    def l2_hit_ratio(self) -> float:
-        """Share of the GM bytes read that hit L2 (0.0 when nothing was read)."""
-        reads = self.l2_hit_bytes + self.l2_miss_bytes
-        return self.l2_hit_bytes / reads if reads else 0.0
-
-    @property
-    def total_cycles(self) -> float:
-        return self.makespan + self.launch_cycles
-
-    @property
-    def us(self) -> float:
-        return self.total_cycles / self.clock_hz * 1e6
-
-    def pipe_busy(self, pipe: str) -> float:
-        """Busy cycles of `pipe` summed over the cores."""
-        return sum(b.get(pipe, 0.0) for b in self.busy.values())
-
-    def core_name(self, core: int) -> str:
-        """"AIC 0", "AIV 3", "AI Core 1": the kind and the core's index among its kind
-        ("core<N>" for a core the Timeline has no kind for)."""
-        kind = self.core_kinds.get(core)
-        if kind is None:
-            return f"core{core}"
-        nth = sum(1 for c, k in self.core_kinds.items() if k == kind and c < core)
-        return f"{kind} {nth}"
-
-
-def side_of(ins: Instr) -> str | None:
-    """"AIC" or "AIV": the core kind whose pipe runs `ins` on a separated SoC, or None when the
-    pipe alone does not say (SCALAR, and flags or barriers on MTE2)."""
-    if ins.pipe in CUBE_PIPES:
-        return AIC
-    if ins.pipe in VECTOR_PIPES:
-        return AIV
-    if ins.pipe == "MTE2" and ins.path:
-        return AIC if ins.path in CUBE_MTE2_PATHS else AIV
-    return None
-
-
-def _is_work(ins: Instr) -> bool:
-    return not (ins.set_flag or ins.wait_flag or ins.barrier)
-
-
-def _pipe_kind(pipe: str) -> str | None:
-    return AIC if pipe in CUBE_PIPES else AIV if pipe in VECTOR_PIPES else None
-
-
-def _sides(block: list) -> list:
-    """The side of each instruction of `block` (AIC, AIV or "both"); rules in the module doc."""
-    side = [side_of(i) for i in block]
-    mte2 = [k for k, i in enumerate(block) if i.pipe == "MTE2" and side[k]]
-    for k, ins in enumerate(block):
-        if ins.pipe == "MTE2" and side[k] is None:
-            pos = bisect_left(mte2, k)
-            prev = side[mte2[pos - 1]] if pos else None
-            nxt = side[mte2[pos]] if pos < len(mte2) else None
-            dep = ins.wait_flag or ins.set_flag
-            other = _pipe_kind(dep[1] if ins.set_flag else dep[0]) if dep else None
-            side[k] = ((nxt or prev) if ins.wait_flag else (prev or nxt)) or other or AIV
-    nxt = [None] * len(block)
-    after = None
-    for k in range(len(block) - 1, -1, -1):
-        nxt[k] = after
-        if block[k].pipe != "SCALAR":
-            after = side[k]
-    before = None
-    for k, ins in enumerate(block):
-        if ins.pipe != "SCALAR" and ins.barrier != "SYNC_ALL":
-            before = side[k]
-            continue
-        if ins.barrier in ("ALL", "SYNC_ALL"):
-            side[k] = "both"
-            continue
-        dep = ins.wait_flag or ins.set_flag
-        other = _pipe_kind(dep[1] if ins.set_flag else dep[0]) if dep else None
-        side[k] = other or nxt[k] or before or AIV
-    return side
-
-
-def split_block(block: list) -> tuple:
-    """Split one block's instructions for a MIX launch: ((AIC instrs, AIC deps), (AIV instrs,
-    AIV deps)). deps maps an instruction's index in its sub-stream to the indices in the other
-    sub-stream of the earlier GM accesses it must wait for (see the module docstring)."""
-    side = _sides(block)
-    subs = {AIC: [], AIV: []}
-    deps = {AIC: {}, AIV: {}}
-    acc = {AIC: [], AIV: []}          # GM accesses: (lo, hi, is_write, pipe, sub-stream index)
-    for k, ins in enumerate(block):
-        for s in ((AIC, AIV) if side[k] == "both" else (side[k],)):
-            subs[s].append(ins)
-        if side[k] == "both" or not ins.gm or not ins.path:
-            continue
-        src, _, dst = ins.path.partition("->")
-        if "GM" not in (src, dst):
-            continue
-        s, me = side[k], len(subs[side[k]]) - 1
-        other = AIV if s == AIC else AIC
-        write, (lo, hi) = dst == "GM", ins.gm
-        d = tuple(e[4] for e in acc[other] if e[0] < hi and lo < e[1] and (write or e[2]))
-        if d:
-            deps[s][me] = d
-        # an access on the same pipe that covers an earlier one ends after it: depending on it
-        # implies the earlier one (a write supersedes reads and writes, a read only reads)
-        acc[s] = [e for e in acc[s] if not (e[3] == ins.pipe and lo <= e[0] and e[1] <= hi and
-                                            (write or not e[2]))]
-        acc[s].append((lo, hi, write, ins.pipe, me))
-    return (subs[AIC], deps[AIC]), (subs[AIV], deps[AIV])
 
 
 class _Op:
@@ -385,157 +176,6 @@ def _describe(ins: Instr) -> str:
     return f"{what} of block {ins.block}" + (f" at {ins.src}" if ins.src else "")
 
 
-def _rows(nbytes: int, lo: int, hi: int) -> tuple:
-    """(rows, row bytes, stride) of a copy of `nbytes` whose GM side spans [lo, hi). A strided
-    copy (DataCopy blocks, Nd2Nz rows, fixpipe rows) records only its span, so the rows are
-    inferred: the most rows (shortest row) that divide `nbytes` and give a whole-byte stride.
-    A copy whose span is its size is one contiguous row."""
-    span = hi - lo
-    if nbytes <= 0 or span <= nbytes:
-        return 1, span, span
-    divs, d = set(), 1
-    while d * d <= nbytes:
-        if nbytes % d == 0:
-            divs.update((d, nbytes // d))
-        d += 1
-    for w in sorted(divs):
-        r = nbytes // w
-        if r < 2:
-            break
-        if (span - w) % (r - 1) == 0:            # stride >= w because span > r * w
-            return r, w, (span - w) // (r - 1)
-    return 1, span, span                         # unreachable for even sizes (2 rows fit)
-
-
-class _L2:
-    """The chip's L2 (module doc): residency of the GM ranges the launch's copies touch, kept
-    per `g`-byte sector in flat numpy arrays (resident, dirty, last use, in-flight filler) over
-    the merged spans of all recorded copies. A copy's sectors are a slice, a strided 2-D view
-    or an index array (`_plan`), so one access costs a few numpy calls whatever its size.
-    Replacement is LRU by access tick; when full it evicts the oldest sectors down to
-    capacity - 1/64 (batched, so a stream over a working set larger than L2 costs one O(sectors)
-    pass per 1/64 of capacity)."""
-
-    def __init__(self, model: PipeModel, blocks: list):
-        g = max(int(model.l2_line_bytes), 1)
-        keys = {(i.gm[0], i.gm[1], i.bytes) for b in blocks for i in b
-                if i.gm and i.gm[1] > i.gm[0] and i.path in GM_PATHS}
-        spans = sorted({k[:2] for k in keys})
-        while sum(hi - lo for lo, hi in spans) // g > 1 << 27:      # cap the arrays' size
-            g *= 2
-        regions: list = []
-        for lo, hi in spans:
-            a, b = lo // g * g, -(-hi // g) * g
-            if regions and a <= regions[-1][1]:
-                regions[-1][1] = max(regions[-1][1], b)
-            else:
-                regions.append([a, b])
-        self.g, self.los, self.bases, off = g, [], [], 0
-        for a, b in regions:
-            self.los.append(a)
-            self.bases.append(off - a // g)           # sector index = addr // g + base
-            off += (b - a) // g
-        self.plans = {k: self._plan(*k) for k in keys}
-        pad = max((p[3] for p in self.plans.values() if p[0] == 1), default=0)
-        n = off + pad
-        self.resident = np.zeros(n, bool)
-        self.dirty = np.zeros(n, bool)
-        self.last = np.zeros(n, np.int64)
-        self.filler = np.full(n, -1, np.int64)
-        self.cap = max(int(model.l2_bytes) // g, 1)
-        self.slack = self.cap // 64
-        self.n = self.tick = 0
-        self.live: dict = {}                          # fill number -> _Op still streaming
-        self.hit = self.miss = self.written = self.writeback = 0.0
-
-    def _plan(self, lo: int, hi: int, nbytes: int) -> tuple:
-        """(kind, ...) addressing the sectors a copy touches: (0, first, end, count) a slice,
-        (1, first, rows, stride, per-row, count) a strided view, (2, indices, count)."""
-        g = self.g
-        base = self.bases[bisect_right(self.los, lo) - 1]
-        r, w, s = _rows(nbytes, lo, hi)
-        first = lo // g + base
-        k = (lo + w - 1) // g - lo // g + 1
-        if r == 1:
-            return 0, first, first + k, k
-        if s % g == 0 and k <= s // g:
-            return 1, first, r, s // g, k, r * k
-        starts = lo + np.arange(r, dtype=np.int64) * s
-        f, e = starts // g, (starts + w - 1) // g
-        idx = f[:, None] + np.arange(int((e - f).max()) + 1)
-        idx = np.unique(idx[idx <= e[:, None]]) + base
-        return 2, idx, idx.size
-
-    @staticmethod
-    def _view(arr, p):
-        if p[0] == 0:
-            return arr[p[1]:p[2]]
-        if p[0] == 1:
-            return arr[p[1]:p[1] + p[2] * p[3]].reshape(p[2], p[3])[:, :p[4]]
-        return arr[p[1]]
-
-    def _set(self, arr, p, value, mask=None):
-        if p[0] == 2:
-            arr[p[1] if mask is None else p[1][mask]] = value
-        elif mask is None:
-            self._view(arr, p)[...] = value
-        else:
-            self._view(arr, p)[mask] = value
-
-    def access(self, ins: Instr, write: bool, fill_no: int) -> tuple:
-        """Decide a copy at its start: (bytes through HBM, bytes through L2, fill numbers of the
-        in-flight copies whose data it hits and must wait for). Reads: resident sectors hit,
-        the rest miss (HBM) and are filled now; writes allocate (dirty) and stream into L2;
-        dirty sectors evicted to make room are written back through HBM, charged to this copy."""
-        p = self.plans[(ins.gm[0], ins.gm[1], ins.bytes)]
-        count = p[-1]
-        hitmask = self._view(self.resident, p)
-        if p[0] != 2:
-            hitmask = hitmask.copy()
-        h = int(np.count_nonzero(hitmask))
-        self.tick += 1
-        waits = ()
-        if h and self.live:
-            f = np.unique(self._view(self.filler, p)[hitmask])
-            waits = tuple(int(x) for x in f if int(x) in self.live)
-        self._set(self.resident, p, True)
-        self._set(self.last, p, self.tick)
-        if write:
-            self._set(self.dirty, p, True)
-            self._set(self.filler, p, fill_no)
-        elif h < count:
-            self._set(self.filler, p, fill_no, None if h == 0 else ~hitmask)
-        self.n += count - h
-        wb = self._evict() if self.n > self.cap else 0
-        self.writeback += wb
-        if write:
-            self.written += ins.bytes
-            return float(wb), float(ins.bytes), waits
-        hit = ins.bytes * h / count if count else 0.0
-        self.hit += hit
-        self.miss += ins.bytes - hit
-        return ins.bytes - hit + wb, hit, waits
-
-    def _evict(self) -> int:
-        """Evict the least recently used sectors, never the current copy's (a copy larger than
-        L2 stays over capacity until the next access); the bytes of the dirty ones evicted."""
-        need = self.n - self.cap + self.slack
-        res = np.flatnonzero(self.resident)
-        ticks = self.last[res]
-        old = ticks < self.tick
-        res, ticks = res[old], ticks[old]
-        if need >= res.size:
-            ev = res
-        else:
-            ev = res[ticks <= np.partition(ticks, need - 1)[need - 1]]
-        wb = int(np.count_nonzero(self.dirty[ev])) * self.g
-        self.resident[ev] = False
-        self.dirty[ev] = False
-        self.filler[ev] = -1
-        self.n -= ev.size
-        return wb
-
-
 def _check(blocks: list) -> tuple:
     """Validate pipes and gm ranges; (launch has cube-side work, has vector-side work)."""
     cube = vec = False
@@ -547,7 +187,7 @@ def _check(blocks: list) -> tuple:
             if ins.gm and not (len(ins.gm) == 2 and 0 <= ins.gm[0] <= ins.gm[1]):
                 raise ValueError(f"simulate: gm must be () or (start, end) with 0 <= start <= "
                                  f"end, got gm={ins.gm!r} for {_describe(ins)}")
-            if _is_work(ins):
+            if is_work(ins):
                 s = side_of(ins)
                 cube |= s == AIC
                 vec |= s == AIV
@@ -603,7 +243,7 @@ def simulate(blocks: list, model: PipeModel, n_cores: int, *, mix: bool | None =
     tl = Timeline(model.soc, n_cores, model.clock_hz, launch_cycles=model.launch_overhead_cycles,
                   core_kinds={c.idx: c.kind for c in cores}, mix=mix)
     pending = deque(work)
-    l2 = _L2(model, blocks) if model.l2_bytes > 0 else None
+    l2 = L2Cache(model, blocks) if model.l2_bytes > 0 else None
     live = l2.live if l2 is not None else {}
     fills: list = []                # copies that filled L2, by fill number
     # The event loop (same results as scanning every core and op at every event, faster):
@@ -683,7 +323,7 @@ def simulate(blocks: list, model: PipeModel, n_cores: int, *, mix: bool | None =
         rec = len(tl.records)
         if ins.set_flag:
             c.fired.setdefault(ins.set_flag, deque()).append((rec, t, c.idx))
-        elif _is_work(ins):
+        elif is_work(ins):
             c.last_end[op.pipe] = t
         if op.partner is not None:
             tl.flows.append((op.partner, rec))

@@ -467,7 +467,7 @@ def test_many_cores_reading_one_tile_miss_once_and_wait_for_that_fill():
 
 
 def test_strided_copies_touch_only_their_rows():
-    from rt.npu.sim import _rows
+    from rt.npu.l2 import rows_of as _rows
     # a 128 x 128 fp16 tile of a 2048-wide matrix (rows 256 B, 4096 B apart), as matmul's A
     span = 127 * 4096 + 256
     assert _rows(32768, 0, span) == (128, 256, 4096)
