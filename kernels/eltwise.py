@@ -17,8 +17,9 @@ import ascendc as asc
 import rt
 
 from ._host import ceil_div, is_device, round_up
+from .add import BUFFER_NUM as _ADD_BUFFERS, add_tiling
 
-BUFFER_NUM = 2
+BUFFER_NUM = _ADD_BUFFERS        # eltwise_tiling is add_tiling: the same UB split
 UNARY = {"relu": 0, "exp": 1, "abs": 2, "sqrt": 3, "ln": 4, "reciprocal": 5}
 BINARY = {"add": 0, "sub": 1, "mul": 2, "div": 3, "max": 4, "min": 5}
 DTYPES = (np.dtype(np.float32), np.dtype(np.float16))
@@ -38,18 +39,12 @@ class EltwiseTiling:
 
 
 def eltwise_tiling(total: int, dtype, block_dim: int | None = None, soc=None) -> EltwiseTiling:
-    """Flat split over cores; 3 queues x BUFFER_NUM tiles in UB (tile fixed per dtype)."""
+    """Flat split over cores: kernels/add.py's rule (3 queues x BUFFER_NUM tiles in UB, tile fixed
+    per dtype)."""
     if total <= 0:
         raise ValueError(f"eltwise: length must be > 0, got total={total}")
-    soc = soc or rt.get_soc()
-    isz = np.dtype(dtype).itemsize
-    align = 32 // isz
-    cores = block_dim or min(rt.default_core_count(), ceil_div(total, 4096))
-    cores = max(1, min(cores, ceil_div(total, align)))
-    per_core = round_up(ceil_div(total, cores), align)
-    cores = ceil_div(total, per_core)
-    tile = min((soc.ub_bytes // (3 * BUFFER_NUM)) // 32 * 32 // isz, 8192)
-    return EltwiseTiling(total, cores, per_core, tile)
+    t = add_tiling(total, dtype, block_dim, soc)
+    return EltwiseTiling(t.total, t.block_dim, t.per_core, t.tile)
 
 
 def bcast_tiling(rows: int, cols: int, dtype, block_dim: int | None = None) -> EltwiseTiling:
