@@ -15,14 +15,12 @@ from __future__ import annotations
 import csv
 
 from .estimate import ESTIMATE_LABEL, estimate
+from .npu.export import OP_SUMMARY_COLUMNS
 from .soc import get_soc
 
 HOST_COLUMNS = ("op_name", "block_dim", "calls", "host_total_us", "host_avg_us", "host_min_us",
                 "host_max_us", "host_gflops", "est_npu_us", "est_bound_pipe")
-SIM_COLUMNS = ("simulated_soc", "simulated_calls", "aicore_time(us)", "aic_total_cycles",
-               "aic_mac_ratio", "aic_mte1_ratio", "aic_mte2_ratio", "aic_fixpipe_ratio",
-               "aiv_time(us)", "aiv_total_cycles", "aiv_vec_ratio", "aiv_scalar_ratio",
-               "aiv_mte2_ratio", "aiv_mte3_ratio")
+SIM_COLUMNS = ("simulated_soc", "simulated_calls") + OP_SUMMARY_COLUMNS
 COLUMNS = HOST_COLUMNS          # the columns every row has; SIM_COLUMNS follow when recorded
 
 

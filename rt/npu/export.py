@@ -35,8 +35,9 @@ import pathlib
 from .sim import AI_CORE, AIC, AIV, KIND_PIPES, PIPES, Timeline
 
 __all__ = ["trace_events", "write_trace", "write_pipe_utilization", "code_exe", "write_code_exe",
-           "format_top_lines", "op_summary_row", "write_all", "TRACE_FILE", "PIPE_UTIL_FILE",
-           "CODE_EXE_FILE", "ROOFLINE_FILE", "PIPE_CHART_FILE", "msprof_core_name", "l2_summary"]
+           "format_top_lines", "op_summary_row", "OP_SUMMARY_COLUMNS", "write_all",
+           "TRACE_FILE", "PIPE_UTIL_FILE", "CODE_EXE_FILE", "ROOFLINE_FILE", "PIPE_CHART_FILE",
+           "msprof_core_name", "l2_summary"]
 
 TRACE_FILE, PIPE_UTIL_FILE, CODE_EXE_FILE = "npu_trace.json", "PipeUtilization.csv", "code_exe.csv"
 ROOFLINE_FILE, PIPE_CHART_FILE = "roofline.png", "pipe_utilization.png"
@@ -283,6 +284,13 @@ def format_top_lines(tl: Timeline, n: int = 10) -> str:
     return "\n".join([title, fmt.format(*head)] + [fmt.format(*b) for b in body])
 
 
+#: the keys of `op_summary_row`, in msprof's order (op_summary.csv's simulated columns)
+OP_SUMMARY_COLUMNS = ("aicore_time(us)", "aic_total_cycles", "aic_mac_ratio", "aic_mte1_ratio",
+                      "aic_mte2_ratio", "aic_fixpipe_ratio", "aiv_time(us)", "aiv_total_cycles",
+                      "aiv_vec_ratio", "aiv_scalar_ratio", "aiv_mte2_ratio", "aiv_mte3_ratio",
+                      "l2_cache_hit_rate")
+
+
 def op_summary_row(tl: Timeline, soc_name: str | None = None) -> dict:
     """msprof's simulated op_summary columns for `tl`, named as msprof names them.
 
@@ -314,11 +322,8 @@ def op_summary_row(tl: Timeline, soc_name: str | None = None) -> dict:
 
     t, cyc, (mac, mte1, mte2, fix) = side(aic, _AIC_PIPES)
     vt, vcyc, (vec, scalar, vmte2, mte3) = side(aiv, _AIV_PIPES)
-    return {"aicore_time(us)": t, "aic_total_cycles": cyc, "aic_mac_ratio": mac,
-            "aic_mte1_ratio": mte1, "aic_mte2_ratio": mte2, "aic_fixpipe_ratio": fix,
-            "aiv_time(us)": vt, "aiv_total_cycles": vcyc, "aiv_vec_ratio": vec,
-            "aiv_scalar_ratio": scalar, "aiv_mte2_ratio": vmte2, "aiv_mte3_ratio": mte3,
-            "l2_cache_hit_rate": tl.l2_hit_ratio}
+    return dict(zip(OP_SUMMARY_COLUMNS, (t, cyc, mac, mte1, mte2, fix, vt, vcyc, vec, scalar,
+                                         vmte2, mte3, tl.l2_hit_ratio)))
 
 
 def _have_matplotlib() -> bool:
