@@ -9,8 +9,8 @@ are tasks on an `rt.Stream`: asynchronous, ordered with kernels, copies and even
 """
 from .types import (HcclResult, HcclDataType, HcclReduceOp, HcclError, DTYPES, dtype_of,
                     hccl_dtype, connect_timeout, exec_timeout)
-from .comm import (Comm, RootInfo, SendRecvItem, HcclSendRecvType, ROOT_INFO_BYTES,
-                   get_root_info, comm_init_root_info, comm_init_all)
+from .comm import Comm, SendRecvItem, HcclSendRecvType, ROOT_INFO_BYTES
+from .join import RootInfo, get_root_info, comm_init_root_info, comm_init_all
 from .reduce import set_reducer, get_reducer, numpy_reduce
 
 __all__ = [

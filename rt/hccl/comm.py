@@ -16,17 +16,13 @@ and so must the stream.
 from __future__ import annotations
 
 import itertools
-import json
 import os
-import socket
 import threading
 import time
-import uuid as _uuid
 from dataclasses import dataclass
 
 import numpy as np
 
-from .. import device as _device
 from ..array import DeviceArray
 from ..errors import AclError
 from ..memcheck import device_of
@@ -35,12 +31,11 @@ from ..sched import Task
 from ..stream import Stream, current_stream
 from . import algorithms as alg
 from .reduce import get_reducer, numpy_reduce
-from .transport import (LocalEndpoint, LocalGroup, MpiEndpoint, coll_tag)
-from .types import (HcclError, HcclResult, connect_timeout, dtype_of, exec_timeout, op_of)
+from .transport import (coll_tag)
+from .types import (HcclError, HcclResult, dtype_of, exec_timeout, op_of)
 
 E_PARA = HcclResult.HCCL_E_PARA
 ROOT_INFO_BYTES = 4108                   # sizeof(HcclRootInfo)
-_MAGIC = b"HCCLEMU1"
 OP_NAMES = ("sum", "prod", "max", "min")
 
 
@@ -58,198 +53,6 @@ class SendRecvItem:
     count: int
     data_type: object
     remote_rank: int
-
-
-class RootInfo:
-    """Mirrors `HcclRootInfo` (4108 opaque bytes): `bytes(info)` travels to the other ranks out of
-    band (an MPI broadcast, a file); `RootInfo(blob)` or the blob itself is accepted back."""
-    __slots__ = ("internal",)
-
-    def __init__(self, internal: bytes):
-        self.internal = bytes(internal)
-
-    def __bytes__(self) -> bytes:
-        return self.internal
-
-    def __repr__(self) -> str:
-        return f"<rt.hccl.RootInfo {self.header()}>"
-
-    def header(self) -> dict:
-        raw = self.internal
-        if len(raw) != ROOT_INFO_BYTES or not raw.startswith(_MAGIC):
-            raise HcclError(E_PARA, f"hccl: root_info must be the {ROOT_INFO_BYTES}-byte blob of "
-                                    f"get_root_info(), got {len(raw)} bytes "
-                                    f"starting {raw[:8]!r}")
-        return json.loads(raw[len(_MAGIC):].rstrip(b"\0").decode())
-
-
-# -- MPI ------------------------------------------------------------------------------------------
-_MPI_ENV = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS")
-
-
-def _launched_by_mpi() -> bool:
-    for name in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE"):
-        v = os.environ.get(name)
-        if v is not None:
-            return v.strip() not in ("", "1")
-    return False
-
-
-def mpi():
-    """mpi4py's MPI module (initialises MPI on first use; THREAD_MULTIPLE is required)."""
-    try:
-        import mpi4py
-        mpi4py.rc.thread_level = "multiple"
-        from mpi4py import MPI
-    except ImportError as e:
-        raise HcclError(HcclResult.HCCL_E_NOT_SUPPORT,
-                        "hccl: the MPI transport needs mpi4py, got ImportError "
-                        f"({e}); pip install -e '.[mpi]'") from None
-    if MPI.Query_thread() < MPI.THREAD_MULTIPLE:
-        raise HcclError(HcclResult.HCCL_E_NOT_SUPPORT,
-                        "hccl: MPI must provide MPI_THREAD_MULTIPLE (collectives run on stream "
-                        f"worker threads), got thread level {MPI.Query_thread()}")
-    return MPI
-
-
-def _transport_kind() -> str:
-    raw = os.environ.get("ASCEND_EMU_HCCL_TRANSPORT", "").strip().lower()
-    if raw in ("mpi", "local"):
-        return raw
-    if raw:
-        raise HcclError(E_PARA, f"get_root_info: ASCEND_EMU_HCCL_TRANSPORT must be 'mpi' or "
-                                f"'local', got {raw!r}")
-    return "mpi" if _launched_by_mpi() else "local"
-
-
-def get_root_info() -> RootInfo:
-    """Mirrors `HcclGetRootInfo`: the blob the other ranks pass to `comm_init_root_info`.
-
-    Under an MPI launcher (`mpirun -n N`, or ASCEND_EMU_HCCL_TRANSPORT=mpi) the communicator will
-    run over MPI and the caller (MPI world rank w) is the rendezvous point: it must be one of the
-    ranks. Otherwise the ranks are threads of this process (each with its own device)."""
-    kind = _transport_kind()
-    head = {"kind": kind, "id": _uuid.uuid4().hex, "pid": os.getpid(),
-            "host": socket.gethostname()}
-    if kind == "mpi":
-        head["root"] = mpi().COMM_WORLD.Get_rank()
-    body = _MAGIC + json.dumps(head).encode()
-    return RootInfo(body + b"\0" * (ROOT_INFO_BYTES - len(body)))
-
-
-# -- in-process rendezvous (comm_init_root_info from threads) --------------------------------------
-class _Rendezvous:
-    def __init__(self, n: int):
-        self.n = n
-        self.members: dict = {}         # rank -> device
-        self.group = None
-        self.cv = threading.Condition()
-
-
-_rendezvous: dict = {}
-_rendezvous_lock = threading.Lock()
-
-
-def _join_local(head: dict, n: int, rank: int, dev: int, api: str) -> LocalEndpoint:
-    if head["pid"] != os.getpid():
-        raise HcclError(E_PARA, f"{api}: root_info must come from this process for the in-process "
-                                f"transport, got one of pid {head['pid']}; launch the ranks with "
-                                f"mpirun (then get_root_info makes an MPI root info)")
-    with _rendezvous_lock:
-        rv = _rendezvous.setdefault(head["id"], _Rendezvous(n))
-    deadline = time.monotonic() + connect_timeout()
-    with rv.cv:
-        if rv.n != n:
-            raise HcclError(E_PARA, f"{api}: n_ranks must be the same on every rank, got "
-                                    f"{n} here and {rv.n} on another rank")
-        if rank in rv.members or dev in rv.members.values():
-            what = f"rank {rank}" if rank in rv.members else f"device {dev}"
-            raise HcclError(E_PARA, f"{api}: each rank must join once, on its own device, got "
-                                    f"{what} twice")
-        rv.members[rank] = dev
-        if len(rv.members) == n:
-            rv.group = LocalGroup(n)
-            rv.cv.notify_all()
-            with _rendezvous_lock:
-                _rendezvous.pop(head["id"], None)
-        while rv.group is None:
-            left = deadline - time.monotonic()
-            if left <= 0 or not rv.cv.wait(left) and rv.group is None:
-                if rv.group is None:
-                    del rv.members[rank]
-                    raise HcclError(HcclResult.HCCL_E_TIMEOUT,
-                                    f"{api}: all {n} ranks must join within HCCL_CONNECT_TIMEOUT "
-                                    f"({connect_timeout():g} s), got {len(rv.members) + 1}: "
-                                    f"missing ranks "
-                                    f"{sorted(set(range(n)) - set(rv.members) - {rank})}")
-        return LocalEndpoint(rv.group, rank)
-
-
-def _join_mpi(head: dict, n: int, rank: int, dev: int, api: str) -> MpiEndpoint:
-    MPI = mpi()
-    world = MPI.COMM_WORLD
-    me, root = world.Get_rank(), int(head["root"])
-    if root >= world.Get_size():
-        raise HcclError(E_PARA, f"{api}: root_info names MPI rank {root}, got a world of "
-                                f"{world.Get_size()} processes")
-    htag = 17000 + int(head["id"][:8], 16) % 15000
-    deadline = time.monotonic() + connect_timeout()
-    missing = "the root (MPI rank %d)" % root
-
-    def timeout(detail):
-        return HcclError(HcclResult.HCCL_E_TIMEOUT,
-                         f"{api}: all {n} ranks must join within HCCL_CONNECT_TIMEOUT "
-                         f"({connect_timeout():g} s), got no answer from {detail}")
-
-    def probe(source):
-        st = MPI.Status()
-        pause = 1e-4
-        while not world.Iprobe(source=source, tag=htag, status=st):
-            if time.monotonic() >= deadline:
-                return None
-            time.sleep(pause)
-            pause = min(pause * 2, 5e-3)
-        return world.recv(source=st.Get_source(), tag=htag)
-
-    def send(obj, dest):
-        req = world.isend(obj, dest=dest, tag=htag)
-        while not req.Test():
-            if time.monotonic() >= deadline:
-                raise timeout(f"MPI rank {dest}")
-            time.sleep(1e-4)
-
-    if me == root:
-        table = {rank: (me, dev)}
-        while len(table) < n:
-            msg = probe(MPI.ANY_SOURCE)
-            if msg is None:
-                lost = sorted(set(range(n)) - set(table))
-                raise timeout(f"HCCL ranks {lost}")
-            mid, mn, mrank, mworld, mdev = msg
-            if mid != head["id"]:
-                continue
-            if mn != n or not 0 <= mrank < n or mrank in table:
-                err = f"n_ranks {mn} (root: {n}), rank {mrank}"
-                send(("error", err), mworld)
-                raise HcclError(E_PARA, f"{api}: ranks must agree on n_ranks and take distinct "
-                                        f"ranks in [0, n_ranks), got {err}")
-            table[mrank] = (mworld, mdev)
-        worlds = [table[i][0] for i in range(n)]
-        for i in range(n):
-            if table[i][0] != me:
-                send(("ok", worlds), table[i][0])
-    else:
-        send((head["id"], n, rank, me, dev), root)
-        msg = probe(root)
-        if msg is None:
-            raise timeout(missing)
-        if msg[0] != "ok":
-            raise HcclError(E_PARA, f"{api}: the root refused this rank: {msg[1]}")
-        worlds = msg[1]
-    group = world.Get_group().Incl(worlds)
-    sub = world.Create_group(group, tag=htag)
-    group.Free()
-    return MpiEndpoint(sub, MPI)
 
 
 # -- communicators ---------------------------------------------------------------------------
@@ -648,82 +451,3 @@ def _bandwidth(task) -> None:
     dur = task.end_ns - task.start_ns
     if isinstance(task.args, dict) and dur > 0 and task.error is None:
         task.args["algbw_GBps"] = round(task.nbytes / dur, 4)    # bytes/ns = GB/s
-
-
-# -- HcclCommInit* ---------------------------------------------------------------------------
-def _bind_device(rank: int) -> int:
-    try:
-        return _device.current_device()
-    except AclError:
-        pass
-    try:
-        n = _device.device_count()
-    except AclError:
-        _device.init()
-        n = _device.device_count()
-    _device.set_device(rank % n)
-    return rank % n
-
-
-def comm_init_root_info(n_ranks: int, root_info, rank: int) -> Comm:
-    """Mirrors `HcclCommInitRootInfo`: join communicator `root_info` as rank `rank` of `n_ranks`.
-
-    Blocks until all ranks have joined, at most HCCL_CONNECT_TIMEOUT seconds (default 120), then
-    raises HCCL_E_TIMEOUT. The rank is bound to this thread's current device (if none is set:
-    device `rank % device_count`, as `mpirun` scripts expect)."""
-    api = "comm_init_root_info"
-    if isinstance(n_ranks, bool) or not isinstance(n_ranks, int) or n_ranks < 1:
-        raise HcclError(E_PARA, f"{api}: n_ranks must be an int >= 1, got n_ranks={n_ranks!r}")
-    if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < n_ranks:
-        raise HcclError(E_PARA, f"{api}: rank must be in [0, {n_ranks}), got rank={rank!r}")
-    if not isinstance(root_info, RootInfo):
-        if not isinstance(root_info, (bytes, bytearray, memoryview)):
-            raise HcclError(E_PARA, f"{api}: root_info must be a RootInfo or its bytes, got "
-                                    f"{type(root_info).__name__}")
-        root_info = RootInfo(bytes(root_info))
-    head = root_info.header()
-    dev = _bind_device(rank)
-    if head["kind"] == "mpi":
-        ep = _join_mpi(head, n_ranks, rank, dev, api)
-    else:
-        ep = _join_local(head, n_ranks, rank, dev, api)
-    return Comm(ep, rank, n_ranks, dev)
-
-
-def comm_init_all(devices) -> list[Comm]:
-    """Mirrors `HcclCommInitAll(ndev, devices, comms)`: one communicator per device of this
-    process (rank i on devices[i]). Devices not opened yet are opened; the calling thread keeps
-    its current device (or gets devices[0] if it had none)."""
-    api = "comm_init_all"
-    try:
-        ok = all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in devices)
-        devs = [int(d) for d in devices] if ok else []
-    except (TypeError, ValueError):
-        devs, ok = [], False
-    if not ok or not devs or len(set(devs)) != len(devs):
-        raise HcclError(E_PARA, f"{api}: devices must be distinct device ids, got "
-                                f"devices={devices!r}")
-    try:
-        prev = _device.current_device()
-    except AclError:
-        prev = None
-    try:
-        if prev is None:
-            try:
-                _device.device_count()
-            except AclError:
-                _device.init()
-        for d in devs:
-            _device.set_device(d)
-    except AclError as e:
-        raise HcclError(E_PARA, f"{api}: {e.message}") from None
-    finally:
-        if prev is not None:
-            _device.set_device(prev)
-        elif devs:
-            try:
-                _device.set_device(devs[0])
-            except AclError:
-                pass
-    group = LocalGroup(len(devs))
-    return [Comm(LocalEndpoint(group, i), i, len(devs), d) for i, d in enumerate(devs)]
