@@ -17,7 +17,8 @@ from .copy import memcpy_async, memset_async, memcpy_2d_async
 from .callback import subscribe_report, unsubscribe_report, launch_callback, process_report
 from .kernel import KernelBinary
 from .sched import Task, KernelTask, BlockRun, StreamHook
-from .launch import launch, default_core_count, set_op_execute_timeout, get_op_execute_timeout
+from .launch import launch, default_core_count
+from .optimeout import set_op_execute_timeout, get_op_execute_timeout
 from .profiler import profile, Profiler, npu_view_on
 from . import hccl as hccl                # HCCL collectives (docs/hccl.md)
 from . import dvpp as dvpp                # DVPP (docs/dvpp.md)

@@ -13,7 +13,7 @@ from .. import copy as _copy
 from .. import device as _dev
 from .. import memory as _mem
 from ..errors import AclError, ACL_ERROR_RT_PARAM_INVALID, ACL_ERROR_INVALID_RESOURCE_HANDLE
-from ..launch import set_op_execute_timeout as _set_op_timeout
+from ..optimeout import set_op_execute_timeout as _set_op_timeout
 from ..stream import Event, Stream, default_stream
 from . import constants as C
 from .handles import HandleTable, returns_ret, returns_value
