@@ -1,15 +1,10 @@
 """Fixtures of the reliability suite (issue 11): a fresh runtime per test, as in tests/rt."""
-import contextlib
-import importlib
-
 import pytest
 
 import rt
 from rt import device as _device
 from rt import hostmem as _hostmem
-from rt.errors import AclError
 
-_launch = importlib.import_module("rt.launch")
 
 _ENV = ("ASCEND_EMU_DEVICES", "ASCEND_EMU_SOC", "ASCEND_EMU_DEVICE_MEMORY", "ASCEND_MEM_CHECK",
         "ASCEND_GLOBAL_LOG_LEVEL", "ASCEND_SLOG_PRINT_TO_STDOUT", "ASCEND_EMU_SYNC_ASSIST")
@@ -22,7 +17,7 @@ def _fresh_runtime(monkeypatch):
     _device._reset_for_tests()
     _hostmem._free_all_for_tests()
     yield
-    _launch.set_op_execute_timeout(0)
+    rt.set_op_execute_timeout(0)
     _device._reset_for_tests()
     _hostmem._free_all_for_tests()
 
@@ -32,11 +27,3 @@ def dev0():
     rt.init()
     rt.set_device(0)
     return _device.get_device(0)
-
-
-@contextlib.contextmanager
-def raises(code: int, match: str):
-    """`pytest.raises(AclError, match=match)` that also checks `AclError.code == code`."""
-    with pytest.raises(AclError, match=match) as info:
-        yield info
-    assert info.value.code == code, f"expected code {code}, got {info.value!r}"

@@ -8,7 +8,7 @@ import rt
 from rt.kernel import KernelBinary
 from rt.memory import device_view
 
-from conftest import raises
+from rt_test_helpers import raises
 
 N = 4096
 

@@ -15,7 +15,7 @@ from kernels.norm import layernorm, layernorm_tiling
 from kernels.softmax import softmax, softmax_tiling
 from rt.kernel import KernelBinary
 
-from conftest import raises
+from rt_test_helpers import raises
 
 
 class Nop(KernelBinary):

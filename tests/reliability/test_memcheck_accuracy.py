@@ -5,7 +5,7 @@ import numpy as np
 import rt
 from rt.kernel import KernelBinary
 
-from conftest import raises
+from rt_test_helpers import raises
 
 
 class Nop(KernelBinary):

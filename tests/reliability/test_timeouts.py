@@ -18,7 +18,7 @@ from rt.errors import (ACL_ERROR_RT_STREAM_SYNC_TIMEOUT, ACL_ERROR_RT_EVENT_SYNC
                        ACL_ERROR_RT_AICORE_TIMEOUT, ACL_ERROR_RT_INTERNAL_ERROR)
 from rt.kernel import KernelBinary
 
-from conftest import raises
+from rt_test_helpers import raises
 
 _launch = importlib.import_module("rt.launch")
 

@@ -14,7 +14,7 @@ import ascendc as asc
 import rt
 from rt.errors import ACL_ERROR_RT_STREAM_SYNC_TIMEOUT, ACL_ERROR_RT_AICORE_TIMEOUT
 
-from conftest import raises
+from rt_test_helpers import raises
 
 _launch = importlib.import_module("rt.launch")
 N = 64
