@@ -90,3 +90,55 @@ def get_soc(name: str | None = None) -> SocSpec:
         raise AclError(ACL_ERROR_INVALID_PARAM,
                        f"get_soc: soc name must be one of {sorted(SOCS)}, "
                        f"got name={name!r}") from None
+
+
+# -- chip-to-chip links (the HCCL time estimate, rt/hccl/estimate.py) ----------------------------
+@dataclass(frozen=True)
+class LinkSpec:
+    """The links HCCL moves data over, for the NPU view's collective-time estimate: `intra`
+    between the NPUs of one server, `inter` between servers. Bandwidth is bytes/s in one
+    direction of one link (what one ring or H-D step uses), latency the fixed cost of one
+    message (the alpha of the alpha-beta model). No primary source gives these numbers for
+    every SoC: every field in `assumptions` is one, `sources` says what is sourced."""
+    intra: str
+    intra_bandwidth: float
+    intra_latency: float
+    inter: str
+    inter_bandwidth: float
+    inter_latency: float
+    sources: tuple = ()
+    assumptions: tuple = ()
+
+
+_A2_LINKS = LinkSpec(
+    intra="HCCS", intra_bandwidth=56e9, intra_latency=2e-6,
+    inter="RoCE", inter_bandwidth=25e9, inter_latency=5e-6,
+    sources=("Atlas A2 servers: 8 NPUs fully meshed by HCCS (ai.gitee.com/docs/compute/"
+             "clusters_gpu/ascend_gpu: '单机内 8 卡全互联')",
+             "one RoCE port per NPU, 8 per Atlas 800T A2 server (MindCluster Ascend Deployer "
+             "guide, deployer_0025: '每台训练节点的8个NPU网口')",
+             "HCCL picks HCCS inside a server, RoCE between servers (CANN env reference, "
+             "HCCL_INTRA_ROCE_ENABLE)"),
+    assumptions=("intra_bandwidth: 56 GB/s per HCCS link = the third-party figure of 392 GB/s "
+                 "HCCS per 910B over its 7 mesh links",
+                 "intra_latency: 2 us per message", "inter_bandwidth: 200GE port = 25 GB/s",
+                 "inter_latency: 5 us per message (RDMA over one switch hop)"))
+
+#: Link specs by SoC name (same keys as SOCS).
+LINKS: dict[str, LinkSpec] = {
+    "Ascend910B1": _A2_LINKS, "Ascend910B2": _A2_LINKS, "Ascend910B3": _A2_LINKS,
+    "Ascend910B4": _A2_LINKS,
+    "Ascend310P3": LinkSpec(
+        intra="PCIe", intra_bandwidth=31.5e9, intra_latency=5e-6,
+        inter="RoCE", inter_bandwidth=12.5e9, inter_latency=10e-6,
+        sources=("inference cards talk over PCIe (HCCL_INTRA_PCIE_ENABLE, CANN env "
+                 "reference)",),
+        assumptions=("intra_bandwidth: PCIe 4.0 x16, 31.5 GB/s per direction",
+                     "intra_latency: 5 us per message", "inter_bandwidth: 100GE host NIC",
+                     "inter_latency: 10 us per message")),
+}
+
+
+def get_links(name: str | None = None) -> LinkSpec:
+    """The link spec of SoC `name` (default: `get_soc()`'s)."""
+    return LINKS[get_soc(name).name]

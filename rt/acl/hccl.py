@@ -102,6 +102,13 @@ def comm_init_root_info(n_ranks: int, root_info, rank: int):
     return _register(_hccl.comm_init_root_info(n_ranks, root_info, rank))
 
 
+@_value(0)
+def comm_init_cluster_info(cluster_info: str, rank: int):
+    """Mirrors `HcclCommInitClusterInfo(clusterInfo, rank, comm)`: (comm handle, ret);
+    `cluster_info` is the rank table's path."""
+    return _register(_hccl.comm_init_cluster_info(cluster_info, rank))
+
+
 @_value([])
 def comm_init_all(ndev: int, devices):
     """Mirrors `HcclCommInitAll(ndev, devices, comms)`: ([comm handles], ret)."""

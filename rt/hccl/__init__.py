@@ -2,22 +2,29 @@
 
 HCCL's calls in snake_case (`HcclAllReduce` -> `all_reduce`); communicators come from
 `comm_init_all(devices)` (one process, one rank per emulated device, data moved by
-device-to-device copies) or `get_root_info()` + `comm_init_root_info(n_ranks, root_info, rank)`
-(threads of one process, or one rank per process under `mpirun`, data moved by MPI). Collectives
+device-to-device copies), `get_root_info()` + `comm_init_root_info(n_ranks, root_info, rank)` or
+`comm_init_cluster_info(rank_table_path, rank)` (threads of one process, or one rank per process
+under `mpirun`, data moved by MPI). Collectives
 are tasks on an `rt.Stream`: asynchronous, ordered with kernels, copies and events. Failures raise
 `HcclError` (an `rt.AclError` whose code is the `HcclResult`). See docs/hccl.md.
 """
 from .types import (HcclResult, HcclDataType, HcclReduceOp, HcclError, DTYPES, dtype_of,
                     hccl_dtype, connect_timeout, exec_timeout)
 from .comm import Comm, SendRecvItem, HcclSendRecvType, ROOT_INFO_BYTES
-from .join import RootInfo, get_root_info, comm_init_root_info, comm_init_all
+from .join import (RootInfo, get_root_info, comm_init_root_info, comm_init_all,
+                   comm_init_cluster_info)
+from .ranktable import RankTable, RankEntry, load_rank_table
+from .algorithms import parse_hccl_algo
+from .estimate import npu_estimate, estimate_seconds
 from .reduce import set_reducer, get_reducer, numpy_reduce
 
 __all__ = [
     "HcclResult", "HcclDataType", "HcclReduceOp", "HcclError", "DTYPES", "dtype_of",
     "hccl_dtype", "connect_timeout", "exec_timeout",
     "Comm", "RootInfo", "SendRecvItem", "HcclSendRecvType", "ROOT_INFO_BYTES",
-    "get_root_info", "comm_init_root_info", "comm_init_all",
+    "get_root_info", "comm_init_root_info", "comm_init_all", "comm_init_cluster_info",
+    "RankTable", "RankEntry", "load_rank_table", "parse_hccl_algo", "npu_estimate",
+    "estimate_seconds",
     "set_reducer", "get_reducer", "numpy_reduce",
     "get_rank_size", "get_rank_id", "comm_destroy",
     "all_reduce", "broadcast", "all_gather", "all_gather_v", "reduce_scatter",

@@ -12,7 +12,9 @@ address is what a reduction kernel is launched on).
   posted before chunk k is reduced, so the receiver reduces chunk k while the sender's thread
   copies chunk k+1.
 - ring all-gather: n-1 steps; rank r forwards segment (r-s) mod n and receives (r-s-1) mod n.
-- all-reduce = ring reduce-scatter + ring all-gather (HCCL's ring algorithm);
+- all-reduce = ring reduce-scatter + ring all-gather (HCCL's ring algorithm), or
+  halving-doubling (`hd_all_reduce`, HCCL's H-D_R) as `choose_all_reduce` decides (HCCL_ALGO,
+  else rank count and message size through the NPU-view estimate);
 - reduce = ring reduce-scatter + a gather of the segments to the root;
 - broadcast: a chunked pipeline along the ring starting at the root;
 - scatter: the root sends each rank its part (star);
@@ -67,27 +69,37 @@ def _wait_all(ctx, reqs) -> None:
 
 def ring_reduce_scatter(ctx, data: Buf, segs, op: int) -> None:
     """In place on `data`: afterwards segment `segs[rank]` holds the reduction over all ranks."""
-    ep, n, r = ctx.ep, ctx.size, ctx.rank
+    n, r = ctx.size, ctx.rank
     if n == 1:
         return
     nxt, prv = (r + 1) % n, (r - 1) % n
     width = max(hi - lo for lo, hi in segs)
     scratch = ctx.scratch(width, data.arr.dtype)
     for s in range(n - 1):
-        slo, shi = segs[(r - s - 1) % n]
-        rlo, rhi = segs[(r - s - 2) % n]
-        sends, recvs = _chunks(slo, shi, ctx.chunk), _chunks(rlo, rhi, ctx.chunk)
-        rreqs = [ep.irecv(prv, scratch.sub(a - rlo, b - rlo).u8, ctx.tag) for a, b in recvs]
-        sreqs, done = [], 0
-        for k, (a, b) in enumerate(sends):
-            sreqs.append(ep.isend(nxt, data.sub(a, b).u8, ctx.tag))
-            while done < min(k, len(recvs)):      # reduce chunk k-1 while k is on its way
-                _reduce_chunk(ctx, data, scratch, recvs[done], rlo, rreqs[done], op)
-                done += 1
-        while done < len(recvs):
+        _send_recv_reduce(ctx, data, scratch, op, nxt, segs[(r - s - 1) % n],
+                          prv, segs[(r - s - 2) % n])
+
+
+def _send_recv_reduce(ctx, data: Buf, scratch: Buf, op: int, to: int, send_rng, frm: int,
+                      recv_rng) -> None:
+    """One pipelined step: send data[send_rng] to `to` while receiving `frm`'s copy of
+    data[recv_rng] into `scratch` and reducing it into data[recv_rng], chunk by chunk (chunk k+1
+    is posted before chunk k is reduced). Either range may be empty (None)."""
+    ep = ctx.ep
+    sends = _chunks(*send_rng, ctx.chunk) if send_rng else []
+    recvs = _chunks(*recv_rng, ctx.chunk) if recv_rng else []
+    rlo = recv_rng[0] if recv_rng else 0
+    rreqs = [ep.irecv(frm, scratch.sub(a - rlo, b - rlo).u8, ctx.tag) for a, b in recvs]
+    sreqs, done = [], 0
+    for k, (a, b) in enumerate(sends):
+        sreqs.append(ep.isend(to, data.sub(a, b).u8, ctx.tag))
+        while done < min(k, len(recvs)):          # reduce chunk k-1 while k is on its way
             _reduce_chunk(ctx, data, scratch, recvs[done], rlo, rreqs[done], op)
             done += 1
-        _wait_all(ctx, sreqs)
+    while done < len(recvs):
+        _reduce_chunk(ctx, data, scratch, recvs[done], rlo, rreqs[done], op)
+        done += 1
+    _wait_all(ctx, sreqs)
 
 
 def _reduce_chunk(ctx, data, scratch, chunk, base, req, op) -> None:
@@ -118,8 +130,11 @@ def _copy(dst: Buf, src: Buf) -> None:
         np.copyto(dst.u8, src.u8)
 
 
-def all_reduce(ctx, send: Buf, recv: Buf, op: int) -> None:
+def all_reduce(ctx, send: Buf, recv: Buf, op: int, algorithm: str = "ring") -> None:
     _copy(recv, send)
+    if algorithm == "H-D_R":
+        hd_all_reduce(ctx, recv, op)
+        return
     segs = even_segments(len(recv), ctx.size)
     ring_reduce_scatter(ctx, recv, segs, op)
     ring_all_gather(ctx, recv, segs)
@@ -224,3 +239,165 @@ def batch_send_recv(ctx, items) -> None:
     reqs = [ep.irecv(peer, b.u8, P2P_TAG) for is_send, b, peer in items if not is_send]
     reqs += [ep.isend(peer, b.u8, P2P_TAG) for is_send, b, peer in items if is_send]
     _wait_all(ctx, reqs)
+
+
+# -- halving-doubling (HCCL's H-D_R, "Recursive Halving-Doubling") ------------------------------
+def _pow2_floor(n: int) -> int:
+    return 1 << (n.bit_length() - 1)
+
+
+def _transfer(ctx, data: Buf, to, send_rng, frm, recv_rng) -> None:
+    """Send data[send_rng] to `to` and receive data[recv_rng] from `frm` (no reduction)."""
+    ep = ctx.ep
+    rreqs = [ep.irecv(frm, data.sub(a, b).u8, ctx.tag)
+             for a, b in (_chunks(*recv_rng, ctx.chunk) if recv_rng else [])]
+    sreqs = [ep.isend(to, data.sub(a, b).u8, ctx.tag)
+             for a, b in (_chunks(*send_rng, ctx.chunk) if send_rng else [])]
+    _wait_all(ctx, rreqs)
+    _wait_all(ctx, sreqs)
+
+
+def hd_all_reduce(ctx, data: Buf, op: int) -> None:
+    """In place: recursive-halving reduce-scatter + recursive-doubling all-gather over
+    p = 2^floor(log2 n) ranks (Rabenseifner's all-reduce; log2(p) steps each way, each step
+    exchanges half the previous amount with the rank at distance p/2, p/4, ... then 1, 2, ...).
+
+    n not a power of two (rem = n - p): first the 2*rem lowest ranks fold pairwise, even rank
+    2i sends its whole vector to 2i+1 which reduces it (pipelined by chunks); the odd ones and
+    the ranks >= 2*rem run the power-of-two algorithm as ranks 0..p-1; last each odd rank sends
+    the result back to its even partner (the standard MPICH/Thakur et al. 2005 treatment)."""
+    n, r = ctx.size, ctx.rank
+    count = len(data)
+    if n == 1 or count == 0:
+        return
+    p = _pow2_floor(n)
+    rem = n - p
+    whole = (0, count)
+    scratch = None
+    if r < 2 * rem:
+        if r % 2 == 0:                     # folded out: hand everything over, get the result
+            _send_recv_reduce(ctx, data, None, op, r + 1, whole, None, None)
+            _transfer(ctx, data, None, None, r + 1, whole)
+            return
+        scratch = ctx.scratch(count, data.arr.dtype)
+        _send_recv_reduce(ctx, data, scratch, op, None, None, r - 1, whole)
+        nr = r // 2
+    else:
+        nr = r - rem
+
+    def real(q: int) -> int:
+        return 2 * q + 1 if q < rem else q + rem
+
+    segs = even_segments(count, p)
+
+    def elems(b0: int, b1: int):
+        return (segs[b0][0], segs[b1 - 1][1])
+
+    if scratch is None and p > 1:
+        half = p // 2
+        scratch = ctx.scratch(max(segs[half - 1][1], count - segs[half][0]), data.arr.dtype)
+    b0, w, dist = 0, p, p // 2
+    while dist >= 1:                       # reduce-scatter by recursive halving
+        half = w // 2
+        lower, upper = (b0, b0 + half), (b0 + half, b0 + w)
+        keep, give = (lower, upper) if nr & dist == 0 else (upper, lower)
+        peer = real(nr ^ dist)
+        _send_recv_reduce(ctx, data, scratch, op, peer, elems(*give), peer, elems(*keep))
+        b0, w, dist = keep[0], half, dist // 2
+    dist = 1
+    while dist < p:                        # all-gather by recursive doubling
+        mine = nr & ~(dist - 1)
+        theirs = mine ^ dist
+        peer = real(nr ^ dist)
+        _transfer(ctx, data, peer, elems(mine, mine + dist), peer, elems(theirs, theirs + dist))
+        dist *= 2
+    if r < 2 * rem:                        # odd rank: give the result back to the even one
+        _transfer(ctx, data, r - 1, whole, None, None)
+
+
+# -- algorithm selection (HCCL_ALGO, or by rank count and message size) ----------------------------
+#: level1 values HCCL_ALGO documents; the emulator runs "ring" and "H-D_R" (all_reduce only).
+HCCL_ALGO_NAMES = ("ring", "H-D_R", "NHR", "NHR_V1", "NB", "AHC", "pipeline", "pairwise")
+HCCL_ALGO_OPS = ("allgather", "reducescatter", "allreduce", "broadcast", "reduce", "scatter",
+                 "alltoall")
+_CANON = {a.lower(): a for a in HCCL_ALGO_NAMES}
+
+
+def _algo_bad(raw: str, why: str):
+    from .types import HcclError, HcclResult
+    return HcclError(HcclResult.HCCL_E_PARA,
+                     f"hccl: HCCL_ALGO must be 'level0:NA;level1:<algo>' or "
+                     f"'<op>=level0:NA;level1:<algo>/...' with <algo> one of "
+                     f"{list(HCCL_ALGO_NAMES)}, got HCCL_ALGO={raw!r} ({why})")
+
+
+def _parse_levels(raw: str, text: str) -> str:
+    text = text.strip()
+    if ":" not in text:                    # emulator shorthand: a bare level1 name
+        algo = _CANON.get(text.lower())
+        if algo is None:
+            raise _algo_bad(raw, f"unknown algorithm {text!r}")
+        return algo
+    levels = {}
+    for part in filter(None, (x.strip() for x in text.split(";"))):
+        key, _, val = part.partition(":")
+        levels[key.strip().lower()] = val.strip()
+    unknown = set(levels) - {"level0", "level1", "level2"}
+    if unknown:
+        raise _algo_bad(raw, f"unknown level {sorted(unknown)}")
+    if levels.get("level0", "NA").upper() != "NA":
+        raise _algo_bad(raw, f"level0 must be NA, got {levels['level0']!r}")
+    if "level1" not in levels:
+        raise _algo_bad(raw, "level1 missing")
+    algo = _CANON.get(levels["level1"].lower())
+    if algo is None:
+        raise _algo_bad(raw, f"unknown algorithm {levels['level1']!r}")
+    return algo
+
+
+def parse_hccl_algo(raw: str | None) -> dict:
+    """HCCL_ALGO -> {op or "*": level1 algorithm}. Forms (CANN env reference, HCCL_ALGO):
+    "level0:NA;level1:H-D_R" (every op), "allreduce=level0:NA;level1:ring/allgather=...",
+    and, as an emulator shorthand, a bare "ring" / "H-D_R". Empty or unset: {}."""
+    if raw is None or not raw.strip():
+        return {}
+    if "=" not in raw:
+        return {"*": _parse_levels(raw, raw)}
+    out = {}
+    for item in filter(None, (x.strip() for x in raw.split("/"))):
+        op, eq, rest = item.partition("=")
+        op = op.strip().lower()
+        if not eq or op not in HCCL_ALGO_OPS:
+            raise _algo_bad(raw, f"op must be one of {list(HCCL_ALGO_OPS)}, got {op!r}")
+        out[op] = _parse_levels(raw, rest)
+    return out
+
+
+def choose_all_reduce(config: dict, n: int, nbytes: int, est) -> tuple[str, str]:
+    """(algorithm, reason) for an all-reduce of `nbytes` on `n` ranks. `config` is
+    `parse_hccl_algo`'s result; `est(algorithm) -> microseconds` is the NPU-view estimate
+    (rt/hccl/estimate.py). Without HCCL_ALGO: ring for n <= 2 (the two are the same exchange),
+    else the algorithm with the smaller estimate: H-D_R for any power of two (2 log2 n steps
+    instead of 2(n-1), the same bytes), H-D_R for other n only while the message is small enough
+    that its fold (the whole vector sent twice more) costs less than ring's extra steps."""
+    forced = config.get("allreduce") or config.get("*")
+    if forced == "ring":
+        return "ring", "HCCL_ALGO"
+    if forced == "H-D_R":
+        return ("H-D_R" if n > 1 else "ring"), "HCCL_ALGO"
+    if forced is not None:
+        return "ring", f"HCCL_ALGO asks {forced}: not emulated, ring used"
+    if n <= 2:
+        return "ring", f"auto: {n} ranks (ring = H-D)"
+    ring, hd = est("ring"), est("H-D_R")
+    pick = "H-D_R" if hd < ring else "ring"
+    return pick, f"auto: est ring {ring:.3f} us, H-D_R {hd:.3f} us"
+
+
+def choose_other(config: dict, op_key: str) -> tuple[str, str | None]:
+    """(algorithm, reason) for a collective other than all-reduce: ring (the one implemented);
+    a forced other algorithm is recorded as not emulated."""
+    forced = config.get(op_key) or config.get("*")
+    if forced is None or forced == "ring":
+        return "ring", ("HCCL_ALGO" if forced else None)
+    return "ring", f"HCCL_ALGO asks {forced}: not emulated for {op_key}, ring used"

@@ -29,7 +29,9 @@ from ..memcheck import device_of
 from ..memory import DeviceBuffer, device_view, record_use
 from ..sched import Task
 from ..stream import Stream, current_stream
+from .. import device as _device
 from . import algorithms as alg
+from .estimate import npu_estimate
 from .reduce import get_reducer, numpy_reduce
 from .transport import (coll_tag)
 from .types import (HcclError, HcclResult, dtype_of, exec_timeout, op_of)
@@ -67,8 +69,11 @@ class Comm:
     the collectives run and the bytes they moved.
     """
 
-    def __init__(self, ep, rank: int, size: int, device: int):
+    def __init__(self, ep, rank: int, size: int, device: int, servers=None):
         self.id = next(_comm_ids)
+        self.servers = list(servers) if servers is not None else None   # server id per rank
+        self.algo_config = alg.parse_hccl_algo(os.environ.get("HCCL_ALGO"))
+        self.soc = _device.get_device(device).soc.name
         self.ep = ep
         self.transport = ep.kind
         self.rank = rank
@@ -184,8 +189,12 @@ class Comm:
                 self._seq += 1
             tag = coll_tag(self._seq)
         comm = self
-        args = {"ranks": self.size, "rank": self.rank, "transport": self.transport,
-                "algorithm": "ring", **args}
+        if "algorithm" not in args and name in _OP_KEYS:
+            algo, why = alg.choose_other(self.algo_config, _OP_KEYS[name])
+            args = {**args, "algorithm": algo, **({"algorithm_reason": why} if why else {})}
+        args = {"ranks": self.size, "rank": self.rank, "transport": self.transport, **args}
+        args.update(npu_estimate(name, args["algorithm"], self.size, nbytes, self.servers,
+                                 self.soc))
 
         def run():
             ctx = _Ctx(comm, tag, f"{api} (rank {comm.rank}/{comm.size})", dt)
@@ -214,10 +223,15 @@ class Comm:
         rp, _, _ = self._buf(recv, count, dt, api, "recv")
         op = op_of(op, api)
         nb = count * dt.itemsize
+        algo, why = alg.choose_all_reduce(
+            self.algo_config, self.size, nb,
+            lambda a: npu_estimate("HcclAllReduce", a, self.size, nb, self.servers,
+                                   self.soc)["npu_est_us"])
         return self._enqueue(stream, api, "HcclAllReduce", nb, [(sp, nb, False), (rp, nb, True)],
                              lambda c: alg.all_reduce(c, self._view(sp, count, dt),
-                                                      self._view(rp, count, dt), op),
-                             {"op": OP_NAMES[op], "dtype": str(dt), "count": count}, dt=dt)
+                                                      self._view(rp, count, dt), op, algo),
+                             {"op": OP_NAMES[op], "dtype": str(dt), "count": count,
+                              "algorithm": algo, "algorithm_reason": why}, dt=dt)
 
     def broadcast(self, buf, count=None, dtype=None, root=0, stream=None):
         """Mirrors `HcclBroadcast`: every rank's buf = root's buf."""
@@ -411,6 +425,12 @@ class Comm:
         """Mirrors `HcclBarrier`: the task ends once every rank's barrier has started."""
         return self._enqueue(stream, "barrier", "HcclBarrier", 0, [], alg.barrier,
                              {"algorithm": "dissemination"})
+
+
+#: task name -> the op name HCCL_ALGO uses for it
+_OP_KEYS = {"HcclAllGather": "allgather", "HcclAllGatherV": "allgather",
+            "HcclReduceScatter": "reducescatter", "HcclReduceScatterV": "reducescatter",
+            "HcclBroadcast": "broadcast", "HcclReduce": "reduce", "HcclScatter": "scatter"}
 
 
 class _Ctx:

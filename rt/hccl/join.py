@@ -14,7 +14,9 @@ import numpy as np
 
 from .. import device as _device
 from ..errors import AclError
+from .algorithms import parse_hccl_algo
 from .comm import E_PARA, ROOT_INFO_BYTES, Comm
+from .ranktable import load_rank_table
 from .transport import LocalEndpoint, LocalGroup, MpiEndpoint
 from .types import HcclError, HcclResult, connect_timeout
 
@@ -103,6 +105,7 @@ class _Rendezvous:
     def __init__(self, n: int):
         self.n = n
         self.members: dict = {}         # rank -> device
+        self.seen: set = set()          # ranks that ever arrived (one that gave up stays here)
         self.group = None
         self.cv = threading.Condition()
 
@@ -128,6 +131,7 @@ def _join_local(head: dict, n: int, rank: int, dev: int, api: str) -> LocalEndpo
             raise HcclError(E_PARA, f"{api}: each rank must join once, on its own device, got "
                                     f"{what} twice")
         rv.members[rank] = dev
+        rv.seen.add(rank)
         if len(rv.members) == n:
             rv.group = LocalGroup(n)
             rv.cv.notify_all()
@@ -140,13 +144,13 @@ def _join_local(head: dict, n: int, rank: int, dev: int, api: str) -> LocalEndpo
                     del rv.members[rank]
                     raise HcclError(HcclResult.HCCL_E_TIMEOUT,
                                     f"{api}: all {n} ranks must join within HCCL_CONNECT_TIMEOUT "
-                                    f"({connect_timeout():g} s), got {len(rv.members) + 1}: "
-                                    f"missing ranks "
-                                    f"{sorted(set(range(n)) - set(rv.members) - {rank})}")
+                                    f"({connect_timeout():g} s), got {len(rv.seen)}: "
+                                    f"missing ranks {sorted(set(range(n)) - rv.seen)}")
         return LocalEndpoint(rv.group, rank)
 
 
-def _join_mpi(head: dict, n: int, rank: int, dev: int, api: str) -> MpiEndpoint:
+def _join_mpi(head: dict, n: int, rank: int, dev: int, api: str):
+    """Join over MPI; returns (endpoint, host name of each rank)."""
     MPI = mpi()
     world = MPI.COMM_WORLD
     me, root = world.Get_rank(), int(head["root"])
@@ -179,14 +183,15 @@ def _join_mpi(head: dict, n: int, rank: int, dev: int, api: str) -> MpiEndpoint:
                 raise timeout(f"MPI rank {dest}")
             time.sleep(1e-4)
 
+    host = socket.gethostname()
     if me == root:
-        table = {rank: (me, dev)}
+        table = {rank: (me, dev, host)}
         while len(table) < n:
             msg = probe(MPI.ANY_SOURCE)
             if msg is None:
                 lost = sorted(set(range(n)) - set(table))
                 raise timeout(f"HCCL ranks {lost}")
-            mid, mn, mrank, mworld, mdev = msg
+            mid, mn, mrank, mworld, mdev, mhost = msg
             if mid != head["id"]:
                 continue
             if mn != n or not 0 <= mrank < n or mrank in table:
@@ -194,23 +199,24 @@ def _join_mpi(head: dict, n: int, rank: int, dev: int, api: str) -> MpiEndpoint:
                 send(("error", err), mworld)
                 raise HcclError(E_PARA, f"{api}: ranks must agree on n_ranks and take distinct "
                                         f"ranks in [0, n_ranks), got {err}")
-            table[mrank] = (mworld, mdev)
+            table[mrank] = (mworld, mdev, mhost)
         worlds = [table[i][0] for i in range(n)]
+        hosts = [table[i][2] for i in range(n)]
         for i in range(n):
             if table[i][0] != me:
-                send(("ok", worlds), table[i][0])
+                send(("ok", worlds, hosts), table[i][0])
     else:
-        send((head["id"], n, rank, me, dev), root)
+        send((head["id"], n, rank, me, dev, host), root)
         msg = probe(root)
         if msg is None:
             raise timeout(missing)
         if msg[0] != "ok":
             raise HcclError(E_PARA, f"{api}: the root refused this rank: {msg[1]}")
-        worlds = msg[1]
+        worlds, hosts = msg[1], msg[2]
     group = world.Get_group().Incl(worlds)
     sub = world.Create_group(group, tag=htag)
     group.Free()
-    return MpiEndpoint(sub, MPI)
+    return MpiEndpoint(sub, MPI), hosts
 
 
 # -- HcclCommInit* ---------------------------------------------------------------------------
@@ -235,6 +241,7 @@ def comm_init_root_info(n_ranks: int, root_info, rank: int) -> Comm:
     raises HCCL_E_TIMEOUT. The rank is bound to this thread's current device (if none is set:
     device `rank % device_count`, as `mpirun` scripts expect)."""
     api = "comm_init_root_info"
+    parse_hccl_algo(os.environ.get("HCCL_ALGO"))        # a bad HCCL_ALGO fails before joining
     if isinstance(n_ranks, bool) or not isinstance(n_ranks, int) or n_ranks < 1:
         raise HcclError(E_PARA, f"{api}: n_ranks must be an int >= 1, got n_ranks={n_ranks!r}")
     if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < n_ranks:
@@ -247,10 +254,74 @@ def comm_init_root_info(n_ranks: int, root_info, rank: int) -> Comm:
     head = root_info.header()
     dev = _bind_device(rank)
     if head["kind"] == "mpi":
-        ep = _join_mpi(head, n_ranks, rank, dev, api)
+        ep, servers = _join_mpi(head, n_ranks, rank, dev, api)
     else:
-        ep = _join_local(head, n_ranks, rank, dev, api)
-    return Comm(ep, rank, n_ranks, dev)
+        ep, servers = _join_local(head, n_ranks, rank, dev, api), None
+    return Comm(ep, rank, n_ranks, dev, servers=servers)
+
+
+_cluster_joins: dict = {}              # rank-table digest -> communicators made from it (MPI)
+_cluster_lock = threading.Lock()
+
+
+def comm_init_cluster_info(rank_table_path, rank: int) -> Comm:
+    """Mirrors `HcclCommInitClusterInfo(clusterInfo, rank, comm)`: join the communicator the rank
+    table at `rank_table_path` describes (see `rt.hccl.ranktable` for the format and its checks)
+    as rank `rank`, on the table's `device_id` of that rank.
+
+    The rank table replaces the root info: in one process each rank is a thread calling with its
+    rank (the table's device ids must then be distinct); under `mpirun` one rank per process, HCCL
+    rank 0 in MPI world rank 0 (the rendezvous; the others may be any world ranks). If the
+    thread already has a current device it must be the table's. Blocks until every rank has
+    joined, at most HCCL_CONNECT_TIMEOUT seconds (then HCCL_E_TIMEOUT); ranks whose tables
+    differ never meet (they time out)."""
+    api = "comm_init_cluster_info"
+    table = load_rank_table(rank_table_path, api)
+    parse_hccl_algo(os.environ.get("HCCL_ALGO"))
+    n = table.size
+    if isinstance(rank, bool) or not isinstance(rank, (int, np.integer)) or not 0 <= rank < n:
+        raise HcclError(E_PARA, f"{api}: rank must be in [0, {n}) (the rank table has {n} "
+                                f"ranks), got rank={rank!r}")
+    rank = int(rank)
+    entry = table.ranks[rank]
+    kind = _transport_kind()
+    dev = _bind_table_device(entry.device_id, rank, api)
+    if kind == "mpi":
+        me = mpi().COMM_WORLD.Get_rank()
+        if (rank == 0) != (me == 0):
+            raise HcclError(E_PARA, f"{api}: under MPI, rank 0 must run in MPI world rank 0 (the "
+                                    f"rendezvous), got rank={rank} in world rank {me}")
+        with _cluster_lock:            # every process makes its communicators in the same order
+            seq = _cluster_joins.get(table.digest, 0)
+            _cluster_joins[table.digest] = seq + 1
+        head = {"kind": "mpi", "id": f"{table.digest[:24]}-{seq}", "root": 0}
+        ep, _ = _join_mpi(head, n, rank, dev, api)
+    else:
+        head = {"kind": "local", "id": f"ranktable-{table.digest}", "pid": os.getpid()}
+        ep = _join_local(head, n, rank, dev, api)
+    return Comm(ep, rank, n, dev, servers=[e.server_id for e in table.ranks])
+
+
+def _bind_table_device(device_id: int, rank: int, api: str) -> int:
+    try:
+        cur = _device.current_device()
+    except AclError:
+        cur = None
+    if cur is not None:
+        if cur != device_id:
+            raise HcclError(E_PARA, f"{api}: the current device must be rank {rank}'s device_id "
+                                    f"in the rank table ({device_id}), got device {cur}")
+        return cur
+    try:
+        count = _device.device_count()
+    except AclError:
+        _device.init()
+        count = _device.device_count()
+    if device_id >= count:
+        raise HcclError(E_PARA, f"{api}: rank {rank}'s device_id must be < the device count "
+                                f"({count}), got device_id={device_id}")
+    _device.set_device(device_id)
+    return device_id
 
 
 def comm_init_all(devices) -> list[Comm]:
@@ -258,6 +329,7 @@ def comm_init_all(devices) -> list[Comm]:
     process (rank i on devices[i]). Devices not opened yet are opened; the calling thread keeps
     its current device (or gets devices[0] if it had none)."""
     api = "comm_init_all"
+    parse_hccl_algo(os.environ.get("HCCL_ALGO"))
     try:
         ok = all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in devices)
         devs = [int(d) for d in devices] if ok else []

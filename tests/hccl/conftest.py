@@ -7,7 +7,7 @@ from rt import device as _device
 from rt import hccl
 
 _ENV = ("ASCEND_EMU_DEVICES", "ASCEND_MEM_CHECK", "HCCL_EXEC_TIMEOUT", "HCCL_CONNECT_TIMEOUT",
-        "ASCEND_EMU_HCCL_TRANSPORT", "ASCEND_EMU_HCCL_CHUNK_BYTES")
+        "ASCEND_EMU_HCCL_TRANSPORT", "ASCEND_EMU_HCCL_CHUNK_BYTES", "HCCL_ALGO")
 
 
 @pytest.fixture(autouse=True)

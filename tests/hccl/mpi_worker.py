@@ -4,7 +4,9 @@ Writes one JSON line per report to $HCCL_TEST_OUT/rank<r>.jsonl (tests/hccl/test
 reads them), or prints `RESULT <rank> <json>`. Scenarios:
 - collectives: every collective over MPI, checked against numpy on every rank;
 - never_joins: the last rank never calls comm_init_root_info (HCCL_CONNECT_TIMEOUT);
-- exec_timeout: the last rank never calls the all_reduce (HCCL_EXEC_TIMEOUT).
+- exec_timeout: the last rank never calls the all_reduce (HCCL_EXEC_TIMEOUT);
+- cluster_info: comm_init_cluster_info from the rank table $HCCL_TEST_TABLE, all-reduces;
+- bad_table: comm_init_cluster_info on a bad table (or with ranks swapped), reports the error.
 """
 import json
 import os
@@ -147,6 +149,46 @@ def exec_timeout():
         report(skipped=True)
 
 
+def cluster_info():
+    """comm_init_cluster_info from $HCCL_TEST_TABLE (HCCL rank = world rank), then all-reduces
+    with whatever HCCL_ALGO says, checked against numpy; reports the algorithm and link used."""
+    rt.init()
+    comm = hccl.comm_init_cluster_info(os.environ["HCCL_TEST_TABLE"], me)
+    s = rt.Stream()
+    ok, algos, links = True, set(), set()
+    rng = np.random.default_rng(7)
+    for dt, count in (("fp32", 1001), ("int32", 3), ("int64", 257), ("bf16", 64)):
+        data = [rng.uniform(-3, 3, count).astype(hccl.dtype_of(dt, "t")) for _ in range(n)]
+        for op, uf in (("sum", np.add), ("max", np.maximum), ("min", np.minimum)):
+            x = rt.to_device(data[me])
+            y = rt.device_zeros((count,), x.dtype)
+            t = comm.all_reduce(x, y, op=op, stream=s)
+            s.synchronize()
+            algos.add(t.args["algorithm"])
+            links.add(t.args["est_link"])
+            want = data[0].astype(np.float64) if dt in ("fp32", "bf16") else data[0].copy()
+            for d in data[1:]:
+                want = uf(want, d.astype(want.dtype))
+            ok &= check(f"all_reduce {dt} {op} {count}", y.copy_to_host(), want)
+    report(ok=bool(ok), rank=comm.rank_id(), size=comm.rank_size(), device=comm.device,
+           transport=comm.transport, algorithms=sorted(algos), links=sorted(links))
+    comm.destroy()
+
+
+def bad_table():
+    """Every rank calls comm_init_cluster_info on $HCCL_TEST_TABLE with rank
+    $HCCL_TEST_RANK_SHIFT + world rank (mod n); reports the error."""
+    rt.init()
+    rank = (me + int(os.environ.get("HCCL_TEST_RANK_SHIFT", "0"))) % n
+    try:
+        hccl.comm_init_cluster_info(os.environ["HCCL_TEST_TABLE"], rank)
+        report(code=0)
+    except hccl.HcclError as e:
+        report(code=e.code, msg=str(e))
+    world.Barrier()
+
+
 if __name__ == "__main__":
     {"collectives": collectives, "never_joins": never_joins,
-     "exec_timeout": exec_timeout}[sys.argv[1]]()
+     "exec_timeout": exec_timeout, "cluster_info": cluster_info,
+     "bad_table": bad_table}[sys.argv[1]]()

@@ -63,3 +63,45 @@ def test_a_rank_that_skips_a_collective_gives_the_others_a_timeout(tmp_path):
     res = run(tmp_path, "exec_timeout", 2, HCCL_EXEC_TIMEOUT="1")
     assert res[0]["code"] == 9 and res[0]["cause"] == "HcclError", res[0]
     assert res[0]["seconds"] < 10
+
+
+def _table(tmp_path, servers, **extra):
+    """A rank table: `servers` = device ids per server; rank ids in order."""
+    rank, sl = 0, []
+    for si, devs in enumerate(servers):
+        sl.append({"server_id": f"node{si}", "device": [
+            {"device_id": str(d), "device_ip": f"10.1.{si}.{d + 1}", "rank_id": str(rank + i)}
+            for i, d in enumerate(devs)]})
+        rank += len(devs)
+    doc = {"version": "1.0", "status": "completed", "server_count": str(len(sl)),
+           "server_list": sl, **extra}
+    p = tmp_path / "rank_table.json"
+    p.write_text(json.dumps(doc))
+    return str(p)
+
+
+def test_cluster_info_and_halving_doubling_over_mpi(tmp_path):
+    # 3 ranks on 2 "servers" (device 0 twice: each process has its own emulated devices);
+    # H-D_R forced: 3 = 2 + 1, so ranks 0 and 1 fold first
+    path = _table(tmp_path, [[0, 1], [0]])
+    res = run(tmp_path, "cluster_info", 3, HCCL_TEST_TABLE=path,
+              HCCL_ALGO="level0:NA;level1:H-D_R")
+    for r in range(3):
+        assert res[r]["ok"], res[r]
+        assert res[r]["rank"] == r and res[r]["size"] == 3 and res[r]["transport"] == "mpi"
+        assert res[r]["device"] == [0, 1, 0][r]              # the table's device_id
+        assert res[r]["algorithms"] == ["H-D_R"] and res[r]["links"] == ["RoCE"]
+
+
+def test_bad_rank_tables_over_mpi(tmp_path):
+    path = _table(tmp_path, [[0, 1]], status="initializing")
+    res = run(tmp_path, "bad_table", 2, HCCL_TEST_TABLE=path)
+    for r in range(2):
+        assert res[r]["code"] == 1, res[r]
+        assert "rank table status must be 'completed'" in res[r]["msg"]
+    path = _table(tmp_path, [[0, 1]])
+    res = run(tmp_path, "bad_table", 2, HCCL_TEST_TABLE=path, HCCL_TEST_RANK_SHIFT="1")
+    for r in range(2):
+        assert res[r]["code"] == 1, res[r]
+        assert "under MPI, rank 0 must run in MPI world rank 0 (the rendezvous), got rank=" \
+            f"{1 - r} in world rank {r}" in res[r]["msg"]
