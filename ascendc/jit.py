@@ -5,9 +5,9 @@ The choice between interpret and compiled mode is made here only (options.interp
 """
 from __future__ import annotations
 
+import inspect
 import linecache
 import os
-import re
 import threading
 import warnings
 
@@ -23,7 +23,9 @@ from .lang.prims import ktype as KT
 from .lang.state import FLAG_TRACE
 from .compiler.cache import load_module
 from .compiler.codegen import kernel_module
+from .compiler.diagnostics import typing_error
 from .compiler.frontend import asc_calls
+from .compiler.gmwrites import written_params
 from .lang import barrier as _barrier
 from .lang.errors import CompileError, GMReadError, GMWriteError, KernelError
 from .lang.kernel import KernelFunction
@@ -182,7 +184,21 @@ class _Binary(rt.KernelBinary):
         """(file, line) of the kernel source that raised `e`, or None."""
         return None
 
+    # GM parameters the kernel may write (compiler/gmwrites.py; None: unknown) and the indices
+    # of launch arguments they are, set by JitFunction._binary
+    written, written_args = None, None
+
+    def gm_writes(self, args):
+        """Indices of `args` the kernel may write (rt's mem-check asks), or None if unknown."""
+        return None if self.written_args is None else list(self.written_args)
+
     def _wrap(self, e, block_idx, block_dim, where=None):
+        if isinstance(e, GMReadError) and len(e.args) > 2 and \
+                e.args[1] == "GlobalTensor.set_global_buffer" and self.written and \
+                0 <= e.args[2] < len(self.gm_names) and self.gm_names[e.args[2]] in self.written:
+            # binding more than an argument holds is checked at the bind, which reads nothing:
+            # for an argument the kernel writes (an output), name it what it risks, a write
+            e = GMWriteError(e.args[0].replace("GM read must", "GM write must"), *e.args[1:])
         msg = str(e)
         for i, n in enumerate(self.gm_names):      # GM arguments are numbered in launch order
             msg = msg.replace(f"argument #{i} ", f"argument {n!r} ")
@@ -195,47 +211,6 @@ class _Binary(rt.KernelBinary):
                 E.ACL_ERROR_RT_AICORE_TRAP_WRITE_OVERFLOW if isinstance(e, GMWriteError) else
                 E.ACL_ERROR_RT_AICORE_EXCEPTION)
         return rt.KernelFault(code, msg, block_idx)   # rt names the kernel and block_idx=<i>/<n>
-
-
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
-def typing_error(e, name, module_file, lines) -> CompileError:
-    """A Numba error of a generated kernel module as a CompileError at the kernel's own line:
-    the innermost `File "<module>", line N` of the message is mapped through the line marker
-    (`_asc_state.src_line = k`) before line N onto `lines[k]` (file, line); the cache path and
-    Numba's traceback of the generated code are left out."""
-    text = _ANSI.sub("", str(e))
-    heads = [ln.strip() for ln in text.splitlines() if ln.strip() and not
-             ln.strip().startswith(("Failed in", "During:", "File ", "def ", "<source", "^"))]
-    head = heads[0] if heads else type(e).__name__
-    where = None
-    gen = re.findall(r'File "([^"]+)", line (\d+)', text)
-    try:
-        src = open(module_file).read().splitlines()
-    except OSError:
-        src = []
-    for f, n in gen:
-        if os.path.basename(f) != os.path.basename(module_file):
-            continue
-        for i in range(min(int(n), len(src)) - 1, -1, -1):
-            m = re.match(r"\s*_asc_state\.src_line = (\d+)\s*$", src[i])
-            if m:
-                k = int(m.group(1))
-                if 0 < k < len(lines):
-                    where = lines[k]
-                break
-        if where is not None:
-            break
-    msg = f"kernel {name}: compiled mode cannot type this statement: {head}"
-    if where is not None:
-        file, line = where
-        code = linecache.getline(file, line).strip()
-        msg += f'\n  File "{file}", line {line}' + (f"\n    {code}" if code else "")
-    err = CompileError(msg)
-    if where is not None:
-        err.filename, err.lineno = where
-    return err
 
 
 class CompiledBinary(_Binary):
@@ -254,8 +229,21 @@ class CompiledBinary(_Binary):
         return self.lines[k] if 0 < k < len(self.lines) else None
 
     def _run(self, ctx, blocks, block_dim, views):
+        # arrays go in as (address, length): the generated _run rebuilds them without reference
+        # counts, so a fault leaks nothing (compiler/rawptr.py); ctx, blocks and views stay
+        # alive here for the duration of the call
+        mem, stage, st, tr = ctx
+        c = (mem.ctypes.data, mem.size, stage.ctypes.data, stage.size, st.ctypes.data,
+             tr.ctypes.data, tr.shape[0])
+        blocks = np.ascontiguousarray(blocks, dtype=np.int64)
+        flat = []
+        for v in views:
+            if isinstance(v, np.ndarray):
+                flat += (v.ctypes.data, v.size)
+            else:
+                flat.append(v)
         try:
-            self.run(ctx, blocks, block_dim, *views)
+            self.run(c, (blocks.ctypes.data, len(blocks)), block_dim, *flat)
         except NumbaError as e:      # typing fails at the first call: name the kernel's line
             raise typing_error(e, self.name, self.module_file, self.lines) from None
 
@@ -389,6 +377,9 @@ class JitFunction(KernelFunction):
         if options.get("kernel_type") is not None:
             kernel_type_of(options["kernel_type"], f"asc.jit({self.__name__})")
         self.options = options
+        self.gm_params = frozenset(         # parameters annotated asc.GlobalAddress
+            n for n, p in inspect.signature(fn).parameters.items()
+            if "GlobalAddress" in str(getattr(p.annotation, "__name__", p.annotation)))
         self._cache: dict = {}
         self._lock = threading.Lock()
 
@@ -497,6 +488,12 @@ class JitFunction(KernelFunction):
                 if gm is not None:
                     launch_args.append(gm)
                     sig.append(("GA", gm.dtype.name))
+                elif name in self.gm_params:     # e.g. np.int64(ptr): not a typing dump later
+                    raise E.AclError(E.ACL_ERROR_INVALID_PARAM,
+                                     f"{self.__name__}: GlobalAddress argument {name!r} must be "
+                                     f"an rt.DeviceArray, rt.DevicePtr, numpy array or CPU torch "
+                                     f"tensor (an integer is not a device address), got "
+                                     f"{name}={v!r}")
                 else:
                     s = _scalar(v, name, self.__name__)
                     launch_args.append(s)
@@ -571,6 +568,9 @@ class JitFunction(KernelFunction):
                 b = CompiledBinary(self.__name__, soc, checked, self.param_names, mod._run,
                                    mod._LINES, gm_names, traced, ktype, mod.__file__)
             b.needs_all_resident = "sync_all" in self._asc_calls()
+            b.written = written_params(self.fn, gm_names)
+            if b.written is not None:
+                b.written_args = tuple(i for i, n in enumerate(rt_params) if n in b.written)
             self._cache[key] = b
             return b
 

@@ -22,7 +22,9 @@ import heapq
 import itertools
 import os
 import threading
+import time
 from collections import deque
+from contextlib import nullcontext
 from time import perf_counter_ns
 from typing import NamedTuple
 
@@ -32,7 +34,7 @@ from .errors import (AclError, KernelFault, ACL_ERROR_RT_PARAM_INVALID,
                      ACL_ERROR_RT_AICORE_EXCEPTION, ACL_ERROR_RT_AICORE_TRAP_READ_OVERFLOW)
 from .kernel import KernelBinary, missing_members
 from .memcheck import check_access, device_address, device_of
-from .resident import dispatch_resident
+from .resident import BlockBarrier, dispatch_resident
 from .sched import BlockRun, KernelTask
 from .stream import Stream, current_stream
 
@@ -64,6 +66,9 @@ class _Range:
 
 
 _IDLE, _RUNG, _RUN, _LENT_IDLE, _LENT_RUNG, _PARKED = range(6)
+
+
+_NO_LOCK = nullcontext()
 
 
 class _Stop(BaseException):
@@ -112,6 +117,7 @@ class CorePool:
         self._bells = []
         self._gen = [0] * self.n                # bumped when a worker is abandoned and replaced
         self.abandoned = 0                      # workers abandoned to a cancelled kernel
+        self._barriers: dict = {}               # resident kernel task -> its BlockBarrier
         self._seq = itertools.count()
         self._stopped = False
         for wid in range(self.n):
@@ -132,10 +138,16 @@ class CorePool:
             task.end_ns = perf_counter_ns()
             task.core.complete(task)
             return
-        if task.binary.needs_all_resident:
-            return dispatch_resident(task, self, block_failed)
         if _opt.OP_TIMEOUT_NS:
             _opt.watchdog().watch(task, _opt.OP_TIMEOUT_NS)
+        if task.binary.needs_all_resident:
+            # one thread per block (rt.resident); its ranges are registered like the pool's, so
+            # cancel() stops them, and it aborts the barrier the other blocks wait at
+            bar = BlockBarrier(task.block_dim)
+            with self._lock:
+                self._barriers[task] = bar
+            return dispatch_resident(
+                task, self, lambda b: self._run_range(task, b, b, b + 1, False, bar))
         bd = task.block_dim
         k = self.n if bd > self.n else bd
         q, r = divmod(bd, k)
@@ -232,8 +244,9 @@ class CorePool:
                 self._bells[wid].release()
 
     def _run_range(self, task: KernelTask, wid: int, first: int, last: int,
-                   worker: bool) -> None:
-        """Run one range; registered in `task.running` meanwhile so `cancel` can stop it."""
+                   worker: bool, barrier: BlockBarrier | None = None) -> None:
+        """Run one range; registered in `task.running` meanwhile so `cancel` can stop it. A
+        resident launch's block runs here too (one block, its launch's `barrier`)."""
         lock = self._lock
         token = _RunToken(threading.get_ident(), wid, worker)
         with lock:
@@ -246,18 +259,29 @@ class CorePool:
                 skipped = False
                 task.running[token] = token.ident
         if skipped:
-            task.end_ns = perf_counter_ns()
-            task.core.complete(task)
+            self._done(task, perf_counter_ns())
             return
         fired = False
         t0 = t1 = perf_counter_ns()
         try:
             try:
-                task.binary.run_blocks(first, last, task.block_dim, task.args)
+                if barrier is None:
+                    task.binary.run_blocks(first, last, task.block_dim, task.args)
+                else:
+                    task.binary.run_blocks(first, last, task.block_dim, task.args,
+                                           barrier=barrier)
+                    barrier.leave()
             except _Stop:
                 fired = True
             except BaseException as exc:        # noqa: BLE001 - goes to the stream's error state
-                block_failed(task, first, exc)
+                with barrier.fail_lock if barrier is not None else _NO_LOCK:
+                    # not after a cancel (its error stands), nor a resident block's failure
+                    # caused by the first one (the barrier it waited at was aborted)
+                    if task.cancelled is None and not (barrier is not None and barrier.broken
+                                                       and task.error is not None):
+                        block_failed(task, first, exc)
+                if barrier is not None:
+                    barrier.abort()
             t1 = perf_counter_ns()
         except _Stop:
             fired = True
@@ -278,8 +302,14 @@ class CorePool:
                 fired = True
         task.ranges.append(BlockRun(wid, first, last, t0, t1))
         if done:
-            task.end_ns = t1
-            task.core.complete(task)
+            self._done(task, t1)
+
+    def _done(self, task: KernelTask, end_ns: int) -> None:
+        if task.binary.needs_all_resident:
+            with self._lock:
+                self._barriers.pop(task, None)
+        task.end_ns = end_ns
+        task.core.complete(task)
 
     def cancel(self, task: KernelTask, err: AclError) -> bool:
         """Stop `task` with `err`: drop its waiting ranges, raise `_Stop` in the threads running
@@ -310,10 +340,31 @@ class CorePool:
                     self._bells[token.wid] = bell
                     self._start_worker(token.wid)
             done = task.left <= 0
+            bar = self._barriers.get(task)
+            stopping = list(task.running)
+        if bar is not None:                 # resident blocks waiting for a stopped one: release
+            bar.abort()
+        if stopping:
+            threading.Thread(target=self._restop, args=(task, stopping), daemon=True,
+                             name="rt-restop").start()
         if done:
-            task.end_ns = perf_counter_ns()
-            task.core.complete(task)
+            self._done(task, perf_counter_ns())
         return True
+
+    def _restop(self, task: KernelTask, tokens, tries: int = 50, every_s: float = 0.1) -> None:
+        """Raise `_Stop` again in threads of a cancelled task that are still running it: an
+        asynchronous exception that fires inside a finalizer (a weakref callback run by the GC)
+        is swallowed there, and the kernel would go on. Sent under the lock, so only while the
+        range is still registered (never into the next work of that thread). Compiled code never
+        sees it: after `tries` the thread is left to finish on its own."""
+        for _ in range(tries):
+            time.sleep(every_s)
+            with self._lock:
+                left = [t for t in tokens if t in task.running]
+                for t in left:
+                    _interrupt(t.ident, _Stop)
+            if not left:
+                return
 
     def shutdown(self) -> None:
         """Stop the workers once queued ranges are done (used when the pool is replaced)."""

@@ -13,6 +13,13 @@ reported. A block that ends while others wait at the barrier would hang the NPU:
 breaks and the waiting blocks report it. The caller checks block_dim against the SoC's cores
 (rt does not know the kernel type); rt runs whatever it is given.
 
+Stopping (device reset, op execute timeout): each block runs through the core pool's range
+runner, registered like a pool range, so `CorePool.cancel` raises its stop exception in the
+blocks running Python code (interpret mode; the thread then returns to the idle set) and aborts
+the barrier, releasing the blocks that wait at it. A block inside compiled (nopython) code cannot
+be interrupted: its thread stays busy until that code returns, if ever, and later launches start
+new threads; the stopped launch is completed at once either way.
+
 Fidelity: matches SyncAll's ordering (nothing after the barrier in any block runs before every
 block has reached it). Approximated: more threads than CPUs may run at once, so the OS
 time-slices them; a barrier costs tens of microseconds per block here (a GIL hand-off each).
@@ -22,10 +29,6 @@ from __future__ import annotations
 import queue
 import random
 import threading
-from time import perf_counter_ns
-
-from .sched import BlockRun
-
 
 
 class BlockBarrier:
@@ -41,6 +44,7 @@ class BlockBarrier:
         self._gen = 0
         self.broken = False
         self.ended_blocks = 0          # > 0: broken by blocks that ended (a would-be hang)
+        self.fail_lock = threading.Lock()   # a block's failure is recorded under it
 
     def wait(self) -> int:
         with self._cv:
@@ -113,41 +117,21 @@ class _ResidentCores:
 _cores = _ResidentCores()
 
 
-def dispatch_resident(task, pool, block_failed) -> None:
-    """Start every block of kernel `task` on its own thread, all sharing one `BlockBarrier`.
+def dispatch_resident(task, pool, run_block) -> None:
+    """Start every block of kernel `task` on its own thread.
 
-    `task` is a `rt.sched.KernelTask`; `block_failed(task, block, exc)` records a block's fault.
-    Blocks start in shuffled order when the binary's `shuffle_blocks` is true (checked mode).
+    `task` is a `rt.sched.KernelTask`; `run_block(b)` runs block b with the launch's barrier (the
+    core pool's range runner: it records the block's fault, tells the barrier the block ended or
+    failed, and completes the task after its last block; `CorePool.cancel` interrupts blocks
+    running Python code and aborts the barrier). Blocks start in shuffled order when the
+    binary's `shuffle_blocks` is true (checked mode).
     """
     bd = task.block_dim
     task.left = bd
     task.ranges = []
     task.entries = []                   # nothing for CorePool.assist to take
     task.pool = pool
-    bar = BlockBarrier(bd)
-    lock = threading.Lock()
     order = list(range(bd))
     if task.binary.shuffle_blocks:
         random.shuffle(order)
-    _cores.start([lambda b=b: _run_block(task, b, bar, lock, block_failed) for b in order])
-
-
-def _run_block(task, b: int, bar: BlockBarrier, lock, block_failed) -> None:
-    t0 = perf_counter_ns()
-    try:
-        task.binary.run_blocks(b, b + 1, task.block_dim, task.args, barrier=bar)
-    except BaseException as exc:        # noqa: BLE001 - goes to the stream's error state
-        with lock:
-            if not (bar.broken and task.error is not None):
-                block_failed(task, b, exc)   # else a consequence of the first failure
-        bar.abort()
-    else:
-        bar.leave()
-    t1 = perf_counter_ns()
-    with lock:
-        task.ranges.append(BlockRun(b, b, b + 1, t0, t1))
-        task.left -= 1
-        done = task.left == 0
-    if done:
-        task.end_ns = max(r.end_ns for r in task.ranges)
-        task.core.complete(task)
+    _cores.start([lambda b=b: run_block(b) for b in order])

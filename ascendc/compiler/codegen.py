@@ -19,6 +19,7 @@ import numpy as np
 from ..lang import dtypes as D
 from ..lang import surface as S
 from ..lang.kernel import is_kernel_function as _is_jit
+from ..lang.trace import NCOL
 from . import lower as L
 from .frontend import KernelSource, attr_chain as _attr_chain, is_asc_module as _is_asc_module
 
@@ -424,17 +425,39 @@ class _Rewriter(ast.NodeTransformer):
 
 def kernel_module(kf, consts: dict, sig: tuple, soc=None) -> str:
     """The source of the module for one specialisation of kernel `kf` (a KernelFunction) on SoC
-    profile `soc`: the kernel, its helpers, and `_run(_ctx, _blocks, _block_num, *args)` that
-    runs a range of blocks on one core."""
+    profile `soc`: the kernel, its helpers, and `_run(ctx_words, (blocks_ptr, nblocks),
+    block_num, *args)` that runs a range of blocks on one core (ctx_words: address and size of
+    the core context's arrays; a GM argument is passed as its address and element count)."""
     gen = Generator(soc)
     rt_params = [n for n in kf.param_names if n not in consts]
     kinds = {n: (GA if s[0] == "GA" else OTHER) for n, s in zip(rt_params, sig)}
     gen.function(kf.fn, "_kernel", kinds, consts)
     ps = ", ".join(rt_params)
     regs = "".join(f"        _C.register_gm(_ctx, {n})\n" for n in rt_params if kinds[n] == GA)
+    # arrays arrive as (address, length) and are rebuilt without a reference count (rawptr.py:
+    # a fault unwinding through Numba frames then leaks nothing); the caller keeps them alive
+    run_params = []
+    views = ""
+    for n, s in zip(rt_params, sig):
+        if kinds[n] == GA:
+            run_params += [f"_asc_p_{n}", f"_asc_n_{n}"]
+            gen.dtype_globals[f"_dt_{s[1]}"] = s[1]
+            views += f"    {n} = _asc_carray(_asc_vp(_asc_p_{n}), _asc_n_{n}, _dt_{s[1]})\n"
+        else:
+            run_params.append(n)
+    rps = ", ".join(run_params)
+    gen.require_import("from numba import carray as _asc_carray")
+    gen.require_import("from ascendc.compiler.rawptr import voidptr as _asc_vp")
+    gen.require_import("from ascendc.lang.state import CORE_STATE as _asc_CORE_STATE")
     gen.functions.append(
         "@njit(nogil=True, cache=True)\n"
-        f"def _run(_ctx, _blocks, _block_num{', ' if ps else ''}{ps}):\n"
+        f"def _run(_asc_c, _asc_b, _block_num{', ' if rps else ''}{rps}):\n"
+        "    _ctx = (_asc_carray(_asc_vp(_asc_c[0]), _asc_c[1], np.uint8),\n"
+        "            _asc_carray(_asc_vp(_asc_c[2]), _asc_c[3], np.uint8),\n"
+        "            _asc_carray(_asc_vp(_asc_c[4]), 1, _asc_CORE_STATE),\n"
+        f"            _asc_carray(_asc_vp(_asc_c[5]), (_asc_c[6], {NCOL}), np.int64))\n"
+        "    _blocks = _asc_carray(_asc_vp(_asc_b[0]), _asc_b[1], np.int64)\n"
+        f"{views}"
         "    for _blk in _blocks:\n"
         "        _C.begin_block(_ctx, _blk, _block_num)\n"
         f"{regs}"

@@ -24,7 +24,7 @@ from numba.core import config
 from numba.core.registry import CPUDispatcher
 from numba.extending import overload
 
-from .errors import GMReadError, GMWriteError, KernelError
+from .errors import FAULT, fault, GMReadError, GMWriteError, KernelError
 from .positions import BT, L0A, L0B, L0C, L1, LEVEL_NAMES, NLEVELS, UB, level_bytes  # noqa: F401
 from .state import (CORE_STATE, FLAG_DEFER, FLAG_NAN_FILL, FLAG_REPORT_ROUNDING,  # noqa: F401
                     MAX_GM, MAX_PENDING, N_EVENT_IDS)
@@ -194,20 +194,23 @@ def check_gm(ctx, api, a, first, n, write):
     k, boff, nbytes = _gm_where(ctx, np.int64(a.ctypes.data))
     isz = a.itemsize
     if write:
-        raise GMWriteError("{}: GM write must stay inside argument #{} ({} elements), got "
-                           "elements [{}, {})", api, k, nbytes // isz, boff // isz + first,
-                           boff // isz + first + n)
-    raise GMReadError("{}: GM read must stay inside argument #{} ({} elements), got elements "
-                      "[{}, {})", api, k, nbytes // isz, boff // isz + first,
-                      boff // isz + first + n)
+        fault("{}: GM write must stay inside argument #{} ({} elements), got "
+              "elements [{}, {})", api, k, nbytes // isz, boff // isz + first,
+              boff // isz + first + n)
+        raise GMWriteError(FAULT)
+    fault("{}: GM read must stay inside argument #{} ({} elements), got elements "
+          "[{}, {})", api, k, nbytes // isz, boff // isz + first,
+          boff // isz + first + n)
+    raise GMReadError(FAULT)
 
 
 @prim
 def check_local(ctx, api, what, a, n):
     """Raise unless local tensor `a` holds at least n elements."""
     if n > a.size or n < 0:
-        raise KernelError("{}: {} must hold count elements, got count={} for a tensor of {} "
-                          "elements in {:level}", api, what, n, a.size, level_of(ctx, a))
+        fault("{}: {} must hold count elements, got count={} for a tensor of {} "
+              "elements in {:level}", api, what, n, a.size, level_of(ctx, a))
+        raise KernelError(FAULT)
 
 
 # ---- deferred visibility of GM->local copies (checked mode) ------------------------------------
@@ -273,8 +276,9 @@ def mask_words(mask, elem_bytes):
 def _continuous(m, elem_bytes):
     lanes = 256 // elem_bytes
     if m < 1 or m > lanes:
-        raise KernelError("vector op: mask must be in [1, {}] for {}-bit elements, got mask={}",
-                          lanes, elem_bytes * 8, m)
+        fault("vector op: mask must be in [1, {}] for {}-bit elements, got mask={}",
+              lanes, elem_bytes * 8, m)
+        raise KernelError(FAULT)
     if m >= 128:
         return np.uint64(0xFFFFFFFFFFFFFFFF), np.uint64(0xFFFFFFFFFFFFFFFF)
     if m >= 64:

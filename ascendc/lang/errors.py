@@ -1,14 +1,38 @@
 """Errors raised inside kernels (both modes). The launcher turns them into rt.AclError with the
 kernel name and `block_idx=i/n:` prefix; GM violations map to CANN's trap codes.
 
-Inside njit code a message is raised as a constant template plus runtime numbers,
-``raise KernelError("data_copy: count must be >= 0, got count={}", count)``: building strings
-in nopython code costs seconds of compile time per call site, this costs nothing. The template is
-filled in when the message is read; ``{:level}``, ``{:pos}`` and ``{:event}`` print a number as a
-memory level, TPosition or HardEvent name.
+A fault with runtime values is reported in two statements:
+
+    fault("data_copy: count must be >= 0, got count={}", count)
+    raise KernelError(FAULT)
+
+`fault` records the template and the values for the calling thread; the argument-free (static)
+raise then builds a `KernelError` whose args are the recorded `(template, *values)`, so the
+exception is the same as `KernelError(template, *values)` (str, class, pickling). Why not raise
+the values directly: Numba allocates a dynamic exception's payload and never frees it (~0.8 KB
+per raise), which a long fuzzing or soak run would accumulate (issue 11). Building strings in
+nopython code costs seconds of compile time per call site; a template plus numbers costs nothing.
+The template is filled in when the message is read; ``{:level}``, ``{:pos}`` and ``{:event}``
+print a number as a memory level, TPosition or HardEvent name.
+
+In njit code `fault` reaches the thread's record through C callbacks (ctypes functions exported
+to LLVM under fixed symbol names, so Numba's cache holds no addresses); in Python (the
+interpreter's own code, NUMBA_DISABLE_JIT) it writes the record directly.
 """
+from __future__ import annotations
+
+import ctypes
+import sys
+import threading
+
+import llvmlite.binding as _llvm
+import numpy as np
+from numba import types
+from numba.core.extending import overload
 
 from .positions import LEVEL_NAMES, POSITION_NAMES
+
+__all__ = ["KernelError", "GMReadError", "GMWriteError", "CompileError", "fault", "FAULT"]
 
 
 class _Num(int):
@@ -34,8 +58,31 @@ def _arg(a):
         return a
 
 
+# -- the per-thread fault record ------------------------------------------------------------------
+FAULT = "<fault recorded by ascendc.lang.errors.fault>"   # the static raise's only argument
+_TLS = threading.local()
+
+
+def fault(template, *args):
+    """Record a fault's message template and values for this thread; a `raise KernelError(FAULT)`
+    (or GMReadError / GMWriteError) must follow."""
+    _TLS.record = (template,) + args
+
+
+def recorded_fault():
+    """The (template, *values) the calling thread's last `fault` recorded (None: none)."""
+    return getattr(_TLS, "record", None)
+
+
 class KernelError(Exception):
     """A rule of the NPU broken by a kernel (queue discipline, capacity, alignment, ...)."""
+
+    def __init__(self, *args):
+        # Numba instantiates a static exception twice (once to check it, once to set it), so the
+        # record is read, not consumed; the next `fault` of this thread replaces it
+        if args == (FAULT,):
+            args = recorded_fault() or ("kernel fault (its message was not recorded)",)
+        super().__init__(*args)
 
     def __str__(self):
         if len(self.args) > 1 and isinstance(self.args[0], str):
@@ -56,3 +103,87 @@ class GMWriteError(KernelError):
 
 class CompileError(SyntaxError):
     """Unsupported Python in a kernel: file:line, the source line and a caret."""
+
+
+# -- njit side: C callbacks under fixed symbol names ----------------------------------------------
+_BYTEORDER = "le" if sys.byteorder == "little" else "be"
+_ENCODING = {1: "latin-1", 2: f"utf-16-{_BYTEORDER}", 4: f"utf-32-{_BYTEORDER}"}
+_PENDING = threading.local()     # values of a record being written by njit code
+
+
+def _cb_begin():
+    _PENDING.values = []
+
+
+def _cb_end():
+    vals = getattr(_PENDING, "values", [])
+    _PENDING.values = []
+    fault(*vals)
+
+
+def _cb_int(v):
+    _PENDING.values.append(int(v))
+
+
+def _cb_float(v):
+    _PENDING.values.append(float(v))
+
+
+def _cb_str(data, kind, length):
+    # a Numba unicode string: `length` code points of `kind` bytes each (as CPython's PEP 393)
+    _PENDING.values.append(ctypes.string_at(data, kind * length).decode(_ENCODING[kind]))
+
+
+_I64, _U64, _F64, _P = ctypes.c_int64, ctypes.c_uint64, ctypes.c_double, ctypes.c_void_p
+_CALLBACKS = (   # (symbol, ctypes prototype, Python function, Numba signature)
+    ("ascend_emu_fault_begin", ctypes.CFUNCTYPE(None), _cb_begin, types.void()),
+    ("ascend_emu_fault_end", ctypes.CFUNCTYPE(None), _cb_end, types.void()),
+    ("ascend_emu_fault_int", ctypes.CFUNCTYPE(None, _I64), _cb_int, types.void(types.int64)),
+    ("ascend_emu_fault_uint", ctypes.CFUNCTYPE(None, _U64), _cb_int, types.void(types.uint64)),
+    ("ascend_emu_fault_float", ctypes.CFUNCTYPE(None, _F64), _cb_float,
+     types.void(types.float64)),
+    ("ascend_emu_fault_str", ctypes.CFUNCTYPE(None, _P, _I64, _I64), _cb_str,
+     types.void(types.voidptr, types.int64, types.int64)),
+)
+_KEEP = []      # the ctypes thunks must live as long as the process
+_EXT = {}
+for _sym, _proto, _fn, _sig in _CALLBACKS:
+    _thunk = _proto(_fn)
+    _KEEP.append(_thunk)
+    _llvm.add_symbol(_sym, ctypes.cast(_thunk, ctypes.c_void_p).value)
+    _EXT[_sym] = types.ExternalFunction(_sym, _sig)
+_c_begin, _c_end = _EXT["ascend_emu_fault_begin"], _EXT["ascend_emu_fault_end"]
+_c_int, _c_uint = _EXT["ascend_emu_fault_int"], _EXT["ascend_emu_fault_uint"]
+_c_float, _c_str = _EXT["ascend_emu_fault_float"], _EXT["ascend_emu_fault_str"]
+
+
+def _put(v):
+    _PENDING.values.append(v)
+
+
+@overload(_put, jit_options={"nogil": True})
+def _put_nb(v):
+    if isinstance(v, (types.UnicodeType, types.StringLiteral)):
+        def put_str(v):
+            s = str(v)
+            _c_str(s._data, s._kind, s._length)
+        return put_str
+    if isinstance(v, types.Boolean):
+        return lambda v: _c_int(np.int64(v))
+    if isinstance(v, types.Integer):
+        if v.signed:
+            return lambda v: _c_int(np.int64(v))
+        return lambda v: _c_uint(np.uint64(v))
+    if isinstance(v, types.Float):
+        return lambda v: _c_float(np.float64(v))
+    return None     # any other type: a typing error at the fault(...) call
+
+
+@overload(fault, jit_options={"nogil": True})
+def _fault_nb(template, *args):
+    # one store per value: the tuple is heterogeneous, so the calls are written out per arity
+    src = ("def impl(template, *args):\n    _c_begin()\n    _put(template)\n" +
+           "".join(f"    _put(args[{i}])\n" for i in range(len(args))) + "    _c_end()\n")
+    ns = {"_c_begin": _c_begin, "_c_end": _c_end, "_put": _put}
+    exec(src, ns)       # noqa: S102 - generated from an arity only
+    return ns["impl"]

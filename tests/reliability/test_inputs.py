@@ -1,5 +1,6 @@
 """Issue 11 items 8 and 9: trusted host inputs cannot give silent wrong results or crash the
 process; every refusal names the API, the rule and the value."""
+import re
 import subprocess
 import sys
 import textwrap
@@ -137,3 +138,51 @@ def test_kernel_subscript_with_a_string_stream(dev0):
     with raises(107000, r"launch: stream must be an rt\.Stream or None, got stream='str' "
                         r"\(kernel _copy_kernel\)"):
         _copy_kernel[4, "str"](x, interpret=True)
+
+
+N = 64
+
+
+@asc.jit
+def _bind_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, nx: int, nz: int):
+    """Copies nx elements of x to z, bound with nz elements."""
+    xg = asc.GlobalTensor()
+    xg.set_global_buffer(x, nx)
+    zg = asc.GlobalTensor()
+    zg.set_global_buffer(z, nz)
+    pipe = asc.TPipe()
+    buf = asc.TBuf(asc.TPosition.VECCALC)
+    pipe.init_buffer(buf, 2 * N * 4)
+    t = buf.get(asc.float32)
+    asc.data_copy(t, xg, nx)
+    asc.set_flag(asc.HardEvent.MTE2_MTE3, 0)
+    asc.wait_flag(asc.HardEvent.MTE2_MTE3, 0)
+    asc.data_copy(zg, t, nx)
+
+
+@pytest.mark.parametrize("interpret", [True, False])
+def test_integer_host_pointer_for_a_global_address_is_refused_clearly(dev0, interpret):
+    h = np.zeros(N, np.float32)
+    z = rt.device_zeros((N,), np.float32)
+    for v in (np.int64(h.ctypes.data), h.ctypes.data, 8):
+        with raises(100000, rf"_bind_kernel: GlobalAddress argument 'x' must be an "
+                            rf"rt\.DeviceArray, rt\.DevicePtr, numpy array or CPU torch tensor "
+                            rf"\(an integer is not a device address\), got x={re.escape(repr(v))}"):
+            _bind_kernel[1](v, z, N, N, interpret=interpret)
+
+
+@pytest.mark.parametrize("interpret", [True, False])
+def test_over_bind_is_labelled_by_what_the_kernel_does_with_the_argument(dev0, interpret):
+    x = rt.to_device(np.arange(N, dtype=np.float32))
+    z = rt.device_zeros((N,), np.float32)
+    with raises(507043, r"GlobalTensor\.set_global_buffer: GM write must stay inside argument "
+                        r"'z' \(64 elements\), got elements \[0, 128\)"):
+        _bind_kernel[1](x, z, N, 2 * N, interpret=interpret)       # the output: a write
+        rt.current_stream().synchronize()
+    with raises(507042, r"GlobalTensor\.set_global_buffer: GM read must stay inside argument "
+                        r"'x' \(64 elements\), got elements \[0, 128\)"):
+        _bind_kernel[1](x, z, 2 * N, N, interpret=interpret)       # an input: a read
+        rt.current_stream().synchronize()
+    _bind_kernel[1](x, z, N, N, interpret=interpret)
+    rt.current_stream().synchronize()
+    np.testing.assert_array_equal(z.copy_to_host(), np.arange(N, dtype=np.float32))

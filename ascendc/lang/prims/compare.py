@@ -8,7 +8,7 @@ from numba.extending import overload
 from .. import core
 from ..core import prim
 from ..dtypes import ld, st
-from ..errors import KernelError
+from ..errors import FAULT, fault, KernelError
 from .vecbase import *  # noqa: F403
 from .. import trace
 
@@ -65,8 +65,9 @@ def _ov_scalar_or_zero(a, x):
 def _cmp_setup(ctx, api, dst, src0, src1, cmp_mode):
     check_range(api, "cmp_mode", cmp_mode, 0, 5)
     if dst.itemsize != 1:
-        raise KernelError("{}: dst dtype must be uint8 or int8 (one bit per element), got "
-                          "dtype={}", api, dtname(dst))
+        fault("{}: dst dtype must be uint8 or int8 (one bit per element), got "
+              "dtype={}", api, dtname(dst))
+        raise KernelError(FAULT)
     require_int(api, "dst", dst)
     if is_arr(src1):
         require_same(api, "src1", src1, src0)
@@ -80,8 +81,9 @@ def _cmp_count(ctx, api, dst, src0, src1, cmp_mode, count):
     eb = src0.itemsize
     n = (count * eb // 256) * 256 // eb  # hardware skips the tail that is not 256 B aligned
     if n // 8 > dst.size:
-        raise KernelError("{}: dst must hold one bit per compared element ({} bytes), got "
-                          "size={}", api, n // 8, dst.size)
+        fault("{}: dst must hold one bit per compared element ({} bytes), got "
+              "size={}", api, n // 8, dst.size)
+        raise KernelError(FAULT)
     s = scalar_or_zero(src0, src1)
     for k in range(n // 8):
         w = 0
@@ -106,8 +108,9 @@ def _cmp_rep(ctx, api, dst, src0, src1, cmp_mode, repeat, s0b, s0r, s1b, s1r):
     check_extent(api, "src0", src0, repeat, m0, m1, lanes, pb, s0b, s0r)
     check_extent(api, "src1", src1, repeat, m0, m1, lanes, pb, s1b, s1r)
     if repeat * lanes // 8 > dst.size:
-        raise KernelError("{}: dst must hold one bit per compared element ({} bytes), got "
-                          "size={}", api, repeat * lanes // 8, dst.size)
+        fault("{}: dst must hold one bit per compared element ({} bytes), got "
+              "size={}", api, repeat * lanes // 8, dst.size)
+        raise KernelError(FAULT)
     s = scalar_or_zero(src0, src1)
     for r in range(repeat):
         for k in range(lanes // 8):
@@ -172,18 +175,21 @@ def _sel_setup(api, dst, sel_mask, src0, src1, sel_mode):
     if is_arr(src1):
         require_same(api, "src1", src1, dst)
         if sel_mode == 1:
-            raise KernelError("{}: src1 must be a scalar in sel_mode 1 (VSEL_TENSOR_SCALAR_MODE)"
-                              ", got a tensor with sel_mode=1", api)
+            fault("{}: src1 must be a scalar in sel_mode 1 (VSEL_TENSOR_SCALAR_MODE)"
+                  ", got a tensor with sel_mode=1", api)
+            raise KernelError(FAULT)
     elif sel_mode != 1:
-        raise KernelError("{}: src1 must be a tensor in sel_mode 0 and 2, got a scalar with "
-                          "sel_mode={}", api, sel_mode)
+        fault("{}: src1 must be a tensor in sel_mode 0 and 2, got a scalar with "
+              "sel_mode={}", api, sel_mode)
+        raise KernelError(FAULT)
 
 
 @jitable
 def _sel_need(api, sel_mask, nbits):
     if nbits > sel_mask.size * sel_mask.itemsize * 8:
-        raise KernelError("{}: sel_mask must hold {} bits, got size={} ({} bits)", api, nbits,
-                          sel_mask.size, sel_mask.size * sel_mask.itemsize * 8)
+        fault("{}: sel_mask must hold {} bits, got size={} ({} bits)", api, nbits,
+              sel_mask.size, sel_mask.size * sel_mask.itemsize * 8)
+        raise KernelError(FAULT)
 
 
 @prim

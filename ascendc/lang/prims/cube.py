@@ -59,7 +59,7 @@ from numba.extending import overload
 
 from ..core import BT, C_CUBE_MACS, C_CUBE_MACS_FP32, C_FIX, C_MTE1, C_MTE2, L0A, L0B, L0C, L1, prim
 from ..dtypes import st as _st
-from ..errors import KernelError
+from ..errors import FAULT, fault, KernelError
 from .. import trace
 from .datacopy import py_bytes
 from .movecore import (A_FIXPIPE, A_LOAD_DATA, A_MMAD, APIS, W_BIAS, W_CONFIG, W_DST, W_DST_GAP,
@@ -130,8 +130,9 @@ def _load_impl(ctx, d, s, isz, start, rep, sstr, gap, trans):
     dl, sl = D[0], S[0]
     l0 = dl == L0A or dl == L0B
     if not ((sl == L1 and l0) or (sl < 0 and (l0 or dl == L1))):
-        raise KernelError("load_data: path must be one of L1->L0A, L1->L0B, GM->L1, GM->L0A, "
-                          "GM->L0B, got {:level}->{:level}", sl, dl)
+        fault("load_data: path must be one of L1->L0A, L1->L0B, GM->L1, GM->L0A, "
+              "GM->L0B, got {:level}->{:level}", sl, dl)
+        raise KernelError(FAULT)
     in_range(api, W_START_INDEX, start, 0, 65535)
     in_range(api, W_REPEAT_TIMES, rep, 0, 255)
     in_range(api, W_SRC_STRIDE, sstr, 0, 65535)
@@ -320,17 +321,21 @@ def _mmad_checks(st, api, D, A, B, Z, has_bias, info, isz, m, n, k):
     in_range(api, W_N, n, 0, 4095)
     in_range(api, W_K, k, 0, 4095)
     if D[0] != L0C or A[0] != L0A or B[0] != L0B:
-        raise KernelError("{}: operands must be dst in L0C (CO1), fm in L0A (A2), filter in L0B "
-                          "(B2), got dst={:level} fm={:level} filter={:level}", APIS[api], D[0],
-                          A[0], B[0])
+        fault("{}: operands must be dst in L0C (CO1), fm in L0A (A2), filter in L0B "
+              "(B2), got dst={:level} fm={:level} filter={:level}", APIS[api], D[0],
+              A[0], B[0])
+        raise KernelError(FAULT)
     if has_bias and Z[0] != BT:
-        raise KernelError("{}: bias must be in BT (C2), got bias={:level}", APIS[api], Z[0])
+        fault("{}: bias must be in BT (C2), got bias={:level}", APIS[api], Z[0])
+        raise KernelError(FAULT)
     if info[0] == 0:
-        raise KernelError("{}: dtypes must be f16/bf16/f32 -> float32 or int8 -> int32, got "
-                          "dst={} fm={} filter={}", APIS[api], info[1], info[2], info[3])
+        fault("{}: dtypes must be f16/bf16/f32 -> float32 or int8 -> int32, got "
+              "dst={} fm={} filter={}", APIS[api], info[1], info[2], info[3])
+        raise KernelError(FAULT)
     if has_bias and info[4] != info[1]:
-        raise KernelError("{}: bias must have dst's dtype, got bias={} dst={}", APIS[api],
-                          info[4], info[1])
+        fault("{}: bias must have dst's dtype, got bias={} dst={}", APIS[api],
+              info[4], info[1])
+        raise KernelError(FAULT)
     aligned(api, W_FM, A, 512)
     aligned(api, W_FILTER, B, 512)
     aligned(api, W_DST, D, 64)
@@ -448,16 +453,18 @@ def _fix_checks(st, D, S, disz, info, nsz, msz, sstr, dstr, q, nd, snd, dnd, cfg
     api = A_FIXPIPE
     dl, sl = D[0], S[0]
     if sl != L0C or not (dl < 0 or dl == L1):
-        raise KernelError("fixpipe: path must be L0C->GM (or L0C->L1), got {:level}->{:level}",
-                          sl, dl)
+        fault("fixpipe: path must be L0C->GM (or L0C->L1), got {:level}->{:level}",
+              sl, dl)
+        raise KernelError(FAULT)
     in_range(api, W_CONFIG, cfg, 0, 1)
     in_range(api, W_N_SIZE, nsz, 0, 4095)
     in_range(api, W_M_SIZE, msz, 0, 8192)
     in_range(api, W_ND_NUM, nd, 0, 65535)
     in_range(api, W_SRC_STRIDE, sstr, 0, 65535)
     if sstr % 16 != 0 or (sstr < msz and nsz > 16):
-        raise KernelError("fixpipe: src_stride must be the L0C strip height, a multiple of 16 "
-                          "rows and >= m_size (ceil16(m) of the mmad), got src_stride={}", sstr)
+        fault("fixpipe: src_stride must be the L0C strip height, a multiple of 16 "
+              "rows and >= m_size (ceil16(m) of the mmad), got src_stride={}", sstr)
+        raise KernelError(FAULT)
     dcode, scode = info[0], info[1]
     ok = False
     if scode == 1:
@@ -466,19 +473,22 @@ def _fix_checks(st, D, S, disz, info, nsz, msz, sstr, dstr, q, nd, snd, dnd, cfg
     elif scode == 4:
         ok = dcode == 4 and q == 0
     if not ok:
-        raise KernelError("fixpipe: quant_pre and dtypes must be one of float32->float32 "
-                          "(NoQuant), float32->float16 (F322F16), float32->bfloat16 (F322BF16), "
-                          "int32->int32 (NoQuant), got src={} dst={} quant_pre={}", info[3],
-                          info[2], q)
+        fault("fixpipe: quant_pre and dtypes must be one of float32->float32 "
+              "(NoQuant), float32->float16 (F322F16), float32->bfloat16 (F322BF16), "
+              "int32->int32 (NoQuant), got src={} dst={} quant_pre={}", info[3],
+              info[2], q)
+        raise KernelError(FAULT)
     aligned(api, W_SRC, S, 64)
     if dl >= 0:
         aligned(api, W_DST, D, 32)
     if cfg == 0 and dstr < nsz:
-        raise KernelError("fixpipe: dst_stride must be >= n_size (elements per ND row), got "
-                          "dst_stride={}", dstr)
+        fault("fixpipe: dst_stride must be >= n_size (elements per ND row), got "
+              "dst_stride={}", dstr)
+        raise KernelError(FAULT)
     if cfg == 1 and nsz % 16 != 0:
-        raise KernelError("fixpipe: n_size must be a multiple of 16 with cfg_nz, got n_size={}",
-                          nsz)
+        fault("fixpipe: n_size must be a multiple of 16 with cfg_nz, got n_size={}",
+              nsz)
+        raise KernelError(FAULT)
     if nd == 0 or nsz == 0 or msz == 0:
         return False
     nstrip = (nsz + 15) // 16

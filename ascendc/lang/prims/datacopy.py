@@ -60,7 +60,7 @@ from ..core import (C_MTE2, C_MTE3, L1,
                     UB, prim)
 from ..dtypes import from_numpy
 from ..dtypes import st as _st
-from ..errors import KernelError
+from ..errors import FAULT, fault, KernelError
 from ..params import (DataCopyExtParams, DataCopyPadExtParams, DataCopyPadParams, DataCopyParams,
                       Nd2NzParams)
 from .memops import stream_copy
@@ -82,7 +82,8 @@ def _count_impl(ctx, d, s, isz, count):
     D, S = locate2(ctx, d, s)
     ctr = copy_path(api, D[0], S[0])
     if count < 0:
-        raise KernelError("data_copy: count must be >= 0, got count={}", count)
+        fault("data_copy: count must be >= 0, got count={}", count)
+        raise KernelError(FAULT)
     nb = count * isz // 32 * 32
     if nb != count * isz:
         st.rounded += 1
@@ -171,8 +172,9 @@ def _nd2nz_impl(ctx, d, s, isz, nd, nv, dv, sms, sdv, c0s, ns, dms):
     st = ctx[2][0]
     D, S = locate2(ctx, d, s)
     if not (S[0] < 0 and D[0] == L1):
-        raise KernelError("data_copy: path of an Nd2NzParams copy must be GM->L1, got "
-                          "{:level}->{:level}", S[0], D[0])
+        fault("data_copy: path of an Nd2NzParams copy must be GM->L1, got "
+              "{:level}->{:level}", S[0], D[0])
+        raise KernelError(FAULT)
     aligned(api, W_DST, D, 32)
     in_range(api, W_ND_NUM, nd, 0, 4095)
     in_range(api, W_N_VALUE, nv, 0, 16384)
@@ -273,22 +275,27 @@ def _pad_checks(api, gm2ub, isz, bc, bl, bl_max, ub_stride, gm_stride, is_pad, l
     in_range(api, W_BLOCK_COUNT, bc, 0, 4095)
     in_range(api, W_BLOCK_LEN, bl, 0, bl_max)
     if bl % isz != 0:
-        raise KernelError("data_copy_pad: block_len must be a multiple of sizeof(dtype)={} bytes, "
-                          "got block_len={}", isz, bl)
+        fault("data_copy_pad: block_len must be a multiple of sizeof(dtype)={} bytes, "
+              "got block_len={}", isz, bl)
+        raise KernelError(FAULT)
     in_range(api, W_DST_STRIDE if gm2ub else W_SRC_STRIDE, ub_stride, 0, 0xFFFFFFFF)
     if gm_stride % isz != 0:
-        raise KernelError("data_copy_pad: GM stride must be a multiple of sizeof(dtype)={} bytes, "
-                          "got {}={}", isz, "src_stride" if gm2ub else "dst_stride", gm_stride)
+        fault("data_copy_pad: GM stride must be a multiple of sizeof(dtype)={} bytes, "
+              "got {}={}", isz, "src_stride" if gm2ub else "dst_stride", gm_stride)
+        raise KernelError(FAULT)
     if not gm2ub and (is_pad or left != 0 or right != 0):
-        raise KernelError("data_copy_pad: pad_params must be omitted (or empty) for a UB->GM copy, "
-                          "got is_pad={} left_padding={} right_padding={}",
-                          "True" if is_pad else "False", left, right)
+        fault("data_copy_pad: pad_params must be omitted (or empty) for a UB->GM copy, "
+              "got is_pad={} left_padding={} right_padding={}",
+              "True" if is_pad else "False", left, right)
+        raise KernelError(FAULT)
     if left < 0 or left * isz > 32:
-        raise KernelError("data_copy_pad: left_padding must be in [0, {}] elements (at most 32 "
-                          "bytes), got left_padding={}", 32 // isz, left)
+        fault("data_copy_pad: left_padding must be in [0, {}] elements (at most 32 "
+              "bytes), got left_padding={}", 32 // isz, left)
+        raise KernelError(FAULT)
     if right < 0 or right * isz > 32:
-        raise KernelError("data_copy_pad: right_padding must be in [0, {}] elements (at most 32 "
-                          "bytes), got right_padding={}", 32 // isz, right)
+        fault("data_copy_pad: right_padding must be in [0, {}] elements (at most 32 "
+              "bytes), got right_padding={}", 32 // isz, right)
+        raise KernelError(FAULT)
 
 
 @prim
@@ -298,8 +305,9 @@ def _pad_impl(ctx, d, s, isz, bc, bl, sstride, dstride, bl_max, is_pad, left, ri
     D, S = locate2(ctx, d, s)
     gm2ub = S[0] < 0 and D[0] == UB
     if not (gm2ub or (S[0] == UB and D[0] < 0)):
-        raise KernelError("data_copy_pad: path must be GM->UB or UB->GM, got {:level}->{:level}",
-                          S[0], D[0])
+        fault("data_copy_pad: path must be GM->UB or UB->GM, got {:level}->{:level}",
+              S[0], D[0])
+        raise KernelError(FAULT)
     ub_stride = dstride if gm2ub else sstride
     gm_stride = sstride if gm2ub else dstride
     _pad_checks(api, gm2ub, isz, bc, bl, bl_max, ub_stride, gm_stride, is_pad, left, right)

@@ -9,7 +9,7 @@ from numba.extending import overload, register_jitable
 
 from ..core import (BT, C_MTE1, C_MTE2, C_MTE3, C_MTE_UB2UB, FLAG_DEFER, L0A, L0B, L0C, L1,
                     NLEVELS, UB, flush_pending, gm_to_local_target, prim)
-from ..errors import GMReadError, GMWriteError, KernelError
+from ..errors import FAULT, fault, GMReadError, GMWriteError, KernelError
 from .. import trace
 
 
@@ -81,8 +81,9 @@ def locate2(ctx, d, s):
 
 @prim
 def _range_fail(api, name, v, lo, hi):
-    raise KernelError("{}: {} must be in [{}, {}], got {}={}", APIS[api], NAMES[name], lo, hi,
-                      NAMES[name], v)
+    fault("{}: {} must be in [{}, {}], got {}={}", APIS[api], NAMES[name], lo, hi,
+          NAMES[name], v)
+    raise KernelError(FAULT)
 
 
 @inline
@@ -93,8 +94,9 @@ def in_range(api, name, v, lo, hi):
 
 @prim
 def _dtype_fail(api, dname, sname):
-    raise KernelError("{}: dst and src must have the same dtype, got dst={} src={}", APIS[api],
-                      dname, sname)
+    fault("{}: dst and src must have the same dtype, got dst={} src={}", APIS[api],
+          dname, sname)
+    raise KernelError(FAULT)
 
 
 @inline
@@ -121,8 +123,9 @@ def traced(ctx, op_id, D, S, nbytes, isz, gm_span):
 
 @prim
 def _align_fail(api, what, lv, align, off):
-    raise KernelError("{}: {} address in {:level} must be {}-byte aligned, got byte offset={}",
-                      APIS[api], NAMES[what], lv, align, off)
+    fault("{}: {} address in {:level} must be {}-byte aligned, got byte offset={}",
+          APIS[api], NAMES[what], lv, align, off)
+    raise KernelError(FAULT)
 
 
 @inline
@@ -143,16 +146,19 @@ def _gm_fail(st, api, addr, isz, first, n, write):
             break
     lo = boff // isz + first
     if write:
-        raise GMWriteError("{}: GM write must stay inside argument #{} ({} elements), got "
-                           "elements [{}, {})", APIS[api], k, nb // isz, lo, lo + n)
-    raise GMReadError("{}: GM read must stay inside argument #{} ({} elements), got elements "
-                      "[{}, {})", APIS[api], k, nb // isz, lo, lo + n)
+        fault("{}: GM write must stay inside argument #{} ({} elements), got "
+              "elements [{}, {})", APIS[api], k, nb // isz, lo, lo + n)
+        raise GMWriteError(FAULT)
+    fault("{}: GM read must stay inside argument #{} ({} elements), got elements "
+          "[{}, {})", APIS[api], k, nb // isz, lo, lo + n)
+    raise GMReadError(FAULT)
 
 
 @prim
 def _local_fail(api, what, n, size, lv):
-    raise KernelError("{}: {} must hold count elements, got count={} for a tensor of {} elements "
-                      "in {:level}", APIS[api], NAMES[what], n, size, lv)
+    fault("{}: {} must hold count elements, got count={} for a tensor of {} elements "
+          "in {:level}", APIS[api], NAMES[what], n, size, lv)
+    raise KernelError(FAULT)
 
 
 @inline
@@ -204,15 +210,18 @@ def write_target(ctx, b, nbytes, full):
 @prim
 def _path_fail(api, dl, sl):
     if sl == L0C:
-        raise KernelError("{}: path must be one of GM->UB, GM->L1, UB->GM, UB->UB, L1->BT, got "
-                          "{:level}->{:level} (L0C results leave through fixpipe)", APIS[api], sl,
-                          dl)
+        fault("{}: path must be one of GM->UB, GM->L1, UB->GM, UB->UB, L1->BT, got "
+              "{:level}->{:level} (L0C results leave through fixpipe)", APIS[api], sl,
+              dl)
+        raise KernelError(FAULT)
     if dl == L0A or dl == L0B:
-        raise KernelError("{}: path must be one of GM->UB, GM->L1, UB->GM, UB->UB, L1->BT, got "
-                          "{:level}->{:level} (L0A/L0B are filled by load_data)", APIS[api], sl,
-                          dl)
-    raise KernelError("{}: path must be one of GM->UB, GM->L1, UB->GM, UB->UB, L1->BT, got "
-                      "{:level}->{:level}", APIS[api], sl, dl)
+        fault("{}: path must be one of GM->UB, GM->L1, UB->GM, UB->UB, L1->BT, got "
+              "{:level}->{:level} (L0A/L0B are filled by load_data)", APIS[api], sl,
+              dl)
+        raise KernelError(FAULT)
+    fault("{}: path must be one of GM->UB, GM->L1, UB->GM, UB->UB, L1->BT, got "
+          "{:level}->{:level}", APIS[api], sl, dl)
+    raise KernelError(FAULT)
 
 
 @inline

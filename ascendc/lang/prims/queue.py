@@ -10,7 +10,7 @@ from numba.core import config
 from numba.extending import overload
 
 from ..core import prim, FLAG_DEFER, flush_pending, local_offset
-from ..errors import KernelError
+from ..errors import FAULT, fault, KernelError
 from ..positions import (NPOS, POS_LEVEL, POS_NOTE, POS_TQUE, POSITION_NAMES,
                          TQUE_POSITIONS_TEXT)
 from ..state import KIND_BUF, KIND_QUE, MAX_QUEUES, MAX_SLOTS
@@ -54,8 +54,9 @@ def _new_rec(ctx, kind, pos, depth):
     st = ctx[2][0]
     k = st.nque
     if k >= MAX_QUEUES:
-        raise KernelError("asc.TQue: a kernel must declare at most {} queues and buffers, got "
-                          "one more", MAX_QUEUES)
+        fault("asc.TQue: a kernel must declare at most {} queues and buffers, got "
+              "one more", MAX_QUEUES)
+        raise KernelError(FAULT)
     st.nque = k + 1
     q = st.queues[k]
     q.kind = kind
@@ -78,20 +79,24 @@ def _new_rec(ctx, kind, pos, depth):
 @prim
 def _tque_new(ctx, pos, depth):
     if pos < 0 or pos >= NPOS or POS_TQUE[pos] == 0:
-        raise KernelError(_TQUE_POS_MSG, pos)
+        fault(_TQUE_POS_MSG, pos)
+        raise KernelError(FAULT)
     if POS_LEVEL[pos] < 0:
-        raise KernelError("asc.TQue: pos {:pos} is global memory on 910B ({}), got pos={:pos}",
-                          pos, POS_NOTE[pos], pos)
+        fault("asc.TQue: pos {:pos} is global memory on 910B ({}), got pos={:pos}",
+              pos, POS_NOTE[pos], pos)
+        raise KernelError(FAULT)
     if depth < 0 or depth > MAX_SLOTS:
-        raise KernelError("asc.TQue: depth must be in [0, {}], got depth={}", MAX_SLOTS, depth)
+        fault("asc.TQue: depth must be in [0, {}], got depth={}", MAX_SLOTS, depth)
+        raise KernelError(FAULT)
     return _new_rec(ctx, KIND_QUE, pos, depth)
 
 
 @prim
 def _tbuf_new(ctx, pos):
     if pos < 0 or pos >= NPOS or POS_LEVEL[pos] < 0:
-        raise KernelError("asc.TBuf: pos must be a local position (VECCALC, VECIN, VECOUT, A1, "
-                          "B1, ...), got pos={:pos}", pos)
+        fault("asc.TBuf: pos must be a local position (VECCALC, VECIN, VECOUT, A1, "
+              "B1, ...), got pos={:pos}", pos)
+        raise KernelError(FAULT)
     return _new_rec(ctx, KIND_BUF, pos, 0)
 
 
@@ -127,25 +132,30 @@ if not config.DISABLE_JIT:
 def _init(ctx, q, num, nbytes, api):
     st = ctx[2][0]
     if q.init:
-        raise KernelError("{}: each queue/buffer must be initialised once, got a second "
-                          "init_buffer for {:pos} {} #{}", api, q.pos, _kind(q), q.id)
+        fault("{}: each queue/buffer must be initialised once, got a second "
+              "init_buffer for {:pos} {} #{}", api, q.pos, _kind(q), q.id)
+        raise KernelError(FAULT)
     if num < 1 or num > MAX_SLOTS:
-        raise KernelError("{}: num must be in [1, {}], got num={} for {:pos} {} #{}", api,
-                          MAX_SLOTS, num, q.pos, _kind(q), q.id)
+        fault("{}: num must be in [1, {}], got num={} for {:pos} {} #{}", api,
+              MAX_SLOTS, num, q.pos, _kind(q), q.id)
+        raise KernelError(FAULT)
     if nbytes <= 0:
-        raise KernelError("{}: len must be > 0 bytes, got len={} for {:pos} {} #{}", api, nbytes,
-                          q.pos, _kind(q), q.id)
+        fault("{}: len must be > 0 bytes, got len={} for {:pos} {} #{}", api, nbytes,
+              q.pos, _kind(q), q.id)
+        raise KernelError(FAULT)
     if st.nbuf + num > 64:
-        raise KernelError("{}: a kernel must use at most 64 buffers, got {} with {:pos} {} #{}",
-                          api, st.nbuf + num, q.pos, _kind(q), q.id)
+        fault("{}: a kernel must use at most 64 buffers, got {} with {:pos} {} #{}",
+              api, st.nbuf + num, q.pos, _kind(q), q.id)
+        raise KernelError(FAULT)
     slot = (nbytes + 31) // 32 * 32
     lv = q.level
     cap = st.level_size[lv]
     used = st.level_used[lv]
     if used + num * slot > cap:
-        raise KernelError("{}: {:pos} {} #{} must fit in {:level}, asked {} bytes ({} x {}), "
-                          "got {} bytes left of {}", api, q.pos, _kind(q), q.id, lv, num * slot,
-                          num, slot, cap - used, cap)
+        fault("{}: {:pos} {} #{} must fit in {:level}, asked {} bytes ({} x {}), "
+              "got {} bytes left of {}", api, q.pos, _kind(q), q.id, lv, num * slot,
+              num, slot, cap - used, cap)
+        raise KernelError(FAULT)
     q.mem_off = st.level_base[lv] + used
     q.num = num
     q.slot_bytes = slot
@@ -157,24 +167,27 @@ def _init(ctx, q, num, nbytes, api):
 @prim
 def init_buffer_que(ctx, q, num, nbytes):
     if q.kind != KIND_QUE:
-        raise KernelError("TPipe.init_buffer: (que, num, len) form must be given a TQue, got "
-                          "{:pos} TBuf #{} (use init_buffer(buf, len))", q.pos, q.id)
+        fault("TPipe.init_buffer: (que, num, len) form must be given a TQue, got "
+              "{:pos} TBuf #{} (use init_buffer(buf, len))", q.pos, q.id)
+        raise KernelError(FAULT)
     _init(ctx, q, num, nbytes, "TPipe.init_buffer")
 
 
 @prim
 def init_buffer_buf(ctx, b, nbytes):
     if b.kind != KIND_BUF:
-        raise KernelError("TPipe.init_buffer: (buf, len) form must be given a TBuf, got "
-                          "{:pos} TQue #{} (use init_buffer(que, num, len))", b.pos, b.id)
+        fault("TPipe.init_buffer: (buf, len) form must be given a TBuf, got "
+              "{:pos} TQue #{} (use init_buffer(que, num, len))", b.pos, b.id)
+        raise KernelError(FAULT)
     _init(ctx, b, 1, nbytes, "TPipe.init_buffer")
 
 
 @prim
 def _need_init(q, api):
     if not q.init:
-        raise KernelError("{}: the queue must be initialised with pipe.init_buffer first, got an "
-                          "uninitialised {:pos} {} #{}", api, q.pos, _kind(q), q.id)
+        fault("{}: the queue must be initialised with pipe.init_buffer first, got an "
+              "uninitialised {:pos} {} #{}", api, q.pos, _kind(q), q.id)
+        raise KernelError(FAULT)
 
 
 @prim
@@ -188,8 +201,9 @@ def _slot_of(ctx, q, t, api):
     off = np.int64(local_offset(ctx, t))
     if off < q.mem_off or off >= q.mem_off + q.num * q.slot_bytes or \
             (off - q.mem_off) % q.slot_bytes != 0:
-        raise KernelError("{}: tensor must be a buffer of {:pos} {} #{}, got a foreign tensor at "
-                          "local offset {}", api, q.pos, _kind(q), q.id, off)
+        fault("{}: tensor must be a buffer of {:pos} {} #{}, got a foreign tensor at "
+              "local offset {}", api, q.pos, _kind(q), q.id, off)
+        raise KernelError(FAULT)
     return np.int64((off - q.mem_off) // q.slot_bytes)
 
 
@@ -204,8 +218,9 @@ def que_alloc_tensor(ctx, q, dtype):
             q.next_slot = (s + 1) % n
             trace.event(ctx, _OP_ALLOC, trace.K_Q_ALLOC, q.pos, q.id, s)
             return _slot_view(ctx, q, s, dtype)
-    raise KernelError("TQue.alloc_tensor: a free buffer must be available, got all {} buffers of "
-                      "{:pos} TQue #{} allocated (free_tensor missing?)", n, q.pos, q.id)
+    fault("TQue.alloc_tensor: a free buffer must be available, got all {} buffers of "
+          "{:pos} TQue #{} allocated (free_tensor missing?)", n, q.pos, q.id)
+    raise KernelError(FAULT)
 
 
 @prim
@@ -213,13 +228,15 @@ def que_enque(ctx, q, t):
     _need_init(q, "TQue.enque")
     s = _slot_of(ctx, q, t, "TQue.enque")
     if not (q.alloc >> s) & 1:
-        raise KernelError("TQue.enque: tensor must be allocated with alloc_tensor, got a freed "
-                          "buffer of {:pos} TQue #{}", q.pos, q.id)
+        fault("TQue.enque: tensor must be allocated with alloc_tensor, got a freed "
+              "buffer of {:pos} TQue #{}", q.pos, q.id)
+        raise KernelError(FAULT)
     limit = max(q.depth, 1)
     if q.fifo_n >= limit:
-        raise KernelError("TQue.enque: enqueued tensors must not exceed depth={}, got {} in "
-                          "{:pos} TQue #{} (deque missing?)", q.depth, q.fifo_n + 1,
-                          q.pos, q.id)
+        fault("TQue.enque: enqueued tensors must not exceed depth={}, got {} in "
+              "{:pos} TQue #{} (deque missing?)", q.depth, q.fifo_n + 1,
+              q.pos, q.id)
+        raise KernelError(FAULT)
     q.fifo[(q.fifo_head + q.fifo_n) % MAX_SLOTS] = s
     q.fifo_n += 1
     trace.event(ctx, _OP_ENQUE, trace.K_Q_ENQUE, q.pos, q.id, s)
@@ -229,8 +246,9 @@ def que_enque(ctx, q, t):
 def que_deque(ctx, q, dtype):
     _need_init(q, "TQue.deque")
     if q.fifo_n == 0:
-        raise KernelError("TQue.deque: the queue must hold an enqueued tensor, got an empty "
-                          "{:pos} TQue #{} (enque missing?)", q.pos, q.id)
+        fault("TQue.deque: the queue must hold an enqueued tensor, got an empty "
+              "{:pos} TQue #{} (enque missing?)", q.pos, q.id)
+        raise KernelError(FAULT)
     s = q.fifo[q.fifo_head]
     q.fifo_head = (q.fifo_head + 1) % MAX_SLOTS
     q.fifo_n -= 1
@@ -246,12 +264,14 @@ def que_free_tensor(ctx, q, t):
     _need_init(q, "TQue.free_tensor")
     s = _slot_of(ctx, q, t, "TQue.free_tensor")
     if not (q.alloc >> s) & 1:
-        raise KernelError("TQue.free_tensor: tensor must be allocated, got a buffer of {:pos} TQue "
-                          "#{} freed twice", q.pos, q.id)
+        fault("TQue.free_tensor: tensor must be allocated, got a buffer of {:pos} TQue "
+              "#{} freed twice", q.pos, q.id)
+        raise KernelError(FAULT)
     for i in range(q.fifo_n):
         if q.fifo[(q.fifo_head + i) % MAX_SLOTS] == s:
-            raise KernelError("TQue.free_tensor: tensor must be dequeued before it is freed, got "
-                              "a tensor still enqueued in {:pos} TQue #{}", q.pos, q.id)
+            fault("TQue.free_tensor: tensor must be dequeued before it is freed, got "
+                  "a tensor still enqueued in {:pos} TQue #{}", q.pos, q.id)
+            raise KernelError(FAULT)
     q.alloc &= ~(1 << s)
     trace.event(ctx, _OP_FREE, trace.K_Q_FREE, q.pos, q.id, s)
 
@@ -286,8 +306,9 @@ def tbuf_get(ctx, b, dtype, n):
     if n < 0:
         return v
     if n > v.size:
-        raise KernelError("TBuf.get: len must be <= the buffer's {} elements, got len={}", v.size,
-                          n)
+        fault("TBuf.get: len must be <= the buffer's {} elements, got len={}", v.size,
+              n)
+        raise KernelError(FAULT)
     return v[:n]
 
 
@@ -295,13 +316,15 @@ def tbuf_get(ctx, b, dtype, n):
 def tbuf_get_with_offset(ctx, b, size, offset, dtype):
     _need_init(b, "TBuf.get_with_offset")
     if offset % 32 != 0:
-        raise KernelError("TBuf.get_with_offset: buf_offset must be a multiple of 32 bytes, got "
-                          "buf_offset={}", offset)
+        fault("TBuf.get_with_offset: buf_offset must be a multiple of 32 bytes, got "
+              "buf_offset={}", offset)
+        raise KernelError(FAULT)
     v = _slot_view(ctx, b, 0, np.uint8)
     isz = v[:0].view(dtype).itemsize
     if offset + size * isz > v.size:
-        raise KernelError("TBuf.get_with_offset: offset + size must fit the buffer's {} bytes, "
-                          "got {}", v.size, offset + size * isz)
+        fault("TBuf.get_with_offset: offset + size must fit the buffer's {} bytes, "
+              "got {}", v.size, offset + size * isz)
+        raise KernelError(FAULT)
     return v[offset:offset + size * isz].view(dtype)
 
 
@@ -317,5 +340,6 @@ def kernel_end(ctx):
         for s in range(q.num):
             held += (q.alloc >> s) & 1
         if held or q.fifo_n:
-            raise KernelError("kernel end: every tensor must be freed with free_tensor, got {} "
-                              "tensor(s) still held by {:pos} TQue #{}", held, q.pos, q.id)
+            fault("kernel end: every tensor must be freed with free_tensor, got {} "
+                  "tensor(s) still held by {:pos} TQue #{}", held, q.pos, q.id)
+            raise KernelError(FAULT)

@@ -35,7 +35,7 @@ from numba.extending import intrinsic, overload, register_jitable
 
 from .. import core
 from ..dtypes import ld, st
-from ..errors import KernelError
+from ..errors import FAULT, fault, KernelError
 from ..core import prim
 from .vecbase import (check_count, check_range, far_offset, lanes_on, next_lane, per_block,
                       prefix_lanes, put_bits, rep_index, require_same, vmask)
@@ -142,9 +142,10 @@ def tmp_need(eb, r1, minmax, cal_index):
 @_rj
 def check_tmp(ctx, api, tmp, need):
     if tmp.size < need:
-        raise KernelError("{}: shared_tmp_buffer must hold at least {} elements ({} bytes, "
-                          "Ascend C's minimum workLocal size), got size={}", api, need,
-                          need * tmp.itemsize, tmp.size)
+        fault("{}: shared_tmp_buffer must hold at least {} elements ({} bytes, "
+              "Ascend C's minimum workLocal size), got size={}", api, need,
+              need * tmp.itemsize, tmp.size)
+        raise KernelError(FAULT)
 
 
 @_rj
@@ -160,15 +161,17 @@ def clobber_tmp(ctx, tmp, need):
 @_rj
 def check_dst(ctx, api, dst, n):
     if dst.size < n:
-        raise KernelError("{}: dst must hold {} elements (the result{}), got size={}", api, n,
-                          " and its index" if n > 1 else "", dst.size)
+        fault("{}: dst must hold {} elements (the result{}), got size={}", api, n,
+              " and its index" if n > 1 else "", dst.size)
+        raise KernelError(FAULT)
 
 
 @_rj
 def check_index_range(api, src, last_index, cal_index):
     if cal_index and src.itemsize == 2 and last_index > 65535:
-        raise KernelError("{}: indices must fit in uint16 for 16-bit dtypes when cal_index=True"
-                          " (Ascend C limit), got last index={}", api, last_index)
+        fault("{}: indices must fit in uint16 for 16-bit dtypes when cal_index=True"
+              " (Ascend C limit), got last index={}", api, last_index)
+        raise KernelError(FAULT)
 
 
 # ---- count-form kernels (vectorised) ---------------------------------------------------------
@@ -300,8 +303,9 @@ def _reduce_rep_setup(ctx, api, dst, src, tmp, mask, repeat, srs, minmax, cal_in
         return m0, m1, 0
     far = (repeat - 1) * srs * pb + off
     if far >= src.size:
-        raise KernelError("{}: src must hold every element the repeats touch, got index={} for "
-                          "a tensor of {} elements", api, far, src.size)
+        fault("{}: src must hold every element the repeats touch, got index={} for "
+              "a tensor of {} elements", api, far, src.size)
+        raise KernelError(FAULT)
     need = tmp_need(eb, repeat, minmax, cal_index)
     check_tmp(ctx, api, tmp, need)
     check_dst(ctx, api, dst, 2 if cal_index else 1)
@@ -399,12 +403,14 @@ def _whole_setup(api, dst, src, mask, repeat, drs, sbs, srs, unit, width):
         return m0, m1, False
     far = (repeat - 1) * srs * pb + off
     if far >= src.size:
-        raise KernelError("{}: src must hold every element the repeats touch, got index={} for "
-                          "a tensor of {} elements", api, far, src.size)
+        fault("{}: src must hold every element the repeats touch, got index={} for "
+              "a tensor of {} elements", api, far, src.size)
+        raise KernelError(FAULT)
     dfar = (repeat - 1) * drs * unit + width - 1
     if dfar >= dst.size:
-        raise KernelError("{}: dst must hold every result the repeats write, got index={} for "
-                          "a tensor of {} elements", api, dfar, dst.size)
+        fault("{}: dst must hold every result the repeats write, got index={} for "
+              "a tensor of {} elements", api, dfar, dst.size)
+        raise KernelError(FAULT)
     return m0, m1, True
 
 
@@ -447,8 +453,9 @@ def _whole_mm(ctx, api, dst, src, mask, repeat, drs, sbs, srs, order, is_max):
     check_range(api, "order", order, 0, 3)
     eb = dst.itemsize
     if order == ORDER_ONLY_INDEX and eb not in (2, 4):
-        raise KernelError("{}: dst dtype must be 16- or 32-bit for ORDER_ONLY_INDEX (a uint32 "
-                          "index per repeat), got {}-bit elements", api, eb * 8)
+        fault("{}: dst dtype must be 16- or 32-bit for ORDER_ONLY_INDEX (a uint32 "
+              "index per repeat), got {}-bit elements", api, eb * 8)
+        raise KernelError(FAULT)
     if order == ORDER_ONLY_VALUE:
         unit = 1
         width = 1

@@ -9,7 +9,7 @@ run at once); blocks calling it unequally often would hang the NPU, so that is a
 
 from ..barrier import call_i64
 from ..core import prim, FLAG_DEFER, flush_pending
-from ..errors import KernelError
+from ..errors import FAULT, fault, KernelError
 from ..state import N_EVENT_IDS, N_HARD_EVENTS
 from .. import trace
 
@@ -34,7 +34,8 @@ def pipe_barrier(ctx, pipe):
         raise KernelError("asc.pipe_barrier: pipe must not be PIPE_S (a hardware error), got "
                           "pipe=PIPE_S")
     if pipe < 0 or pipe > 10:
-        raise KernelError("asc.pipe_barrier: pipe must be a PipeID, got pipe={}", pipe)
+        fault("asc.pipe_barrier: pipe must be a PipeID, got pipe={}", pipe)
+        raise KernelError(FAULT)
     if pipe == 6 or pipe == 4:
         _flush_all(ctx)
     trace.event(ctx, _OP_BARRIER, trace.K_BARRIER, pipe, 0, 0)
@@ -43,11 +44,13 @@ def pipe_barrier(ctx, pipe):
 @prim
 def _check_event(event, event_id, api):
     if event < 0 or event >= N_HARD_EVENTS:
-        raise KernelError("{}: event must be a HardEvent (0..{}), got event={}", api,
-                          N_HARD_EVENTS - 1, event)
+        fault("{}: event must be a HardEvent (0..{}), got event={}", api,
+              N_HARD_EVENTS - 1, event)
+        raise KernelError(FAULT)
     if event_id < 0 or event_id >= N_EVENT_IDS:
-        raise KernelError("{}: event_id must be in [0, {}), got event_id={}", api, N_EVENT_IDS,
-                          event_id)
+        fault("{}: event_id must be in [0, {}), got event_id={}", api, N_EVENT_IDS,
+              event_id)
+        raise KernelError(FAULT)
 
 
 @prim
@@ -62,9 +65,10 @@ def wait_flag(ctx, event, event_id):
     _check_event(event, event_id, "asc.wait_flag")
     ev = ctx[2][0].events
     if ev[event, event_id] <= 0:
-        raise KernelError("asc.wait_flag: a matching set_flag must come first "
-                          "(the NPU would hang), got wait_flag(event={:event}, event_id={})",
-                          event, event_id)
+        fault("asc.wait_flag: a matching set_flag must come first "
+              "(the NPU would hang), got wait_flag(event={:event}, event_id={})",
+              event, event_id)
+        raise KernelError(FAULT)
     ev[event, event_id] -= 1
     trace.event(ctx, _OP_WAIT, trace.K_WAIT, event, 0, event_id)
     for e in _MTE2_EVENTS:
@@ -82,10 +86,11 @@ def sync_all(ctx):
     key = st.barrier
     if key == 0:
         if st.block_num > 1:
-            raise KernelError("asc.sync_all: the launch must run all its blocks at once "
-                              "(the kernel was not seen calling sync_all; call it as "
-                              "asc.sync_all() in the "
-                              "kernel or an @asc.jit helper), got block_num={}", st.block_num)
+            fault("asc.sync_all: the launch must run all its blocks at once "
+                  "(the kernel was not seen calling sync_all; call it as "
+                  "asc.sync_all() in the "
+                  "kernel or an @asc.jit helper), got block_num={}", st.block_num)
+            raise KernelError(FAULT)
         return
     r = call_i64(st.barrier_fn, key)
     if r == 0:
@@ -94,11 +99,13 @@ def sync_all(ctx):
         raise KernelError("asc.sync_all: the barrier was aborted because another block of the "
                           "launch failed (that block's error is the one reported)")
     if r > 0:
-        raise KernelError("asc.sync_all: every block must call sync_all the same number of times "
-                          "(the NPU would hang), got block_idx={} waiting at its call #{} after "
-                          "{} of {} block(s) had ended", st.block_idx, st.sync_calls, r,
-                          st.block_num)
-    raise KernelError("asc.sync_all: the launch's barrier must be reachable, got status={}", r)
+        fault("asc.sync_all: every block must call sync_all the same number of times "
+              "(the NPU would hang), got block_idx={} waiting at its call #{} after "
+              "{} of {} block(s) had ended", st.block_idx, st.sync_calls, r,
+              st.block_num)
+        raise KernelError(FAULT)
+    fault("asc.sync_all: the launch's barrier must be reachable, got status={}", r)
+    raise KernelError(FAULT)
 
 
 @prim

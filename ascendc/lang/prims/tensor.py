@@ -3,7 +3,7 @@ import numpy as np
 
 from ..core import prim, check_gm, level_name, level_of, local_offset
 from ..dtypes import ld, st
-from ..errors import KernelError
+from ..errors import FAULT, fault, KernelError
 from .. import trace
 from ..positions import NPOS, POS_LEVEL
 # the kernel-type primitives replace sync.py's get_sub_block_idx/num (exported after them)
@@ -41,8 +41,9 @@ def sub_view(ctx, t, i):
     if i < 0 or i > t.size:
         if local_offset(ctx, t) < 0:
             check_gm(ctx, "GlobalTensor[]", t, i, 0, False)
-        raise KernelError("LocalTensor[]: offset must be in [0, {}], got offset={} on a {:level} "
-                          "tensor", t.size, i, level_of(ctx, t))
+        fault("LocalTensor[]: offset must be in [0, {}], got offset={} on a {:level} "
+              "tensor", t.size, i, level_of(ctx, t))
+        raise KernelError(FAULT)
     return t[i:]
 
 
@@ -51,8 +52,9 @@ def _check_index(ctx, t, i, api, write):
     if i < 0 or i >= t.size:
         if local_offset(ctx, t) < 0:
             check_gm(ctx, api, t, i, 1, write)
-        raise KernelError("{}: index must be in [0, {}), got index={} on a {:level} tensor", api,
-                          t.size, i, level_of(ctx, t))
+        fault("{}: index must be in [0, {}), got index={} on a {:level} tensor", api,
+              t.size, i, level_of(ctx, t))
+        raise KernelError(FAULT)
 
 
 @prim
@@ -116,17 +118,20 @@ def local_tensor_new(ctx, dtype, pos, addr, tile_size):
     `addr` of the local memory of TPosition `pos` (pyasc tutorial 01; no TPipe involved)."""
     lv = POS_LEVEL[pos] if 0 <= pos < NPOS else -1
     if lv < 0:
-        raise KernelError("LocalTensor(dtype, pos, addr, tile_size): pos must be a local "
-                          "TPosition (VECIN, VECOUT, VECCALC, A1, B1, A2, B2, CO1, ...), got "
-                          "pos={}", pos)
+        fault("LocalTensor(dtype, pos, addr, tile_size): pos must be a local "
+              "TPosition (VECIN, VECOUT, VECCALC, A1, B1, A2, B2, CO1, ...), got "
+              "pos={}", pos)
+        raise KernelError(FAULT)
     st = ctx[2][0]
     isz = ctx[0][:0].view(dtype).itemsize
     if addr < 0 or addr % 32 != 0:
-        raise KernelError("LocalTensor(dtype, pos, addr, tile_size): addr must be a multiple of "
-                          "32 bytes >= 0, got addr={}", addr)
+        fault("LocalTensor(dtype, pos, addr, tile_size): addr must be a multiple of "
+              "32 bytes >= 0, got addr={}", addr)
+        raise KernelError(FAULT)
     if tile_size < 0 or addr + tile_size * isz > st.level_size[lv]:
-        raise KernelError("LocalTensor(dtype, pos, addr, tile_size): addr + tile_size * sizeof "
-                          "must fit the {} bytes of {:level}, got addr={} tile_size={}",
-                          st.level_size[lv], lv, addr, tile_size)
+        fault("LocalTensor(dtype, pos, addr, tile_size): addr + tile_size * sizeof "
+              "must fit the {} bytes of {:level}, got addr={} tile_size={}",
+              st.level_size[lv], lv, addr, tile_size)
+        raise KernelError(FAULT)
     off = st.level_base[lv] + addr
     return ctx[0][off:off + tile_size * isz].view(dtype)

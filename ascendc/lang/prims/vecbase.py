@@ -15,7 +15,7 @@ from numba.extending import overload, register_jitable
 from .. import core
 from ..core import lane_on, mask_words  # noqa: F401  (lane_on: for the vector modules)
 from ..dtypes import bf16_bits_to_f32, f16_bits_to_f32, f32_to_bf16_bits, f32_to_f16_bits
-from ..errors import KernelError
+from ..errors import FAULT, fault, KernelError
 
 jitable = register_jitable(nogil=True, error_model="numpy")
 # Generic kernels take the element operation as a first-class function: they must be IR-inlined
@@ -146,7 +146,8 @@ def _ov_put_bits(a, i, bits):
 @jitable
 def check_range(api, name, v, lo, hi):
     if v < lo or v > hi:
-        raise KernelError("{}: {} must be in [{}, {}], got {}={}", api, name, lo, hi, name, v)
+        fault("{}: {} must be in [{}, {}], got {}={}", api, name, lo, hi, name, v)
+        raise KernelError(FAULT)
 
 
 @jitable
@@ -184,7 +185,8 @@ def _require(want_float):
         name = dtype_label(x)
 
         def impl(api, what, x):
-            raise KernelError("{}: {} dtype must be {}, got dtype={}", api, what, rule, name)
+            fault("{}: {} dtype must be {}, got dtype={}", api, what, rule, name)
+            raise KernelError(FAULT)
         return impl
     return ov
 
@@ -205,8 +207,9 @@ def _ov_require_same(api, what, x, dst):
     want, got = dtype_label(dst), dtype_label(x)
 
     def impl(api, what, x, dst):
-        raise KernelError("{}: {} dtype must equal dst's ({}), got dtype={}", api, what, want,
-                          got)
+        fault("{}: {} dtype must equal dst's ({}), got dtype={}", api, what, want,
+              got)
+        raise KernelError(FAULT)
     return impl
 
 
@@ -219,8 +222,9 @@ def vmask(api, mask, elem_bytes):
 @jitable
 def _check_eb(api, elem_bytes):
     if elem_bytes < 2:
-        raise KernelError("{}: the mask/repeat form needs 16-, 32- or 64-bit elements, got "
-                          "{}-bit elements (use the count form)", api, elem_bytes * 8)
+        fault("{}: the mask/repeat form needs 16-, 32- or 64-bit elements, got "
+              "{}-bit elements (use the count form)", api, elem_bytes * 8)
+        raise KernelError(FAULT)
 
 
 @jitable
@@ -240,8 +244,9 @@ def _vmask_words(api, m0, m1, elem_bytes):
     _check_eb(api, elem_bytes)
     lanes = 256 // elem_bytes
     if (lanes <= 64 and m1 != 0) or (lanes < 64 and (m0 >> np.uint64(lanes)) != 0):
-        raise KernelError("{}: mask must select lanes below {} for {}-bit elements, got "
-                          "mask=[{}, {}]", api, lanes, elem_bytes * 8, m0, m1)
+        fault("{}: mask must select lanes below {} for {}-bit elements, got "
+              "mask=[{}, {}]", api, lanes, elem_bytes * 8, m0, m1)
+        raise KernelError(FAULT)
     return m0, m1
 
 
@@ -371,8 +376,9 @@ def check_extent(api, what, a, repeat, m0, m1, lanes, pb, blk, rep):
         return
     far = (repeat - 1) * rep * pb + off
     if far >= asize(a):
-        raise KernelError("{}: {} must hold every element the repeats touch, got index={} for "
-                          "a tensor of {} elements", api, what, far, asize(a))
+        fault("{}: {} must hold every element the repeats touch, got index={} for "
+              "a tensor of {} elements", api, what, far, asize(a))
+        raise KernelError(FAULT)
 
 
 @jitable

@@ -398,16 +398,18 @@ def brcb(ctx, dst, src0, repeat_times, repeat_params):
     if repeat_times == 0:
         return
     if dst.ctypes.data == src0.ctypes.data:
-        raise KernelError("{}: dst must not share src0's address (Ascend C forbids it), got "
-                          "the same address for both", api)
+        fault("{}: dst must not share src0's address (Ascend C forbids it), got "
+              "the same address for both", api)
+        raise KernelError(FAULT)
     if dbs == 0:
         dbs = 1  # as Ascend C's reference pseudo-code
     check_count(ctx, api, "src0", src0, repeat_times * 8)
     pb = pb_of(dst)
     far = (repeat_times - 1) * drs * pb + 7 * dbs * pb + pb - 1
     if far >= dst.size:
-        raise KernelError("{}: dst must hold every element the repeats touch, got index={} for "
-                          "a tensor of {} elements", api, far, dst.size)
+        fault("{}: dst must hold every element the repeats touch, got index={} for "
+              "a tensor of {} elements", api, far, dst.size)
+        raise KernelError(FAULT)
     for r in range(repeat_times):
         for k in range(8):
             v = ld(src0, r * 8 + k)
