@@ -1,12 +1,14 @@
 """Run-time checks of `asc.adv.Matmul` (njit, called from compiled kernels as `_ADV.<name>` and
-from the interpreter directly): a bad tiling or mismatched tensors fail with the project's message
-style instead of a confusing error deep inside a cube primitive."""
+from the interpreter directly; `_ADV` also carries tilingops' record builders): a bad tiling or
+mismatched tensors fail with the project's message style instead of a confusing error deep inside
+a cube primitive."""
 from __future__ import annotations
 
 import numpy as np
 
 from ..lang.core import prim
-from ..lang.errors import KernelError
+from ..lang.errors import FAULT, KernelError, fault
+from .tilingops import tiling_new, tiling_norm, tiling_set  # noqa: F401  (as _ADV.<name>)
 
 # Matmul state (an int64 array per Matmul object; -1 = "not set, use the tiling's value")
 S_TM, S_TN, S_TK = 0, 1, 2            # set_tail
@@ -15,11 +17,13 @@ S_SM, S_SN, S_SK = 7, 8, 9            # set_single_shape
 S_TA, S_TB = 10, 11                   # set_tensor_a/b transpose (0/1)
 S_BIAS = 12                           # bias enabled (set_bias / disable_bias)
 S_INIT = 13                           # 1 after register_matmul(..., tiling) / init(tiling)
+S_ITER = 14                           # iterate(): number of the current C tile (-1: none yet)
 NSTATE = 16
 
 __all__ = ["new_state", "mm_check_tiling", "mm_check_iterate", "S_TM", "S_TN", "S_TK", "S_OM",
            "S_ON", "S_OKA", "S_OKB", "S_SM", "S_SN", "S_SK", "S_TA", "S_TB", "S_BIAS", "S_INIT",
-           "NSTATE"]
+           "S_ITER", "NSTATE", "ws_f32", "mm_check_get_c", "tiling_new", "tiling_norm",
+           "tiling_set", "second", "mm_check_get_c_atomic"]
 
 
 @prim
@@ -32,31 +36,38 @@ def new_state():
 def mm_check_tiling(t, a_isz, has_bias):
     """The TCubeTiling handed to register_matmul / init describes buffers this Matmul can use."""
     if t.base_m < 16 or t.base_m % 16 != 0:
-        raise KernelError("asc.adv.Matmul.init: tiling.base_m must be a positive multiple of 16, "
-                          "got base_m={}", t.base_m)
+        fault("asc.adv.Matmul.init: tiling.base_m must be a positive multiple of 16, "
+              "got base_m={}", t.base_m)
+        raise KernelError(FAULT)
     if t.base_n < 16 or t.base_n % 16 != 0:
-        raise KernelError("asc.adv.Matmul.init: tiling.base_n must be a positive multiple of 16, "
-                          "got base_n={}", t.base_n)
+        fault("asc.adv.Matmul.init: tiling.base_n must be a positive multiple of 16, "
+              "got base_n={}", t.base_n)
+        raise KernelError(FAULT)
     c0 = 32 // a_isz if a_isz > 0 else 16
     if t.base_k < c0 or t.base_k % c0 != 0:
-        raise KernelError("asc.adv.Matmul.init: tiling.base_k must be a positive multiple of C0 "
-                          "(32 bytes / sizeof(A) = {}), got base_k={}", c0, t.base_k)
+        fault("asc.adv.Matmul.init: tiling.base_k must be a positive multiple of C0 "
+              "(32 bytes / sizeof(A) = {}), got base_k={}", c0, t.base_k)
+        raise KernelError(FAULT)
     if t.step_k_a < 1 or t.step_k_b < 1 or t.step_m < 1 or t.step_n < 1:
-        raise KernelError("asc.adv.Matmul.init: tiling.step_m, step_n, step_k_a and step_k_b must "
-                          "be >= 1, got step_m={} step_n={} step_k_a={} step_k_b={}", t.step_m,
-                          t.step_n, t.step_k_a, t.step_k_b)
+        fault("asc.adv.Matmul.init: tiling.step_m, step_n, step_k_a and step_k_b must "
+              "be >= 1, got step_m={} step_n={} step_k_a={} step_k_b={}", t.step_m,
+              t.step_n, t.step_k_a, t.step_k_b)
+        raise KernelError(FAULT)
     if t.depth_a1 < t.step_m * t.step_k_a or t.depth_b1 < t.step_n * t.step_k_b:
-        raise KernelError("asc.adv.Matmul.init: tiling.depth_a1 must be >= step_m*step_k_a and "
-                          "depth_b1 >= step_n*step_k_b, got depth_a1={} depth_b1={}", t.depth_a1,
-                          t.depth_b1)
+        fault("asc.adv.Matmul.init: tiling.depth_a1 must be >= step_m*step_k_a and "
+              "depth_b1 >= step_n*step_k_b, got depth_a1={} depth_b1={}", t.depth_a1,
+              t.depth_b1)
+        raise KernelError(FAULT)
     for v in (t.db_l0a, t.db_l0b, t.db_l0c):
         if v != 1 and v != 2:
-            raise KernelError("asc.adv.Matmul.init: tiling.db_l0a, db_l0b and db_l0c must be 1 or "
-                              "2, got db_l0a={} db_l0b={} db_l0c={}", t.db_l0a, t.db_l0b,
-                              t.db_l0c)
+            fault("asc.adv.Matmul.init: tiling.db_l0a, db_l0b and db_l0c must be 1 or "
+                  "2, got db_l0a={} db_l0b={} db_l0c={}", t.db_l0a, t.db_l0b,
+                  t.db_l0c)
+            raise KernelError(FAULT)
     if has_bias and t.base_n * 4 > 1024:
-        raise KernelError("asc.adv.Matmul.init: tiling.base_n must be <= 256 with a bias (the "
-                          "bias table BT holds 1024 bytes), got base_n={}", t.base_n)
+        fault("asc.adv.Matmul.init: tiling.base_n must be <= 256 with a bias (the "
+              "bias table BT holds 1024 bytes), got base_n={}", t.base_n)
+        raise KernelError(FAULT)
 
 
 @prim
@@ -68,28 +79,79 @@ def _pick(v, default):
 def mm_check_iterate(st, t, a_isz, b_isz, c_isz, ta_ok, tb_ok, ga, gb, gc, en_atomic):
     """iterate_all's preconditions: tiling set, operands as declared, sizes >= 1."""
     if st[S_INIT] != 1:
-        raise KernelError("asc.adv.Matmul.iterate_all: the Matmul must be initialised first "
-                          "(register_matmul(pipe, workspace, mm, tiling) or mm.init(tiling)), "
-                          "got no tiling")
+        fault("asc.adv.Matmul.iterate_all: the Matmul must be initialised first "
+              "(register_matmul(pipe, workspace, mm, tiling) or mm.init(tiling)), "
+              "got no tiling")
+        raise KernelError(FAULT)
     if en_atomic != 0:
-        raise KernelError("asc.adv.Matmul.iterate_all: en_atomic must be 0 (atomic accumulation "
-                          "into C is not emulated), got en_atomic={}", en_atomic)
+        fault("asc.adv.Matmul.iterate_all: en_atomic must be 0 (atomic accumulation "
+              "into C is not emulated), got en_atomic={}", en_atomic)
+        raise KernelError(FAULT)
     if ga.itemsize != a_isz or gb.itemsize != b_isz or gc.itemsize != c_isz:
-        raise KernelError("asc.adv.Matmul.iterate_all: tensor dtypes must match the MatmulTypes, "
-                          "got element sizes a={} b={} c={} for MatmulType sizes a={} b={} c={}",
-                          ga.itemsize, gb.itemsize, gc.itemsize, a_isz, b_isz, c_isz)
+        fault("asc.adv.Matmul.iterate_all: tensor dtypes must match the MatmulTypes, "
+              "got element sizes a={} b={} c={} for MatmulType sizes a={} b={} c={}",
+              ga.itemsize, gb.itemsize, gc.itemsize, a_isz, b_isz, c_isz)
+        raise KernelError(FAULT)
     if a_isz != b_isz or (a_isz != 2 and a_isz != 4):
-        raise KernelError("asc.adv.Matmul.iterate_all: a and b must both be float16/bfloat16 or "
-                          "both float32, got element sizes a={} b={}", a_isz, b_isz)
+        fault("asc.adv.Matmul.iterate_all: a and b must both be float16/bfloat16 or "
+              "both float32, got element sizes a={} b={}", a_isz, b_isz)
+        raise KernelError(FAULT)
     if st[S_TA] == 1 and not ta_ok:
-        raise KernelError("asc.adv.Matmul.set_tensor_a: transpose must be False unless "
-                          "MatmulType a has is_trans=True, got transpose=True")
+        fault("asc.adv.Matmul.set_tensor_a: transpose must be False unless "
+              "MatmulType a has is_trans=True, got transpose=True")
+        raise KernelError(FAULT)
     if st[S_TB] == 1 and not tb_ok:
-        raise KernelError("asc.adv.Matmul.set_tensor_b: transpose must be False unless "
-                          "MatmulType b has is_trans=True, got transpose=True")
+        fault("asc.adv.Matmul.set_tensor_b: transpose must be False unless "
+              "MatmulType b has is_trans=True, got transpose=True")
+        raise KernelError(FAULT)
     m = _pick(st[S_TM], _pick(st[S_SM], t.single_core_m))
     n = _pick(st[S_TN], _pick(st[S_SN], t.single_core_n))
     k = _pick(st[S_TK], _pick(st[S_SK], t.single_core_k))
     if m < 1 or n < 1 or k < 1:
-        raise KernelError("asc.adv.Matmul.iterate_all: m, n and k (set_tail / set_single_shape / "
-                          "tiling.single_core_*) must be >= 1, got m={} n={} k={}", m, n, k)
+        fault("asc.adv.Matmul.iterate_all: m, n and k (set_tail / set_single_shape / "
+              "tiling.single_core_*) must be >= 1, got m={} n={} k={}", m, n, k)
+        raise KernelError(FAULT)
+
+
+@prim
+def ws_f32(w):
+    """The GM workspace (bytes) as float32: where get_tensor_c stages C tiles (mmiter.py)."""
+    return w.view(np.float32)
+
+
+@prim
+def mm_check_get_c(st, t, ws, dst, ndst):
+    """get_tensor_c's preconditions: a tile computed by iterate(), a float32 local tensor that
+    holds base_m x base_n, a workspace that holds this block's tile."""
+    if st[S_ITER] < 0:
+        fault("asc.adv.Matmul.get_tensor_c: iterate() must return True first, got "
+              "no current C tile")
+        raise KernelError(FAULT)
+    if dst.itemsize != 4:
+        fault("asc.adv.Matmul.get_tensor_c: the local tensor must be float32 (C in "
+              "VECCALC/VECIN is emulated for float32 only), got element size {}",
+              dst.itemsize)
+        raise KernelError(FAULT)
+    if ndst < t.base_m * t.base_n:
+        fault("asc.adv.Matmul.get_tensor_c: the local tensor must hold base_m * "
+              "base_n = {} elements, got {}", t.base_m * t.base_n, ndst)
+        raise KernelError(FAULT)
+    if ws.size < 4 * t.base_m * t.base_n:
+        fault("asc.adv.Matmul.get_tensor_c: the workspace given to register_matmul "
+              "must hold a base_m x base_n float32 tile per block, got {} bytes",
+              ws.size)
+        raise KernelError(FAULT)
+
+
+@prim
+def second(a, b):
+    """`b` (after `a` was evaluated: a check run inside an expression)."""
+    return b
+
+
+@prim
+def mm_check_get_c_atomic(en_atomic):
+    if en_atomic != 0:
+        fault("asc.adv.Matmul.get_tensor_c: en_atomic must be 0 (atomic "
+              "accumulation is not emulated), got en_atomic={}", en_atomic)
+        raise KernelError(FAULT)

@@ -16,9 +16,12 @@ from __future__ import annotations
 import ast
 
 from ..compiler.frontend import attr_chain as _chain, is_asc_module
-from ..lang.surface import OTHER, PIPE, T
+from ..lang.surface import GA, OTHER, PIPE, T
 from . import checks as C
-from .matmul import NO_BIAS, SUPPORTED_METHODS, mm_iterate_all, mm_register, type_error
+from .matmul import NO_BIAS, SUPPORTED_METHODS, type_error
+from .mmkernel import mm_get_tensor_c, mm_iterate, mm_iterate_all, mm_register
+from .tiling import FIELDS
+from .tilingops import INDEX
 
 MM = "MM"
 KINDS = frozenset({MM})
@@ -110,6 +113,10 @@ def expression(rw, call, chain):
     """asc.adv.<name>(...) used as a value."""
     if chain == ["MatmulType"]:
         return matmul_type(rw, call)
+    if chain == ["MatmulConfig"]:      # accepted, changes nothing (see matmul.MatmulConfig)
+        return ast.Constant(0)
+    if chain == ["TCubeTiling"]:
+        return _new_tiling(rw, call)
     raise rw.err(call, f"asc.adv.{'.'.join(chain)}(...) must be used as pyasc does (Matmul "
                        f"assigned to a variable, register_matmul as a statement); other asc.adv "
                        f"APIs are not supported in compiled kernels")
@@ -117,6 +124,8 @@ def expression(rw, call, chain):
 
 def assign(rw, node):
     """`mm = asc.adv.Matmul(...)`, or None if `node` is another assignment."""
+    if len(node.targets) == 1 and isinstance(node.targets[0], ast.Attribute):
+        return _tiling_write(rw, node)
     if not is_adv_call(rw, node.value, "Matmul"):
         return None
     if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
@@ -173,6 +182,10 @@ def _register(rw, call):
         raise rw.err(call, "asc.adv.register_matmul: pipe must be given, got none")
     out = [_stmt(f"{name}__pipe = _N_p", p=rw.visit(pipe))]
     rw.ext_state("adv")[name]["seen"].add("pipe")
+    ws = call.args[1] if mms and mms[0] == 2 else kw.get("workspace")
+    if ws is not None:      # get_tensor_c stages C tiles there (mmkernel.py)
+        out.append(_stmt(f"{name}__ws = _ADV.ws_f32(_N_w)", w=rw.visit(ws)))
+        rw.ext_state("adv")[name]["seen"].add("ws")
     if tiling is not None and not (isinstance(tiling, ast.Constant) and tiling.value is None):
         out += _init(rw, name, tiling, ast.Name(id=f"{name}__pipe", ctx=ast.Load()))
     return out
@@ -182,7 +195,7 @@ def _init(rw, name, tiling, pipe):
     helper, _ = rw.helper(mm_register, (PIPE, OTHER, OTHER, OTHER))
     rw.ext_state("adv")[name]["seen"].add("init")
     has_bias = f"{name}__ty[3][0] >= 0"
-    return [_stmt(f"{name}__t = _N_t", t=rw.visit(tiling)),
+    return [_stmt(f"{name}__t = _ADV.tiling_norm(_N_t)", t=rw.visit(tiling)),
             _stmt(f"_ADV.mm_check_tiling({name}__t, {name}__ty[0][2], {has_bias})"),
             _stmt(f"{name}__q = {helper}(_ctx, _N_p, {name}__t, {name}__ty[0][2], {has_bias})",
                   p=pipe),
@@ -255,6 +268,10 @@ def _method(rw, call, name, m):
         return _iterate_all(rw, call, name, mm)
     if m == "end":
         return []
+    if m == "get_tensor_c":
+        return _get_tensor_c(rw, call, name, mm)
+    if m == "iterate":          # one tile, the result unused
+        return [ast.Expr(value=method_value(rw, call, MM, m))]
     raise rw.err(call, f"{api} is not supported (supported Matmul methods: "
                        f"{', '.join(SUPPORTED_METHODS)})")
 
@@ -286,5 +303,83 @@ def _iterate_all(rw, call, name, mm):
 
 
 def method_value(rw, call, kind, m):
-    """A Matmul method used as a value: the Matmul's calls are statements."""
-    raise rw.err(call, f"asc.adv.Matmul.{m} must be called as a statement of its own")
+    """A Matmul method used as a value: `while mm.iterate():` (also what `with mm.iterate() as
+    count:` becomes, with `count = mm._iterate_count()`); the other calls are statements."""
+    name = call.func.value.id
+    mm = rw.ext_state("adv")[name]
+    if m == "_iterate_count":
+        return _expr(f"{name}[{C.S_ITER}]")
+    if m != "iterate":
+        raise rw.err(call, f"asc.adv.Matmul.{m} must be called as a statement of its own")
+    api = "asc.adv.Matmul.iterate"
+    _need(rw, call, api, mm)
+    if call.args or any(k.arg in ("en_partial_sum", "local_c_matrix") for k in call.keywords):
+        raise rw.err(call, f"{api}: only iterate() / iterate(sync=...) is supported "
+                           f"(en_partial_sum and local_c_matrix are not), got "
+                           f"{len(call.args)} positional arguments")
+    helper, _ = rw.helper(mm_iterate, (OTHER, OTHER, OTHER, T, T, T))
+    bias = f"{name}__bias" if "bias" in mm["seen"] else f"{name}__a"
+    # the check runs first (arguments are evaluated left to right), then the tile
+    return _expr(f"_ADV.second(_ADV.mm_check_iterate({name}, {name}__t, {name}__ty[0][2], "
+                 f"{name}__ty[1][2], 4, {name}__ty[0][3], {name}__ty[1][3], {name}__a, "
+                 f"{name}__b, {name}__ws, 0), {helper}(_ctx, {name}__q, {name}__t, {name}, "
+                 f"{name}__a, {name}__b, {bias}))")
+
+
+def _need(rw, call, api, mm):
+    if "a" not in mm["seen"] or "b" not in mm["seen"]:
+        raise rw.err(call, f"{api}: set_tensor_a and set_tensor_b must be called first, got "
+                           f"a={'a' in mm['seen']} b={'b' in mm['seen']}")
+    if "init" not in mm["seen"]:
+        raise rw.err(call, f"{api}: the Matmul must be initialised first (register_matmul(pipe, "
+                           f"workspace, mm, tiling) or mm.init(tiling)), got no tiling")
+    if "ws" not in mm["seen"]:
+        raise rw.err(call, f"{api}: a workspace must be given to register_matmul(pipe, "
+                           f"workspace, mm, ...) (C tiles are staged there on the way to UB), "
+                           f"got none")
+
+
+def _get_tensor_c(rw, call, name, mm):
+    api = "asc.adv.Matmul.get_tensor_c"
+    _need(rw, call, api, mm)
+    dst = _arg(rw, call, 0, ("tensor",))
+    if dst is None:
+        raise rw.err(call, f"{api}: a LocalTensor for C must be given, got none")
+    if rw.kind(call.args[0] if call.args else dst) != T or \
+            any(k.arg == "optional_tensor" for k in call.keywords) or len(call.args) > 4:
+        raise rw.err(call, f"{api}: tensor must be a LocalTensor (C in TPosition.VECCALC/VECIN; "
+                           f"GM output of get_tensor_c is not supported)")
+    atomic = _arg(rw, call, 1, ("en_atomic",), ast.Constant(0))
+    helper, _ = rw.helper(mm_get_tensor_c, (OTHER, OTHER, OTHER, GA, T))
+    return [_stmt("_ADV.mm_check_get_c_atomic(_N_e)", e=atomic),
+            _stmt(f"_ADV.mm_check_get_c({name}, {name}__t, {name}__ws, _N_d, _N_d.size)",
+                  d=dst),
+            _stmt(f"{helper}(_ctx, {name}__q, {name}__t, {name}, {name}__ws, _N_d)", d=dst)]
+
+
+def _new_tiling(rw, call):
+    """asc.adv.TCubeTiling(f=v, ...) in a kernel: a record with every other field 0."""
+    if call.args:
+        raise rw.err(call, "asc.adv.TCubeTiling: fields must be given by keyword (f=v), got "
+                           f"{len(call.args)} positional arguments")
+    given = {}
+    for k in call.keywords:
+        if k.arg not in INDEX:
+            raise rw.err(call, f"asc.adv.TCubeTiling: field must be one of TCubeTiling's "
+                               f"fields (snake_case, e.g. single_core_m), got {k.arg!r}")
+        given[k.arg] = rw.visit(k.value)
+    vals = [given.get(f, ast.Constant(0)) for f in FIELDS]
+    rw.gen.require_import(_ADV_IMPORT)
+    return ast.Call(func=_expr("_ADV.tiling_new"), args=[ast.Tuple(elts=vals, ctx=ast.Load())],
+                    keywords=[])
+
+
+def _tiling_write(rw, node):
+    """`tiling.f = v` (f a TCubeTiling field): the record is rebuilt with f = v."""
+    t = node.targets[0]
+    if not (isinstance(t.value, ast.Name) and t.attr in INDEX and
+            rw.kind(t.value) == OTHER and t.value.id in rw.kinds):
+        return None
+    rw.gen.require_import(_ADV_IMPORT)
+    return [_stmt(f"{t.value.id} = _ADV.tiling_set({t.value.id}, {INDEX[t.attr]}, _N_v)",
+                  v=rw.visit(node.value))]

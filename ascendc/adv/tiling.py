@@ -3,8 +3,10 @@
 Mirrors Ascend C `TCubeTiling` (matmul_tilingdata.h) with pyasc's snake_case field names
 (`usedCoreNum` -> `used_core_num`, `Ka` -> `k_a`, `stepKa` -> `step_k_a`, `dbL0A` -> `db_l0a`, ...),
 all int32 on the device. The host fills one with `asc.lib.host.MultiCoreMatmulTiling.get_tiling`
-(or by hand) and passes it as a kernel argument; inside the kernel it is a read-only record of ints
-(a namedtuple in both modes), read as `tiling.single_core_m`.
+(or by hand) and passes it as a kernel argument; inside the kernel it is a record of ints (a
+namedtuple), read as `tiling.single_core_m`; a kernel may also write its fields
+(`tiling.share_l1_size = ...`, as pyasc's do): an interpreted kernel gets a TCubeTiling object,
+a compiled one a new record in place of the old (ascendc/adv/lowering.py).
 """
 from __future__ import annotations
 
@@ -80,3 +82,12 @@ class TCubeTiling:
     def __repr__(self):
         set_ = ", ".join(f"{f}={getattr(self, f)}" for f in FIELDS[:33] if getattr(self, f))
         return f"TCubeTiling({set_})"
+
+
+def _as_object(record) -> TCubeTiling:
+    return TCubeTiling(**record._asdict())
+
+
+# an interpreted kernel gets a TCubeTiling (fields writable, as in pyasc: `tiling.share_l1_size =
+# asc.property(asc.TOTAL_L1_SIZE)`); compiled kernels rebuild the record (lowering.py)
+TCubeTilingRecord._kernel_object = staticmethod(_as_object)

@@ -243,6 +243,11 @@ def kernel_value(v):
     if isinstance(v, (int, np.integer)):
         return KernelInt(v)
     if isinstance(v, tuple) and hasattr(v, "_fields"):
+        # a record whose kernel form is mutable (asc.adv.TCubeTiling: pyasc kernels write
+        # tiling fields); else a record of KernelInts
+        as_object = getattr(type(v), "_kernel_object", None)
+        if as_object is not None:
+            return as_object(v)
         return type(v)(*(kernel_value(x) for x in v))
     return v
 

@@ -5,9 +5,13 @@ builds launches on top of it, so neither has to import the other.
 """
 from __future__ import annotations
 
+import ast
 import inspect
+import linecache
+import textwrap
 
 from .api import ConstExpr
+from .errors import CompileError
 
 
 def const_params(fn) -> set[str]:
@@ -25,13 +29,109 @@ class KernelFunction:
     parameters that are compile-time constants (ConstExpr)."""
 
     def __init__(self, fn):
-        self.fn = fn
+        self._rewritten = _rewrite_iterate(fn)
+        self._fn = fn if self._rewritten is None else self._rewritten[0]
         self.__name__ = fn.__name__
         self.__doc__ = fn.__doc__
         self.__wrapped__ = fn
         self.param_names = list(inspect.signature(fn).parameters)
         self.const_params = const_params(fn)
 
+    @property
+    def fn(self):
+        """The Python function (rewritten when it has `with <matmul>.iterate()`, see below; its
+        lines are (re)registered for the compiler each time it is read)."""
+        if self._rewritten is not None:
+            _install_lines(*self._rewritten[1])
+        return self._fn
+
 
 def is_kernel_function(v) -> bool:
     return isinstance(v, KernelFunction)
+
+
+# ---- pyasc's `with mm.iterate() as count:` -----------------------------------------------------
+# In pyasc this `with` is a loop (MatmulIterator.__enter__ opens an scf.while): the body runs once
+# per C tile with count = 0, 1, ... Python runs a `with` body once, so the kernel's source is
+# rewritten line for line, keeping every line number:
+#     with mm.iterate(...) as count:        ->  while mm.iterate(...):
+#         first_statement                   ->      count = mm._iterate_count(); first_statement
+# The rewritten text is what both modes see: the interpreter runs the function compiled from it
+# (same file name and line numbers, so errors name the kernel's lines), and the compiler reads it
+# through linecache (registered for the kernel's file, every other line unchanged).
+
+def _iterate_withs(tree):
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.With) and len(node.items) == 1:
+            e = node.items[0].context_expr
+            if isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and \
+                    e.func.attr == "iterate":
+                out.append(node)
+    return out
+
+
+def _rewrite_iterate(fn):
+    """(fn compiled from the rewritten source, the file's rewritten lines), or None when `fn`
+    has no `with <matmul>.iterate()` block."""
+    try:
+        lines, first = inspect.getsourcelines(fn)
+        file = inspect.getsourcefile(fn)
+    except (OSError, TypeError):
+        return None
+    text = textwrap.dedent("".join(lines))
+    if "iterate" not in text or "with" not in text:
+        return None
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return None
+    withs = _iterate_withs(tree)
+    if not withs or file is None or fn.__closure__:
+        return None
+    all_lines = linecache.getlines(file)
+    if not all_lines:
+        return None
+    new = list(all_lines)
+    indent = len(lines[0]) - len(lines[0].lstrip())
+    for w in withs:
+        item = w.items[0]
+        if w.end_lineno is None or item.context_expr.end_lineno != w.lineno or \
+                w.body[0].lineno == w.lineno:
+            raise CompileError(f"kernel {fn.__name__}: `with <matmul>.iterate() as count:` must "
+                               f"have its header on one line and its body below it, got line "
+                               f"{first + w.lineno - 1} of {file}")
+        i = first + w.lineno - 2
+        call = ast.get_source_segment(text, item.context_expr)
+        head = new[i]
+        col = w.col_offset + indent
+        new[i] = head[:col] + f"while {call}:\n"
+        if item.optional_vars is not None:
+            if not isinstance(item.optional_vars, ast.Name):
+                raise CompileError(f"kernel {fn.__name__}: `with <matmul>.iterate() as <name>:` "
+                                   f"must bind one plain name, got line {first + w.lineno - 1}")
+            b = w.body[0]
+            if isinstance(b, (ast.If, ast.For, ast.While, ast.With)) or \
+                    b.lineno != b.end_lineno:
+                raise CompileError(f"kernel {fn.__name__}: the body of `with <matmul>.iterate() "
+                                   f"as {item.optional_vars.id}:` must start with a one-line "
+                                   f"statement, got line {first + b.lineno - 1}")
+            j = first + b.lineno - 2
+            bcol = b.col_offset + indent
+            mm = ast.get_source_segment(text, item.context_expr.func.value)
+            new[j] = (new[j][:bcol] + f"{item.optional_vars.id} = {mm}._iterate_count(); "
+                      + new[j][bcol:])
+    src = "".join(new[first - 1:first - 1 + len(lines)])
+    tree = ast.parse(textwrap.dedent(src))
+    tree.body[0].decorator_list = []
+    ast.increment_lineno(tree, first - 1)
+    ns: dict = {}
+    exec(compile(tree, file, "exec"), fn.__globals__, ns)
+    new_fn = ns[fn.__name__]
+    new_fn.__defaults__, new_fn.__doc__ = fn.__defaults__, fn.__doc__
+    new_fn.__module__ = fn.__module__
+    return new_fn, (file, new)
+
+
+def _install_lines(file, lines):
+    linecache.cache[file] = (sum(len(x) for x in lines), None, lines, file)

@@ -288,8 +288,8 @@ def test_kernel_misuse_is_named(mode):
     with pytest.raises(RAISES, match=r"iterate_all: set_tensor_a and set_tensor_b must be called "
                                      r"first, got a=True b=False"):
         missing_b_kernel[1](x, make_tiling(16, 16, 16, DT.DT_FLOAT, 1), interpret=interpret)
-    with pytest.raises(RAISES, match=r"asc.adv.Matmul.iterate is not supported \(supported "
-                                     r"Matmul methods: init, "):
+    with pytest.raises(RAISES, match=r"asc.adv.Matmul.iterate: set_tensor_a and set_tensor_b "
+                                     r"must be called first, got a=False b=False"):
         iterate_kernel[1](x, interpret=interpret)
 
 
