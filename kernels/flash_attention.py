@@ -359,6 +359,13 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
 
 def _strides(layout, shape, heads):
     """(B, N, S, D) and (row, head, batch) element strides of a tensor in `layout`."""
+    rank = {"BNSD": 4, "BSND": 4, "BSH": 3}.get(layout)
+    if rank is not None and len(shape) != rank:
+        raise ValueError(f"flash_attention: a tensor in layout {layout} must be {rank}-D "
+                         f"({', '.join(layout)}), got shape={tuple(shape)}")
+    if rank is not None and min(shape) < 1:
+        raise ValueError(f"flash_attention: every dim of a {layout} tensor must be >= 1, got "
+                         f"shape={tuple(shape)}")
     if layout == "BNSD":
         b, n, s, d = shape
         return (b, n, s, d), (d, s * d, n * s * d)

@@ -186,3 +186,16 @@ def test_over_bind_is_labelled_by_what_the_kernel_does_with_the_argument(dev0, i
     _bind_kernel[1](x, z, N, N, interpret=interpret)
     rt.current_stream().synchronize()
     np.testing.assert_array_equal(z.copy_to_host(), np.arange(N, dtype=np.float32))
+
+
+@pytest.mark.parametrize("shape, msg", [
+    ((2, 16, 64), r"flash_attention: a tensor in layout BNSD must be 4-D \(B, N, S, D\), got "
+                  r"shape=\(2, 16, 64\)"),
+    ((1, 2, 0, 64), r"flash_attention: every dim of a BNSD tensor must be >= 1, got "
+                    r"shape=\(1, 2, 0, 64\)"),
+])
+def test_flash_attention_refuses_a_wrong_rank_or_an_empty_dim(dev0, shape, msg):
+    from kernels.flash_attention import flash_attention
+    q = np.zeros(shape, np.float32)
+    with pytest.raises(ValueError, match=msg):
+        flash_attention(q, q, q, interpret=True)
