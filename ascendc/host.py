@@ -17,6 +17,11 @@ The tiling (an emulator's choice, not CANN's cost model, but with the same invar
 - L1: K goes through L1 in step_k_a = step_k_b = s chunks of base_k, double-buffered
   (depth_a1 = depth_b1 = 2*s) when (base_m + base_n)*s*base_k*sizeof fits twice, with s as large
   as fits (step_m = step_n = 1); the bias row (base_n floats) is counted in share_l1_size.
+- pyasc's setters: `set_c_type(TPosition.VECCALC | VECIN, ...)` (C handed tile by tile to a local
+  tensor by `Matmul.iterate()` + `get_tensor_c()`; the tiling is the one for GM C),
+  `set_traverse(MatrixTraverse.FIRSTM | FIRSTN)` (the C tiles' order: iterate_order 0 / 1;
+  `SetTraverse`) and `set_fix_split(base_m, base_n, base_k)` (fixed base tiles, -1 = chosen as
+  above; `SetFixSplit`): base_k, double buffering and the L1 steps then follow the fixed tile.
 """
 from __future__ import annotations
 
@@ -30,7 +35,7 @@ from .lang.enums import CubeFormat
 from .lang.positions import BT_BYTES  # noqa: F401  (bias table bytes; one table of levels)
 
 __all__ = ["get_ascendc_platform", "PlatformAscendC", "MatmulApiTiling", "MultiCoreMatmulTiling",
-           "TPosition", "CubeFormat", "DataType"]
+           "TPosition", "CubeFormat", "DataType", "MatrixTraverse"]
 
 
 class TPosition(enum.IntEnum):
@@ -74,6 +79,13 @@ class DataType(enum.IntEnum):
 _SIZE = {DataType.DT_FLOAT: 4, DataType.DT_FLOAT16: 2, DataType.DT_BF16: 2}
 MAX_LD = 65535      # GM row length of A/B/C in elements (Nd2NzParams.src_d_value, fixpipe)
 MAX_L1_K = 4080     # K depth of one L1 chunk (Nd2Nz dst_nz_matrix_stride = k*16 <= 65535)
+
+
+class MatrixTraverse(enum.IntEnum):
+    """Mirrors `matmul_tiling::MatrixTraverse`."""
+    NOSET = 0
+    FIRSTM = 1
+    FIRSTN = 2
 
 
 class PlatformAscendC:
@@ -135,10 +147,14 @@ class MatmulApiTiling:
         self.dim = 1
         self.bias = False
         self.space = (-1, -1, -1)
+        self.traverse = MatrixTraverse.NOSET
+        self.fix_split = (-1, -1, -1)
 
     # -- setters ---------------------------------------------------------------------------------
     def _set_type(self, role, position, fmt, dtype, is_trans, allowed):
         api = f"{self._api}.set_{role}_type"
+        if role == "c" and int(position) in (TPosition.VECCALC, TPosition.VECIN):
+            position = TPosition.GM    # same tiling; the kernel's MatmulType says where C goes
         if int(position) != TPosition.GM:
             raise ValueError(f"{api}: position must be TPosition.GM (only GM operands are "
                              f"emulated), got position={TPosition(int(position)).name}")
@@ -187,6 +203,23 @@ class MatmulApiTiling:
         self.space = (_int(api, "l1_size", l1_size, -1, soc.l1_bytes),
                       _int(api, "l0c_size", l0c_size, -1, soc.l0c_bytes),
                       _int(api, "ub_size", ub_size, -1, soc.ub_bytes))
+        return 0
+
+    def set_traverse(self, traverse):
+        try:
+            self.traverse = MatrixTraverse(int(traverse))
+        except (TypeError, ValueError):
+            raise ValueError(f"{self._api}.set_traverse: traverse must be a MatrixTraverse, got "
+                             f"traverse={traverse!r}") from None
+        return 0
+
+    def set_fix_split(self, base_m_in=-1, base_n_in=-1, base_k_in=-1):
+        api = f"{self._api}.set_fix_split"
+        for name, v in (("base_m", base_m_in), ("base_n", base_n_in), ("base_k", base_k_in)):
+            if isinstance(v, bool) or not isinstance(v, int) or (v != -1 and (v < 16 or v % 16)):
+                raise ValueError(f"{api}: {name} must be -1 or a positive multiple of 16, got "
+                                 f"{name}={v!r}")
+        self.fix_split = (base_m_in, base_n_in, base_k_in)
         return 0
 
     # -- the tiling ------------------------------------------------------------------------------
@@ -251,20 +284,32 @@ class MatmulApiTiling:
         l1 = soc.l1_bytes if self.space[0] < 0 else self.space[0]
         l0c = soc.l0c_bytes if self.space[1] < 0 else self.space[1]
         sm, sn = self._cores(m, n, k)
-        bm = min(128, _align(sm, 16))
-        bn = min(256, _align(sn, 16))   # 256 floats: also the bias table
-        while bm * bn * 4 > l0c and max(bm, bn) > 16:
-            if bn >= bm:
+        fm, fn, fk = self.fix_split
+        bm = min(128, _align(sm, 16)) if fm == -1 else fm
+        bn = min(256, _align(sn, 16)) if fn == -1 else fn   # 256 floats: also the bias table
+        while bm * bn * 4 > l0c:     # shrink the larger side the user did not fix
+            can_n, can_m = fn == -1 and bn > 16, fm == -1 and bm > 16
+            if can_n and (bn >= bm or not can_m):
                 bn -= 16
-            else:
+            elif can_m:
                 bm -= 16
+            else:
+                break
         if bm * bn * 4 > l0c:
-            raise _NoTiling(f"{api}: a 16 x 16 C tile must fit L0C, got l0c_size={l0c}")
-        cap_k = min(soc.l0a_bytes // 2 // (bm * isz), soc.l0b_bytes // 2 // (bn * isz),
-                    255 * c0, _align(k, c0))
-        bk = max(cap_k // c0 * c0, c0)
-        if bk >= 16 and _align(k, c0) >= 16:
-            bk = max(bk // 16 * 16, 16)
+            fixed = "fixed " if (fm, fn) != (-1, -1) else ""
+            raise _NoTiling(f"{api}: the {fixed}base_m x base_n float32 C tile must fit L0C, got "
+                            f"base_m={bm} base_n={bn} for l0c_size={l0c}")
+        if fk == -1:
+            cap_k = min(soc.l0a_bytes // 2 // (bm * isz), soc.l0b_bytes // 2 // (bn * isz),
+                        255 * c0, _align(k, c0))
+            bk = max(cap_k // c0 * c0, c0)
+            if bk >= 16 and _align(k, c0) >= 16:
+                bk = max(bk // 16 * 16, 16)
+        else:
+            bk = fk
+        if bm * bk * isz > soc.l0a_bytes or bk * bn * isz > soc.l0b_bytes:
+            raise _NoTiling(f"{api}: the base_m x base_k A tile and base_k x base_n B tile must "
+                            f"fit L0A/L0B, got base_m={bm} base_n={bn} base_k={bk}")
         db_a = 2 if 2 * bm * bk * isz <= soc.l0a_bytes else 1
         db_b = 2 if 2 * bk * bn * isz <= soc.l0b_bytes else 1
         bias_l1 = bn * 4 if self.bias else 0
@@ -285,7 +330,8 @@ class MatmulApiTiling:
             k_b=org[3],
             single_core_m=sm, single_core_n=sn, single_core_k=k, base_m=bm, base_n=bn,
             base_k=bk, depth_a1=db1 * step, depth_b1=db1 * step, step_m=1, step_n=1,
-            step_k_a=step, step_k_b=step, is_bias=int(self.bias), iterate_order=0,
+            step_k_a=step, step_k_b=step, is_bias=int(self.bias),
+            iterate_order=int(self.traverse == MatrixTraverse.FIRSTN),
             share_l1_size=db1 * step * per_step + bias_l1, share_l0c_size=bm * bn * 4,
             share_ub_size=0, db_l0a=db_a, db_l0b=db_b, db_l0c=1, batch_m=1, batch_n=1)
 

@@ -9,7 +9,7 @@ that asks for it). The mapping:
 | `asc`                 | the `ascendc` namespace + pyasc's top-level extras (`namespace`)|
 | `asc.runtime.config`  | `ascendc.pyasc_compat.config` (`set_platform` selects the SoC)  |
 | `asc.lib.runtime`     | `ascendc.pyasc_compat.runtime` (pyasc's host runtime over `rt`) |
-| `asc.lib.host`        | `ascendc.pyasc_compat.host` (ascendc.host + pyasc's setters)    |
+| `asc.lib.host`        | `ascendc.host` (the Matmul host tiling, with pyasc's setters)    |
 | `asc.runtime`, `asc.lib` | packages holding the above                                   |
 | any other `asc.*`     | a module whose every name raises "not supported by ascend-emu"  |
 
@@ -50,7 +50,8 @@ class PyascFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Finds and loads `asc` and `asc.*` (see the module docstring)."""
 
     def __init__(self):
-        from . import config, host, runtime, namespace
+        from . import config, runtime, namespace
+        from .. import host
         self.config, self.runtime, self.host = config, runtime, host
         self.runtime_pkg = _package("asc.runtime", "pyasc's asc.runtime (config only)",
                                     config=config)

@@ -6,7 +6,7 @@ import pytest
 import ascendc as asc
 import rt
 from ascendc.lang.errors import CompileError
-from ascendc.pyasc_compat import host as phost
+from ascendc import host as phost
 
 # compiled: iterate/get_tensor_c, `with ... as count` and tiling writes are compiled by the
 # conformance rewrites (tests/pyasc_conformance/test_rewritten_*.py: 05, test_matmul,
