@@ -108,9 +108,12 @@ def run(seconds, threads, fault_rate, interpret, counts: Counts, seed=0):
         except Exception as e:      # anything escaping a round is a finding
             counts.unexpected.append(f"{type(e).__name__}: {e}")
         finally:
-            stream.synchronize()
-            event.destroy()
-            stream.destroy()
+            try:
+                stream.synchronize()
+                event.destroy()
+                stream.destroy()
+            except Exception as e:      # a failed sync at the end is a finding too
+                counts.unexpected.append(f"teardown: {type(e).__name__}: {e}")
 
     rt.set_device(0)
     ts = [threading.Thread(target=lambda i=i: (rt.set_device(0), worker(i))) for i in

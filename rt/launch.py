@@ -261,7 +261,6 @@ class CorePool:
         if skipped:
             self._done(task, perf_counter_ns())
             return
-        fired = False
         t0 = t1 = perf_counter_ns()
         try:
             try:
@@ -272,7 +271,7 @@ class CorePool:
                                            barrier=barrier)
                     barrier.leave()
             except _Stop:
-                fired = True
+                pass
             except BaseException as exc:        # noqa: BLE001 - goes to the stream's error state
                 with barrier.fail_lock if barrier is not None else _NO_LOCK:
                     # not after a cancel (its error stands), nor a resident block's failure
@@ -284,7 +283,7 @@ class CorePool:
                     barrier.abort()
             t1 = perf_counter_ns()
         except _Stop:
-            fired = True
+            pass
         while True:         # a _Stop issued just before we deregister may fire in here: retry
             try:
                 with lock:
@@ -294,12 +293,13 @@ class CorePool:
                         task.left -= 1
                         done = task.left == 0
                 if killed:
-                    if not fired:
-                        _interrupt(token.ident, None)   # never delivered: clear it
+                    # clear a _Stop still pending (never delivered, or a second one from
+                    # _restop after the first fired); nobody sends after deregistration
+                    _interrupt(token.ident, None)
                     return                      # cancel() completed the task already
                 break
             except _Stop:
-                fired = True
+                pass
         task.ranges.append(BlockRun(wid, first, last, t0, t1))
         if done:
             self._done(task, t1)

@@ -108,7 +108,10 @@ class _ResidentCores:
     def _loop(self, q) -> None:
         while True:
             job = q.get()
-            job()
+            try:
+                job()
+            except BaseException:   # noqa: BLE001 - a stray stop must not kill a pooled thread
+                pass                # (the range runner has recorded the block's outcome)
             del job
             with self._lock:
                 self._idle.append(q)

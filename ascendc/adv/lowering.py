@@ -310,7 +310,8 @@ def method_value(rw, call, kind, m):
     if m == "_iterate_count":
         return _expr(f"{name}[{C.S_ITER}]")
     if m != "iterate":
-        raise rw.err(call, f"asc.adv.Matmul.{m} must be called as a statement of its own")
+        raise rw.err(call, f"asc.adv.Matmul.{m} must be called as a statement of its own, got "
+                           f"its result used in an expression")
     api = "asc.adv.Matmul.iterate"
     _need(rw, call, api, mm)
     if call.args or any(k.arg in ("en_partial_sum", "local_c_matrix") for k in call.keywords):
@@ -336,7 +337,7 @@ def _need(rw, call, api, mm):
     if "ws" not in mm["seen"]:
         raise rw.err(call, f"{api}: a workspace must be given to register_matmul(pipe, "
                            f"workspace, mm, ...) (C tiles are staged there on the way to UB), "
-                           f"got none")
+                           f"got workspace=None")
 
 
 def _get_tensor_c(rw, call, name, mm):
@@ -347,8 +348,9 @@ def _get_tensor_c(rw, call, name, mm):
         raise rw.err(call, f"{api}: a LocalTensor for C must be given, got none")
     if rw.kind(call.args[0] if call.args else dst) != T or \
             any(k.arg == "optional_tensor" for k in call.keywords) or len(call.args) > 4:
+        got = ast.unparse(call.args[0] if call.args else dst)
         raise rw.err(call, f"{api}: tensor must be a LocalTensor (C in TPosition.VECCALC/VECIN; "
-                           f"GM output of get_tensor_c is not supported)")
+                           f"GM output of get_tensor_c is not supported), got tensor={got}")
     atomic = _arg(rw, call, 1, ("en_atomic",), ast.Constant(0))
     helper, _ = rw.helper(mm_get_tensor_c, (OTHER, OTHER, OTHER, GA, T))
     return [_stmt("_ADV.mm_check_get_c_atomic(_N_e)", e=atomic),

@@ -237,7 +237,7 @@ class Matmul:
         if self._ws is None:
             raise KernelError("asc.adv.Matmul.get_tensor_c: a workspace must be given to "
                               "register_matmul(pipe, workspace, mm, ...) (C tiles are staged "
-                              "there on the way to UB), got none")
+                              "there on the way to UB), got workspace=None")
         ws = ws_f32(self._ws.data)
         mm_check_get_c(self._st, self._tiling if self._tiling is not None else _EMPTY, ws,
                        tensor.data, tensor.data.size)

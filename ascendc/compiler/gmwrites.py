@@ -5,7 +5,8 @@ streams' kernels that only read one buffer looked like a race (issue 11). `writt
 it which GM parameters a kernel (with the @asc.jit helpers it calls) may write. The analysis is
 flow-insensitive and conservative: a name aliases the GM parameters whose values reach it
 (`g.set_global_buffer(x + off, n)`, `h = g[i:]`, helper arguments), and an alias counts as
-written when it is the destination (first argument) of an `asc.*` call, the receiver or an
+written when it is the destination (first argument) of `asc.data_copy(_pad)`, any GM argument
+of another `asc.*` call (`register_matmul`'s workspace), the receiver or an
 argument of a method whose surface row returns nothing (`set_value`), or reaches any call the
 analysis does not know. Anything it cannot follow makes the answer None ("unknown": every
 argument is a write).
@@ -23,6 +24,9 @@ from .frontend import KernelSource, attr_chain, is_asc_module
 # methods of extension objects (asc.adv.Matmul) that only read their GM argument; the surface
 # table's own methods are judged by their rows (_reads_only)
 EXTENSION_READS = frozenset({"set_tensor_a", "set_tensor_b", "set_bias"})
+# asc.* functions whose GM arguments after the first (dst) are only read (src); any other asc.*
+# call writes through every GM argument it gets (register_matmul's workspace holds C tiles)
+COPIES_FROM_SRC = frozenset({"data_copy", "data_copy_pad"})
 
 
 class _Unknown(Exception):
@@ -142,8 +146,9 @@ class _Analysis:
         if not carried:
             return
         if is_asc_module(root):                           # asc.data_copy(dst, src, n)
+            src_only = chain[-1] in COPIES_FROM_SRC
             for i, _, ps in carried:
-                if i == 0 or i == "dst":
+                if not src_only or i == 0 or i == "dst":
                     self.written |= ps
             return
         if isinstance(f, ast.Name) and f.id in BUILTINS and f.id not in self.alias:

@@ -8,7 +8,9 @@ from __future__ import annotations
 import ast
 import inspect
 import linecache
+import os
 import textwrap
+import threading
 
 from .api import ConstExpr
 from .errors import CompileError
@@ -87,7 +89,15 @@ def _rewrite_iterate(fn):
     except SyntaxError:
         return None
     withs = _iterate_withs(tree)
-    if not withs or file is None or fn.__closure__:
+    if not withs:
+        return None
+    if file is None or fn.__closure__:
+        raise CompileError(f"kernel {fn.__name__}: `with <matmul>.iterate()` must be in a "
+                           f"module-level function whose source file exists, got a "
+                           f"{'closure' if fn.__closure__ else 'function without a file'}")
+    try:
+        st = os.stat(file)
+    except OSError:
         return None
     all_lines = linecache.getlines(file)
     if not all_lines:
@@ -130,8 +140,26 @@ def _rewrite_iterate(fn):
     new_fn = ns[fn.__name__]
     new_fn.__defaults__, new_fn.__doc__ = fn.__defaults__, fn.__doc__
     new_fn.__module__ = fn.__module__
-    return new_fn, (file, new)
+    return new_fn, (file, new, first - 1, first - 1 + len(lines), (st.st_size, st.st_mtime))
 
 
-def _install_lines(file, lines):
-    linecache.cache[file] = (sum(len(x) for x in lines), None, lines, file)
+_LINES_LOCK = threading.Lock()
+
+
+def _install_lines(file, lines, lo, hi, stamp):
+    """Register this kernel's rewritten lines [lo, hi) for `file` in linecache, keeping other
+    kernels' rewrites of the same file. The entry carries the file's real size and mtime, so
+    linecache.checkcache drops it once the file is edited (a reload then sees the new text);
+    a kernel whose file has changed since it was rewritten installs nothing."""
+    with _LINES_LOCK:
+        try:
+            st = os.stat(file)
+        except OSError:
+            return
+        if (st.st_size, st.st_mtime) != stamp:
+            return
+        linecache.checkcache(file)
+        cur = linecache.getlines(file)
+        merged = list(cur) if len(cur) == len(lines) else list(lines)
+        merged[lo:hi] = lines[lo:hi]
+        linecache.cache[file] = (st.st_size, st.st_mtime, merged, file)

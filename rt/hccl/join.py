@@ -184,6 +184,9 @@ def _join_mpi(head: dict, n: int, rank: int, dev: int, api: str):
             time.sleep(1e-4)
 
     host = socket.gethostname()
+    # every rank must pick the same algorithm for a collective: the choice depends on HCCL_ALGO
+    # and the SoC's links, so both must agree across processes
+    algo = (os.environ.get("HCCL_ALGO") or "", _device.get_device(dev).soc.name)
     if me == root:
         table = {rank: (me, dev, host)}
         while len(table) < n:
@@ -191,7 +194,7 @@ def _join_mpi(head: dict, n: int, rank: int, dev: int, api: str):
             if msg is None:
                 lost = sorted(set(range(n)) - set(table))
                 raise timeout(f"HCCL ranks {lost}")
-            mid, mn, mrank, mworld, mdev, mhost = msg
+            mid, mn, mrank, mworld, mdev, mhost, malgo = msg
             if mid != head["id"]:
                 continue
             if mn != n or not 0 <= mrank < n or mrank in table:
@@ -199,6 +202,12 @@ def _join_mpi(head: dict, n: int, rank: int, dev: int, api: str):
                 send(("error", err), mworld)
                 raise HcclError(E_PARA, f"{api}: ranks must agree on n_ranks and take distinct "
                                         f"ranks in [0, n_ranks), got {err}")
+            if tuple(malgo) != algo:
+                err = (f"HCCL_ALGO={malgo[0]!r} on {malgo[1]} for rank {mrank}, "
+                       f"HCCL_ALGO={algo[0]!r} on {algo[1]} for the root")
+                send(("error", err), mworld)
+                raise HcclError(E_PARA, f"{api}: HCCL_ALGO and the SoC must be the same on every "
+                                        f"rank, got {err}")
             table[mrank] = (mworld, mdev, mhost)
         worlds = [table[i][0] for i in range(n)]
         hosts = [table[i][2] for i in range(n)]
@@ -206,7 +215,7 @@ def _join_mpi(head: dict, n: int, rank: int, dev: int, api: str):
             if table[i][0] != me:
                 send(("ok", worlds, hosts), table[i][0])
     else:
-        send((head["id"], n, rank, me, dev, host), root)
+        send((head["id"], n, rank, me, dev, host, algo), root)
         msg = probe(root)
         if msg is None:
             raise timeout(missing)

@@ -189,3 +189,53 @@ def test_host_fix_split_and_traverse_errors():
     with pytest.warns(RuntimeWarning, match=r"the fixed base_m x base_n float32 C tile must fit "
                                             r"L0C, got base_m=512 base_n=256"):
         assert t.get_tiling(asc.adv.TCubeTiling()) == -1
+
+
+_RELOADED = '''
+import ascendc as asc
+
+
+@asc.jit
+def k(x: asc.GlobalAddress):
+    mm = None
+    with mm.iterate() as c:
+        y = "VERSION"
+'''
+
+
+def test_an_edited_and_reloaded_with_iterate_kernel_is_rewritten_from_the_new_text(tmp_path,
+                                                                                   monkeypatch):
+    """The rewritten lines are cached per file with the file's size and mtime, so an edit is
+    seen after importlib.reload (not the first version's rewrite)."""
+    import importlib
+    import inspect
+    import os
+    import sys
+    src = tmp_path / "reloaded_iterate_kernel.py"
+    src.write_text(_RELOADED.replace("VERSION", "v1"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    mod = importlib.import_module("reloaded_iterate_kernel")
+    try:
+        assert 'c = mm._iterate_count(); y = "v1"' in inspect.getsource(mod.k.fn)
+        src.write_text(_RELOADED.replace("VERSION", "v22"))
+        st = os.stat(src)
+        os.utime(src, ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))
+        mod = importlib.reload(mod)
+        text = inspect.getsource(mod.k.fn)
+        assert 'c = mm._iterate_count(); y = "v22"' in text and "v1" not in text
+    finally:
+        sys.modules.pop("reloaded_iterate_kernel", None)
+
+
+def test_with_iterate_in_a_closure_is_refused_by_name():
+    def make():
+        mm = None
+
+        def inner(x: asc.GlobalAddress):
+            with mm.iterate() as c:  # noqa: F841
+                pass
+        return inner
+    with pytest.raises(CompileError, match=r"kernel inner: `with <matmul>.iterate\(\)` must be in "
+                                           r"a module-level function whose source file exists, "
+                                           r"got a closure"):
+        asc.jit(make())

@@ -6,7 +6,8 @@ reads them), or prints `RESULT <rank> <json>`. Scenarios:
 - never_joins: the last rank never calls comm_init_root_info (HCCL_CONNECT_TIMEOUT);
 - exec_timeout: the last rank never calls the all_reduce (HCCL_EXEC_TIMEOUT);
 - cluster_info: comm_init_cluster_info from the rank table $HCCL_TEST_TABLE, all-reduces;
-- bad_table: comm_init_cluster_info on a bad table (or with ranks swapped), reports the error.
+- bad_table: comm_init_cluster_info on a bad table (or with ranks swapped), reports the error;
+- algo_mismatch: the last rank sets HCCL_ALGO=ring, the others leave it unset (the join refuses).
 """
 import json
 import os
@@ -188,7 +189,20 @@ def bad_table():
     world.Barrier()
 
 
+def algo_mismatch():
+    if me == n - 1:
+        os.environ["HCCL_ALGO"] = "level0:NA;level1:ring"
+    rt.init()
+    info = world.bcast(bytes(hccl.get_root_info()) if me == 0 else None, root=0)
+    try:
+        hccl.comm_init_root_info(n, info, me)
+        report(code=0)
+    except hccl.HcclError as e:
+        report(code=e.code, msg=str(e))
+    world.Barrier()
+
+
 if __name__ == "__main__":
     {"collectives": collectives, "never_joins": never_joins,
      "exec_timeout": exec_timeout, "cluster_info": cluster_info,
-     "bad_table": bad_table}[sys.argv[1]]()
+     "bad_table": bad_table, "algo_mismatch": algo_mismatch}[sys.argv[1]]()

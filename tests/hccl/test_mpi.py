@@ -105,3 +105,15 @@ def test_bad_rank_tables_over_mpi(tmp_path):
         assert res[r]["code"] == 1, res[r]
         assert "under MPI, rank 0 must run in MPI world rank 0 (the rendezvous), got rank=" \
             f"{1 - r} in world rank {r}" in res[r]["msg"]
+
+
+def test_ranks_with_different_hccl_algo_are_refused_at_join(tmp_path):
+    """The algorithm is chosen per rank from HCCL_ALGO and the SoC, so they must agree (else
+    the ranks would run different algorithms on one collective and hang or mix data)."""
+    res = run(tmp_path, "algo_mismatch", 2, HCCL_CONNECT_TIMEOUT="20")
+    for r in (0, 1):
+        assert res[r]["code"] == 1, res[r]                    # HCCL_E_PARA
+        assert "HCCL_ALGO='level0:NA;level1:ring' on Ascend910B2 for rank 1, HCCL_ALGO='' on " \
+               "Ascend910B2 for the root" in res[r]["msg"], res[r]
+    assert "HCCL_ALGO and the SoC must be the same on every rank" in res[0]["msg"]
+    assert "the root refused this rank" in res[1]["msg"]

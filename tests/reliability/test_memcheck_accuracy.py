@@ -117,8 +117,19 @@ def print_it(v):
     return v
 
 
+def _matmul_with_workspace(a: asc.GlobalAddress, b: asc.GlobalAddress, ws: asc.GlobalAddress,
+                           c: asc.GlobalAddress):
+    pipe = asc.TPipe()
+    mm = asc.adv.Matmul(None, None, None)
+    asc.adv.register_matmul(pipe, ws, mm, None)   # the workspace stages C tiles: a write
+    mm.set_tensor_a(a)
+    mm.set_tensor_b(b)
+    mm.iterate_all(c)
+
+
 def test_written_params_follows_aliases_and_helpers():
     assert written_params(_direct, ["x", "y"]) == {"y"}
     assert written_params(_through_helper, ["x", "y", "z"]) == {"z"}
     assert written_params(_unknown, ["x", "y"]) is None
     assert written_params(add_kernel.fn, ["x", "y", "z"]) == {"z"}
+    assert written_params(_matmul_with_workspace, ["a", "b", "ws", "c"]) == {"ws", "c"}

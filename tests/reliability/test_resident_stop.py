@@ -49,21 +49,23 @@ def test_reset_device_ends_a_resident_launch(dev0):
     assert not s.query()
     t0 = time.perf_counter()
     rt.reset_device(0)
-    assert time.perf_counter() - t0 < 2.0
+    assert time.perf_counter() - t0 < 10.0     # returns (a hang would never); slack for load
     rt.set_device(0)
     _works_again()
 
 
 def test_op_execute_timeout_ends_a_resident_launch(dev0):
     rt.set_op_execute_timeout(300)
-    x = rt.device_zeros((4 * SLOT,), np.float32)
-    s = rt.Stream()
-    resident_spin_kernel[4, s](x, -1, interpret=True)
-    t0 = time.perf_counter()
-    with raises(ACL_ERROR_RT_AICORE_TIMEOUT, r"kernel 'resident_spin_kernel' \(launch on stream "
-                                             r"\d+\): the kernel must finish within the op "
-                                             r"execute timeout"):
-        s.synchronize()
-    assert time.perf_counter() - t0 < 0.3 + 2.0
-    rt.set_op_execute_timeout(0)
+    try:
+        x = rt.device_zeros((4 * SLOT,), np.float32)
+        s = rt.Stream()
+        resident_spin_kernel[4, s](x, -1, interpret=True)
+        t0 = time.perf_counter()
+        with raises(ACL_ERROR_RT_AICORE_TIMEOUT, r"kernel 'resident_spin_kernel' \(launch on "
+                                                 r"stream \d+\): the kernel must finish within "
+                                                 r"the op execute timeout"):
+            s.synchronize()
+        assert time.perf_counter() - t0 < 0.3 + 10.0   # slack for a loaded machine
+    finally:
+        rt.set_op_execute_timeout(0)
     _works_again()
