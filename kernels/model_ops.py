@@ -15,6 +15,7 @@ importing this module. Each implementation accepts a node only in the cases its 
 | Relu, Exp, Abs, Sqrt, Log, Reciprocal | kernels.eltwise unary |
 | Softmax (last axis) | kernels.softmax |
 | LayerNormalization (last axis, scale and bias) | kernels.norm |
+| Aipp (rt.atc --insert_op_conf; YUV420SP_U8 in, 3 float channels out) | kernels.aipp |
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ import numpy as np
 import rt
 
 from . import add as _add
+from . import aipp as _aipp
 from . import conv2d as _conv
 from . import eltwise as _elt
 from . import matmul as _mm
@@ -77,7 +79,9 @@ class Pool(_Op):
         if self.global_:
             return _pool.pool_tiling(shape, (shape[2], shape[3]), 1, 0)
         a = node["attrs"]
-        return _pool.pool_tiling(shape, a["kernel_shape"], a.get("strides"), a.get("pads", 0))
+        # ONNX's default stride is 1 (pool_tiling's is the kernel size, as in PyTorch)
+        return _pool.pool_tiling(shape, a["kernel_shape"], a.get("strides") or [1, 1],
+                                 a.get("pads", 0))
 
     def supports(self, node, specs):
         a = node["attrs"]
@@ -144,7 +148,10 @@ class Binary(_Op):
         self.op = op
 
     def supports(self, node, specs):
-        (xs, xd), (ys, yd) = specs.inputs[:2]
+        if len(specs.inputs) != 2 or None in specs.inputs or \
+                not math.prod(specs.outputs[0][0]):              # Max/Min are variadic
+            return False
+        (xs, xd), (ys, yd) = specs.inputs
         out = specs.outputs[0][0]
         if xd != yd or xd not in (F32, "float16"):
             return False
@@ -177,7 +184,7 @@ class Unary(_Op):
         self.op = op
 
     def supports(self, node, specs):
-        return specs.inputs[0][1] in (F32, "float16")
+        return specs.inputs[0][1] in (F32, "float16") and math.prod(specs.inputs[0][0]) > 0
 
     def launch(self, node, state, ins, outs, workspace, stream):
         _elt.unary(self.op, ins[0], stream=stream, out=outs[0])
@@ -244,6 +251,7 @@ IMPLS = {
     "Relu": Unary("relu"), "Exp": Unary("exp"), "Abs": Unary("abs"), "Sqrt": Unary("sqrt"),
     "Log": Unary("ln"), "Reciprocal": Unary("reciprocal"),
     "Softmax": Softmax(), "LayerNormalization": LayerNorm(),
+    "Aipp": _aipp.AippOp(),         # inserted by rt.atc --insert_op_conf (YUV420SP configs)
 }
 
 

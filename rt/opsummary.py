@@ -42,14 +42,16 @@ def _sim_us(row) -> float:
 
 
 def op_summary(prof, soc=None, npu_from=None) -> list[dict]:
-    """One row per (kernel name, block_dim) over the profile's kernel records (see the module
-    docstring for the columns). The simulated columns come from the NPU-view recordings of
+    """One row per (kernel name, block_dim) over the profile's kernel records, and one per AI CPU
+    task name (model nodes on the AI CPU: "<node> (AI_CPU <op>)", est_bound_pipe "AI_CPU"); a
+    model's AI Core kernels are named "<node> (<kernel>)" (see the module docstring for the
+    columns). The simulated columns come from the NPU-view recordings of
     `npu_from` (another Profiler, e.g. one that recorded a launch outside the timed runs;
     default `prof` itself), matched by kernel name and block_dim."""
     soc = soc or get_soc()
     groups: dict = {}
     for r in list(prof.records):
-        if r.kind == "kernel":
+        if r.kind in ("kernel", "aicpu"):     # model nodes: "<node> (<kernel>)" / AI CPU tasks
             groups.setdefault((r.name, r.block_dim), []).append(r)
     npu: dict = {}
     src = prof if npu_from is None else npu_from
@@ -60,7 +62,10 @@ def op_summary(prof, soc=None, npu_from=None) -> list[dict]:
     for (name, bd), rs in sorted(groups.items()):
         d = [r.duration_us for r in rs]
         macs = sum(r.args.get("cube_macs", 0) + r.args.get("cube_macs_fp32", 0) for r in rs)
-        est = [estimate(r.args, soc, bd) for r in rs]
+        if rs[0].kind == "aicpu":      # a host op of a model: no AI Core estimate
+            est = [{"estimated_us": 0.0, "bound_pipe": "AI_CPU"}]
+        else:
+            est = [estimate(r.args, soc, bd) for r in rs]
         bound = max(est, key=lambda e: e["estimated_us"])["bound_pipe"] if est else "-"
         row = {
             "op_name": name, "block_dim": bd, "calls": len(rs), "host_total_us": sum(d),

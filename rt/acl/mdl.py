@@ -12,7 +12,7 @@ import threading
 from ..array import DeviceArray
 from ..errors import (AclError, ACL_ERROR_INVALID_MODEL_ID, ACL_ERROR_INVALID_PARAM,
                       ACL_ERROR_INVALID_RESOURCE_HANDLE)
-from ..model import Model, query_size as _query_size
+from ..model import Model, TensorDesc, query_size as _query_size
 from ..model.onnx_types import NUMPY_TO_ACL
 from . import constants as C
 from . import rt as _acl_rt
@@ -47,6 +47,21 @@ def _stream(handle, api: str):
 
 
 _new, _get = _handles.new, _handles.get
+
+#: The extra input of a model converted with --dynamic_batch_size (CANN's
+#: ACL_DYNAMIC_TENSOR_NAME); its index goes to set_dynamic_batch_size.
+ACL_DYNAMIC_TENSOR_NAME = "ascend_mbatch_shape_data"
+
+
+def _descs(model: Model, outputs: bool) -> list:
+    """What a model desc shows: for a dynamic-batch model the largest batch's tensors (buffers
+    are sized for it, as in CANN) and, last among the inputs, ACL_DYNAMIC_TENSOR_NAME."""
+    if not model.dynamic_batch_sizes:
+        return model.outputs if outputs else model.inputs
+    ins, outs = model._bound[model.dynamic_batch_sizes[-1]][:2]
+    if outputs:
+        return outs
+    return list(ins) + [TensorDesc(len(ins), ACL_DYNAMIC_TENSOR_NAME, (1,), "int64")]
 
 
 def _model(model_id, api: str) -> Model:
@@ -138,7 +153,7 @@ def _io(model_desc, index, outputs: bool, api: str):
     if d.model is None:
         raise AclError(ACL_ERROR_INVALID_PARAM, f"acl.mdl.{api}: model_desc must be filled by "
                        f"acl.mdl.get_desc first")
-    lst = d.model.outputs if outputs else d.model.inputs
+    lst = _descs(d.model, outputs)
     if not isinstance(index, int) or not 0 <= index < len(lst):
         raise AclError(ACL_ERROR_INVALID_PARAM, f"acl.mdl.{api}: index must be in "
                        f"[0, {len(lst)}), got index={index!r}")
@@ -149,7 +164,7 @@ def _count(model_desc, outputs: bool) -> int:
     d = _handles.peek(model_desc)
     if not isinstance(d, _Desc) or d.model is None:
         return 0
-    return len(d.model.outputs if outputs else d.model.inputs)
+    return len(_descs(d.model, outputs))
 
 
 def get_num_inputs(model_desc: int) -> int:
@@ -206,7 +221,18 @@ def get_output_dims(model_desc: int, index: int):
     return _val({}, lambda: _dims(_io(model_desc, index, True, "get_output_dims")))
 
 
-get_cur_output_dims = get_output_dims
+def get_cur_output_dims(model_desc: int, index: int):
+    """`(dims, ret)` of output `index` for the batch size set last (dynamic batch), else as
+    get_output_dims."""
+    def run():
+        d = _io(model_desc, index, True, "get_cur_output_dims")
+        return _dims(d.__class__(d.index, d.name, *_current(model_desc, d)))
+    return _val({}, run)
+
+
+def _current(model_desc, d):
+    cur = _handles.peek(model_desc).model.outputs[d.index]
+    return cur.shape, cur.dtype
 
 
 def get_input_index_by_name(model_desc: int, name: str):
@@ -215,8 +241,34 @@ def get_input_index_by_name(model_desc: int, name: str):
         if d.model is None:
             raise AclError(ACL_ERROR_INVALID_PARAM, "acl.mdl.get_input_index_by_name: "
                            "model_desc must be filled by acl.mdl.get_desc first")
-        return d.model.input_index(name)
+        for desc in _descs(d.model, False):
+            if desc.name == name:
+                return desc.index
+        return d.model.input_index(name)        # raises with the valid names
     return _val(0, run)
+
+
+def set_dynamic_batch_size(model_id: int, dataset: int, index: int, batch_size: int) -> int:
+    """Mirrors `aclmdlSetDynamicBatchSize`: the next execution of the model runs the graph
+    converted for `batch_size` (one of ATC's --dynamic_batch_size); `index` is the input index
+    of ACL_DYNAMIC_TENSOR_NAME (get_input_index_by_name)."""
+    def run():
+        m = _model(model_id, "set_dynamic_batch_size")
+        _get(dataset, _Dataset, "mdl.set_dynamic_batch_size")
+        if not m.dynamic_batch_sizes:
+            raise AclError(ACL_ERROR_INVALID_PARAM, "acl.mdl.set_dynamic_batch_size: model_id "
+                           "must be a model converted with --dynamic_batch_size, got a static "
+                           "model")
+        want = len(_descs(m, False)) - 1
+        if index != want:
+            raise AclError(ACL_ERROR_INVALID_PARAM, f"acl.mdl.set_dynamic_batch_size: index "
+                           f"must be the index of {ACL_DYNAMIC_TENSOR_NAME!r} ({want}), got "
+                           f"index={index!r}")
+        try:
+            m.set_dynamic_batch_size(batch_size)
+        except AclError as e:
+            raise AclError(e.code, f"acl.mdl.{e.message}") from None
+    return _ret(run)
 
 
 # -- data buffers and datasets --------------------------------------------------------------------
@@ -279,10 +331,11 @@ def get_dataset_buffer(dataset: int, index: int) -> int:
 def _arrays(model: Model, dataset, outputs: bool, api: str) -> list:
     ds = _get(dataset, _Dataset, f"mdl.{api}")
     descs = model.outputs if outputs else model.inputs
-    if len(ds.buffers) != len(descs):
+    want = len(_descs(model, outputs))      # + the dynamic-batch input, not passed on
+    if len(ds.buffers) != want:
         raise AclError(ACL_ERROR_INVALID_PARAM,
                        f"acl.mdl.{api}: the {'output' if outputs else 'input'} dataset must "
-                       f"hold {len(descs)} buffers, got {len(ds.buffers)}")
+                       f"hold {want} buffers, got {len(ds.buffers)}")
     out = []
     for d, h in zip(descs, ds.buffers):
         b = _get(h, _DataBuffer, f"mdl.{api}")

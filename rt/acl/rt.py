@@ -167,23 +167,33 @@ def _check_dest_max(api: str, dest_max, count) -> None:
                        f"dest_max={dest_max!r}")
 
 
+def _advisory(kind):
+    """CANN infers a copy's direction from where the pointers live; the kind a script passes is
+    advisory (official samples pass DEVICE_TO_HOST for host-to-host copies, ...). A valid kind
+    becomes DEFAULT; anything else is passed on to be refused with its value."""
+    if isinstance(kind, int) and not isinstance(kind, bool) and 0 <= kind <= 4:
+        return C.ACL_MEMCPY_DEFAULT
+    return kind
+
+
 @_returns_ret
 def memcpy(dst, dest_max: int, src, count: int, kind: int):
-    """Mirrors `aclrtMemcpy(dst, destMax, src, count, kind)` (synchronous)."""
+    """Mirrors `aclrtMemcpy(dst, destMax, src, count, kind)` (synchronous; `kind` advisory)."""
     _check_dest_max("memcpy", dest_max, count)
-    _mem.prepare_copy(dst, src, count, kind, "acl.rt.memcpy").run()
+    _mem.prepare_copy(dst, src, count, _advisory(kind), "acl.rt.memcpy").run()
 
 
 @_returns_ret
 def memcpy_async(dst, dest_max: int, src, count: int, kind: int, stream: int):
     """Mirrors `aclrtMemcpyAsync`: returns once queued (pinned) or done (pageable host memory)."""
     _check_dest_max("memcpy_async", dest_max, count)
-    _copy.memcpy_async(dst, src, count, kind, _stream(stream, "memcpy_async"))
+    _copy.memcpy_async(dst, src, count, _advisory(kind), _stream(stream, "memcpy_async"))
 
 
 @_returns_ret
 def memcpy2d(dst, dpitch: int, src, spitch: int, width: int, height: int, kind: int):
-    _mem.memcpy_2d(dst, dpitch, src, spitch, width, height, kind)
+    _mem.prepare_copy_2d(dst, dpitch, src, spitch, width, height, _advisory(kind),
+                         "acl.rt.memcpy2d").run()
 
 
 memcpy_2d = memcpy2d
@@ -217,6 +227,29 @@ def query_event_status(event: int):
     """Mirrors `aclrtQueryEventStatus`: ACL_EVENT_RECORDED_STATUS_COMPLETE (1) or NOT_READY (0)."""
     done = _handles.get(event, Event, "query_event_status").query()
     return C.ACL_EVENT_RECORDED_STATUS_COMPLETE if done else C.ACL_EVENT_RECORDED_STATUS_NOT_READY
+
+
+@_returns_value(C.ACL_EVENT_STATUS_NOT_READY)
+def query_event(event: int):
+    """Mirrors `aclrtQueryEvent` (deprecated in CANN, still in samples): ACL_EVENT_STATUS_COMPLETE
+    (0) or ACL_EVENT_STATUS_NOT_READY (1)."""
+    done = _handles.get(event, Event, "query_event").query()
+    return C.ACL_EVENT_STATUS_COMPLETE if done else C.ACL_EVENT_STATUS_NOT_READY
+
+
+@_returns_value(0)
+def create_event_ex_with_flag(flag: int):
+    """Mirrors `aclrtCreateEventExWithFlag`: like create_event_with_flag (the Ex events are not
+    bound to a stream's event resources, which the emulator does not limit)."""
+    return _handles.new(Event(flag))
+
+
+@_returns_value(0, 0)
+def device_get_stream_priority_range():
+    """Mirrors `aclrtDeviceGetStreamPriorityRange`: (least priority, greatest priority) = (7, 0):
+    a lower number is a higher priority (rt.Stream)."""
+    _dev.ensure_device()
+    return 7, 0
 
 
 @_returns_value(0.0)

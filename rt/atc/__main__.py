@@ -15,14 +15,17 @@ def main(argv=None) -> int:
     p.add_argument("--soc_version", required=True, help="e.g. Ascend910B2")
     p.add_argument("--framework", default="5", help="5 = ONNX (the only one supported)")
     p.add_argument("--input_shape", default=None, help='"name:1,3,224,224;name2:..."')
-    p.add_argument("--dynamic_batch_size", default=None, help='"1,2,4,8" (not supported yet)')
+    p.add_argument("--dynamic_batch_size", default=None,
+                   help='"1,2,4,8": one graph per batch size (acl.mdl.set_dynamic_batch_size)')
+    p.add_argument("--insert_op_conf", default=None,           # AIPP: issue 15, docs/dvpp.md
+                   help="static AIPP config (aipp.cfg) inserted in front of the model input")
     args = p.parse_args(argv)
     try:
         if str(args.framework) != "5":
             raise AtcError(f"atc: --framework must be 5 (ONNX), got {args.framework}")
-        if args.dynamic_batch_size:
-            raise AtcError("atc: --dynamic_batch_size is not supported yet (static shapes only)")
-        s = convert(args.model, args.output, args.soc_version, args.input_shape)
+        s = convert(args.model, args.output, args.soc_version, args.input_shape,
+                    insert_op_conf=args.insert_op_conf,
+                    dynamic_batch_size=args.dynamic_batch_size)
     except AtcError as e:
         print(f"ATC run failed: {e}", file=sys.stderr)
         return 1
@@ -32,7 +35,8 @@ def main(argv=None) -> int:
           f"  passes: {s['folded_nodes']} nodes constant-folded, {s['batchnorm_folded']} "
           f"BatchNorm folded into Conv, {s['gemm_normalised']} Gemm normalised\n"
           f"  memory plan: workspace {s['workspace_bytes']} bytes (without reuse "
-          f"{s['workspace_bytes_without_reuse']}), weights {s['weight_bytes']} bytes")
+          f"{s['workspace_bytes_without_reuse']}), weights {s['weight_bytes']} bytes" +
+          (f"\n  dynamic batch sizes: {s['dynamic_batch']}" if s.get("dynamic_batch") else ""))
     return 0
 
 

@@ -213,7 +213,7 @@ def fold_constants(g: Graph) -> int:
                     g.consts[o] = np.asarray(v)
             folded += 1
         elif n["op"] == "Shape" and n["inputs"][0] in g.specs:
-            g.consts[n["outputs"][0]] = np.array(g.specs[n["inputs"][0]][0], np.int64)
+            g.consts[n["outputs"][0]] = aicpu.shape_of(g.specs[n["inputs"][0]][0], n["attrs"])
             folded += 1
         else:
             keep.append(n)
@@ -347,18 +347,47 @@ def plan_memory(g: Graph, order: list[dict]) -> tuple[int, dict, dict, int]:
 # ---- driver --------------------------------------------------------------------------------------
 
 def convert(model, output: str, soc_version: str = "Ascend910B2", input_shape=None,
-            log=None) -> dict:
+            log=None, insert_op_conf=None, dynamic_batch_size=None) -> dict:
     """Convert an ONNX model (path or ModelProto) to `output` (".om" appended unless present).
     Returns a summary dict (path, ops, passes, plan). Raises AtcError."""
+    data, summary = convert_to_bytes(model, soc_version, input_shape,
+                                     insert_op_conf=insert_op_conf,    # AIPP: issue 15
+                                     dynamic_batch_size=dynamic_batch_size)
+    path = output if output.endswith(".om") else output + ".om"
+    with open(path, "wb") as f:
+        f.write(data)
+    return dict(summary, path=path)
+
+
+def convert_to_bytes(model, soc_version: str = "Ascend910B2", input_shape=None,
+                     insert_op_conf=None, dynamic_batch_size=None) -> tuple:
+    """Like `convert`, but returns (the file's bytes, summary) instead of writing a file
+    (`rt.Model.load(bytes)` loads them; used by rt.onnx_backend). `dynamic_batch_size`
+    ("1,2,4,8" or a list): one graph per batch size in the file (rt/atc/dynamic.py)."""
     if soc_version not in SOCS:
         raise AtcError(f"atc: --soc_version must be one of {sorted(SOCS)}, got {soc_version!r}")
     shapes = parse_input_shape(input_shape) if isinstance(input_shape, (str, type(None))) \
         else {k: list(v) for k, v in input_shape.items()}
+    if dynamic_batch_size:
+        from .dynamic import convert_dynamic_batch
+        return convert_dynamic_batch(model, soc_version, shapes, dynamic_batch_size, build,
+                                     AtcError, insert_op_conf)
+    header, consts, summary = build(model, soc_version, shapes, insert_op_conf)
+    data = pack(header, consts)
+    return data, dict(summary, bytes=len(data))
+
+
+def build(model, soc_version: str, shapes: dict, insert_op_conf=None) -> tuple:
+    """The conversion up to the file: (header without the weights table, sorted
+    [(weight name, array)], summary)."""
     g = load_onnx(model, shapes)
     folded = fold_constants(g)
     bn = fold_batchnorm(g)
     gemm = normalise_gemm(g)
     remove_dead(g)
+    if insert_op_conf:              # AIPP (issue 15): Aipp node(s) in front of model input(s)
+        from .aipp import insert_aipp
+        insert_aipp(g, insert_op_conf, AtcError)
     for name in g.outputs:          # a graph output that is a constant or an input: copy it
         if name in g.consts or name in g.inputs:
             src = name + "::src"
@@ -369,7 +398,9 @@ def convert(model, output: str, soc_version: str = "Ascend910B2", input_shape=No
                 raise AtcError(f"atc: graph output {name!r} is also a graph input; not supported")
             g.nodes.append({"name": name + "::identity", "op": "Identity", "attrs": {},
                             "inputs": [src], "outputs": [name]})
-    for n in g.nodes:
+    used = {i for n in g.nodes for i in n["inputs"]} | set(g.outputs)
+    for n in g.nodes:               # optional outputs nobody reads (Dropout's mask): dropped
+        n["outputs"] = [o if k == 0 or o in used else "" for k, o in enumerate(n["outputs"])]
         for t in n["outputs"]:
             if t and t not in g.specs:
                 raise AtcError(f"atc: shape inference could not determine the shape of {t!r} "
@@ -404,14 +435,11 @@ def convert(model, output: str, soc_version: str = "Ascend910B2", input_shape=No
               "workspace_bytes": ws_bytes,
               "plan": {"activations": len(offsets), "node_workspaces": len(node_ws),
                        "bytes_without_reuse": naive, "bytes": ws_bytes}}
-    data = pack(header, sorted(g.consts.items()))
-    path = output if output.endswith(".om") else output + ".om"
-    with open(path, "wb") as f:
-        f.write(data)
     ops = {}
     for n in g.nodes:
         ops[n["op"]] = ops.get(n["op"], 0) + 1
-    return {"path": path, "bytes": len(data), "ops": ops, "folded_nodes": folded,
-            "batchnorm_folded": bn, "gemm_normalised": gemm, "workspace_bytes": ws_bytes,
-            "workspace_bytes_without_reuse": naive,
-            "weight_bytes": sum(v.nbytes for v in g.consts.values())}
+    summary = {"ops": ops, "folded_nodes": folded, "batchnorm_folded": bn,
+               "gemm_normalised": gemm, "workspace_bytes": ws_bytes,
+               "workspace_bytes_without_reuse": naive,
+               "weight_bytes": sum(v.nbytes for v in g.consts.values())}
+    return header, sorted(g.consts.items()), summary

@@ -112,8 +112,21 @@ def _binary(fn):
 
 
 for _name, _fn in (("Add", np.add), ("Sub", np.subtract), ("Mul", np.multiply),
-                   ("Max", np.maximum), ("Min", np.minimum), ("Pow", np.power)):
+                   ("Pow", np.power)):
     OPS[_name] = _binary(_fn)
+
+
+def _variadic(fn):
+    def run(attrs, *xs):
+        out = xs[0]
+        for x in xs[1:]:
+            out = fn(out, x)
+        return [np.asarray(out).astype(np.result_type(*xs), copy=False)]
+    return run
+
+
+OPS["Max"] = _variadic(np.maximum)
+OPS["Min"] = _variadic(np.minimum)
 
 
 @op("Div")
@@ -135,9 +148,22 @@ for _name, _fn in (("Relu", lambda x: np.maximum(x, 0)), ("Neg", np.negative), (
     OPS[_name] = _unary(_fn)
 
 
-@op("Identity", "Dropout")
+@op("Aipp")          # issue 15: inserted by `rt.atc --insert_op_conf`; numpy AIPP of rt.dvpp
+def aipp(attrs, x):
+    from ..dvpp.aipp import apply
+    return [apply(attrs, x)]
+
+
+@op("Identity")
 def identity(attrs, x, *rest):
     return [x.copy()]
+
+
+@op("Dropout")
+def dropout(attrs, x, ratio=None, training_mode=None):
+    if training_mode is not None and bool(training_mode) and (ratio is None or float(ratio)):
+        raise NotImplementedError("Dropout: training_mode (random masks) is not supported")
+    return [x.copy(), np.ones(x.shape, bool)]       # inference: output = input, mask all True
 
 
 @op("LeakyRelu")
@@ -202,10 +228,12 @@ def layer_norm(attrs, x, scale, bias=None):
     xf = x.astype(np.float64)
     mean = xf.mean(axis=axes, keepdims=True)
     var = ((xf - mean) ** 2).mean(axis=axes, keepdims=True)
-    y = (xf - mean) / np.sqrt(var + attrs.get("epsilon", 1e-5)) * scale
+    inv = 1 / np.sqrt(var + attrs.get("epsilon", 1e-5))
+    y = (xf - mean) * inv * scale
     if bias is not None:
         y = y + bias
-    return [y.astype(x.dtype)]
+    st = np.dtype(np.float32) if attrs.get("stash_type", 1) == 1 else x.dtype
+    return [y.astype(x.dtype), mean.astype(st), inv.astype(st)]     # Y, Mean, InvStdDev
 
 
 @op("Reshape")
@@ -249,7 +277,15 @@ def concat(attrs, *xs):
 
 @op("Shape")
 def shape(attrs, x):
-    return [np.array(x.shape, np.int64)]
+    return [shape_of(x.shape, attrs)]
+
+
+def shape_of(shape, attrs) -> np.ndarray:
+    """Shape's output for a tensor of `shape` (opset 15 start/end, clamped)."""
+    n = len(shape)
+    s, e = attrs.get("start", 0), attrs.get("end", n)
+    s, e = min(max(s + n if s < 0 else s, 0), n), min(max(e + n if e < 0 else e, 0), n)
+    return np.array(shape[s:e], np.int64)
 
 
 @op("Gather")
@@ -279,6 +315,87 @@ def _reduce(fn):
 OPS["ReduceMean"] = _reduce(np.mean)
 OPS["ReduceSum"] = _reduce(np.sum)
 OPS["ReduceMax"] = _reduce(np.max)
+
+
+OPS["ReduceMin"] = _reduce(np.min)
+OPS["ReduceProd"] = _reduce(np.prod)
+
+
+OPS["Sum"] = _variadic(np.add)
+OPS["Mean"] = lambda attrs, *xs: [(OPS["Sum"](attrs, *xs)[0] / len(xs)).astype(xs[0].dtype)]
+
+
+@op("ConstantOfShape")
+def constant_of_shape(attrs, shape):
+    v = np.asarray(attrs.get("value", np.zeros(1, np.float32)))
+    if v.dtype == np.float64 and not isinstance(attrs.get("value"), np.ndarray):
+        v = v.astype(np.float32)           # from the JSON header: ONNX's default element type
+    return [np.full([int(d) for d in shape], v.reshape(-1)[0] if v.size else 0, v.dtype)]
+
+
+@op("LRN")
+def lrn(attrs, x):
+    size = attrs["size"]
+    lo, hi = (size - 1) // 2, -(-(size - 1) // 2)
+    sq = np.pad(x.astype(np.float64) ** 2, ((0, 0), (lo, hi)) + ((0, 0),) * (x.ndim - 2))
+    s = sum(sq[:, i:i + x.shape[1]] for i in range(size))
+    d = (attrs.get("bias", 1.0) + attrs.get("alpha", 1e-4) / size * s) ** attrs.get("beta", 0.75)
+    return [(x / d).astype(x.dtype)]
+
+
+for _name, _fn in (("Sin", np.sin), ("Cos", np.cos), ("Sign", np.sign),
+                   ("Softsign", lambda x: x / (1 + np.abs(x))),
+                   ("Softplus", lambda x: np.logaddexp(0, x))):
+    OPS[_name] = _unary(_fn)
+
+
+@op("Elu")
+def elu(attrs, x):
+    a = attrs.get("alpha", 1.0)
+    return [np.where(x > 0, x, a * (np.exp(x) - 1)).astype(x.dtype)]
+
+
+@op("Selu")
+def selu(attrs, x):
+    a, g = attrs.get("alpha", 1.67326319217681884765625), attrs.get("gamma",
+                                                                        1.05070102214813232421875)
+    return [(g * np.where(x > 0, x, a * (np.exp(x) - 1))).astype(x.dtype)]
+
+
+@op("HardSigmoid")
+def hard_sigmoid(attrs, x):
+    y = np.clip(attrs.get("alpha", 0.2) * x + attrs.get("beta", 0.5), 0, 1)
+    return [y.astype(x.dtype)]
+
+
+@op("PRelu")
+def prelu(attrs, x, slope):
+    return [np.where(x >= 0, x, x * slope).astype(x.dtype)]
+
+
+@op("Where")
+def where(attrs, c, a, b):
+    return [np.where(c, a, b)]
+
+
+for _name, _fn in (("Equal", np.equal), ("Less", np.less), ("Greater", np.greater),
+                   ("LessOrEqual", np.less_equal), ("GreaterOrEqual", np.greater_equal)):
+    OPS[_name] = (lambda f: lambda attrs, a, b: [f(a, b)])(_fn)
+
+
+@op("Expand")
+def expand(attrs, x, shape):
+    return [(x * np.ones([int(d) for d in shape], x.dtype)).astype(x.dtype)]
+
+
+@op("Slice")
+def slice_(attrs, x, starts, ends, axes=None, steps=None):
+    axes = range(len(starts)) if axes is None else [int(a) % x.ndim for a in axes]
+    steps = [1] * len(starts) if steps is None else steps
+    idx = [slice(None)] * x.ndim
+    for a, s, e, st in zip(axes, starts, ends, steps):
+        idx[a] = slice(int(s), int(e), int(st))     # Python clamps as ONNX does
+    return [x[tuple(idx)].copy()]
 
 
 def run(op_type: str, attrs: dict, inputs: list) -> list:

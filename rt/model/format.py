@@ -33,7 +33,8 @@ MAGIC = b"AEMUOM\x00\x01"
 FORMAT_VERSION = 1
 PREAMBLE = struct.Struct("<8sIIQQ32s")          # 64 bytes
 ALIGN = 64
-DTYPES = ("float32", "float16", "float64", "int64", "int32", "int8", "uint8", "bool")
+DTYPES = ("float32", "float16", "float64", "int64", "int32", "int16", "int8", "uint64", "uint32",
+          "uint16", "uint8", "bool")
 
 
 def align(n: int, a: int = ALIGN) -> int:
@@ -167,3 +168,16 @@ def validate(h, blob_len: int, where: str) -> None:
         _need(isinstance(ws_off, int) and 0 <= ws_off and
               ws_off + n.get("workspace_bytes", 0) <= ws,
               f"node {n['name']!r} workspace must lie inside the workspace", where)
+    dyn = h.get("dynamic_batch")
+    if dyn is not None:     # --dynamic_batch_size: every smaller batch's graph, checked alike
+        _need(isinstance(dyn, dict) and isinstance(dyn.get("sizes"), list) and
+              all(isinstance(b, int) and b >= 1 for b in dyn["sizes"]) and dyn["sizes"] and
+              isinstance(dyn.get("variants"), dict) and
+              sorted(dyn["variants"]) == sorted(str(b) for b in dyn["sizes"][:-1]),
+              "dynamic_batch must hold sizes and one graph per size but the largest", where)
+        for b, v in dyn["variants"].items():
+            _need(isinstance(v, dict) and "dynamic_batch" not in v and
+                  isinstance(v.get("workspace_bytes"), int) and v["workspace_bytes"] <= ws,
+                  f"dynamic_batch graph {b} must fit the workspace", where)
+            validate(dict(v, weights=h["weights"], weight_bytes=h["weight_bytes"]), blob_len,
+                     where)

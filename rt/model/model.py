@@ -20,6 +20,7 @@ from ..array import DeviceArray, device_empty
 from ..errors import (AclError, ACL_ERROR_INVALID_PARAM, ACL_ERROR_MODEL_INPUT_NOT_MATCH,
                       ACL_ERROR_MODEL_OUTPUT_NOT_MATCH, ACL_ERROR_OP_NOT_FOUND,
                       ACL_ERROR_RT_MODEL_EXECUTE)
+from .. import sched
 from ..log import logger
 from ..stream import Stream, current_stream
 from . import aicpu, registry
@@ -53,6 +54,22 @@ class _Node:
     raw: dict             # the node as in the file (what op implementations see)
 
 
+class _NodeLabels(sched.StreamHook):
+    """Names the kernel tasks an AI Core node launches after the node: "conv1 (img2col_kernel)"
+    (what the trace and op_summary show; the launching thread says which node is current)."""
+
+    def __init__(self):
+        self.local = threading.local()
+
+    def submitted(self, core, task, accesses) -> None:
+        node = getattr(self.local, "node", None)
+        if node is not None and task.kind == "kernel":
+            task.name = f"{node} ({task.name})"
+
+
+_labels = sched.add_hook(_NodeLabels())
+
+
 def query_size(path) -> tuple[int, int]:
     """Mirrors `aclmdlQuerySize`: (workspace bytes, weight bytes) of a model file."""
     header, _ = parse(read_file(path), str(path))
@@ -76,7 +93,13 @@ class Model:
                         for i, n in enumerate(header["outputs"])]
         self.workspace_bytes = header["workspace_bytes"]
         self.weight_bytes = header["weight_bytes"]
-        unknown = sorted({n["op"] for n in header["nodes"]} - set(aicpu.OPS))
+        dyn = header.get("dynamic_batch") or {}
+        self._graphs = {int(b): v for b, v in dyn.get("variants", {}).items()}
+        self.dynamic_batch_sizes = list(dyn.get("sizes", []))
+        if self.dynamic_batch_sizes:
+            self._graphs[self.dynamic_batch_sizes[-1]] = header
+        unknown = sorted({n["op"] for g in [header, *self._graphs.values()] for n in g["nodes"]}
+                         - set(aicpu.OPS))
         if unknown:
             raise AclError(ACL_ERROR_OP_NOT_FOUND,
                            f"load model {source}: op type(s) {unknown} have no implementation in "
@@ -102,6 +125,35 @@ class Model:
                 self._views[name] = self._view(self._work, t["offset"], t)
         self._staging: dict = {}
         self.nodes = [self._bind(n, tensors) for n in header["nodes"]]
+        self.batch_size = self.dynamic_batch_sizes[-1] if self.dynamic_batch_sizes else None
+        self._bound = {self.batch_size: (self.inputs, self.outputs, self._views, self.nodes)}
+
+    def set_dynamic_batch_size(self, batch: int) -> None:
+        """Mirrors `aclmdlSetDynamicBatchSize`: run the graph converted for `batch` (one of the
+        sizes given to ATC's --dynamic_batch_size) from the next execute on; `.inputs` and
+        `.outputs` then describe that batch."""
+        if not self.dynamic_batch_sizes:
+            raise AclError(ACL_ERROR_INVALID_PARAM, "set_dynamic_batch_size: the model must be "
+                           "converted with --dynamic_batch_size, got a static model")
+        if batch not in self._graphs:
+            raise AclError(ACL_ERROR_INVALID_PARAM, f"set_dynamic_batch_size: batch must be one "
+                           f"of {self.dynamic_batch_sizes}, got batch={batch!r}")
+        with self._lock:
+            if batch not in self._bound:
+                g = self._graphs[batch]
+                t = g["tensors"]
+                views = {k: v for k, v in self._views.items()
+                         if self.header["tensors"][k]["kind"] == "weight"}
+                for name, spec in t.items():
+                    if spec["kind"] == "activation":
+                        views[name] = self._view(self._work, spec["offset"], spec)
+                ins = [TensorDesc(i, n, tuple(t[n]["shape"]), t[n]["dtype"])
+                       for i, n in enumerate(g["inputs"])]
+                outs = [TensorDesc(i, n, tuple(t[n]["shape"]), t[n]["dtype"])
+                        for i, n in enumerate(g["outputs"])]
+                self._bound[batch] = (ins, outs, views, [self._bind(n, t) for n in g["nodes"]])
+            self.inputs, self.outputs, self._views, self.nodes = self._bound[batch]
+            self.batch_size = batch
 
     # -- construction --------------------------------------------------------------------------
     @staticmethod
@@ -168,14 +220,15 @@ class Model:
         code = ACL_ERROR_MODEL_INPUT_NOT_MATCH if is_input else ACL_ERROR_MODEL_OUTPUT_NOT_MATCH
         what = "input" if is_input else "output"
         if isinstance(value, DeviceArray):
-            if value.nbytes != desc.size:
+            if value.nbytes != desc.size and not (self.dynamic_batch_sizes and
+                                                  value.nbytes > desc.size):
                 raise AclError(code, f"model execute: {what} {desc.index} ({desc.name!r}) must "
                                f"have {desc.size} bytes ({desc.dtype}{list(desc.shape)}), got "
                                f"{value.nbytes} ({value.dtype}{list(value.shape)})")
             if value.shape != desc.shape or value.dtype != np.dtype(desc.dtype):
                 value = DeviceArray(desc.shape, desc.dtype, value.ptr)
             return value
-        key = (what, desc.index)
+        key = (what, desc.index, desc.shape)
         buf = self._staging.get(key)
         if buf is None:
             buf = self._staging[key] = device_empty(desc.shape, desc.dtype, device=self.device)
@@ -208,7 +261,9 @@ class Model:
             raise AclError(ACL_ERROR_MODEL_INPUT_NOT_MATCH,
                            f"model execute: inputs must have {len(self.inputs)} entries, got "
                            f"{len(inputs)}")
-        host = not all(isinstance(x, DeviceArray) for x in inputs)
+        # numpy (or no inputs and no output buffers): synchronous, numpy out
+        host = not all(isinstance(x, DeviceArray) for x in inputs) or \
+            (not inputs and not outputs)
         stream = stream or current_stream()
         with self._lock:
             bound = dict(self._views)
@@ -233,6 +288,7 @@ class Model:
         ins = [bound.get(i) if i else None for i in node.inputs]
         outs = [bound.get(o) for o in node.outputs]
         if node.engine == "AI_CORE":
+            _labels.local.node = node.name
             try:
                 node.impl.launch(node.raw, node.state, ins, outs, node.workspace, stream)
                 return
@@ -242,6 +298,8 @@ class Model:
                 raise AclError(ACL_ERROR_RT_MODEL_EXECUTE,
                                f"model execute: node {node.name!r} ({node.op}, AI Core) failed to "
                                f"launch: {type(e).__name__}: {e}") from e
+            finally:
+                _labels.local.node = None
 
         def run(node=node, ins=ins, outs=outs):
             try:
@@ -254,7 +312,7 @@ class Model:
                 raise AclError(ACL_ERROR_RT_MODEL_EXECUTE,
                                f"model execute: node {node.name!r} ({node.op}, AI CPU) failed: "
                                f"{type(e).__name__}: {e}") from e
-        stream.enqueue(run, "aicpu", f"{node.op}:{node.name}")
+        stream.enqueue(run, "aicpu", f"{node.name} (AI_CPU {node.op})")
 
     def unload(self) -> None:
         """Mirrors `aclmdlUnload`: frees the weights and workspace (stream-ordered)."""

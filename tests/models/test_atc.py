@@ -79,7 +79,9 @@ def test_cli(tmp_path, capsys):
                      "--soc_version", "Ascend999"]) == 1
     assert "soc_version must be one of" in capsys.readouterr().err
     assert atc_main(["--model", str(path), "--output", str(tmp_path / "m"),
-                     "--soc_version", "Ascend910B2", "--dynamic_batch_size", "1,2"]) == 1
+                     "--soc_version", "Ascend910B2", "--dynamic_batch_size", "1,0"]) == 1
+    assert "dynamic_batch_size must list 1 to 100 distinct sizes >= 1" in \
+        capsys.readouterr().err
 
 
 # ---- bad files -----------------------------------------------------------------------------------

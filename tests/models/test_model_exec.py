@@ -6,6 +6,7 @@ from onnx.reference import ReferenceEvaluator
 
 import rt
 from rt.atc import convert
+from rt.opsummary import op_summary
 
 import onnx_models
 
@@ -29,12 +30,24 @@ def test_model_matches_onnx_reference(tmp_path, make):
     kinds = {r.kind for r in prof.records}
     assert "kernel" in kinds and "aicpu" in kinds
     aicpu = [r.name for r in prof.records if r.kind == "aicpu"]
-    assert aicpu == [f"{n.op}:{n.name}" for n in model.nodes if n.engine == "AI_CPU"]
+    assert aicpu == [f"{n.name} (AI_CPU {n.op})" for n in model.nodes if n.engine == "AI_CPU"]
+    # per-node rows: AI Core kernels named by their node, AI CPU rows labelled as such
+    rows = {r["op_name"]: r for r in op_summary(prof)}
+    for n in model.nodes:
+        mine = [k for k in rows if k.startswith(n.name + " (")]
+        assert mine, (n.name, sorted(rows))
+        if n.engine == "AI_CPU":
+            assert mine == [f"{n.name} (AI_CPU {n.op})"]
+            assert rows[mine[0]]["est_bound_pipe"] == "AI_CPU"
+        else:
+            assert all(not k.endswith(f"(AI_CPU {n.op})") and k.endswith("_kernel)")
+                       for k in mine), mine
     if make is onnx_models.cnn:
         assert engines["conv1"] == engines["pool1"] == engines["fc"] == "AI_CORE"
         assert engines["flatten"] == "AI_CPU"
         names = {r.name for r in prof.records if r.kind == "kernel"}
-        assert {"img2col_kernel", "matmul_kernel", "pool_kernel", "softmax_kernel"} <= names
+        assert {"conv1 (img2col_kernel)", "conv1 (matmul_kernel)", "pool1 (pool_kernel)",
+                "softmax (softmax_kernel)"} <= names
     else:
         assert engines["ln"] == engines["mm1"] == engines["bias1"] == "AI_CORE"
         assert engines["reshape"] == "AI_CPU"

@@ -55,7 +55,7 @@ def test_errors_are_returned_not_raised(dev0):
     assert "acl.rt.memcpy: count must be <= dest_max, got count=64, dest_max=32" in \
         acl.get_recent_err_msg()
     assert acl.rt.memcpy(p, 64, acl.util.numpy_to_ptr(a), 64, acl.ACL_MEMCPY_DEVICE_TO_HOST) == \
-        ACL_ERROR_RT_PARAM_INVALID                                   # kind must match pointers
+        0                                           # the kind is advisory, as in CANN
     assert acl.rt.free(p) == 0
 
 

@@ -1,0 +1,156 @@
+"""ResNet-50 (ONNX's light model, batch 1) through our runtime vs onnxruntime's CPU provider.
+
+    python -m bench.models [--repeats 5] [--model resnet50] [--aicpu-only]
+    python -m bench.models --conformance [--light] [--pattern REGEX]
+
+The default run converts `light_resnet50.onnx` (shipped in the `onnx` wheel) with rt.atc, loads it
+with rt.Model, and times `model.execute([x])` (synchronous, numpy in and out) against
+`onnxruntime.InferenceSession(..., providers=["CPUExecutionProvider"]).run` on the same input,
+interleaved (bench._timing). It prints both medians, the ratio onnxruntime time / our time (1.0 =
+as fast; the issue's goal is >= 0.5) and the per-node breakdown of one profiled execution
+(op_summary rows: AI Core kernels named "<node> (<kernel>)", AI CPU nodes "<node> (AI_CPU <op>)"),
+summed per op type. onnxruntime is an optional extra (`pip install onnxruntime`).
+
+`--conformance` runs ONNX's backend suite selection of tests/models/test_onnx_backend.py
+(node tests of every claimed op + the light models, exclusions of rt.onnx_backend.conformance)
+with unittest and prints pass / fail / excluded counts.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+from bench._timing import interleaved_medians
+
+
+def _light(name: str) -> str:
+    import onnx
+    return os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light",
+                        f"light_{name}.onnx")
+
+
+def run_bench(name: str, repeats: int) -> int:
+    import onnx
+    from onnx.backend.test.runner import Runner
+
+    import rt
+    from rt.opsummary import op_summary
+    import rt.onnx_backend as backend
+
+    m = onnx.load(_light(name))
+    inits = {i.name for i in m.graph.initializer}
+    (vi,) = [i for i in m.graph.input if i.name not in inits]
+    x = Runner.generate_dummy_data(vi, seed=0, name=name, random=False)
+    t0 = time.perf_counter()
+    rep = backend.prepare(m)
+    t_prep = time.perf_counter() - t0
+    model = rep.model
+    t0 = time.perf_counter()
+    (ours,) = model.execute([x])            # first run: compiles what is not cached yet
+    t_first = time.perf_counter() - t0
+    engines = list(model.engines().values())
+    print(f"model: light_{name}.onnx, input {vi.name} {list(x.shape)}; {len(model.nodes)} "
+          f"device nodes ({engines.count('AI_CORE')} AI Core, {engines.count('AI_CPU')} AI CPU); "
+          f"convert+load {t_prep:.2f} s, first execution {t_first:.2f} s")
+    variants = {"rt.Model": lambda: model.execute([x])}
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        ort = None
+        print("onnxruntime is not installed (pip install onnxruntime): no ratio")
+    if ort is not None:
+        sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+        (theirs,) = sess.run(None, {vi.name: x})
+        err = float(np.abs(ours - theirs).max())
+        print(f"onnxruntime {ort.__version__} CPU: max |ours - onnxruntime| = {err:.3g}")
+        variants["onnxruntime"] = lambda: sess.run(None, {vi.name: x})
+    med = interleaved_medians(variants, repeats, warmup=1)
+    for k, v in med.items():
+        print(f"  {k:<14} median {v * 1e3:10.1f} ms  ({repeats} runs)")
+    if ort is not None:
+        print(f"ratio onnxruntime/ours = {med['onnxruntime'] / med['rt.Model']:.3f}x "
+              f"(goal >= 0.5x)")
+    with rt.profile() as prof:
+        model.execute([x])
+    rows = op_summary(prof)
+    per_op: dict = {}
+    ops = {n.name: n.op for n in model.nodes}
+    for r in rows:
+        node = r["op_name"].split(" (")[0]
+        key = (ops.get(node, "?"), "AI_CPU" if r["est_bound_pipe"] == "AI_CPU" else "AI_CORE")
+        per_op.setdefault(key, [0.0, 0])
+        per_op[key][0] += r["host_total_us"]
+        per_op[key][1] += r["calls"]
+    total = sum(v[0] for v in per_op.values()) or 1.0
+    print("per-op breakdown of one profiled execution (host time of the tasks on the stream):")
+    print(f"  {'op':<20}{'engine':<9}{'tasks':>6}{'ms':>10}{'share':>8}")
+    for (op, eng), (us, calls) in sorted(per_op.items(), key=lambda kv: -kv[1][0]):
+        print(f"  {op:<20}{eng:<9}{calls:>6}{us / 1e3:>10.1f}{us / total:>8.1%}")
+    top = sorted(rows, key=lambda r: -r["host_total_us"])[:10]
+    print("slowest nodes:")
+    for r in top:
+        print(f"  {r['op_name']:<44}{r['host_total_us'] / 1e3:>10.2f} ms")
+    return 0
+
+
+def run_conformance(light: bool, pattern: str | None) -> int:
+    import re
+    import unittest
+
+    import onnx.backend.test
+
+    import rt.onnx_backend as backend
+    from rt.onnx_backend import conformance
+
+    bt = onnx.backend.test.BackendTest(backend, "bench.models")
+    names = conformance.claimed_node_tests() + (list(conformance.LIGHT_MODELS) if light else [])
+    if pattern:
+        names = [n for n in names if re.search(pattern, n)]
+    for n in names:
+        bt.include(rf"^{n}_cpu$")
+    excluded = [n for n in names if conformance.excluded(n)]
+    for p, _ in conformance.EXCLUDE:
+        bt.exclude(p)
+    suite = unittest.TestSuite()
+    for case in bt.test_cases.values():
+        for attr in sorted(dir(case)):
+            if attr.endswith("_cpu") and attr[:-4] in names:
+                suite.addTest(case(attr))
+    t0 = time.perf_counter()
+    res = unittest.TextTestRunner(stream=sys.stderr, verbosity=0).run(suite)
+    ran = res.testsRun - len(res.skipped)
+    bad = len(res.failures) + len(res.errors)
+    n_light = sum(n in conformance.LIGHT_MODELS for n in names)
+    print(f"ONNX backend suite (onnx {onnx.__version__}): {len(names)} selected tests "
+          f"({len(names) - n_light} node tests of claimed ops, {n_light} light models); "
+          f"{ran - bad} passed, {bad} failed, {len(excluded)} excluded "
+          f"({len(conformance.EXCLUDE)} documented patterns); "
+          f"{time.perf_counter() - t0:.0f} s")
+    for t, _ in res.failures + res.errors:
+        print(f"  FAILED {t.id().rsplit('.', 1)[-1]}")
+    return 1 if bad else 0
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.models", description=__doc__.split("\n")[0])
+    p.add_argument("--model", default="resnet50")
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--aicpu-only", action="store_true",
+                   help="every node on the AI CPU (ASCEND_EMU_MODEL_AICPU_ONLY=1)")
+    p.add_argument("--conformance", action="store_true")
+    p.add_argument("--light", action="store_true", help="with --conformance: the light models too")
+    p.add_argument("--pattern", default=None, help="with --conformance: only tests matching it")
+    a = p.parse_args(argv)
+    if a.aicpu_only:
+        os.environ["ASCEND_EMU_MODEL_AICPU_ONLY"] = "1"
+    if a.conformance:
+        return run_conformance(a.light, a.pattern)
+    return run_bench(a.model, a.repeats)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
