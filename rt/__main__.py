@@ -1,8 +1,8 @@
 """`python -m rt info [--demo]`: an `npu-smi info`-like table of the emulated devices.
 
-Shows each device's SoC, HBM used/total (`aclrtGetMemInfo`) and the AI Core utilization of the
-recent launches in this process (0% in a fresh process; `--demo` first runs a small workload on
-device 0 so the numbers move).
+Shows each device's SoC, HBM used/total (`aclrtGetMemInfo`), the AI Core utilization of the
+recent launches and the DVPP utilization (busiest unit, `rt.dvpp.utilization`) in this process
+(0% in a fresh process; `--demo` first runs a small workload on device 0 so the numbers move).
 """
 from __future__ import annotations
 
@@ -63,17 +63,19 @@ def info_table() -> str:
         rt.set_device(i)
         free, total = rt.get_mem_info()
         rows.append((i, rt.get_soc_name(), _launch.utilization(i), (total - free) >> 20,
-                     total >> 20))
-    sep = "+--------+------------------+----------+---------------+---------------------------+"
+                     total >> 20, rt.dvpp.utilization(i)))
+    sep = ("+--------+------------------+----------+---------------+---------------------------+"
+           "----------+")
     title, right = f"npu-smi (ascend-emu {_version()}, rt)", f"CPU core workers: {cores}"
     out = ["+" + "-" * (len(sep) - 2) + "+",
            f"| {title}{right:>{len(sep) - 4 - len(title)}} |",
            sep,
-           "| NPU    | Name             | Health   | AICore(%)     | HBM-Usage(MB)             |",
+           "| NPU    | Name             | Health   | AICore(%)     | HBM-Usage(MB)             |"
+           " DVPP(%)  |",
            sep.replace("-", "=")]
-    for i, name, util, used, total in rows:
+    for i, name, util, used, total, dvpp in rows:
         out.append(f"| {i:<6} | {name:<16} | {'OK':<8} | {util:<13.1f} | "
-                   f"{f'{used} / {total}':<25} |")
+                   f"{f'{used} / {total}':<25} | {dvpp:<8.1f} |")
     out.append(sep)
     return "\n".join(out)
 

@@ -167,8 +167,9 @@ class Profiler:
         return "\n".join(lines)
 
     def chrome_trace(self) -> dict:
-        """The trace as a Chrome trace-event dict: pid = device, one track (tid) per stream and
-        per core, "X" complete events in µs from the profiler's start."""
+        """The trace as a Chrome trace-event dict: pid = device, one track (tid) per stream, per
+        core and per DVPP unit ("DVPP VPC", ...; DVPP tasks are on their stream's track too), "X"
+        complete events in µs from the profiler's start."""
         t0 = self.t0_ns or min((r.start_ns for r in self.records), default=0)
         us = lambda ns: (ns - t0) / 1e3          # noqa: E731
         events, tracks = [], {}
@@ -184,6 +185,11 @@ class Profiler:
             events.append({"name": r.name, "cat": r.kind, "ph": "X", "pid": r.device, "tid": tid,
                            "ts": us(r.start_ns), "dur": max(0.0, (r.end_ns - r.start_ns) / 1e3),
                            "args": args})
+            if r.kind == "dvpp":        # DVPP tasks also on their unit's own track
+                unit = r.args.get("unit", "VPC")
+                utid = DVPP_TID_BASE + (DVPP_UNITS.index(unit) if unit in DVPP_UNITS else 0)
+                tracks[(r.device, utid)] = f"DVPP {unit}"
+                events.append({**events[-1], "tid": utid, "args": {**args, "stream": r.stream}})
             for core, first, last, s, e in r.ranges:
                 ctid = CORE_TID_BASE + core if core >= 0 else CORE_TID_BASE - 1
                 tracks[(r.device, ctid)] = f"core {core}"
@@ -210,6 +216,8 @@ class Profiler:
 
 
 CORE_TID_BASE = 1_000_000
+DVPP_TID_BASE = 2_000_000                          # + index in DVPP_UNITS (rt.dvpp.engine.UNITS)
+DVPP_UNITS = ("JPEGD", "PNGD", "VPC", "JPEGE")
 
 
 def _jsonable(v):

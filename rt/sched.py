@@ -28,7 +28,7 @@ from .errors import AclError, KernelFault, ACL_ERROR_RT_INTERNAL_ERROR
 #: Active profilers (rt.profiler appends itself); each gets `add_task(task)` when a task finishes.
 PROFILERS: list = []
 
-_SKIPPABLE = frozenset({"kernel", "memcpy", "memset", "callback", "host_func"})
+_SKIPPABLE = frozenset({"kernel", "memcpy", "memset", "callback", "host_func", "dvpp"})
 
 
 class BlockRun(NamedTuple):

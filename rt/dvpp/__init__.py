@@ -20,6 +20,7 @@ from .ops import (jpeg_get_image_info, jpeg_get_image_info_v2, jpeg_predict_dec_
 from .color import rgb_to_yuv420sp, scale_plane
 from .engine import UNITS, utilization, chrome_trace, export_chrome_trace
 from .codec import ACL_ERROR_RT_AICPU_EXCEPTION
+from . import aipp as aipp          # AIPP's numpy arithmetic (the AI CPU `Aipp` model op)
 
 __all__ = [
     "PixelFormat", "JpegFormat", "ChannelMode", "align_up", "yuv420sp_size", "frame_size",
@@ -28,5 +29,5 @@ __all__ = [
     "jpeg_decode_async", "png_get_image_info", "png_predict_dec_size", "png_decode_async",
     "vpc_resize_async", "vpc_crop_async", "vpc_crop_and_paste_async", "vpc_batch_crop_async",
     "jpeg_predict_enc_size", "jpeg_encode_async", "rgb_to_yuv420sp", "scale_plane", "UNITS",
-    "utilization", "chrome_trace", "export_chrome_trace", "ACL_ERROR_RT_AICPU_EXCEPTION",
+    "utilization", "chrome_trace", "export_chrome_trace", "ACL_ERROR_RT_AICPU_EXCEPTION", "aipp",
 ]

@@ -12,12 +12,10 @@ import io
 
 import numpy as np
 
-from ..errors import AclError, ACL_ERROR_FEATURE_UNSUPPORTED
+# The code of a DVPP task that failed on its data: DVPP V1 work runs as AI CPU tasks driving the
+# units, so a failed decode reports an AI CPU exception (rt_error_codes.h).
+from ..errors import AclError, ACL_ERROR_FEATURE_UNSUPPORTED, ACL_ERROR_RT_AICPU_EXCEPTION
 from .formats import JpegFormat, bad
-
-#: The code of a DVPP task that failed on its data: DVPP V1 work runs as AI CPU tasks driving the
-#: units, so a failed decode reports an AI CPU exception (rt_error_codes.h).
-ACL_ERROR_RT_AICPU_EXCEPTION = 507018
 
 _SOF_KINDS = {0xC0: "baseline", 0xC1: "extended sequential", 0xC2: "progressive",
               0xC3: "lossless", 0xC5: "differential sequential", 0xC6: "differential progressive",

@@ -8,8 +8,8 @@ its stream like any task, runs concurrently with kernels and copies, and the uni
 are shared by all its streams (tasks of different streams queue at the unit, as on hardware).
 
 `utilization(device)` is the busy percentage of the device's DVPP units over the span of their
-recent tasks (what `npu-smi info -t dvpp` reports per unit; 0 when idle). `chrome_trace(prof)`
-adds one track per DVPP unit to a profile's Chrome trace.
+recent tasks (what `npu-smi info -t dvpp` reports per unit; 0 when idle). The profiler's Chrome
+trace has one track per DVPP unit (`rt.profiler.DVPP_TID_BASE`); `chrome_trace(prof)` is it.
 """
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ import queue
 import threading
 from time import perf_counter_ns
 
-UNITS = ("JPEGD", "PNGD", "VPC", "JPEGE")
+from ..profiler import DVPP_UNITS as UNITS     # the profiler draws the unit tracks
+
 RECENT: collections.deque = collections.deque(maxlen=4096)   # (device, unit, start_ns, end_ns)
-DVPP_TID_BASE = 2_000_000                                     # trace tracks: base + unit index
 
 
 class DvppUnit:
@@ -87,25 +87,10 @@ def utilization(device: int, unit_name: str | None = None, window_ns: int | None
 
 
 def chrome_trace(prof) -> dict:
-    """`prof.chrome_trace()` with every DVPP task also drawn on its unit's own track
-    ("DVPP JPEGD", "DVPP VPC", ...; tid `DVPP_TID_BASE + unit index`) of its device."""
-    trace = prof.chrome_trace()
-    events = trace["traceEvents"]
-    extra, tracks = [], set()
-    for ev in events:
-        if ev.get("ph") == "X" and ev.get("cat") == "dvpp":
-            name = ev.get("args", {}).get("unit", "VPC")
-            tid = DVPP_TID_BASE + (UNITS.index(name) if name in UNITS else 0)
-            tracks.add((ev["pid"], tid, name))
-            extra.append({**ev, "tid": tid, "args": {**ev.get("args", {}), "stream": ev["tid"]}})
-    meta = []
-    for pid, tid, name in sorted(tracks):
-        meta.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
-                     "args": {"name": f"DVPP {name}"}})
-        meta.append({"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid,
-                     "args": {"sort_index": tid}})
-    trace["traceEvents"] = events + meta + extra
-    return trace
+    """`prof.chrome_trace()`: the profiler itself draws every DVPP task on its unit's own track
+    ("DVPP JPEGD", "DVPP VPC", ...; tid `rt.profiler.DVPP_TID_BASE + unit index`); kept for
+    callers."""
+    return prof.chrome_trace()
 
 
 def export_chrome_trace(prof, path: str) -> str:
