@@ -5,8 +5,8 @@ streams' kernels that only read one buffer looked like a race (issue 11). `writt
 it which GM parameters a kernel (with the @asc.jit helpers it calls) may write. The analysis is
 flow-insensitive and conservative: a name aliases the GM parameters whose values reach it
 (`g.set_global_buffer(x + off, n)`, `h = g[i:]`, helper arguments), and an alias counts as
-written when it is the destination (first argument) of `asc.data_copy(_pad)`, any GM argument
-of another `asc.*` call (`register_matmul`'s workspace), the receiver or an
+written when it is any argument of an `asc.*` call but a `src` one of its surface row
+(`register_matmul`'s workspace is written), the receiver or an
 argument of a method whose surface row returns nothing (`set_value`), or reaches any call the
 analysis does not know. Anything it cannot follow makes the answer None ("unknown": every
 argument is a write).
@@ -24,9 +24,19 @@ from .frontend import KernelSource, attr_chain, is_asc_module
 # methods of extension objects (asc.adv.Matmul) that only read their GM argument; the surface
 # table's own methods are judged by their rows (_reads_only)
 EXTENSION_READS = frozenset({"set_tensor_a", "set_tensor_b", "set_bias"})
-# asc.* functions whose GM arguments after the first (dst) are only read (src); any other asc.*
-# call writes through every GM argument it gets (register_matmul's workspace holds C tiles)
-COPIES_FROM_SRC = frozenset({"data_copy", "data_copy_pad"})
+
+
+def _source_params(fn_name: str) -> set:
+    """Positions and names of the `src*` parameters of asc function `fn_name` in the surface
+    table (only read: data_copy's src); every other GM argument of an asc.* call counts as
+    written (register_matmul's workspace holds C tiles)."""
+    row = S.FUNCTIONS.get(fn_name)
+    out: set = set()
+    for form in (row.forms if row is not None else ()):
+        for i, p in enumerate(form.params):
+            if p.startswith("src"):
+                out |= {i, p}
+    return out
 
 
 class _Unknown(Exception):
@@ -146,9 +156,9 @@ class _Analysis:
         if not carried:
             return
         if is_asc_module(root):                           # asc.data_copy(dst, src, n)
-            src_only = chain[-1] in COPIES_FROM_SRC
+            reads = _source_params(chain[-1])
             for i, _, ps in carried:
-                if not src_only or i == 0 or i == "dst":
+                if i not in reads:
                     self.written |= ps
             return
         if isinstance(f, ast.Name) and f.id in BUILTINS and f.id not in self.alias:

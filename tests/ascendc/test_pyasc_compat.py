@@ -129,7 +129,19 @@ def test_mapping_is_for_the_process_that_asks_only():
 
 def test_set_platform_selects_the_soc_profile(monkeypatch):
     import rt as ourrt
+    before = ourrt.get_soc().name
     monkeypatch.delenv("ASCEND_EMU_SOC", raising=False)
+    try:
+        _set_platform_checks(ourrt)
+    finally:    # set_platform writes ASCEND_EMU_SOC and reopens the device: undo both
+        with pyasc_compat.installed():
+            import asc.runtime.config as config
+            config.set_platform(config.Backend.Model, config.Platform(before))
+        os.environ.pop("ASCEND_EMU_SOC", None)
+    assert ourrt.get_soc().name == before
+
+
+def _set_platform_checks(ourrt):
     with pyasc_compat.installed():
         import asc
         import asc.lib.runtime as rt
@@ -146,7 +158,6 @@ def test_set_platform_selects_the_soc_profile(monkeypatch):
             config.set_platform(config.Backend.Model, config.Platform.Ascend910_9392)
         config.set_platform(config.Backend.Model)       # pyasc's default: Ascend910B1
         assert ourrt.get_soc().name == "Ascend910B1"
-    monkeypatch.delenv("ASCEND_EMU_SOC", raising=False)
 
 
 def test_host_helpers_and_runtime_memory():
