@@ -1,10 +1,14 @@
 """Shared fixtures: kernel tests run in both modes with every fidelity trap on."""
 import os
+import tempfile
 
 import pytest
 
 os.environ.setdefault("ASCENDC_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache",
                                                         "ascend-emu", "test-kernels"))
+# CANN-style plog files of failing acl calls go here, not to ~/ascend/log
+os.environ.setdefault("ASCEND_PROCESS_LOG_PATH", os.path.join(tempfile.gettempdir(),
+                                                              "ascend-emu-test-log"))
 
 
 @pytest.fixture(params=["interpret", "compiled"])

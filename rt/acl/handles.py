@@ -1,13 +1,46 @@
-"""What the pyACL facade modules share: a table of int handles for their objects, and the
-decorators that turn `AclError`s into pyACL's return codes (`ret`, `(value..., ret)`)."""
+"""What the pyACL facade modules share: a table of int handles for their objects, the
+decorators that turn `AclError`s into pyACL's return codes (`ret`, `(value..., ret)`), and
+`fail`, which every failing facade call goes through: its message names the `acl.*` call the
+script made and a CANN-style ASCENDCL log line is written (rt/log.py)."""
 from __future__ import annotations
 
 import functools
 import itertools
+import logging
 import threading
 
-from ..errors import AclError
+from .. import log as _log
+from ..errors import AclError, CODE_NAMES, set_recent_err_msg
 from . import constants as C
+
+
+def api_name(fn) -> str:
+    """`acl.<module>.<name>` of a facade function (`acl.<name>` for the top-level ones)."""
+    name = getattr(fn, "_acl_name", None)
+    if name:
+        return name
+    module = getattr(fn, "__module__", "") or ""
+    ns = module.rsplit(".", 1)[-1] if module.startswith("rt.acl.") else ""
+    return f"acl.{ns + '.' if ns else ''}{getattr(fn, '__name__', 'call')}"
+
+
+def name_calls(namespace: dict, prefix: str) -> None:
+    """Give the facade wrappers of a module (lambdas included) their public `acl.*` names; an
+    alias keeps the first name it was defined under."""
+    for name, obj in list(namespace.items()):
+        if not name.startswith("_") and getattr(obj, "_acl_facade", False) and \
+                not getattr(obj, "_acl_name", None):
+            obj._acl_name = f"{prefix}.{name}"
+
+
+def fail(e: AclError, api: str) -> int:
+    """Account for a failed facade call `api` ("acl.rt.malloc"): the message (kept for
+    acl.get_recent_err_msg) names `api`, an ASCENDCL error line is logged; returns the code."""
+    msg = e.message if e.message.startswith(f"{api}:") else f"{api}: {e.message}"
+    name = CODE_NAMES.get(e.code, "UNKNOWN")
+    set_recent_err_msg(f"[{e.code} {name}] {msg}")
+    _log.write(logging.ERROR, "ASCENDCL", f"{msg} (error code {e.code}, {name})")
+    return e.code
 
 
 class HandleTable:
@@ -64,7 +97,8 @@ def returns_ret(fn):
             fn(*args, **kwargs)
             return C.ACL_SUCCESS
         except AclError as e:
-            return e.code
+            return fail(e, api_name(wrapper))
+    wrapper._acl_facade = True
     return wrapper
 
 
@@ -76,7 +110,8 @@ def returns_value(*defaults):
             try:
                 value = fn(*args, **kwargs)
             except AclError as e:
-                return (*defaults, e.code)
+                return (*defaults, fail(e, api_name(wrapper)))
             return (*value, C.ACL_SUCCESS) if isinstance(value, tuple) else (value, C.ACL_SUCCESS)
+        wrapper._acl_facade = True
         return wrapper
     return deco

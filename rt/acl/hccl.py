@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import functools
 import itertools
+import logging
 import threading
 
 from .. import hccl as _hccl
+from .. import log as _log
 from ..errors import AclError as _AclError, set_recent_err_msg as _set_msg
 from ..hccl.types import HcclResult
 from ..stream import Stream as _Stream
@@ -33,6 +35,13 @@ def _code(e: Exception) -> int:
     return int(HcclResult.HCCL_E_RUNTIME)
 
 
+def _logged(code: int, e: Exception, fn) -> int:
+    """Every failing call writes a CANN-style HCCL error line naming the acl.hccl call."""
+    _log.write(logging.ERROR, "HCCL", f"acl.hccl.{fn.__name__}: {getattr(e, 'message', e)} "
+               f"(HcclResult {code})")
+    return code
+
+
 def _ret(fn):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -40,7 +49,7 @@ def _ret(fn):
             fn(*args, **kwargs)
             return HCCL_SUCCESS
         except _AclError as e:
-            return _code(e)
+            return _logged(_code(e), e, fn)
     return wrapper
 
 
@@ -51,7 +60,7 @@ def _value(default):
             try:
                 return fn(*args, **kwargs), HCCL_SUCCESS
             except _AclError as e:
-                return default, _code(e)
+                return default, _logged(_code(e), e, fn)
         return wrapper
     return deco
 

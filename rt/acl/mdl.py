@@ -7,6 +7,7 @@ or `(value, ret)`; getters that return a plain value in pyACL (`get_num_inputs`,
 from __future__ import annotations
 
 import itertools
+import sys
 import threading
 
 from ..array import DeviceArray
@@ -16,7 +17,7 @@ from ..model import Model, TensorDesc, query_size as _query_size
 from ..model.onnx_types import NUMPY_TO_ACL
 from . import constants as C
 from . import rt as _acl_rt
-from .handles import HandleTable
+from .handles import HandleTable, fail
 
 _lock = threading.Lock()
 _models: dict = {}
@@ -72,19 +73,30 @@ def _model(model_id, api: str) -> Model:
     return m
 
 
+#: the data-buffer functions are top-level in pyACL (acl.create_data_buffer ...)
+_TOP_LEVEL = {"create_data_buffer", "destroy_data_buffer", "get_data_buffer_addr",
+              "get_data_buffer_size", "get_data_buffer_size_v2"}
+
+
+def _api() -> str:
+    """The acl.* name of the public function that called _ret/_val/_plain (two frames up)."""
+    name = sys._getframe(2).f_code.co_name
+    return f"acl.{name}" if name in _TOP_LEVEL else f"acl.mdl.{name}"
+
+
 def _ret(fn, *args):
     try:
         fn(*args)
         return C.ACL_SUCCESS
     except AclError as e:
-        return e.code
+        return fail(e, _api())
 
 
 def _val(default, fn, *args):
     try:
         return fn(*args), C.ACL_SUCCESS
     except AclError as e:
-        return default, e.code
+        return default, fail(e, _api())
 
 
 def _register(model: Model) -> int:
@@ -127,7 +139,7 @@ def query_size(model_path: str):
         w, s = _query_size(model_path)
         return w, s, C.ACL_SUCCESS
     except AclError as e:
-        return 0, 0, e.code
+        return 0, 0, fail(e, "acl.mdl.query_size")
 
 
 # -- descriptions ---------------------------------------------------------------------------------
@@ -178,7 +190,8 @@ def get_num_outputs(model_desc: int) -> int:
 def _plain(default, fn):
     try:
         return fn()
-    except AclError:
+    except AclError as e:
+        fail(e, _api())
         return default
 
 
@@ -293,6 +306,13 @@ def get_data_buffer_size(data_buffer: int) -> int:
 
 
 get_data_buffer_size_v2 = get_data_buffer_size
+
+
+def data_buffer_of(data_buffer, api: str) -> tuple[int, int]:
+    """(device pointer, size) of a live data buffer handle, else AclError naming `api` (acl.op
+    takes the same buffers)."""
+    b = _get(data_buffer, _DataBuffer, api, "data buffer")
+    return b.ptr, b.size
 
 
 def create_dataset() -> int:

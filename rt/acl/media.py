@@ -15,7 +15,7 @@ from .. import dvpp as _dv
 from ..errors import AclError, ACL_ERROR_INVALID_PARAM
 from . import constants as C
 from . import rt as _acl_rt
-from .handles import HandleTable, returns_ret, returns_value
+from .handles import HandleTable, api_name, fail, returns_ret, returns_value
 
 _handles = HandleTable("media.", 0x5D0000001000, ACL_ERROR_INVALID_PARAM)
 
@@ -56,7 +56,8 @@ def _handle(fn):
     def wrapper(*args):
         try:
             return fn(*args)
-        except AclError:
+        except AclError as e:
+            fail(e, api_name(fn))
             return 0
     return wrapper
 
@@ -68,7 +69,8 @@ def _plain(default=0):
         def wrapper(*args):
             try:
                 return fn(*args)
-            except AclError:
+            except AclError as e:
+                fail(e, api_name(fn))
                 return default
         return wrapper
     return deco
@@ -365,7 +367,7 @@ def dvpp_vpc_batch_crop_async(channel_desc: int, src_batch_pic_descs: int, roi_n
                                  _get(dst_batch_pic_descs, _dv.BatchPicDesc, api), areas,
                                  _stream(stream, api))
     except AclError as e:
-        return dst_batch_pic_descs, e.code
+        return dst_batch_pic_descs, fail(e, f"acl.media.{api}")
     return dst_batch_pic_descs, C.ACL_SUCCESS
 
 

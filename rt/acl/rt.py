@@ -16,7 +16,7 @@ from ..errors import AclError, ACL_ERROR_RT_PARAM_INVALID, ACL_ERROR_INVALID_RES
 from ..optimeout import set_op_execute_timeout as _set_op_timeout
 from ..stream import Event, Stream, default_stream
 from . import constants as C
-from .handles import HandleTable, returns_ret, returns_value
+from .handles import HandleTable, name_calls, returns_ret, returns_value
 
 _handles = HandleTable("rt.", 0x5A0000001000, ACL_ERROR_INVALID_RESOURCE_HANDLE)
 _tls = threading.local()          # handle -> Stream | Event | context device id in _handles
@@ -288,3 +288,6 @@ class MemType:
     MEM_TYPE_HUGE_FIRST = C.ACL_MEM_MALLOC_HUGE_FIRST
     MEM_TYPE_HUGE = C.ACL_MEM_MALLOC_HUGE_ONLY
     MEM_TYPE_NORMAL = C.ACL_MEM_MALLOC_NORMAL_ONLY
+
+
+name_calls(globals(), "acl.rt")         # lambdas and aliases get their acl.rt.* names

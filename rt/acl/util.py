@@ -6,6 +6,7 @@ numpy view of a *device* address, which would crash real pyACL on the host) rais
 from __future__ import annotations
 
 import ctypes
+import functools
 import threading
 
 import numpy as np
@@ -13,11 +14,26 @@ import numpy as np
 from .. import memory as _mem
 from ..errors import AclError, ACL_ERROR_RT_PARAM_INVALID
 from . import constants as C
+from .handles import fail
 
 _threads: dict = {}
 _lock = threading.Lock()
 
 
+def _logged(fn):
+    """These raise (pyACL has no ret for them); the failure is still logged like any facade
+    call's, and its message names the acl.util call."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except AclError as e:
+            fail(e, f"acl.util.{fn.__name__}")
+            raise
+    return wrapper
+
+
+@_logged
 def numpy_to_ptr(array: np.ndarray) -> int:
     """Mirrors `acl.util.numpy_to_ptr`: the host address of the array's data (keep it alive)."""
     if not isinstance(array, np.ndarray):
@@ -50,6 +66,7 @@ def _dtype(np_type) -> np.dtype:
     return np.dtype(np_type)
 
 
+@_logged
 def ptr_to_numpy(ptr: int, shape, np_type) -> np.ndarray:
     """Mirrors `acl.util.ptr_to_numpy(ptr, shape, np_type)`: a numpy view of host memory (no copy).
 
@@ -63,6 +80,7 @@ def ptr_to_numpy(ptr: int, shape, np_type) -> np.ndarray:
     return np.frombuffer(buf, dtype=np.uint8).view(dt).reshape(shape)
 
 
+@_logged
 def bytes_to_ptr(data) -> int:
     """Mirrors `acl.util.bytes_to_ptr`: the address of a bytes/bytearray buffer (keep it alive)."""
     if isinstance(data, bytes):
@@ -73,6 +91,7 @@ def bytes_to_ptr(data) -> int:
                    f"bytes_to_ptr: data must be bytes or bytearray, got data={type(data).__name__}")
 
 
+@_logged
 def ptr_to_bytes(ptr: int, size: int) -> bytes:
     """Mirrors `acl.util.ptr_to_bytes`: a copy of `size` bytes of host memory at `ptr`."""
     return ctypes.string_at(_host_addr(ptr, "ptr_to_bytes"), size)
@@ -84,7 +103,8 @@ def start_thread(fn, args=None):
     Returns `(thread_id, ret)`; `thread_id` is what `acl.rt.subscribe_report` takes.
     """
     if not callable(fn):
-        return 0, ACL_ERROR_RT_PARAM_INVALID
+        return 0, fail(AclError(ACL_ERROR_RT_PARAM_INVALID, f"fn must be callable, got "
+                                f"fn={fn!r}"), "acl.util.start_thread")
     t = threading.Thread(target=fn, args=(args if args is not None else [],), daemon=True,
                          name="acl-util-thread")
     t.start()
@@ -99,6 +119,8 @@ def stop_thread(thread_id: int) -> int:
     with _lock:
         t = _threads.pop(thread_id, None)
     if t is None:
-        return ACL_ERROR_RT_PARAM_INVALID
+        return fail(AclError(ACL_ERROR_RT_PARAM_INVALID, f"thread_id must be a thread of "
+                             f"acl.util.start_thread, got thread_id={thread_id!r}"),
+                    "acl.util.stop_thread")
     t.join()
     return C.ACL_SUCCESS

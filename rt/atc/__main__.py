@@ -10,7 +10,9 @@ from .convert import AtcError, convert
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m rt.atc", description="Convert an ONNX model to an "
                                 "ascend-emu offline model (.om) for rt.Model / acl.mdl.")
-    p.add_argument("--model", required=True, help="the ONNX model file")
+    p.add_argument("--model", default=None, help="the ONNX model file")
+    p.add_argument("--singleop", default=None,        # acl.op single-op models (docs/acl.md)
+                   help="single-op JSON: compile each op into --output (a directory)")
     p.add_argument("--output", required=True, help="output path (.om is appended)")
     p.add_argument("--soc_version", required=True, help="e.g. Ascend910B2")
     p.add_argument("--framework", default="5", help="5 = ONNX (the only one supported)")
@@ -20,6 +22,11 @@ def main(argv=None) -> int:
     p.add_argument("--insert_op_conf", default=None,           # AIPP: issue 15, docs/dvpp.md
                    help="static AIPP config (aipp.cfg) inserted in front of the model input")
     args = p.parse_args(argv)
+    if args.singleop:
+        from .singleop import main as singleop_main
+        return singleop_main(args)
+    if not args.model:
+        p.error("the following arguments are required: --model (or --singleop)")
     try:
         if str(args.framework) != "5":
             raise AtcError(f"atc: --framework must be 5 (ONNX), got {args.framework}")

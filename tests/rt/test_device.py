@@ -311,11 +311,14 @@ def test_default_log_level_is_error(capsys):
     assert cap.out == "" and cap.err == ""
 
 
-def test_logs_go_to_stderr_without_print_to_stdout(monkeypatch, capsys):
+def test_logs_go_to_the_plog_file_without_print_to_stdout(monkeypatch, tmp_path, capsys):
     monkeypatch.setenv("ASCEND_GLOBAL_LOG_LEVEL", "1")
+    monkeypatch.setenv("ASCEND_PROCESS_LOG_PATH", str(tmp_path))
     rt.init()
     cap = capsys.readouterr()
-    assert cap.out == "" and "Runtime initialized successfully" in cap.err
+    assert cap.out == "" and cap.err == ""
+    (path,) = list((tmp_path / "debug" / "plog").glob("plog-*.log"))
+    assert "Runtime initialized successfully" in path.read_text()
 
 
 def test_log_level_null(monkeypatch, capsys):
