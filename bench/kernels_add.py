@@ -2,10 +2,14 @@
 
     python -m bench.kernels_add [--n 16777216] [--repeats 9]
 
-Peers: np.add on one thread, and np.add split over as many plain Python threads as the emulator
-has cores (each thread adds its contiguous part): the most that many cores get from this machine's
-memory, so the upper bound for kernels.add, whose blocks stream the same bytes. Variants run in
-interleaved rounds (noise hits all alike); times are medians.
+Peers: np.add on one thread with the same contract as each of our variants (np.add(x, y) makes a
+new array as add(x, y) does; np.add(x, y, out=) writes a given one, as add(x, y, out=) and the
+DeviceArray launch, whose output comes from the device pool, do), and np.add split over as many
+plain Python threads as the emulator has cores (each thread adds its contiguous part): the most
+that many cores get from this machine's memory, so the upper bound for kernels.add, whose blocks
+stream the same bytes. numpy arguments are mapped into the device's address space for the launch
+(rt.DeviceArray.map_host) when the runtime supports it, else copied. Variants run in interleaved
+rounds (noise hits all alike); times are medians.
 """
 from __future__ import annotations
 
@@ -47,13 +51,13 @@ def first_call_cache_note():
     return "disk-cache hit" if hits else "cache state unknown"
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--n", type=int, default=16 * 1024 * 1024)
-    ap.add_argument("--repeats", type=int, default=9)
-    a = ap.parse_args(argv)
-    x = np.random.rand(a.n).astype(np.float32)
-    y = np.random.rand(a.n).astype(np.float32)
+def measure(n: int, repeats: int, cores: int | None = None, clock=time.perf_counter) -> dict:
+    """Median seconds per call of each variant (keyed by the names main prints; interleaved
+    rounds, timed with `clock`) on n random float32 elements, plus "first" (the first call, 1K
+    elements: compile or disk-cache load), "note" (which of the two) and "mapped" (whether numpy
+    arguments were mapped, not copied)."""
+    x = np.random.rand(n).astype(np.float32)
+    y = np.random.rand(n).astype(np.float32)
     out = np.empty_like(x)
     t = time.perf_counter()
     add(x[:1024], y[:1024])
@@ -61,8 +65,10 @@ def main(argv=None):
     note = first_call_cache_note()
     s = rt.Stream()
     dx, dy = rt.to_device(x), rt.to_device(y)
-    cores = default_core_count()
+    cores = cores or default_core_count()
     pool = ThreadPoolExecutor(cores)
+    if not np.array_equal(add(x, y), x + y):
+        raise AssertionError("kernels.add: wrong result")
 
     def ours_device():
         dz = add(dx, dy, stream=s)
@@ -70,19 +76,52 @@ def main(argv=None):
         dz.free()
 
     variants = {
-        "np.add(out=)": lambda: np.add(x, y, out=out),
-        f"np.add(out=), {cores} threads (bound)": threaded_np_add(x, y, out, pool, cores),
+        "np.add(x, y)": lambda: np.add(x, y),
+        "np.add(x, y, out=)": lambda: np.add(x, y, out=out),
         "kernels.add (DeviceArray, stream)": ours_device,
-        "kernels.add (numpy in/out, copies)": lambda: add(x, y),
+        "kernels.add (numpy in, numpy out)": lambda: add(x, y),
+        "kernels.add (numpy in, out=)": lambda: add(x, y, out=out),
+        f"np.add(out=), {cores} threads (bound)": threaded_np_add(x, y, out, pool, cores),
     }
-    tm = interleaved_medians(variants, a.repeats)
-    pool.shutdown()
-    t_np, t_bound = tm["np.add(out=)"], tm[f"np.add(out=), {cores} threads (bound)"]
-    gb = 3 * x.nbytes / 1e9
-    print(f"first call (compile or disk-cache load + run, 1K elements): {first:.2f} s ({note})")
-    print(f"{'variant':<38}{'median ms':>10}{'GB/s':>8}{'vs np.add':>11}{'vs bound':>10}")
-    for name, v in tm.items():
-        print(f"{name:<38}{v * 1e3:>10.2f}{gb / v:>8.1f}{t_np / v:>10.2f}x{t_bound / v:>9.2f}x")
+    try:
+        tm = interleaved_medians(variants, repeats, clock=clock)
+    finally:
+        pool.shutdown()
+        dx.free()
+        dy.free()
+    return {**tm, "first": first, "note": note, "mapped": rt.DeviceArray.can_map_host(),
+            "gb": 3 * x.nbytes / 1e9, "cores": cores}
+
+
+#: variant -> its peer: the numpy call with the same contract (a new array, or out=)
+PEERS = {"kernels.add (numpy in, numpy out)": "np.add(x, y)",
+         "kernels.add (numpy in, out=)": "np.add(x, y, out=)",
+         "kernels.add (DeviceArray, stream)": "np.add(x, y, out=)"}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--n", type=int, default=16 * 1024 * 1024)
+    ap.add_argument("--repeats", type=int, default=9)
+    ap.add_argument("--cpu-time", action="store_true",
+                    help="time by the process's CPU time (all threads) instead of wall time: "
+                         "the cost of a call, barely moved by other load on the machine")
+    a = ap.parse_args(argv)
+    m = measure(a.n, a.repeats, clock=time.process_time if a.cpu_time else time.perf_counter)
+    if a.cpu_time:
+        print("process CPU time per call (all threads), not wall time; GB/s per CPU-second")
+    bound = next(k for k in m if k.endswith("(bound)"))
+    print(f"first call (compile or disk-cache load + run, 1K elements): {m['first']:.2f} s "
+          f"({m['note']}); numpy arguments "
+          f"{'mapped into the device (no copies)' if m['mapped'] else 'copied in and back'}")
+    print(f"{'variant':<38}{'median ms':>10}{'GB/s':>8}{'vs peer':>10}{'vs bound':>10}")
+    names = [k for k in m if k.startswith("np.")] + [k for k in m if k.startswith("kernels.")]
+    for name in names:
+        v = m[name]
+        peer = f"{m[PEERS[name]] / v:>9.2f}x" if name in PEERS else f"{'':>10}"
+        print(f"{name:<38}{v * 1e3:>10.2f}{m['gb'] / v:>8.1f}{peer}{m[bound] / v:>9.2f}x")
+    print("vs peer: the numpy call with the same contract (a new array: np.add(x, y); "
+          "a given out: np.add(x, y, out=))")
 
 
 if __name__ == "__main__":

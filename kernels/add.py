@@ -144,35 +144,70 @@ def add_reference(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return (x.astype(np.float64) + y.astype(np.float64)).astype(x.dtype)
 
 
-def add(x, y, *, stream=None, tiling: AddTiling | None = None, **launch_options):
-    """z = x + y elementwise. numpy in -> numpy out (synchronous); rt.DeviceArray in ->
-    DeviceArray out, launched asynchronously on `stream`.
+def add(x, y, *, out=None, stream=None, tiling: AddTiling | None = None, **launch_options):
+    """z = x + y elementwise. numpy in -> numpy out (synchronous; into `out` if given, else a
+    new array); rt.DeviceArray in -> DeviceArray out (`out` or a new one), launched
+    asynchronously on `stream`.
 
-    numpy in: x and y are copied to device memory, the kernel runs on them, and only z is copied
-    back (into a new array) once the stream is synchronized. A generic launch with numpy arguments
-    copies every argument back; the kernel never writes x or y, so that is skipped here."""
+    numpy in: the kernel works on the host arrays in place, mapped into the device's address
+    space for the launch (rt.DeviceArray.map_host, like aclrtHostRegister): x and y read-only,
+    the result written straight into z. What stays as a copy-in/copy-back launch would have it:
+    a non-contiguous x or y is copied once to a contiguous array; an `out` that shares memory
+    with x or y gets the result only after the kernel has finished (the kernel writes a fresh
+    buffer, copied into `out`), so aliasing cannot change what the kernel reads. On a kernel
+    fault x and y are unchanged (never written); `out` is unchanged when it shares memory with
+    x or y, otherwise it may hold part of the result. Without the runtime's mapping (see
+    `rt.DeviceArray.can_map_host`) x and y are copied to device memory and z back."""
     if x.shape != y.shape or x.dtype != y.dtype:
         raise ValueError(f"add: x and y must have the same shape and dtype, got "
                          f"{x.shape}/{x.dtype} and {y.shape}/{y.dtype}")
     dev = is_device(x, y)
     check_dtype("add", x.dtype)
+    if out is not None:
+        check_out(out, x, dev)
     total = int(np.prod(x.shape))
     t = tiling or add_tiling(total, x.dtype)
     check_tiling("add", t, total, x.dtype, rt.get_soc(launch_options.get("soc")))
     launch = add_kernel[t.block_dim, stream] if stream is not None else add_kernel[t.block_dim]
     if dev:
-        z = empty_like(x)
+        z = empty_like(x) if out is None else out
         launch(x, y, z, t.total, t.per_core, t.tile, **launch_options)
         return z
     rt.ensure_device()
+    z = np.empty(x.shape, x.dtype) if out is None else out
+    staged = out is not None and (np.may_share_memory(out, x) or np.may_share_memory(out, y))
+    zk = np.empty(x.shape, x.dtype) if staged else z      # what the kernel writes
     bufs = []
     try:
-        for a in (x, y):
-            bufs.append(rt.to_device(np.ascontiguousarray(a).reshape(-1)))
-        bufs.append(rt.device_empty((t.total,), x.dtype))
+        if rt.DeviceArray.can_map_host():
+            for a in (x, y):
+                bufs.append(rt.DeviceArray.map_host(np.ascontiguousarray(a).reshape(-1),
+                                                    write=False))
+            bufs.append(rt.DeviceArray.map_host(zk.reshape(-1)))
+        else:
+            for a in (x, y):
+                bufs.append(rt.to_device(np.ascontiguousarray(a).reshape(-1)))
+            bufs.append(rt.device_empty((t.total,), x.dtype))
         launch(*bufs, t.total, t.per_core, t.tile, **launch_options)
         (stream or rt.current_stream()).synchronize()
-        return bufs[2].copy_to_host().reshape(x.shape)
+        if not bufs[2].is_mapped_host:
+            bufs[2].copy_to_host(out=zk.reshape(-1))
     finally:
         for b in bufs:
             b.free()
+    if staged:
+        np.copyto(z, zk)
+    return z
+
+
+def check_out(out, x, dev: bool) -> None:
+    """`out` must be what add would return: x's kind, shape and dtype; a writable C-contiguous
+    array on the host (the kernel writes it as one flat buffer)."""
+    kind = rt.DeviceArray if dev else np.ndarray
+    if not isinstance(out, kind) or out.shape != x.shape or out.dtype != x.dtype:
+        raise ValueError(f"add: out must be a {kind.__name__} of shape {x.shape} and dtype "
+                         f"{x.dtype}, got out={type(out).__name__} "
+                         f"{getattr(out, 'shape', None)}/{getattr(out, 'dtype', None)}")
+    if not dev and not (out.flags.c_contiguous and out.flags.writeable):
+        raise ValueError(f"add: out must be a writable C-contiguous array, got out with "
+                         f"strides={out.strides}, writeable={out.flags.writeable}")

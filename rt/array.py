@@ -7,7 +7,9 @@ synchronously or on a stream. To hand it to numpy or torch without a copy use DL
 silently); ``host_view()`` is the explicit zero-copy backdoor.
 
 An owning array frees its memory on ``free()``, at the end of a ``with`` block, or when it is
-garbage collected (whichever comes first).
+garbage collected (whichever comes first). ``DeviceArray.map_host(ary)`` is a DeviceArray whose
+device address maps the host array itself (``aclrtHostRegister``, rt.hostmem): kernels work on
+`ary` in place; ``free()`` ends the mapping.
 """
 from __future__ import annotations
 
@@ -18,8 +20,9 @@ import numpy as np
 
 from . import copy as _copy
 from . import device as _dev
+from . import hostmem
 from . import memory as _mem
-from .errors import AclError, ACL_ERROR_RT_PARAM_INVALID
+from .errors import AclError, ACL_ERROR_RT_FEATURE_NOT_SUPPORT, ACL_ERROR_RT_PARAM_INVALID
 from .memcheck import check_access, device_of
 from .memory import DeviceBuffer, DevicePtr, MemcpyKind, copy_bytes, device_view
 
@@ -29,6 +32,16 @@ def _release(pool, blk, serial) -> None:
         _mem.free_block_ordered(pool, blk, serial)   # after queued work using it has run
     except Exception:       # the device was reset: its memory is gone already
         pass
+
+
+def _unmap(addr) -> None:
+    try:
+        hostmem.host_unregister(addr)
+    except AclError:        # unregistered already
+        pass
+
+
+_MAPPING_RESOLVES = []      # [bool] once probed: does device memory access resolve mappings?
 
 
 class _Keep:
@@ -84,6 +97,56 @@ class DeviceArray(DeviceBuffer):
         if owner:
             blk = dev.pool.allocs[int(ptr)]
             self._finalizer = weakref.finalize(self, _release, dev.pool, blk, blk.serial)
+
+    @classmethod
+    def map_host(cls, ary: np.ndarray, write: bool = True,
+                 device: int | None = None) -> "DeviceArray":
+        """Mirrors `aclrtHostRegister` + `aclrtHostGetDevicePointer`: a DeviceArray of `ary`'s
+        shape and dtype whose device address maps `ary`'s own memory into `device`'s address
+        space (default: the current device). A kernel launched on it reads and writes `ary` in
+        place, with the bounds of an allocation of `ary.nbytes`; `write=False` maps it read-only.
+        ``free()`` (or the end of a ``with`` block, or garbage collection) unregisters it: do
+        that only once the work using it has completed. `ary` must be C-contiguous."""
+        if not cls.can_map_host():
+            raise AclError(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                           "rt.DeviceArray.map_host: device memory access must resolve mapped "
+                           "host memory (rt.memory's device_view hook), got a runtime without it")
+        dev = _dev.get_device(device, api="rt.DeviceArray.map_host")
+        addr = hostmem.host_register(ary, dev.id, write)
+        p = int.__new__(DevicePtr, addr)
+        p.device, p.size = dev.id, ary.nbytes
+        out = cls._wrap(ary.shape, ary.dtype, p, dev.id, ary)
+        out._finalizer = weakref.finalize(out, _unmap, addr)
+        return out
+
+    @staticmethod
+    def can_map_host() -> bool:
+        """Whether rt's device memory access (`rt.memory.device_view`, copies, kernels) resolves
+        addresses of mapped host memory (probed once per process)."""
+        if not _MAPPING_RESOLVES:
+            probe = np.arange(64, dtype=np.uint8)
+            addr = hostmem.host_register(probe, 0, write=False)
+            try:
+                ok = device_view(addr, 64).ctypes.data == probe.ctypes.data
+            except AclError:
+                ok = False
+            finally:
+                hostmem.host_unregister(addr)
+            _MAPPING_RESOLVES.append(ok)
+        return _MAPPING_RESOLVES[0]
+
+    @property
+    def is_mapped_host(self) -> bool:
+        """Whether this array's device address maps host memory (`map_host`)."""
+        return hostmem.is_mapped_address(int(self.ptr))
+
+    @classmethod
+    def _wrap(cls, shape, dtype, ptr: DevicePtr, device: int, base) -> "DeviceArray":
+        """A non-owning DeviceArray of checked memory `ptr` (no allocation, no access check)."""
+        out = cls.__new__(cls)
+        out.shape, out.dtype, out._ptr, out.device = tuple(shape), np.dtype(dtype), ptr, device
+        out._base, out._finalizer = base, None
+        return out
 
     # -- properties --------------------------------------------------------------------------
     @property
@@ -146,6 +209,9 @@ class DeviceArray(DeviceBuffer):
     def host_view(self) -> np.ndarray:
         """Emulator backdoor: a writable numpy view of the device memory (no copy, no sync: pending
         stream work may still be writing it)."""
+        if hostmem.is_mapped_address(int(self.ptr)):
+            return hostmem.mapped_view(self.ptr, self.nbytes, "rt.DeviceArray.host_view") \
+                .view(self.dtype).reshape(self.shape)
         u8 = device_view(self.ptr, self.nbytes, "rt.DeviceArray.host_view")
         keep = _Keep()                      # the view keeps this array (and the arena) alive
         keep.__array_interface__ = {"shape": (u8.size,), "typestr": "|u1", "version": 3,
@@ -192,6 +258,8 @@ class DeviceArray(DeviceBuffer):
             raise AclError(ACL_ERROR_RT_PARAM_INVALID,
                            f"rt.DeviceArray.reshape: shape must have {self.size} elements, got "
                            f"shape={shape}")
+        if hostmem.is_mapped_address(int(self.ptr)):
+            return DeviceArray._wrap(shape, self.dtype, self.ptr, self.device, self)
         out = DeviceArray(shape, self.dtype, self.ptr)
         out._base = self
         return out
@@ -221,3 +289,42 @@ def to_device(ary, stream=None, device: int | None = None) -> DeviceArray:
     """A new DeviceArray holding a copy of `ary` (H2D; queued on `stream` if given)."""
     a = np.asarray(ary, order="C")
     return DeviceArray(a.shape, a.dtype, device=device).copy_from_host(a, stream)
+
+
+class HostArgs:
+    """The device buffers of a synchronous launch's numpy arguments, with copy semantics.
+
+    The promise (pyasc's launcher copies host arrays in before a launch and back after it): the
+    kernel never sees its own writes through another argument during the launch, and a host
+    array changes only if the kernel wrote it and the launch succeeded. Kept here with fewer
+    copies: an array the kernel only reads is mapped read-only into the device
+    (`DeviceArray.map_host`: no copy in, nothing to copy back); an array it may write is copied
+    in and, after a successful launch, back (`copy_back`), so aliasing and faults behave exactly
+    as with copies. Without the runtime's mapping every array is copied in, and only the
+    written ones back."""
+
+    def __init__(self):
+        self.staged: list = []      # [(host array, its device copy)]: copied back in order
+        self.bufs: list = []
+
+    def add(self, ary: np.ndarray, written: bool) -> DeviceArray:
+        """The DeviceArray a kernel gets for host array `ary` (`written`: it may write it)."""
+        if not written and ary.flags.c_contiguous and DeviceArray.can_map_host():
+            dev = DeviceArray.map_host(ary, write=False)
+        else:
+            dev = to_device(ary)
+            if written:             # an array the kernel only reads has nothing to copy back
+                self.staged.append((ary, dev))
+        self.bufs.append(dev)
+        return dev
+
+    def copy_back(self) -> None:
+        """Copy the written arrays back (call after the launch has completed successfully)."""
+        for host, dev in self.staged:
+            np.copyto(host, dev.copy_to_host().reshape(host.shape), casting="no")
+
+    def free(self) -> None:
+        """Free the copies and end the mappings."""
+        for dev in self.bufs:
+            dev.free()
+        self.bufs, self.staged = [], []

@@ -32,6 +32,7 @@ from . import memory as _mem
 from . import optimeout as _opt
 from .errors import (AclError, KernelFault, ACL_ERROR_RT_PARAM_INVALID,
                      ACL_ERROR_RT_AICORE_EXCEPTION, ACL_ERROR_RT_AICORE_TRAP_READ_OVERFLOW)
+from .hostmem import is_mapped_address, mapped_view
 from .kernel import KernelBinary, missing_members
 from .memcheck import check_access, device_address, device_of
 from .resident import BlockBarrier, dispatch_resident
@@ -570,8 +571,12 @@ def _arg_accesses(binary, args, bufs, name: str, reads, writes):
     for i, addr in bufs:
         a = args[i]
         nbytes = getattr(a, "nbytes", 0) if not isinstance(a, int) else 0
-        check_access(addr, max(1, nbytes), f"launch: kernel {name}",
-                     ACL_ERROR_RT_AICORE_TRAP_READ_OVERFLOW, f"args[{i}]")
+        if is_mapped_address(addr):         # host memory mapped in (rt.hostmem.host_register)
+            mapped_view(addr, nbytes, f"launch: kernel {name}",
+                        ACL_ERROR_RT_AICORE_TRAP_READ_OVERFLOW, f"args[{i}]")
+        else:
+            check_access(addr, max(1, nbytes), f"launch: kernel {name}",
+                         ACL_ERROR_RT_AICORE_TRAP_READ_OVERFLOW, f"args[{i}]")
         if wset is not None:
             is_write = i in wset
         else:

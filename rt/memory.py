@@ -194,6 +194,8 @@ def device_view(ptr: int, nbytes: int, api: str = "rt.device_view",
 
 
 def _checked_view(ptr: int, nbytes: int, api: str, code: int, role: str) -> np.ndarray:
+    if hostmem.is_mapped_address(ptr):      # host memory mapped into the device (host_register)
+        return hostmem.mapped_view(ptr, nbytes, api, code, role)
     check_access(ptr, nbytes, api, code, role)
     dev = _devices[(ptr >> ADDR_SHIFT) - 0x100]
     off = int(ptr) - dev.arena.base
