@@ -20,6 +20,7 @@ import traceback
 import types
 
 from . import pyasc_compat
+from .pyasc_compat import npu_device
 
 USAGE = "usage: python -m ascendc.run [--interpret] [--checked] (script.py | -m module) [args...]"
 
@@ -96,6 +97,7 @@ def main(argv=None) -> int:
         print(__doc__, file=sys.stderr if not args else sys.stdout)
         return 2 if not args else 0
     pyasc_compat.install()
+    npu_device.activate_when_torch_imported()     # torch's "npu" device, as torch_npu gives it
     if args[0] == "-m":
         if len(args) < 2:
             print(USAGE, file=sys.stderr)

@@ -23,7 +23,7 @@ NSTATE = 16
 __all__ = ["new_state", "mm_check_tiling", "mm_check_iterate", "S_TM", "S_TN", "S_TK", "S_OM",
            "S_ON", "S_OKA", "S_OKB", "S_SM", "S_SN", "S_SK", "S_TA", "S_TB", "S_BIAS", "S_INIT",
            "S_ITER", "NSTATE", "ws_f32", "mm_check_get_c", "tiling_new", "tiling_norm",
-           "tiling_set", "second", "mm_check_get_c_atomic"]
+           "tiling_set", "second", "mm_check_get_c_atomic", "quant_check"]
 
 
 @prim
@@ -154,4 +154,32 @@ def mm_check_get_c_atomic(en_atomic):
     if en_atomic != 0:
         fault("asc.adv.Matmul.get_tensor_c: en_atomic must be 0 (atomic "
               "accumulation is not emulated), got en_atomic={}", en_atomic)
+        raise KernelError(FAULT)
+
+
+@prim
+def quant_check(dst_isz, src_isz, dst_n, src_n, tmp_bytes, count, calc, work):
+    """asc.adv.quant's arguments, as CANN's AscendQuant asserts them (IsQuantValid): int8 dst,
+    half/float src, calCount within both tensors, config.work_local_size within temp_buffer,
+    a temporary buffer of at least one 32-half chunk."""
+    if dst_isz != 1 or (src_isz != 2 and src_isz != 4):
+        fault("asc.adv.quant: dst must be int8 and src float16 or float32, got element sizes "
+              "dst={} src={}", dst_isz, src_isz)
+        raise KernelError(FAULT)
+    n = src_n if count < 0 else count
+    chunk_bytes = tmp_bytes
+    if calc != 0 and work != 0:
+        n = calc
+        chunk_bytes = work
+        if work > tmp_bytes:
+            fault("asc.adv.quant: config.work_local_size must not exceed temp_buffer's size "
+                  "({} bytes), got work_local_size={}", tmp_bytes, work)
+            raise KernelError(FAULT)
+    if n > src_n or n > dst_n:
+        fault("asc.adv.quant: count must be <= the sizes of src ({}) and dst ({}), got "
+              "count={}", src_n, dst_n, n)
+        raise KernelError(FAULT)
+    if chunk_bytes // 2 // 32 == 0:
+        fault("asc.adv.quant: temp_buffer must hold at least 64 bytes (32 halfs), got {} "
+              "bytes", chunk_bytes)
         raise KernelError(FAULT)

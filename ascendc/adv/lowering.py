@@ -20,6 +20,7 @@ from ..lang.surface import GA, OTHER, PIPE, T
 from . import checks as C
 from .matmul import NO_BIAS, SUPPORTED_METHODS, type_error
 from .mmkernel import mm_get_tensor_c, mm_iterate, mm_iterate_all, mm_register
+from .quant import quant_per_tensor
 from .tiling import FIELDS
 from .tilingops import INDEX
 
@@ -117,6 +118,8 @@ def expression(rw, call, chain):
         return ast.Constant(0)
     if chain == ["TCubeTiling"]:
         return _new_tiling(rw, call)
+    if chain == ["QuantConfig"]:
+        return _quant_config(rw, call)
     raise rw.err(call, f"asc.adv.{'.'.join(chain)}(...) must be used as pyasc does (Matmul "
                        f"assigned to a variable, register_matmul as a statement); other asc.adv "
                        f"APIs are not supported in compiled kernels")
@@ -155,6 +158,8 @@ def statement(rw, node):
         return None
     if is_adv_call(rw, v, "register_matmul"):
         return _register(rw, v)
+    if is_adv_call(rw, v, "quant"):
+        return _quant(rw, v)
     f = v.func
     if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and \
             rw.kinds.get(f.value.id) == MM:
@@ -385,3 +390,44 @@ def _tiling_write(rw, node):
     rw.gen.require_import(_ADV_IMPORT)
     return [_stmt(f"{t.value.id} = _ADV.tiling_set({t.value.id}, {INDEX[t.attr]}, _N_v)",
                   v=rw.visit(node.value))]
+
+
+# ---- asc.adv.quant (quant.py): a run-time check, then the kernel-language helper ---------------
+_QUANT_ARGS = ("dst", "src", "scale", "offset", "count", "temp_buffer", "reuse_source", "config")
+_QCFG_ARGS = ("calc_count", "offset_count", "scale_count", "work_local_size")
+
+
+def _quant_config(rw, call):
+    """asc.adv.QuantConfig(...) -> (calc_count, offset_count, scale_count, work_local_size)."""
+    b = _bind(rw, call, "asc.adv.QuantConfig", _QCFG_ARGS, 0)
+    for k in ("offset_count", "scale_count"):
+        if k in b and not (isinstance(b[k], ast.Constant) and b[k].value == 0):
+            raise rw.err(call, f"asc.adv.QuantConfig: {k} must be 0 (the per-channel forms are "
+                               f"not supported), got {ast.unparse(b[k])}")
+    return ast.Tuple(elts=[rw.visit(b[k]) if k in b else ast.Constant(0) for k in _QCFG_ARGS],
+                     ctx=ast.Load())
+
+
+def _quant(rw, call):
+    b = _bind(rw, call, "asc.adv.quant", _QUANT_ARGS, 4)
+    if b.get("temp_buffer") is None:
+        raise rw.err(call, "asc.adv.quant: temp_buffer must be given (the form whose temporary "
+                           "space the framework reserves is not supported)")
+    args = {k: rw.visit(b[k]) for k in ("dst", "src", "scale", "offset", "temp_buffer")}
+    args["count"] = rw.visit(b["count"]) if "count" in b else ast.Constant(-1)
+    cfg = b.get("config")
+    args["cfg"] = rw.visit(cfg) if cfg is not None and not (
+        isinstance(cfg, ast.Constant) and cfg.value is None) else _expr("(0, 0, 0, 0)")
+    rw.gen.require_import(_ADV_IMPORT)
+    helper, _ = rw.helper(quant_per_tensor, (T, T, T, OTHER, OTHER, OTHER, OTHER, OTHER))
+    # per call site: two quant calls may take tensors of different dtypes
+    names = {k: f"_aq{call.lineno}_{call.col_offset}_{k}" for k in args}
+    out = [_stmt(f"{names[k]} = _N_v", v=v) for k, v in args.items()]
+    n = names
+    out.append(_stmt(f"_ADV.quant_check({n['dst']}.itemsize, {n['src']}.itemsize, "
+                     f"{n['dst']}.size, {n['src']}.size, "
+                     f"{n['temp_buffer']}.size * {n['temp_buffer']}.itemsize, {n['count']}, "
+                     f"{n['cfg']}[0], {n['cfg']}[3])"))
+    out.append(_stmt(f"{helper}(_ctx, {n['dst']}, {n['src']}, {n['temp_buffer']}, {n['scale']}, "
+                     f"{n['offset']}, {n['count']}, {n['cfg']}[0], {n['cfg']}[3])"))
+    return out

@@ -204,6 +204,9 @@ _fn("select", _V, Work.ELEMENTWISE,
        is_set_mask=True), doc="pick src0 or src1 by a bit mask (SELMODE)")
 _fn("brcb", _V, Work.ELEMENTWISE, _f("dst", "src0", "repeat_times", "repeat_params", prim="brcb"),
     doc="broadcast 8 elements each to a 32-byte block")
+_fn("transpose", _V, Work.ELEMENTWISE, _f("dst", "src", prim="transpose16"),
+    doc="transpose one 16 x 16 block of 2-byte elements (the basic form; TransposeParamsExt "
+        "is not supported)")
 
 # ---- vector: reductions --------------------------------------------------------------------------
 _fn("reduce_sum", _V, Work.REDUCE,
@@ -295,9 +298,12 @@ def _m(cls, name, *forms, **kw):
 
 
 _TENSORS = ("GlobalAddress", "GlobalTensor", "LocalTensor")
+# pyasc's TPipe.init_buffer spells the TBuf form's byte length `num` (fwk/tpipe.py: buf=TBuf,
+# num=RuntimeInt -> InitBuffer(buf, num)); TBufPool's spells it `len`: both are accepted
 _m("TPipe", "init_buffer", _f("que", "num", "len", prim="init_buffer_que"),
-   _f("buf", "len", prim="init_buffer_buf"), receiver=False, work=Work.ALLOC,
-   doc="Mirrors TPipe::InitBuffer(que, num, len) / (buf, len)")
+   _f("buf", "len", prim="init_buffer_buf"), _f("buf", "num", prim="init_buffer_buf"),
+   receiver=False, work=Work.ALLOC,
+   doc="Mirrors TPipe::InitBuffer(que, num, len) / (buf, len); pyasc's (buf, num=bytes)")
 _m("TQue", "alloc_tensor", _f("dtype", prim="que_alloc_tensor"), returns="LocalTensor",
    work=Work.ALLOC)
 _m("TQue", "enque", _f("tensor", prim="que_enque"), work=Work.SYNC,
@@ -313,6 +319,12 @@ _m("TBuf", "get", _f("dtype", "len", prim="tbuf_get", len=-1), returns="LocalTen
    work=Work.ALLOC)
 _m("TBuf", "get_with_offset", _f("size", "buf_offset", "dtype", prim="tbuf_get_with_offset"),
    returns="LocalTensor", work=Work.ALLOC)
+# pyasc's TBuf inherits TQueBind.alloc_tensor / free_tensor: its one buffer, allocated and
+# freed as a queue's (the same primitives as TQue's, so a helper's queue-or-buffer argument
+# resolves to one method)
+_m("TBuf", "alloc_tensor", _f("dtype", prim="que_alloc_tensor"), returns="LocalTensor",
+   work=Work.ALLOC)
+_m("TBuf", "free_tensor", _f("tensor", prim="que_free_tensor"), work=Work.ALLOC)
 _m("GlobalTensor", "set_global_buffer", _f("addr", "size", prim="gt_bind", size=-1),
    receiver=False, rebinds=True, doc="Mirrors GlobalTensor::SetGlobalBuffer(addr, size)")
 _m("GlobalTensor", "get_phy_addr", _f("offset", prim="phy_addr", offset=0), returns="int")

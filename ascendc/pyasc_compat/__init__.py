@@ -10,6 +10,8 @@ that asks for it). The mapping:
 | `asc.runtime.config`  | `ascendc.pyasc_compat.config` (`set_platform` selects the SoC)  |
 | `asc.lib.runtime`     | `ascendc.pyasc_compat.runtime` (pyasc's host runtime over `rt`) |
 | `asc.lib.host`        | `ascendc.host` (the Matmul host tiling, with pyasc's setters)    |
+| `asc.language.core.struct` | `ascendc.pyasc_compat.struct` (user tiling `Struct`s)      |
+| `asc.language.core.dtype` | pyasc's `KnownTypes` and the dtypes (`struct`)             |
 | `asc.runtime`, `asc.lib` | packages holding the above                                   |
 | any other `asc.*`     | a module whose every name raises "not supported by ascend-emu"  |
 
@@ -50,8 +52,9 @@ class PyascFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Finds and loads `asc` and `asc.*` (see the module docstring)."""
 
     def __init__(self):
-        from . import config, runtime, namespace
+        from . import config, runtime, namespace, struct
         from .. import host
+        from ..lang import dtypes
         self.config, self.runtime, self.host = config, runtime, host
         self.runtime_pkg = _package("asc.runtime", "pyasc's asc.runtime (config only)",
                                     config=config)
@@ -59,16 +62,26 @@ class PyascFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
                                 runtime=runtime)
         self.language_pkg = NotProvidedModule("asc.language", "pyasc's asc.language")
         self.language_pkg.__path__ = []
+        core_pkg = NotProvidedModule("asc.language.core", "pyasc's asc.language.core")
+        core_pkg.__path__ = []
+        dtype_mod = _package("asc.language.core.dtype", "pyasc's dtypes and KnownTypes",
+                             KnownTypes=struct.KnownTypes, DataType=dtypes.DataType)
+        del dtype_mod.__path__
+        core_pkg.struct, core_pkg.dtype = struct, dtype_mod
+        self.language_pkg.core = core_pkg
         self.asc = namespace.make_asc_module(self.runtime_pkg, self.lib_pkg, self.language_pkg)
         self.table = {"asc": self.asc, "asc.runtime": self.runtime_pkg,
                       "asc.runtime.config": config, "asc.lib": self.lib_pkg,
                       "asc.lib.host": host, "asc.lib.runtime": runtime,
-                      "asc.language": self.language_pkg}
+                      "asc.language": self.language_pkg, "asc.language.core": core_pkg,
+                      "asc.language.core.struct": struct,
+                      "asc.language.core.dtype": dtype_mod}
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname != PREFIX and not fullname.startswith(PREFIX + "."):
             return None
-        is_pkg = fullname not in ("asc.runtime.config", "asc.lib.runtime", "asc.lib.host")
+        is_pkg = fullname not in ("asc.runtime.config", "asc.lib.runtime", "asc.lib.host",
+                                  "asc.language.core.struct", "asc.language.core.dtype")
         return importlib.machinery.ModuleSpec(fullname, self, is_package=is_pkg)
 
     def create_module(self, spec):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Optional, Union
 
+from . import npu_device
 from . import runtime as rt
 from .enums import Backend, KernelType, Platform
 
@@ -31,6 +32,7 @@ def set_platform(backend: Union[Backend, str], soc_version: Optional[Platform] =
                              f"{soc_ver}")
         soc_version = soc_ver
         rt.use_npu()
+        npu_device.activate_when_torch_imported()
     rt.set_soc_version(Platform(soc_version))
     if device_id is not None:
         rt.set_device(device_id)

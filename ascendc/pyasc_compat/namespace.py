@@ -15,6 +15,8 @@ from typing import Any, Optional, Tuple
 import ascendc
 from ascendc.jit import JitFunction
 
+from . import npu_device
+
 
 @dataclass
 class CodegenOptions:
@@ -54,6 +56,15 @@ class PyascKernel(JitFunction):
     with matmul_cube_only=True), as pyasc detects it: launched with block_dim AI Core groups,
     its 2 * block_dim vector instances are numbered [0, 2 * block_dim)."""
     detect_mix_as_pyasc = True
+
+    def launch(self, block_dim, stream, args, kwargs):
+        # torch tensors on device "npu" (npu_device) go in as the device memory they live in:
+        # an asynchronous launch on `stream`, as pyasc's TorchNpuTensorArgument passes data_ptr
+        args = tuple(npu_device.as_device_array(a) if npu_device.is_npu_tensor(a) else a
+                     for a in args)
+        kwargs = {k: npu_device.as_device_array(v) if npu_device.is_npu_tensor(v) else v
+                  for k, v in kwargs.items()}
+        return super().launch(block_dim, stream, args, kwargs)
 
 
 def jit(fn=None, **options):

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import pytest
 
-from . import install
+from . import install, npu_device
 from .config import Backend, Platform
 
 install()
+npu_device.activate_when_torch_imported()   # torch's "npu" device, as torch_npu gives it
 
 
 @pytest.fixture

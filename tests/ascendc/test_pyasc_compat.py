@@ -184,9 +184,9 @@ def test_unsupported_names_say_so():
         with pytest.raises(AttributeError, match="asc.LocalTensorAuto .pyasc. is not supported "
                                                  "by ascend-emu"):
             getattr(asc, "LocalTensorAuto")
-        with pytest.raises(ImportError, match="asc.language.core.struct.Struct .pyasc. is not "
+        with pytest.raises(ImportError, match="asc.language.fwk.TBufPool .pyasc. is not "
                                               "supported"):
-            from asc.language.core.struct import Struct  # noqa: F401
+            from asc.language.fwk import TBufPool  # noqa: F401
 
 
 def test_launch_keywords_bind_kernel_parameters():

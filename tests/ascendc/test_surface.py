@@ -139,6 +139,7 @@ def test_binding_by_keyword_and_position():
     assert f.prim == "init_buffer_buf"
     with pytest.raises(TypeError, match=r"TPipe.init_buffer: arguments must match one of "
                                         r"TPipe.init_buffer\(que, num, len\) \| "
-                                        r"TPipe.init_buffer\(buf, len\), got 1 positional"):
+                                        r"TPipe.init_buffer\(buf, len\) \| "
+                                        r"TPipe.init_buffer\(buf, num\), got 1 positional"):
         S.bind("TPipe.init_buffer", S.METHODS[("TPipe", "init_buffer")].forms, 1, [])
     assert S.FUNCTIONS["dump_tensor"].forms[0].order(["t", 1, 8], {}) == ["t", 1, 8]

@@ -15,12 +15,17 @@ your own checkout of pyasc (pinned commit below) to run this module; without it 
 - both modes: interpret (`ASCENDC_INTERPRET=1`) and compiled (`ASCENDC_INTERPRET=0`), checked
   mode on (`ASCENDC_CHECKED=1`) as in the rest of the suite.
 Known failures are the one table KNOWN_FAILURES; they are strict xfails, so a fix shows up as an
-XPASS failure until the table is updated.
+XPASS failure until the table is updated (FLAKY lists the few that fail some runs by design).
+The generalization/ files allocate torch tensors on device "npu": while the compat layer is
+active, torch has that device (ascendc/pyasc_compat/npu_device.py), backed by emulated device
+memory laid out as torch_npu's caching allocator lays it out.
 
-Since CI cannot fetch pyasc, every upstream file that passes here also has a test-for-test
-rewrite that runs without PYASC_SRC: test_rewritten_tutorials.py (01-05) and
+Since CI cannot fetch pyasc, the upstream tutorials and kernels/ tests that pass here also have
+test-for-test rewrites that run without PYASC_SRC: test_rewritten_tutorials.py (01-05) and
 test_rewritten_kernel_tests.py (kernels/test_vadd, test_matmul, test_matmul_torch), written
-independently (rewritten_common.py says how).
+independently (rewritten_common.py says how). The generalization/ files are not rewritten; what
+they needed beyond those is tested in tests/ascendc/test_pyasc_{npu_device,struct,quant,
+transpose}.py.
 """
 import os
 import pathlib
@@ -60,33 +65,62 @@ MATMULS = {"03_matmul_mix/matmul_mix.py", "04_matmul_cube_only/matmul_cube_only.
     {t for t in KERNEL_TESTS if "matmul" in t}
 
 _BOTH = ("interpret", "compiled")
-_NEEDS_NPU = ("parametrized with Backend.NPU only and allocates torch tensors on device 'npu' "
-              "(needs torch_npu and NPU hardware)")
 
 
 def _both(reason):
     return {m: reason for m in _BOTH}
 
 
-# name -> {mode: reason}: THE table of known failures (measured at PINNED_COMMIT)
+_VECCALC_QUE = "TQue(TPosition.VECCALC) is refused (positions.py: VECCALC is TBuf-only)"
+
+# name -> {mode: reason}: THE table of known failures (measured at PINNED_COMMIT). The
+# generalization/ files use torch tensors on device "npu": the compat layer provides that device
+# (ascendc/pyasc_compat/npu_device.py), so what is listed for them is the kernel language
 KNOWN_FAILURES = {
-    "kernels/test_bilinear_interpolation.py": _both("TPipe.init_buffer(buf=, num=) form and "
-                                                    "bilinear_interpolation are not supported"),
+    "kernels/test_bilinear_interpolation.py": _both("bilinear_interpolation is not supported"),
     "kernels/insert_sync/test_matmul.py": _both("LocalTensorAuto / automatic sync insertion"),
-    "kernels/insert_sync/test_quant.py": _both("LocalTensorAuto / adv.quant"),
-    "kernels/insert_sync/test_quant_dynamic.py": _both("LocalTensorAuto / adv.quant"),
+    "kernels/insert_sync/test_quant.py": _both("LocalTensorAuto"),
+    "kernels/insert_sync/test_quant_dynamic.py": _both("LocalTensorAuto"),
     "kernels/insert_sync/test_softmax.py": _both("LocalTensorAuto / adv.softmax / ShapeInfo"),
     "kernels/insert_sync/test_vadd.py": _both("LocalTensorAuto (automatic sync insertion)"),
     "kernels/insert_sync/test_vadd_scalar.py": _both("LocalTensorAuto (automatic sync "
                                                      "insertion)"),
-    "generalization/basic/test_vadd_tiling.py": _both("asc.language.core.struct (Struct "
-                                                      "tilings) is not supported"),
-    **{t: _both(_NEEDS_NPU) for t in KERNEL_TESTS
-       if t.startswith("generalization/") and t != "generalization/basic/test_vadd_tiling.py"
-       and t != "generalization/adv/test_matmul_quant.py"},
+    "generalization/adv/test_matmul_iterate_batch.py": _both(
+        "batch Matmul (LayoutMode.NORMAL; host set_a/b/c_layout, set_batch_num) is not "
+        "emulated"),
     "generalization/adv/test_matmul_quant.py": _both("its only test is marked skip upstream "
                                                      "(Tensor self not implemented for "
                                                      "DT_INT32): nothing passes"),
+    "generalization/adv/test_quant.py": {
+        "compiled": "asc.int8.sizeof() (a dtype constant's method) is refused by the compiler"},
+    "generalization/basic/test_aipp.py": _both("AIPP in kernels (AippSwapParams, "
+                                               "set_aipp_functions, ...) is not supported"),
+    "generalization/basic/test_copy.py": _both("asc.copy / CopyRepeatParams are not supported"),
+    "generalization/basic/test_duplicate.py": _both(
+        "writes 512-element tiles past the end of a 1000-element CPU tensor (elements [756, "
+        "1268)): beyond its device copy's allocation (1008 elements), a GM trap here; on an "
+        "NPU it overwrites whatever follows"),
+    "generalization/basic/test_trans_5hd_addr_tensor.py": _both(
+        _VECCALC_QUE + "; trans_data_to_5hd / TransDataTo5HDParams are not supported"),
+    "generalization/basic/test_trans_5hd_tensor_list.py": _both(
+        "trans_data_to_5hd / TransDataTo5HDParams are not supported"),
+    "generalization/basic/test_transpose_ext.py": _both(
+        _VECCALC_QUE + "; transpose with TransposeParamsExt (the extended form) is not "
+        "supported"),
+    "generalization/basic/test_vadd_bits.py": _both(
+        "bit mask [2**64-1, 2**64-1] for 32-bit elements is refused (Ascend C: mask[1] must "
+        "be 0 for b32; the NPU ignores it)"),
+    "generalization/basic/test_vadd_sw.py": _both(
+        _VECCALC_QUE + "; TPipe destroy/init/reset, get_tpipe_ptr, alloc/fetch/release_event_id, "
+        "user tags, set_buffer_len and set_addr_with_offset are not supported"),
+}
+
+# pass most runs, fail some by design: not strict (a strict xfail would fail when they pass)
+FLAKY = {
+    "generalization/adv/test_quant.py": {
+        "interpret": "AscendQuant quantises a float32 source from its half value (CANN's "
+                     "steps), the test's reference from float32: about 4% of runs of each "
+                     "float32 case differ by 1 on an element near a .5 boundary"},
 }
 
 # compiled mode, wall seconds of the whole subprocess (startup + compile + run) with an empty
@@ -109,6 +143,9 @@ def _cases(names):
             reason = KNOWN_FAILURES.get(name, {}).get(mode)
             if reason:
                 marks.append(pytest.mark.xfail(strict=True, reason=reason))
+            flaky = FLAKY.get(name, {}).get(mode)
+            if flaky:
+                marks.append(pytest.mark.xfail(strict=False, reason=flaky))
             if name in MATMULS and mode == "compiled":
                 marks.append(pytest.mark.slow)
             out.append(pytest.param(name, mode, marks=marks, id=f"{name}-{mode}"))

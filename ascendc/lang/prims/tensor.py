@@ -1,21 +1,25 @@
-"""Tensor handles: GM binding and views, scalar element access, debug dumps."""
+"""Tensor handles: GM binding and views, scalar element access, debug dumps; the 16 x 16
+`transpose` (a whole-tensor rearrangement, no mask or repeat parameters)."""
 import numpy as np
 
-from ..core import prim, check_gm, level_name, level_of, local_offset
+from .. import core
+from ..core import prim, check_gm, check_local, level_name, level_of, local_offset
 from ..dtypes import ld, st
 from ..errors import FAULT, fault, KernelError
 from .. import trace
+from .movecore import pair_info
 from ..positions import NPOS, POS_LEVEL
 # the kernel-type primitives replace sync.py's get_sub_block_idx/num (exported after them)
 from .ktype import (get_sub_block_idx, get_sub_block_num, get_task_ratio,  # noqa: F401
                     ascend_is_aic, ascend_is_aiv)
 
 _OP_GET, _OP_SET = trace.op("LocalTensor.get_value"), trace.op("LocalTensor.set_value")
+_OP_TRANSPOSE = trace.op("transpose")
 
 __all__ = ["ga_add", "gt_bind", "sub_view", "get_value", "set_value", "dump_tensor", "tensor_size",
            "tensor_length", "reinterpret_cast", "position_level", "phy_addr", "local_tensor_new",
            "get_sub_block_idx", "get_sub_block_num", "get_task_ratio", "ascend_is_aic",
-           "ascend_is_aiv"]
+           "ascend_is_aiv", "transpose16"]
 
 
 @prim
@@ -135,3 +139,40 @@ def local_tensor_new(ctx, dtype, pos, addr, tile_size):
         raise KernelError(FAULT)
     off = st.level_base[lv] + addr
     return ctx[0][off:off + tile_size * isz].view(dtype)
+
+
+# ---- transpose ----------------------------------------------------------------------------------
+
+@prim
+def _transpose_fail_dtype(dsz, ssz):
+    fault("transpose: dst and src must have the same 2-byte dtype (uint16, int16, float16), "
+          "got element sizes dst={} src={}", dsz, ssz)
+    raise KernelError(FAULT)
+
+
+@prim
+def _transpose_fail_level(ctx, what, t):
+    fault("transpose: {} must be a local tensor in UB (VECIN, VECCALC, VECOUT), got a tensor "
+          "in {:level}", what, level_of(ctx, t))
+    raise KernelError(FAULT)
+
+
+@prim
+def transpose16(ctx, dst, src):
+    """Mirrors `AscendC::Transpose(dst, src)`: dst[j, i] = src[i, j] over one 16 x 16 block of
+    2-byte elements in UB (src is read whole first, so dst may be src)."""
+    same = pair_info(dst, src)[0]
+    if dst.itemsize != 2 or src.itemsize != 2 or not same:
+        _transpose_fail_dtype(dst.itemsize, src.itemsize)
+    if level_of(ctx, dst) != core.UB:
+        _transpose_fail_level(ctx, "dst", dst)
+    if level_of(ctx, src) != core.UB:
+        _transpose_fail_level(ctx, "src", src)
+    check_local(ctx, "transpose", "dst", dst, 256)
+    check_local(ctx, "transpose", "src", src, 256)
+    block = src[:256].copy()
+    for i in range(16):
+        for j in range(16):
+            dst[j * 16 + i] = block[i * 16 + j]
+    core.count(ctx, core.C_VEC_OPS, 256)
+    trace.vec(ctx, _OP_TRANSPOSE, 2, 2, True)
