@@ -1,6 +1,6 @@
 """kernels.matmul.matmul vs numpy `@` on the same data in the same process.
 
-    python -m bench.kernels_matmul [--n 2048] [--n16 1024] [--repeats 5]
+    python -m bench.kernels_matmul [--n 2048] [--n16 1024] [--repeats 5] [--steps]
 
 Rows: float32 n^3 against `a @ b`, and float16 n16^3 against numpy's float32 matmul of the
 upcast inputs (upcast once, outside the timing; our kernel takes the float16 arrays and
@@ -13,6 +13,12 @@ device memory) and with numpy in/out (the synchronous path, which copies A and B
 back). Runs of the contenders are interleaved; each figure is the median of --repeats runs. The
 ratio column is numpy time / ours (>= 1 means ours is faster; the goal for float32 2048^3 is
 >= 0.9).
+
+--steps adds where one K chunk of one float32 output tile (the default tiling: 128 x 256 tile,
+base_k 128, two 128-wide mmads) spends its time, primitive by primitive: the kernel's calls with
+its parameters replayed on one emulated core, thread CPU time (other load does not count),
+median of 5 runs; fixpipe (once per tile) is shown per tile and per chunk at K = --n. The floor
+is np.dot of the same 128 x 128 @ 128 x 256 product with one BLAS thread.
 """
 from __future__ import annotations
 
@@ -20,10 +26,15 @@ import argparse
 import time
 
 import numpy as np
+from numba import njit
 from threadpoolctl import ThreadpoolController
 
 import rt
-from bench._timing import interleaved_medians
+from ascendc.lang import core
+from ascendc.lang.params import FixpipeParamsV220, LoadData2DParams, MmadParams, Nd2NzParams
+from ascendc.lang.prims.cube import fixpipe, load_data, mmad
+from ascendc.lang.prims.datacopy import data_copy
+from bench._timing import interleaved_medians, median
 from kernels.matmul import matmul, matmul_tiling
 
 
@@ -77,12 +88,115 @@ def case(label, a, b, a_ref, b_ref, repeats, blas_threads):
     return t["np"] / t["dev"], t["np1"] / t["dev"]
 
 
+# ---- --steps: one K chunk of one float32 tile, primitive by primitive -------------------------
+
+TM, TN, TK, L0N = 128, 256, 128, 128     # the float32 default tiling (matmul_tiling)
+
+
+@njit
+def step_gm_to_l1(ctx, ag, bg, a1, b1, ld, n):
+    for _ in range(n):
+        data_copy(ctx, a1, ag, Nd2NzParams(1, TM, TK, 0, ld, TM, 1, 0))
+        data_copy(ctx, b1, bg, Nd2NzParams(TN // 16, TK, 16, 16, ld, 1, 2, TK * 16))
+
+
+@njit
+def step_l1_to_l0a(ctx, a1, a2, n):
+    for _ in range(n):
+        for r in range(TM // 16):
+            load_data(ctx, a2[r * 16 * TK:], a1[r * 16 * 8:],
+                      LoadData2DParams(0, TK // 8, TM // 16, 0, 0, False, 0))
+
+
+@njit
+def step_l1_to_l0b(ctx, b1, b2, n):
+    for _ in range(n):
+        for j0 in range(0, TN // 16, L0N // 16):
+            for j in range(L0N // 16):
+                load_data(ctx, b2[j * 16 * 8:], b1[(j0 + j) * TK * 16:],
+                          LoadData2DParams(0, TK // 8, 1, 0, L0N // 16 - 1, True, 0))
+
+
+@njit
+def step_mmad(ctx, a2, b2, c, n):
+    for _ in range(n):
+        for j in range(0, TN, L0N):
+            mmad(ctx, c[j * TM:], a2, b2, MmadParams(TM, L0N, TK, False, 0, False, False, False,
+                                                     0, False, False, True))
+
+
+@njit
+def step_fixpipe(ctx, cg, c, ld, n):
+    for _ in range(n):
+        fixpipe(ctx, cg, c, FixpipeParamsV220(TN, TM, TM, ld, 0, 0, 1, 0, 0, False, 0, False), 0)
+
+
+@njit
+def step_floor(a, b, n):
+    for _ in range(n):
+        np.dot(a, b)
+
+
+def steps(n, repeats=200):
+    """Print the per-primitive breakdown (module doc, --steps)."""
+    from ascendc.jit import single_threaded_blas
+    single_threaded_blas()      # as inside a launch: one BLAS thread per emulated core
+    rng = np.random.default_rng(0)
+    ctx = core.new_ctx(rt.get_soc())
+    used = {}
+
+    def local(level, count):
+        off = used.get(level, 0)
+        used[level] = off + (count * 4 + 511) // 512 * 512
+        base = int(core.state(ctx).level_base[level]) + off
+        v = ctx[0][base:base + count * 4].view(np.float32)
+        v[:] = rng.random(count)
+        return v
+
+    def gm(count):
+        g = rng.random(count).astype(np.float32)
+        core.register_gm(ctx, g)
+        return g
+    ld = max(n, TN)
+    ag, bg, cg = gm(TM * ld), gm(TK * ld), gm(TM * ld)
+    a1, b1 = local(core.L1, TM * TK), local(core.L1, TK * TN)
+    a2, b2, c = local(core.L0A, TM * TK), local(core.L0B, TK * L0N), local(core.L0C, TM * TN)
+    chunks = max(n // TK, 1)
+    phases = [("GM -> L1: Nd2Nz of the A and B chunks", step_gm_to_l1, (ctx, ag, bg, a1, b1, ld)),
+              ("L1 -> L0A: load_data NZ -> ZZ", step_l1_to_l0a, (ctx, a1, a2)),
+              ("L1 -> L0B: load_data transposing, 2 parts", step_l1_to_l0b, (ctx, b1, b2)),
+              (f"mmad: 2 x {TM}x{L0N}x{TK}", step_mmad, (ctx, a2, b2, c)),
+              (f"fixpipe L0C -> GM (per tile / {chunks} chunks)", step_fixpipe,
+               (ctx, cg, c, ld))]
+    us = {}
+    for name, fn, args in phases:
+        fn(*args, 1)
+        us[name] = median(lambda: fn(*args, repeats), 5, warmup=0,
+                          clock=time.thread_time) / repeats * 1e6
+    fix = phases[-1][0]
+    us[fix] /= chunks
+    total = sum(us.values())
+    print(f"\nfloat32 tile {TM}x{TN}, one K chunk of {TK} (thread CPU time, median of 5 x "
+          f"{repeats})")
+    for name, t in us.items():
+        print(f"  {name:<50}{t:8.1f} us {100 * t / total:5.1f}%")
+    print(f"  {'total per K chunk':<50}{total:8.1f} us")
+    fa, fb = rng.random((TM, TK), np.float32), rng.random((TK, TN), np.float32)
+    step_floor(fa, fb, 1)
+    floor = median(lambda: step_floor(fa, fb, repeats), 5, warmup=0,
+                   clock=time.thread_time) / repeats * 1e6
+    print(f"  {'floor: np.dot of the same product, 1 BLAS thread':<50}{floor:8.1f} us "
+          f"({100 * floor / total:.0f}% of the chunk)")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=2048, help="float32 size (M=N=K)")
     ap.add_argument("--n16", type=int, default=1024, help="float16 size (M=N=K); 0 skips it")
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--steps", action="store_true",
+                    help="also print the per-primitive breakdown of one K chunk")
     a = ap.parse_args(argv)
     rng = np.random.default_rng(0)
     blas_threads = max([lib["num_threads"] for lib in ThreadpoolController().info()
@@ -102,6 +216,8 @@ def main(argv=None):
           f"{'numpy 1 thr':>13}{'goal':>7}")
     for name, (r, r1), goal in summary:
         print(f"{name:<50}{r:>12.2f}x{r1:>12.2f}x{'' if goal is None else f'{goal:>6.1f}x'}")
+    if a.steps:
+        steps(a.n)
 
 
 if __name__ == "__main__":

@@ -45,12 +45,6 @@ EXCLUDE: list[tuple[str, str]] = [
     (r"^test_reduce_(l1|sum_square)_empty_set_expanded",
      "zero-size tensors on the AI Core vector kernels are not supported"),
     (r"^test_shape_start_greater_than_end", "zero-size graph outputs are not supported"),
-    (r"^test_(resnet50|bvlc_alexnet|inception_v1|zfnet512)_cpu",
-     "ill-conditioned: with the light models' constant weights the logits reach ~1e19 and are "
-     "equal only up to float32 rounding; the stored output (a uniform 0.001 softmax) needs them "
-     "bit-identical, but the emulated cube's fp32 mmad (numpy/BLAS under "
-     "ascendc/lang/prims/cube.py) rounds some output columns differently, so the softmax "
-     "saturates. Run on the AI CPU (ASCEND_EMU_MODEL_AICPU_ONLY=1) they pass"),
 ]
 
 

@@ -1,0 +1,191 @@
+"""The float32 GEMM of the emulated cube (`mmad` for f16/bf16/f32 inputs), on the fractal layouts.
+
+`gemm_nz(c, a, bp, m16, n16, k, c0, kpad, init)`: L0C (NZ, float32: 16-column strips of m16
+rows) = (or +=) A @ B, with A in L0A's ZZ layout as float32 (16 x C0 fractals, row-major grid
+over (m16/16, kpad/C0)) and B packed by `pack_zn` as one row-major kpad x 16 float32 block per
+16-column strip (bp[(strip * kpad + k) * 16 + j]).
+
+Every output element is computed the same way, wherever it sits and whatever the shape of the
+call: acc = 0; acc = fma(A[r, i], B[i, c], acc) for i = 0..k-1 in order; then C = acc (init) or
+C + acc (accumulating: a two-level sum over K chunks, as BLAS blocks K). So the result is
+position-independent: two columns with identical inputs get bit-identical outputs, as on the
+NPU, where one datapath computes every cell. BLAS does not promise this (its first column block
+and edge kernels round differently), hence this kernel.
+
+The micro-kernel is LLVM IR (an intrinsic): MR rows x NR strips of accumulators, one <16 x float>
+register per L0C row of a strip, A broadcast from L0A in place (no unpacking), C read and written
+in place in L0C (no packing); only B is repacked (O(k * n) per mmad against O(m * n * k) work).
+Two helpers serve the cube path's data movement too: `make_transpose` (the fractal transpose of
+load_data(if_transpose), one vector shuffle per fractal) and `copy32` (Nd2Nz's 32-byte C0 rows).
+"""
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+from ..core import prim
+
+__all__ = ["copy32", "gemm_nz", "make_transpose", "pack_zn"]
+
+_F32 = ir.FloatType()
+_I64 = ir.IntType(64)
+_V16 = ir.VectorType(_F32, 16)
+
+
+def _data_ptr(context, builder, aty, a):
+    return context.make_array(aty)(context, builder, a).data
+
+
+def _make_ukernel(mr, nr):
+    """Intrinsic ukernel(c, co, cstr, a, ao, ashift, b, bo, bstr, k, init): for rows i < mr and
+    strips s < nr, C row (co + s*cstr + i*16, 16 floats) (+)= sum_kk A[i, kk] * B[kk, s] with
+    A[i, kk] at a[ao + i*C0 + (kk >> ashift) * 16*C0 + kk % C0] (C0 = 1 << ashift) and B row kk of
+    strip s at b[bo + s*bstr + kk*16 : +16]."""
+    @intrinsic
+    def ukernel(typingctx, c, co, cstr, a, ao, ashift, b, bo, bstr, k, init):
+        if not all(isinstance(t, types.Array) and t.dtype == types.float32 for t in (c, a, b)):
+            return None
+        i64 = types.int64
+        sig = types.void(c, i64, i64, a, i64, i64, b, i64, i64, i64, i64)
+
+        def codegen(context, builder, signature, args):
+            c_, co_, cstr_, a_, ao_, ash_, b_, bo_, bstr_, k_, init_ = args
+            cp = _data_ptr(context, builder, signature.args[0], c_)
+            ap = _data_ptr(context, builder, signature.args[3], a_)
+            bp = _data_ptr(context, builder, signature.args[6], b_)
+            c0 = builder.shl(_I64(1), ash_)
+
+            def crow(s, i):
+                off = builder.add(co_, builder.add(builder.mul(_I64(s), cstr_), _I64(16 * i)))
+                return builder.bitcast(builder.gep(cp, [off]), _V16.as_pointer())
+
+            accs = [[cgutils.alloca_once(builder, _V16) for _ in range(nr)] for _ in range(mr)]
+            for i in range(mr):
+                for s in range(nr):
+                    builder.store(ir.Constant(_V16, None), accs[i][s])
+            fma = cgutils.get_or_insert_function(builder.module,
+                                                 ir.FunctionType(_V16, [_V16] * 3),
+                                                 "llvm.fma.v16f32")
+            zeros16 = ir.Constant(ir.VectorType(ir.IntType(32), 16), [0] * 16)
+            with cgutils.for_range(builder, k_) as loop:
+                kk = loop.index
+                # A[., kk]: fractal kk // C0 (16*C0 apart), column kk % C0
+                acol = builder.add(ao_, builder.add(
+                    builder.shl(builder.lshr(kk, ash_), builder.add(ash_, _I64(4))),
+                    builder.and_(kk, builder.sub(c0, _I64(1)))))
+                brow = builder.add(bo_, builder.mul(kk, _I64(16)))
+                bv = [builder.load(builder.bitcast(
+                    builder.gep(bp, [builder.add(brow, builder.mul(_I64(s), bstr_))]),
+                    _V16.as_pointer()), align=4) for s in range(nr)]
+                for i in range(mr):
+                    av = builder.load(builder.gep(ap, [builder.add(acol,
+                                                                   builder.mul(_I64(i), c0))]))
+                    splat = builder.shuffle_vector(
+                        builder.insert_element(ir.Constant(_V16, ir.Undefined), av, _I64(0)),
+                        ir.Constant(_V16, ir.Undefined), zeros16)
+                    for s in range(nr):
+                        builder.store(builder.call(fma, [splat, bv[s], builder.load(accs[i][s])]),
+                                      accs[i][s])
+            is_init = builder.icmp_signed("!=", init_, _I64(0))
+            for i in range(mr):
+                for s in range(nr):
+                    acc = builder.load(accs[i][s])
+                    old = builder.load(crow(s, i), align=4)
+                    builder.store(builder.select(is_init, acc, builder.fadd(old, acc)),
+                                  crow(s, i), align=4)
+            return context.get_dummy_value()
+        return sig, codegen
+    return ukernel
+
+
+_MR = 8                            # rows per micro-kernel call (m16 is a multiple of 16)
+_UK2 = _make_ukernel(_MR, 2)       # two strips: 16 accumulators, 2 B loads per 8 broadcasts
+_UK1 = _make_ukernel(_MR, 1)       # the last strip of an odd count
+
+
+@prim
+def gemm_nz(c, a, bp, m16, n16, k, c0, kpad, init):
+    """See module doc. c: L0C as float32 (>= m16*n16), a: ZZ float32, bp: from pack_zn."""
+    ash = np.int64(0)
+    while (np.int64(1) << ash) < c0:
+        ash += 1
+    ini = np.int64(1 if init else 0)
+    kb = kpad // c0
+    nbn = n16 // 16
+    for s0 in range(0, nbn, 2):
+        for r0 in range(0, m16, _MR):
+            ao = (r0 // 16) * kb * 16 * c0 + (r0 % 16) * c0
+            co = (s0 * m16 + r0) * 16
+            if s0 + 1 < nbn:
+                _UK2(c, co, m16 * 16, a, ao, ash, bp, s0 * kpad * 16, kpad * 16, k, ini)
+            else:
+                _UK1(c, co, m16 * 16, a, ao, ash, bp, s0 * kpad * 16, kpad * 16, k, ini)
+
+
+def make_transpose(rows, cols):
+    """Intrinsic tr(out, oo, b, bo): the row-major rows x cols block at b[bo:] transposed to
+    cols x rows at out[oo:] (same element type), as one vector load, one shuffle and one store
+    (pack_zn: about 3x faster than the element loop, which LLVM turns into scalar moves)."""
+    n = rows * cols
+    mask = [(i % rows) * cols + i // rows for i in range(n)]
+
+    @intrinsic
+    def tr(typingctx, out, oo, b, bo):
+        if not (isinstance(out, types.Array) and isinstance(b, types.Array)
+                and out.dtype == b.dtype):
+            return None
+        sig = types.void(out, types.int64, b, types.int64)
+
+        def codegen(context, builder, signature, args):
+            vty = ir.VectorType(context.get_data_type(signature.args[0].dtype), n)
+            op = builder.gep(_data_ptr(context, builder, signature.args[0], args[0]), [args[1]])
+            bp = builder.gep(_data_ptr(context, builder, signature.args[2], args[2]), [args[3]])
+            v = builder.load(builder.bitcast(bp, vty.as_pointer()), align=1)
+            t = builder.shuffle_vector(v, ir.Constant(vty, ir.Undefined),
+                                       ir.Constant(ir.VectorType(ir.IntType(32), n), mask))
+            builder.store(t, builder.bitcast(op, vty.as_pointer()), align=1)
+            return context.get_dummy_value()
+        return sig, codegen
+    return tr
+
+
+_TR8 = make_transpose(16, 8)      # f32 fractals (C0 = 8)
+_TR16 = make_transpose(16, 16)    # f16/bf16 fractals converted to float32 (C0 = 16)
+
+
+@prim
+def pack_zn(b, nbn, kb, c0):
+    """ZN float32 (fractal (kb, nb) = the 16(n) x C0(k) block of B^T, grid row-major over (kb,
+    nbn)) -> one row-major (kb*C0) x 16 block per 16-column strip."""
+    kpad = kb * c0
+    out = np.empty(nbn * kpad * 16, np.float32)
+    for s in range(nbn):
+        for f in range(kb):
+            src = (f * nbn + s) * 16 * c0
+            dst = (s * kpad + f * c0) * 16
+            if c0 == 8:
+                _TR8(out, dst, b, src)
+            else:
+                _TR16(out, dst, b, src)
+    return out
+
+
+@intrinsic
+def copy32(typingctx, t, do, s, so):
+    """t[do:] = s[so:] for 32 bytes (one C0 row of a fractal; offsets in elements of t and s, the
+    same element type): one unaligned vector move, 2x faster than the element loop in Nd2Nz."""
+    if not (isinstance(t, types.Array) and isinstance(s, types.Array) and t.dtype == s.dtype):
+        return None
+    sig = types.void(t, types.uint64, s, types.uint64)
+
+    def codegen(context, builder, signature, args):
+        vty = ir.VectorType(ir.IntType(8), 32).as_pointer()
+        dp = builder.gep(_data_ptr(context, builder, signature.args[0], args[0]), [args[1]])
+        sp = builder.gep(_data_ptr(context, builder, signature.args[2], args[2]), [args[3]])
+        builder.store(builder.load(builder.bitcast(sp, vty), align=1), builder.bitcast(dp, vty),
+                      align=1)
+        return context.get_dummy_value()
+    return sig, codegen
