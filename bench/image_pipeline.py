@@ -229,7 +229,7 @@ def main(argv=None) -> int:
         t0 = time.perf_counter()
         convert(src, os.path.join(tmp, "m"), "Ascend910B2", insert_op_conf=cfg)
         model = rt.Model.load(os.path.join(tmp, "m.om"))
-        print(f"model {args.model}: {len(model.nodes)} nodes, converted + loaded in "
+        print(f"model {args.model}: {len(model.engines())} nodes, converted + loaded in "
               f"{time.perf_counter() - t0:.1f} s; engines: "
               f"{sum(e == 'AI_CORE' for e in model.engines().values())} AI Core, "
               f"{sum(e == 'AI_CPU' for e in model.engines().values())} AI CPU "

@@ -6,12 +6,12 @@ importing this module. Each implementation accepts a node only in the cases its 
 
 | device op | kernel |
 |---|---|
-| Conv (2-D, group 1, float32) | kernels.conv2d: img2col (vector) + matmul_kernel (cube) |
+| Conv (2-D, group 1, float32), fused Add/Sum/Relu | kernels.conv2d: img2col + matmul + epilogue |
 | MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool (float32, 4-D) | kernels.pool |
 | MatMul (A: ... x K, B: K x N 2-D; float32/float16 in, float32 out) | kernels.matmul |
 | Gemm (normalised by ATC: A @ B + bias) | kernels.matmul + kernels.eltwise row broadcast |
 | Add (same shapes) | kernels.add |
-| Add/Sub/Mul/Div/Max/Min (same shapes or a last-axis row vector) | kernels.eltwise |
+| Add/Sub/Mul/Div/Max/Min, two-input Sum (same shapes or a last-axis row vector) | kernels.eltwise |
 | Relu, Exp, Abs, Sqrt, Log, Reciprocal | kernels.eltwise unary |
 | Softmax (last axis) | kernels.softmax |
 | LayerNormalization (last axis, scale and bias) | kernels.norm |
@@ -47,27 +47,44 @@ class _Op:
 
 
 class Conv(_Op):
+    """Conv on the cube; also a Conv fused with the Add/Sum and Relu after it (rt.model's
+    load-time fusion: `node["fusion"]`), which the convolution's epilogue applies."""
+
     def supports(self, node, specs):
         a = node["attrs"]
         x, w = specs.inputs[0], specs.inputs[1]
-        return (a.get("group", 1) == 1 and len(x[0]) == 4 and x[1] == F32 and w[1] == F32 and
-                1 in specs.consts and (len(specs.inputs) < 3 or specs.inputs[2] is None or
-                                       2 in specs.consts) and
-                specs.workspace_bytes > 0 and a.get("auto_pad", "NOTSET") in ("NOTSET", "VALID"))
+        # 1x1 / stride 1 / no padding needs no img2col workspace (the matmul reads x in place)
+        direct = tuple(w[0][2:]) == (1, 1) and all(v == 1 for v in a.get("strides", [1])) and \
+            not any(a.get("pads", [0]))
+        ok = (a.get("group", 1) == 1 and len(x[0]) == 4 and x[1] == F32 and w[1] == F32 and
+              1 in specs.consts and (len(specs.inputs) < 3 or specs.inputs[2] is None or
+                                     2 in specs.consts) and
+              (specs.workspace_bytes > 0 or direct) and
+              a.get("auto_pad", "NOTSET") in ("NOTSET", "VALID"))
+        fusion = node.get("fusion")
+        if ok and fusion:
+            out = specs.outputs[0]
+            ok = len(specs.outputs) == 2 and specs.outputs[1] == out and out[1] == F32 and \
+                (not fusion["residual"] or specs.inputs[3] == out)
+        return ok
 
     def prepare(self, node, specs):
         a = node["attrs"]
         t = _conv.conv2d_tiling(specs.inputs[0][0], specs.inputs[1][0], a.get("strides", 1),
                                 a.get("pads", 0), a.get("dilations", 1))
-        if t.col_elems * 4 > specs.workspace_bytes:
+        if not t.direct and t.col_elems * 4 > specs.workspace_bytes:
             raise ValueError(f"workspace {specs.workspace_bytes} < img2col {t.col_elems * 4}")
-        wmat = rt.to_device(_conv.weight_matrix(specs.consts[1], specs.consts.get(2)))
-        return t, wmat, _zeros(t.mm.zeros_len)
+        wmat, bias = _conv.conv_weights(specs.consts[1], specs.consts.get(2), t)
+        return (t, rt.to_device(wmat), None if bias is None else rt.to_device(bias),
+                _zeros(t.mm.zeros_len), node.get("fusion") or {})
 
     def launch(self, node, state, ins, outs, workspace, stream):
-        t, wmat, zeros = state
-        col = rt.DeviceArray((t.col_elems,), np.float32, workspace.ptr)
-        _conv.launch_conv2d(ins[0], wmat, outs[0], col, zeros, t, stream)
+        t, wmat, bias, zeros, fusion = state
+        col = None if workspace is None else \
+            rt.DeviceArray((workspace.nbytes // 4,), np.float32, workspace.ptr)
+        _conv.launch_conv2d(ins[0], wmat, outs[0], col, zeros, t, stream, bias=bias,
+                            residual=ins[3] if fusion.get("residual") else None,
+                            relu=fusion.get("relu", False), out=outs[-1])
 
 
 class Pool(_Op):
@@ -247,7 +264,7 @@ IMPLS = {
     "GlobalAveragePool": Pool("avg", True), "GlobalMaxPool": Pool("max", True),
     "MatMul": MatMul(), "Gemm": Gemm(),
     "Add": Binary("add"), "Sub": Binary("sub"), "Mul": Binary("mul"), "Div": Binary("div"),
-    "Max": Binary("max"), "Min": Binary("min"),
+    "Max": Binary("max"), "Min": Binary("min"), "Sum": Binary("add"),     # Sum: two inputs
     "Relu": Unary("relu"), "Exp": Unary("exp"), "Abs": Unary("abs"), "Sqrt": Unary("sqrt"),
     "Log": Unary("ln"), "Reciprocal": Unary("reciprocal"),
     "Softmax": Softmax(), "LayerNormalization": LayerNorm(),

@@ -1,11 +1,16 @@
 """2-D max / average pooling (NCHW, float32), GlobalAveragePool / GlobalMaxPool as the
 whole-plane case.
 
-Each core owns a block of (n, c) planes. Per output row, the input rows its window covers (at most
-KH, clipped to the image) move GM -> UB in one data_copy_pad (rows 32-byte padded in UB); the
-window maxima / sums are taken by scalar reads (S pipe: any kernel, stride, padding) into an
-output segment that moves UB -> GM. Average pooling divides by KH*KW (count_include_pad=1) or by
-the number of taps inside the image (ONNX's default).
+Each core owns a block of (n, c) planes. Max pooling whose padded rows fit UB one element per
+32-byte block runs on the vector unit (`maxpool_kernel`, see its docstring: vector maxes over
+block-shifted views and a WholeReduceMax that picks every sw-th block, output rows leaving UB in
+batches). Global pooling of planes of at most 64 elements (ResNet's 7x7 GlobalAveragePool) is one
+WholeReduceSum/Max repeat per plane (`global_pool_kernel`). Otherwise (other average pooling,
+very wide rows), per output row, the input rows its window
+covers (at most KH, clipped to the image) move GM -> UB in one data_copy_pad (rows 32-byte padded
+in UB); the window maxima / sums are taken by scalar reads (S pipe: any kernel, stride, padding)
+into an output segment that moves UB -> GM. Average pooling divides by KH*KW
+(count_include_pad=1) or by the number of taps inside the image (ONNX's default).
 """
 from __future__ import annotations
 
@@ -20,6 +25,9 @@ from ._host import ceil_div, is_device, round_up
 
 BUFFER_NUM = 2
 MODES = {"max": 0, "avg": 1}
+SPARSE_ROWS = 16384   # vector max pooling: UB elements for the KH sparse input rows (64 KiB)
+SPARSE_ROW = 8192     # ... for one sparse row's running max, its window max, the dense output
+REPEATS = 248         # WholeReduce repeats per call (<= 255, a multiple of 8: aligned dst)
 
 
 @dataclass(frozen=True)
@@ -37,6 +45,8 @@ class PoolTiling:
     planes_per_core: int
     w_pad: int           # UB row stride (elements)
     ow_pad: int
+    sparse_blocks: int = 0   # max pooling on the vector unit: blocks of a padded row (0: scalar)
+    rows_per_store: int = 1  # output rows per UB -> GM copy (vector max pooling)
 
     def __post_init__(self):
         if min(self.oh, self.ow, self.planes) < 1:
@@ -61,8 +71,12 @@ def pool_tiling(x_shape, kernel, stride=None, padding=0, block_dim=None) -> Pool
     cores = block_dim or min(rt.default_core_count(), planes,
                              max(1, planes * oh * ow * kh * kw // 4096))
     per = ceil_div(planes, cores)
+    blocks = max(pad[1] + w, (ow - 1) * stride[1] + kw)
+    fits = kh * blocks * 8 <= SPARSE_ROWS and (blocks + kw) * 8 <= SPARSE_ROW and \
+        round_up(ow, 8) <= SPARSE_ROW
     return PoolTiling(planes, h, w, oh, ow, kh, kw, stride, pad, ceil_div(planes, per), per,
-                      round_up(w, 8), round_up(ow, 8))
+                      round_up(w, 8), round_up(ow, 8), blocks if fits else 0,
+                      max(1, min(oh, SPARSE_ROW // round_up(ow, 8))))
 
 
 @asc.jit
@@ -139,6 +153,121 @@ def pool_kernel(x: asc.GlobalAddress, y: asc.GlobalAddress, planes: int, h: int,
             qy.free_tensor(ol)
 
 
+@asc.jit
+def maxpool_kernel(x: asc.GlobalAddress, y: asc.GlobalAddress, planes: int, h: int, w: int,
+                   oh: int, ow: int, kh: int, kw: int, sh: int, sw: int, ph: int, pw: int,
+                   planes_per_core: int, blocks: int, rows_per_store: int, neg_inf: float):
+    """Max pooling on the vector unit. Each input row of a window moves GM -> UB as one-element
+    blocks (one element per 32-byte block, after pw blocks of -inf: the padded row), so shifting
+    by one input column is shifting by one aligned block: the rows' max (vector max), then the
+    window max along W (kw - 1 vector maxes of block-shifted views), then one WholeReduceMax of
+    lane 0 every sw blocks picks each output (a one-lane max is the value itself)."""
+    p0 = asc.get_block_idx() * planes_per_core
+    npl = min(planes_per_core, planes - p0)
+    if npl <= 0:
+        return
+    xg = asc.GlobalTensor()
+    xg.set_global_buffer(x + p0 * h * w, npl * h * w)
+    yg = asc.GlobalTensor()
+    yg.set_global_buffer(y + p0 * oh * ow, npl * oh * ow)
+    pipe = asc.TPipe()
+    rows_buf = asc.TBuf(asc.TPosition.VECCALC)
+    acc_buf = asc.TBuf(asc.TPosition.VECCALC)
+    win_buf = asc.TBuf(asc.TPosition.VECCALC)
+    out_buf = asc.TBuf(asc.TPosition.VECCALC)
+    isz = x.dtype.sizeof()
+    pipe.init_buffer(rows_buf, SPARSE_ROWS * isz)
+    pipe.init_buffer(acc_buf, SPARSE_ROW * isz)
+    pipe.init_buffer(win_buf, SPARSE_ROW * isz)
+    pipe.init_buffer(out_buf, SPARSE_ROW * isz)
+    rows = rows_buf.get(x.dtype)
+    acc = acc_buf.get(x.dtype)
+    win = win_buf.get(x.dtype)
+    dense = out_buf.get(y.dtype)
+    asc.duplicate(rows, neg_inf, SPARSE_ROWS)          # padding blocks stay -inf
+    kb = 32 // isz
+    span = blocks * kb
+    ow8 = (ow + kb - 1) // kb * kb
+    wide = ((ow - 1) * sw + 1) * kb                     # window maxima needed
+    for pl in range(npl):
+        for rs in range(0, oh, rows_per_store):
+            nrs = min(rows_per_store, oh - rs)
+            for i in range(nrs):
+                top = (rs + i) * sh - ph
+                r0 = max(top, 0)
+                r1 = min(top + kh, h)
+                if r1 <= r0:
+                    asc.duplicate(dense[i * ow8:], 0.0, ow)
+                    continue
+                asc.set_flag(asc.HardEvent.V_MTE2, 0)   # earlier reads of the rows are done
+                asc.wait_flag(asc.HardEvent.V_MTE2, 0)
+                for k in range(r1 - r0):
+                    asc.data_copy_pad(rows[k * span + pw * kb:], xg[(pl * h + r0 + k) * w:],
+                                      asc.DataCopyExtParams(w, isz, 0, 0, 0))
+                asc.set_flag(asc.HardEvent.MTE2_V, 0)
+                asc.wait_flag(asc.HardEvent.MTE2_V, 0)
+                asc.max(acc, rows, rows[(r1 - r0 - 1) * span:], span)
+                for k in range(1, r1 - r0 - 1):
+                    asc.max(acc, acc, rows[k * span:], span)
+                asc.max(win, acc, acc, wide)
+                for j in range(1, kw):
+                    asc.max(win, win, acc[j * kb:], wide)
+                for q0 in range(0, ow, REPEATS):
+                    asc.whole_reduce_max(dense[i * ow8 + q0:], win[q0 * sw * kb:], 1,
+                                         min(REPEATS, ow - q0), 1, 1, sw,
+                                         asc.ReduceOrder.ORDER_ONLY_VALUE)
+            asc.set_flag(asc.HardEvent.V_MTE3, 0)
+            asc.wait_flag(asc.HardEvent.V_MTE3, 0)
+            asc.data_copy_pad(yg[(pl * oh + rs) * ow:], dense,
+                              asc.DataCopyExtParams(nrs, ow * isz, 0, 0, 0))
+            asc.set_flag(asc.HardEvent.MTE3_V, 0)       # dense is rewritten next
+            asc.wait_flag(asc.HardEvent.MTE3_V, 0)
+
+
+@asc.jit
+def global_pool_kernel(x: asc.GlobalAddress, y: asc.GlobalAddress, planes: int, hw: int,
+                       planes_per_core: int, scale: float, mode: int):
+    """Global pooling of planes of hw <= 64 elements on the vector unit: planes move GM -> UB as
+    32-byte aligned rows (one strided copy per batch of planes), one WholeReduceSum/Max repeat
+    per plane (mask = the plane's hw lanes) gives the sums / maxima, scaled by 1/hw for the
+    average, and the batch leaves UB -> GM in one copy."""
+    p0 = asc.get_block_idx() * planes_per_core
+    npl = min(planes_per_core, planes - p0)
+    if npl <= 0:
+        return
+    xg = asc.GlobalTensor()
+    xg.set_global_buffer(x + p0 * hw, npl * hw)
+    yg = asc.GlobalTensor()
+    yg.set_global_buffer(y + p0, npl)
+    pipe = asc.TPipe()
+    qx = asc.TQue(asc.TPosition.VECIN, BUFFER_NUM)
+    qy = asc.TQue(asc.TPosition.VECOUT, BUFFER_NUM)
+    isz = x.dtype.sizeof()
+    pipe.init_buffer(qx, BUFFER_NUM, SPARSE_ROW * isz)
+    pipe.init_buffer(qy, BUFFER_NUM, REPEATS * isz)
+    kb = 32 // isz
+    row = (hw + kb - 1) // kb * kb
+    batch = min(REPEATS, SPARSE_ROW // row)
+    for b0 in range(0, npl, batch):
+        nb = min(batch, npl - b0)
+        xl = qx.alloc_tensor(x.dtype)
+        asc.data_copy_pad(xl, xg[b0 * hw:], asc.DataCopyExtParams(nb, hw * isz, 0, 0, 0))
+        qx.enque(xl)
+        xl = qx.deque(x.dtype)
+        yl = qy.alloc_tensor(y.dtype)
+        if mode == 0:
+            asc.whole_reduce_max(yl, xl, hw, nb, 1, 1, row // kb,
+                                 asc.ReduceOrder.ORDER_ONLY_VALUE)
+        else:
+            asc.whole_reduce_sum(yl, xl, hw, nb, 1, 1, row // kb)
+            asc.muls(yl, yl, scale, nb)
+        qx.free_tensor(xl)
+        qy.enque(yl)
+        yl = qy.deque(y.dtype)
+        asc.data_copy_pad(yg[b0:], yl, asc.DataCopyExtParams(1, nb * isz, 0, 0, 0))
+        qy.free_tensor(yl)
+
+
 def pool_reference(x, mode, kernel, stride=None, padding=0, count_include_pad=False):
     """float64 pooling (NCHW), returned as x's dtype."""
     t = pool_tiling(x.shape, kernel, stride, padding, block_dim=1)
@@ -160,6 +289,18 @@ def pool_reference(x, mode, kernel, stride=None, padding=0, count_include_pad=Fa
 def launch_pool(x, y, mode: str, t: PoolTiling, stream, count_include_pad=False,
                 **launch_options) -> None:
     """Queue the pooling of device array x (N,C,H,W) into y (N,C,OH,OW) on `stream`."""
+    if t.oh == t.ow == 1 and (t.kh, t.kw) == (t.h, t.w) and not any(t.pad) and \
+            t.h * t.w <= 64:
+        global_pool_kernel[t.block_dim, stream](
+            x, y, t.planes, t.h * t.w, t.planes_per_core, 1.0 / (t.h * t.w), MODES[mode],
+            **launch_options)
+        return
+    if mode == "max" and t.sparse_blocks:
+        maxpool_kernel[t.block_dim, stream](
+            x, y, t.planes, t.h, t.w, t.oh, t.ow, t.kh, t.kw, t.stride[0], t.stride[1],
+            t.pad[0], t.pad[1], t.planes_per_core, t.sparse_blocks, t.rows_per_store,
+            float("-inf"), **launch_options)
+        return
     pool_kernel[t.block_dim, stream](
         x, y, t.planes, t.h, t.w, t.oh, t.ow, t.kh, t.kw, t.stride[0], t.stride[1], t.pad[0],
         t.pad[1], t.planes_per_core, int(bool(count_include_pad)), t.w_pad, t.ow_pad,

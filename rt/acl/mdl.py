@@ -18,6 +18,7 @@ from ..model.onnx_types import NUMPY_TO_ACL
 from . import constants as C
 from . import rt as _acl_rt
 from .handles import HandleTable, fail
+from .tensor import create_tensor_desc, desc_of, destroy_tensor_desc
 
 _lock = threading.Lock()
 _models: dict = {}
@@ -33,6 +34,8 @@ class _Desc:
 class _Dataset:
     def __init__(self):
         self.buffers: list[int] = []
+        self.descs: dict[int, int] = {}      # index -> tensor desc (set_dataset_tensor_desc)
+        self.owned: set[int] = set()         # descs the runtime made (output shapes)
 
 
 class _DataBuffer:
@@ -55,14 +58,13 @@ ACL_DYNAMIC_TENSOR_NAME = "ascend_mbatch_shape_data"
 
 
 def _descs(model: Model, outputs: bool) -> list:
-    """What a model desc shows: for a dynamic-batch model the largest batch's tensors (buffers
-    are sized for it, as in CANN) and, last among the inputs, ACL_DYNAMIC_TENSOR_NAME."""
-    if not model.dynamic_batch_sizes:
-        return model.outputs if outputs else model.inputs
-    ins, outs = model._bound[model.dynamic_batch_sizes[-1]][:2]
-    if outputs:
-        return outs
-    return list(ins) + [TensorDesc(len(ins), ACL_DYNAMIC_TENSOR_NAME, (1,), "int64")]
+    """What a model desc shows: for a dynamic batch / gear model the largest batch's or gear's
+    tensors (buffers are sized for it, as in CANN) and, last among the inputs,
+    ACL_DYNAMIC_TENSOR_NAME; for a range model the graph at the upper bounds."""
+    lst = model.declared_outputs if outputs else model.declared_inputs
+    if outputs or model.dynamic_mode not in ("batch", "image_size", "dims"):
+        return lst
+    return list(lst) + [TensorDesc(len(lst), ACL_DYNAMIC_TENSOR_NAME, (1,), "int64")]
 
 
 def _model(model_id, api: str) -> Model:
@@ -226,12 +228,28 @@ def _dims(desc) -> dict:
 
 
 def get_input_dims(model_desc: int, index: int):
-    """`(dims, ret)`; dims = {"name", "dimCount", "dims"} as pyACL returns aclmdlIODims."""
-    return _val({}, lambda: _dims(_io(model_desc, index, False, "get_input_dims")))
+    """`(dims, ret)`; dims = {"name", "dimCount", "dims"} as pyACL returns aclmdlIODims. For a
+    range model a dim whose range is not one value shows as -1 (as CANN shows dynamic dims)."""
+    def run():
+        d = _io(model_desc, index, False, "get_input_dims")
+        dims = _dims(d)
+        ranges = _handles.peek(model_desc).model.shape_ranges.get(d.name)
+        if ranges:
+            dims["dims"] = [x if lo == hi else -1 for x, (lo, hi) in zip(d.shape, ranges)]
+        return dims
+    return _val({}, run)
 
 
 def get_output_dims(model_desc: int, index: int):
-    return _val({}, lambda: _dims(_io(model_desc, index, True, "get_output_dims")))
+    """`(dims, ret)`; for a range model -1 marks the dims that follow the input ranges."""
+    def run():
+        d = _io(model_desc, index, True, "get_output_dims")
+        dims = _dims(d)
+        symbolic = _handles.peek(model_desc).model.output_dims.get(d.name)
+        if symbolic:
+            dims["dims"] = [-1 if s == -1 else x for x, s in zip(d.shape, symbolic)]
+        return dims
+    return _val({}, run)
 
 
 def get_cur_output_dims(model_desc: int, index: int):
@@ -261,27 +279,110 @@ def get_input_index_by_name(model_desc: int, name: str):
     return _val(0, run)
 
 
+def _gear_call(model_id, dataset, index, api: str, mode: str, select) -> None:
+    """The checks of set_dynamic_batch_size / set_dynamic_hw_size / set_input_dynamic_dims,
+    then `select(model)`: `index` must be the index of ACL_DYNAMIC_TENSOR_NAME."""
+    m = _model(model_id, api)
+    _get(dataset, _Dataset, f"mdl.{api}")
+    if m.dynamic_mode != mode:
+        raise AclError(ACL_ERROR_INVALID_PARAM, f"acl.mdl.{api}: model_id must be a model "
+                       f"converted with {_KIND_OPTIONS[mode]}, got "
+                       f"{_KIND_OPTIONS.get(m.dynamic_mode, 'a static model')}")
+    want = len(_descs(m, False)) - 1
+    if index != want:
+        raise AclError(ACL_ERROR_INVALID_PARAM, f"acl.mdl.{api}: index must be the index of "
+                       f"{ACL_DYNAMIC_TENSOR_NAME!r} ({want}), got index={index!r}")
+    try:
+        select(m)
+    except AclError as e:
+        raise AclError(e.code, f"acl.mdl.{e.message}") from None
+
+
+_KIND_OPTIONS = {"batch": "--dynamic_batch_size", "image_size": "--dynamic_image_size",
+                 "dims": "--dynamic_dims", "shape": "--input_shape ranges"}
+
+
 def set_dynamic_batch_size(model_id: int, dataset: int, index: int, batch_size: int) -> int:
     """Mirrors `aclmdlSetDynamicBatchSize`: the next execution of the model runs the graph
     converted for `batch_size` (one of ATC's --dynamic_batch_size); `index` is the input index
     of ACL_DYNAMIC_TENSOR_NAME (get_input_index_by_name)."""
+    return _ret(_gear_call, model_id, dataset, index, "set_dynamic_batch_size", "batch",
+                lambda m: m.set_dynamic_batch_size(batch_size))
+
+
+def set_dynamic_hw_size(model_id: int, dataset: int, index: int, height: int,
+                        width: int) -> int:
+    """Mirrors `aclmdlSetDynamicHWSize`: the next execution runs the (height, width) gear of
+    ATC's --dynamic_image_size; `index` as for set_dynamic_batch_size."""
+    return _ret(_gear_call, model_id, dataset, index, "set_dynamic_hw_size", "image_size",
+                lambda m: m.set_dynamic_hw_size(height, width))
+
+
+def set_input_dynamic_dims(model_id: int, dataset: int, index: int, dims) -> int:
+    """Mirrors `aclmdlSetInputDynamicDims`: `dims` is an aclmdlIODims dict ({"name", "dimCount",
+    "dims"}: every input's dims concatenated, one gear of get_input_dynamic_dims)."""
+    def select(m):
+        values = dims.get("dims") if isinstance(dims, dict) else dims
+        if isinstance(dims, dict) and dims.get("dimCount", len(values or [])) != \
+                len(values or []):
+            raise AclError(ACL_ERROR_INVALID_PARAM, f"set_input_dynamic_dims: dimCount must be "
+                           f"len(dims), got dimCount={dims.get('dimCount')!r}")
+        m.set_input_dynamic_dims(values if values is not None else [])
+    return _ret(_gear_call, model_id, dataset, index, "set_input_dynamic_dims", "dims", select)
+
+
+def _desc_model(model_desc, api: str) -> Model:
+    d = _get(model_desc, _Desc, f"mdl.{api}")
+    if d.model is None:
+        raise AclError(ACL_ERROR_INVALID_PARAM, f"acl.mdl.{api}: model_desc must be filled by "
+                       f"acl.mdl.get_desc first")
+    return d.model
+
+
+def get_dynamic_batch(model_desc: int):
+    """Mirrors `aclmdlGetDynamicBatch`: `({"batchCount", "batch"}, ret)` (count 0 when the
+    model has no dynamic batch)."""
     def run():
-        m = _model(model_id, "set_dynamic_batch_size")
-        _get(dataset, _Dataset, "mdl.set_dynamic_batch_size")
-        if not m.dynamic_batch_sizes:
-            raise AclError(ACL_ERROR_INVALID_PARAM, "acl.mdl.set_dynamic_batch_size: model_id "
-                           "must be a model converted with --dynamic_batch_size, got a static "
-                           "model")
-        want = len(_descs(m, False)) - 1
-        if index != want:
-            raise AclError(ACL_ERROR_INVALID_PARAM, f"acl.mdl.set_dynamic_batch_size: index "
-                           f"must be the index of {ACL_DYNAMIC_TENSOR_NAME!r} ({want}), got "
-                           f"index={index!r}")
-        try:
-            m.set_dynamic_batch_size(batch_size)
-        except AclError as e:
-            raise AclError(e.code, f"acl.mdl.{e.message}") from None
-    return _ret(run)
+        sizes = list(_desc_model(model_desc, "get_dynamic_batch").dynamic_batch_sizes)
+        return {"batchCount": len(sizes), "batch": sizes}
+    return _val({}, run)
+
+
+def get_dynamic_hw(model_desc: int, index: int):
+    """Mirrors `aclmdlGetDynamicHW`: `({"hwCount", "hw": [[h, w], ...]}, ret)` (count 0 without
+    --dynamic_image_size; `index` is reserved, -1)."""
+    def run():
+        m = _desc_model(model_desc, "get_dynamic_hw")
+        hw = [list(g) for g in m.dynamic_gears] if m.dynamic_mode == "image_size" else []
+        return {"hwCount": len(hw), "hw": hw}
+    return _val({}, run)
+
+
+def get_input_dynamic_gear_count(model_desc: int, index: int):
+    """Mirrors `aclmdlGetInputDynamicGearCount`: `(gear_count, ret)`; 0 without --dynamic_dims
+    (`index` is reserved, -1)."""
+    def run():
+        m = _desc_model(model_desc, "get_input_dynamic_gear_count")
+        return len(m.dynamic_gears) if m.dynamic_mode == "dims" else 0
+    return _val(0, run)
+
+
+def get_input_dynamic_dims(model_desc: int, index: int, gear_count: int):
+    """Mirrors `aclmdlGetInputDynamicDims`: `(dims_list, ret)`, one aclmdlIODims dict per gear
+    ({"name": "", "dimCount", "dims"}: every input's dims at that gear, concatenated)."""
+    def run():
+        m = _desc_model(model_desc, "get_input_dynamic_dims")
+        count = len(m.dynamic_gears) if m.dynamic_mode == "dims" else 0
+        if gear_count != count:
+            raise AclError(ACL_ERROR_INVALID_PARAM, f"acl.mdl.get_input_dynamic_dims: "
+                           f"gear_count must be get_input_dynamic_gear_count's {count}, got "
+                           f"gear_count={gear_count!r}")
+        out = []
+        for g in range(count):
+            dims = m.dynamic_dims_of(g)
+            out.append({"name": "", "dimCount": len(dims), "dims": dims})
+        return out
+    return _val([], run)
 
 
 # -- data buffers and datasets --------------------------------------------------------------------
@@ -321,7 +422,9 @@ def create_dataset() -> int:
 
 def destroy_dataset(dataset: int) -> int:
     def run():
-        _get(dataset, _Dataset, "mdl.destroy_dataset")
+        ds = _get(dataset, _Dataset, "mdl.destroy_dataset")
+        for h in ds.owned:
+            destroy_tensor_desc(h)
         _handles.drop(dataset)
     return _ret(run)
 
@@ -340,6 +443,36 @@ def get_dataset_num_buffers(dataset: int) -> int:
     return _plain(0, lambda: len(_get(dataset, _Dataset, "mdl.get_dataset_num_buffers").buffers))
 
 
+def set_dataset_tensor_desc(dataset: int, tensor_desc: int, index: int) -> int:
+    """Mirrors `aclmdlSetDatasetTensorDesc`: the actual shape of input `index` for a model
+    converted with --input_shape ranges (the desc stays the caller's to destroy)."""
+    def run():
+        ds = _get(dataset, _Dataset, "mdl.set_dataset_tensor_desc")
+        desc_of(tensor_desc, "mdl.set_dataset_tensor_desc")
+        if not isinstance(index, int) or index < 0:
+            raise AclError(ACL_ERROR_INVALID_PARAM, f"acl.mdl.set_dataset_tensor_desc: index "
+                           f"must be an int >= 0, got index={index!r}")
+        _set_desc(ds, index, tensor_desc, owned=False)
+    return _ret(run)
+
+
+def _set_desc(ds: _Dataset, index: int, handle: int, owned: bool) -> None:
+    old = ds.descs.get(index)
+    if old in ds.owned:
+        ds.owned.discard(old)
+        destroy_tensor_desc(old)
+    ds.descs[index] = handle
+    if owned:
+        ds.owned.add(handle)
+
+
+def get_dataset_tensor_desc(dataset: int, index: int) -> int:
+    """Mirrors `aclmdlGetDatasetTensorDesc`: the tensor desc at `index` (0 if none); after an
+    execution of a range model the output dataset holds each output's actual shape."""
+    return _plain(0, lambda: _get(dataset, _Dataset, "mdl.get_dataset_tensor_desc")
+                  .descs.get(index, 0))
+
+
 def get_dataset_buffer(dataset: int, index: int) -> int:
     def run():
         bufs = _get(dataset, _Dataset, "mdl.get_dataset_buffer").buffers
@@ -348,9 +481,10 @@ def get_dataset_buffer(dataset: int, index: int) -> int:
 
 
 # -- execution ------------------------------------------------------------------------------------
-def _arrays(model: Model, dataset, outputs: bool, api: str) -> list:
+def _arrays(model: Model, dataset, outputs: bool, api: str, descs=None) -> list:
     ds = _get(dataset, _Dataset, f"mdl.{api}")
-    descs = model.outputs if outputs else model.inputs
+    if descs is None:
+        descs = model.outputs if outputs else model.inputs
     want = len(_descs(model, outputs))      # + the dynamic-batch input, not passed on
     if len(ds.buffers) != want:
         raise AclError(ACL_ERROR_INVALID_PARAM,
@@ -367,12 +501,38 @@ def _arrays(model: Model, dataset, outputs: bool, api: str) -> list:
     return out
 
 
+def _range_input_shapes(m: Model, dataset, api: str) -> list:
+    """A range model's input shapes: each input's dataset tensor desc, or its declared shape
+    when all its ranges are one value."""
+    ds = _get(dataset, _Dataset, f"mdl.{api}")
+    shapes = []
+    for d in m.declared_inputs:
+        handle = ds.descs.get(d.index)
+        if handle:
+            shapes.append(desc_of(handle, f"mdl.{api}").dims)
+        elif all(lo == hi for lo, hi in m.shape_ranges.get(d.name, [])):
+            shapes.append(d.shape)
+        else:
+            raise AclError(ACL_ERROR_INVALID_PARAM, f"acl.mdl.{api}: input {d.index} "
+                           f"({d.name!r}) has a dynamic shape; give its actual shape with "
+                           f"acl.mdl.set_dataset_tensor_desc(dataset, tensor_desc, {d.index})")
+    return shapes
+
+
 def _execute(model_id, input_ds, output_ds, stream, api, sync):
     m = _model(model_id, api)
-    ins = _arrays(m, input_ds, False, api)
-    outs = _arrays(m, output_ds, True, api)
+    target = m
+    if m.dynamic_mode == "shape":     # the graph for the shapes the input descs give
+        target = m.specialised(_range_input_shapes(m, input_ds, api), f"acl.mdl.{api}")
+    ins = _arrays(m, input_ds, False, api, target.inputs)
+    outs = _arrays(m, output_ds, True, api, target.outputs)
     s = _stream(stream, api)
     m.execute(ins, stream=s, outputs=outs)
+    if m.dynamic_mode == "shape":     # each output's actual shape, for get_dataset_tensor_desc
+        ds = _get(output_ds, _Dataset, f"mdl.{api}")
+        for d in target.outputs:
+            _set_desc(ds, d.index, create_tensor_desc(NUMPY_TO_ACL[d.dtype], list(d.shape),
+                                                      C.ACL_FORMAT_ND), owned=True)
     if sync:
         s.synchronize()
 

@@ -50,8 +50,8 @@ def parse_input_shape(text: str | None) -> dict:
             raise AtcError(f"atc: --input_shape must look like \"name:1,3,224,224;name2:1,10\", "
                            f"got {part!r}") from None
         if any(d < 1 for d in out[name.strip()]):
-            raise AtcError(f"atc: --input_shape dims must be >= 1 (dynamic shapes are not "
-                           f"supported yet), got {part!r}")
+            raise AtcError(f"atc: --input_shape dims must be >= 1 (-1 and lo~hi only with "
+                           f"--dynamic_dims / --dynamic_image_size / ranges), got {part!r}")
     return out
 
 
@@ -347,12 +347,13 @@ def plan_memory(g: Graph, order: list[dict]) -> tuple[int, dict, dict, int]:
 # ---- driver --------------------------------------------------------------------------------------
 
 def convert(model, output: str, soc_version: str = "Ascend910B2", input_shape=None,
-            log=None, insert_op_conf=None, dynamic_batch_size=None) -> dict:
+            log=None, insert_op_conf=None, dynamic_batch_size=None, **dynamic) -> dict:
     """Convert an ONNX model (path or ModelProto) to `output` (".om" appended unless present).
-    Returns a summary dict (path, ops, passes, plan). Raises AtcError."""
+    Returns a summary dict (path, ops, passes, plan). Raises AtcError. `dynamic`:
+    dynamic_image_size, dynamic_dims, input_format (see convert_to_bytes)."""
     data, summary = convert_to_bytes(model, soc_version, input_shape,
                                      insert_op_conf=insert_op_conf,    # AIPP: issue 15
-                                     dynamic_batch_size=dynamic_batch_size)
+                                     dynamic_batch_size=dynamic_batch_size, **dynamic)
     path = output if output.endswith(".om") else output + ".om"
     with open(path, "wb") as f:
         f.write(data)
@@ -360,17 +361,45 @@ def convert(model, output: str, soc_version: str = "Ascend910B2", input_shape=No
 
 
 def convert_to_bytes(model, soc_version: str = "Ascend910B2", input_shape=None,
-                     insert_op_conf=None, dynamic_batch_size=None) -> tuple:
+                     insert_op_conf=None, dynamic_batch_size=None, dynamic_image_size=None,
+                     dynamic_dims=None, input_format=None) -> tuple:
     """Like `convert`, but returns (the file's bytes, summary) instead of writing a file
     (`rt.Model.load(bytes)` loads them; used by rt.onnx_backend). `dynamic_batch_size`
-    ("1,2,4,8" or a list): one graph per batch size in the file (rt/atc/dynamic.py)."""
+    ("1,2,4,8" or a list): one graph per batch size in the file; `dynamic_image_size`
+    ("224,224;448,448") / `dynamic_dims` ("1,224;2,448") with -1 dims in `input_shape`: one
+    graph per gear; ranges in `input_shape` ("x:1~4,3,-1,-1"): dynamic shape mode
+    (rt/atc/dynamic.py, docs/dynamic-shapes.md)."""
     if soc_version not in SOCS:
         raise AtcError(f"atc: --soc_version must be one of {sorted(SOCS)}, got {soc_version!r}")
-    shapes = parse_input_shape(input_shape) if isinstance(input_shape, (str, type(None))) \
+    from . import dynamic
+    spec = dynamic.parse_shape_spec(input_shape, AtcError) \
+        if isinstance(input_shape, (str, type(None))) \
         else {k: list(v) for k, v in input_shape.items()}
+    modes = [o for o, v in (("--dynamic_batch_size", dynamic_batch_size),
+                            ("--dynamic_image_size", dynamic_image_size),
+                            ("--dynamic_dims", dynamic_dims)) if v]
+    if dynamic.has_ranges(spec) or not dynamic.is_static(spec) and not modes:
+        modes.append("--input_shape ranges")
+    if len(modes) > 1:
+        raise AtcError(f"atc: {' and '.join(modes)} are mutually exclusive, got both")
+    if modes and modes != ["--dynamic_batch_size"] and insert_op_conf:
+        raise AtcError(f"atc: --insert_op_conf cannot be combined with {modes[0]}, got both")
+    if dynamic_image_size or dynamic_dims:
+        return dynamic.convert_gears(model, soc_version, spec,
+                                     "image_size" if dynamic_image_size else "dims",
+                                     dynamic_image_size or dynamic_dims, input_format, build,
+                                     AtcError)
+    if modes == ["--input_shape ranges"]:
+        return dynamic.convert_ranges(model, soc_version, spec, build, AtcError)
+    if dynamic_batch_size:      # CANN writes the batch dim as -1 here; any value is replaced
+        spec = {k: [1 if i == 0 and d == -1 else d for i, d in enumerate(v)]
+                for k, v in spec.items()}
+    if not dynamic.is_static(spec):
+        raise AtcError(f"atc: --input_shape dims must be >= 1 (-1 only for the batch dim with "
+                       f"--dynamic_batch_size), got {input_shape!r}")
+    shapes = spec
     if dynamic_batch_size:
-        from .dynamic import convert_dynamic_batch
-        return convert_dynamic_batch(model, soc_version, shapes, dynamic_batch_size, build,
+        return dynamic.convert_dynamic_batch(model, soc_version, shapes, dynamic_batch_size, build,
                                      AtcError, insert_op_conf)
     header, consts, summary = build(model, soc_version, shapes, insert_op_conf)
     data = pack(header, consts)

@@ -17,6 +17,10 @@ The file size must be exactly 64 + H' + W. `parse` refuses anything else with AC
 unreadable -> ACL_ERROR_READ_MODEL_FAILURE, wrong magic or version -> ACL_ERROR_PARSE_MODEL,
 wrong size (truncated, trailing bytes) -> ACL_ERROR_MODEL_SIZE_INVALID, checksum or schema
 mismatch -> ACL_ERROR_DESERIALIZE_MODEL.
+
+Version 1 stays: the dynamic-shape keys (`dynamic_batch`, `dynamic_gears`, `dynamic_shape`,
+docs/dynamic-shapes.md) are optional additions, so every file written before them loads as it
+did; a file that uses them is checked here like the main graph.
 """
 from __future__ import annotations
 
@@ -181,3 +185,44 @@ def validate(h, blob_len: int, where: str) -> None:
                   f"dynamic_batch graph {b} must fit the workspace", where)
             validate(dict(v, weights=h["weights"], weight_bytes=h["weight_bytes"]), blob_len,
                      where)
+    gears = h.get("dynamic_gears")
+    if gears is not None:   # --dynamic_image_size / --dynamic_dims: one graph per gear
+        _need(isinstance(gears, dict) and gears.get("mode") in ("image_size", "dims") and
+              isinstance(gears.get("gears"), list) and isinstance(gears.get("shapes"), list) and
+              len(gears["shapes"]) == len(gears["gears"]) >= 2 and
+              isinstance(gears.get("input_shape"), dict) and
+              isinstance(gears.get("main"), int) and 0 <= gears["main"] < len(gears["gears"]) and
+              isinstance(gears.get("variants"), dict) and
+              sorted(gears["variants"]) == sorted(str(i) for i in range(len(gears["gears"]))
+                                                  if i != gears["main"]),
+              "dynamic_gears must hold mode, gears, shapes, main and one graph per other gear",
+              where)
+        for g, shapes in zip(gears["gears"], gears["shapes"]):
+            _need(_is_shape(g) and isinstance(shapes, dict) and
+                  all(_is_shape(v) for v in shapes.values()),
+                  f"dynamic_gears gear {g!r} must have a static shape per input", where)
+        for key, v in gears["variants"].items():
+            _need(isinstance(v, dict) and "dynamic_gears" not in v and
+                  isinstance(v.get("workspace_bytes"), int) and v["workspace_bytes"] <= ws,
+                  f"dynamic_gears graph {key} must fit the workspace", where)
+            validate(dict(v, weights=h["weights"], weight_bytes=h["weight_bytes"]), blob_len,
+                     where)
+    ranges = h.get("dynamic_shape")
+    if ranges is not None:  # --input_shape ranges: the ONNX graph, re-converted per shape
+        ok = isinstance(ranges, dict) and isinstance(ranges.get("ranges"), dict) and \
+            ranges.get("graph") in names and isinstance(ranges.get("bounded"), bool)
+        _need(ok, "dynamic_shape must hold ranges, bounded and the graph's weight name", where)
+        outs = ranges.get("output_dims", {})
+        _need(isinstance(outs, dict) and all(
+            name in h["outputs"] and isinstance(d, list) and
+            len(d) == len(h["tensors"][name]["shape"]) and
+            all(isinstance(x, int) and x >= -1 for x in d) for name, d in outs.items()),
+              "dynamic_shape output_dims must give each listed output's dims (-1: dynamic)",
+              where)
+        for name, rs in ranges["ranges"].items():
+            _need(name in h["inputs"] and isinstance(rs, list) and
+                  len(rs) == len(h["tensors"][name]["shape"]) and
+                  all(isinstance(r, list) and len(r) == 2 and all(isinstance(x, int) for x in r)
+                      and r[0] >= 1 and (r[1] == -1 or r[1] >= r[0]) for r in rs),
+                  f"dynamic_shape range of {name!r} must be one [lo, hi] per dim of a model "
+                  f"input, got {rs!r}", where)

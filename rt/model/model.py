@@ -23,7 +23,8 @@ from ..errors import (AclError, ACL_ERROR_INVALID_PARAM, ACL_ERROR_MODEL_INPUT_N
 from .. import sched
 from ..log import logger
 from ..stream import Stream, current_stream
-from . import aicpu, registry
+from . import aicpu, fusion, registry
+from .dynamic import DynamicModel
 from .format import parse, read_file
 
 
@@ -52,6 +53,7 @@ class _Node:
     state: object
     workspace: DeviceArray | None
     raw: dict             # the node as in the file (what op implementations see)
+    fused: tuple = ()     # names of the nodes this one runs (load-time fusion, rt/model/fusion.py)
 
 
 class _NodeLabels(sched.StreamHook):
@@ -76,7 +78,7 @@ def query_size(path) -> tuple[int, int]:
     return header["workspace_bytes"], header["weight_bytes"]
 
 
-class Model:
+class Model(DynamicModel):     # gears and ranges: rt/model/dynamic.py
     """A loaded offline model. `Model.load(path_or_bytes)`; `.inputs`/`.outputs` (TensorDesc);
     `.execute(inputs, stream=None)`; `.unload()`."""
 
@@ -124,9 +126,10 @@ class Model:
             elif t["kind"] == "activation":
                 self._views[name] = self._view(self._work, t["offset"], t)
         self._staging: dict = {}
-        self.nodes = [self._bind(n, tensors) for n in header["nodes"]]
+        self.nodes = self._bind_all(header, tensors)
         self.batch_size = self.dynamic_batch_sizes[-1] if self.dynamic_batch_sizes else None
         self._bound = {self.batch_size: (self.inputs, self.outputs, self._views, self.nodes)}
+        self._init_dynamic()
 
     def set_dynamic_batch_size(self, batch: int) -> None:
         """Mirrors `aclmdlSetDynamicBatchSize`: run the graph converted for `batch` (one of the
@@ -151,7 +154,7 @@ class Model:
                        for i, n in enumerate(g["inputs"])]
                 outs = [TensorDesc(i, n, tuple(t[n]["shape"]), t[n]["dtype"])
                         for i, n in enumerate(g["outputs"])]
-                self._bound[batch] = (ins, outs, views, [self._bind(n, t) for n in g["nodes"]])
+                self._bound[batch] = (ins, outs, views, self._bind_all(g, t))
             self.inputs, self.outputs, self._views, self.nodes = self._bound[batch]
             self.batch_size = batch
 
@@ -178,6 +181,25 @@ class Model:
             return None
         t = tensors[name]
         return (tuple(t["shape"]), t["dtype"])
+
+    def _bind_all(self, graph: dict, tensors: dict) -> list:
+        """The graph's nodes bound in order; fusible chains (rt/model/fusion.py) become one node
+        when the AI Core implementation accepts the fused node (set ASCEND_EMU_MODEL_NO_FUSION=1
+        to keep every node separate)."""
+        if os.environ.get("ASCEND_EMU_MODEL_NO_FUSION") == "1":
+            return [self._bind(n, tensors) for n in graph["nodes"]]
+        bound = []
+        for n, originals in fusion.plan(graph["nodes"], tensors, graph["outputs"]):
+            if originals:
+                node = self._bind(n, tensors)
+                if node.engine == "AI_CORE":
+                    node.fused = tuple(n["fusion"]["nodes"])
+                    bound.append(node)
+                    continue
+                bound.extend(self._bind(o, tensors) for o in originals)
+            else:
+                bound.append(self._bind(n, tensors))
+        return bound
 
     def _bind(self, n: dict, tensors: dict) -> _Node:
         specs = registry.Specs([self._spec(tensors, i) for i in n["inputs"]],
@@ -212,15 +234,17 @@ class Model:
                        f"{[d.name for d in self.inputs]}, got {name!r}")
 
     def engines(self) -> dict:
-        """{node name: "AI_CORE" | "AI_CPU"}: where each node runs."""
-        return {n.name: n.engine for n in self.nodes}
+        """{node name: "AI_CORE" | "AI_CPU"}: where each node of the converted graph runs (the
+        nodes fused into a Conv run on the AI Core with it)."""
+        return {name: n.engine for n in self.nodes for name in (n.fused or (n.name,))}
 
     # -- execution -------------------------------------------------------------------------------
     def _device_arg(self, desc: TensorDesc, value, stream, is_input: bool) -> DeviceArray:
         code = ACL_ERROR_MODEL_INPUT_NOT_MATCH if is_input else ACL_ERROR_MODEL_OUTPUT_NOT_MATCH
         what = "input" if is_input else "output"
         if isinstance(value, DeviceArray):
-            if value.nbytes != desc.size and not (self.dynamic_batch_sizes and
+            if value.nbytes != desc.size and not (self.dynamic_mode in ("batch", "image_size",
+                                                                       "dims") and
                                                   value.nbytes > desc.size):
                 raise AclError(code, f"model execute: {what} {desc.index} ({desc.name!r}) must "
                                f"have {desc.size} bytes ({desc.dtype}{list(desc.shape)}), got "
@@ -249,6 +273,10 @@ class Model:
         output DeviceArrays (`outputs`, if given, else buffers owned by the model that the next
         execution reuses) before the work is done.
         """
+        if self.shape_ranges:       # dynamic shape: the graph for these shapes (dynamic.py)
+            inputs, target = self.route_inputs(inputs)
+            if target is not self:
+                return target.execute(inputs, stream, outputs)
         if isinstance(inputs, dict):
             missing = [d.name for d in self.inputs if d.name not in inputs]
             if missing:
@@ -316,6 +344,7 @@ class Model:
 
     def unload(self) -> None:
         """Mirrors `aclmdlUnload`: frees the weights and workspace (stream-ordered)."""
+        self.unload_specialised()
         for buf in [self._weights, self._work, *self._staging.values()]:
             buf.free()
         self._staging.clear()
