@@ -1,14 +1,16 @@
 """Where one inner step of the FlashAttention kernel spends its CPU time, primitive by primitive.
 
-    python -m bench.fa_steps [--repeats 200]
+    python -m bench.fa_steps [--repeats 200] [--detail]
 
 The kernel's inner step (one S1 block against one S2 block) at the main job's former default
 tiling (fp32, D=64, s1_block=64, s2_block=256, kv_chunk=128; the tuner's choice is now
 s1_block=80, see kernels/flash_attention.flash_attention_tiling), replayed as the same
 primitive calls with the same parameters on one emulated core, in four phases; each phase is
 timed in thread CPU time (so other load on the machine does not count), median of 5 runs of
-`--repeats` steps. The last lines are the floor: np.dot on the same two products (what any CPU
-implementation must pay) and the share of the step above it. The step sequence mirrors
+`--repeats` steps. Then the floor: np.dot on the same two products (what any CPU implementation
+must pay) and its share of the step. `--detail` times the vector phase's primitive groups one by
+one (the same calls on the same buffers; the ws workspace is rewritten, which the step does not
+read back). The step sequence mirrors
 kernels/flash_attention.py; keep them in step when the kernel changes.
 """
 from __future__ import annotations
@@ -73,6 +75,71 @@ def vector_softmax(ctx, su, ws, wp, rmax, red, row_m, mnew, row_a, row_l, bc, n)
         data_copy(ctx, wp, su, M * S2B)
 
 
+# the vector phase again, one primitive group at a time (`--detail`): where the non-GEMM time goes
+@njit
+def v_copy_in(ctx, su, ws, red, rmax, bc, mnew, n):
+    for _ in range(n):
+        data_copy(ctx, su, ws, M * S2B)
+
+
+@njit
+def v_scale(ctx, su, ws, red, rmax, bc, mnew, n):
+    for _ in range(n):
+        V.muls_count(ctx, su, su, 1.0, M * S2B)
+
+
+@njit
+def v_row_max(ctx, su, ws, red, rmax, bc, mnew, n):
+    fold = BinaryRepeatParams(1, 1, 1, 8, 8, S2B // 8)
+    first = BinaryRepeatParams(1, 1, 1, 8, S2B // 8, S2B // 8)
+    for _ in range(n):
+        V.max_rep(ctx, red, su, su[64:], 64, M, first, True)
+        for c in range(128, S2B, 64):
+            V.max_rep(ctx, red, red, su[c:], 64, M, fold, True)
+        R.whole_reduce_max(ctx, rmax, red, 64, M, 1, 1, 8, ONLY_VALUE, True)
+
+
+@njit
+def v_sub_max(ctx, su, ws, red, rmax, bc, mnew, n):
+    for _ in range(n):
+        V.brcb(ctx, bc, mnew, M // 8, BrcbRepeatParams(1, 8))
+        for c in range(0, S2B, 64):
+            V.sub_rep(ctx, su[c:], su[c:], bc, 64, M,
+                      BinaryRepeatParams(1, 1, 0, S2B // 8, S2B // 8, 1), True)
+
+
+@njit
+def v_exp(ctx, su, ws, red, rmax, bc, mnew, n):
+    for _ in range(n):
+        data_copy(ctx, su, ws, M * S2B)     # fresh scores (exp of exp would underflow)
+        V.exp_count(ctx, su, su, M * S2B)
+
+
+@njit
+def v_row_sum(ctx, su, ws, red, rmax, bc, mnew, n):
+    fold = BinaryRepeatParams(1, 1, 1, 8, 8, S2B // 8)
+    first = BinaryRepeatParams(1, 1, 1, 8, S2B // 8, S2B // 8)
+    for _ in range(n):
+        V.add_rep(ctx, red, su, su[64:], 64, M, first, True)
+        for c in range(128, S2B, 64):
+            V.add_rep(ctx, red, red, su[c:], 64, M, fold, True)
+        R.whole_reduce_sum(ctx, rmax, red, 64, M, 1, 1, 8, True)
+
+
+@njit
+def v_copy_out(ctx, su, ws, red, rmax, bc, mnew, n):
+    for _ in range(n):
+        data_copy(ctx, ws, su, M * S2B)
+
+
+DETAIL = [("S GM -> UB (data_copy)", v_copy_in), ("scale (muls)", v_scale),
+          ("row max (max folds, whole_reduce_max)", v_row_max),
+          ("S - m (brcb, sub with block broadcast)", v_sub_max),
+          ("exp (with a fresh S GM -> UB)", v_exp),
+          ("row sum (add folds, whole_reduce_sum)", v_row_sum),
+          ("P UB -> GM (data_copy)", v_copy_out)]
+
+
 @njit
 def cube_pv(ctx, wp, p1, pa2, vg, v1, l0b, oc, wo, n):
     for _ in range(n):
@@ -114,7 +181,7 @@ class _Core:
         self.used = {}
 
     def local(self, level, n, fill=0.0):
-        mem, _, st = self.ctx
+        mem = self.ctx[0]
         off = self.used.get(level, 0)
         base = int(core.state(self.ctx).level_base[level]) + off
         self.used[level] = off + (n * 4 + 511) // 512 * 512
@@ -137,6 +204,8 @@ def median_us(fn, args, repeats):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--repeats", type=int, default=200)
+    ap.add_argument("--detail", action="store_true",
+                    help="also time the vector phase's primitive groups one by one")
     a = ap.parse_args(argv)
     from ascendc.jit import single_threaded_blas
     single_threaded_blas()      # as inside a launch: one BLAS thread per emulated core
@@ -173,6 +242,11 @@ def main(argv=None):
                                    rng.random((S2B, D), np.float32)), a.repeats)
     print(f"  {'GEMM floor: np.dot of the same two products':<50}{floor:8.1f} us "
           f"({100 * floor / total:.0f}% of the step)")
+    if a.detail:
+        print("  vector phase by primitive group:")
+        args = (c.ctx, su, ws, red, rmax, bc, mnew)
+        for name, fn in DETAIL:
+            print(f"    {name:<48}{median_us(fn, args, a.repeats):8.1f} us")
 
 
 if __name__ == "__main__":

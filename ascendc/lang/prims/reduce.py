@@ -38,7 +38,8 @@ from ..dtypes import ld, st
 from ..errors import FAULT, fault, KernelError
 from ..core import prim
 from .vecbase import (check_count, check_range, far_offset, lanes_on, next_lane, per_block,
-                      prefix_lanes, put_bits, rep_index, require_same, vmask)
+                      prefix_lanes, put_bits, rep_index, require_same, spans_overlap, vecable,
+                      vmask)
 from .. import trace
 
 _OP_RSUM, _OP_RMAX, _OP_RMIN = (trace.op("reduce_sum"), trace.op("reduce_max"),
@@ -414,6 +415,32 @@ def _whole_setup(api, dst, src, mask, repeat, drs, sbs, srs, unit, width):
     return m0, m1, True
 
 
+@_rj
+def _sums_by_four(dst, src, repeat, n, drs, step):
+    """whole_reduce_sum of contiguous runs, four repeats at a time (four independent sums, each
+    in the walk's order: the same bits); dst and src are apart. Returns the repeats done."""
+    done = repeat // 4 * 4
+    for r in range(0, done, 4):
+        i0 = np.uint64(r * step)
+        i1 = np.uint64((r + 1) * step)
+        i2 = np.uint64((r + 2) * step)
+        i3 = np.uint64((r + 3) * step)
+        t0 = acc_zero(src)
+        t1 = acc_zero(src)
+        t2 = acc_zero(src)
+        t3 = acc_zero(src)
+        for q in range(np.uint64(n)):
+            t0 += ld(src, i0 + q)
+            t1 += ld(src, i1 + q)
+            t2 += ld(src, i2 + q)
+            t3 += ld(src, i3 + q)
+        st(dst, r * drs, t0)
+        st(dst, (r + 1) * drs, t1)
+        st(dst, (r + 2) * drs, t2)
+        st(dst, (r + 3) * drs, t3)
+    return done
+
+
 @_jit
 def whole_reduce_sum(ctx, dst, src, mask, repeat_time, dst_rep_stride, src_blk_stride,
                      src_rep_stride, is_set_mask):
@@ -426,7 +453,12 @@ def whole_reduce_sum(ctx, dst, src, mask, repeat_time, dst_rep_stride, src_blk_s
     pb = 32 // src.itemsize
     n_on = prefix_lanes(m0, m1)
     kb = per_block(src)
-    for r in range(repeat_time):
+    first = 0
+    if (n_on > 0 and src_blk_stride == 1 and vecable(src) and not spans_overlap(
+            dst, (repeat_time - 1) * dst_rep_stride + 1, src,
+            (repeat_time - 1) * src_rep_stride * kb + n_on)):
+        first = _sums_by_four(dst, src, repeat_time, n_on, dst_rep_stride, src_rep_stride * kb)
+    for r in range(first, repeat_time):
         t = acc_zero(src)
         if n_on >= 0:   # lanes 0..n_on-1, block by block
             for blk in range((n_on + kb - 1) // kb):
@@ -449,6 +481,28 @@ def whole_reduce_sum(ctx, dst, src, mask, repeat_time, dst_rep_stride, src_blk_s
 
 
 @_rj
+def _run_extreme(src, i0, n, is_max):
+    """The value-only whole_reduce result of the run src[i0:i0+n] (n >= 1) as `_whole_mm`'s walk
+    gives it: the first NaN, else the first element equal to the extreme (of +0/-0 ties the
+    first). One vectorised pass finds the extreme and counts NaNs; a NaN or a zero extreme (the
+    only values whose bits can differ among equals) rescans."""
+    u = np.uint64(i0)
+    m = ld(src, u)
+    nans = 0
+    for q in range(np.uint64(n)):
+        v = ld(src, u + q)
+        m = vmax(m, v) if is_max else vmin(m, v)
+        nans += v != v
+    if nans == 0 and m != 0:
+        return m
+    for q in range(np.uint64(n)):
+        v = ld(src, u + q)
+        if (nans != 0 and v != v) or (nans == 0 and v == m):
+            return v
+    return m
+
+
+@_rj
 def _whole_mm(ctx, api, dst, src, mask, repeat, drs, sbs, srs, order, is_max):
     check_range(api, "order", order, 0, 3)
     eb = dst.itemsize
@@ -468,10 +522,15 @@ def _whole_mm(ctx, api, dst, src, mask, repeat, drs, sbs, srs, order, is_max):
     m0, m1, active = _whole_setup(api, dst, src, mask, repeat, drs, sbs, srs, unit, width)
     if not active:
         return
+    walk = repeat
     pb = 32 // eb
     n_on = prefix_lanes(m0, m1)
     kb = per_block(src)
-    for r in range(repeat):
+    if n_on > 0 and order == ORDER_ONLY_VALUE and sbs == 1 and vecable(src):
+        for r in range(repeat):     # each repeat one contiguous run: vectorised
+            st(dst, r * drs, _run_extreme(src, r * srs * kb, n_on, is_max))
+        walk = 0                    # done
+    for r in range(walk):
         best = ld(src, 0)
         bj = -1
         if n_on >= 0 and order == ORDER_ONLY_VALUE:  # no index: a plain extremum, NaN wins

@@ -367,18 +367,33 @@ def _ov_asize(x):
 
 
 @jitable
-def check_extent(api, what, a, repeat, m0, m1, lanes, pb, blk, rep):
-    """Raise unless every element the repeats touch lies inside tensor `a` (scalars pass)."""
+def _check_extent_n(api, what, size, repeat, m0, m1, lanes, pb, blk, rep):
     if repeat <= 0:
         return
     off = far_offset(m0, m1, pb, blk)
     if off < 0:
         return
     far = (repeat - 1) * rep * pb + off
-    if far >= asize(a):
+    if far >= size:
         fault("{}: {} must hold every element the repeats touch, got index={} for "
-              "a tensor of {} elements", api, what, far, asize(a))
+              "a tensor of {} elements", api, what, far, size)
         raise KernelError(FAULT)
+
+
+@register_jitable(inline="always")
+def check_extent(api, what, a, repeat, m0, m1, lanes, pb, blk, rep):
+    """Raise unless every element the repeats touch lies inside tensor `a` (scalars pass).
+    Inlined, so the tensor never crosses a call (that costs reference counting per call)."""
+    _check_extent_n(api, what, asize(a), repeat, m0, m1, lanes, pb, blk, rep)
+
+
+@jitable
+def spans_overlap(x, x_elems, y, y_elems):
+    """Whether elements [0, x_elems) of x and [0, y_elems) of y share a byte (fast paths that
+    read ahead of the lane walk's order use them only when the spans are apart)."""
+    x0 = np.int64(x.ctypes.data)
+    y0 = np.int64(y.ctypes.data)
+    return x0 < y0 + y_elems * y.itemsize and y0 < x0 + x_elems * x.itemsize
 
 
 @jitable
