@@ -50,8 +50,8 @@ def _unwrap(v):
         return v.storage
     if isinstance(v, enum.IntEnum):
         return int(v)
-    if isinstance(v, list):
-        return tuple(v)
+    if isinstance(v, list):         # e.g. trans_data_to_5hd's lists of 16 LocalTensors
+        return tuple(_unwrap(x) for x in v)
     if isinstance(v, slice):
         if v.stop is not None or v.step is not None:
             raise KernelError(f"tensor[]: only t[i] / t[i:] views are supported, got a slice "
@@ -304,6 +304,10 @@ _SPECIALS = {"print_format": printf, "loop": _range, "ceil_div": ceildiv,
 
 FUNCTIONS = {name: _SPECIALS[row.special] if row.special else _make_function(row)
              for name, row in S.FUNCTIONS.items()}
+# param structs newer than ascendc/language.py's fixed import list reach `asc.<Struct>` through
+# this dict (language.py exports all of it); the compiler finds them in S.STRUCTS
+_LATE_STRUCTS = ("CopyRepeatParams", "TransposeParamsExt", "TransDataTo5HDParams")
+FUNCTIONS.update({name: S.STRUCTS[name] for name in _LATE_STRUCTS})
 
 
 class ConstExpr:

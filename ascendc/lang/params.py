@@ -4,6 +4,7 @@ They are namedtuples so compiled kernels can build and read them; the compiler r
 construction into positional form using `FIELDS`/`DEFAULTS`.
 """
 from collections import namedtuple
+from enum import IntEnum
 
 
 def _struct(name, spec, doc):
@@ -20,6 +21,39 @@ BinaryRepeatParams = _struct("BinaryRepeatParams", [
 UnaryRepeatParams = _struct("UnaryRepeatParams", [
     ("dst_blk_stride", 1), ("src_blk_stride", 1), ("dst_rep_stride", 8), ("src_rep_stride", 8)],
     "Strides of a unary / tensor-scalar vector op's repeat form, in 32-byte blocks.")
+# pyasc python/asc/language/core/types.py CopyRepeatParams: four uint16 fields, all default 0
+CopyRepeatParams = _struct("CopyRepeatParams", [
+    ("dst_stride", 0), ("src_stride", 0), ("dst_repeat_size", 0), ("src_repeat_size", 0)],
+    "Strides of copy's repeat form, in 32-byte blocks: within a repeat, and between repeats.")
+
+
+class TransposeType(IntEnum):
+    """Ascend C's TransposeType (pyasc python/asc/language/core/enums.py, same values)."""
+    TRANSPOSE_TYPE_NONE = 0
+    TRANSPOSE_NZ2ND_0213 = 1
+    TRANSPOSE_NZ2NZ_0213 = 2
+    TRANSPOSE_NZ2NZ_012_WITH_N = 3
+    TRANSPOSE_NZ2ND_012_WITH_N = 4
+    TRANSPOSE_NZ2ND_012_WITHOUT_N = 5
+    TRANSPOSE_NZ2NZ_012_WITHOUT_N = 6
+    TRANSPOSE_ND2ND_ONLY = 7
+    TRANSPOSE_ND_UB_GM = 8
+    TRANSPOSE_GRAD_ND_UB_GM = 9
+    TRANSPOSE_ND2ND_B16 = 10
+    TRANSPOSE_NCHW2NHWC = 11
+    TRANSPOSE_NHWC2NCHW = 12
+
+
+# pyasc core/types.py TransposeParamsExt: four uint16 sizes and a TransposeType
+TransposeParamsExt = _struct("TransposeParamsExt", [
+    ("n_size", 0), ("c_size", 0), ("h_size", 0), ("w_size", 0),
+    ("transpose_type", int(TransposeType.TRANSPOSE_ND2ND_B16))],
+    "The enhanced transpose: an [N,C,H,W] shape and the kind of rearrangement.")
+# pyasc core/types.py TransDataTo5HDParams: two bools, a uint8 repeat count, uint16 strides
+TransDataTo5HDParams = _struct("TransDataTo5HDParams", [
+    ("dst_high_half", False), ("src_high_half", False), ("repeat_times", 1),
+    ("dst_rep_stride", 0), ("src_rep_stride", 0)],
+    "trans_data_to_5hd: repeats and the address step per repeat, in 32-byte blocks.")
 BrcbRepeatParams = _struct("BrcbRepeatParams", [("dst_blk_stride", 1), ("dst_rep_stride", 8)],
                            "Strides of brcb's output, in 32-byte blocks.")
 DataCopyParams = _struct("DataCopyParams", [
@@ -53,7 +87,8 @@ FixpipeParamsV220 = _struct("FixpipeParamsV220", [
     ("relu_en", False), ("unit_flag", 0), ("is_channel_split", False)],
     "fixpipe L0C -> GM: n_size x m_size, src_stride in C0 rows, dst_stride in elements per ND row.")
 
-ALL = (BinaryRepeatParams, UnaryRepeatParams, BrcbRepeatParams, DataCopyParams, DataCopyExtParams,
+ALL = (BinaryRepeatParams, UnaryRepeatParams, CopyRepeatParams, TransposeParamsExt,
+       TransDataTo5HDParams, BrcbRepeatParams, DataCopyParams, DataCopyExtParams,
        DataCopyPadExtParams, DataCopyPadParams, Nd2NzParams, LoadData2DParams, MmadParams,
        FixpipeParamsV220)
 BY_NAME = {c.__name__: c for c in ALL}

@@ -76,7 +76,9 @@ POSITIONS = (
     Position(TPosition.CO2, GM_LEVEL, True, "fixpipe writes GM directly"),  # GM on 910B
     Position(TPosition.VECIN, UB, True, "vector input"),
     Position(TPosition.VECOUT, UB, True, "vector output"),
-    Position(TPosition.VECCALC, UB, False, "vector scratch (TBuf); LCM is an alias"),
+    # a TQue may sit here too: pyasc's NPU tests declare TQue(TPosition.VECCALC, ...) and
+    # Ascend C's toolchain accepts it (a UB queue like VECIN/VECOUT)
+    Position(TPosition.VECCALC, UB, True, "vector scratch (TBuf or TQue); LCM is an alias"),
 )
 assert all(p.value == i for i, p in enumerate(POSITIONS)), "POSITIONS must be in value order"
 

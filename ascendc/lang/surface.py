@@ -204,9 +204,20 @@ _fn("select", _V, Work.ELEMENTWISE,
        is_set_mask=True), doc="pick src0 or src1 by a bit mask (SELMODE)")
 _fn("brcb", _V, Work.ELEMENTWISE, _f("dst", "src0", "repeat_times", "repeat_params", prim="brcb"),
     doc="broadcast 8 elements each to a 32-byte block")
+_fn("copy", _V, Work.ELEMENTWISE,
+    _f("dst", "src", "mask", "repeat_time", "repeat_params", "is_set_mask", prim="copy_rep",
+       is_set_mask=True), doc="UB -> UB copy in the repeat form (CopyRepeatParams strides)")
 _fn("transpose", _V, Work.ELEMENTWISE, _f("dst", "src", prim="transpose16"),
-    doc="transpose one 16 x 16 block of 2-byte elements (the basic form; TransposeParamsExt "
-        "is not supported)")
+    _f("dst", "src", "shared_tmp_buffer", "params", prim="transpose_ext"),
+    doc="transpose one 16 x 16 block of 2-byte elements, or (TransposeParamsExt) convert "
+        "between [N,C,H,W] and [N,H,W,C]")
+_fn("trans_data_to_5hd", _V, Work.ELEMENTWISE,
+    _f("dst_list", "src_list", "params", prim="trans_data_to_5hd"),
+    doc="NCHW -> NC1HWC0 block transposes: 16 blocks of 16-bit elements per repeat")
+_fn("bilinear_interpolation", _V, Work.ELEMENTWISE,
+    _f("dst", "src0", "src0_offset", "src1", "mask", "h_repeat", "repeat_mode", "dst_blk_stride",
+       "v_r_offset", "v_repeat", "shared_tmp_buffer", prim="bilinear_interpolation"),
+    doc="gathered float16 blocks times src1, accumulated over horizontal iterations")
 
 # ---- vector: reductions --------------------------------------------------------------------------
 _fn("reduce_sum", _V, Work.REDUCE,
@@ -327,7 +338,9 @@ _m("TBuf", "alloc_tensor", _f("dtype", prim="que_alloc_tensor"), returns="LocalT
 _m("TBuf", "free_tensor", _f("tensor", prim="que_free_tensor"), work=Work.ALLOC)
 _m("GlobalTensor", "set_global_buffer", _f("addr", "size", prim="gt_bind", size=-1),
    receiver=False, rebinds=True, doc="Mirrors GlobalTensor::SetGlobalBuffer(addr, size)")
-_m("GlobalTensor", "get_phy_addr", _f("offset", prim="phy_addr", offset=0), returns="int")
+# LocalTensor.get_phy_addr: its address as trans_data_to_5hd's address form takes it
+_m(("GlobalTensor", "LocalTensor"), "get_phy_addr", _f("offset", prim="phy_addr", offset=0),
+   returns="int")
 _m(_TENSORS, "__getitem__", _f("index", prim="sub_view"), returns="self",
    doc="t[i] / t[i:]: a view from element i")
 _m("GlobalAddress", "__add__", _f("n", prim="ga_add"), returns="GlobalAddress")

@@ -14,6 +14,7 @@ from typing import Any, Optional, Tuple
 
 import ascendc
 from ascendc.jit import JitFunction
+from ascendc.lang.params import TransposeType
 
 from . import npu_device
 
@@ -94,11 +95,14 @@ def make_asc_module(runtime_pkg, lib_pkg, language_pkg) -> AscNamespace:
     mod = AscNamespace("asc", __doc__)
     mod.__kernel_language__ = True
     mod.__path__ = []        # a package: `import asc.runtime.config` finds its submodules
-    mod.__all__ = list(ascendc.__all__) + ["CodegenOptions", "CompileOptions", "LaunchOptions"]
+    mod.__all__ = list(ascendc.__all__) + ["CodegenOptions", "CompileOptions", "LaunchOptions",
+                                           "TransposeType"]
     mod.jit = jit
     mod.CodegenOptions = CodegenOptions
     mod.CompileOptions = CompileOptions
     mod.LaunchOptions = LaunchOptions
+    # pyasc's enum for TransposeParamsExt (ascendc.language does not export it yet)
+    mod.TransposeType = TransposeType
     mod.runtime = runtime_pkg
     mod.lib = lib_pkg
     mod.language = language_pkg

@@ -22,7 +22,7 @@ def test_positions_table_covers_the_enum():
     assert P.NPOS == asc.TPosition.MAX
     assert P.POS_LEVEL[asc.TPosition.VECCALC] == P.UB
     assert P.POS_LEVEL[asc.TPosition.CO2] == P.GM_LEVEL      # CO2 is GM on 910B
-    assert P.TQUE_POSITIONS_TEXT == "VECIN, VECOUT, A1, A2, B1, B2, CO1, CO2"
+    assert P.TQUE_POSITIONS_TEXT == "VECIN, VECOUT, VECCALC, A1, A2, B1, B2, CO1, CO2"
     assert P.TBUF_DEFAULT == asc.TPosition.VECCALC
 
 
@@ -81,8 +81,9 @@ def test_tque_new_in_njit_code_returns_a_view():
 
 
 @pytest.mark.parametrize("make, message", [
-    (lambda ctx: prims.tque_new(ctx, int(asc.TPosition.VECCALC), 1),
-     r"asc.TQue: pos must be one of VECIN, VECOUT, A1, A2, B1, B2, CO1, CO2, got pos=VECCALC"),
+    (lambda ctx: prims.tque_new(ctx, int(asc.TPosition.GM), 1),
+     r"asc.TQue: pos must be one of VECIN, VECOUT, VECCALC, A1, A2, B1, B2, CO1, CO2, "
+     r"got pos=GM"),
     (lambda ctx: prims.tque_new(ctx, int(asc.TPosition.CO2), 1),
      r"asc.TQue: pos CO2 is global memory on 910B \(fixpipe writes GM directly\), got pos=CO2"),
     (lambda ctx: prims.tque_new(ctx, 12, 1),
@@ -109,6 +110,42 @@ def tque_at_kernel(x: asc.GlobalAddress, pos: int):
     pipe = asc.TPipe()
     q = asc.TQue(pos, 1)
     pipe.init_buffer(q, 1, 256)
+
+
+@asc.jit
+def veccalc_queue_kernel(x: asc.GlobalAddress, y: asc.GlobalAddress, n: int):
+    gx = asc.GlobalTensor()
+    gx.set_global_buffer(x, n)
+    gy = asc.GlobalTensor()
+    gy.set_global_buffer(y, n)
+    pipe = asc.TPipe()
+    qi = asc.TQue(asc.TPosition.VECCALC, 1)
+    qo = asc.TQue(asc.TPosition.VECCALC, 1)
+    pipe.init_buffer(qi, 1, n * 4)
+    pipe.init_buffer(qo, 1, n * 4)
+    a = qi.alloc_tensor(x.dtype)
+    asc.data_copy(a, gx, n)
+    qi.enque(a)
+    a = qi.deque(x.dtype)
+    b = qo.alloc_tensor(y.dtype)
+    asc.adds(b, a, 1.5, n)
+    qo.enque(b)
+    qi.free_tensor(a)
+    b = qo.deque(y.dtype)
+    asc.data_copy(gy, b, n)
+    qo.free_tensor(b)
+
+
+def test_tque_at_veccalc_is_a_ub_queue(interpret):
+    # pyasc's NPU tests declare TQue(TPosition.VECCALC, ...): a UB queue, like VECIN/VECOUT
+    x = np.arange(64, dtype=np.float32)
+    y = np.zeros(64, np.float32)
+    veccalc_queue_kernel[1](x, y, 64, interpret=interpret)
+    np.testing.assert_array_equal(y, x + 1.5)
+    ctx = _ctx()
+    core.begin_block(ctx, 0, 1)
+    q = prims.tque_new(ctx, int(asc.TPosition.VECCALC), 1)
+    assert (q["kind"], q["level"]) == (KIND_QUE, P.UB)
 
 
 def test_tque_at_co2_is_rejected_in_a_kernel(interpret):

@@ -233,3 +233,79 @@ def test_matmul_torch(mode):
            cores=cores, workspace=ws, mode=mode)
     # torch.allclose's default rtol (1e-5) with the test's atol
     np.testing.assert_allclose(c, leaky(a @ b, alpha), rtol=1e-5, atol=1e-3)
+
+
+# ---- kernels/test_bilinear_interpolation.py: gathered blocks, a TBuf scratch -------------------
+
+@asc.jit
+def bilinear(x: asc.GlobalAddress, offsets: asc.GlobalAddress, y: asc.GlobalAddress,
+             z: asc.GlobalAddress, n_x: asc.ConstExpr[int], n_off: asc.ConstExpr[int],
+             n_y: asc.ConstExpr[int], n_z: asc.ConstExpr[int], h_rep: asc.ConstExpr[int],
+             per_block: asc.ConstExpr[bool], blk_stride: asc.ConstExpr[int],
+             row_offset: asc.ConstExpr[int], v_rep: asc.ConstExpr[int]):
+    xg = asc.GlobalTensor()
+    og = asc.GlobalTensor()
+    yg = asc.GlobalTensor()
+    zg = asc.GlobalTensor()
+    xg.set_global_buffer(x)
+    og.set_global_buffer(offsets)
+    yg.set_global_buffer(y)
+    zg.set_global_buffer(z)
+    pipe = asc.TPipe()
+    qx = asc.TQue(asc.TPosition.VECIN, 1)
+    qo = asc.TQue(asc.TPosition.VECIN, 1)
+    qy = asc.TQue(asc.TPosition.VECIN, 1)
+    qz = asc.TQue(asc.TPosition.VECOUT, 1)
+    scratch = asc.TBuf(asc.TPosition.VECCALC)
+    pipe.init_buffer(que=qx, num=1, len=n_x * x.dtype.sizeof())
+    pipe.init_buffer(que=qo, num=1, len=n_off * offsets.dtype.sizeof())
+    pipe.init_buffer(que=qy, num=1, len=n_y * y.dtype.sizeof())
+    pipe.init_buffer(que=qz, num=1, len=n_z * z.dtype.sizeof())
+    pipe.init_buffer(buf=scratch, num=(n_x + n_y) * x.dtype.sizeof())
+    xl = qx.alloc_tensor(x.dtype)
+    ol = qo.alloc_tensor(offsets.dtype)
+    yl = qy.alloc_tensor(y.dtype)
+    asc.data_copy(xl, xg, count=n_x)
+    asc.data_copy(ol, og, count=n_off)
+    asc.data_copy(yl, yg, count=n_y)
+    qx.enque(xl)
+    qo.enque(ol)
+    qy.enque(yl)
+    xl = qx.deque(asc.half)
+    ol = qo.deque(asc.uint32)
+    yl = qy.deque(asc.half)
+    zl = qz.alloc_tensor(asc.half)
+    tmp = scratch.alloc_tensor(asc.uint8)
+    asc.bilinear_interpolation(zl, xl, ol, yl, 128, h_rep, per_block, blk_stride, row_offset,
+                               v_rep, tmp)
+    qz.enque(zl)
+    qx.free_tensor(xl)
+    qo.free_tensor(ol)
+    qy.free_tensor(yl)
+    scratch.free_tensor(tmp)
+    zl = qz.deque(z.dtype)
+    asc.data_copy(zg, zl, count=n_z)
+    qz.free_tensor(zl)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_bilinear_interpolation(mode):
+    """Mirrors python/test/kernels/test_bilinear_interpolation.py: 2 x 2 iterations, one src1
+    value per iteration, offsets i * 32 bytes (block i), dst rows 128 elements apart."""
+    rng = np.random.default_rng(11)
+    h_rep, v_rep = 2, 2
+    x = rng.uniform(-10, 10, 512).astype(np.float16)
+    offsets = np.arange(32, dtype=np.uint32) * 32
+    y = rng.uniform(-10, 10, 16).astype(np.float16)
+    z = np.zeros(256, np.float16)
+    launch(bilinear, 1, x, offsets, y, z, 512, 32, 16, 256, h_rep, False, 1, 128, v_rep,
+           mode=mode)
+    # the reference: the first h_rep * v_rep * 8 blocks of x, each 128-element group scaled by
+    # its src1 value (in float16), summed over the horizontal iterations into its dst row
+    used = h_rep * v_rep * 128
+    scaled = (x[:used].reshape(-1, 128) * y[:h_rep * v_rep, None]).astype(np.float16)
+    want = np.zeros(256, np.float16)
+    for v in range(v_rep):
+        for h in range(h_rep):
+            want[v * 128:(v + 1) * 128] += scaled[v * h_rep + h]
+    np.testing.assert_allclose(z, want, atol=1e-5)

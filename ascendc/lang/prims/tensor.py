@@ -12,6 +12,10 @@ from ..positions import NPOS, POS_LEVEL
 # the kernel-type primitives replace sync.py's get_sub_block_idx/num (exported after them)
 from .ktype import (get_sub_block_idx, get_sub_block_num, get_task_ratio,  # noqa: F401
                     ascend_is_aic, ascend_is_aiv)
+# UB rearrangements with their own param structs live in transform.py (exported from here)
+from .transform import copy_rep, transpose_ext  # noqa: F401
+from .trans5hd import trans_data_to_5hd  # noqa: F401
+from .bilinear import bilinear_interpolation  # noqa: F401
 
 _OP_GET, _OP_SET = trace.op("LocalTensor.get_value"), trace.op("LocalTensor.set_value")
 _OP_TRANSPOSE = trace.op("transpose")
@@ -19,7 +23,8 @@ _OP_TRANSPOSE = trace.op("transpose")
 __all__ = ["ga_add", "gt_bind", "sub_view", "get_value", "set_value", "dump_tensor", "tensor_size",
            "tensor_length", "reinterpret_cast", "position_level", "phy_addr", "local_tensor_new",
            "get_sub_block_idx", "get_sub_block_num", "get_task_ratio", "ascend_is_aic",
-           "ascend_is_aiv", "transpose16"]
+           "ascend_is_aiv", "transpose16", "copy_rep",
+           "transpose_ext", "trans_data_to_5hd", "bilinear_interpolation"]
 
 
 @prim
