@@ -22,6 +22,13 @@ ours, so loaded ratios overstate ours; say which one you quote):
   MaxPool 11 ms, GlobalAveragePool 0.2 ms. Not measured on a quiet machine; a run at load ~10
   (`--repeats 5`, before the global-pool change) gave 401 ms against 221 ms (0.55x): loaded
   ratios swing with the load.
+- stride-2 convs by column split + stride-1 img2col, channel-batched img2col for small images,
+  no workspace for direct 1x1 convs (load 5.4-5.7, `--repeats 7`): ours 391 ms, onnxruntime
+  146 ms = 0.37x (the same command gave 293 / 125 ms = 0.43x before the change at load ~8: the
+  load moves both by more than the change). Same-process A/B (both models loaded, interleaved,
+  load ~6): 400 ms with the new paths vs 464 ms with the old tilings; by kernel, img2col +
+  deinterleave 93 ms vs img2col 177 ms, matmul ~200 ms both (now the largest part: 54
+  launches), epilogue 60-80 ms (53), MaxPool ~21 ms. 143 kernel/AI CPU tasks per inference.
 
 `--conformance` runs ONNX's backend suite selection of tests/models/test_onnx_backend.py
 (node tests of every claimed op + the light models, exclusions of rt.onnx_backend.conformance)
@@ -104,6 +111,15 @@ def run_bench(name: str, repeats: int) -> int:
     print(f"  {'op':<20}{'engine':<9}{'tasks':>6}{'ms':>10}{'share':>8}")
     for (op, eng), (us, calls) in sorted(per_op.items(), key=lambda kv: -kv[1][0]):
         print(f"  {op:<20}{eng:<9}{calls:>6}{us / 1e3:>10.1f}{us / total:>8.1%}")
+    per_kernel: dict = {}           # "<node> (<kernel>)" -> by kernel, launches counted
+    for r in rows:
+        kern = r["op_name"].split(" (", 1)[-1].rstrip(")") if " (" in r["op_name"] else "?"
+        per_kernel.setdefault(kern, [0.0, 0])
+        per_kernel[kern][0] += r["host_total_us"]
+        per_kernel[kern][1] += r["calls"]
+    print(f"by kernel ({sum(v[1] for v in per_kernel.values())} tasks per inference):")
+    for kern, (us, calls) in sorted(per_kernel.items(), key=lambda kv: -kv[1][0]):
+        print(f"  {kern:<28}{calls:>6}{us / 1e3:>10.1f} ms")
     top = sorted(rows, key=lambda r: -r["host_total_us"])[:10]
     print("slowest nodes:")
     for r in top:

@@ -10,7 +10,9 @@ a block of (c, ki) row groups. With stride 1 along W (any stride along H, any di
 padding) a col row is, per output row, a run of consecutive input values shifted by kj*dw - pw:
 pure data movement, so the kernel moves many output rows at once with one strided GM -> UB
 `data_copy_pad` (the runs, each landing 32-byte aligned in UB) and one strided UB -> GM copy
-(into place, ow apart), plus copies of a zero buffer for the padding columns and rows. With
+(into place, ow apart), plus copies of a zero buffer for the padding columns and rows. For
+small images it batches channels instead (`_channel_rows_shifted`: one copy per tap and output
+row for many channels, h*w apart in x), whichever needs fewer copies. With
 stride > 1 along W, an input row moves GM -> UB as one-element blocks (each lands in its own
 32-byte UB block, as data_copy_pad places blocks; zero blocks stand for the padding), and per
 tap one WholeReduceMax over lane 0 of every sw-th block picks the strided elements into a dense
@@ -18,6 +20,14 @@ UB row (a one-lane max is the element itself), several output rows of a tap then
 GM in one copy (`_group_rows_sparse`, no scalar S-pipe loop). Rows too wide for that UB layout
 fall back to a GM -> UB copy of one-element blocks sw apart and a UB -> GM copy writing them back
 to back (`_group_rows_strided`).
+
+Stride 2 along W (dilation 1, even W, KW >= 2; ResNet's 7x7/2 and 3x3/2 convs) first splits x
+into its even and odd columns (`deinterleave2_kernel` in kernels/eltwise.py: the whole image is
+one stride-2 sequence per phase when W is even, picked by WholeReduceMax over one-element
+blocks, 1024 pairs per pass), then runs the stride-1 img2col above on that 2C-channel image
+of W/2 columns (tap kj of phase p sits at column shift (kj - pw - p)/2); W' gets the matching
+column order, with zero columns for the (phase, shift) pairs no tap uses (`Conv2dTiling.phase`,
+`phase_weight_matrix`).
 
 1x1 convolutions with stride 1 and no padding (`Conv2dTiling.direct`) need no img2col: x[n]
 already is the C x H*W matrix, so the matmul reads it in place (K' = C, no bias column) and the
@@ -27,7 +37,7 @@ bias comes in the epilogue.
 compiled binary is shared) then writes y[n] directly in NCHW order. W' is built once on the host
 (`weight_matrix`), like ATC's weight layout transform.
 
-`bias_act_kernel`, the epilogue (one launch for the whole batch), computes
+`bias_act_kernel` (kernels/eltwise.py), the epilogue (one launch for the whole batch), computes
 out = act(y + bias + residual) row by row (bias per output channel, each part optional, ReLU or
 none): what ATC's Conv+Relu and Conv+Add+Relu fusions do on the NPU. rt.model fuses those node
 chains at load (rt/model/fusion.py) and `launch_conv2d(..., residual=, relu=, out=)` runs them.
@@ -48,6 +58,7 @@ import ascendc as asc
 import rt
 
 from ._host import ceil_div, is_device, round_up
+from .eltwise import bias_act_kernel, deinterleave2_kernel
 from .matmul import MatmulTiling, matmul_kernel, matmul_tiling
 
 BUFFER_NUM = 2
@@ -55,6 +66,7 @@ BUF = 8192            # img2col UB buffer (elements); 2 staging, constant, spars
 MAX_W = BUF           # an output row must fit one buffer (32-byte padded)
 EPI_TILE = 4096       # epilogue UB buffer (elements): 6 of them = 96 KiB
 SPARSE_REPEATS = 248  # WholeReduce repeats per call (<= 255, a multiple of 8: aligned dst)
+PAIRS = 1024          # deinterleave: column pairs per pass (2048 one-element blocks = 64 KiB)
 
 
 def _pair(v, name):
@@ -87,6 +99,8 @@ class Conv2dTiling:
     epi_block_dim: int   # epilogue (bias / residual / ReLU) cores
     epi_rows_per_core: int  # N*OC output rows per epilogue core
     mm: MatmulTiling
+    phase: "Conv2dTiling | None" = None   # stride-2 path: the stride-1 img2col of the split x
+    ch_per_copy: int = 0  # stride-1 img2col by channel batches (small images; 0: by row groups)
 
     @property
     def direct(self) -> bool:
@@ -96,10 +110,13 @@ class Conv2dTiling:
 
     @property
     def k_rows(self) -> int:
-        return self.c * self.kh * self.kw + 1
+        return self.phase.k_rows if self.phase else self.c * self.kh * self.kw + 1
 
     @property
     def col_elems(self) -> int:
+        """img2col workspace elements (+ the column-split x after it on the stride-2 path)."""
+        if self.phase:
+            return round_up(self.phase.col_elems, 8) + self.c * self.h * self.w
         return self.k_rows * self.oh * self.ow
 
     def __post_init__(self):
@@ -131,17 +148,35 @@ def conv2d_tiling(x_shape, w_shape, stride=1, padding=0, dilation=1, block_dim=N
                              groups)
     per_core = ceil_div(groups, cores)
     direct = (kh, kw, sh, sw, pad) == (1, 1, 1, 1, (0, 0, 0, 0))
+    phase = None
+    if sw == 2 and dw == 1 and w % 2 == 0 and 2 <= kw and pad[1] < kw and min(oh, ow) >= 1:
+        # taps kj -> (phase (kj - pw) % 2, shift kj'); left pad pw' and width kw' cover them all
+        pw2 = (pad[1] + 1) // 2
+        kw2 = (kw - 1 - pad[1]) // 2 + pw2 + 1
+        phase = conv2d_tiling((n, 2 * c, h, w // 2), (oc, 2 * c, kh, kw2), (sh, 1),
+                              (pad[0], pw2, pad[2], ow - 1 - w // 2 - pw2 + kw2), (dh, 1),
+                              soc=soc)
     p = max(oh, 1) * max(ow, 1)
+    # stride-1 columns, small images: copies batching channels (one per tap and output row) are
+    # fewer than copies batching rows (one per channel, tap and rows_per_copy rows)
+    cpc = min(4095, BUF // round_up(p, 8))
+    by_rows = c * kh * kw * (2 + 3 * ceil_div(oh, max(1, min(4095, BUF // round_up(ow, 8)))))
+    by_channels = kh * kw * ceil_div(c, max(cpc, 1)) * (2 + 3 * oh)
+    ch_mode = sw == 1 and not direct and cpc > 0 and by_channels < by_rows
     mm = matmul_tiling(oc, p, c if direct else c * kh * kw + 1, np.float32, soc=soc)
     ow8 = round_up(max(ow, 1), 8)
     sparse_blocks = max(pad[1] + w, (ow - 1) * sw + (kw - 1) * dw + 1)
     rows_per_pass = min(oh, BUF // (kw * ow8)) if sw > 1 and sparse_blocks * 8 <= BUF else 0
     rows = n * oc
     epi_cores = min(rt.default_core_count(), rows, max(1, rows * p // EPI_TILE))
+    if ch_mode:         # work split by channels
+        per_core = ceil_div(c, min(rt.default_core_count(), c))
+        groups = c
     return Conv2dTiling(n, c, h, w, oc, kh, kw, (sh, sw), pad, (dh, dw), oh, ow,
                         ceil_div(groups, per_core), per_core,
                         max(1, min(4095, BUF // ow8)), rows_per_pass,
-                        ceil_div(rows, ceil_div(rows, epi_cores)), ceil_div(rows, epi_cores), mm)
+                        ceil_div(rows, ceil_div(rows, epi_cores)), ceil_div(rows, epi_cores),
+                        phase.mm if phase else mm, phase, cpc if ch_mode else 0)
 
 
 # ---- kernel --------------------------------------------------------------------------------------
@@ -203,6 +238,37 @@ def _group_rows_shifted(qx, xg, colg, zb, ci, ki, c, h, w, oh, ow, kh, kw, sh, p
             ih0 = r0 * sh - ph + ki * dh
             _shifted_rows(qx, xg, colg, zb, (ci * h + ih0) * w + off + q_lo, base + r0 * ow, nr,
                           q_hi - q_lo, q_lo, ow - q_hi, sh * w, ow)
+
+
+@asc.jit
+def _channel_rows_shifted(qx, xg, colg, zb, c0, nc, h, w, oh, ow, kh, kw, sh, ph, pw, dh, dw,
+                          ch_per_copy):
+    """Channels [c0, c0+nc), stride-1 columns, for small images: per tap (ki, kj) and output
+    row, one strided copy moves that row's run for up to ch_per_copy channels (h*w apart in x,
+    kh*kw*oh*ow apart in col); the padding as copies of the zero buffer, batched the same way."""
+    p = oh * ow
+    kkp = kh * kw * p
+    for ki in range(kh):
+        a = ph - ki * dh
+        r_lo = min(oh, 0 if a <= 0 else (a + sh - 1) // sh)
+        b = h - 1 + ph - ki * dh
+        r_hi = max(r_lo, min(oh, 0 if b < 0 else b // sh + 1))
+        for kj in range(kw):
+            off = kj * dw - pw
+            q_lo = min(ow, max(0, -off))
+            q_hi = max(q_lo, min(ow, w - off))
+            for cb in range(c0, c0 + nc, ch_per_copy):
+                ncc = min(ch_per_copy, c0 + nc - cb)
+                base = ((cb * kh + ki) * kw + kj) * p
+                if r_lo > 0:
+                    _shifted_rows(qx, xg, colg, zb, 0, base, ncc, 0, r_lo * ow, 0, 0, kkp)
+                if r_hi < oh:
+                    _shifted_rows(qx, xg, colg, zb, 0, base + r_hi * ow, ncc, 0,
+                                  (oh - r_hi) * ow, 0, 0, kkp)
+                for r in range(r_lo, r_hi):
+                    ih = r * sh - ph + ki * dh
+                    _shifted_rows(qx, xg, colg, zb, (cb * h + ih) * w + off + q_lo,
+                                  base + r * ow, ncc, q_hi - q_lo, q_lo, ow - q_hi, h * w, kkp)
 
 
 @asc.jit
@@ -310,8 +376,9 @@ def _strided_zero_rows(colg, zb, ci, ki, h, oh, ow, kh, kw, sh, ph, dh, buf):
 def img2col_kernel(x: asc.GlobalAddress, col: asc.GlobalAddress, c: int, h: int, w: int,
                    oh: int, ow: int, kh: int, kw: int, sh: int, sw: int, ph: int, pw: int,
                    dh: int, dw: int, groups_per_core: int, rows_per_copy: int,
-                   rows_per_pass: int, buf: asc.ConstExpr[int]):
-    """col (C*KH*KW + 1 rows of OH*OW) from one NCHW image x (C x H x W)."""
+                   rows_per_pass: int, ch_per_copy: int, buf: asc.ConstExpr[int]):
+    """col (C*KH*KW + 1 rows of OH*OW) from one NCHW image x (C x H x W); each core owns
+    groups_per_core (c, ki) row groups, or channels when ch_per_copy > 0."""
     p = oh * ow
     bidx = asc.get_block_idx()
     g0 = bidx * groups_per_core
@@ -338,6 +405,10 @@ def img2col_kernel(x: asc.GlobalAddress, col: asc.GlobalAddress, c: int, h: int,
         asc.duplicate(spb, 0.0, buf)           # the padding blocks stay zero
     asc.set_flag(asc.HardEvent.V_MTE3, 0)
     asc.wait_flag(asc.HardEvent.V_MTE3, 0)
+    if ch_per_copy > 0:
+        ng = 0
+        _channel_rows_shifted(qx, xg, colg, zb, g0, min(groups_per_core, c - g0), h, w, oh, ow,
+                              kh, kw, sh, ph, pw, dh, dw, ch_per_copy)
     for gi in range(ng):
         g = g0 + gi
         ci = g // kh
@@ -359,78 +430,6 @@ def img2col_kernel(x: asc.GlobalAddress, col: asc.GlobalAddress, c: int, h: int,
         asc.set_flag(asc.HardEvent.V_MTE3, 0)
         asc.wait_flag(asc.HardEvent.V_MTE3, 0)
         _fill_run(colg, zb, c * kh * kw * p, p, buf)
-
-
-@asc.jit
-def bias_act_kernel(y: asc.GlobalAddress, bias: asc.GlobalAddress, res: asc.GlobalAddress,
-                    out: asc.GlobalAddress, rows: int, p: int, oc: int, rows_per_core: int,
-                    has_bias: int, has_res: int, relu: int, tile: asc.ConstExpr[int]):
-    """The convolution's epilogue on the vector cores (what ATC fuses after a Conv): row r of
-    out (rows x p) = act(y[r] + bias[r % oc] + res[r]), bias / residual / ReLU each optional.
-    Rows are moved in blocks (one strided copy per block of rows, 32-byte aligned in UB)."""
-    r0 = asc.get_block_idx() * rows_per_core
-    nrows = min(rows_per_core, rows - r0)
-    if nrows <= 0:
-        return
-    sz = y.dtype.sizeof()
-    yg = asc.GlobalTensor()
-    yg.set_global_buffer(y, rows * p)
-    rg = asc.GlobalTensor()
-    rg.set_global_buffer(res, rows * p)
-    og = asc.GlobalTensor()
-    og.set_global_buffer(out, rows * p)
-    bg = asc.GlobalTensor()
-    bg.set_global_buffer(bias, oc)
-    pipe = asc.TPipe()
-    qy = asc.TQue(asc.TPosition.VECIN, BUFFER_NUM)
-    qr = asc.TQue(asc.TPosition.VECIN, BUFFER_NUM)
-    qo = asc.TQue(asc.TPosition.VECOUT, BUFFER_NUM)
-    pipe.init_buffer(qy, BUFFER_NUM, tile * sz)
-    pipe.init_buffer(qr, BUFFER_NUM, tile * sz)
-    pipe.init_buffer(qo, BUFFER_NUM, tile * sz)
-    cl = min(p, tile)
-    c32 = (cl * sz + 31) // 32 * 32 // sz
-    rows_per_tile = max(1, tile // c32)
-    for rb in range(r0, r0 + nrows, rows_per_tile):
-        nr = min(rows_per_tile, r0 + nrows - rb)
-        for c0 in range(0, p, cl):
-            n = min(cl, p - c0)
-            n32 = (n * sz + 31) // 32 * 32 // sz
-            total = nr * n32
-            yl = qy.alloc_tensor(y.dtype)
-            asc.data_copy_pad(yl, yg[rb * p + c0:],
-                              asc.DataCopyExtParams(nr, n * sz, (p - n) * sz, 0, 0))
-            qy.enque(yl)
-            rl = qr.alloc_tensor(y.dtype)
-            if has_res != 0:
-                asc.data_copy_pad(rl, rg[rb * p + c0:],
-                                  asc.DataCopyExtParams(nr, n * sz, (p - n) * sz, 0, 0))
-            qr.enque(rl)
-            yl = qy.deque(y.dtype)
-            rl = qr.deque(y.dtype)
-            ol = qo.alloc_tensor(y.dtype)
-            if has_bias != 0:
-                for i in range(nr):
-                    asc.adds(ol[i * n32:], yl[i * n32:], bg.get_value((rb + i) % oc), n)
-                if has_res != 0 and relu != 0:
-                    asc.add_relu(ol, ol, rl, total)
-                elif has_res != 0:
-                    asc.add(ol, ol, rl, total)
-                elif relu != 0:
-                    asc.relu(ol, ol, total)
-            elif has_res != 0 and relu != 0:
-                asc.add_relu(ol, yl, rl, total)
-            elif has_res != 0:
-                asc.add(ol, yl, rl, total)
-            else:
-                asc.relu(ol, yl, total)
-            qy.free_tensor(yl)
-            qr.free_tensor(rl)
-            qo.enque(ol)
-            ol = qo.deque(y.dtype)
-            asc.data_copy_pad(og[rb * p + c0:], ol,
-                              asc.DataCopyExtParams(nr, n * sz, 0, (p - n) * sz, 0))
-            qo.free_tensor(ol)
 
 
 # ---- host ----------------------------------------------------------------------------------------
@@ -469,8 +468,26 @@ def weight_matrix(w, b=None, bias_column: bool = True) -> np.ndarray:
     return np.ascontiguousarray(np.concatenate([wm, bias[:, None]], 1))
 
 
+def phase_weight_matrix(w, b, t: Conv2dTiling) -> np.ndarray:
+    """W' for the stride-2 path: columns (phase p, c, ki, kj') + bias, tap kj = 2 * (kj' - pw')
+    + p + pw of w (zero where no tap maps)."""
+    w = np.asarray(w, np.float32)
+    oc, c, kh, kw = w.shape
+    kw2, pw2 = t.phase.kw, t.phase.pad[1]
+    wm = np.zeros((oc, 2, c, kh, kw2), np.float32)
+    for p in range(2):
+        for j in range(kw2):
+            kj = 2 * (j - pw2) + p + t.pad[1]
+            if 0 <= kj < kw:
+                wm[:, p, :, :, j] = w[:, :, :, kj]
+    bias = np.zeros((oc, 1), np.float32) if b is None else np.asarray(b, np.float32)[:, None]
+    return np.ascontiguousarray(np.concatenate([wm.reshape(oc, -1), bias], 1))
+
+
 def conv_weights(w, b, t: Conv2dTiling):
     """(W' for the cube, bias for the epilogue or None), host float32 arrays, for tiling t."""
+    if t.phase:
+        return phase_weight_matrix(w, b, t), None
     if t.direct:
         return weight_matrix(w, bias_column=False), \
             None if b is None else np.ascontiguousarray(b, np.float32)
@@ -499,6 +516,11 @@ def launch_conv2d(x, wmat, y, col, zeros, t: Conv2dTiling, stream, *, bias=None,
     out = relu(conv + residual) (out defaults to y; in place is fine), as ATC's fused
     Conv+Add+Relu."""
     chw, ohw = t.c * t.h * t.w, t.oh * t.ow
+    xp = None
+    if t.phase:
+        xp = rt.DeviceArray((chw,), np.float32, int(col.ptr) + round_up(t.phase.col_elems, 8) * 4)
+        dcores = min(rt.default_core_count(), ceil_div(chw // 2, PAIRS))
+        per_core = round_up(ceil_div(chw // 2, dcores), 8)
     if not t.direct:
         col = rt.DeviceArray((t.k_rows, ohw), np.float32, col.ptr)
     mm = t.mm
@@ -508,11 +530,15 @@ def launch_conv2d(x, wmat, y, col, zeros, t: Conv2dTiling, stream, *, bias=None,
         if t.direct:
             b_op = rt.DeviceArray((t.c, ohw), np.float32, xi.ptr)
         else:
-            b_op = col
-            img2col_kernel[t.block_dim, stream](
-                xi, col, t.c, t.h, t.w, t.oh, t.ow, t.kh, t.kw, t.stride[0], t.stride[1],
-                t.pad[0], t.pad[1], t.dilation[0], t.dilation[1], t.groups_per_core,
-                t.rows_per_copy, t.rows_per_pass, BUF, **launch_options)
+            b_op, g = col, t
+            if t.phase:     # split columns, then the stride-1 img2col of the 2C x H x W/2 image
+                deinterleave2_kernel[ceil_div(chw // 2, per_core), stream](
+                    xi, xp, chw // 2, per_core, PAIRS, **launch_options)
+                xi, g = xp, t.phase
+            img2col_kernel[g.block_dim, stream](
+                xi, col, g.c, g.h, g.w, g.oh, g.ow, g.kh, g.kw, g.stride[0], g.stride[1],
+                g.pad[0], g.pad[1], g.dilation[0], g.dilation[1], g.groups_per_core,
+                g.rows_per_copy, g.rows_per_pass, g.ch_per_copy, BUF, **launch_options)
         matmul_kernel[mm.block_dim, stream](
             wmat, b_op, yi, zeros, np.int64(mm.m), np.int64(mm.n), np.int64(mm.k), mm.base_m,
             mm.base_n, mm.base_k, mm.l0_n, mm.depth_l1, mm.depth_l0a, mm.depth_l0b,

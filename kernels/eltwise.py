@@ -6,6 +6,10 @@ Unary/binary: each core owns a contiguous slice, tiles move with data_copy and t
 with data_copy_pad (as kernels/add.py). Row broadcast: each core owns a block of rows; the
 broadcast row stays in UB, every row is one data_copy_pad in and out. The op is a ConstExpr, so
 each op is its own compiled binary.
+
+Also two kernels of kernels.conv2d's path (documented there): `deinterleave2_kernel` (x split
+into its even and odd elements, for stride-2 convolutions) and `bias_act_kernel` (the
+convolution's bias / residual / ReLU epilogue).
 """
 from __future__ import annotations
 
@@ -271,3 +275,125 @@ def binary(op: str, x, y, *, stream=None, out=None, tiling: EltwiseTiling | None
     return _run(bcast_kernel, t, [x, y], x.shape, x.dtype, stream, out, launch_options,
                 rows, cols, t.per_core, t.tile, BINARY[op])
 
+
+# ---- data movement and epilogues for kernels.conv2d --------------------------------------------
+
+EPI_BUFFERS = 2       # bias_act_kernel's queue depth
+PICK_REPEATS = 248    # WholeReduce repeats per call (<= 255, a multiple of 8: aligned dst)
+
+
+@asc.jit
+def deinterleave2_kernel(x: asc.GlobalAddress, xp: asc.GlobalAddress, half: int,
+                         pairs_per_core: int, pairs: asc.ConstExpr[int]):
+    """xp[p * half + i] = x[2i + p] (p = 0, 1): the even then the odd elements of x (2 * half
+    elements). A pass moves `pairs` pairs GM -> UB as one-element blocks (each in its own
+    32-byte block), per phase WholeReduceMax of lane 0 with a repeat stride of 2 blocks picks
+    them into a dense row (a one-lane max is the value itself, bit for bit), UB -> GM."""
+    i0 = asc.get_block_idx() * pairs_per_core
+    n = min(pairs_per_core, half - i0)
+    if n <= 0:
+        return
+    sz = x.dtype.sizeof()
+    kb = 32 // sz
+    xg = asc.GlobalTensor()
+    xg.set_global_buffer(x, 2 * half)
+    pg = asc.GlobalTensor()
+    pg.set_global_buffer(xp, 2 * half)
+    pipe = asc.TPipe()
+    sparse = asc.TBuf(asc.TPosition.VECCALC)
+    dense = asc.TBuf(asc.TPosition.VECCALC)
+    pipe.init_buffer(sparse, 2 * pairs * 32)
+    pipe.init_buffer(dense, 2 * pairs * sz)
+    spb = sparse.get(x.dtype)
+    dnb = dense.get(x.dtype)
+    for s in range(i0, i0 + n, pairs):
+        m = min(pairs, i0 + n - s)
+        asc.set_flag(asc.HardEvent.V_MTE2, 0)       # the previous pass's picks are done
+        asc.wait_flag(asc.HardEvent.V_MTE2, 0)
+        asc.data_copy_pad(spb, xg[2 * s:], asc.DataCopyExtParams(2 * m, sz, 0, 0, 0))
+        asc.set_flag(asc.HardEvent.MTE2_V, 0)
+        asc.wait_flag(asc.HardEvent.MTE2_V, 0)
+        for p in range(2):
+            for q0 in range(0, m, PICK_REPEATS):
+                nq = min(PICK_REPEATS, m - q0)
+                asc.whole_reduce_max(dnb[p * pairs + q0:], spb[(2 * q0 + p) * kb:], 1, nq, 1,
+                                     1, 2, asc.ReduceOrder.ORDER_ONLY_VALUE)
+        asc.set_flag(asc.HardEvent.V_MTE3, 0)
+        asc.wait_flag(asc.HardEvent.V_MTE3, 0)
+        for p in range(2):
+            asc.data_copy_pad(pg[p * half + s:], dnb[p * pairs:],
+                              asc.DataCopyExtParams(1, m * sz, 0, 0, 0))
+        asc.set_flag(asc.HardEvent.MTE3_V, 0)       # dnb is rewritten by the next pass
+        asc.wait_flag(asc.HardEvent.MTE3_V, 0)
+
+
+@asc.jit
+def bias_act_kernel(y: asc.GlobalAddress, bias: asc.GlobalAddress, res: asc.GlobalAddress,
+                    out: asc.GlobalAddress, rows: int, p: int, oc: int, rows_per_core: int,
+                    has_bias: int, has_res: int, relu: int, tile: asc.ConstExpr[int]):
+    """The convolution's epilogue on the vector cores (what ATC fuses after a Conv): row r of
+    out (rows x p) = act(y[r] + bias[r % oc] + res[r]), bias / residual / ReLU each optional.
+    Rows are moved in blocks (one strided copy per block of rows, 32-byte aligned in UB)."""
+    r0 = asc.get_block_idx() * rows_per_core
+    nrows = min(rows_per_core, rows - r0)
+    if nrows <= 0:
+        return
+    sz = y.dtype.sizeof()
+    yg = asc.GlobalTensor()
+    yg.set_global_buffer(y, rows * p)
+    rg = asc.GlobalTensor()
+    rg.set_global_buffer(res, rows * p)
+    og = asc.GlobalTensor()
+    og.set_global_buffer(out, rows * p)
+    bg = asc.GlobalTensor()
+    bg.set_global_buffer(bias, oc)
+    pipe = asc.TPipe()
+    qy = asc.TQue(asc.TPosition.VECIN, EPI_BUFFERS)
+    qr = asc.TQue(asc.TPosition.VECIN, EPI_BUFFERS)
+    qo = asc.TQue(asc.TPosition.VECOUT, EPI_BUFFERS)
+    pipe.init_buffer(qy, EPI_BUFFERS, tile * sz)
+    pipe.init_buffer(qr, EPI_BUFFERS, tile * sz)
+    pipe.init_buffer(qo, EPI_BUFFERS, tile * sz)
+    cl = min(p, tile)
+    c32 = (cl * sz + 31) // 32 * 32 // sz
+    rows_per_tile = max(1, tile // c32)
+    for rb in range(r0, r0 + nrows, rows_per_tile):
+        nr = min(rows_per_tile, r0 + nrows - rb)
+        for c0 in range(0, p, cl):
+            n = min(cl, p - c0)
+            n32 = (n * sz + 31) // 32 * 32 // sz
+            total = nr * n32
+            yl = qy.alloc_tensor(y.dtype)
+            asc.data_copy_pad(yl, yg[rb * p + c0:],
+                              asc.DataCopyExtParams(nr, n * sz, (p - n) * sz, 0, 0))
+            qy.enque(yl)
+            rl = qr.alloc_tensor(y.dtype)
+            if has_res != 0:
+                asc.data_copy_pad(rl, rg[rb * p + c0:],
+                                  asc.DataCopyExtParams(nr, n * sz, (p - n) * sz, 0, 0))
+            qr.enque(rl)
+            yl = qy.deque(y.dtype)
+            rl = qr.deque(y.dtype)
+            ol = qo.alloc_tensor(y.dtype)
+            if has_bias != 0:
+                for i in range(nr):
+                    asc.adds(ol[i * n32:], yl[i * n32:], bg.get_value((rb + i) % oc), n)
+                if has_res != 0 and relu != 0:
+                    asc.add_relu(ol, ol, rl, total)
+                elif has_res != 0:
+                    asc.add(ol, ol, rl, total)
+                elif relu != 0:
+                    asc.relu(ol, ol, total)
+            elif has_res != 0 and relu != 0:
+                asc.add_relu(ol, yl, rl, total)
+            elif has_res != 0:
+                asc.add(ol, yl, rl, total)
+            else:
+                asc.relu(ol, yl, total)
+            qy.free_tensor(yl)
+            qr.free_tensor(rl)
+            qo.enque(ol)
+            ol = qo.deque(y.dtype)
+            asc.data_copy_pad(og[rb * p + c0:], ol,
+                              asc.DataCopyExtParams(nr, n * sz, 0, (p - n) * sz, 0))
+            qo.free_tensor(ol)

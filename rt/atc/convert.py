@@ -293,15 +293,30 @@ def remove_dead(g: Graph) -> None:
 
 def node_workspace(n: dict, specs: dict) -> int:
     """Bytes of scratch a node needs on the device: Conv's img2col matrix
-    ((C/group * KH * KW + 1) rows of OH * OW; the +1 row of ones carries the bias)."""
+    ((C/group * KH * KW + 1) rows of OH * OW; the +1 row of ones carries the bias), none for a
+    1x1 stride-1 unpadded Conv; on the stride-2 path also x split into even/odd columns (the
+    formula mirrors kernels.conv2d.Conv2dTiling.col_elems: rt cannot import kernels)."""
     if n["op"] != "Conv" or n["attrs"].get("group", 1) != 1:
         return 0
     xs, dt = specs[n["inputs"][0]]
     ys, _ = specs[n["outputs"][0]]
     if len(xs) != 4:
         return 0
-    kh, kw = n["attrs"]["kernel_shape"]
-    return (xs[1] * kh * kw + 1) * ys[2] * ys[3] * np.dtype(dt).itemsize
+    a = n["attrs"]
+    kh, kw = a["kernel_shape"]
+    # 1x1, stride 1, unpadded: the matmul reads x in place (kernels.conv2d's direct path)
+    if (kh, kw) == (1, 1) and all(v == 1 for v in a.get("strides", [1])) and \
+            not any(a.get("pads", [0])) and a.get("auto_pad", "NOTSET") in ("NOTSET", "VALID"):
+        return 0
+    strides, pads = a.get("strides", [1, 1]), a.get("pads", [0, 0, 0, 0])
+    dil = a.get("dilations", [1, 1])
+    c, isz, p = xs[1], np.dtype(dt).itemsize, ys[2] * ys[3]
+    if strides[1] == 2 and dil[1] == 1 and xs[3] % 2 == 0 and 2 <= kw and pads[1] < kw:
+        # kernels.conv2d's stride-2 path: img2col of the column-split x (2C channels, KW' taps)
+        # rounded to 8 elements, then the split x itself
+        kw2 = (kw - 1 - pads[1]) // 2 + (pads[1] + 1) // 2 + 1
+        return (-(-((2 * c * kh * kw2 + 1) * p) // 8) * 8 + c * xs[2] * xs[3]) * isz
+    return (c * kh * kw + 1) * p * isz
 
 
 def plan_memory(g: Graph, order: list[dict]) -> tuple[int, dict, dict, int]:

@@ -46,7 +46,7 @@ CASES = [   # x shape, w shape, stride, padding, dilation
     ((1, 3, 23, 21), (8, 3, 7, 7), 2, 3, 1),                  # conv1-like, stride 2, ragged
     ((1, 5, 9, 10), (4, 5, 3, 3), (1, 3), (1, 2, 0, 1), (1, 2)),  # W stride 3 with dilation
     ((2, 8, 8, 8), (16, 8, 1, 1), 2, 0, 1),                   # 1x1 stride 2
-    ((1, 2, 3, 1030), (2, 2, 2, 3), (1, 2), 1, 1),            # too wide for the sparse layout
+    ((1, 2, 3, 1031), (2, 2, 2, 3), (1, 2), 1, 1),            # too wide for the sparse layout
 ]
 
 
