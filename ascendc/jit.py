@@ -474,7 +474,8 @@ class JitFunction(KernelFunction):
         traced = rt.npu_view_on()
         ktype = self.kernel_type(opts)
         self._check_resident(block_dim, soc)
-        consts, launch_args, sig, host_copies = {}, [], [], []
+        consts, launch_args, sig, host_arrays = {}, [], [], []
+        host_args = rt.array.HostArgs()
         try:
             for name, v in zip(self.param_names, args):
                 if name in self.const_params:
@@ -484,7 +485,7 @@ class JitFunction(KernelFunction):
                     launch_args.append(v._kernel_record())
                     sig.append(("R", type(v).__name__))
                     continue
-                gm = self._gm_arg(name, v, stream, host_copies)
+                gm = self._gm_arg(name, v, stream, host_arrays, len(launch_args))
                 if gm is not None:
                     launch_args.append(gm)
                     sig.append(("GA", gm.dtype.name))
@@ -502,19 +503,20 @@ class JitFunction(KernelFunction):
                                                              consts.items())), tuple(sig), traced,
                    ktype)
             binary = self._binary(key, interpret, checked, soc, consts, sig, traced, ktype)
+            for i, name, v in host_arrays:    # mapped if only read, else copied (rt.HostArgs)
+                dev = host_args.add(v, binary.written is None or name in binary.written)
+                launch_args[i] = _GM(dev.ptr, dev.nbytes, D.from_numpy(v.dtype), name, dev)
             # a MIX_AIC_1_2 launch runs block_dim groups: 2 * block_dim AIV instances
             task = rt.launch(binary, block_dim * binary.per_block, tuple(launch_args), stream)
-            if host_copies:   # a synchronous launch: its errors name the launch, as it was called
+            if host_arrays:   # a synchronous launch: its errors name the launch, as it was called
                 (stream or rt.current_stream()).synchronize(
                     api=f"kernel {binary.name!r}[{block_dim}]", own=task)
-                for host, dev in host_copies:
-                    np.copyto(host, dev.copy_to_host().reshape(host.shape), casting="no")
+                host_args.copy_back()
         finally:
-            for _, dev in host_copies:
-                dev.free()
+            host_args.free()
         return None
 
-    def _gm_arg(self, name, v, stream, host_copies):
+    def _gm_arg(self, name, v, stream, host_arrays, index):
         if isinstance(v, rt.DeviceArray):
             return _GM(v.ptr, v.nbytes, D.from_numpy(v.dtype), name, v)
         if type(v).__module__.startswith("torch"):
@@ -524,9 +526,8 @@ class JitFunction(KernelFunction):
                 raise E.AclError(E.ACL_ERROR_INVALID_PARAM,
                                  f"{self.__name__}: array arguments must be C-contiguous, got "
                                  f"{name} with strides {v.strides}")
-            dev = rt.to_device(v)
-            host_copies.append((v, dev))
-            return _GM(dev.ptr, dev.nbytes, D.from_numpy(v.dtype), name)
+            host_arrays.append((index, name, v))     # its device buffer: after the binary
+            return _GM(0, v.nbytes, D.from_numpy(v.dtype), name)
         if isinstance(v, rt.HostPtr):
             raise E.AclError(E.ACL_ERROR_RT_AICORE_EXCEPTION,
                              f"kernel {self.__name__}: block_idx=0: argument {name!r} is a host "

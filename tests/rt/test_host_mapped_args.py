@@ -284,3 +284,14 @@ def test_add_rejects_a_bad_out():
     with pytest.raises(ValueError, match=r"out must be a DeviceArray"):
         rt.ensure_device()
         add(rt.to_device(x), rt.to_device(x), out=x)
+
+
+# a synchronous launch maps a read-only input (a copy-back into it used to fail)
+def test_read_only_input_array(interpret):
+    x = np.arange(2 * TILE, dtype=np.float32)
+    x.flags.writeable = False
+    z = np.zeros_like(x)
+    swap_halves[1](x, z, TILE, interpret=interpret)
+    np.testing.assert_array_equal(z, np.r_[x[TILE:], x[:TILE]])
+
+

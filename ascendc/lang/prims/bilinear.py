@@ -33,16 +33,19 @@ def _fail(what, a, b):
     if what == 0:
         fault("bilinear_interpolation: dst, src0 and src1 must be float16 and src0_offset "
               "uint32, got element sizes dst/src0/src1={} src0_offset={}", a, b)
+        raise KernelError(FAULT)
     elif what == 1:
         fault("bilinear_interpolation: src0_offset[{}] must be a 32-byte aligned byte offset of "
               "a block inside src0, got {}", a, b)
+        raise KernelError(FAULT)
     elif what == 2:
         fault("bilinear_interpolation: {} must hold every element the iterations touch, got "
               "index={}", "dst" if a == 0 else ("src0_offset" if a == 1 else "src1"), b)
+        raise KernelError(FAULT)
     else:
         fault("bilinear_interpolation: {} must be a local tensor in UB (VECIN, VECCALC, VECOUT), "
               "got a tensor in {:level}", _NAMES[a], b)
-    raise KernelError(FAULT)
+        raise KernelError(FAULT)
 
 
 @prim

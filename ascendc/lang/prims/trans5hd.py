@@ -41,19 +41,23 @@ def _fail(what, i, a, b):
     if what == 0:
         fault("trans_data_to_5hd: dst_list and src_list must have 16 entries each, got "
               "len(dst_list)={} len(src_list)={}", a, b)
+        raise KernelError(FAULT)
     elif what == 1:
         fault("trans_data_to_5hd: only 16-bit elements are supported (float16, int16, uint16, "
               "bfloat16), got element size {} in entry {}", a, i)
+        raise KernelError(FAULT)
     elif what == 2:
         fault("trans_data_to_5hd: every address must be 32-byte aligned inside UB, got entry "
               "{} at UB byte offset {} (UB holds {} bytes)", i, a, b)
+        raise KernelError(FAULT)
     elif what == 3:
         fault("trans_data_to_5hd: entry {} must hold every block the repeats touch, got "
               "element {} for a tensor of {} elements", i, a, b)
+        raise KernelError(FAULT)
     else:
         fault("trans_data_to_5hd: entry {} must stay inside UB over the repeats, got byte "
               "offset {} past UB's {} bytes", i, a, b)
-    raise KernelError(FAULT)
+        raise KernelError(FAULT)
 
 
 @prim
