@@ -149,6 +149,8 @@ class MatmulApiTiling:
         self.space = (-1, -1, -1)
         self.traverse = MatrixTraverse.NOSET
         self.fix_split = (-1, -1, -1)
+        self.layouts = {}       # role -> (b, s, n, g, d): batch layouts (set_a/b/c_layout)
+        self.batch_num = 0
 
     # -- setters ---------------------------------------------------------------------------------
     def _set_type(self, role, position, fmt, dtype, is_trans, allowed):
@@ -220,6 +222,29 @@ class MatmulApiTiling:
                 raise ValueError(f"{api}: {name} must be -1 or a positive multiple of 16, got "
                                  f"{name}={v!r}")
         self.fix_split = (base_m_in, base_n_in, base_k_in)
+        return 0
+
+    def _set_layout(self, role, b, s, n, g, d):
+        # SetALayout/SetBLayout(b, s, n, g, d), SetCLayout(b, s1, n, g, s2): the batch layout of
+        # an operand (batch count, rows, heads, groups, columns) for Matmul::IterateBatch
+        api = f"{self._api}.set_{role}_layout"
+        names = ("b", "s1", "n", "g", "s2") if role == "c" else ("b", "s", "n", "g", "d")
+        self.layouts[role] = tuple(_int(api, nm, v, 1, 2**31 - 1)
+                                   for nm, v in zip(names, (b, s, n, g, d)))
+        return 0
+
+    def set_a_layout(self, b, s, n, g, d):
+        return self._set_layout("a", b, s, n, g, d)
+
+    def set_b_layout(self, b, s, n, g, d):
+        return self._set_layout("b", b, s, n, g, d)
+
+    def set_c_layout(self, b, s1, n, g, s2):
+        return self._set_layout("c", b, s1, n, g, s2)
+
+    def set_batch_num(self, batch):
+        """Mirrors `SetBatchNum(batch)`: the number of batches Matmul::IterateBatch computes."""
+        self.batch_num = _int(f"{self._api}.set_batch_num", "batch", batch, 1, 2**31 - 1)
         return 0
 
     # -- the tiling ------------------------------------------------------------------------------
@@ -333,7 +358,15 @@ class MatmulApiTiling:
             step_k_a=step, step_k_b=step, is_bias=int(self.bias),
             iterate_order=int(self.traverse == MatrixTraverse.FIRSTN),
             share_l1_size=db1 * step * per_step + bias_l1, share_l0c_size=bm * bn * 4,
-            share_ub_size=0, db_l0a=db_a, db_l0b=db_b, db_l0c=1, batch_m=1, batch_n=1)
+            share_ub_size=0, db_l0a=db_a, db_l0b=db_b, db_l0c=1, batch_m=1, batch_n=1,
+            **self._layout_fields())
+
+    def _layout_fields(self) -> dict:
+        out = {"batch_num": self.batch_num}
+        for role, names in (("a", "bsngd"), ("b", "bsngd"), ("c", ("b", "s1", "n", "g", "s2"))):
+            for nm, v in zip(names, self.layouts.get(role, (0,) * 5)):
+                out[f"{role}_layout_info_{nm}"] = v
+        return out
 
 
 class MultiCoreMatmulTiling(MatmulApiTiling):

@@ -12,7 +12,9 @@ from .lang.enums import (TPosition, Hardware, PipeID, HardEvent, RoundMode, CMPM
                          SelMode, ReduceOrder, QuantModes, FixpipeConfig, CubeFormat, MaskMode)
 from .lang.params import (BinaryRepeatParams, UnaryRepeatParams, BrcbRepeatParams, DataCopyParams,
                           DataCopyExtParams, DataCopyPadExtParams, DataCopyPadParams, Nd2NzParams,
-                          LoadData2DParams, MmadParams, FixpipeParamsV220)
+                          LoadData2DParams, MmadParams, FixpipeParamsV220, CopyRepeatParams,
+                          TransposeParamsExt, TransDataTo5HDParams, TransposeType,
+                          LayoutMode)
 from .lang.api import (GlobalAddress, GlobalTensor, LocalTensor, TPipe, TQue, TBuf, ConstExpr,
                        Property, DEFAULT_C0_SIZE, ONE_BLK_SIZE, TOTAL_L1_SIZE, TOTAL_L0C_SIZE,
                        FUNCTIONS as _OPS)
@@ -29,7 +31,9 @@ __all__ = [
     "SelMode", "ReduceOrder", "QuantModes", "FixpipeConfig", "CubeFormat", "MaskMode",
     "BinaryRepeatParams", "UnaryRepeatParams", "BrcbRepeatParams", "DataCopyParams",
     "DataCopyExtParams", "DataCopyPadExtParams", "DataCopyPadParams", "Nd2NzParams",
-    "LoadData2DParams", "MmadParams", "FixpipeParamsV220", "GlobalAddress", "GlobalTensor",
+    "LoadData2DParams", "MmadParams", "FixpipeParamsV220", "CopyRepeatParams",
+    "TransposeParamsExt", "TransDataTo5HDParams", "TransposeType", "LayoutMode",
+    "GlobalAddress", "GlobalTensor",
     "LocalTensor", "TPipe", "TQue", "TBuf", "ConstExpr", "KernelError", "CompileError",
     "CheckedOptions", "set_default_checked", "Property", "DEFAULT_C0_SIZE", "ONE_BLK_SIZE",
     "TOTAL_L1_SIZE", "TOTAL_L0C_SIZE",

@@ -23,7 +23,7 @@ NSTATE = 16
 __all__ = ["new_state", "mm_check_tiling", "mm_check_iterate", "S_TM", "S_TN", "S_TK", "S_OM",
            "S_ON", "S_OKA", "S_OKB", "S_SM", "S_SN", "S_SK", "S_TA", "S_TB", "S_BIAS", "S_INIT",
            "S_ITER", "NSTATE", "ws_f32", "mm_check_get_c", "tiling_new", "tiling_norm",
-           "tiling_set", "second", "mm_check_get_c_atomic", "quant_check"]
+           "tiling_set", "second", "mm_check_get_c_atomic", "quant_check", "mm_batch_plan"]
 
 
 @prim
@@ -111,6 +111,41 @@ def mm_check_iterate(st, t, a_isz, b_isz, c_isz, ta_ok, tb_ok, ga, gb, gc, en_at
         fault("asc.adv.Matmul.iterate_all: m, n and k (set_tail / set_single_shape / "
               "tiling.single_core_*) must be >= 1, got m={} n={} k={}", m, n, k)
         raise KernelError(FAULT)
+
+
+@prim
+def mm_batch_plan(t, layout_a, layout_b, layout_c, batch_a, batch_b, en_seq, stride_a, stride_b):
+    """IterateBatch's loop: (batch, batches per A, batches per B, A/B/C strides in elements).
+    pyasc iterate_batch's constraints (python/asc/language/adv/utils.py): NORMAL layout only
+    here, batch_a and batch_b multiples of each other, en_sequential_write False for GM C;
+    matrix_stride_a/b default (0) to one whole matrix of the layout (s x d)."""
+    api = "asc.adv.Matmul.iterate_batch"
+    if layout_a != 4 or layout_b != 4 or layout_c != 4:
+        fault("{}: the MatmulTypes of a, b and c must have layout LayoutMode.NORMAL (the "
+              "only batch layout emulated), got layouts a={} b={} c={}", api, layout_a,
+              layout_b, layout_c)
+        raise KernelError(FAULT)
+    if batch_a < 1 or batch_b < 1 or (batch_a % batch_b != 0 and batch_b % batch_a != 0):
+        fault("{}: batch_a and batch_b must be >= 1 and one a multiple of the other, got "
+              "batch_a={} batch_b={}", api, batch_a, batch_b)
+        raise KernelError(FAULT)
+    if en_seq:
+        fault("{}: en_sequential_write must be False when C is a GlobalTensor, got "
+              "en_sequential_write=True", api)
+        raise KernelError(FAULT)
+    if stride_a < 0 or stride_b < 0:
+        fault("{}: matrix_stride_a and matrix_stride_b must be >= 0, got "
+              "matrix_stride_a={} matrix_stride_b={}", api, stride_a, stride_b)
+        raise KernelError(FAULT)
+    batch = max(batch_a, batch_b)
+    # (layout fields left 0 by a hand-made tiling: the org shape's whole matrices)
+    la = t.a_layout_info_s * t.a_layout_info_d
+    lb = t.b_layout_info_s * t.b_layout_info_d
+    lc = t.c_layout_info_s1 * t.c_layout_info_s2
+    sa = stride_a if stride_a > 0 else (la if la > 0 else t.m * t.k_a)
+    sb = stride_b if stride_b > 0 else (lb if lb > 0 else t.k_b * t.n)
+    sc = lc if lc > 0 else t.m * t.n
+    return batch, batch // batch_a, batch // batch_b, sa, sb, sc
 
 
 @prim

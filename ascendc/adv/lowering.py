@@ -19,7 +19,7 @@ from ..compiler.frontend import attr_chain as _chain, is_asc_module
 from ..lang.surface import GA, OTHER, PIPE, T
 from . import checks as C
 from .matmul import NO_BIAS, SUPPORTED_METHODS, type_error
-from .mmkernel import mm_get_tensor_c, mm_iterate, mm_iterate_all, mm_register
+from .mmkernel import mm_get_tensor_c, mm_iterate, mm_iterate_all, mm_iterate_batch, mm_register
 from .quant import quant_per_tensor
 from .tiling import FIELDS
 from .tilingops import INDEX
@@ -269,8 +269,8 @@ def _method(rw, call, name, m):
                                    f"arguments")
             out.append(_set(name, slot, v if v is not None else ast.Constant(-1)))
         return out
-    if m == "iterate_all":
-        return _iterate_all(rw, call, name, mm)
+    if m in ("iterate_all", "iterate_batch"):
+        return _iterate_all(rw, call, name, mm, m)
     if m == "end":
         return []
     if m == "get_tensor_c":
@@ -281,8 +281,8 @@ def _method(rw, call, name, m):
                        f"{', '.join(SUPPORTED_METHODS)})")
 
 
-def _iterate_all(rw, call, name, mm):
-    api = "asc.adv.Matmul.iterate_all"
+def _iterate_all(rw, call, name, mm, m="iterate_all"):
+    api = f"asc.adv.Matmul.{m}"
     if "a" not in mm["seen"] or "b" not in mm["seen"]:
         raise rw.err(call, f"{api}: set_tensor_a and set_tensor_b must be called first, got "
                            f"a={'a' in mm['seen']} b={'b' in mm['seen']}")
@@ -292,8 +292,23 @@ def _iterate_all(rw, call, name, mm):
     c = _arg(rw, call, 0, ("gm", "tensor_c", "c"))
     if c is None:
         raise rw.err(call, f"{api}: a GlobalTensor for C must be given, got none")
-    atomic = _arg(rw, call, 1, ("en_atomic",), ast.Constant(0))
-    helper, _ = rw.helper(mm_iterate_all, (OTHER, OTHER, OTHER, T, T, T, T))
+    if m == "iterate_batch":
+        atomic = _arg(rw, call, 8, ("en_atomic",), ast.Constant(0))
+        partial = _arg(rw, call, 7, ("en_partial_sum",), ast.Constant(False))
+        if not (isinstance(partial, ast.Constant) and not partial.value):
+            raise rw.err(call, f"{api}: en_partial_sum must be False (partial sums are not "
+                               f"emulated), got en_partial_sum={ast.unparse(partial)}")
+        plan_args = [_arg(rw, call, i, keys, default) for i, (keys, default) in enumerate((
+            (("batch_a",), None), (("batch_b",), None), (("en_sequential_write",), None),
+            (("matrix_stride_a",), ast.Constant(0)), (("matrix_stride_b",), ast.Constant(0))),
+            start=1)]
+        if any(a is None for a in plan_args):
+            raise rw.err(call, f"{api}: tensor, batch_a, batch_b and en_sequential_write must "
+                               f"be given, got {len(call.args)} arguments")
+        helper, _ = rw.helper(mm_iterate_batch, (OTHER, OTHER, OTHER, T, T, T, T, OTHER))
+    else:
+        atomic = _arg(rw, call, 1, ("en_atomic",), ast.Constant(0))
+        helper, _ = rw.helper(mm_iterate_all, (OTHER, OTHER, OTHER, T, T, T, T))
     bias = f"{name}__bias" if "bias" in mm["seen"] else f"{name}__c"
     # set_bias under `if <ConstExpr False>:` is dropped by CPython; keep the name defined, with
     # the bias's own type (fp32; C may be 16-bit, and Numba cannot unify the two array types)
@@ -302,6 +317,14 @@ def _iterate_all(rw, call, name, mm):
     check = _stmt(f"_ADV.mm_check_iterate({name}, {name}__t, {name}__ty[0][2], {name}__ty[1][2], "
                   f"{name}__ty[2][2], {name}__ty[0][3], {name}__ty[1][3], {name}__a, {name}__b, "
                   f"{name}__c, _N_e)", e=atomic)
+    if m == "iterate_batch":
+        plan = _stmt(f"{name}__plan = _ADV.mm_batch_plan({name}__t, {name}__ty[0][4], "
+                     f"{name}__ty[1][4], {name}__ty[2][4], int(_N_ba), int(_N_bb), bool(_N_sw), "
+                     f"int(_N_sa), int(_N_sb))", ba=plan_args[0], bb=plan_args[1],
+                     sw=plan_args[2], sa=plan_args[3], sb=plan_args[4])
+        run = _stmt(f"{helper}(_ctx, {name}__q, {name}__t, {name}, {name}__a, {name}__b, {bias}, "
+                    f"{name}__c, {name}__plan)")
+        return [_stmt(f"{name}__c = _N_c", c=c)] + fallback + [check, plan, run]
     run = _stmt(f"{helper}(_ctx, {name}__q, {name}__t, {name}, {name}__a, {name}__b, {bias}, "
                 f"{name}__c)")
     return [_stmt(f"{name}__c = _N_c", c=c)] + fallback + [check, run]

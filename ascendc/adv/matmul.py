@@ -29,13 +29,12 @@ db_l0a, B2 x db_l0b, CO1 x db_l0c; with a bias an A1 queue and a C2 TBuf of base
 the capacity rules and the 64-buffer limit apply and the profiler counts every byte and MAC.
 
 Fidelity: A, B, bias in GM, ND only (TPosition.GM, CubeFormat.ND); C in GM or (float32 only)
-VECCALC/VECIN through the workspace; no batch layouts, no atomic C
+VECCALC/VECIN through the workspace; of the batch layouts only NORMAL (iterate_batch, C in GM:
+iterate_all per batch, mmkernel.mm_iterate_batch), no atomic C
 accumulation (en_atomic), no quantisation; the K tail is not zero-padded in L1 (the emulator's
 mmad is exact in k); step_m/step_n > 1 are accepted but each base tile is loaded by itself.
 """
 from __future__ import annotations
-
-import enum
 
 import numpy as np
 
@@ -43,19 +42,14 @@ from ..lang import api
 from ..lang import dtypes as D
 from ..lang.enums import CubeFormat, TPosition
 from ..lang.errors import KernelError
+from ..lang.params import LayoutMode
 from .checks import (S_BIAS, S_INIT, S_ITER, S_OKA, S_OKB, S_OM, S_ON, S_SK, S_SM, S_SN, S_TA,
-                     S_TB, S_TK, S_TM, S_TN, mm_check_get_c, mm_check_iterate, mm_check_tiling,
-                     new_state, tiling_norm, ws_f32)
-from .mmkernel import mm_get_tensor_c, mm_iterate, mm_iterate_all, mm_register
+                     S_TB, S_TK, S_TM, S_TN, mm_batch_plan, mm_check_get_c, mm_check_iterate,
+                     mm_check_tiling, new_state, tiling_norm, ws_f32)
+from .mmkernel import (mm_get_tensor_c, mm_iterate, mm_iterate_all, mm_iterate_batch,
+                       mm_register)
 
 
-class LayoutMode(enum.IntEnum):
-    """Mirrors Ascend C `LayoutMode` (batch layouts of MatmulType); only NONE is emulated."""
-    NONE = 0
-    BSNGD = 1
-    SBNGD = 2
-    BNGS1S2 = 3
-    NORMAL = 4
 
 
 def type_error(role: str, position, fmt, layout) -> str | None:
@@ -70,9 +64,9 @@ def type_error(role: str, position, fmt, layout) -> str | None:
     if int(fmt) != CubeFormat.ND:
         return (f"asc.adv.MatmulType: format must be CubeFormat.ND (NZ operands are not "
                 f"emulated), got format={CubeFormat(int(fmt)).name} for {role}")
-    if int(layout) != LayoutMode.NONE:
-        return (f"asc.adv.MatmulType: layout must be LayoutMode.NONE (batch layouts are not "
-                f"emulated), got layout={LayoutMode(int(layout)).name} for {role}")
+    if int(layout) not in (LayoutMode.NONE, LayoutMode.NORMAL):
+        return (f"asc.adv.MatmulType: layout must be LayoutMode.NONE or NORMAL (the other batch "
+                f"layouts are not emulated), got layout={LayoutMode(int(layout)).name} for {role}")
     return None
 
 
@@ -111,7 +105,7 @@ class MatmulConfig:
 NO_BIAS = (-1, 0, 0, False, 0)
 SUPPORTED_METHODS = ("init", "set_tensor_a", "set_tensor_b", "set_bias", "disable_bias",
                      "set_tail", "set_org_shape", "set_single_shape", "iterate_all", "iterate",
-                     "get_tensor_c", "end")
+                     "get_tensor_c", "end", "iterate_batch")
 
 
 class _PipeOfKernel(api.TPipe):
@@ -200,6 +194,30 @@ class Matmul:
                          int(en_atomic))
         mm_iterate_all(self._q, self._tiling, self._st, self._a, self._b,
                         self._bias if self._bias is not None else gm, gm)
+
+    def iterate_batch(self, tensor, batch_a, batch_b, en_sequential_write, matrix_stride_a=0,
+                      matrix_stride_b=0, matrix_stride_c=0, en_partial_sum=False, en_atomic=0,
+                      sync=True, wait_iterate_batch=None):
+        """Mirrors `Matmul::IterateBatch(gm, batchA, batchB, enSequentialWrite, ...)`: one C of
+        single_core_m x single_core_n per batch, for LayoutMode.NORMAL operands and C in GM
+        (matrix_stride_c is reserved in Ascend C: C's stride comes from the C layout)."""
+        api_name = "asc.adv.Matmul.iterate_batch"
+        if self._a is None or self._b is None:
+            raise KernelError(f"{api_name}: set_tensor_a and set_tensor_b must be called first, "
+                              f"got a={self._a is not None} b={self._b is not None}")
+        if not isinstance(tensor, api.GlobalTensor) or en_partial_sum:
+            raise KernelError(f"{api_name}: tensor must be a GlobalTensor and en_partial_sum "
+                              f"False (C in UB and partial sums are not emulated), got "
+                              f"tensor={type(tensor).__name__} en_partial_sum={en_partial_sum}")
+        a, b, c = (t.as_tuple() for t in self._types[:3])
+        mm_check_iterate(self._st, self._tiling if self._tiling is not None else _EMPTY,
+                         a[2], b[2], c[2], a[3], b[3], self._a.data, self._b.data, tensor.data,
+                         int(en_atomic))
+        plan = mm_batch_plan(self._tiling, a[4], b[4], c[4], int(batch_a), int(batch_b),
+                             bool(en_sequential_write), int(matrix_stride_a),
+                             int(matrix_stride_b))
+        mm_iterate_batch(self._q, self._tiling, self._st, self._a, self._b,
+                         self._bias if self._bias is not None else tensor, tensor, plan)
 
     def iterate(self, en_partial_sum=False, sync=True, local_c_matrix=None):
         """Mirrors `Matmul::Iterate()`: computes the next C tile into L0C; True while there is

@@ -238,6 +238,17 @@ def mm_iterate_all(qs, tiling, st, ag, bg, biasg, cg):
 
 
 @asc.jit
+def mm_iterate_batch(qs, tiling, st, ag, bg, biasg, cg, plan):
+    """Matmul::IterateBatch (NORMAL layout, C in GM): iterate_all once per batch; `plan` is
+    checks.mm_batch_plan's (batch, batches per A, batches per B, A/B/C strides). A broadcast
+    operand's matrix i // (batch / batch_x) serves batch i (pyasc's test_matmul_iterate_batch
+    reference)."""
+    for i in range(plan[0]):
+        mm_iterate_all(qs, tiling, st, ag[(i // plan[1]) * plan[3]:],
+                       bg[(i // plan[2]) * plan[4]:], biasg, cg[i * plan[5]:])
+
+
+@asc.jit
 def mm_iterate(qs, tiling, st, ag, bg, biasg):
     """Matmul::Iterate(): the next C tile into L0C (True), or False after the last tile (and the
     count starts over, so the Matmul can iterate again)."""

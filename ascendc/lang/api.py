@@ -304,10 +304,6 @@ _SPECIALS = {"print_format": printf, "loop": _range, "ceil_div": ceildiv,
 
 FUNCTIONS = {name: _SPECIALS[row.special] if row.special else _make_function(row)
              for name, row in S.FUNCTIONS.items()}
-# param structs newer than ascendc/language.py's fixed import list reach `asc.<Struct>` through
-# this dict (language.py exports all of it); the compiler finds them in S.STRUCTS
-_LATE_STRUCTS = ("CopyRepeatParams", "TransposeParamsExt", "TransDataTo5HDParams")
-FUNCTIONS.update({name: S.STRUCTS[name] for name in _LATE_STRUCTS})
 
 
 class ConstExpr:

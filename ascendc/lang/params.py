@@ -27,6 +27,16 @@ CopyRepeatParams = _struct("CopyRepeatParams", [
     "Strides of copy's repeat form, in 32-byte blocks: within a repeat, and between repeats.")
 
 
+class LayoutMode(IntEnum):
+    """Ascend C's LayoutMode (batch layouts of a Matmul operand; pyasc `asc.LayoutMode`). Of the
+    batch layouts only NORMAL (batches of whole matrices one after another) is emulated."""
+    NONE = 0
+    BSNGD = 1
+    SBNGD = 2
+    BNGS1S2 = 3
+    NORMAL = 4
+
+
 class TransposeType(IntEnum):
     """Ascend C's TransposeType (pyasc python/asc/language/core/enums.py, same values)."""
     TRANSPOSE_TYPE_NONE = 0

@@ -14,7 +14,6 @@ from typing import Any, Optional, Tuple
 
 import ascendc
 from ascendc.jit import JitFunction
-from ascendc.lang.params import TransposeType
 
 from . import npu_device
 
@@ -95,14 +94,11 @@ def make_asc_module(runtime_pkg, lib_pkg, language_pkg) -> AscNamespace:
     mod = AscNamespace("asc", __doc__)
     mod.__kernel_language__ = True
     mod.__path__ = []        # a package: `import asc.runtime.config` finds its submodules
-    mod.__all__ = list(ascendc.__all__) + ["CodegenOptions", "CompileOptions", "LaunchOptions",
-                                           "TransposeType"]
+    mod.__all__ = list(ascendc.__all__) + ["CodegenOptions", "CompileOptions", "LaunchOptions"]
     mod.jit = jit
     mod.CodegenOptions = CodegenOptions
     mod.CompileOptions = CompileOptions
     mod.LaunchOptions = LaunchOptions
-    # pyasc's enum for TransposeParamsExt (ascendc.language does not export it yet)
-    mod.TransposeType = TransposeType
     mod.runtime = runtime_pkg
     mod.lib = lib_pkg
     mod.language = language_pkg

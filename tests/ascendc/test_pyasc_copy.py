@@ -61,12 +61,32 @@ def test_copy_repeat_form(mode, dtype, n, mask, repeat, strides):
     np.testing.assert_array_equal(z, _reference(x, mask, repeat, *strides))
 
 
+@pytest.mark.parametrize("mode, repeat", [("interpret", 5), ("compiled", 6)])
+def test_copy_past_the_tensor_runs_inside_ub_with_a_warning(mode, repeat):
+    # the NPU bounds vector accesses by UB only (pyasc's test_copy case (1,) copies 256 elements
+    # through 8-element tensors): src's repeats 4, 5 read on into qz's buffer (z[0:64], z[64:128])
+    # while every repeat writes z[0:64] (dst_repeat_size 0): the last read decides z[0:64]
+    rng = np.random.default_rng(5)
+    x = rng.integers(-100, 100, 256).astype(np.float32)
+    z = np.full(256, 7, np.float32)
+    far = (repeat - 1) * 64 + 63
+    with pytest.warns(RuntimeWarning, match=rf"copy: src is read/written past its 256 elements "
+                                            rf"\(up to index={far}, UB byte {(far + 1) * 4}\); "
+                                            rf"allowed inside UB as on the NPU"):
+        copy_kernel[1](x, z, 256, 64, repeat, 1, 1, 0, 8, interpret=(mode == "interpret"))
+    exp = np.zeros(256, np.float32)
+    if repeat == 5:
+        exp[:64] = x[192:256]       # repeat 3's write, read back by repeat 4
+    # repeat 6: repeat 5 reads z[64:128], still duplicate's zeros
+    np.testing.assert_array_equal(z, exp)
+
+
 @pytest.mark.parametrize("mode", ["interpret", "compiled"])
-def test_copy_refuses_a_repeat_past_the_tensor(mode):
+def test_copy_refuses_a_repeat_past_the_end_of_ub(mode):
     x = np.zeros(256, np.float32)
-    with pytest.raises(rt.AclError, match=r"copy: src must hold every element the repeats touch, "
-                                          r"got index=319 for a tensor of 256 elements"):
-        copy_kernel[1](x, np.zeros_like(x), 256, 64, 5, 1, 1, 0, 8,
+    with pytest.raises(rt.AclError, match=r"copy: src must stay inside UB, got index=524343 for "
+                                          r"a tensor at UB byte 0 \(\d+ bytes of UB\)"):
+        copy_kernel[1](x, np.zeros_like(x), 256, 64, 2, 1, 1, 0, 65535,
                        interpret=(mode == "interpret"))
 
 

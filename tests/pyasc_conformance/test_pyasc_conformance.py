@@ -26,7 +26,7 @@ test_rewritten_kernel_tests.py (kernels/test_vadd, test_matmul, test_matmul_torc
 test_bilinear_interpolation), written independently (rewritten_common.py says how). The
 generalization/ files are not rewritten; what they needed beyond those is tested in
 tests/ascendc/test_pyasc_{npu_device,struct,quant,transpose,transpose_ext,copy,trans5hd,
-bilinear}.py (TQue(VECCALC): tests/ascendc/test_state.py).
+bilinear,batch_matmul}.py (TQue(VECCALC): tests/ascendc/test_state.py).
 """
 import os
 import pathlib
@@ -83,9 +83,6 @@ KNOWN_FAILURES = {
     "kernels/insert_sync/test_vadd.py": _both("LocalTensorAuto (automatic sync insertion)"),
     "kernels/insert_sync/test_vadd_scalar.py": _both("LocalTensorAuto (automatic sync "
                                                      "insertion)"),
-    "generalization/adv/test_matmul_iterate_batch.py": _both(
-        "batch Matmul (LayoutMode.NORMAL; host set_a/b/c_layout, set_batch_num) is not "
-        "emulated"),
     "generalization/adv/test_matmul_quant.py": _both("its only test is marked skip upstream "
                                                      "(Tensor self not implemented for "
                                                      "DT_INT32): nothing passes"),
@@ -93,10 +90,6 @@ KNOWN_FAILURES = {
         "compiled": "asc.int8.sizeof() (a dtype constant's method) is refused by the compiler"},
     "generalization/basic/test_aipp.py": _both("AIPP in kernels (AippSwapParams, "
                                                "set_aipp_functions, ...) is not supported"),
-    "generalization/basic/test_copy.py": _both(
-        "case (1,): copy's 4 repeats x 64 lanes reach element 255 of 8-element UB tensors (a "
-        "1-element queue); hardware has no per-tensor UB bounds and writes past the buffer, "
-        "here copy's extent check traps (6 of 7 cases pass)"),
     "generalization/basic/test_duplicate.py": _both(
         "writes 512-element tiles past the end of a 1000-element CPU tensor (elements [756, "
         "1268)): beyond its device copy's allocation (1008 elements), a GM trap here; on an "
@@ -104,8 +97,10 @@ KNOWN_FAILURES = {
     "generalization/basic/test_trans_5hd_addr_tensor.py": {
         "compiled": "asc.uint64.sizeof() (a dtype constant's method) is refused by the compiler"},
     "generalization/basic/test_vadd_bits.py": _both(
-        "bit mask [2**64-1, 2**64-1] for 32-bit elements is refused (Ascend C: mask[1] must "
-        "be 0 for b32; the NPU ignores it)"),
+        "16-bit cases (float16, int16): add's 128-lane mask over 64-element UB tiles reaches "
+        "element 127; hardware has no per-tensor UB bounds (only UB's capacity), here the "
+        "repeat form's extent check traps (5 of 7 cases pass; 32-bit ones ignore mask[1] with "
+        "a warning, as the NPU does)"),
     "generalization/basic/test_vadd_sw.py": _both(
         "TPipe destroy/init/reset, get_tpipe_ptr, alloc/fetch/release_event_id, user tags, "
         "set_buffer_len and set_addr_with_offset are not supported"),

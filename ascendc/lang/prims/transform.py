@@ -8,6 +8,8 @@ dst_repeat_size, src_repeat_size): a vector-unit copy between UB tensors of one 
 dtype, in the repeat form of the vector ops: `repeat_time` repeats of 256 bytes, lanes picked by
 `mask`, lane j of repeat r at block `r * repeat_size + (j // pb) * stride` (pb elements per 32 B
 block). The strides are uint16 (UnaryRepeatParams' repeat strides are uint8), checked as such.
+Repeats may reach past a tensor's end while they stay inside UB, as on the NPU, whose only bound
+is UB's capacity (vecbase.ub_reach; checked mode warns; pyasc's test_copy case (1,) does this).
 
 `transpose_ext` mirrors the enhanced `AscendC::Transpose(dst, src, sharedTmpBuffer,
 TransposeParamsExt)` (Ascend C basic API "Transpose"; pyasc: python/asc/language/basic/
@@ -27,7 +29,7 @@ from ..core import prim, check_local, level_of
 from ..errors import FAULT, fault, KernelError
 from .. import trace
 from .movecore import pair_info
-from .vecbase import (check_extent, check_range, lanes_on, next_lane, pb_of, rep_index, vmask)
+from .vecbase import check_range, lanes_on, next_lane, pb_of, rep_index, ub_reach, vmask
 
 __all__ = ["copy_rep", "transpose_ext"]
 
@@ -74,15 +76,14 @@ def copy_rep(ctx, dst, src, mask, repeat_time, repeat_params, is_set_mask):
     m0, m1 = vmask(api, mask, eb)
     lanes = 256 // eb
     pb = pb_of(dst)
-    check_extent(api, "dst", dst, repeat_time, m0, m1, lanes, pb, p.dst_stride,
-                 p.dst_repeat_size)
-    check_extent(api, "src", src, repeat_time, m0, m1, lanes, pb, p.src_stride,
-                 p.src_repeat_size)
+    # past a tensor's end but inside UB: runs as on the NPU (vecbase.ub_reach)
+    d = ub_reach(ctx, api, "dst", dst, repeat_time, m0, m1, pb, p.dst_stride, p.dst_repeat_size)
+    s = ub_reach(ctx, api, "src", src, repeat_time, m0, m1, pb, p.src_stride, p.src_repeat_size)
     for r in range(repeat_time):
         j, w0, w1 = next_lane(m0, m1)
         while j >= 0:
-            dst[rep_index(r, j, pb, p.dst_stride, p.dst_repeat_size)] = \
-                src[rep_index(r, j, pb, p.src_stride, p.src_repeat_size)]
+            d[rep_index(r, j, pb, p.dst_stride, p.dst_repeat_size)] = \
+                s[rep_index(r, j, pb, p.src_stride, p.src_repeat_size)]
             j, w0, w1 = next_lane(w0, w1)
     core.count(ctx, core.C_VEC_OPS, repeat_time * lanes_on(m0, m1, lanes))
     trace.vec(ctx, _OP_COPY, eb, repeat_time, True)
@@ -94,17 +95,20 @@ def _ext_fail(what, a, b):
         fault("transpose: params.transpose_type must be TRANSPOSE_ND2ND_B16, "
               "TRANSPOSE_NCHW2NHWC or TRANSPOSE_NHWC2NCHW (the others are reserved in Ascend C), "
               "got transpose_type={}", a)
+        raise KernelError(FAULT)
     elif what == 1:
         fault("transpose: dst and src must have one dtype, got element sizes dst={} src={}",
               a, b)
+        raise KernelError(FAULT)
     elif what == 2:
         fault("transpose: TRANSPOSE_ND2ND_B16 takes uint16 on Atlas A2 (use the 2-argument "
               "transpose for int16/float16), got a dtype of element size {} that is not uint16",
               a)
+        raise KernelError(FAULT)
     else:
         fault("transpose: dst must not be src for TRANSPOSE_NCHW2NHWC / TRANSPOSE_NHWC2NCHW "
               "(Ascend C forbids reuse), got the same tensor at element offset {}", a)
-    raise KernelError(FAULT)
+        raise KernelError(FAULT)
 
 
 @prim

@@ -8,6 +8,10 @@ LLVM time in every primitive that links it).
 """
 from __future__ import annotations
 
+import ctypes
+import warnings
+
+import llvmlite.binding as _llvm
 import numpy as np
 from numba import njit, types
 from numba.extending import overload, register_jitable
@@ -15,7 +19,7 @@ from numba.extending import overload, register_jitable
 from .. import core
 from ..core import lane_on, mask_words  # noqa: F401  (lane_on: for the vector modules)
 from ..dtypes import bf16_bits_to_f32, f16_bits_to_f32, f32_to_bf16_bits, f32_to_f16_bits
-from ..errors import FAULT, fault, KernelError
+from ..errors import FAULT, fault, KernelError, recorded_fault
 
 jitable = register_jitable(nogil=True, error_model="numpy")
 # Generic kernels take the element operation as a first-class function: they must be IR-inlined
@@ -215,8 +219,40 @@ def _ov_require_same(api, what, x, dst):
 
 def vmask(api, mask, elem_bytes):
     """(m0, m1) mask words of a repeat form: an int selects the first `mask` lanes (1..lanes),
-    a 1- or 2-tuple gives the words (bits beyond the lane count are an error)."""
+    a 1- or 2-tuple gives the words. For 32- and 64-bit elements (<= 64 lanes) the NPU ignores
+    mask[1] (a warning names the api and the value); bits of mask[0] beyond 32 lanes (64-bit
+    elements) are an error."""
     raise NotImplementedError
+
+
+# -- warnings from kernels: a `fault` record turned into a RuntimeWarning instead of a raise ------
+_WARNED = set()     # records already warned about (each is reported once per process)
+
+
+def _warn_recorded():
+    """Warn (once per distinct message) with the calling thread's last `fault` record."""
+    rec = recorded_fault()
+    if rec is None or rec in _WARNED:
+        return
+    _WARNED.add(rec)
+    warnings.warn(str(KernelError(*rec)), RuntimeWarning, stacklevel=2)
+
+
+_WARN_SYM = "ascend_emu_warn_recorded"
+_WARN_THUNK = ctypes.CFUNCTYPE(None)(_warn_recorded)    # lives as long as the module
+_llvm.add_symbol(_WARN_SYM, ctypes.cast(_WARN_THUNK, ctypes.c_void_p).value)
+_c_warn = types.ExternalFunction(_WARN_SYM, types.void())
+
+
+def warn_recorded():
+    """Kernel code: `fault(template, *values)` then `warn_recorded()` warns instead of trapping
+    (hardware runs on; the emulator says what it tolerated)."""
+    _warn_recorded()
+
+
+@overload(warn_recorded, jit_options={"nogil": True})
+def _ov_warn_recorded():
+    return lambda: _c_warn()
 
 
 @jitable
@@ -243,10 +279,17 @@ def _vmask_int(api, mask, elem_bytes):
 def _vmask_words(api, m0, m1, elem_bytes):
     _check_eb(api, elem_bytes)
     lanes = 256 // elem_bytes
-    if (lanes <= 64 and m1 != 0) or (lanes < 64 and (m0 >> np.uint64(lanes)) != 0):
+    if lanes < 64 and (m0 >> np.uint64(lanes)) != 0:
         fault("{}: mask must select lanes below {} for {}-bit elements, got "
               "mask=[{}, {}]", api, lanes, elem_bytes * 8, m0, m1)
         raise KernelError(FAULT)
+    if lanes <= 64 and m1 != 0:
+        # Ascend C asks for mask[1] == 0 with b32/b64 operands; the NPU reads only mask[0]
+        # (pyasc's test_vadd_bits passes [2**64-1, 2**64-1] for float32 and int32)
+        fault("{}: mask[1] is ignored for {}-bit elements ({} lanes), got mask[1]={}", api,
+              elem_bytes * 8, lanes, m1)
+        warn_recorded()
+        m1 = np.uint64(0)
     return m0, m1
 
 
@@ -385,6 +428,38 @@ def check_extent(api, what, a, repeat, m0, m1, lanes, pb, blk, rep):
     """Raise unless every element the repeats touch lies inside tensor `a` (scalars pass).
     Inlined, so the tensor never crosses a call (that costs reference counting per call)."""
     _check_extent_n(api, what, asize(a), repeat, m0, m1, lanes, pb, blk, rep)
+
+
+_CHECKED_BITS = core.FLAG_NAN_FILL | core.FLAG_DEFER | core.FLAG_REPORT_ROUNDING
+
+
+@jitable
+def ub_reach(ctx, api, what, a, repeat, m0, m1, pb, blk, rep):
+    """`a`, or, when the repeats reach past its last element, a view of the core's UB from `a`
+    to the farthest element touched. The NPU bounds vector accesses by UB's capacity only (past
+    it: "ub address out of bounds", 507015); a LocalTensor's size is no hardware bound. Checked
+    mode warns naming api, tensor and offset; past the end of UB it stays an error."""
+    far = -1
+    if repeat > 0:
+        off = far_offset(m0, m1, pb, blk)
+        if off >= 0:
+            far = (repeat - 1) * rep * pb + off
+    if far < a.size:
+        return a
+    base = core.local_offset(ctx, a)
+    st = ctx[2][0]
+    end = st.level_base[core.UB] + st.level_size[core.UB]
+    need = (far + 1) * a.itemsize
+    if base < 0 or base + need > end:
+        fault("{}: {} must stay inside UB, got index={} for a tensor at UB byte {} ({} bytes "
+              "of UB)", api, what, far, base - st.level_base[core.UB], st.level_size[core.UB])
+        raise KernelError(FAULT)
+    if st.options & _CHECKED_BITS:
+        fault("{}: {} is read/written past its {} elements (up to index={}, UB byte {}); "
+              "allowed inside UB as on the NPU", api, what, a.size, far,
+              base - st.level_base[core.UB] + need)
+        warn_recorded()
+    return ctx[0][base:base + need].view(a.dtype)
 
 
 @jitable

@@ -21,8 +21,10 @@ Fidelity (what matches Ascend C on Atlas A2, what does not):
 - `cast` saturates out-of-range integers and maps NaN to 0, as hardware's default saturation
   mode; float overflow follows IEEE (inf). Round modes follow Ascend C's precision rules
   (CAST_NONE = RINT when inexact, CAST_ROUND = half away from zero, CAST_ODD = round to odd).
-- Bit-mode masks are a 1- or 2-tuple of uint64 words; bits beyond the lane count are an error, as
-  are 8-bit elements in a repeat form. Parameter structs are checked against their C field widths.
+- Bit-mode masks are a 1- or 2-tuple of uint64 words; for 32/64-bit elements mask[1] is ignored
+  (as the NPU does; a RuntimeWarning names the api and value), bits of mask[0] beyond the 32
+  lanes of 64-bit elements are an error, as are 8-bit elements in a repeat form. Parameter
+  structs are checked against their C field widths.
 
 Compilation: public primitives are `PrimDispatcher`s (cached, nogil, numpy error model) whose calls
 from jitted code are typed with non-literal arguments, so constants at call sites do not create
