@@ -64,7 +64,7 @@ from ..core import BT, C_CUBE_MACS, C_CUBE_MACS_FP32, C_FIX, C_MTE1, C_MTE2, L0A
 from ..dtypes import st as _st
 from ..errors import FAULT, fault, KernelError
 from .. import trace
-from .cubegemm import gemm_nz, make_transpose, pack_zn
+from .cubegemm import borrowed, gemm_nz, make_transpose, pack_zn
 from .datacopy import py_bytes
 from .movecore import (A_FIXPIPE, A_LOAD_DATA, A_MMAD, APIS, W_BIAS, W_CONFIG, W_DST, W_DST_GAP,
                        W_FILTER, W_FM, W_K, W_M, W_M_SIZE, W_N, W_N_SIZE, W_ND_NUM,
@@ -152,7 +152,8 @@ def _load_impl(ctx, d, s, isz, start, rep, sstr, gap, trans):
 def load_data_typed(ctx, dst, src, p):
     """load_data for njit callers (the overload of `load_data` calls it)."""
     check_dtypes(A_LOAD_DATA, pair_info(dst, src))
-    _load_impl(ctx, dst.view(np.uint8), src.view(np.uint8), dst.itemsize,
+    _load_impl(borrowed(ctx), borrowed(dst).view(np.uint8), borrowed(src).view(np.uint8),
+               dst.itemsize,
                np.int64(p.start_index), np.int64(p.repeat_times), np.int64(p.src_stride),
                np.int64(p.dst_gap), p.if_transpose != 0)
 
@@ -168,7 +169,9 @@ def load_data(ctx, dst, src, p):
 
 @overload(load_data)
 def _load_data_ov(ctx, dst, src, p):
-    return lambda ctx, dst, src, p: load_data_typed(ctx, dst, src, p)
+    # borrowed at the call site: the typed prim's entry then takes no references
+    return lambda ctx, dst, src, p: load_data_typed(borrowed(ctx), borrowed(dst),
+                                                    borrowed(src), p)
 
 
 # ---- mmad --------------------------------------------------------------------------------------
@@ -404,13 +407,15 @@ def _mmad(ctx, api, dst, fm, filt, bias, has_bias, p):
 @prim
 def mmad(ctx, dst, fm, filt, p):
     """Mirrors Ascend C `Mmad(dst CO1, fm A2, filter B2, MmadParams)`: C (+)= A @ B."""
-    _mmad(ctx, A_MMAD, dst, fm, filt, dst, False, p)
+    _mmad(borrowed(ctx), A_MMAD, borrowed(dst), borrowed(fm), borrowed(filt), borrowed(dst),
+          False, p)
 
 
 @prim
 def mmad_bias(ctx, dst, fm, filt, bias, p):
     """Mirrors Ascend C `Mmad(dst, fm, filter, bias C2, MmadParams)`: C = bias + A @ B."""
-    _mmad(ctx, A_MMAD, dst, fm, filt, bias, True, p)
+    _mmad(borrowed(ctx), A_MMAD, borrowed(dst), borrowed(fm), borrowed(filt), borrowed(bias),
+          True, p)
 
 
 # ---- fixpipe -----------------------------------------------------------------------------------
@@ -521,6 +526,7 @@ def fixpipe(ctx, dst, src, p, config=0):
     sstr, dstr = np.int64(p.src_stride), np.int64(p.dst_stride)
     nd, snd, dnd = np.int64(p.nd_num), np.int64(p.src_nd_stride), np.int64(p.dst_nd_stride)
     cfg = np.int64(config)
+    ctx, dst, src = borrowed(ctx), borrowed(dst), borrowed(src)    # no refcounting
     D, S = locate2(ctx, dst.view(np.uint8), src.view(np.uint8))
     if _fix_checks(ctx[2][0], D, S, dst.itemsize, _fix_info(dst, src), nsz, msz, sstr, dstr,
                    np.int64(p.quant_pre), nd, snd, dnd, cfg):

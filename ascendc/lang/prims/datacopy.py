@@ -63,7 +63,7 @@ from ..dtypes import st as _st
 from ..errors import FAULT, fault, KernelError
 from ..params import (DataCopyExtParams, DataCopyPadExtParams, DataCopyPadParams, DataCopyParams,
                       Nd2NzParams)
-from .cubegemm import copy32
+from .cubegemm import borrowed, copy32
 from .memops import stream_copy
 from .movecore import *  # noqa: F403  (locating, checks and copy paths shared with cube.py)
 from .. import trace
@@ -104,7 +104,8 @@ def _count_impl(ctx, d, s, isz, count):
 def data_copy_count(ctx, dst, src, count):
     """data_copy(dst, src, count): contiguous copy, count*sizeof rounded down to 32 B."""
     check_dtypes(A_DATA_COPY, pair_info(dst, src))
-    _count_impl(ctx, dst.view(np.uint8), src.view(np.uint8), dst.itemsize, np.int64(count))
+    d, s = borrowed(dst).view(np.uint8), borrowed(src).view(np.uint8)   # no refcounting
+    _count_impl(borrowed(ctx), d, s, dst.itemsize, np.int64(count))
 
 
 @prim
@@ -137,7 +138,8 @@ def _blocks_impl(ctx, d, s, isz, bc, bl, sg, dg):
 def data_copy_blocks(ctx, dst, src, p):
     """data_copy(dst, src, DataCopyParams): block_count blocks of block_len*32 B, gaps in 32 B."""
     check_dtypes(A_DATA_COPY, pair_info(dst, src))
-    _blocks_impl(ctx, dst.view(np.uint8), src.view(np.uint8), dst.itemsize,
+    d, s = borrowed(dst).view(np.uint8), borrowed(src).view(np.uint8)   # no refcounting
+    _blocks_impl(borrowed(ctx), d, s, dst.itemsize,
                  np.int64(p.block_count), np.int64(p.block_len), np.int64(p.src_stride),
                  np.int64(p.dst_stride))
 
@@ -212,7 +214,8 @@ def _nd2nz_impl(ctx, d, s, isz, nd, nv, dv, sms, sdv, c0s, ns, dms):
 def data_copy_nd2nz(ctx, dst, src, p):
     """data_copy(dst L1, src GM, Nd2NzParams): ND matrices to the NZ fractal layout (module doc)."""
     check_dtypes(A_DATA_COPY, pair_info(dst, src))
-    _nd2nz_impl(ctx, dst.view(np.uint8), src.view(np.uint8), dst.itemsize,
+    d, s = borrowed(dst).view(np.uint8), borrowed(src).view(np.uint8)   # no refcounting
+    _nd2nz_impl(borrowed(ctx), d, s, dst.itemsize,
                 np.int64(p.nd_num), np.int64(p.n_value), np.int64(p.d_value),
                 np.int64(p.src_nd_matrix_stride), np.int64(p.src_d_value),
                 np.int64(p.dst_nz_c0_stride), np.int64(p.dst_nz_n_stride),
@@ -259,12 +262,15 @@ def params_class(t):
 @overload(data_copy)
 def _data_copy(ctx, dst, src, arg):
     if isinstance(arg, types.Integer):
-        return lambda ctx, dst, src, arg: data_copy_count(ctx, dst, src, arg)
+        return lambda ctx, dst, src, arg: data_copy_count(
+            borrowed(ctx), borrowed(dst), borrowed(src), arg)   # no references taken
     cls = params_class(arg)
     if cls is DataCopyParams:
-        return lambda ctx, dst, src, arg: data_copy_blocks(ctx, dst, src, arg)
+        return lambda ctx, dst, src, arg: data_copy_blocks(
+            borrowed(ctx), borrowed(dst), borrowed(src), arg)   # no references taken
     if cls is Nd2NzParams:
-        return lambda ctx, dst, src, arg: data_copy_nd2nz(ctx, dst, src, arg)
+        return lambda ctx, dst, src, arg: data_copy_nd2nz(
+            borrowed(ctx), borrowed(dst), borrowed(src), arg)   # no references taken
     raise TypingError("data_copy: third argument must be a count, DataCopyParams or Nd2NzParams, "
                       f"got {arg}")
 
@@ -362,7 +368,8 @@ def data_copy_pad_blocks(ctx, dst, src, bc, bl, sstride, dstride, bl_max,
                          is_pad, left, right, pad_value):
     """data_copy_pad with its params unpacked (see module doc); bl_max is the block_len limit."""
     check_dtypes(A_DATA_COPY_PAD, pair_info(dst, src))
-    _pad_impl(ctx, dst.view(np.uint8), src.view(np.uint8), dst.itemsize, np.int64(bc),
+    d, s = borrowed(dst).view(np.uint8), borrowed(src).view(np.uint8)   # no refcounting
+    _pad_impl(borrowed(ctx), d, s, dst.itemsize, np.int64(bc),
               np.int64(bl), np.int64(sstride), np.int64(dstride), np.int64(bl_max), is_pad != 0,
               np.int64(left), np.int64(right),
               _pad_bits(dst, pad_value) if is_pad else np.uint64(0))
@@ -414,12 +421,14 @@ def _data_copy_pad(ctx, dst, src, copy_params, pad_params=None):
     if pad_params is None or isinstance(pad_params, (types.NoneType, types.Omitted)):
         def impl(ctx, dst, src, copy_params, pad_params=None):
             c = copy_params
+            ctx, dst, src = borrowed(ctx), borrowed(dst), borrowed(src)   # no references
             return data_copy_pad_blocks(ctx, dst, src, c.block_count, c.block_len, c.src_stride,
                                         c.dst_stride, lim, False, 0, 0, 0)
         return impl
     if params_class(pad_params) in (DataCopyPadExtParams, DataCopyPadParams):
         def impl(ctx, dst, src, copy_params, pad_params=None):
             c, p = copy_params, pad_params
+            ctx, dst, src = borrowed(ctx), borrowed(dst), borrowed(src)   # no references
             return data_copy_pad_blocks(ctx, dst, src, c.block_count, c.block_len, c.src_stride,
                                         c.dst_stride, lim, p.is_pad != 0, p.left_padding,
                                         p.right_padding, p.padding_value)

@@ -41,6 +41,7 @@ from .vecbase import (check_count, check_range, far_offset, lanes_on, next_lane,
                       prefix_lanes, put_bits, rep_index, require_same, spans_overlap, vecable,
                       vmask)
 from .. import trace
+from .cubegemm import borrowed
 
 _OP_RSUM, _OP_RMAX, _OP_RMIN = (trace.op("reduce_sum"), trace.op("reduce_max"),
                              trace.op("reduce_min"))
@@ -445,6 +446,7 @@ def _sums_by_four(dst, src, repeat, n, drs, step):
 def whole_reduce_sum(ctx, dst, src, mask, repeat_time, dst_rep_stride, src_blk_stride,
                      src_rep_stride, is_set_mask):
     """Mirrors `AscendC::WholeReduceSum`: dst[r * dst_rep_stride] = sum of repeat r's lanes."""
+    ctx, dst, src = borrowed(ctx), borrowed(dst), borrowed(src)   # no refcounting (cubegemm)
     api = "whole_reduce_sum"
     m0, m1, active = _whole_setup(api, dst, src, mask, repeat_time, dst_rep_stride,
                                   src_blk_stride, src_rep_stride, 1, 1)
@@ -586,6 +588,7 @@ def whole_reduce_max(ctx, dst, src, mask, repeat_time, dst_rep_stride, src_blk_s
                      src_rep_stride, order, is_set_mask):
     """Mirrors `AscendC::WholeReduceMax`: per repeat the max and/or its lane index (ReduceOrder
     `order`)."""
+    ctx, dst, src = borrowed(ctx), borrowed(dst), borrowed(src)   # no refcounting (cubegemm)
     _whole_mm(ctx, "whole_reduce_max", dst, src, mask, repeat_time, dst_rep_stride,
               src_blk_stride, src_rep_stride, order, True)
     trace.vec(ctx, _OP_WMAX, src.itemsize, repeat_time, True)
@@ -595,6 +598,7 @@ def whole_reduce_max(ctx, dst, src, mask, repeat_time, dst_rep_stride, src_blk_s
 def whole_reduce_min(ctx, dst, src, mask, repeat_time, dst_rep_stride, src_blk_stride,
                      src_rep_stride, order, is_set_mask):
     """Mirrors `AscendC::WholeReduceMin`: per repeat the min and/or its lane index."""
+    ctx, dst, src = borrowed(ctx), borrowed(dst), borrowed(src)   # no refcounting (cubegemm)
     _whole_mm(ctx, "whole_reduce_min", dst, src, mask, repeat_time, dst_rep_stride,
               src_blk_stride, src_rep_stride, order, False)
     trace.vec(ctx, _OP_WMIN, src.itemsize, repeat_time, True)

@@ -8,6 +8,7 @@ from numba.extending import overload
 
 from .. import core
 from ..dtypes import ld, st
+from .cubegemm import borrowed
 from .vecbase import *  # noqa: F403  (the checks and mask helpers)
 
 # ---- generic loops ---------------------------------------------------------------------------
@@ -32,6 +33,8 @@ def _sc_loop(dst, a, s, n, op):
 
 @inline
 def binary_count(ctx, api, dst, a, b, n, op):
+    ctx, dst, a = borrowed(ctx), borrowed(dst), borrowed(a)     # no refcounting (cubegemm)
+    b = borrowed(b)
     # sizes compared inline (a call per check costs ~50 ns of argument passing and reference
     # counting per tile); the failing check is found and reported out of line, as before
     if n < 0 or n > dst.size or n > a.size or n > b.size:
@@ -146,6 +149,8 @@ def _ov_binary_rep_runs(dst, a, b, repeat, n_on, p, kb, op):
 
 @inline
 def binary_rep(ctx, api, dst, a, b, mask, repeat, p, op):
+    ctx, dst, a = borrowed(ctx), borrowed(dst), borrowed(a)     # no refcounting (cubegemm)
+    b = borrowed(b)
     check_range(api, "repeat_times", repeat, 0, 255)
     require_same(api, "src0", a, dst)
     require_same(api, "src1", b, dst)
@@ -186,6 +191,7 @@ def binary_rep(ctx, api, dst, a, b, mask, repeat, p, op):
 
 @inline
 def unary_count(ctx, api, dst, a, n, op):
+    ctx, dst, a = borrowed(ctx), borrowed(dst), borrowed(a)     # no refcounting (cubegemm)
     if n < 0 or n > dst.size or n > a.size:     # inline, as binary_count
         check_count(ctx, api, "dst", dst, n)
         check_count(ctx, api, "src", a, n)
@@ -199,6 +205,7 @@ def unary_count(ctx, api, dst, a, n, op):
 
 @inline
 def unary_rep(ctx, api, dst, a, mask, repeat, p, op):
+    ctx, dst, a = borrowed(ctx), borrowed(dst), borrowed(a)     # no refcounting (cubegemm)
     check_range(api, "repeat_times", repeat, 0, 255)
     require_same(api, "src", a, dst)
     check_un_params(api, p)
@@ -234,6 +241,7 @@ def unary_rep(ctx, api, dst, a, mask, repeat, p, op):
 
 @inline
 def scalar_count(ctx, api, dst, a, scalar, n, op):
+    ctx, dst, a = borrowed(ctx), borrowed(dst), borrowed(a)     # no refcounting (cubegemm)
     if n < 0 or n > dst.size or n > a.size:     # inline, as binary_count
         check_count(ctx, api, "dst", dst, n)
         check_count(ctx, api, "src", a, n)
@@ -248,6 +256,7 @@ def scalar_count(ctx, api, dst, a, scalar, n, op):
 
 @inline
 def scalar_rep(ctx, api, dst, a, scalar, mask, repeat, p, op):
+    ctx, dst, a = borrowed(ctx), borrowed(dst), borrowed(a)     # no refcounting (cubegemm)
     check_range(api, "repeat_times", repeat, 0, 255)
     require_same(api, "src", a, dst)
     check_un_params(api, p)
