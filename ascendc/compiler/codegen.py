@@ -369,6 +369,10 @@ class _Rewriter(ast.NodeTransformer):
         if chain and len(chain) >= 2:
             root = self._global(chain[0])
             if _is_asc_module(root):
+                dt = getattr(root, chain[1], None)
+                if isinstance(dt, D.DataType) and len(chain) == 3 and not node.args and \
+                        not node.keywords and not chain[2].startswith("_"):
+                    return self._dtype_method(node, dt, chain[2])   # asc.int8.sizeof()
                 return self._asc_call(node, chain[1:])
         if isinstance(f, ast.Attribute):
             return self._method(node, f.attr, f.value)
@@ -385,6 +389,17 @@ class _Rewriter(ast.NodeTransformer):
                 raise self.err(node, f"function {f.id!r} must be an @asc.jit helper to be called "
                                      f"from a kernel")
         return self.generic_visit(node)
+
+    def _dtype_method(self, node, dt, name):
+        """A no-argument method of a dtype constant, evaluated at compile time (pyasc's
+        `asc.uint64.sizeof()`, `asc.float16.is_float()`)."""
+        method = getattr(dt, name, None)
+        value = method() if callable(method) else None
+        if not isinstance(value, (bool, int)):
+            raise self.err(node, f"asc.{dt.name}.{name}() must be a dtype method with a constant "
+                                 f"int or bool result to be used in a compiled kernel, got "
+                                 f"{type(value).__name__}")
+        return ast.copy_location(_const(value), node)
 
     def _asc_call(self, node, chain):
         ext = S.EXTENSIONS.get(chain[0]) if len(chain) > 1 else None

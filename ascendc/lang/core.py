@@ -251,10 +251,35 @@ class PrimCache(FunctionCache):
     made by a factory over other primitives (vector.py's add_count, ...) never hit the cache of
     another process. A function or dispatcher cell is keyed by its module and name instead."""
 
+    def __init__(self, py_func):
+        super().__init__(py_func)
+        # Numba stamps a cache with the function's own file only; a primitive inlines helpers
+        # from other files (vecloops, vecbase, cubegemm, ...), so any edit under ascendc/lang
+        # must invalidate it, or a stale primitive would load silently. A changed stamp makes
+        # Numba drop the whole index (no stale entries pile up).
+        cf = self._cache_file
+        cf._source_stamp = (cf._source_stamp, lang_sources_digest())
+
     def _index_key(self, sig, codegen):
         sig_key, magic, (code_hash, _) = super()._index_key(sig, codegen)
         stable = tuple(_stable_cell(c.cell_contents) for c in self._py_func.__closure__ or ())
         return sig_key, magic, (code_hash, hashlib.sha256(serialize.dumps(stable)).hexdigest())
+
+
+_LANG_DIGEST: list = []
+
+
+def lang_sources_digest() -> str:
+    """Hash of every source file under ascendc/lang (computed once per process)."""
+    if not _LANG_DIGEST:
+        import pathlib
+        h = hashlib.sha256()
+        root = pathlib.Path(__file__).resolve().parent
+        for f in sorted(root.rglob("*.py")):
+            h.update(str(f.relative_to(root)).encode())
+            h.update(f.read_bytes())
+        _LANG_DIGEST.append(h.hexdigest()[:16])
+    return _LANG_DIGEST[0]
 
 
 def _stable_cell(v):

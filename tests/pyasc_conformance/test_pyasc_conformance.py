@@ -86,16 +86,12 @@ KNOWN_FAILURES = {
     "generalization/adv/test_matmul_quant.py": _both("its only test is marked skip upstream "
                                                      "(Tensor self not implemented for "
                                                      "DT_INT32): nothing passes"),
-    "generalization/adv/test_quant.py": {
-        "compiled": "asc.int8.sizeof() (a dtype constant's method) is refused by the compiler"},
     "generalization/basic/test_aipp.py": _both("AIPP in kernels (AippSwapParams, "
                                                "set_aipp_functions, ...) is not supported"),
     "generalization/basic/test_duplicate.py": _both(
         "writes 512-element tiles past the end of a 1000-element CPU tensor (elements [756, "
         "1268)): beyond its device copy's allocation (1008 elements), a GM trap here; on an "
         "NPU it overwrites whatever follows"),
-    "generalization/basic/test_trans_5hd_addr_tensor.py": {
-        "compiled": "asc.uint64.sizeof() (a dtype constant's method) is refused by the compiler"},
     "generalization/basic/test_vadd_bits.py": _both(
         "16-bit cases (float16, int16): add's 128-lane mask over 64-element UB tiles reaches "
         "element 127; hardware has no per-tensor UB bounds (only UB's capacity), here the "
@@ -108,10 +104,10 @@ KNOWN_FAILURES = {
 
 # pass most runs, fail some by design: not strict (a strict xfail would fail when they pass)
 FLAKY = {
-    "generalization/adv/test_quant.py": {
-        "interpret": "AscendQuant quantises a float32 source from its half value (CANN's "
-                     "steps), the test's reference from float32: about 4% of runs of each "
-                     "float32 case differ by 1 on an element near a .5 boundary"},
+    "generalization/adv/test_quant.py": _both(
+        "AscendQuant quantises a float32 source from its half value (CANN's steps), the "
+        "test's reference from float32: about 4% of runs of each float32 case differ by 1 on an "
+        "element near a .5 boundary"),
 }
 
 # compiled mode, wall seconds of the whole subprocess (startup + compile + run) with an empty
