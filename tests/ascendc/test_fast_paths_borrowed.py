@@ -10,7 +10,7 @@ from ascendc.lang import core
 from ascendc.lang.errors import KernelError
 from ascendc.lang.params import LoadData2DParams
 from ascendc.lang.prims.cube import load_data
-from ascendc.lang.prims.cubegemm import borrowed
+from ascendc.lang.prims.borrow import borrowed
 from ascendc.lang.prims.datacopy import data_copy
 
 

@@ -64,7 +64,8 @@ from ..core import BT, C_CUBE_MACS, C_CUBE_MACS_FP32, C_FIX, C_MTE1, C_MTE2, L0A
 from ..dtypes import st as _st
 from ..errors import FAULT, fault, KernelError
 from .. import trace
-from .cubegemm import borrowed, gemm_nz, make_transpose, pack_zn
+from .borrow import borrowed
+from .cubegemm import gemm_nz, make_transpose, pack_zn
 from .datacopy import py_bytes
 from .movecore import (A_FIXPIPE, A_LOAD_DATA, A_MMAD, APIS, W_BIAS, W_CONFIG, W_DST, W_DST_GAP,
                        W_FILTER, W_FM, W_K, W_M, W_M_SIZE, W_N, W_N_SIZE, W_ND_NUM,

@@ -17,8 +17,6 @@ register per L0C row of a strip, A broadcast from L0A in place (no unpacking), C
 in place in L0C (no packing); only B is repacked (O(k * n) per mmad against O(m * n * k) work).
 Two helpers serve the cube path's data movement too: `make_transpose` (the fractal transpose of
 load_data(if_transpose), one vector shuffle per fractal) and `copy32` (Nd2Nz's 32-byte C0 rows).
-`borrowed` gives the primitives reference-free views of their arrays (no atomic refcounting
-per call; see its doc).
 """
 from __future__ import annotations
 
@@ -26,11 +24,11 @@ import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
-from numba.extending import intrinsic, overload
+from numba.extending import intrinsic
 
 from ..core import prim
 
-__all__ = ["borrowed", "copy32", "gemm_nz", "make_transpose", "pack_zn"]
+__all__ = ["copy32", "gemm_nz", "make_transpose", "pack_zn"]
 
 _F32 = ir.FloatType()
 _I64 = ir.IntType(64)
@@ -193,37 +191,3 @@ def copy32(typingctx, t, do, s, so):
     return sig, codegen
 
 
-def borrowed(a):
-    """`a` (an array, or a tuple such as ctx whose arrays are) without its reference: the same
-    data, shape and strides with a NULL meminfo. Why: every array a primitive passes on or views
-    costs an atomic incref/decref pair (lock-prefixed, ~90% of a zero-repeat load_data), which
-    LLVM cannot prune across calls. Only for views that die before the primitive returns (the
-    caller holds the reference); Python (interpret mode) gets `a` itself."""
-    return a
-
-
-def _borrow_value(context, builder, ty, val):
-    if isinstance(ty, types.Array):
-        ary = context.make_array(ty)(context, builder, val)
-        ary.meminfo = cgutils.get_null_value(ary.meminfo.type)
-        ary.parent = cgutils.get_null_value(ary.parent.type)
-        return ary._getvalue()
-    if isinstance(ty, types.BaseTuple):
-        out = val
-        for i, t in enumerate(ty.types):
-            out = builder.insert_value(out, _borrow_value(context, builder, t,
-                                                          builder.extract_value(val, i)), i)
-        return out
-    return val
-
-
-@intrinsic
-def _borrowed(typingctx, a):
-    def codegen(context, builder, sig, args):
-        return _borrow_value(context, builder, sig.args[0], args[0])
-    return a(a), codegen
-
-
-@overload(borrowed)
-def _borrowed_ov(a):
-    return lambda a: _borrowed(a)

@@ -63,7 +63,8 @@ from ..dtypes import st as _st
 from ..errors import FAULT, fault, KernelError
 from ..params import (DataCopyExtParams, DataCopyPadExtParams, DataCopyPadParams, DataCopyParams,
                       Nd2NzParams)
-from .cubegemm import borrowed, copy32
+from .borrow import borrowed
+from .cubegemm import copy32
 from .memops import stream_copy
 from .movecore import *  # noqa: F403  (locating, checks and copy paths shared with cube.py)
 from .. import trace

@@ -8,7 +8,7 @@ from numba.extending import overload
 
 from .. import core
 from ..dtypes import ld, st
-from .cubegemm import borrowed
+from .borrow import borrowed
 from .vecbase import *  # noqa: F403  (the checks and mask helpers)
 
 # ---- generic loops ---------------------------------------------------------------------------
