@@ -36,23 +36,16 @@ def _onnx():
 
 
 def parse_input_shape(text: str | None) -> dict:
-    """"x:1,3,224,224;y:1,10" -> {"x": [1, 3, 224, 224], "y": [1, 10]} (ATC's --input_shape)."""
-    out = {}
-    for part in (text or "").split(";"):
-        if not part.strip():
-            continue
-        name, sep, dims = part.rpartition(":")
-        try:
-            if not sep or not name:
-                raise ValueError
-            out[name.strip()] = [int(d) for d in dims.split(",")]
-        except ValueError:
-            raise AtcError(f"atc: --input_shape must look like \"name:1,3,224,224;name2:1,10\", "
-                           f"got {part!r}") from None
-        if any(d < 1 for d in out[name.strip()]):
+    """"x:1,3,224,224;y:1,10" -> {"x": [1, 3, 224, 224], "y": [1, 10]} (ATC's --input_shape,
+    static dims only; `dynamic.parse_shape_spec` also takes -1 and lo~hi)."""
+    from . import dynamic
+    spec = dynamic.parse_shape_spec(text, AtcError)
+    for name, dims in spec.items():
+        if not dynamic.is_static({name: dims}):
             raise AtcError(f"atc: --input_shape dims must be >= 1 (-1 and lo~hi only with "
-                           f"--dynamic_dims / --dynamic_image_size / ranges), got {part!r}")
-    return out
+                           f"--dynamic_dims / --dynamic_image_size / ranges), got "
+                           f"{name}:{dims}")
+    return spec
 
 
 def _attrs(onnx, node) -> dict:

@@ -143,3 +143,13 @@ def test_schema_errors_are_refused(cnn_om, tmp_path):
     bad["nodes"][0]["op"] = "Exec"
     e = _refused(fmt.pack(bad, weights), tmp_path, 100024, "'Exec'.*no implementation")
     assert "Exec" in e.message
+
+
+def test_parse_input_shape_takes_static_dims_only():
+    from rt.atc import AtcError, parse_input_shape
+    assert parse_input_shape("x:1,3,224,224;y:1,10") == {"x": [1, 3, 224, 224], "y": [1, 10]}
+    assert parse_input_shape(None) == {}
+    with pytest.raises(AtcError, match=r"--input_shape dims must be >= 1 .* got x:\[1, -1\]"):
+        parse_input_shape("x:1,-1")
+    with pytest.raises(AtcError, match=r"--input_shape must look like .* got 'x1,2'"):
+        parse_input_shape("x1,2")
