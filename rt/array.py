@@ -321,7 +321,10 @@ class HostArgs:
     def copy_back(self) -> None:
         """Copy the written arrays back (call after the launch has completed successfully)."""
         for host, dev in self.staged:
-            np.copyto(host, dev.copy_to_host().reshape(host.shape), casting="no")
+            if host.flags.c_contiguous and host.flags.writeable and host.shape == dev.shape:
+                dev.copy_to_host(out=host)      # straight into the array: one copy, not two
+            else:
+                np.copyto(host, dev.copy_to_host().reshape(host.shape), casting="no")
 
     def free(self) -> None:
         """Free the copies and end the mappings."""
