@@ -3,6 +3,7 @@ references, and their error messages."""
 import numpy as np
 import pytest
 
+from ascendc.lang import core
 from ascendc.lang.errors import KernelError
 from ascendc.lang.params import BinaryRepeatParams, BrcbRepeatParams, UnaryRepeatParams
 from ascendc.lang.prims import vector as V
@@ -240,9 +241,17 @@ def test_cast_compare_select_brcb_errors():
     with pytest.raises(KernelError, match=r"compare: dst must hold one bit per compared element"
                        r" \(32 bytes\), got size=4"):
         V.compare_count(A.ctx, m[:4], a, b, 0, 256)
-    with pytest.raises(KernelError, match=r"compare_scalar: dst must hold one bit per compared "
-                       r"element \(16 bytes\), got size=8"):
-        V.compare_scalar_rep(A.ctx, m[:8], a, 1.0, 0, 64, 2, UnaryRepeatParams(), True)
+    # past a tensor's end runs inside UB (test_rep_forms_reach_past_the_tensor_inside_ub); past
+    # UB's capacity it traps: bits 8 bytes before UB's end, 2 repeats write 16 bytes
+    ub = int(core.state(A.ctx).level_size[core.UB])
+    E = Arena()
+    ea = E.new(128, F32)[0]
+    E.off = ub - 8
+    last8 = E.new(8, np.uint8)[0]
+    with pytest.raises(KernelError, match=rf"compare_scalar: dst must stay inside UB, got "
+                       rf"index=15 for a tensor at UB byte {ub - 8} \({ub} bytes of UB\)"):
+        V.compare_scalar_rep(E.ctx, last8, ea, 1.0, 0, 64, 2, UnaryRepeatParams(), True)
+    V.compare_scalar_rep(E.ctx, last8, ea, 1.0, 0, 64, 1, UnaryRepeatParams(), True)  # fits
     with pytest.raises(KernelError, match=r"select: sel_mode must be in \[0, 2\], got "
                        r"sel_mode=3"):
         V.select_count(A.ctx, d, sel16, a, b, 3, 64)
@@ -263,8 +272,28 @@ def test_cast_compare_select_brcb_errors():
     with pytest.raises(KernelError, match=r"brcb: src0 must hold count elements, got count=16 "
                        r"for a tensor of 8 elements"):
         V.brcb(A.ctx, d, a[:8], 2, p)
-    with pytest.raises(KernelError, match=r"brcb: dst must hold every element the repeats "
-                       r"touch, got index=319"):
-        V.brcb(A.ctx, d, a, 5, p)
+    with pytest.raises(KernelError, match=rf"brcb: dst must stay inside UB, got index=524343 "
+                       rf"for a tensor at UB byte 2048 \({ub} bytes of UB\)"):
+        V.brcb(A.ctx, d, a, 2, BrcbRepeatParams(1, 65535))      # 65535 * 8 + 63
+
+
+def test_rep_forms_reach_past_the_tensor_inside_ub():
+    # as on the NPU, a repeat form reaching past its tensor's end but inside UB runs: writes
+    # land in the UB after dst; checked mode says so
+    A = Arena(core.FLAG_NAN_FILL)
+    av = rand(128, F32, seed=31)
+    a, _ = A.new(128, F32, av)                          # UB bytes [0, 512)
+    mfull, ml = A.new(16, np.uint8, 0)                  # [512, 528): bits of 8 bytes, then more
+    with pytest.warns(RuntimeWarning, match=r"compare_scalar: dst is read/written past its 8 "
+                      r"elements \(up to index=15, UB byte 528\); allowed inside UB as on the "
+                      r"NPU"):
+        V.compare_scalar_rep(A.ctx, mfull[:8], a, 1.0, 0, 64, 2, UnaryRepeatParams(), True)
+    np.testing.assert_array_equal(ml, np.packbits(av < 1.0, bitorder="little"))   # LT
+    src, _ = A.new(40, F32, av[:40])                    # [544, 704)
+    dfull, dl = A.new(320, F32, 0)                      # [704, 1984): dst is its first 256
+    with pytest.warns(RuntimeWarning, match=r"brcb: dst is read/written past its 256 elements "
+                      r"\(up to index=319, UB byte 1984\); allowed inside UB as on the NPU"):
+        V.brcb(A.ctx, dfull[:256], src, 5, BrcbRepeatParams())
+    np.testing.assert_array_equal(dl, np.repeat(av[:40], 8))
 
 

@@ -231,9 +231,12 @@ def test_reduce_errors():
                        r"dtypes when cal_index=True \(Ascend C limit\), got last index=65536"):
         R.reduce_max_count(A.ctx, dh, h, th, 65537, True)
     R.reduce_max_count(A.ctx, dh, h, th, 65537, False)     # fine without the index
-    with pytest.raises(KernelError, match=r"reduce_max: src must hold every element the repeats"
-                       r" touch, got index=319 for a tensor of 256 elements"):
-        R.reduce_max_rep(A.ctx, d, x, tmp, 64, 5, 8, False)
+    # past src's end runs inside UB (test_rep_forms_reach_past_the_tensor_inside_ub); past
+    # UB's capacity it traps: 2 repeats 65535 blocks apart reach element 65535 * 8 + 63
+    ub = int(core.state(A.ctx).level_size[core.UB])
+    with pytest.raises(KernelError, match=rf"reduce_max: src must stay inside UB, got "
+                       rf"index=524343 for a tensor at UB byte 0 \({ub} bytes of UB\)"):
+        R.reduce_max_rep(A.ctx, d, x, tmp, 64, 2, 65535, False)
     with pytest.raises(KernelError, match=r"reduce_sum: src_rep_stride must be in \[0, 65535\], "
                        r"got src_rep_stride=-8"):
         R.reduce_sum_rep(A.ctx, d, x, tmp, 64, 2, -8)
@@ -299,18 +302,55 @@ def test_whole_reduce_errors():
     with pytest.raises(KernelError, match=r"whole_reduce_max: order must be in \[0, 3\], got "
                        r"order=4"):
         R.whole_reduce_max(A.ctx, d, x, 64, 1, 1, 1, 8, 4, True)
-    with pytest.raises(KernelError, match=r"whole_reduce_min: dst must hold every result the "
-                       r"repeats write, got index=9 for a tensor of 8 elements"):
-        R.whole_reduce_min(A.ctx, d, x, 64, 3, 2, 1, 8, 0, True)
+    # past a tensor's end runs inside UB (test_rep_forms_reach_past_the_tensor_inside_ub);
+    # past UB's capacity it traps
+    ub = int(core.state(A.ctx).level_size[core.UB])
+    with pytest.raises(KernelError, match=rf"whole_reduce_min: dst must stay inside UB, got "
+                       rf"index=131071 for a tensor at UB byte 1024 \({ub} bytes of UB\)"):
+        R.whole_reduce_min(A.ctx, d, x, 64, 2, 65535, 1, 8, 0, True)   # 65535 * 2 + 1
     with pytest.raises(KernelError, match=r"whole_reduce_sum: repeat_time must be in \[0, 255\]"
                        r", got repeat_time=256"):
         R.whole_reduce_sum(A.ctx, d, x, 64, 256, 1, 1, 8, True)
-    with pytest.raises(KernelError, match=r"whole_reduce_sum: src must hold every element the "
-                       r"repeats touch, got index=319"):
-        R.whole_reduce_sum(A.ctx, d, x, 64, 2, 1, 1, 32, True)
+    with pytest.raises(KernelError, match=rf"whole_reduce_sum: src must stay inside UB, got "
+                       rf"index=524343 for a tensor at UB byte 0 \({ub} bytes of UB\)"):
+        R.whole_reduce_sum(A.ctx, d, x, 64, 2, 1, 1, 65535, True)     # 65535 * 8 + 63
     with pytest.raises(KernelError, match=r"whole_reduce_max: dst dtype must be 16- or 32-bit "
                        r"for ORDER_ONLY_INDEX"):
         R.whole_reduce_max(A.ctx, g, g, 32, 1, 1, 1, 8, 3, True)
+
+
+def test_rep_forms_reach_past_the_tensor_inside_ub():
+    # as on the NPU, a repeat form reaching past its tensor's end but inside UB runs: reads see
+    # the UB after src, writes land in the UB after dst; checked mode says so
+    A = Arena(core.FLAG_NAN_FILL)
+    xv = rand(320, F32, seed=21)
+    xv[300] = 50.0                                          # the max lies past x's 256
+    xfull, _ = A.new(320, F32, xv)                          # UB bytes [0, 1280)
+    x = xfull[:256]
+    tmp, _ = A.new(64, F32)
+    d, dl = A.new(8, F32)
+    with pytest.warns(RuntimeWarning, match=r"reduce_max: src is read/written past its 256 "
+                      r"elements \(up to index=319, UB byte 1280\); allowed inside UB as on "
+                      r"the NPU"):
+        R.reduce_max_rep(A.ctx, d, x, tmp, 64, 5, 8, True)
+    assert dl[0] == 50.0 and index_of(dl, 1, F32) == 300
+    wfull, wl = A.new(16, F32, 0)       # UB byte 1568: a dst of 8, then its neighbour
+    with pytest.warns(RuntimeWarning, match=r"whole_reduce_sum: src is read/written past its "
+                      r"256 elements \(up to index=319, UB byte 1280\); allowed inside UB as "
+                      r"on the NPU"):
+        R.whole_reduce_sum(A.ctx, wfull[:8], x, 64, 2, 1, 1, 32, True)
+    check_value(wl[0], xv[:64].astype(np.float64).sum(), F32)
+    check_value(wl[1], xv[256:].astype(np.float64).sum(), F32)      # repeat 1 at element 256
+    assert not wl[2:].any()
+    wl[:] = 0
+    with pytest.warns(RuntimeWarning, match=r"whole_reduce_min: dst is read/written past its 8 "
+                      r"elements \(up to index=9, UB byte 1608\); allowed inside UB as on the "
+                      r"NPU"):
+        R.whole_reduce_min(A.ctx, wfull[:8], x, 64, 3, 2, 1, 8, 0, True)
+    for r in range(3):                                      # (value, index) at 4r, 4r + 1
+        k = int(np.argmin(xv[64 * r:64 * r + 64]))
+        assert wl[4 * r] == xv[64 * r + k] and index_of(wl, 4 * r + 1, F32) == k
+    assert not wl[[2, 3, 6, 7]].any() and not wl[10:].any()
 
 
 # ---- from nopython code ----------------------------------------------------------------------

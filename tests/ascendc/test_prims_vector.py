@@ -4,12 +4,13 @@ Tensors are views into the core's local memory (`ctx[0]`), as the runtime makes 
 primitive is called from Python; `test_*_in_njit` call them from nopython code too.
 """
 import inspect
+import warnings
 
 import numpy as np
 import pytest
 from numba import njit
 
-from ascendc.lang import surface
+from ascendc.lang import core, surface
 from ascendc.lang.errors import KernelError
 from ascendc.lang.params import BinaryRepeatParams, BrcbRepeatParams, UnaryRepeatParams
 from ascendc.lang.prims import vector as V
@@ -348,19 +349,28 @@ def test_dtype_errors():
 
 def test_mask_high_word_ignored_for_32_bit_elements():
     # the NPU reads only mask[0] when a repeat has 64 lanes (pyasc's test_vadd_bits passes
-    # [2**64-1, 2**64-1] for float32): mask[1] is dropped with a warning naming api and value
-    A = Arena()
+    # [2**64-1, 2**64-1] for float32): mask[1] is dropped; checked mode warns naming api and
+    # value, unchecked runs are silent. Unchecked goes first, so its silence is not the
+    # once-per-message deduplication of kernel warnings.
     av, bv = rand(128, F32, -50, 50, seed=1), rand(128, F32, -50, 50, seed=2)
-    a, _ = A.new(128, F32, av)
-    b, _ = A.new(128, F32, bv)
-    d, dl = A.new(128, F32, 7)
-    with pytest.warns(RuntimeWarning, match=r"add: mask\[1\] is ignored for 32-bit elements "
-                      r"\(64 lanes\), got mask\[1\]=12345"):
-        V.add_rep(A.ctx, d, a, b, W(0b101, 12345), 1, BinaryRepeatParams(), True)
     exp = np.full(128, 7, F32)
     exp[[0, 2]] = av[[0, 2]] + bv[[0, 2]]
-    assert_close(dl, exp, F32)
-    assert vops(A.ctx) == 2
+    for flags in (0, core.FLAG_NAN_FILL):
+        A = Arena(flags)
+        a, _ = A.new(128, F32, av)
+        b, _ = A.new(128, F32, bv)
+        d, dl = A.new(128, F32, 7)
+        if flags:
+            with pytest.warns(RuntimeWarning, match=r"add: mask\[1\] is ignored for 32-bit "
+                              r"elements \(64 lanes\), got mask\[1\]=12345"):
+                V.add_rep(A.ctx, d, a, b, W(0b101, 12345), 1, BinaryRepeatParams(), True)
+        else:   # (recorded: an "error" filter would not raise through the compiled prim)
+            with warnings.catch_warnings(record=True) as rec:
+                warnings.simplefilter("always")
+                V.add_rep(A.ctx, d, a, b, W(0b101, 12345), 1, BinaryRepeatParams(), True)
+            assert [str(w.message) for w in rec] == []
+        assert_close(dl, exp, F32)
+        assert vops(A.ctx) == 2
 
 
 def test_repeat_form_errors():
@@ -373,12 +383,15 @@ def test_repeat_form_errors():
         V.add_rep(A.ctx, d, a, b, 65, 1, p, True)
     with pytest.raises(KernelError, match=r"add: mask must be in \[1, 64\], got mask=0"):
         V.add_rep(A.ctx, d, a, b, 0, 1, p, True)
-    with pytest.raises(KernelError, match=r"add: dst must hold every element the repeats touch,"
-                       r" got index=319 for a tensor of 256 elements"):
-        V.add_rep(A.ctx, d, a, b, 64, 5, p, True)
-    with pytest.raises(KernelError, match=r"mul: src1 must hold every element the repeats touch"
-                       r", got index=263"):
-        V.mul_rep(A.ctx, d, a, b, 64, 2, BinaryRepeatParams(src1_rep_stride=25), True)
+    # past a tensor's end runs inside UB (test_repeat_form_reach_past_the_tensor_runs); past
+    # UB's capacity it traps: 255 repeats 255 blocks apart reach element 254 * 255 * 8 + 63
+    ub = int(core.state(A.ctx).level_size[core.UB])
+    with pytest.raises(KernelError, match=rf"add: dst must stay inside UB, got index=518223 "
+                       rf"for a tensor at UB byte 2048 \({ub} bytes of UB\)"):
+        V.add_rep(A.ctx, d, a, b, 64, 255, BinaryRepeatParams(dst_rep_stride=255), True)
+    with pytest.raises(KernelError, match=rf"mul: src1 must stay inside UB, got index=518223 "
+                       rf"for a tensor at UB byte 1024 \({ub} bytes of UB\)"):
+        V.mul_rep(A.ctx, d, a, b, 64, 255, BinaryRepeatParams(src1_rep_stride=255), True)
     with pytest.raises(KernelError, match=r"add: repeat_params.dst_blk_stride must be in "
                        r"\[0, 255\], got repeat_params.dst_blk_stride=-1"):
         V.add_rep(A.ctx, d, a, b, 64, 1, BinaryRepeatParams(dst_blk_stride=-1), True)
@@ -391,6 +404,29 @@ def test_repeat_form_errors():
     with pytest.raises(KernelError, match=r"duplicate: the mask/repeat form needs 16-, 32- or "
                        r"64-bit elements, got 8-bit elements"):
         V.duplicate_rep(A.ctx, u8, 1, 64, 1, 1, 8, True)
+
+
+def test_repeat_form_reach_past_the_tensor_runs():
+    # as on the NPU, a repeat form reaching past its tensor's end but inside UB runs: writes
+    # land in the UB after dst, reads see the UB after src1; checked mode says so
+    A = Arena(core.FLAG_NAN_FILL)
+    av, bv = rand(320, F32, seed=3), rand(320, F32, seed=4)
+    a, _ = A.new(320, F32, av)                          # UB bytes [0, 1280)
+    bfull, _ = A.new(320, F32, bv)                      # [1280, 2560): b is its first 256
+    dfull, dl = A.new(320, F32, 0)                      # [2560, 3840): d is its first 256
+    b, d = bfull[:256], dfull[:256]
+    with pytest.warns(RuntimeWarning, match=r"add: dst is read/written past its 256 elements "
+                      r"\(up to index=319, UB byte 3840\); allowed inside UB as on the NPU"):
+        V.add_rep(A.ctx, d, a, bfull, 64, 5, BinaryRepeatParams(), True)
+    assert_close(dl, av + bv, F32)
+    dl[:] = 0
+    with pytest.warns(RuntimeWarning, match=r"mul: src1 is read/written past its 256 elements "
+                      r"\(up to index=263, UB byte 2336\); allowed inside UB as on the NPU"):
+        V.mul_rep(A.ctx, dfull, a, b, 64, 2, BinaryRepeatParams(src1_rep_stride=25), True)
+    exp = np.zeros(320, F32)
+    exp[:64] = av[:64] * bv[:64]
+    exp[64:128] = av[64:128] * bv[200:264]              # repeat 1: src1 from element 200
+    assert_close(dl, exp, F32)
 
 
 # ---- from nopython code ----------------------------------------------------------------------

@@ -69,7 +69,7 @@ def bilinear_interpolation(ctx, dst, src0, src0_offset, src1, mask, h_repeat, re
     check_range(_API, "v_repeat", v_repeat, 0, 255)
     check_range(_API, "dst_blk_stride", dst_blk_stride, 0, 65535)
     check_range(_API, "v_r_offset", v_r_offset, 0, 65535)
-    m0, m1 = vmask(_API, mask, 2)
+    m0, m1 = vmask(ctx, _API, mask, 2)
     iters = h_repeat * v_repeat
     if iters == 0:
         return

@@ -176,14 +176,15 @@ def cast_rep(ctx, dst, src, round_mode, mask, repeat_times, repeat_params, is_se
     check_un_params(api, p)
     dk, sk, lo, hi = _cast_setup(api, dst, src, round_mode)
     eb = max(dst.itemsize, src.itemsize)
-    m0, m1 = vmask(api, mask, eb)
+    m0, m1 = vmask(ctx, api, mask, eb)
     lanes = 256 // eb
     pd = pb_of(dst)
     ps = pb_of(src)
-    check_extent(api, "dst", dst, repeat_times, m0, m1, lanes, pd, p.dst_blk_stride,
-                 p.dst_rep_stride)
-    check_extent(api, "src", src, repeat_times, m0, m1, lanes, ps, p.src_blk_stride,
-                 p.src_rep_stride)
+    # past an operand's end but inside UB: runs as on the NPU (vecbase.ub_reach)
+    dst = ub_reach(ctx, api, "dst", dst, repeat_times, m0, m1, pd, p.dst_blk_stride,
+                   p.dst_rep_stride)
+    src = ub_reach(ctx, api, "src", src, repeat_times, m0, m1, ps, p.src_blk_stride,
+                   p.src_rep_stride)
     for r in range(repeat_times):
         j, w0, w1 = next_lane(m0, m1)
         while j >= 0:

@@ -105,12 +105,11 @@ def _cmp_rep(ctx, api, dst, src0, src1, cmp_mode, repeat, s0b, s0r, s1b, s1r):
     full = np.uint64(0xFFFFFFFFFFFFFFFF)
     m1 = full if lanes > 64 else np.uint64(0)
     m0 = full if lanes >= 64 else (np.uint64(1) << np.uint64(lanes)) - np.uint64(1)
-    check_extent(api, "src0", src0, repeat, m0, m1, lanes, pb, s0b, s0r)
-    check_extent(api, "src1", src1, repeat, m0, m1, lanes, pb, s1b, s1r)
-    if repeat * lanes // 8 > dst.size:
-        fault("{}: dst must hold one bit per compared element ({} bytes), got "
-              "size={}", api, repeat * lanes // 8, dst.size)
-        raise KernelError(FAULT)
+    # past an operand's end but inside UB: runs as on the NPU (vecbase.ub_reach); dst takes
+    # lanes // 8 bytes per repeat
+    src0 = ub_reach(ctx, api, "src0", src0, repeat, m0, m1, pb, s0b, s0r)
+    src1 = ub_reach(ctx, api, "src1", src1, repeat, m0, m1, pb, s1b, s1r)
+    dst = reach_to(ctx, api, "dst", dst, repeat * (lanes // 8) - 1)
     s = scalar_or_zero(src0, src1)
     for r in range(repeat):
         for k in range(lanes // 8):
@@ -223,20 +222,21 @@ def select_rep(ctx, dst, sel_mask, src0, src1, sel_mode, mask, repeat_times, rep
     p = repeat_params
     check_bin_params(api, p)
     eb = dst.itemsize
-    m0, m1 = vmask(api, mask, eb)
+    m0, m1 = vmask(ctx, api, mask, eb)
     lanes = 256 // eb
     pb = 32 // eb
-    check_extent(api, "dst", dst, repeat_times, m0, m1, lanes, pb, p.dst_blk_stride,
-                 p.dst_rep_stride)
-    check_extent(api, "src0", src0, repeat_times, m0, m1, lanes, pb, p.src0_blk_stride,
-                 p.src0_rep_stride)
-    check_extent(api, "src1", src1, repeat_times, m0, m1, lanes, pb, p.src1_blk_stride,
-                 p.src1_rep_stride)
-    jmax = top_lane(m0, m1)
-    if repeat_times > 0 and jmax >= 0:
-        _sel_need(api, sel_mask, jmax + 1 if sel_mode == 0 else (repeat_times - 1) * lanes
-                  + jmax + 1)
+    # past an operand's end but inside UB: runs as on the NPU (vecbase.ub_reach)
+    dst = ub_reach(ctx, api, "dst", dst, repeat_times, m0, m1, pb, p.dst_blk_stride,
+                   p.dst_rep_stride)
+    src0 = ub_reach(ctx, api, "src0", src0, repeat_times, m0, m1, pb, p.src0_blk_stride,
+                    p.src0_rep_stride)
+    src1 = ub_reach(ctx, api, "src1", src1, repeat_times, m0, m1, pb, p.src1_blk_stride,
+                    p.src1_rep_stride)
     nb = sel_mask.itemsize * 8
+    jmax = top_lane(m0, m1)
+    if repeat_times > 0 and jmax >= 0:     # the farthest sel_mask bit read, likewise
+        last_bit = jmax if sel_mode == 0 else (repeat_times - 1) * lanes + jmax
+        sel_mask = reach_to(ctx, api, "sel_mask", sel_mask, last_bit // nb)
     s = scalar_or_zero(dst, src1)
     for r in range(repeat_times):
         j, w0, w1 = next_lane(m0, m1)

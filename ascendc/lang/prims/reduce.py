@@ -34,9 +34,9 @@ from .. import core
 from ..dtypes import ld, st
 from ..errors import FAULT, fault, KernelError
 from ..core import prim
-from .vecbase import (check_count, check_range, far_offset, lanes_on, next_lane, per_block,
-                      prefix_lanes, put_bits, rep_index, require_same, spans_overlap, vecable,
-                      vmask)
+from .vecbase import (check_count, check_range, lanes_on, next_lane, per_block, prefix_lanes,
+                      put_bits, reach_to, rep_far, rep_index, require_same, spans_overlap,
+                      vecable, vmask)
 from .. import trace
 from .borrow import borrowed
 from .minmax import acc_zero, vmax, vmin
@@ -233,27 +233,23 @@ def reduce_min_count(ctx, dst, src, shared_tmp_buffer, count, cal_index):
 
 @_rj
 def _reduce_rep_setup(ctx, api, dst, src, tmp, mask, repeat, srs, minmax, cal_index):
-    """Checks; returns (m0, m1, need). repeat_time may exceed 255 (Ascend C allows int32)."""
+    """Checks; returns (m0, m1, need, src). repeat_time may exceed 255 (Ascend C allows int32).
+    src reached past its end stays inside UB, as on the NPU (vecbase.reach_to)."""
     check_range(api, "repeat_time", repeat, 0, 2147483647)
     check_range(api, "src_rep_stride", srs, 0, 65535)
     require_same(api, "shared_tmp_buffer", tmp, src)
     require_same(api, "src", src, dst)
     eb = src.itemsize
-    m0, m1 = vmask(api, mask, eb)
-    pb = 32 // eb
-    off = far_offset(m0, m1, pb, 1)
-    if repeat == 0 or off < 0:
-        return m0, m1, 0
-    far = (repeat - 1) * srs * pb + off
-    if far >= src.size:
-        fault("{}: src must hold every element the repeats touch, got index={} for "
-              "a tensor of {} elements", api, far, src.size)
-        raise KernelError(FAULT)
+    m0, m1 = vmask(ctx, api, mask, eb)
+    far = rep_far(repeat, m0, m1, 32 // eb, 1, srs)
+    if far < 0:
+        return m0, m1, 0, src
+    src = reach_to(ctx, api, "src", src, far)
     need = tmp_need(eb, repeat, minmax, cal_index)
     check_tmp(ctx, api, tmp, need)
     check_dst(ctx, api, dst, 2 if cal_index else 1)
     check_index_range(api, src, far, cal_index)
-    return m0, m1, need
+    return m0, m1, need, src
 
 
 @_rj
@@ -278,8 +274,8 @@ def _rep_minmax(src, m0, m1, repeat, srs, is_max):
 def reduce_sum_rep(ctx, dst, src, shared_tmp_buffer, mask, repeat_time, src_rep_stride):
     """Mirrors `AscendC::ReduceSum` (mask + repeat form): dst[0] = sum of the selected lanes."""
     api = "reduce_sum"
-    m0, m1, need = _reduce_rep_setup(ctx, api, dst, src, shared_tmp_buffer, mask, repeat_time,
-                                     src_rep_stride, False, False)
+    m0, m1, need, src = _reduce_rep_setup(ctx, api, dst, src, shared_tmp_buffer, mask,
+                                          repeat_time, src_rep_stride, False, False)
     if need == 0:
         return
     pb = 32 // src.itemsize
@@ -297,8 +293,8 @@ def reduce_sum_rep(ctx, dst, src, shared_tmp_buffer, mask, repeat_time, src_rep_
 
 @_rj
 def _reduce_mm_rep(ctx, api, dst, src, tmp, mask, repeat, srs, cal_index, is_max):
-    m0, m1, need = _reduce_rep_setup(ctx, api, dst, src, tmp, mask, repeat, srs, True,
-                                     cal_index)
+    m0, m1, need, src = _reduce_rep_setup(ctx, api, dst, src, tmp, mask, repeat, srs, True,
+                                          cal_index)
     if need == 0:
         return
     v, k = _rep_minmax(src, m0, m1, repeat, srs, is_max)
@@ -330,31 +326,23 @@ def reduce_min_rep(ctx, dst, src, shared_tmp_buffer, mask, repeat_time, src_rep_
 # ---- whole reduce: one result per repeat ---------------------------------------------------------
 
 @_rj
-def _whole_setup(api, dst, src, mask, repeat, drs, sbs, srs, unit, width):
-    """Checks; returns (m0, m1, active). `unit`: dst elements per dst_rep_stride step,
-    `width`: dst elements written per repeat."""
+def _whole_setup(ctx, api, dst, src, mask, repeat, drs, sbs, srs, unit, width):
+    """Checks; returns (m0, m1, active, dst, src). `unit`: dst elements per dst_rep_stride step,
+    `width`: dst elements written per repeat. dst and src reached past their ends stay inside UB,
+    as on the NPU (vecbase.reach_to)."""
     check_range(api, "repeat_time", repeat, 0, 255)
     check_range(api, "dst_rep_stride", drs, 0, 65535)
     check_range(api, "src_blk_stride", sbs, 0, 65535)
     check_range(api, "src_rep_stride", srs, 0, 65535)
     require_same(api, "src", src, dst)
     eb = src.itemsize
-    m0, m1 = vmask(api, mask, eb)
-    pb = 32 // eb
-    off = far_offset(m0, m1, pb, sbs)
-    if repeat == 0 or off < 0:
-        return m0, m1, False
-    far = (repeat - 1) * srs * pb + off
-    if far >= src.size:
-        fault("{}: src must hold every element the repeats touch, got index={} for "
-              "a tensor of {} elements", api, far, src.size)
-        raise KernelError(FAULT)
-    dfar = (repeat - 1) * drs * unit + width - 1
-    if dfar >= dst.size:
-        fault("{}: dst must hold every result the repeats write, got index={} for "
-              "a tensor of {} elements", api, dfar, dst.size)
-        raise KernelError(FAULT)
-    return m0, m1, True
+    m0, m1 = vmask(ctx, api, mask, eb)
+    far = rep_far(repeat, m0, m1, 32 // eb, sbs, srs)
+    if far < 0:
+        return m0, m1, False, dst, src
+    src = reach_to(ctx, api, "src", src, far)
+    dst = reach_to(ctx, api, "dst", dst, (repeat - 1) * drs * unit + width - 1)
+    return m0, m1, True, dst, src
 
 
 @_rj
@@ -389,8 +377,9 @@ def whole_reduce_sum(ctx, dst, src, mask, repeat_time, dst_rep_stride, src_blk_s
     """Mirrors `AscendC::WholeReduceSum`: dst[r * dst_rep_stride] = sum of repeat r's lanes."""
     ctx, dst, src = borrowed(ctx), borrowed(dst), borrowed(src)   # no refcounting (cubegemm)
     api = "whole_reduce_sum"
-    m0, m1, active = _whole_setup(api, dst, src, mask, repeat_time, dst_rep_stride,
-                                  src_blk_stride, src_rep_stride, 1, 1)
+    m0, m1, active, dst, src = _whole_setup(ctx, api, dst, src, mask, repeat_time,
+                                            dst_rep_stride, src_blk_stride, src_rep_stride, 1,
+                                            1)
     if not active:
         return
     pb = 32 // src.itemsize
@@ -462,7 +451,8 @@ def _whole_mm(ctx, api, dst, src, mask, repeat, drs, sbs, srs, order, is_max):
     else:
         unit = 2
         width = 2
-    m0, m1, active = _whole_setup(api, dst, src, mask, repeat, drs, sbs, srs, unit, width)
+    m0, m1, active, dst, src = _whole_setup(ctx, api, dst, src, mask, repeat, drs, sbs, srs,
+                                            unit, width)
     if not active:
         return
     walk = repeat

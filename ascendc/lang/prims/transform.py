@@ -73,7 +73,7 @@ def copy_rep(ctx, dst, src, mask, repeat_time, repeat_params, is_set_mask):
     check_range(api, "repeat_params.dst_repeat_size", p.dst_repeat_size, 0, 65535)
     check_range(api, "repeat_params.src_repeat_size", p.src_repeat_size, 0, 65535)
     eb = dst.itemsize
-    m0, m1 = vmask(api, mask, eb)
+    m0, m1 = vmask(ctx, api, mask, eb)
     lanes = 256 // eb
     pb = pb_of(dst)
     # past a tensor's end but inside UB: runs as on the NPU (vecbase.ub_reach)

@@ -217,11 +217,11 @@ def _ov_require_same(api, what, x, dst):
     return impl
 
 
-def vmask(api, mask, elem_bytes):
+def vmask(ctx, api, mask, elem_bytes):
     """(m0, m1) mask words of a repeat form: an int selects the first `mask` lanes (1..lanes),
     a 1- or 2-tuple gives the words. For 32- and 64-bit elements (<= 64 lanes) the NPU ignores
-    mask[1] (a warning names the api and the value); bits of mask[0] beyond 32 lanes (64-bit
-    elements) are an error."""
+    mask[1] (in checked mode a warning names the api and the value; unchecked runs are
+    silent, as the NPU); bits of mask[0] beyond 32 lanes (64-bit elements) are an error."""
     raise NotImplementedError
 
 
@@ -255,6 +255,15 @@ def _ov_warn_recorded():
     return lambda: _c_warn()
 
 
+_CHECKED_BITS = core.FLAG_NAN_FILL | core.FLAG_DEFER | core.FLAG_REPORT_ROUNDING
+
+
+@jitable
+def is_checked(ctx):
+    """Whether the core runs in checked mode (warnings of tolerated behaviour are its own)."""
+    return (ctx[2][0].options & _CHECKED_BITS) != 0
+
+
 @jitable
 def _check_eb(api, elem_bytes):
     if elem_bytes < 2:
@@ -276,7 +285,7 @@ def _vmask_int(api, mask, elem_bytes):
 
 
 @jitable
-def _vmask_words(api, m0, m1, elem_bytes):
+def _vmask_words(api, m0, m1, elem_bytes, checked):
     _check_eb(api, elem_bytes)
     lanes = 256 // elem_bytes
     if lanes < 64 and (m0 >> np.uint64(lanes)) != 0:
@@ -285,22 +294,24 @@ def _vmask_words(api, m0, m1, elem_bytes):
         raise KernelError(FAULT)
     if lanes <= 64 and m1 != 0:
         # Ascend C asks for mask[1] == 0 with b32/b64 operands; the NPU reads only mask[0]
-        # (pyasc's test_vadd_bits passes [2**64-1, 2**64-1] for float32 and int32)
-        fault("{}: mask[1] is ignored for {}-bit elements ({} lanes), got mask[1]={}", api,
-              elem_bytes * 8, lanes, m1)
-        warn_recorded()
+        # (pyasc's test_vadd_bits passes [2**64-1, 2**64-1] for float32 and int32); a
+        # warning of tolerated behaviour: checked mode only
+        if checked:
+            fault("{}: mask[1] is ignored for {}-bit elements ({} lanes), got mask[1]={}", api,
+                  elem_bytes * 8, lanes, m1)
+            warn_recorded()
         m1 = np.uint64(0)
     return m0, m1
 
 
 @overload(vmask)
-def _ov_vmask(api, mask, elem_bytes):
+def _ov_vmask(ctx, api, mask, elem_bytes):
     if isinstance(mask, types.Integer):
-        return lambda api, mask, elem_bytes: _vmask_int(api, mask, elem_bytes)
+        return lambda ctx, api, mask, elem_bytes: _vmask_int(api, mask, elem_bytes)
     if isinstance(mask, (types.UniTuple, types.Tuple)) and len(mask) in (1, 2):
-        def impl(api, mask, elem_bytes):
+        def impl(ctx, api, mask, elem_bytes):
             m0, m1 = mask_words(mask, elem_bytes)
-            return _vmask_words(api, m0, m1, elem_bytes)
+            return _vmask_words(api, m0, m1, elem_bytes, is_checked(ctx))
         return impl
     return None
 
@@ -398,54 +409,31 @@ def rep_index(r, j, pb, blk, rep):
     return r * rep * pb + b * blk * pb + (j - b * pb)
 
 
-def asize(x):
-    raise NotImplementedError
-
-
-@overload(asize)
-def _ov_asize(x):
-    if isinstance(x, types.Array):
-        return lambda x: x.size
-    return lambda x: np.int64(1) << 62
+# ---- reach of the repeat forms: UB's capacity is the bound, as on the NPU ------------------------
+# A repeat form (mask + repeat_times + strides) addresses UB directly: the NPU bounds it by UB's
+# capacity only (past it: "ub address out of bounds", 507015); a LocalTensor's size is no
+# hardware bound (pyasc's test_vadd_bits adds 128 float16 lanes over 64-element tiles). So an
+# operand reached past its last element is a view of the core's UB from the tensor to the
+# farthest element touched: reads see UB's contents as they are (a neighbouring buffer, or the
+# NaN fill of checked mode), writes land there (and may clobber a neighbour, as on the NPU).
+# Checked mode warns naming the api, the operand and how far it reached; past UB it is an error.
 
 
 @jitable
-def _check_extent_n(api, what, size, repeat, m0, m1, lanes, pb, blk, rep):
+def rep_far(repeat, m0, m1, pb, blk, rep):
+    """Index of the farthest element the repeats touch (pb elements per 32 B block, strides in
+    blocks), -1 when they touch none."""
     if repeat <= 0:
-        return
+        return -1
     off = far_offset(m0, m1, pb, blk)
     if off < 0:
-        return
-    far = (repeat - 1) * rep * pb + off
-    if far >= size:
-        fault("{}: {} must hold every element the repeats touch, got index={} for "
-              "a tensor of {} elements", api, what, far, size)
-        raise KernelError(FAULT)
-
-
-@register_jitable(inline="always")
-def check_extent(api, what, a, repeat, m0, m1, lanes, pb, blk, rep):
-    """Raise unless every element the repeats touch lies inside tensor `a` (scalars pass).
-    Inlined, so the tensor never crosses a call (that costs reference counting per call)."""
-    _check_extent_n(api, what, asize(a), repeat, m0, m1, lanes, pb, blk, rep)
-
-
-_CHECKED_BITS = core.FLAG_NAN_FILL | core.FLAG_DEFER | core.FLAG_REPORT_ROUNDING
+        return -1
+    return (repeat - 1) * rep * pb + off
 
 
 @jitable
-def ub_reach(ctx, api, what, a, repeat, m0, m1, pb, blk, rep):
-    """`a`, or, when the repeats reach past its last element, a view of the core's UB from `a`
-    to the farthest element touched. The NPU bounds vector accesses by UB's capacity only (past
-    it: "ub address out of bounds", 507015); a LocalTensor's size is no hardware bound. Checked
-    mode warns naming api, tensor and offset; past the end of UB it stays an error."""
-    far = -1
-    if repeat > 0:
-        off = far_offset(m0, m1, pb, blk)
-        if off >= 0:
-            far = (repeat - 1) * rep * pb + off
-    if far < a.size:
-        return a
+def _ub_view(ctx, api, what, a, far):
+    """The slow path of reach_to (far >= a.size): a view of UB from `a` through element far."""
     base = core.local_offset(ctx, a)
     st = ctx[2][0]
     end = st.level_base[core.UB] + st.level_size[core.UB]
@@ -460,6 +448,41 @@ def ub_reach(ctx, api, what, a, repeat, m0, m1, pb, blk, rep):
               base - st.level_base[core.UB] + need)
         warn_recorded()
     return ctx[0][base:base + need].view(a.dtype)
+
+
+def reach_to(ctx, api, what, a, far):
+    """`a` when element `far` lies inside it (or a is a scalar), else a view of UB from `a`
+    through element far (an error past UB's end; a warning in checked mode). Inlined: the
+    common case costs one comparison and the tensor never crosses a call."""
+    raise NotImplementedError
+
+
+@overload(reach_to, inline="always")
+def _ov_reach_to(ctx, api, what, a, far):
+    if not isinstance(a, types.Array):
+        return lambda ctx, api, what, a, far: a
+
+    def impl(ctx, api, what, a, far):
+        if far < a.size:
+            return a
+        return _ub_view(ctx, api, what, a, far)
+    return impl
+
+
+def ub_reach(ctx, api, what, a, repeat, m0, m1, pb, blk, rep):
+    """The operand a repeat form reaches through (see reach_to): `a`, or, when the repeats reach
+    past its last element, a view of the core's UB from `a` to the farthest element touched."""
+    raise NotImplementedError
+
+
+@overload(ub_reach, inline="always")
+def _ov_ub_reach(ctx, api, what, a, repeat, m0, m1, pb, blk, rep):
+    if not isinstance(a, types.Array):
+        return lambda ctx, api, what, a, repeat, m0, m1, pb, blk, rep: a
+
+    def impl(ctx, api, what, a, repeat, m0, m1, pb, blk, rep):
+        return reach_to(ctx, api, what, a, rep_far(repeat, m0, m1, pb, blk, rep))
+    return impl
 
 
 @jitable

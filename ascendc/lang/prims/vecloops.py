@@ -156,14 +156,13 @@ def binary_rep(ctx, api, dst, a, b, mask, repeat, p, op):
     require_same(api, "src1", b, dst)
     check_bin_params(api, p)
     eb = dst.itemsize
-    m0, m1 = vmask(api, mask, eb)
+    m0, m1 = vmask(ctx, api, mask, eb)
     lanes = 256 // eb
     pb = 32 // eb
-    check_extent(api, "dst", dst, repeat, m0, m1, lanes, pb, p.dst_blk_stride, p.dst_rep_stride)
-    check_extent(api, "src0", a, repeat, m0, m1, lanes, pb, p.src0_blk_stride,
-                 p.src0_rep_stride)
-    check_extent(api, "src1", b, repeat, m0, m1, lanes, pb, p.src1_blk_stride,
-                 p.src1_rep_stride)
+    # past an operand's end but inside UB: runs as on the NPU (vecbase.ub_reach)
+    dst = ub_reach(ctx, api, "dst", dst, repeat, m0, m1, pb, p.dst_blk_stride, p.dst_rep_stride)
+    a = ub_reach(ctx, api, "src0", a, repeat, m0, m1, pb, p.src0_blk_stride, p.src0_rep_stride)
+    b = ub_reach(ctx, api, "src1", b, repeat, m0, m1, pb, p.src1_blk_stride, p.src1_rep_stride)
     n_on = prefix_lanes(m0, m1)
     kb = per_block(dst)
     done = binary_rep_runs(dst, a, b, repeat, n_on, p, kb, op)
@@ -210,11 +209,11 @@ def unary_rep(ctx, api, dst, a, mask, repeat, p, op):
     require_same(api, "src", a, dst)
     check_un_params(api, p)
     eb = dst.itemsize
-    m0, m1 = vmask(api, mask, eb)
+    m0, m1 = vmask(ctx, api, mask, eb)
     lanes = 256 // eb
     pb = 32 // eb
-    check_extent(api, "dst", dst, repeat, m0, m1, lanes, pb, p.dst_blk_stride, p.dst_rep_stride)
-    check_extent(api, "src", a, repeat, m0, m1, lanes, pb, p.src_blk_stride, p.src_rep_stride)
+    dst = ub_reach(ctx, api, "dst", dst, repeat, m0, m1, pb, p.dst_blk_stride, p.dst_rep_stride)
+    a = ub_reach(ctx, api, "src", a, repeat, m0, m1, pb, p.src_blk_stride, p.src_rep_stride)
     n_on = prefix_lanes(m0, m1)
     kb = per_block(dst)
     for r in range(repeat):
@@ -262,11 +261,11 @@ def scalar_rep(ctx, api, dst, a, scalar, mask, repeat, p, op):
     check_un_params(api, p)
     s = as_elem(a, scalar)
     eb = dst.itemsize
-    m0, m1 = vmask(api, mask, eb)
+    m0, m1 = vmask(ctx, api, mask, eb)
     lanes = 256 // eb
     pb = 32 // eb
-    check_extent(api, "dst", dst, repeat, m0, m1, lanes, pb, p.dst_blk_stride, p.dst_rep_stride)
-    check_extent(api, "src", a, repeat, m0, m1, lanes, pb, p.src_blk_stride, p.src_rep_stride)
+    dst = ub_reach(ctx, api, "dst", dst, repeat, m0, m1, pb, p.dst_blk_stride, p.dst_rep_stride)
+    a = ub_reach(ctx, api, "src", a, repeat, m0, m1, pb, p.src_blk_stride, p.src_rep_stride)
     n_on = prefix_lanes(m0, m1)
     kb = per_block(dst)
     for r in range(repeat):

@@ -331,14 +331,15 @@ def axpy_rep(ctx, dst, src, scalar, mask, repeat_times, repeat_params, is_set_ma
     check_un_params(api, p)
     s = as_elem(src, scalar)
     eb = max(dst.itemsize, src.itemsize)
-    m0, m1 = vmask(api, mask, eb)
+    m0, m1 = vmask(ctx, api, mask, eb)
     lanes = 256 // eb
     pd = pb_of(dst)
     ps = pb_of(src)
-    check_extent(api, "dst", dst, repeat_times, m0, m1, lanes, pd, p.dst_blk_stride,
-                 p.dst_rep_stride)
-    check_extent(api, "src", src, repeat_times, m0, m1, lanes, ps, p.src_blk_stride,
-                 p.src_rep_stride)
+    # past an operand's end but inside UB: runs as on the NPU (vecbase.ub_reach)
+    dst = ub_reach(ctx, api, "dst", dst, repeat_times, m0, m1, pd, p.dst_blk_stride,
+                   p.dst_rep_stride)
+    src = ub_reach(ctx, api, "src", src, repeat_times, m0, m1, ps, p.src_blk_stride,
+                   p.src_rep_stride)
     for r in range(repeat_times):
         j, w0, w1 = next_lane(m0, m1)
         while j >= 0:
@@ -374,11 +375,11 @@ def duplicate_rep(ctx, dst, scalar, mask, repeat_times, dst_block_stride, dst_re
     check_range(api, "dst_repeat_stride", dst_repeat_stride, 0, 255)
     v = as_elem(dst, scalar)
     eb = dst.itemsize
-    m0, m1 = vmask(api, mask, eb)
+    m0, m1 = vmask(ctx, api, mask, eb)
     lanes = 256 // eb
     pb = 32 // eb
-    check_extent(api, "dst", dst, repeat_times, m0, m1, lanes, pb, dst_block_stride,
-                 dst_repeat_stride)
+    dst = ub_reach(ctx, api, "dst", dst, repeat_times, m0, m1, pb, dst_block_stride,
+                   dst_repeat_stride)
     for r in range(repeat_times):
         j, w0, w1 = next_lane(m0, m1)
         while j >= 0:
@@ -409,11 +410,8 @@ def brcb(ctx, dst, src0, repeat_times, repeat_params):
     if repeat_times * 8 > src0.size:
         check_count(ctx, api, "src0", src0, repeat_times * 8)
     pb = pb_of(dst)
-    far = (repeat_times - 1) * drs * pb + 7 * dbs * pb + pb - 1
-    if far >= dst.size:
-        fault("{}: dst must hold every element the repeats touch, got index={} for "
-              "a tensor of {} elements", api, far, dst.size)
-        raise KernelError(FAULT)
+    # past dst's end but inside UB: runs as on the NPU (vecbase.reach_to)
+    dst = reach_to(ctx, api, "dst", dst, (repeat_times - 1) * drs * pb + 7 * dbs * pb + pb - 1)
     for r in range(repeat_times):
         for k in range(8):
             v = ld(src0, r * 8 + k)
