@@ -7,21 +7,30 @@ and `t.get_tiling(asc.adv.TCubeTiling())`, which fills the struct and returns 0 
 fits, with a RuntimeWarning saying why, as Ascend C logs and returns -1). Invalid arguments raise
 ValueError at once.
 
+Dtypes (Matmul's combinations): A and B both DT_FLOAT (C DT_FLOAT), both DT_FLOAT16 or DT_BF16
+(C DT_FLOAT16, DT_BF16 or DT_FLOAT), or both DT_INT8 (C DT_INT32: the cube's int8 path, C0 = 32
+elements, K steps of 32); the bias is DT_INT32 for int8 A/B, DT_FLOAT otherwise. Other
+combinations raise ValueError in get_tiling. Capacities are in bytes, so an int8 tile of the
+same L0A/L0B/L1 budget is twice as deep in K as a 16-bit one; the C tile (float32 or int32) is
+4 bytes an element in L0C either way.
+
 The tiling (an emulator's choice, not CANN's cost model, but with the same invariants):
 - cores: M and N are split into m_dim x n_dim blocks (m_dim * n_dim <= set_dim) minimising the
   per-core MACs plus operand loads; single_core_m/n are multiples of 16 (or the whole M/N);
   used_core_num = ceil(M/single_core_m) * ceil(N/single_core_n); single_core_k = K.
 - base tiles: base_m <= 128 and base_n <= 256, multiples of 16 (smaller for small single-core
-  shapes); base_m*base_n*4 fits L0C; base_k a multiple of C0 (32 B / sizeof(A)) as large as lets
-  A and B tiles fit L0A and L0B twice (db_l0a = db_l0b = 2), at most K rounded up to C0.
+  shapes); base_m*base_n*4 fits L0C; base_k a multiple of C0 (32 B / sizeof(A): 8 for float32,
+  16 for 16-bit, 32 for int8) as large as lets A and B tiles fit L0A and L0B twice
+  (db_l0a = db_l0b = 2), at most K rounded up to C0.
 - L1: K goes through L1 in step_k_a = step_k_b = s chunks of base_k, double-buffered
   (depth_a1 = depth_b1 = 2*s) when (base_m + base_n)*s*base_k*sizeof fits twice, with s as large
-  as fits (step_m = step_n = 1); the bias row (base_n floats) is counted in share_l1_size.
+  as fits (step_m = step_n = 1); the bias row (base_n float32/int32) is counted in share_l1_size.
 - pyasc's setters: `set_c_type(TPosition.VECCALC | VECIN, ...)` (C handed tile by tile to a local
   tensor by `Matmul.iterate()` + `get_tensor_c()`; the tiling is the one for GM C),
   `set_traverse(MatrixTraverse.FIRSTM | FIRSTN)` (the C tiles' order: iterate_order 0 / 1;
   `SetTraverse`) and `set_fix_split(base_m, base_n, base_k)` (fixed base tiles, -1 = chosen as
-  above; `SetFixSplit`): base_k, double buffering and the L1 steps then follow the fixed tile.
+  above; `SetFixSplit`; base_k aligned up to C0): base_k, double buffering and the L1 steps
+  then follow the fixed tile.
 """
 from __future__ import annotations
 
@@ -76,9 +85,17 @@ class DataType(enum.IntEnum):
     DT_BF16 = 27
 
 
-_SIZE = {DataType.DT_FLOAT: 4, DataType.DT_FLOAT16: 2, DataType.DT_BF16: 2}
+_SIZE = {DataType.DT_FLOAT: 4, DataType.DT_FLOAT16: 2, DataType.DT_BF16: 2, DataType.DT_INT8: 1}
+_AB_TYPES = (DataType.DT_FLOAT, DataType.DT_FLOAT16, DataType.DT_BF16, DataType.DT_INT8)
+_C_TYPES = (DataType.DT_FLOAT, DataType.DT_FLOAT16, DataType.DT_BF16, DataType.DT_INT32)
+_BIAS_TYPES = (DataType.DT_FLOAT, DataType.DT_INT32)
+# the C dtypes Matmul has for each A/B dtype (asc.adv.Matmul's own check, by dtype here)
+_C_FOR = {DataType.DT_INT8: (DataType.DT_INT32,), DataType.DT_FLOAT: (DataType.DT_FLOAT,),
+          DataType.DT_FLOAT16: (DataType.DT_FLOAT16, DataType.DT_BF16, DataType.DT_FLOAT),
+          DataType.DT_BF16: (DataType.DT_FLOAT16, DataType.DT_BF16, DataType.DT_FLOAT)}
 MAX_LD = 65535      # GM row length of A/B/C in elements (Nd2NzParams.src_d_value, fixpipe)
 MAX_L1_K = 4080     # K depth of one L1 chunk (Nd2Nz dst_nz_matrix_stride = k*16 <= 65535)
+MAX_LD_INT8_STRIP = 32767   # int8 A^T / B rows: two GM rows per Nd2Nz row (src_d_value = 2*ld)
 
 
 class MatrixTraverse(enum.IntEnum):
@@ -170,16 +187,16 @@ class MatmulApiTiling:
         return 0
 
     def set_a_type(self, position, format, dtype, is_trans=False):
-        return self._set_type("a", position, format, dtype, is_trans, tuple(_SIZE))
+        return self._set_type("a", position, format, dtype, is_trans, _AB_TYPES)
 
     def set_b_type(self, position, format, dtype, is_trans=False):
-        return self._set_type("b", position, format, dtype, is_trans, tuple(_SIZE))
+        return self._set_type("b", position, format, dtype, is_trans, _AB_TYPES)
 
     def set_c_type(self, position, format, dtype):
-        return self._set_type("c", position, format, dtype, False, tuple(_SIZE))
+        return self._set_type("c", position, format, dtype, False, _C_TYPES)
 
     def set_bias_type(self, position, format, dtype):
-        return self._set_type("bias", position, format, dtype, False, (DataType.DT_FLOAT,))
+        return self._set_type("bias", position, format, dtype, False, _BIAS_TYPES)
 
     def set_shape(self, m, n, k):
         api = f"{self._api}.set_shape"
@@ -276,6 +293,17 @@ class MatmulApiTiling:
         if _SIZE[da] != _SIZE[db] or {da, db} == {DataType.DT_FLOAT16, DataType.DT_BF16}:
             raise ValueError(f"{api}: a and b must have the same dtype, got a={da.name} "
                              f"b={db.name}")
+        dc = self.types["c"][0]
+        if dc not in _C_FOR[da]:
+            raise ValueError(f"{api}: c must be DT_INT32 for DT_INT8 a and b (quantised int8 C "
+                             f"is not emulated), DT_FLOAT for DT_FLOAT a and b, DT_FLOAT16, "
+                             f"DT_BF16 or DT_FLOAT for 16-bit a and b, got a={da.name} "
+                             f"c={dc.name}")
+        dbias = self.types.get("bias", (None,))[0]
+        want = DataType.DT_INT32 if da == DataType.DT_INT8 else DataType.DT_FLOAT
+        if self.bias and dbias is not None and dbias != want:
+            raise ValueError(f"{api}: bias must be DT_INT32 for DT_INT8 a and b, DT_FLOAT "
+                             f"otherwise, got a={da.name} bias={dbias.name}")
         org = self.org_shape or (*self.shape[:2], self.shape[2], self.shape[2])
         shape = self.shape or (org[0], org[1], org[2])
         if shape[0] > org[0] or shape[1] > org[1] or shape[2] > min(org[2], org[3]):
@@ -287,6 +315,14 @@ class MatmulApiTiling:
             if v > MAX_LD:
                 raise ValueError(f"{api}: GM row lengths must be <= {MAX_LD} elements "
                                  f"(Nd2NzParams.src_d_value), got {name}={v}")
+        if da == DataType.DT_INT8:     # int8 A^T and B go to L1 as strips, two rows a copy
+            strips = {"org m (a transposed)": org[0] if ta else 0,
+                      "org n (b not transposed)": 0 if tb else org[1]}
+            for name, v in strips.items():
+                if v > MAX_LD_INT8_STRIP:
+                    raise ValueError(f"{api}: GM row lengths of int8 A^T and B must be <= "
+                                     f"{MAX_LD_INT8_STRIP} elements (two rows per "
+                                     f"Nd2NzParams.src_d_value), got {name}={v}")
         return shape, org, _SIZE[da]
 
     def _cores(self, m, n, k):
@@ -331,7 +367,7 @@ class MatmulApiTiling:
             if bk >= 16 and _align(k, c0) >= 16:
                 bk = max(bk // 16 * 16, 16)
         else:
-            bk = fk
+            bk = _align(fk, c0)     # SetFixSplit aligns base_k up to C0 (32 for int8)
         if bm * bk * isz > soc.l0a_bytes or bk * bn * isz > soc.l0b_bytes:
             raise _NoTiling(f"{api}: the base_m x base_k A tile and base_k x base_n B tile must "
                             f"fit L0A/L0B, got base_m={bm} base_n={bn} base_k={bk}")

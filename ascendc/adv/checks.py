@@ -5,6 +5,8 @@ a cube primitive."""
 from __future__ import annotations
 
 import numpy as np
+from numba import types
+from numba.extending import overload
 
 from ..lang.core import prim
 from ..lang.errors import FAULT, KernelError, fault
@@ -23,7 +25,8 @@ NSTATE = 16
 __all__ = ["new_state", "mm_check_tiling", "mm_check_iterate", "S_TM", "S_TN", "S_TK", "S_OM",
            "S_ON", "S_OKA", "S_OKB", "S_SM", "S_SN", "S_SK", "S_TA", "S_TB", "S_BIAS", "S_INIT",
            "S_ITER", "NSTATE", "ws_f32", "mm_check_get_c", "tiling_new", "tiling_norm",
-           "tiling_set", "second", "mm_check_get_c_atomic", "quant_check", "mm_batch_plan"]
+           "tiling_set", "second", "mm_check_get_c_atomic", "quant_check", "mm_batch_plan",
+           "mm_check_tile", "ws_as", "mm_check_get_c_gm", "no_bias"]
 
 
 @prim
@@ -76,25 +79,27 @@ def _pick(v, default):
 
 
 @prim
-def mm_check_iterate(st, t, a_isz, b_isz, c_isz, ta_ok, tb_ok, ga, gb, gc, en_atomic):
-    """iterate_all's preconditions: tiling set, operands as declared, sizes >= 1."""
+def _check_operands(api, st, t, a_isz, b_isz, c_isz, ta_ok, tb_ok, ga, gb):
+    """The checks iterate_all, iterate_batch and iterate share: tiling set, A/B as declared, a
+    dtype combination the cube has (by element size: f16/bf16 -> f16/bf16/f32 C, f32 -> f32,
+    int8 -> int32), sizes >= 1."""
     if st[S_INIT] != 1:
-        fault("asc.adv.Matmul.iterate_all: the Matmul must be initialised first "
-              "(register_matmul(pipe, workspace, mm, tiling) or mm.init(tiling)), "
-              "got no tiling")
+        fault("{}: the Matmul must be initialised first (register_matmul(pipe, workspace, mm, "
+              "tiling) or mm.init(tiling)), got no tiling", api)
         raise KernelError(FAULT)
-    if en_atomic != 0:
-        fault("asc.adv.Matmul.iterate_all: en_atomic must be 0 (atomic accumulation "
-              "into C is not emulated), got en_atomic={}", en_atomic)
+    if ga.itemsize != a_isz or gb.itemsize != b_isz:
+        fault("{}: tensor dtypes must match the MatmulTypes, got element sizes a={} b={} for "
+              "MatmulType sizes a={} b={}", api, ga.itemsize, gb.itemsize, a_isz, b_isz)
         raise KernelError(FAULT)
-    if ga.itemsize != a_isz or gb.itemsize != b_isz or gc.itemsize != c_isz:
-        fault("asc.adv.Matmul.iterate_all: tensor dtypes must match the MatmulTypes, "
-              "got element sizes a={} b={} c={} for MatmulType sizes a={} b={} c={}",
-              ga.itemsize, gb.itemsize, gc.itemsize, a_isz, b_isz, c_isz)
+    if a_isz != b_isz or (a_isz != 1 and a_isz != 2 and a_isz != 4):
+        fault("{}: a and b must both be int8, both float16/bfloat16 or both float32, got "
+              "element sizes a={} b={}", api, a_isz, b_isz)
         raise KernelError(FAULT)
-    if a_isz != b_isz or (a_isz != 2 and a_isz != 4):
-        fault("asc.adv.Matmul.iterate_all: a and b must both be float16/bfloat16 or "
-              "both float32, got element sizes a={} b={}", a_isz, b_isz)
+    if (a_isz == 1 and c_isz != 4) or (a_isz == 4 and c_isz != 4) or \
+            (a_isz == 2 and c_isz != 2 and c_isz != 4):
+        fault("{}: c must be int32 for int8 a and b (quantised int8 -> float16 C is not "
+              "emulated), float32 for float32 a and b, float16/bfloat16/float32 for 16-bit a "
+              "and b, got element sizes a={} c={}", api, a_isz, c_isz)
         raise KernelError(FAULT)
     if st[S_TA] == 1 and not ta_ok:
         fault("asc.adv.Matmul.set_tensor_a: transpose must be False unless "
@@ -108,9 +113,30 @@ def mm_check_iterate(st, t, a_isz, b_isz, c_isz, ta_ok, tb_ok, ga, gb, gc, en_at
     n = _pick(st[S_TN], _pick(st[S_SN], t.single_core_n))
     k = _pick(st[S_TK], _pick(st[S_SK], t.single_core_k))
     if m < 1 or n < 1 or k < 1:
-        fault("asc.adv.Matmul.iterate_all: m, n and k (set_tail / set_single_shape / "
-              "tiling.single_core_*) must be >= 1, got m={} n={} k={}", m, n, k)
+        fault("{}: m, n and k (set_tail / set_single_shape / tiling.single_core_*) must be "
+              ">= 1, got m={} n={} k={}", api, m, n, k)
         raise KernelError(FAULT)
+
+
+@prim
+def mm_check_iterate(st, t, a_isz, b_isz, c_isz, ta_ok, tb_ok, ga, gb, gc, en_atomic):
+    """iterate_all's preconditions: tiling set, operands as declared, sizes >= 1."""
+    api = "asc.adv.Matmul.iterate_all"
+    if en_atomic != 0:
+        fault("asc.adv.Matmul.iterate_all: en_atomic must be 0 (atomic accumulation "
+              "into C is not emulated), got en_atomic={}", en_atomic)
+        raise KernelError(FAULT)
+    if gc.itemsize != c_isz:
+        fault("{}: tensor dtypes must match the MatmulTypes, got element size c={} for "
+              "MatmulType size c={}", api, gc.itemsize, c_isz)
+        raise KernelError(FAULT)
+    _check_operands(api, st, t, a_isz, b_isz, c_isz, ta_ok, tb_ok, ga, gb)
+
+
+@prim
+def mm_check_tile(st, t, a_isz, b_isz, c_isz, ta_ok, tb_ok, ga, gb):
+    """iterate()'s preconditions (C is given later, to get_tensor_c)."""
+    _check_operands("asc.adv.Matmul.iterate", st, t, a_isz, b_isz, c_isz, ta_ok, tb_ok, ga, gb)
 
 
 @prim
@@ -155,27 +181,58 @@ def ws_f32(w):
 
 
 @prim
-def mm_check_get_c(st, t, ws, dst, ndst):
-    """get_tensor_c's preconditions: a tile computed by iterate(), a float32 local tensor that
-    holds base_m x base_n, a workspace that holds this block's tile."""
+def ws_as(w, dst):
+    """The GM workspace (any dtype) viewed with dst's dtype: get_tensor_c stages a C tile of
+    dst's dtype there (mmkernel.mm_get_tensor_c)."""
+    return w.view(dst.dtype)
+
+
+@prim
+def mm_check_get_c(st, t, c_isz, ws, dst, ndst):
+    """get_tensor_c(local)'s preconditions: a tile computed by iterate(), a local tensor of C's
+    dtype that holds base_m x base_n, a workspace that holds this block's tile."""
     if st[S_ITER] < 0:
         fault("asc.adv.Matmul.get_tensor_c: iterate() must return True first, got "
               "no current C tile")
         raise KernelError(FAULT)
-    if dst.itemsize != 4:
-        fault("asc.adv.Matmul.get_tensor_c: the local tensor must be float32 (C in "
-              "VECCALC/VECIN is emulated for float32 only), got element size {}",
-              dst.itemsize)
+    if dst.itemsize != c_isz:
+        fault("asc.adv.Matmul.get_tensor_c: the tensor's dtype must be MatmulType c's, got "
+              "element size {} for MatmulType size c={}", dst.itemsize, c_isz)
         raise KernelError(FAULT)
     if ndst < t.base_m * t.base_n:
         fault("asc.adv.Matmul.get_tensor_c: the local tensor must hold base_m * "
               "base_n = {} elements, got {}", t.base_m * t.base_n, ndst)
         raise KernelError(FAULT)
-    if ws.size < 4 * t.base_m * t.base_n:
+    if ws.size * ws.itemsize < c_isz * t.base_m * t.base_n:
         fault("asc.adv.Matmul.get_tensor_c: the workspace given to register_matmul "
-              "must hold a base_m x base_n float32 tile per block, got {} bytes",
-              ws.size)
+              "must hold a base_m x base_n tile of C per block, got {} bytes",
+              ws.size * ws.itemsize)
         raise KernelError(FAULT)
+
+
+@prim
+def mm_check_get_c_gm(st, c_isz, gc):
+    """get_tensor_c(gm)'s preconditions: a tile computed by iterate(), C's dtype."""
+    if st[S_ITER] < 0:
+        fault("asc.adv.Matmul.get_tensor_c: iterate() must return True first, got "
+              "no current C tile")
+        raise KernelError(FAULT)
+    if gc.itemsize != c_isz:
+        fault("asc.adv.Matmul.get_tensor_c: the tensor's dtype must be MatmulType c's, got "
+              "element size {} for MatmulType size c={}", gc.itemsize, c_isz)
+        raise KernelError(FAULT)
+
+
+def no_bias(a):
+    """An empty bias of the dtype a bias of operand `a` has (int32 for int8 A, float32
+    otherwise): what a compiled kernel holds when set_bias did not run."""
+    return np.empty(0, np.int32 if a.itemsize == 1 else np.float32)
+
+
+@overload(no_bias)
+def _no_bias_ov(a):
+    dt = np.int32 if a.dtype == types.int8 else np.float32
+    return lambda a: np.empty(0, dt)
 
 
 @prim

@@ -16,10 +16,12 @@ from __future__ import annotations
 import ast
 
 from ..compiler.frontend import attr_chain as _chain, is_asc_module
+from ..lang.enums import TPosition
 from ..lang.surface import GA, OTHER, PIPE, T
 from . import checks as C
 from .matmul import NO_BIAS, SUPPORTED_METHODS, type_error
-from .mmkernel import mm_get_tensor_c, mm_iterate, mm_iterate_all, mm_iterate_batch, mm_register
+from .mmkernel import (mm_get_tensor_c, mm_get_tensor_c_gm, mm_iterate, mm_iterate_all,
+                       mm_iterate_batch, mm_register)
 from .quant import quant_per_tensor
 from .tiling import FIELDS
 from .tilingops import INDEX
@@ -135,20 +137,34 @@ def assign(rw, node):
         raise rw.err(node, "asc.adv.Matmul(...) must be assigned to one plain variable")
     name = node.targets[0].id
     b = _bind(rw, node.value, "asc.adv.Matmul", ("a", "b", "c", "bias", "matmul_config"), 3)
-    elts, has_bias = [], False
+    elts, has_bias, c_gm = [], False, False
     for role in ("a", "b", "c", "bias"):
         v = b.get(role)
         if v is None or (isinstance(v, ast.Constant) and v.value is None):
             elts.append(ast.Tuple(elts=[ast.Constant(x) for x in NO_BIAS], ctx=ast.Load()))
             continue
         has_bias = has_bias or role == "bias"
+        if role == "c":
+            c_gm = _c_in_gm(rw, v)
         elts.append(matmul_type(rw, v, role) if is_adv_call(rw, v, "MatmulType")
                     else rw.visit(v))
     rw.gen.require_import(_ADV_IMPORT)
-    rw.ext_state("adv")[name] = {"bias": has_bias, "seen": set()}
+    rw.ext_state("adv")[name] = {"bias": has_bias, "seen": set(), "c_gm": c_gm}
     rw.kinds[name] = MM
     return [_stmt(f"{name}__ty = _N_t", t=ast.Tuple(elts=elts, ctx=ast.Load())),
             _stmt(f"{name} = _ADV.new_state()")]
+
+
+def _c_in_gm(rw, v):
+    """Is C declared in TPosition.GM (an inline MatmulType with a constant position)? Then
+    get_tensor_c takes a GlobalTensor (Ascend C's GetTensorC(gm)); otherwise a local tensor."""
+    if not is_adv_call(rw, v, "MatmulType"):
+        return False
+    pos = v.args[0] if v.args else {k.arg: k.value for k in v.keywords}.get("position")
+    try:
+        return pos is not None and int(_constant(rw, pos)) == TPosition.GM
+    except (KeyError, TypeError, ValueError):
+        return False
 
 
 def statement(rw, node):
@@ -189,7 +205,7 @@ def _register(rw, call):
     rw.ext_state("adv")[name]["seen"].add("pipe")
     ws = call.args[1] if mms and mms[0] == 2 else kw.get("workspace")
     if ws is not None:      # get_tensor_c stages C tiles there (mmkernel.py)
-        out.append(_stmt(f"{name}__ws = _ADV.ws_f32(_N_w)", w=rw.visit(ws)))
+        out.append(_stmt(f"{name}__ws = _N_w", w=rw.visit(ws)))
         rw.ext_state("adv")[name]["seen"].add("ws")
     if tiling is not None and not (isinstance(tiling, ast.Constant) and tiling.value is None):
         out += _init(rw, name, tiling, ast.Name(id=f"{name}__pipe", ctx=ast.Load()))
@@ -311,8 +327,9 @@ def _iterate_all(rw, call, name, mm, m="iterate_all"):
         helper, _ = rw.helper(mm_iterate_all, (OTHER, OTHER, OTHER, T, T, T, T))
     bias = f"{name}__bias" if "bias" in mm["seen"] else f"{name}__c"
     # set_bias under `if <ConstExpr False>:` is dropped by CPython; keep the name defined, with
-    # the bias's own type (fp32; C may be 16-bit, and Numba cannot unify the two array types)
-    fallback = [_stmt(f"if {name}[{C.S_BIAS}] != 1:\n    {name}__bias = np.empty(0, np.float32)")] \
+    # the bias's own type (fp32, int32 for int8 A; C may be 16-bit, and Numba cannot unify the
+    # two array types)
+    fallback = [_stmt(f"if {name}[{C.S_BIAS}] != 1:\n    {name}__bias = _ADV.no_bias({name}__a)")] \
         if "bias" in mm["seen"] else []
     check = _stmt(f"_ADV.mm_check_iterate({name}, {name}__t, {name}__ty[0][2], {name}__ty[1][2], "
                   f"{name}__ty[2][2], {name}__ty[0][3], {name}__ty[1][3], {name}__a, {name}__b, "
@@ -341,7 +358,7 @@ def method_value(rw, call, kind, m):
         raise rw.err(call, f"asc.adv.Matmul.{m} must be called as a statement of its own, got "
                            f"its result used in an expression")
     api = "asc.adv.Matmul.iterate"
-    _need(rw, call, api, mm)
+    _need(rw, call, api, mm, not mm["c_gm"])
     if call.args or any(k.arg in ("en_partial_sum", "local_c_matrix") for k in call.keywords):
         raise rw.err(call, f"{api}: only iterate() / iterate(sync=...) is supported "
                            f"(en_partial_sum and local_c_matrix are not), got "
@@ -349,20 +366,20 @@ def method_value(rw, call, kind, m):
     helper, _ = rw.helper(mm_iterate, (OTHER, OTHER, OTHER, T, T, T))
     bias = f"{name}__bias" if "bias" in mm["seen"] else f"{name}__a"
     # the check runs first (arguments are evaluated left to right), then the tile
-    return _expr(f"_ADV.second(_ADV.mm_check_iterate({name}, {name}__t, {name}__ty[0][2], "
-                 f"{name}__ty[1][2], 4, {name}__ty[0][3], {name}__ty[1][3], {name}__a, "
-                 f"{name}__b, {name}__ws, 0), {helper}(_ctx, {name}__q, {name}__t, {name}, "
+    return _expr(f"_ADV.second(_ADV.mm_check_tile({name}, {name}__t, {name}__ty[0][2], "
+                 f"{name}__ty[1][2], {name}__ty[2][2], {name}__ty[0][3], {name}__ty[1][3], "
+                 f"{name}__a, {name}__b), {helper}(_ctx, {name}__q, {name}__t, {name}, "
                  f"{name}__a, {name}__b, {bias}))")
 
 
-def _need(rw, call, api, mm):
+def _need(rw, call, api, mm, ws=True):
     if "a" not in mm["seen"] or "b" not in mm["seen"]:
         raise rw.err(call, f"{api}: set_tensor_a and set_tensor_b must be called first, got "
                            f"a={'a' in mm['seen']} b={'b' in mm['seen']}")
     if "init" not in mm["seen"]:
         raise rw.err(call, f"{api}: the Matmul must be initialised first (register_matmul(pipe, "
                            f"workspace, mm, tiling) or mm.init(tiling)), got no tiling")
-    if "ws" not in mm["seen"]:
+    if ws and "ws" not in mm["seen"]:
         raise rw.err(call, f"{api}: a workspace must be given to register_matmul(pipe, "
                            f"workspace, mm, ...) (C tiles are staged there on the way to UB), "
                            f"got workspace=None")
@@ -370,21 +387,34 @@ def _need(rw, call, api, mm):
 
 def _get_tensor_c(rw, call, name, mm):
     api = "asc.adv.Matmul.get_tensor_c"
-    _need(rw, call, api, mm)
+    c_gm = mm["c_gm"]
+    _need(rw, call, api, mm, not c_gm)
     dst = _arg(rw, call, 0, ("tensor",))
     if dst is None:
-        raise rw.err(call, f"{api}: a LocalTensor for C must be given, got none")
+        raise rw.err(call, f"{api}: a {'GlobalTensor' if c_gm else 'LocalTensor'} for C must be "
+                           f"given, got none")
     if rw.kind(call.args[0] if call.args else dst) != T or \
             any(k.arg == "optional_tensor" for k in call.keywords) or len(call.args) > 4:
         got = ast.unparse(call.args[0] if call.args else dst)
-        raise rw.err(call, f"{api}: tensor must be a LocalTensor (C in TPosition.VECCALC/VECIN; "
-                           f"GM output of get_tensor_c is not supported), got tensor={got}")
+        want = "GlobalTensor (MatmulType c is in TPosition.GM" if c_gm else \
+            "LocalTensor (MatmulType c is in TPosition.VECCALC/VECIN"
+        raise rw.err(call, f"{api}: tensor must be a {want}; optional_tensor is not "
+                           f"supported), got tensor={got}")
     atomic = _arg(rw, call, 1, ("en_atomic",), ast.Constant(0))
-    helper, _ = rw.helper(mm_get_tensor_c, (OTHER, OTHER, OTHER, GA, T))
-    return [_stmt("_ADV.mm_check_get_c_atomic(_N_e)", e=atomic),
-            _stmt(f"_ADV.mm_check_get_c({name}, {name}__t, {name}__ws, _N_d, _N_d.size)",
-                  d=dst),
-            _stmt(f"{helper}(_ctx, {name}__q, {name}__t, {name}, {name}__ws, _N_d)", d=dst)]
+    check_atomic = _stmt("_ADV.mm_check_get_c_atomic(_N_e)", e=atomic)
+    if c_gm:
+        seq = _arg(rw, call, 2, ("en_sequential_write",), ast.Constant(False))
+        helper, _ = rw.helper(mm_get_tensor_c_gm, (OTHER, OTHER, OTHER, T, OTHER, OTHER))
+        return [check_atomic,
+                _stmt(f"_ADV.mm_check_get_c_gm({name}, {name}__ty[2][2], _N_d)", d=dst),
+                _stmt(f"{helper}(_ctx, {name}__q, {name}__t, {name}, _N_d, {name}__ty[0][2], "
+                      f"bool(_N_s))", d=dst, s=seq)]
+    helper, _ = rw.helper(mm_get_tensor_c, (OTHER, OTHER, OTHER, GA, T, OTHER))
+    return [check_atomic,
+            _stmt(f"_ADV.mm_check_get_c({name}, {name}__t, {name}__ty[2][2], "
+                  f"_ADV.ws_as({name}__ws, _N_d), _N_d, _N_d.size)", d=dst),
+            _stmt(f"{helper}(_ctx, {name}__q, {name}__t, {name}, _ADV.ws_as({name}__ws, _N_d), "
+                  f"_N_d, {name}__ty[0][2])", d=dst)]
 
 
 def _new_tiling(rw, call):

@@ -6,7 +6,9 @@ Mirrors Ascend C `Matmul<A_TYPE, B_TYPE, C_TYPE, BIAS_TYPE>` (matmul.h) with pya
 `register_matmul(pipe, mm, tiling)`), `mm.init(tiling)`, `set_tensor_a/b(gm, transpose=False)`,
 `set_bias`, `disable_bias`, `set_tail(m, n, k)`, `set_org_shape`, `set_single_shape`,
 `iterate_all(c_gm, en_atomic=0)`, `iterate()` + `get_tensor_c(local)` (C in VECCALC/VECIN, one
-tile at a time; see mmkernel.py), `end()`; `MatmulConfig(...)` is accepted and changes nothing.
+tile at a time; see mmkernel.py) or `get_tensor_c(c_gm, en_sequential_write=False)` (C in GM:
+the tile straight from L0C to its place in C, or with en_sequential_write to the start of c_gm as
+a base_m x base_n block), `end()`; `MatmulConfig(...)` is accepted and changes nothing.
 A tiling made by hand may leave step_k_a/step_k_b/step_m/step_n/db_l0a/db_l0b/db_l0c at 0
 (pyasc's own tests do, and pass on the NPU): init reads them as 1 (tilingops.tiling_norm).
 
@@ -28,15 +30,21 @@ Buffers come from the kernel's TPipe at register_matmul/init (TQue A1 x depth, B
 db_l0a, B2 x db_l0b, CO1 x db_l0c; with a bias an A1 queue and a C2 TBuf of base_n floats), so
 the capacity rules and the 64-buffer limit apply and the profiler counts every byte and MAC.
 
-Fidelity: A, B, bias in GM, ND only (TPosition.GM, CubeFormat.ND); C in GM or (float32 only)
-VECCALC/VECIN through the workspace; of the batch layouts only NORMAL (iterate_batch, C in GM:
-iterate_all per batch, mmkernel.mm_iterate_batch), no atomic C
-accumulation (en_atomic), no quantisation; the K tail is not zero-padded in L1 (the emulator's
-mmad is exact in k); step_m/step_n > 1 are accepted but each base tile is loaded by itself.
+Dtypes (Ascend C's MatmulType combinations of the cube): float16/bfloat16 A and B with float32
+or 16-bit C (fixpipe rounds the float32 L0C to float16/bfloat16), float32 A and B with float32
+C, int8 A and B with int32 C (L0C holds int32; bias int32; K in C0 = 32 blocks, base_k a multiple
+of 32). int8 A/B reach L1 as 16-column strips like float32 B (mmkernel.nd2nz_strips_int8).
+
+Fidelity: A, B, bias in GM, ND only (TPosition.GM, CubeFormat.ND); C in GM or VECCALC/VECIN
+through the workspace (any C dtype above); of the batch layouts only NORMAL (iterate_batch, C in
+GM: iterate_all per batch, mmkernel.mm_iterate_batch), no atomic C accumulation (en_atomic), no
+quantisation (int8 -> float16 C with set_quant_vector); the K tail is not zero-padded in L1 (the
+emulator's mmad is exact in k); step_m/step_n > 1 are accepted but each base tile is loaded by
+itself. The host tiling (ascendc.host) does not take DT_INT8 yet: int8 kernels need a tiling
+made by hand.
 """
 from __future__ import annotations
 
-import numpy as np
 
 from ..lang import api
 from ..lang import dtypes as D
@@ -44,10 +52,11 @@ from ..lang.enums import CubeFormat, TPosition
 from ..lang.errors import KernelError
 from ..lang.params import LayoutMode
 from .checks import (S_BIAS, S_INIT, S_ITER, S_OKA, S_OKB, S_OM, S_ON, S_SK, S_SM, S_SN, S_TA,
-                     S_TB, S_TK, S_TM, S_TN, mm_batch_plan, mm_check_get_c, mm_check_iterate,
-                     mm_check_tiling, new_state, tiling_norm, ws_f32)
-from .mmkernel import (mm_get_tensor_c, mm_iterate, mm_iterate_all, mm_iterate_batch,
-                       mm_register)
+                     S_TB, S_TK, S_TM, S_TN, mm_batch_plan, mm_check_get_c, mm_check_get_c_gm,
+                     mm_check_iterate, mm_check_tile, mm_check_tiling, new_state, tiling_norm,
+                     ws_as)
+from .mmkernel import (mm_get_tensor_c, mm_get_tensor_c_gm, mm_iterate, mm_iterate_all,
+                       mm_iterate_batch, mm_register)
 
 
 
@@ -231,9 +240,8 @@ class Matmul:
                               f"supported, got en_partial_sum={en_partial_sum} "
                               f"local_c_matrix={local_c_matrix!r}")
         a, b, c = (t.as_tuple() for t in self._types[:3])
-        mm_check_iterate(self._st, self._tiling if self._tiling is not None else _EMPTY,
-                         a[2], b[2], c[2], a[3], b[3], self._a.data, self._b.data,
-                         np.empty(0, D.as_datatype(self._types[2].dtype).storage), 0)
+        mm_check_tile(self._st, self._tiling if self._tiling is not None else _EMPTY,
+                      a[2], b[2], c[2], a[3], b[3], self._a.data, self._b.data)
         return bool(mm_iterate(self._q, self._tiling, self._st, self._a, self._b,
                                self._bias if self._bias is not None else self._a))
 
@@ -244,22 +252,35 @@ class Matmul:
     def get_tensor_c(self, tensor, en_atomic=0, en_sequential_write=False, sync=True,
                      optional_tensor=None):
         """Mirrors `Matmul::GetTensorC(local, enAtomic, enSequentialWrite)`: the tile of the last
-        iterate() into a VECCALC/VECIN local tensor (base_m x base_n, rows base_n apart)."""
-        if not isinstance(tensor, api.LocalTensor) or optional_tensor is not None:
-            raise KernelError("asc.adv.Matmul.get_tensor_c: tensor must be a LocalTensor (C in "
-                              "TPosition.VECCALC/VECIN; GM output of get_tensor_c is not "
-                              f"supported), got tensor={type(tensor).__name__}")
+        iterate() into a VECCALC/VECIN local tensor (base_m x base_n, rows base_n apart), or
+        for C in TPosition.GM `GetTensorC(gm, ...)`: into C in GM (mmkernel.mm_get_tensor_c_gm)."""
+        api_name = "asc.adv.Matmul.get_tensor_c"
+        c_type = self._types[2]
+        c_gm = int(c_type.position) == TPosition.GM
+        want = api.GlobalTensor if c_gm else api.LocalTensor
+        if not isinstance(tensor, want) or optional_tensor is not None:
+            raise KernelError(f"{api_name}: tensor must be a {want.__name__} (MatmulType c is in "
+                              f"TPosition.{TPosition(int(c_type.position)).name}; "
+                              f"optional_tensor is not supported), got "
+                              f"tensor={type(tensor).__name__}")
         if int(en_atomic) != 0:
-            raise KernelError("asc.adv.Matmul.get_tensor_c: en_atomic must be 0 (atomic "
-                              f"accumulation is not emulated), got en_atomic={en_atomic}")
+            raise KernelError(f"{api_name}: en_atomic must be 0 (atomic accumulation is not "
+                              f"emulated), got en_atomic={en_atomic}")
+        tiling = self._tiling if self._tiling is not None else _EMPTY
+        a_isz, c_isz = self._types[0].dtype.sizeof(), c_type.dtype.sizeof()
+        if c_gm:
+            mm_check_get_c_gm(self._st, c_isz, tensor.data)
+            mm_get_tensor_c_gm(self._q, self._tiling, self._st, tensor, a_isz,
+                               bool(en_sequential_write))
+            return
         if self._ws is None:
-            raise KernelError("asc.adv.Matmul.get_tensor_c: a workspace must be given to "
-                              "register_matmul(pipe, workspace, mm, ...) (C tiles are staged "
-                              "there on the way to UB), got workspace=None")
-        ws = ws_f32(self._ws.data)
-        mm_check_get_c(self._st, self._tiling if self._tiling is not None else _EMPTY, ws,
-                       tensor.data, tensor.data.size)
-        mm_get_tensor_c(self._q, self._tiling, self._st, api.wrap(api.GlobalAddress, ws), tensor)
+            raise KernelError(f"{api_name}: a workspace must be given to register_matmul(pipe, "
+                              f"workspace, mm, ...) (C tiles are staged there on the way to "
+                              f"UB), got workspace=None")
+        ws = ws_as(self._ws.data, tensor.data)
+        mm_check_get_c(self._st, tiling, c_isz, ws, tensor.data, tensor.data.size)
+        mm_get_tensor_c(self._q, self._tiling, self._st, api.wrap(api.GlobalAddress, ws), tensor,
+                        a_isz)
 
     def end(self):
         """Mirrors `Matmul::End()` (nothing to release here)."""

@@ -11,7 +11,11 @@ get_tensor_c(local) for C in TPosition.VECCALC / VECIN: on a separated SoC (910B
 to UB, so CANN's Matmul stages C in the GM workspace given to register_matmul; so does this one:
 fixpipe L0C -> workspace (this block's base_m x base_n slot, rows base_n apart: the
 en_sequential_write layout) -> data_copy -> the local tensor, with the pipe barriers the library
-inserts between them. Only float32 C is emulated on this path.
+inserts between them. The workspace is viewed with C's dtype (float32, float16/bfloat16 - the
+fixpipe rounds - or int32 for int8 operands). With C in TPosition.GM, get_tensor_c(gm) is
+Ascend C's GetTensorC(gm): fixpipe L0C -> C in GM directly (mm_get_tensor_c_gm), no workspace.
+int8 operands: L0C is the float32 CO1 buffer reinterpreted as int32 (mmad int8 -> int32,
+fixpipe int32 -> int32).
 """
 from __future__ import annotations
 
@@ -53,12 +57,41 @@ def nd2nz_strips(t, g, off, rows, cols, ld, k_pad):
     k_pad x 16 block (C0 x 16 fractals, what a transposing load_data turns into 16 x C0)."""
     c0 = 32 // g.dtype.sizeof()
     full = cols // 16
-    if full > 0:
+    if c0 == 32:
+        nd2nz_strips_int8(t, g, off, rows, cols, ld, k_pad)
+    elif full > 0:
         asc.data_copy(t, g[off:], asc.Nd2NzParams(full, rows, 16, 16, ld, 1, 16 // c0,
                                                   k_pad * 16))
-    if cols % 16 != 0:
+    if cols % 16 != 0 and c0 != 32:
         asc.data_copy(t[full * k_pad * 16:], g[off + full * 16:],
                       asc.Nd2NzParams(1, rows, cols % 16, 0, ld, 1, 16 // c0, 0))
+
+
+@asc.jit
+def nd2nz_strips_int8(t, g, off, rows, cols, ld, k_pad):
+    """nd2nz_strips for int8: a 16-byte row is half a C0 (32 B) block, which one Nd2Nz cannot
+    pack, so each strip is two interleaved Nd2Nz matrices (even rows at 0, odd rows at byte 16
+    of each 32-byte block: dst_nz_matrix_stride 16, src_nd_matrix_stride one row, rows two
+    apart), plus the last row by itself when the row count is odd."""
+    half = rows // 2
+    for j in range((cols + 15) // 16):
+        w = min(16, cols - j * 16)
+        if half > 0:
+            asc.data_copy(t[j * k_pad * 16:], g[off + j * 16:],
+                          asc.Nd2NzParams(2, half, w, ld, 2 * ld, 1, 1, 16))
+        if rows % 2 == 1:
+            asc.data_copy(t[j * k_pad * 16 + (rows - 1) * 16:],
+                          g[off + j * 16 + (rows - 1) * ld:],
+                          asc.Nd2NzParams(1, 1, w, 0, ld, 1, 1, 0))
+
+
+@asc.jit
+def _fixpipe_c(dst, cl, n, m, m16, stride, int8):
+    """L0C (float32, or int32 for int8 operands: the same buffer reinterpreted) -> dst."""
+    if int8:
+        asc.fixpipe(dst, cl.reinterpret_cast(asc.int32), asc.FixpipeParamsV220(n, m, m16, stride))
+    else:
+        asc.fixpipe(dst, cl, asc.FixpipeParamsV220(n, m, m16, stride))
 
 
 @asc.jit
@@ -196,6 +229,8 @@ def mm_tile(qs, tiling, st, ag, bg, biasg, t):
     c0 = 32 // ag.dtype.sizeof()
     n16 = (nt + 15) // 16 * 16
     cl = qc.alloc_tensor(asc.float32)
+    ci = cl.reinterpret_cast(asc.int32)     # int8 operands accumulate in int32
+    int8 = c0 == 32
     if use_bias:
         bias_bt = _load_bias(qs[5], qs[6], biasg, n0, nt)
     for kc in range((k + kl1 - 1) // kl1):
@@ -210,13 +245,19 @@ def mm_tile(qs, tiling, st, ag, bg, biasg, t):
             b2 = _load_b(qb2, b1, kk * bk, ks, n16, k_pad, tb)
             first = kc == 0 and kk == 0
             if first and use_bias:
-                asc.mmad(cl, a2, b2, bias_bt,
-                         asc.MmadParams(m=mt, n=nt, k=ks, unit_flag=0, cmatrix_source=True,
-                                        cmatrix_init_val=False))
+                pb = asc.MmadParams(m=mt, n=nt, k=ks, unit_flag=0, cmatrix_source=True,
+                                    cmatrix_init_val=False)
+                if int8:
+                    asc.mmad(ci, a2, b2, bias_bt, pb)
+                else:
+                    asc.mmad(cl, a2, b2, bias_bt, pb)
             else:
-                asc.mmad(cl, a2, b2,
-                         asc.MmadParams(m=mt, n=nt, k=ks, unit_flag=0, cmatrix_source=False,
-                                        cmatrix_init_val=first))
+                pm = asc.MmadParams(m=mt, n=nt, k=ks, unit_flag=0, cmatrix_source=False,
+                                    cmatrix_init_val=first)
+                if int8:
+                    asc.mmad(ci, a2, b2, pm)
+                else:
+                    asc.mmad(cl, a2, b2, pm)
             qa2.free_tensor(a2)
             qb2.free_tensor(b2)
         qa1.free_tensor(a1)
@@ -232,8 +273,8 @@ def mm_iterate_all(qs, tiling, st, ag, bg, biasg, cg):
         mm_tile(qs, tiling, st, ag, bg, biasg, t)
         pos = mm_tile_pos(tiling, st, t)
         cl = qc.deque(asc.float32)
-        asc.fixpipe(cg[pos[0] * dims[3] + pos[1]:], cl,
-                    asc.FixpipeParamsV220(pos[3], pos[2], pos[4], dims[3]))
+        _fixpipe_c(cg[pos[0] * dims[3] + pos[1]:], cl, pos[3], pos[2], pos[4], dims[3],
+                   ag.dtype.sizeof() == 1)
         qc.free_tensor(cl)
 
 
@@ -265,8 +306,9 @@ def mm_iterate(qs, tiling, st, ag, bg, biasg):
 
 
 @asc.jit
-def mm_get_tensor_c(qs, tiling, st, ws, dst):
-    """Matmul::GetTensorC(local): the current tile, base_m x base_n row-major, into `dst`."""
+def mm_get_tensor_c(qs, tiling, st, ws, dst, a_isz):
+    """Matmul::GetTensorC(local): the current tile, base_m x base_n row-major, into `dst`
+    (staged in this block's slot of the workspace `ws`, viewed with dst's dtype)."""
     qc = qs[4]
     bn = tiling.base_n
     it = S_ITER
@@ -274,8 +316,26 @@ def mm_get_tensor_c(qs, tiling, st, ws, dst):
     cl = qc.deque(asc.float32)
     wg = asc.GlobalTensor()
     wg.set_global_buffer(ws + asc.get_block_idx() * tiling.base_m * bn)
-    asc.fixpipe(wg, cl, asc.FixpipeParamsV220(pos[3], pos[2], pos[4], bn))
+    _fixpipe_c(wg, cl, pos[3], pos[2], pos[4], bn, a_isz == 1)
     qc.free_tensor(cl)
     asc.pipe_barrier(asc.PipeID.PIPE_ALL)
     asc.data_copy(dst, wg, tiling.base_m * bn)
     asc.pipe_barrier(asc.PipeID.PIPE_ALL)
+
+
+@asc.jit
+def mm_get_tensor_c_gm(qs, tiling, st, cg, a_isz, seq):
+    """Matmul::GetTensorC(gm, 0, enSequentialWrite): the current tile straight from L0C into C
+    in GM, at its place in C (rows org_n apart), or with en_sequential_write at the start of
+    `cg` as a base_m x base_n block (rows base_n apart)."""
+    qc = qs[4]
+    dims = mm_dims(tiling, st)
+    it = S_ITER
+    pos = mm_tile_pos(tiling, st, st[it])
+    cl = qc.deque(asc.float32)
+    if seq:
+        _fixpipe_c(cg, cl, pos[3], pos[2], pos[4], tiling.base_n, a_isz == 1)
+    else:
+        _fixpipe_c(cg[pos[0] * dims[3] + pos[1]:], cl, pos[3], pos[2], pos[4], dims[3],
+                   a_isz == 1)
+    qc.free_tensor(cl)

@@ -364,9 +364,10 @@ def test_host_tiling_errors():
                                          r"position=VECOUT"):
         t.set_a_type(host.TPosition.VECOUT, nd, DT.DT_FLOAT16)
     with pytest.raises(ValueError, match=r"set_b_type: dtype must be one of DT_FLOAT, DT_FLOAT16, "
-                                         r"DT_BF16, got dtype=<DataType.DT_INT8: 2>"):
-        t.set_b_type(gm, nd, DT.DT_INT8)
-    with pytest.raises(ValueError, match=r"set_bias_type: dtype must be one of DT_FLOAT, got"):
+                                         r"DT_BF16, DT_INT8, got dtype=<DataType.DT_INT32: 3>"):
+        t.set_b_type(gm, nd, DT.DT_INT32)
+    with pytest.raises(ValueError, match=r"set_bias_type: dtype must be one of DT_FLOAT, DT_INT32, "
+                                         r"got dtype=<DataType.DT_FLOAT16: 1>"):
         t.set_bias_type(gm, nd, DT.DT_FLOAT16)
     with pytest.raises(ValueError, match=r"set_buffer_space: l1_size must be in \[-1, 524288\], "
                                          r"got l1_size=1000000"):
