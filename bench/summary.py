@@ -58,6 +58,8 @@ ROWS = {
                         "<=", 3.0, "s"),
     "compile_matmul": Spec("cold compile to first result, cube matmul (kernels.matmul)", "<=",
                            15.0, "s"),
+    "compile_adv_mm": Spec("cold compile to first result, adv.Matmul (pyasc tutorial 03)",
+                           "<=", 15.0, "s"),
     "compile_fa": Spec("cold compile to first result, FlashAttention", "<=", 15.0, "s"),
     "main_job": Spec("main job from a fresh clone (README command 1, without pip), total",
                      "<=", 120.0, "s"),
@@ -151,7 +153,8 @@ def measure_add(n: int, repeats: int) -> list:
                    f"np.add(out=) {m['np.add(x, y, out=)'] * 1e3:.2f} ms")]
 
 
-COMPILE_SNIPPETS = {"compile_add": "add", "compile_matmul": "matmul", "compile_fa": "flash_attn"}
+COMPILE_SNIPPETS = {"compile_add": "add", "compile_matmul": "matmul",
+                    "compile_adv_mm": "tut03_mm", "compile_fa": "flash_attn"}
 
 
 def measure_compile(key: str) -> Result:
