@@ -19,8 +19,9 @@ from rt import errors as E
 
 from . import options as O
 from .lang import api, core, dtypes as D, prims, record, trace
-from .lang.prims import ktype as KT
-from .lang.state import FLAG_TRACE
+from .lang.prims import autotensor, ktype as KT
+from .lang.state import FLAG_TRACE, FLAG_REPORT_OVERREACH
+from .lang.gmreach import read_overreach, set_gm_sizes, warn_overreach
 from .compiler.cache import load_module
 from .compiler.codegen import kernel_module
 from .compiler.diagnostics import typing_error
@@ -62,7 +63,12 @@ class _GM:
         self.owner = owner  # keeps a DeviceArray alive until the launch's task is done
 
     def view(self):
-        return rt.memory.device_view(self.ptr, self.nbytes).view(self.dtype.storage)
+        """The kernel's view: from the argument's start to its allocation's end (whole
+        elements; rt.memory.kernel_view), as the AI Core reaches it: accesses past `nbytes` but
+        inside the allocation run (checked mode reports them: lang/gmreach.py)."""
+        u8 = rt.memory.kernel_view(self.ptr, self.nbytes)
+        isz = self.dtype.storage.itemsize
+        return (u8[:u8.size - u8.size % isz] if u8.size % isz else u8).view(self.dtype.storage)
 
 
 class _Binary(rt.KernelBinary):
@@ -106,12 +112,15 @@ class _Binary(rt.KernelBinary):
         _barrier.attach(st, barrier)
         st.rounded = 0
         core.reset_counters(ctx)
-        views = []
+        views, gms = [], []
         for a in args:
             if isinstance(a, _GM):
-                views.append(a.view())
+                v = a.view()
+                views.append(v)
+                gms.append((a, v.nbytes))
             else:
                 views.append(a)
+        overreach = set_gm_sizes(st, gms, self.checked.flags & FLAG_REPORT_OVERREACH)
         try:
             if self.traced:
                 self._run_traced(ctx, st, first, last, block_dim, views, args)
@@ -126,7 +135,11 @@ class _Binary(rt.KernelBinary):
             # file:line, e.g. "asc.LocalTensorAuto (pyasc) is not supported by ascend-emu")
             raise self._wrap(e, int(st.block_idx), block_dim, self._where(e, st)) from e
         finally:
-            self._add_counters(id(args), core.read_counters(ctx), last - first, block_dim)
+            over = overreach and read_overreach(st, len(gms))
+            done = self._add_counters(id(args), core.read_counters(ctx), last - first, block_dim,
+                                      over)
+        if done:
+            warn_overreach(self.name, gms, done)
         if self.checked.report_rounding and st.rounded:
             warnings.warn(f"kernel {self.name}: data_copy rounded count*sizeof down to a multiple "
                           f"of 32 bytes in {int(st.rounded)} call(s) of blocks "
@@ -169,16 +182,24 @@ class _Binary(rt.KernelBinary):
     def trace_lines(self):
         return record.INTERP_LINES.lines
 
-    def _add_counters(self, launch_key, counts, nblocks, block_dim):
-        """Sum the ranges of one launch; the total is complete when its last range finishes."""
+    def _add_counters(self, launch_key, counts, nblocks, block_dim, over=None):
+        """Sum the ranges of one launch; the total is complete when its last range finishes.
+        `over` (checked mode, gmreach.read_overreach) is merged per argument; the call that
+        completes the launch returns the merged over-reach (else None)."""
         with self._lock:
-            acc = self._acc.setdefault(launch_key, [dict.fromkeys(counts, 0), 0])
+            acc = self._acc.setdefault(launch_key, [dict.fromkeys(counts, 0), 0, {}])
             for k, v in counts.items():
                 acc[0][k] += v
             acc[1] += nblocks
+            if over:
+                for k, v in over.items():
+                    if v[0] > acc[2].get(k, (0, 0))[0]:
+                        acc[2][k] = v
             self.last_counters = dict(acc[0])
             if acc[1] >= block_dim:
                 del self._acc[launch_key]
+                return acc[2] or None
+        return None
 
     def _where(self, e, st):
         """(file, line) of the kernel source that raised `e`, or None."""
@@ -281,6 +302,7 @@ class InterpretedBinary(_Binary):
         try:
             for b in blocks:
                 core.begin_block(ctx, b, block_dim)
+                autotensor.auto_reset(ctx)     # no LocalTensorAuto regions yet
                 for v in views:
                     if isinstance(v, np.ndarray):
                         core.register_gm(ctx, v)

@@ -10,14 +10,18 @@ from .lang.dtypes import (DataType, int8, int16, int32, int64, uint8, uint16, ui
                           float16, float32, float64, bfloat16, half, float_, double, int_)
 from .lang.enums import (TPosition, Hardware, PipeID, HardEvent, RoundMode, CMPMODE, SELMODE,
                          SelMode, ReduceOrder, QuantModes, FixpipeConfig, CubeFormat, MaskMode)
+from .lang.enums import AippInputFormat
+from .lang.aipp_params import (AippPaddingParams, AippSwapParams, AippSingleLineParams,
+                               AippDataTypeConvParams, AippChannelPaddingParams,
+                               AippColorSpaceConvParams, AippParams, LoadImageToLocalParams)
 from .lang.params import (BinaryRepeatParams, UnaryRepeatParams, BrcbRepeatParams, DataCopyParams,
                           DataCopyExtParams, DataCopyPadExtParams, DataCopyPadParams, Nd2NzParams,
                           LoadData2DParams, MmadParams, FixpipeParamsV220, CopyRepeatParams,
                           TransposeParamsExt, TransDataTo5HDParams, TransposeType,
                           LayoutMode)
-from .lang.api import (GlobalAddress, GlobalTensor, LocalTensor, TPipe, TQue, TBuf, ConstExpr,
-                       Property, DEFAULT_C0_SIZE, ONE_BLK_SIZE, TOTAL_L1_SIZE, TOTAL_L0C_SIZE,
-                       FUNCTIONS as _OPS)
+from .lang.api import (GlobalAddress, GlobalTensor, LocalTensor, LocalTensorAuto, TPipe, TQue,
+                       TBuf, ConstExpr, Property, DEFAULT_C0_SIZE, ONE_BLK_SIZE, TOTAL_L1_SIZE,
+                       TOTAL_L0C_SIZE, FUNCTIONS as _OPS)
 from .lang.errors import KernelError, CompileError
 from .options import CheckedOptions, set_default_checked
 from .jit import jit, JitFunction
@@ -34,7 +38,11 @@ __all__ = [
     "LoadData2DParams", "MmadParams", "FixpipeParamsV220", "CopyRepeatParams",
     "TransposeParamsExt", "TransDataTo5HDParams", "TransposeType", "LayoutMode",
     "GlobalAddress", "GlobalTensor",
-    "LocalTensor", "TPipe", "TQue", "TBuf", "ConstExpr", "KernelError", "CompileError",
+    "LocalTensor", "LocalTensorAuto", "TPipe", "TQue", "TBuf", "ConstExpr", "KernelError",
+    "CompileError",
     "CheckedOptions", "set_default_checked", "Property", "DEFAULT_C0_SIZE", "ONE_BLK_SIZE",
     "TOTAL_L1_SIZE", "TOTAL_L0C_SIZE",
+    "AippInputFormat", "AippPaddingParams", "AippSwapParams", "AippSingleLineParams",
+    "AippDataTypeConvParams", "AippChannelPaddingParams", "AippColorSpaceConvParams",
+    "AippParams", "LoadImageToLocalParams",
 ] + sorted(_OPS)

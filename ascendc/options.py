@@ -5,6 +5,7 @@ import os
 from dataclasses import dataclass
 
 from .lang import core
+from .lang.state import FLAG_REPORT_OVERREACH
 
 
 @dataclass(frozen=True)
@@ -18,20 +19,24 @@ class CheckedOptions:
     - shuffle_blocks: blocks run in a shuffled order.
     - report_rounding: data_copy calls whose count*sizeof was rounded down to 32 bytes are
       reported with a warning after the launch.
+    - report_gm_overreach: GM accesses past an argument's end but inside its allocation (they
+      run, as on hardware) are reported with a warning after the launch (lang/gmreach.py).
     """
     nan_fill: bool = True
     defer_gm_visibility: bool = True
     shuffle_blocks: bool = True
     report_rounding: bool = True
+    report_gm_overreach: bool = True
 
     @property
     def flags(self) -> int:
         return ((core.FLAG_NAN_FILL if self.nan_fill else 0)
                 | (core.FLAG_DEFER if self.defer_gm_visibility else 0)
-                | (core.FLAG_REPORT_ROUNDING if self.report_rounding else 0))
+                | (core.FLAG_REPORT_ROUNDING if self.report_rounding else 0)
+                | (FLAG_REPORT_OVERREACH if self.report_gm_overreach else 0))
 
 
-UNCHECKED = CheckedOptions(False, False, False, False)
+UNCHECKED = CheckedOptions(False, False, False, False, False)
 CHECKED = CheckedOptions()
 _default: list = []
 

@@ -13,7 +13,9 @@ device address maps the host array itself (``aclrtHostRegister``, rt.hostmem): k
 """
 from __future__ import annotations
 
+import ctypes
 import math
+import mmap
 import weakref
 
 import numpy as np
@@ -25,6 +27,7 @@ from . import memory as _mem
 from .errors import AclError, ACL_ERROR_RT_FEATURE_NOT_SUPPORT, ACL_ERROR_RT_PARAM_INVALID
 from .memcheck import check_access, device_of
 from .memory import DeviceBuffer, DevicePtr, MemcpyKind, copy_bytes, device_view
+from .pool import alloc_bytes
 
 
 def _release(pool, blk, serial) -> None:
@@ -291,6 +294,29 @@ def to_device(ary, stream=None, device: int | None = None) -> DeviceArray:
     return DeviceArray(a.shape, a.dtype, device=device).copy_from_host(a, stream)
 
 
+def _map_padded(ary: np.ndarray) -> DeviceArray | None:
+    """A read-only mapping of `ary` whose registered bytes reach `alloc_bytes(ary.nbytes)` (what
+    a kernel may read of a device copy), or None when the host memory after `ary` is not readable
+    that far."""
+    span = alloc_bytes(ary.nbytes)
+    addr = ary.ctypes.data if ary.nbytes else 0
+    if not addr:
+        return None
+    page = mmap.PAGESIZE
+    if (addr + span - 1) // page != (addr + ary.nbytes - 1) // page and \
+            not hostmem.host_range_ok(addr, span, False, fresh=True):
+        return None         # (inside the array's last page the padding is mapped: no check)
+    raw = np.ctypeslib.as_array((ctypes.c_ubyte * span).from_address(addr))
+    raw.flags.writeable = False
+    dev = _dev.get_device(None, api="rt.HostArgs")
+    mapped = hostmem.host_register(raw, dev.id, write=False)
+    p = int.__new__(DevicePtr, mapped)
+    p.device, p.size = dev.id, ary.nbytes
+    out = DeviceArray._wrap(ary.shape, ary.dtype, p, dev.id, ary)
+    out._finalizer = weakref.finalize(out, _unmap, mapped)
+    return out
+
+
 class HostArgs:
     """The device buffers of a synchronous launch's numpy arguments, with copy semantics.
 
@@ -308,9 +334,18 @@ class HostArgs:
         self.bufs: list = []
 
     def add(self, ary: np.ndarray, written: bool) -> DeviceArray:
-        """The DeviceArray a kernel gets for host array `ary` (`written`: it may write it)."""
+        """The DeviceArray a kernel gets for host array `ary` (`written`: it may write it).
+
+        As with the copy into an ``aclrtMalloc``'d buffer a real launch makes, the kernel reaches
+        ``alloc_bytes(ary.nbytes)`` bytes (`rt.memory.kernel_view`): a copy's own allocation
+        has them; a read-only mapping covers them when the host memory after `ary` is readable
+        (a read there returns whatever lies there, as a device buffer's padding holds garbage),
+        else the array is copied in. Writes never reach host memory past `ary` (only a copy is
+        written, and only `ary.nbytes` of it are copied back)."""
         if not written and ary.flags.c_contiguous and DeviceArray.can_map_host():
-            dev = DeviceArray.map_host(ary, write=False)
+            dev = _map_padded(ary)
+            if dev is None:
+                dev = to_device(ary)
         else:
             dev = to_device(ary)
             if written:             # an array the kernel only reads has nothing to copy back

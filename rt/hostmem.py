@@ -165,15 +165,16 @@ def _covered(maps: list, addr: int, nbytes: int, write: bool) -> bool:
     return pos >= end
 
 
-def host_range_ok(addr: int, nbytes: int, write: bool) -> bool:
+def host_range_ok(addr: int, nbytes: int, write: bool, fresh: bool = False) -> bool:
     """Whether ``[addr, addr + nbytes)`` is mapped in this process (and writable if `write`),
-    per /proc/self/maps (re-read when the cached copy does not cover it). True where the maps
-    cannot be read (not Linux): then the address is trusted, as the C API does. A pointer into
-    freed memory that is still mapped (heap) cannot be told from a live one."""
+    per /proc/self/maps (re-read when the cached copy does not cover it, or always with
+    `fresh`: a cached mapping may have been unmapped since). True where the maps cannot be read
+    (not Linux): then the address is trusted, as the C API does. A pointer into freed memory that
+    is still mapped (heap) cannot be told from a live one."""
     global _maps_cache
     if nbytes <= 0:
         return True
-    if _maps_cache and _covered(_maps_cache, addr, nbytes, write):
+    if not fresh and _maps_cache and _covered(_maps_cache, addr, nbytes, write):
         return True
     maps = _read_maps()
     if maps is None:

@@ -59,7 +59,8 @@ _KINDS = {**{int(k): k for k in MemcpyKind}, **{k: k for k in MemcpyKind}}
 def malloc(size: int, policy: int = MemMallocPolicy.HUGE_FIRST) -> DevicePtr:
     """Mirrors `aclrtMalloc`: `size` bytes on the current device from the caching pool.
 
-    Reserves ``align32(size) + 32`` bytes, 64-byte aligned; memory is not zeroed. OOM raises 207001
+    Allocates ``align32(size) + 32`` bytes (`rt.pool.alloc_bytes`; kernels may reach all of
+    them, host copies only `size`), 64-byte aligned; memory is not zeroed. OOM raises 207001
     (``ACL_ERROR_RT_MEMORY_ALLOCATION``) after one retry with the cache emptied.
     """
     if size.__class__ is not int and (not isinstance(size, int) or isinstance(size, bool)) \
@@ -191,6 +192,28 @@ def device_view(ptr: int, nbytes: int, api: str = "rt.device_view",
             off = ptr - dev.arena.base
             return dev.arena.u8[off:off + nbytes]
     return _checked_view(ptr, nbytes, api, code, "ptr")
+
+
+def kernel_view(ptr: int, nbytes: int, api: str = "rt.kernel_view",
+                code: int = ACL_ERROR_RT_PARAM_INVALID) -> np.ndarray:
+    """What a kernel reaches through a GM argument of `nbytes` bytes at `ptr`: a writable uint8
+    view from `ptr` to the end of its allocation (`rt.pool.alloc_bytes`: ``align32(size) + 32``
+    for a malloc'd buffer; a mapped host buffer's registered bytes), at least `nbytes` long.
+    ``[ptr, ptr + nbytes)`` must lie inside one live allocation (the checks of `device_view`)."""
+    dev = _devices.get((ptr >> ADDR_SHIFT) - 0x100)
+    if dev is not None:
+        blk = dev.pool.allocs.get(ptr)
+        if blk is not None and 0 <= nbytes <= blk.req:       # fast path: an allocation's base
+            off = ptr - dev.arena.base
+            return dev.arena.u8[off:off + blk.real]
+    if hostmem.is_mapped_address(ptr):
+        reg = hostmem.mapped_region(ptr)
+        n = reg[0] + reg[1] - ptr if reg is not None else nbytes
+        return hostmem.mapped_view(ptr, max(n, nbytes), api, code, "ptr")
+    blk = check_access(ptr, nbytes, api, code, "ptr")
+    dev = _devices[(ptr >> ADDR_SHIFT) - 0x100]
+    off = int(ptr) - dev.arena.base
+    return dev.arena.u8[off:off + max(nbytes, blk.addr + blk.real - int(ptr))]
 
 
 def _checked_view(ptr: int, nbytes: int, api: str, code: int, role: str) -> np.ndarray:
@@ -444,6 +467,6 @@ def memory_summary(device: int | None = None) -> str:
 
 __all__ = ["DeviceBuffer", "DevicePtr", "HostPtr", "MemMallocPolicy", "MemcpyKind", "malloc",
            "free", "malloc_host", "free_host", "memset", "memcpy", "memcpy_2d", "memory_stats",
-           "memory_summary", "empty_cache", "device_view", "find_allocation", "is_device_address",
-           "is_pinned", "copy_bytes", "prepare_copy", "prepare_memset", "prepare_copy_2d",
-           "CopyPlan"]
+           "memory_summary", "empty_cache", "device_view", "kernel_view", "find_allocation",
+           "is_device_address", "is_pinned", "copy_bytes", "prepare_copy", "prepare_memset",
+           "prepare_copy_2d", "CopyPlan"]

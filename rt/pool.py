@@ -9,6 +9,12 @@ them into blocks, returns freed blocks to a free list (merging neighbours) and g
 segments back to the arena in :meth:`DevicePool.empty_cache` (``madvise(MADV_DONTNEED)``).
 A block reserves ``align32(size) + 32`` bytes (``aclrtMalloc``'s rule; no +32 for 1 GiB pages),
 rounded up to 64 so every start address is 64-byte aligned.
+
+The *allocation* is those ``align32(size) + 32`` bytes (`alloc_bytes`, kept as ``Block.real``):
+CANN documents ``aclrtMalloc`` as rounding the size up to a multiple of 32 and adding 32 bytes
+(A2/A3/310P/910; the 950 only rounds to 32, 1 GiB huge pages get no +32; the emulated SoCs are
+all of the first kind). Host APIs (memcpy, memset, DeviceArray) stay bounded by the size asked;
+a kernel may reach the whole allocation, as the AI Core does (`rt.memory.kernel_view`).
 """
 from __future__ import annotations
 
@@ -131,13 +137,20 @@ class Segment:
     __slots__ = ("addr", "size", "sub", "head")
 
 
+def alloc_bytes(size: int, huge1g: bool = False) -> int:
+    """The bytes `aclrtMalloc(size)` really allocates: ``align32(size) + 32`` (no +32 on 1 GiB
+    huge pages). A kernel's accesses past `size` but inside them run on hardware."""
+    return ((int(size) + 31) & ~31) + (0 if huge1g else 32)
+
+
 class Block:
-    __slots__ = ("addr", "size", "req", "seg", "prev", "next", "state", "where", "freed_where",
-                 "serial")
+    __slots__ = ("addr", "size", "req", "real", "seg", "prev", "next", "state", "where",
+                 "freed_where", "serial")
 
     def __init__(self, addr, size, seg, prev, nxt):
         self.addr, self.size, self.seg, self.prev, self.next = addr, size, seg, prev, nxt
         self.state, self.req, self.where, self.freed_where, self.serial = FREE, 0, None, None, 0
+        self.real = 0       # a live block: the bytes of its allocation (alloc_bytes(req))
 
 
 class SubPool:
@@ -187,8 +200,8 @@ class DevicePool:
             order = self._order(policy, size)
             if policy & ~0x101100 in range(8):      # in range: the order does not depend on size
                 self._orders[policy] = order
-        need = ((size + 31) & ~31) + (0 if order[0] is self.huge1g else 32)
-        need = (need + 63) & ~63
+        real = ((size + 31) & ~31) + (0 if order[0] is self.huge1g else 32)   # alloc_bytes
+        need = (real + 63) & ~63
         with self.lock:
             for sub in order:
                 blk = self._take(sub, need)
@@ -198,6 +211,7 @@ class DevicePool:
                 blk = self._malloc_slow(order, need, size)
             blk.state = LIVE
             blk.req = size
+            blk.real = real
             if _log.DEBUG:
                 blk.where = where()
             self.allocs[blk.addr] = blk

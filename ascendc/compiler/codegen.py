@@ -12,6 +12,7 @@ import enum
 import hashlib
 import inspect
 import os
+import textwrap
 import types as pytypes
 
 import numpy as np
@@ -43,6 +44,9 @@ class Generator:
         # kernel functions compile as GLUE, calling the larger primitives (gluejit.py): the
         # module's `njit` is then glue_jit, Numba's njit marked GLUE
         self.glue = prim_calls_enabled()
+        # the kernel uses LocalTensorAuto (insert_sync): calls pass their tensors through
+        # _PA.auto_use (lower.auto_sync_values)
+        self.auto_sync = False
 
     def line_id(self, file: str, line: int) -> int:
         """The id generated code stores in the core state before running kernel `file:line`
@@ -454,6 +458,9 @@ def kernel_module(kf, consts: dict, sig: tuple, soc=None) -> str:
     block_num, *args)` that runs a range of blocks on one core (ctx_words: address and size of
     the core context's arrays; a GM argument is passed as its address and element count)."""
     gen = Generator(soc)
+    gen.auto_sync = uses_allocation_sites(kf.fn)
+    if gen.auto_sync:
+        gen.require_import("from ascendc.lang.prims import autotensor as _PA")
     rt_params = [n for n in kf.param_names if n not in consts]
     kinds = {n: (GA if s[0] == "GA" else OTHER) for n, s in zip(rt_params, sig)}
     # as GLUE, the kernel is inlined into _run: its LLVM module is made (and optimised) once
@@ -486,6 +493,7 @@ def kernel_module(kf, consts: dict, sig: tuple, soc=None) -> str:
         f"{views}"
         "    for _blk in _blocks:\n"
         "        _C.begin_block(_ctx, _blk, _block_num)\n"
+        f"{'        _PA.auto_reset(_ctx)' + chr(10) if gen.auto_sync else ''}"
         f"{regs}"
         f"        _kernel(_ctx{', ' if ps else ''}{ps})\n"
         "        _P.kernel_end(_ctx)\n")
@@ -496,6 +504,28 @@ def kernel_module(kf, consts: dict, sig: tuple, soc=None) -> str:
               f"consts {sorted(consts)!r} = sha256 {digest.hexdigest()[:16]}; "
               f"signature={sig!r}").replace("\n", " ").replace("\r", " ")
     return gen.module(header)
+
+
+def uses_allocation_sites(fn, seen=None) -> bool:
+    """Does kernel function `fn` (or an @asc.jit helper it calls) name a handle allocated per
+    call site (surface Handle.site: LocalTensorAuto, whose kernels get insert_sync's flags)?"""
+    names = {h.name for h in S.HANDLES.values() if h.site}
+    seen = set() if seen is None else seen
+    if fn in seen:
+        return False
+    seen.add(fn)
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return False
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Attribute) and n.attr in names:
+            return True
+        if isinstance(n, ast.Name):
+            g = fn.__globals__.get(n.id)
+            if _is_jit(g) and uses_allocation_sites(getattr(g, "fn", g), seen):
+                return True
+    return False
 
 
 def _own_nodes(stmt):

@@ -12,7 +12,8 @@ import re
 
 import numpy as np
 
-from ..lang import api, surface as S
+from ..lang import api, dtypes as D, surface as S
+from ..lang.prims.autotensor import site_id
 from .frontend import attr_chain
 
 OTHER = S.OTHER
@@ -30,6 +31,42 @@ def const(v):
     if isinstance(v, np.generic):
         v = v.item()
     return ast.Constant(v)
+
+
+_MEM = ast.parse("_ctx[0]", mode="eval").body    # a side-effect-free stand-in tensor
+_WRITES = ("dst", "dst_list")
+
+
+def _simple(v) -> bool:
+    """Is lowered expression `v` free of side effects (a name, a constant, a view of one)?"""
+    if isinstance(v, (ast.Name, ast.Constant)):
+        return True
+    if isinstance(v, ast.BinOp):
+        return _simple(v.left) and _simple(v.right)
+    if isinstance(v, ast.Call) and ast.unparse(v.func) == f"_P.{operator_prim(S.T, '[]')}":
+        return all(_simple(a) for a in v.args[1:])
+    return False
+
+
+def auto_sync_values(rw, node, form, vals, pipe):
+    """A kernel with LocalTensorAuto (insert_sync): each tensor value of a call passes through
+    `_PA.auto_use(_ctx, pipe, t, other, write)` (prims/autotensor.py), which adds the flags
+    between the pipe that last used a LocalTensorAuto region and this call's; `dst` is written,
+    the others read; a data move's pipe is found from the levels of `t` and `other`."""
+    kw = {k.arg: k.value for k in node.keywords}
+    nodes = form.order(list(node.args), kw)
+    names = [p for p in form.params if p not in form.ignored]
+    tens = [i for i, n in enumerate(nodes) if isinstance(n, ast.AST) and rw.kind(n) == S.T]
+    if not tens:
+        return vals
+    p = -1 if pipe == S.BY_DIRECTION else int(pipe)
+    out = list(vals)
+    for i in tens:
+        others = [j for j in tens if j != i]
+        other = vals[others[0]] if others and _simple(vals[others[0]]) else _MEM
+        out[i] = call("_PA.auto_use", [CTX, const(p), vals[i], other,
+                                       const(int(names[i] in _WRITES))])
+    return out
 
 
 def kind_of_result(returns: str | None, receiver_kind: str = OTHER) -> str:
@@ -64,13 +101,22 @@ def function_call(rw, node, name):
         if row.special == "platform_constant":
             return platform_constant(rw, node, name, row)
         form, vals = _bound_values(rw, node, f"asc.{name}", row.forms)
+        if rw.gen.auto_sync:
+            vals = auto_sync_values(rw, node, form, vals, row.pipe)
         return call(f"_P.{form.prim}", [CTX] + vals)
     h = S.HANDLES.get(name)
+    if h is not None and h.kind == S.DT:
+        return dtype_by_name(rw, node, name)
     if h is not None and h.ctor is not None:
         if h.ctor.prim is None:
             raise rw.err(node, f"asc.{name}() must be assigned to a variable and bound with "
                                f"set_global_buffer")
         form, vals = _bound_values(rw, node, f"asc.{name}", (h.ctor,))
+        if h.site and not any(k.arg == h.site for k in node.keywords):
+            # the allocation site (prims/autotensor.py): file:line:col of the call
+            line = rw.src.first_line + node.lineno - 1
+            vals[[p for p in form.params if p not in form.ignored].index(h.site)] = \
+                const(site_id(rw.src.file, line, node.col_offset))
         return call(f"_P.{form.prim}", [CTX] + vals)
     cls = S.STRUCTS.get(name)
     if cls is not None:
@@ -85,6 +131,19 @@ def function_call(rw, node, name):
             vals.append(kw[fld] if fld in kw else const(cls._field_defaults[fld]))
         return call(f"_PR.{name}", vals)
     return None
+
+
+def dtype_by_name(rw, node, name):
+    """`asc.DataType("int32")`: the dtype of that name, a compile-time constant."""
+    arg = node.args[0] if len(node.args) == 1 and not node.keywords else None
+    if not isinstance(arg, ast.Constant) or not isinstance(arg.value, str):
+        raise rw.err(node, f"asc.{name}(name) must name a dtype with a string literal, got "
+                           f"{ast.unparse(node)}")
+    try:
+        dt = D.DataType(arg.value)
+    except TypeError as e:
+        raise rw.err(node, str(e)) from None
+    return ast.Name(id=rw.gen.dtype_name(dt), ctx=ast.Load())
 
 
 def function_kind(name: str) -> str:
@@ -118,6 +177,9 @@ def method_call(rw, node, row, obj):
     if row.rebinds:
         raise rw.err(node, f"{row.api} must be a statement of its own")
     form, vals = _bound_values(rw, node, row.api, row.forms)
+    if row.touches and rw.gen.auto_sync:     # LocalTensorAuto: the flags insert_sync adds
+        obj = call("_PA.auto_use", [CTX, const(int(row.pipe)), obj, _MEM,
+                                    const(int(row.touches == "w"))])
     return call(f"_P.{form.prim}", [CTX] + ([obj] if row.receiver else []) + vals)
 
 
@@ -127,8 +189,9 @@ def rebinding_statement(rw, stmt, row, target):
         raise rw.err(stmt.value, f"{row.name} must be called on a {row.cls} variable")
     form, vals = _bound_values(rw, stmt.value, row.api, row.forms)
     rw.kinds[target.id] = S.HANDLES[row.cls].kind
+    recv = [ast.Name(id=target.id, ctx=ast.Load())] if row.receiver else []
     return ast.Assign(targets=[ast.Name(id=target.id, ctx=ast.Store())],
-                      value=call(f"_P.{form.prim}", [CTX] + vals), lineno=stmt.lineno)
+                      value=call(f"_P.{form.prim}", [CTX] + recv + vals), lineno=stmt.lineno)
 
 
 def operator_prim(kind: str, op: str) -> str:

@@ -8,12 +8,14 @@ current core context (`set_ctx`) before running each block.
 from __future__ import annotations
 
 import enum
+import sys
 import threading
 
 import numpy as np
 
 from . import dtypes as D
 from . import prims
+from .prims import autotensor
 from . import surface as S
 from .errors import KernelError
 from .record import mark_line
@@ -113,6 +115,9 @@ def _make_method(row: S.Method):
         ctx = current_ctx()
         if len(ctx[3]) > 1:        # tracing for the NPU view: tell the primitive its line
             mark_line(ctx)
+        if row.touches and ctx[2][0]["nauto"]:    # LocalTensorAuto: insert_sync's flags
+            autotensor.auto_use(ctx, int(row.pipe), self.data, self.data,
+                                int(row.touches == "w"))
         r = fn(ctx, *vals)
         if row.rebinds:
             self.data = r
@@ -124,10 +129,22 @@ def _make_method(row: S.Method):
     return method
 
 
+_SITES: dict = {}     # (code, instruction) -> allocation site id (surface Handle.site)
+
+
 def _make_init(h: S.Handle):
     def __init__(self, *args, **kwargs):
         form = S.bind(f"asc.{h.name}", (h.ctor,), len(args), kwargs)
         vals = [_unwrap(v) for v in form.order(args, kwargs)]
+        if h.site and h.site not in kwargs:    # the allocation site: the caller's file:line:col
+            f = sys._getframe(1)
+            key = (f.f_code, f.f_lasti)
+            site = _SITES.get(key)
+            if site is None:
+                pos = list(f.f_code.co_positions())[f.f_lasti // 2]
+                site = _SITES[key] = autotensor.site_id(f.f_code.co_filename, pos[0] or 0,
+                                                        pos[2] or 0)
+            vals[[p for p in form.params if p not in form.ignored].index(h.site)] = site
         self.data = getattr(prims, form.prim)(current_ctx(), *vals) if form.prim else None
     __init__.__qualname__ = f"{h.name}.__init__"
     return __init__
@@ -158,13 +175,17 @@ def _make_class(h: S.Handle) -> type:
     for row in S.methods_of(h.name):
         body[row.name] = _BY_HAND[row.name] if row.native or row.interpret_only \
             else _make_method(row)
-    return type(h.name, (_Handle,), body)
+    return type(h.name, (_CLASSES[h.base] if h.base else _Handle,), body)
 
 
-_CLASSES = {name: _make_class(h) for name, h in S.HANDLES.items() if name != "DataType"}
+_CLASSES: dict = {}
+for _name, _h in S.HANDLES.items():
+    if _name != "DataType":
+        _CLASSES[_name] = _make_class(_h)
 GlobalAddress = _CLASSES["GlobalAddress"]
 GlobalTensor = _CLASSES["GlobalTensor"]
 LocalTensor = _CLASSES["LocalTensor"]
+LocalTensorAuto = _CLASSES["LocalTensorAuto"]
 TPipe = _CLASSES["TPipe"]
 TQue = _CLASSES["TQue"]
 TBuf = _CLASSES["TBuf"]
@@ -178,6 +199,9 @@ def _make_function(row: S.Function):
         ctx = current_ctx()
         if len(ctx[3]) > 1:
             mark_line(ctx)
+        if ctx[2][0]["nauto"]:      # LocalTensorAuto regions: the flags insert_sync adds
+            autotensor.interp_args(ctx, row.pipe, [p for p in form.params if p not in form.ignored],
+                              vals)
         r = getattr(prims, form.prim)(ctx, *vals)
         return _wrap(row.returns, None, r)
     f.__name__ = f.__qualname__ = row.name

@@ -92,6 +92,7 @@ def begin_block(ctx, block_idx, block_num):
     st.nque = 0
     st.ngm = 0
     st.npending = 0
+    st.nshape = 0
     st.level_used[:] = 0
     st.events[:, :] = 0
     if st.options & FLAG_NAN_FILL:
@@ -345,12 +346,15 @@ def level_name(lv):
 
 @prim
 def register_gm(ctx, a):
-    """Record GM argument `a` (its whole allocation) so out-of-range accesses can be named."""
+    """Record GM argument `a` (the kernel's view: to its allocation's end) so out-of-range
+    accesses can be named; its own size is the launcher's (gmreach.py), else the view's."""
     st = ctx[2][0]
     k = st.ngm
     if k < MAX_GM:
         st.gm_addr[k] = np.int64(a.ctypes.data)
         st.gm_bytes[k] = a.size * a.itemsize
+        if k >= st.gm_preset:
+            st.gm_size[k] = st.gm_bytes[k]
         st.ngm = k + 1
 
 
@@ -360,7 +364,7 @@ def _gm_where(ctx, addr):
     for k in range(st.ngm):
         b = st.gm_addr[k]
         if b <= addr <= b + st.gm_bytes[k]:
-            return k, addr - b, st.gm_bytes[k]
+            return k, addr - b, st.gm_size[k]
     return -1, 0, 0
 
 

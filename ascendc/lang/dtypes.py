@@ -20,11 +20,20 @@ BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
 
 
 class DataType:
-    """A kernel-language dtype (pyasc `asc.DataType`): `.sizeof()`, `.is_float()`, `.numpy`."""
+    """A kernel-language dtype (pyasc `asc.DataType`): `.sizeof()`, `.is_float()`, `.numpy`.
+    `DataType("int32")` (pyasc's spelling, also in kernels) is the dtype of that name."""
 
     __slots__ = ("name", "numpy", "storage")
 
-    def __init__(self, name: str, numpy_dtype, storage=None):
+    def __init__(self, name: str, numpy_dtype=None, storage=None):
+        if numpy_dtype is None:           # by name: one of ALL (or an alias: "half", ...)
+            known = {d.name: d for d in ALL}
+            known.update(half=half, float=float_, double=double, int=int_)
+            d = known.get(name) if isinstance(name, str) else None
+            if d is None:
+                raise TypeError(f"asc.DataType: name must be one of {sorted(known)}, "
+                                f"got name={name!r}")
+            name, numpy_dtype, storage = d.name, d.numpy, d.storage
         self.name = name
         self.numpy = np.dtype(numpy_dtype)
         self.storage = np.dtype(storage) if storage is not None else self.numpy

@@ -113,3 +113,11 @@ class MaskMode(IntEnum):
     NORMAL = 0
     COUNTER = 1
 
+
+class AippInputFormat(IntEnum):
+    """Ascend C's AippInputFormat (pyasc core/enums.py, same values): the source image format of
+    set_aipp_functions."""
+    YUV420SP_U8 = 0
+    XRGB8888_U8 = 1
+    RGB888_U8 = 4
+    YUV400_U8 = 9

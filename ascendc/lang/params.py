@@ -97,8 +97,14 @@ FixpipeParamsV220 = _struct("FixpipeParamsV220", [
     ("relu_en", False), ("unit_flag", 0), ("is_channel_split", False)],
     "fixpipe L0C -> GM: n_size x m_size, src_stride in C0 rows, dst_stride in elements per ND row.")
 
+from .aipp_params import (AippPaddingParams, AippSwapParams, AippSingleLineParams,  # noqa: E402
+                          AippDataTypeConvParams, AippChannelPaddingParams,
+                          AippColorSpaceConvParams, AippParams, LoadImageToLocalParams)
+
 ALL = (BinaryRepeatParams, UnaryRepeatParams, CopyRepeatParams, TransposeParamsExt,
        TransDataTo5HDParams, BrcbRepeatParams, DataCopyParams, DataCopyExtParams,
        DataCopyPadExtParams, DataCopyPadParams, Nd2NzParams, LoadData2DParams, MmadParams,
-       FixpipeParamsV220)
+       FixpipeParamsV220, AippPaddingParams, AippSwapParams, AippSingleLineParams,
+       AippDataTypeConvParams, AippChannelPaddingParams, AippColorSpaceConvParams, AippParams,
+       LoadImageToLocalParams)
 BY_NAME = {c.__name__: c for c in ALL}

@@ -15,7 +15,9 @@ from .positions import NLEVELS
 
 __all__ = ["CORE_STATE", "QUEUE_RECORD", "new_state", "MAX_PENDING", "MAX_QUEUES", "MAX_GM",
            "MAX_SLOTS", "N_HARD_EVENTS", "N_EVENT_IDS", "N_COUNTERS", "KIND_QUE", "KIND_BUF",
-           "FLAG_NAN_FILL", "FLAG_DEFER", "FLAG_REPORT_ROUNDING", "FLAG_TRACE"]
+           "MAX_SHAPES", "SHAPE_COLS", "MAX_AUTO",
+           "FLAG_NAN_FILL", "FLAG_DEFER", "FLAG_REPORT_ROUNDING", "FLAG_TRACE", "AIPP_WORDS",
+           "FLAG_REPORT_OVERREACH"]
 
 MAX_PENDING = 256      # deferred GM->local copies remembered at once (then all are flushed)
 MAX_QUEUES = 64        # TQue + TBuf records per kernel
@@ -24,6 +26,10 @@ MAX_SLOTS = 16         # buffers per queue (and the length of a queue's FIFO rin
 N_HARD_EVENTS = 35     # HardEvent values 0..34
 N_EVENT_IDS = 8        # event ids per HardEvent
 N_COUNTERS = 16        # profiler counters (core.COUNTER_NAMES names the ones in use)
+AIPP_WORDS = 40        # set_aipp_functions' parameters (laid out by prims/aipp.py)
+MAX_AUTO = 64          # allocation sites of asc.LocalTensorAuto per kernel (prims/autotensor.py)
+MAX_SHAPES = 32        # LocalTensor.set_shape_info records per block (prims/shapeinfo.py)
+SHAPE_COLS = 21        # a record: tensor byte offset, bytes, then a ShapeInfo (SHAPE_INFO_LEN)
 
 KIND_QUE, KIND_BUF = 1, 2
 
@@ -32,6 +38,7 @@ FLAG_NAN_FILL = 1          # fresh local buffers are NaN
 FLAG_DEFER = 2             # GM->local copies become visible at deque / wait_flag
 FLAG_REPORT_ROUNDING = 4   # the launcher warns when data_copy rounded bytes down
 FLAG_TRACE = 8             # primitives append NPU-view trace rows to ctx[3] (lang/trace.py)
+FLAG_REPORT_OVERREACH = 16  # GM accesses past an argument's end are noted (lang/gmreach.py)
 
 _I8 = np.int64
 
@@ -68,6 +75,7 @@ CORE_STATE = np.dtype([
     ("sync_calls", _I8),   # sync_all calls made by the current block
     ("trace_n", _I8),      # NPU-view trace rows written to ctx[3] (lang/trace.py)
     ("trace_lost", _I8),   # rows that did not fit in ctx[3]
+    ("nshape", _I8),       # shape-info records in use (reset per block)
     ("level_base", _I8, (NLEVELS,)),   # byte offset of each level in the core's memory
     ("level_size", _I8, (NLEVELS,)),   # capacity of each level
     ("level_used", _I8, (NLEVELS,)),   # bytes of each level handed out by init_buffer
@@ -75,9 +83,27 @@ CORE_STATE = np.dtype([
     ("pending_off", _I8, (MAX_PENDING,)),    # deferred copies: byte offset in mem ...
     ("pending_bytes", _I8, (MAX_PENDING,)),  # ... and length
     ("gm_addr", _I8, (MAX_GM,)),       # GM arguments: address ...
-    ("gm_bytes", _I8, (MAX_GM,)),      # ... and size of the whole allocation
+    ("gm_bytes", _I8, (MAX_GM,)),      # ... and bytes reached: to its allocation's end
+    ("gm_size", _I8, (MAX_GM,)),       # ... bytes of the argument itself (lang/gmreach.py)
+    ("gm_over", _I8, (MAX_GM,)),       # ... farthest bytes accessed past gm_size (checked)
+    ("gm_over_off", _I8, (MAX_GM,)),   # ... byte offset of that access
+    ("gm_preset", _I8),    # gm_size entries the launcher set (register_gm sets the others)
     ("events", _I8, (N_HARD_EVENTS, N_EVENT_IDS)),   # set_flag counts per (HardEvent, id)
     ("queues", QUEUE_RECORD, (MAX_QUEUES,)),
+    # AIPP (set_aipp_functions -> load_image_to_local, prims/aipp.py): format + 1 (0: not set),
+    # src0 address and bytes, src1 address and bytes; then the parameters
+    ("aipp_src", _I8, (5,)),
+    ("aipp_cfg", np.float64, (AIPP_WORDS,)),
+    ("shapes", _I8, (MAX_SHAPES, SHAPE_COLS)),   # LocalTensor shape infos by tensor address
+    # asc.LocalTensorAuto regions (prims/autotensor.py): one per allocation site, and the pipes
+    # that last wrote / have read each one since (for the syncs insert_sync adds)
+    ("nauto", _I8),                    # regions in use (reset per block)
+    ("auto_site", _I8, (MAX_AUTO,)),   # allocation site id (hash of file:line:col)
+    ("auto_off", _I8, (MAX_AUTO,)),    # byte offset of the region in the core's memory
+    ("auto_bytes", _I8, (MAX_AUTO,)),  # its size (32-byte multiple)
+    ("auto_wpipe", _I8, (MAX_AUTO,)),  # PipeID of the last write (-1: none yet)
+    ("auto_rmask", _I8, (MAX_AUTO,)),  # bit p: pipe p read the region since that write
+    ("auto_smask", _I8, (MAX_AUTO,)),  # bit p: pipe p is ordered after that write
 ])
 
 

@@ -20,7 +20,7 @@ import enum
 from dataclasses import dataclass, field
 
 from . import params as P
-from .enums import PipeID
+from .enums import HardEvent, PipeID
 from .positions import TBUF_DEFAULT
 
 
@@ -118,6 +118,7 @@ class Method:
     compiled: str | None = None
     interpret_only: bool = False
     doc: str = ""
+    touches: str = ""       # "r" / "w": reads / writes the receiver's elements (insert_sync)
 
     @property
     def api(self) -> str:
@@ -133,6 +134,8 @@ class Handle:
     kind: str
     ctor: Form | None
     doc: str = ""
+    base: str | None = None   # the handle class it extends (its methods, its kind)
+    site: str | None = None   # ctor parameter both modes fill with the call's allocation site
 
 
 @dataclass(frozen=True)
@@ -251,11 +254,22 @@ _fn("mmad", _M, Work.MMAD, _f("dst", "fm", "filter", "mmad_params", prim="mmad")
 _fn("fixpipe", PipeID.PIPE_FIX, Work.FIXPIPE,
     _f("dst", "src", "intri_params", "config", prim="fixpipe", config=0), unit="AIC")
 
+# ---- AIPP: image pre-processing on the way GM -> L1 (prims/aipp.py) ------------------------------
+_fn("set_aipp_functions", _S, Work.SCALAR,
+    _f("src0", "input_format", "config", prim="set_aipp_functions"),
+    _f("src0", "src1", "input_format", "config", prim="set_aipp_functions_yuv"),
+    doc="Mirrors SetAippFunctions: configure the core's AIPP unit (source image, AippParams)")
+_fn("load_image_to_local", BY_DIRECTION, Work.COPY,
+    _f("dst", "load_data_params", prim="load_image_to_local"), unit="AIC",
+    doc="Mirrors LoadImageToLocal: the configured image's crop window GM -> L1 through AIPP")
+
 # ---- synchronisation, system values, debugging ---------------------------------------------------
 _fn("pipe_barrier", _S, Work.SYNC, _f("pipe", prim="pipe_barrier"))
 _fn("set_flag", _S, Work.SYNC, _f("event", "event_id", prim="set_flag", event_id=0))
 _fn("wait_flag", _S, Work.SYNC, _f("event", "event_id", prim="wait_flag", event_id=0))
 _fn("sync_all", _S, Work.SYNC, _f(prim="sync_all"))
+_fn("get_tpipe_ptr", _S, Work.SCALAR, _f(prim="get_tpipe_ptr"), returns="TPipe",
+    doc="Mirrors GetTPipePtr: the kernel's TPipe")
 # system values: what they return depends on the kernel type (AIV_ONLY, AIC_ONLY, MIX_AIC_1_2, ...;
 # see ascendc/lang/prims/ktype.py for the Ascend C documentation they follow)
 for _n in ("get_block_idx", "get_block_num", "get_sub_block_idx", "get_sub_block_num",
@@ -281,6 +295,19 @@ _fn("range", _S, Work.SCALAR, Form(("start",), None), special="loop",
 _fn("static_range", _S, Work.SCALAR, Form(("start",), None), special="loop",
     doc="unrolled at compile time in pyasc; a plain loop here")
 
+# ---- shape information (Ascend C ShapeInfo; pyasc core/array.py, core/types.py): prims/shapeinfo
+_fn("array", _S, Work.SCALAR,
+    _f("dtype", "length_or_values", "fill_value", prim="array_new", fill_value=None),
+    returns="Array", doc="pyasc's asc.array(dtype, length, fill_value=None) / (dtype, values): a "
+                         "small array of dtype in the kernel")
+_fn("ShapeInfo", _S, Work.SCALAR,
+    _f("shape", "original_shape", "data_format", prim="shape_info_new", shape=None,
+       original_shape=None, data_format=0),
+    returns="ShapeInfo", doc="Mirrors AscendC::ShapeInfo: the dims (an asc.array) of a tensor, "
+                             "its original dims (default: the same) and DataFormat (0 = ND)")
+_fn("get_shape_size", _S, Work.SCALAR, _f("shape_info", prim="get_shape_size"), returns="int",
+    doc="Mirrors AscendC::GetShapeSize: the product of a ShapeInfo's dims")
+
 # ---- handles: the classes of kernel objects and their constructors -------------------------------
 HANDLES: dict[str, Handle] = {h.name: h for h in (
     Handle("GlobalAddress", "GA", None, "a GM pointer argument; `addr + n` offsets by n elements"),
@@ -291,13 +318,20 @@ HANDLES: dict[str, Handle] = {h.name: h for h in (
            "Mirrors AscendC::LocalTensor: a view of a core's local memory (UB, L1, L0A/B/C); "
            "constructed as LocalTensor(dtype, pos, addr, tile_size) it is the static tensor of "
            "`tile_size` elements at byte `addr` of pos's memory (no TPipe)"),
+    Handle("LocalTensorAuto", "T",
+           _f("dtype", "shape", "site", prim="local_tensor_auto_new", site=0),
+           "pyasc's LocalTensorAuto(dtype, shape): a LocalTensor in UB (VECCALC) the compiler "
+           "allocates (one fixed region per allocation site; TPipe buffers share UB with it) "
+           "and orders with the set_flag/wait_flag pairs insert_sync adds",
+           base="LocalTensor", site="site"),
     Handle("TPipe", "PIPE", _f(prim="tpipe_new"),
            "Mirrors AscendC::TPipe (one per kernel): hands out local memory with init_buffer"),
     Handle("TQue", "Q", _f("pos", "depth", prim="tque_new", depth=1),
            "Mirrors AscendC::TQue<pos, depth>: alloc_tensor / enque / deque / free_tensor"),
     Handle("TBuf", "Q", _f("pos", prim="tbuf_new", pos=int(TBUF_DEFAULT)),
            "Mirrors AscendC::TBuf<pos>: a scratch buffer without queue semantics"),
-    Handle("DataType", "DT", None, "a dtype: `x.dtype.sizeof()`"),
+    Handle("DataType", "DT", None, "a dtype: `x.dtype.sizeof()`; `asc.DataType(\"int32\")` "
+                                   "names one (a compile-time constant)"),
 )}
 
 METHODS: dict[tuple, Method] = {}
@@ -315,6 +349,22 @@ _m("TPipe", "init_buffer", _f("que", "num", "len", prim="init_buffer_que"),
    _f("buf", "len", prim="init_buffer_buf"), _f("buf", "num", prim="init_buffer_buf"),
    receiver=False, work=Work.ALLOC,
    doc="Mirrors TPipe::InitBuffer(que, num, len) / (buf, len); pyasc's (buf, num=bytes)")
+# TPipe's lifecycle and event ids (prims/pipe.py); pyasc's default event is HardEvent.V_S
+_m("TPipe", "destroy", _f(prim="tpipe_destroy"), receiver=False, work=Work.ALLOC,
+   doc="Mirrors TPipe::Destroy: releases the pipe's buffers; init() re-creates the pipe")
+_m("TPipe", "init", _f(prim="tpipe_init"), receiver=False, work=Work.ALLOC,
+   doc="Mirrors TPipe::Init: re-creates a destroyed pipe (its buffers and event ids free)")
+_m("TPipe", "reset", _f(prim="tpipe_reset"), receiver=False, work=Work.ALLOC,
+   doc="Mirrors TPipe::Reset: releases the buffers and event ids; init_buffer may follow")
+_m("TPipe", "alloc_event_id", _f("event", prim="alloc_event_id", event=int(HardEvent.V_S)),
+   receiver=False, returns="int", work=Work.SYNC,
+   doc="Mirrors TPipe::AllocEventID<event>: takes a free id of the event's pool of 8")
+_m("TPipe", "fetch_event_id", _f("event", prim="fetch_event_id", event=int(HardEvent.V_S)),
+   receiver=False, returns="int", work=Work.SYNC,
+   doc="Mirrors TPipe::FetchEventID<event>: the id alloc_event_id would take, not taken")
+_m("TPipe", "release_event_id",
+   _f("id", "event", prim="release_event_id", event=int(HardEvent.V_S)), receiver=False,
+   work=Work.SYNC, doc="Mirrors TPipe::ReleaseEventID<event>(id)")
 _m("TQue", "alloc_tensor", _f("dtype", prim="que_alloc_tensor"), returns="LocalTensor",
    work=Work.ALLOC)
 _m("TQue", "enque", _f("tensor", prim="que_enque"), work=Work.SYNC,
@@ -344,12 +394,32 @@ _m(("GlobalTensor", "LocalTensor"), "get_phy_addr", _f("offset", prim="phy_addr"
 _m(_TENSORS, "__getitem__", _f("index", prim="sub_view"), returns="self",
    doc="t[i] / t[i:]: a view from element i")
 _m("GlobalAddress", "__add__", _f("n", prim="ga_add"), returns="GlobalAddress")
-_m(("GlobalTensor", "LocalTensor"), "get_value", _f("index", prim="get_value"), returns="scalar")
-_m(("GlobalTensor", "LocalTensor"), "set_value", _f("index", "value", prim="set_value"))
+_m(("GlobalTensor", "LocalTensor"), "get_value", _f("index", prim="get_value"), returns="scalar",
+   touches="r")
+_m(("GlobalTensor", "LocalTensor"), "set_value", _f("index", "value", prim="set_value"),
+   touches="w")
 _m(("GlobalTensor", "LocalTensor"), "get_size", _f(prim="tensor_size"), returns="int")
 _m("LocalTensor", "get_length", _f(prim="tensor_length"), returns="int")
 _m("LocalTensor", "reinterpret_cast", _f("dtype", prim="reinterpret_cast"), returns="LocalTensor")
 _m("LocalTensor", "get_position_level", _f(prim="position_level"), returns="str")
+_m("LocalTensor", "get_position", _f(prim="tensor_position"), returns="int",
+   doc="Mirrors LocalTensor::GetPosition: the TPosition of the TQue/TBuf holding the tensor")
+# Ascend C keeps a LocalTensor's length (dataLen) in the tensor: these rebind the view
+_m("LocalTensor", "set_size", _f("size", prim="set_size", size=0), rebinds=True,
+   doc="Mirrors LocalTensor::SetSize: `size` elements from the same address")
+_m("LocalTensor", "set_buffer_len", _f("data_len", prim="set_buffer_len"), rebinds=True,
+   doc="Mirrors LocalTensor::SetBufferLen: `data_len` bytes from the same address")
+_m("LocalTensor", "set_addr_with_offset", _f("src", "offset", prim="set_addr_with_offset"),
+   rebinds=True, doc="Mirrors LocalTensor::SetAddrWithOffset: src's address + offset elements "
+                     "of src, src's length in bytes")
+_m("LocalTensor", "set_user_tag", _f("tag", prim="set_user_tag", tag=0),
+   doc="Mirrors LocalTensor::SetUserTag: an int32 tag kept with the tensor's buffer")
+_m("LocalTensor", "get_user_tag", _f(prim="get_user_tag"), returns="int",
+   doc="Mirrors LocalTensor::GetUserTag: the buffer's tag (-1 until set)")
+_m("LocalTensor", "set_shape_info", _f("shape_info", prim="set_shape_info"),
+   doc="Mirrors LocalTensor::SetShapeInfo (read by asc.adv.softmax)")
+_m("LocalTensor", "get_shape_info", _f(prim="get_shape_info"), returns="ShapeInfo",
+   doc="Mirrors LocalTensor::GetShapeInfo (shapeDim 0 if none was set)")
 _m(_TENSORS, "dtype", Form((), None), native=True, returns="DataType",
    doc="the element dtype (a property)")
 _m("LocalTensor", "print", _f("n", prim=None, n=None), interpret_only=True, work=Work.DEBUG)

@@ -286,11 +286,12 @@ def is_npu_tensor(x) -> bool:
 
 
 def as_device_array(t) -> "_rt.DeviceArray":
-    """An npu tensor as the kernel argument: an rt.DeviceArray over its memory (no copy) that
-    reaches the end of the tensor's torch_npu segment, the allocation the NPU sees (a kernel
-    gets only an address). pyasc's tests read and write past a tensor's end on tail shapes:
-    inside the segment that runs, as on hardware (issue 10 §2.11), reading or overwriting what
-    lies there; past it stays a GM trap."""
+    """An npu tensor as the kernel argument: an rt.DeviceArray over its memory (no copy, the
+    tensor's own size) inside the tensor's torch_npu segment, the allocation the NPU sees (a
+    kernel gets only an address). pyasc's tests read and write past a tensor's end on tail
+    shapes: a kernel's view reaches the segment's allocation end (rt.memory.kernel_view), so
+    that runs, as on hardware (issue 10 §2.11), reading or overwriting what lies there, and
+    checked mode warns (lang/gmreach.py); past it stays a GM trap."""
     raw = t.raw
     if not raw.is_contiguous():
         raise ValueError(f"kernel argument: npu tensors must be contiguous, got shape "
@@ -298,8 +299,7 @@ def as_device_array(t) -> "_rt.DeviceArray":
     owner = t.owner
     offset = raw.data_ptr() - owner.host_view().ctypes.data
     dtype = np.dtype(_numpy_dtype(raw))
-    return _rt.DeviceArray(((owner.nbytes - offset) // dtype.itemsize,), dtype,
-                           owner.ptr + offset)
+    return _rt.DeviceArray((raw.numel(),), dtype, owner.ptr + offset)
 
 
 def _numpy_dtype(raw):

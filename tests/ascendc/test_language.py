@@ -88,9 +88,9 @@ def test_gm_out_of_range_names_kernel_block_argument_and_offset(interpret):
 def test_gm_errors_name_the_gm_argument_after_a_scalar(interpret):
     x = np.zeros(K.TILE, np.float32)
     with pytest.raises(rt.AclError, match=r"GM read must stay inside argument 'x' \(64 elements\), "
-                                          r"got elements \[8, 72\)\n  File .*, in kernel "
+                                          r"got elements \[16, 80\)\n  File .*, in kernel "
                                           r"scalar_first_oob_kernel\n    xg.set_global_buffer"):
-        K.scalar_first_oob_kernel[1](8, x, interpret=interpret)
+        K.scalar_first_oob_kernel[1](16, x, interpret=interpret)   # past its 288-byte allocation
 
 
 def test_host_address_is_an_illegal_address():

@@ -366,11 +366,11 @@ def test_unsupported_names_in_interpreted_kernels_name_the_line():
 
         @pyasc.jit
         def auto_kernel(x: pyasc.GlobalAddress):
-            pyasc.LocalTensorAuto(x.dtype)
-        with pytest.raises(rt.AclError, match=r"asc.LocalTensorAuto \(pyasc\) is not supported "
+            pyasc.LocalMemAllocator()
+        with pytest.raises(rt.AclError, match=r"asc.LocalMemAllocator \(pyasc\) is not supported "
                                               r"by ascend-emu.*\n  File \".*"
                                               r"test_pyasc_features.py\", line \d+, in kernel "
-                                              r"auto_kernel\n    pyasc.LocalTensorAuto"):
+                                              r"auto_kernel\n    pyasc.LocalMemAllocator"):
             auto_kernel[1](np.zeros(8, np.float32), interpret=True)
 
 

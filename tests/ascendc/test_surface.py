@@ -21,7 +21,8 @@ VALUES = {"jit", "JitFunction", "DataType", "ConstExpr", "KernelError", "Compile
           "float_", "double", "int_", "TPosition", "Hardware", "PipeID", "HardEvent", "RoundMode",
           "CMPMODE", "SELMODE", "SelMode", "ReduceOrder", "QuantModes", "FixpipeConfig",
           "CubeFormat", "MaskMode", "Property", "DEFAULT_C0_SIZE", "ONE_BLK_SIZE",
-          "TOTAL_L1_SIZE", "TOTAL_L0C_SIZE", "TransposeType", "LayoutMode"}
+          "TOTAL_L1_SIZE", "TOTAL_L0C_SIZE", "TransposeType", "LayoutMode",
+          "AippInputFormat"}
 
 
 def test_every_public_name_of_the_language_is_a_surface_row():

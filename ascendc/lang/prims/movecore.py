@@ -10,6 +10,8 @@ from numba.extending import overload, register_jitable
 from ..core import (BT, C_MTE1, C_MTE2, C_MTE3, C_MTE_UB2UB, FLAG_DEFER, L0A, L0B, L0C, L1,
                     NLEVELS, UB, flush_pending, gm_to_local_target, prim)
 from ..errors import FAULT, fault, GMReadError, GMWriteError, KernelError
+from ..gmreach import note as gm_note
+from ..state import FLAG_REPORT_OVERREACH
 from .. import trace
 
 
@@ -142,7 +144,7 @@ def _gm_fail(st, api, addr, isz, first, n, write):
     for j in range(st.ngm):
         b = st.gm_addr[j]
         if b <= addr <= b + st.gm_bytes[j]:
-            k, boff, nb = j, addr - b, st.gm_bytes[j]
+            k, boff, nb = j, addr - b, st.gm_size[j]
             break
     lo = boff // isz + first
     if write:
@@ -170,6 +172,8 @@ def bound(st, api, what, loc, isz, first, n, write):
             _gm_fail(st, api, loc[2], isz, first, n, write)
         else:
             _local_fail(api, what, first + n, loc[3] // isz, loc[0])
+    elif loc[0] < 0 and st.options & FLAG_REPORT_OVERREACH:
+        gm_note(st, loc[2] + first * isz, n * isz)      # checked: past its end? (gmreach.py)
 
 
 # ---- copying -----------------------------------------------------------------------------------

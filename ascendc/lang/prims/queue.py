@@ -4,12 +4,19 @@ A queue (or TBuf) is a state.QUEUE_RECORD in the core's state (`ctx[2][0].queues
 hold a view of it (compiled and interpreted alike). Tensors are views into ctx's local memory; a
 tensor's slot is found from its address, so a tensor handed to the wrong queue is caught.
 Which positions a TQue/TBuf may use, and their levels, come from positions.py.
+
+TPipe.destroy()/reset() release every buffer (pipe.py): the records stay, marked RELEASED, and
+need init_buffer again. A record's `fifo[i]` holds two things: its low 32 bits are the FIFO ring
+(buffer numbers of enqueued tensors, the oldest at fifo_head), its high 32 bits the user tag of
+buffer i (LocalTensor.set_user_tag; Ascend C keeps it in the buffer's TBufType, -1 after
+InitBuffer).
 """
 import numpy as np
 from numba.core import config
 from numba.extending import overload
 
-from ..core import prim, FLAG_DEFER, flush_pending, local_offset
+from ..core import (prim, FLAG_DEFER, FLAG_NAN_FILL, flush_pending, level_of,
+                    local_offset)
 from ..errors import FAULT, fault, KernelError
 from ..positions import (NPOS, POS_LEVEL, POS_NOTE, POS_TQUE, POSITION_NAMES,
                          TQUE_POSITIONS_TEXT)
@@ -22,7 +29,15 @@ _OP_ALLOC, _OP_ENQUE, _OP_DEQUE, _OP_FREE = (trace.op("TQue.alloc_tensor"), trac
 __all__ = ["tpipe_new", "tque_new", "tbuf_new", "init_buffer_que", "init_buffer_buf",
            "que_alloc_tensor", "que_enque", "que_deque", "que_free_tensor", "tbuf_get",
            "tbuf_get_with_offset", "que_vacant", "que_has_tensor", "que_tensor_count",
-           "que_has_idle_buffer", "kernel_end", "position_name"]
+           "que_has_idle_buffer", "kernel_end", "position_name", "tensor_position",
+           "set_user_tag", "get_user_tag"]
+
+# q.init: never initialised, initialised by init_buffer, released by TPipe.destroy()/reset()
+NOT_INIT, INIT, RELEASED = 0, 1, 2
+# st.pipes: TPipe objects created (low byte) and this flag while the pipe is destroyed
+PIPE_DESTROYED = 1 << 8
+_RING = (1 << 32) - 1      # the FIFO ring's bits of a q.fifo word (the tag is above them)
+_NO_TAG = -(1 << 32)       # a q.fifo word with user tag -1 and ring entry 0
 
 _TQUE_POS_MSG = "asc.TQue: pos must be one of " + TQUE_POSITIONS_TEXT + ", got pos={:pos}"
 
@@ -131,7 +146,11 @@ if not config.DISABLE_JIT:
 @prim
 def _init(ctx, q, num, nbytes, api):
     st = ctx[2][0]
-    if q.init:
+    if st.pipes & PIPE_DESTROYED:
+        fault("{}: the TPipe must be initialised again with init() after destroy(), got "
+              "init_buffer for {:pos} {} #{} on a destroyed TPipe", api, q.pos, _kind(q), q.id)
+        raise KernelError(FAULT)
+    if q.init == INIT:
         fault("{}: each queue/buffer must be initialised once, got a second "
               "init_buffer for {:pos} {} #{}", api, q.pos, _kind(q), q.id)
         raise KernelError(FAULT)
@@ -159,7 +178,12 @@ def _init(ctx, q, num, nbytes, api):
     q.mem_off = st.level_base[lv] + used
     q.num = num
     q.slot_bytes = slot
-    q.init = 1
+    q.init = INIT
+    q.alloc = 0
+    q.fifo_n = 0
+    q.fifo_head = 0
+    q.next_slot = 0
+    q.fifo[:] = _NO_TAG
     st.level_used[lv] = used + num * slot
     st.nbuf += num
 
@@ -184,7 +208,12 @@ def init_buffer_buf(ctx, b, nbytes):
 
 @prim
 def _need_init(q, api):
-    if not q.init:
+    if q.init == RELEASED:
+        fault("{}: the queue's buffers must not be used after TPipe.destroy()/reset() released "
+              "them (init_buffer it again), got a released {:pos} {} #{}", api, q.pos,
+              _kind(q), q.id)
+        raise KernelError(FAULT)
+    if q.init != INIT:
         fault("{}: the queue must be initialised with pipe.init_buffer first, got an "
               "uninitialised {:pos} {} #{}", api, q.pos, _kind(q), q.id)
         raise KernelError(FAULT)
@@ -237,7 +266,8 @@ def que_enque(ctx, q, t):
               "{:pos} TQue #{} (deque missing?)", q.depth, q.fifo_n + 1,
               q.pos, q.id)
         raise KernelError(FAULT)
-    q.fifo[(q.fifo_head + q.fifo_n) % MAX_SLOTS] = s
+    i = (q.fifo_head + q.fifo_n) % MAX_SLOTS
+    q.fifo[i] = (q.fifo[i] & ~_RING) | s
     q.fifo_n += 1
     trace.event(ctx, _OP_ENQUE, trace.K_Q_ENQUE, q.pos, q.id, s)
 
@@ -249,7 +279,7 @@ def que_deque(ctx, q, dtype):
         fault("TQue.deque: the queue must hold an enqueued tensor, got an empty "
               "{:pos} TQue #{} (enque missing?)", q.pos, q.id)
         raise KernelError(FAULT)
-    s = q.fifo[q.fifo_head]
+    s = q.fifo[q.fifo_head] & _RING
     q.fifo_head = (q.fifo_head + 1) % MAX_SLOTS
     q.fifo_n -= 1
     if ctx[2][0].options & FLAG_DEFER:
@@ -268,7 +298,7 @@ def que_free_tensor(ctx, q, t):
               "#{} freed twice", q.pos, q.id)
         raise KernelError(FAULT)
     for i in range(q.fifo_n):
-        if q.fifo[(q.fifo_head + i) % MAX_SLOTS] == s:
+        if (q.fifo[(q.fifo_head + i) % MAX_SLOTS] & _RING) == s:
             fault("TQue.free_tensor: tensor must be dequeued before it is freed, got "
                   "a tensor still enqueued in {:pos} TQue #{}", q.pos, q.id)
             raise KernelError(FAULT)
@@ -343,3 +373,104 @@ def kernel_end(ctx):
             fault("kernel end: every tensor must be freed with free_tensor, got {} "
                   "tensor(s) still held by {:pos} TQue #{}", held, q.pos, q.id)
             raise KernelError(FAULT)
+
+
+# ---- the pipe's buffers released (TPipe.destroy / reset, prims/pipe.py) -----------------------
+
+@prim
+def release_buffers(ctx, api):
+    """Release every buffer init_buffer handed out: each TQue's tensors must be freed first; the
+    copies in flight land (Destroy ends with pipe_barrier(PIPE_ALL)); in checked mode the memory
+    is NaN again, as fresh buffers are; the records need init_buffer again."""
+    st = ctx[2][0]
+    for k in range(st.nque):
+        q = st.queues[k]
+        if q.init != INIT or q.kind != KIND_QUE:
+            continue
+        held = 0
+        for s in range(q.num):
+            held += (q.alloc >> s) & 1
+        if held or q.fifo_n:
+            fault("{}: every tensor must be freed with free_tensor first, got {} tensor(s) "
+                  "still held by {:pos} TQue #{}", api, held, q.pos, q.id)
+            raise KernelError(FAULT)
+    if st.options & FLAG_DEFER:
+        flush_pending(ctx, 0, ctx[0].size)
+    if st.options & FLAG_NAN_FILL:
+        for lv in range(st.level_used.size):
+            lo = st.level_base[lv]
+            ctx[0][lo:lo + st.level_used[lv]] = 0xFF
+            if st.options & FLAG_DEFER:
+                ctx[1][lo:lo + st.level_used[lv]] = 0xFF
+    for k in range(st.nque):
+        q = st.queues[k]
+        if q.init == INIT:
+            q.init = RELEASED
+            q.alloc = 0
+            q.fifo_n = 0
+            q.fifo_head = 0
+            q.next_slot = 0
+    st.level_used[:] = 0
+    st.nbuf = 0
+
+
+# ---- tensor metadata kept with the buffer: position, user tag ----------------------------------
+
+@prim
+def _buffer_of(ctx, t):
+    """Index of the initialised TQue/TBuf record holding tensor t's first element (-1: none)."""
+    off = local_offset(ctx, t)
+    st = ctx[2][0]
+    if off >= 0:
+        for k in range(st.nque):
+            q = st.queues[k]
+            if q.init == INIT and q.mem_off <= off < q.mem_off + q.num * q.slot_bytes:
+                return k
+    return -1
+
+
+@prim
+def _no_buffer(ctx, t, api):
+    off = local_offset(ctx, t)
+    if off < 0:
+        fault("{}: tensor must be a LocalTensor, got a GM tensor", api)
+        raise KernelError(FAULT)
+    fault("{}: not supported for a tensor outside every TQue/TBuf buffer (a static "
+          "LocalTensor, or a buffer released by TPipe.destroy()/reset()), got a {:level} "
+          "tensor at local offset {}", api, level_of(ctx, t), off)
+    raise KernelError(FAULT)
+
+
+@prim
+def tensor_position(ctx, t):
+    """LocalTensor.get_position(): the TPosition of the TQue/TBuf whose buffer holds t."""
+    k = _buffer_of(ctx, t)
+    if k < 0:
+        _no_buffer(ctx, t, "LocalTensor.get_position")
+    return ctx[2][0].queues[k].pos
+
+
+@prim
+def _tag_word(ctx, t, api):
+    """(queue index, buffer number) whose q.fifo word holds t's buffer's user tag."""
+    k = _buffer_of(ctx, t)
+    if k < 0:
+        _no_buffer(ctx, t, api)
+    q = ctx[2][0].queues[k]
+    return k, (np.int64(local_offset(ctx, t)) - q.mem_off) // q.slot_bytes
+
+
+@prim
+def set_user_tag(ctx, t, tag):
+    """LocalTensor.set_user_tag(tag): the tag (int32, TTagType) of t's buffer."""
+    k, s = _tag_word(ctx, t, "LocalTensor.set_user_tag")
+    q = ctx[2][0].queues[k]
+    tag32 = ((np.int64(tag) + (1 << 31)) & _RING) - (1 << 31)
+    q.fifo[s] = (tag32 << 32) | (q.fifo[s] & _RING)
+
+
+@prim
+def get_user_tag(ctx, t):
+    """LocalTensor.get_user_tag(): the tag of t's buffer (-1 until set_user_tag)."""
+    k, s = _tag_word(ctx, t, "LocalTensor.get_user_tag")
+    return ctx[2][0].queues[k].fifo[s] >> 32

@@ -5,6 +5,8 @@ Blocks run their instructions in program order here, so pipes never race; what w
 an MTE2_* event / a pipe_barrier on MTE2 or ALL. wait_flag without a matching set_flag would hang
 the hardware, so it is an error. sync_all is a real barrier across the launch's blocks (they all
 run at once); blocks calling it unequally often would hang the NPU, so that is an error too.
+A flag's pending set_flags are counted in the EVENT_COUNT bits of `events[event, id]` (the bit
+above them marks an id taken from TPipe's pool, pipe.py).
 """
 
 from ..barrier import call_i64
@@ -12,6 +14,7 @@ from ..core import prim, FLAG_DEFER, flush_pending
 from ..errors import FAULT, fault, KernelError
 from ..state import N_EVENT_IDS, N_HARD_EVENTS
 from .. import trace
+from .pipe import EVENT_COUNT
 
 _OP_BARRIER, _OP_SET, _OP_WAIT, _OP_SYNC_ALL = (trace.op("pipe_barrier"), trace.op("set_flag"),
                                                 trace.op("wait_flag"), trace.op("sync_all"))
@@ -64,7 +67,7 @@ def set_flag(ctx, event, event_id):
 def wait_flag(ctx, event, event_id):
     _check_event(event, event_id, "asc.wait_flag")
     ev = ctx[2][0].events
-    if ev[event, event_id] <= 0:
+    if (ev[event, event_id] & EVENT_COUNT) <= 0:
         fault("asc.wait_flag: a matching set_flag must come first "
               "(the NPU would hang), got wait_flag(event={:event}, event_id={})",
               event, event_id)

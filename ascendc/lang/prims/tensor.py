@@ -7,6 +7,8 @@ from ..core import prim, check_gm, check_local, level_name, level_of, local_offs
 from ..dtypes import ld, st
 from ..errors import FAULT, fault, KernelError
 from .. import trace
+from ..gmreach import note as gm_note
+from ..state import FLAG_REPORT_OVERREACH
 from .movecore import pair_info
 from ..positions import NPOS, POS_LEVEL
 # the kernel-type primitives replace sync.py's get_sub_block_idx/num (exported after them)
@@ -22,6 +24,7 @@ _OP_TRANSPOSE = trace.op("transpose")
 
 __all__ = ["ga_add", "gt_bind", "sub_view", "get_value", "set_value", "dump_tensor", "tensor_size",
            "tensor_length", "reinterpret_cast", "position_level", "phy_addr", "local_tensor_new",
+           "set_size", "set_buffer_len", "set_addr_with_offset",
            "get_sub_block_idx", "get_sub_block_num", "get_task_ratio", "ascend_is_aic",
            "ascend_is_aiv", "transpose16", "copy_rep",
            "transpose_ext", "trans_data_to_5hd", "bilinear_interpolation"]
@@ -64,6 +67,8 @@ def _check_index(ctx, t, i, api, write):
         fault("{}: index must be in [0, {}), got index={} on a {:level} tensor", api,
               t.size, i, level_of(ctx, t))
         raise KernelError(FAULT)
+    if ctx[2][0].options & FLAG_REPORT_OVERREACH and local_offset(ctx, t) < 0:
+        gm_note(ctx[2][0], np.int64(t.ctypes.data) + i * t.itemsize, t.itemsize)   # gmreach.py
 
 
 @prim
@@ -107,6 +112,55 @@ def tensor_length(ctx, t):
 def reinterpret_cast(ctx, t, dtype):
     """reinterpret_cast(dtype): the same bytes viewed as another dtype."""
     return t.view(dtype)
+
+
+@prim
+def _relength(ctx, t, start, nbytes, api, what, value):
+    """t's dtype over `nbytes` bytes (whole elements) from byte `start` of local memory, which
+    must lie in the level holding t (LocalTensor::SetSize checks the position's memory)."""
+    lv = level_of(ctx, t)
+    if lv < 0:
+        fault("{}: tensor must be a LocalTensor, got a GM tensor", api)
+        raise KernelError(FAULT)
+    if value < 0:
+        fault("{}: {} must be >= 0, got {}={}", api, what, what, value)
+        raise KernelError(FAULT)
+    st = ctx[2][0]
+    base = st.level_base[lv]
+    if start + nbytes > base + st.level_size[lv]:
+        fault("{}: the tensor must end inside the {} bytes of {:level}, got {}={} (bytes {} "
+              "to {} of {:level})", api, st.level_size[lv], lv, what, value, start - base,
+              start + nbytes - base, lv)
+        raise KernelError(FAULT)
+    return ctx[0][start:start + nbytes - nbytes % t.itemsize].view(t.dtype)
+
+
+@prim
+def set_size(ctx, t, size):
+    """set_size(n): the tensor's first n elements, read on past its end if n is larger
+    (as far as its memory goes)."""
+    return _relength(ctx, t, local_offset(ctx, t), np.int64(size) * t.itemsize,
+                     "LocalTensor.set_size", "size", size)
+
+
+@prim
+def set_buffer_len(ctx, t, data_len):
+    """set_buffer_len(bytes): the tensor over `data_len` bytes from its address."""
+    return _relength(ctx, t, local_offset(ctx, t), np.int64(data_len),
+                     "LocalTensor.set_buffer_len", "data_len", data_len)
+
+
+@prim
+def set_addr_with_offset(ctx, t, src, offset):
+    """t.set_addr_with_offset(src, offset): t's dtype from src's address + offset elements of
+    src, over src's length in bytes (Ascend C copies src's address and dataLen, then moves the
+    address)."""
+    if local_offset(ctx, src) < 0:
+        fault("LocalTensor.set_addr_with_offset: src must be a LocalTensor, got a GM tensor")
+        raise KernelError(FAULT)
+    start = local_offset(ctx, src) + np.int64(offset) * src.itemsize
+    return _relength(ctx, src[:0].view(t.dtype), start, np.int64(src.size) * src.itemsize,
+                     "LocalTensor.set_addr_with_offset", "offset", offset)
 
 
 @prim
