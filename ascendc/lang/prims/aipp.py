@@ -51,6 +51,7 @@ from ..errors import FAULT, fault, GMReadError, KernelError
 from .. import trace
 from .borrow import borrowed
 from .movecore import dtype_name_of, locate, write_target
+from .vecbase import check_range
 
 __all__ = ["set_aipp_functions", "set_aipp_functions_yuv", "load_image_to_local"]
 
@@ -135,18 +136,6 @@ def _gm_bytes_nb(addr, n):
 # ---- set_aipp_functions ------------------------------------------------------------------------
 
 @prim
-def _fail_range(api, what, v, lo, hi):
-    fault("{}: {} must be in [{}, {}], got {}={}", api, what, lo, hi, what, v)
-    raise KernelError(FAULT)
-
-
-@prim
-def _chk(api, what, v, lo, hi):
-    if v < lo or v > hi:
-        _fail_range(api, what, v, lo, hi)
-
-
-@prim
 def _unsupported(what, rule, v):
     fault("set_aipp_functions: {} must be {} (the others are not supported by ascend-emu), "
           "got {}={}", what, rule, what, v)
@@ -164,7 +153,7 @@ def _store_params(st, code, pad, swap, single, dtc, cpad, csc):
     w = st.aipp_cfg
     w[:] = 0.0
     w[W_DTYPE] = code
-    _chk(_SP, "padding_params.padding_mode", pad[0], 0, 3)
+    check_range(_SP, "padding_params.padding_mode", pad[0], 0, 3)
     if pad[0] != 0:
         _unsupported("padding_params.padding_mode", "0 (constant padding)", pad[0])
     w[W_PAD_MODE] = pad[0]
@@ -177,9 +166,9 @@ def _store_params(st, code, pad, swap, single, dtc, cpad, csc):
     w[W_SWAP_AX] = 1.0 if swap[2] else 0.0
     if single[0]:
         _unsupported("single_line_params.is_single_line_copy", "False", 1)
-    _chk(_SP, "dtc_params.dtc_mean_ch0", dtc[0], 0, 255)
-    _chk(_SP, "dtc_params.dtc_mean_ch1", dtc[1], 0, 255)
-    _chk(_SP, "dtc_params.dtc_mean_ch2", dtc[2], 0, 255)
+    check_range(_SP, "dtc_params.dtc_mean_ch0", dtc[0], 0, 255)
+    check_range(_SP, "dtc_params.dtc_mean_ch1", dtc[1], 0, 255)
+    check_range(_SP, "dtc_params.dtc_mean_ch2", dtc[2], 0, 255)
     w[W_DTC_MEAN] = dtc[0]
     w[W_DTC_MEAN + 1] = dtc[1]
     w[W_DTC_MEAN + 2] = dtc[2]
@@ -191,7 +180,7 @@ def _store_params(st, code, pad, swap, single, dtc, cpad, csc):
     w[W_DTC_VAR + 2] = _f16(dtc[8])
     if dtc[9] != 0:
         _unsupported("dtc_params.dtc_round_mode", "0", dtc[9])
-    _chk(_SP, "c_padding_params.c_padding_mode", cpad[0], 0, 1)
+    check_range(_SP, "c_padding_params.c_padding_mode", cpad[0], 0, 1)
     w[W_CPAD_MODE] = cpad[0]
     w[W_CPAD_VALUE] = cpad[1]
     w[W_CSC] = 1.0 if csc[0] else 0.0
@@ -202,11 +191,11 @@ def _store_params(st, code, pad, swap, single, dtc, cpad, csc):
 def _store_csc(w, csc):
     m = (csc[1], csc[2], csc[3], csc[4], csc[5], csc[6], csc[7], csc[8], csc[9])
     for i in range(9):
-        _chk(_SP, _CSC_NAMES[i], m[i], -32768, 32767)
+        check_range(_SP, _CSC_NAMES[i], m[i], -32768, 32767)
         w[W_CSC_M + i] = m[i]
     b = (csc[10], csc[11], csc[12], csc[13], csc[14], csc[15])
     for i in range(6):
-        _chk(_SP, _CSC_NAMES[9 + i], b[i], 0, 255)
+        check_range(_SP, _CSC_NAMES[9 + i], b[i], 0, 255)
         w[W_CSC_BIN + i] = b[i]
 
 
@@ -336,15 +325,15 @@ def _dtc(w, k, v):
 
 @prim
 def _check_params(fmt, hsz, vsz, hs, vs, width, top, bot, left, right):
-    _chk(_LD, "horiz_size", hsz, 2, 4095)
-    _chk(_LD, "vert_size", vsz, 2, 4095)
-    _chk(_LD, "horiz_start_pos", hs, 0, 4095)
-    _chk(_LD, "vert_start_pos", vs, 0, 4095)
-    _chk(_LD, "src_horiz_size", width, 2, 4095)
-    _chk(_LD, "top_pad_size", top, 0, 32)
-    _chk(_LD, "bot_pad_size", bot, 0, 32)
-    _chk(_LD, "left_pad_size", left, 0, 32)
-    _chk(_LD, "right_pad_size", right, 0, 32)
+    check_range(_LD, "horiz_size", hsz, 2, 4095)
+    check_range(_LD, "vert_size", vsz, 2, 4095)
+    check_range(_LD, "horiz_start_pos", hs, 0, 4095)
+    check_range(_LD, "vert_start_pos", vs, 0, 4095)
+    check_range(_LD, "src_horiz_size", width, 2, 4095)
+    check_range(_LD, "top_pad_size", top, 0, 32)
+    check_range(_LD, "bot_pad_size", bot, 0, 32)
+    check_range(_LD, "left_pad_size", left, 0, 32)
+    check_range(_LD, "right_pad_size", right, 0, 32)
     if hs % 2 != 0:
         fault("load_image_to_local: horiz_start_pos must be even, got horiz_start_pos={}", hs)
         raise KernelError(FAULT)

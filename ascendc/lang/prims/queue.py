@@ -359,6 +359,15 @@ def tbuf_get_with_offset(ctx, b, size, offset, dtype):
 
 
 @prim
+def _held(q):
+    """How many of queue record q's buffers are allocated (alloc_tensor'd, not yet freed)."""
+    held = 0
+    for s in range(q.num):
+        held += (q.alloc >> s) & 1
+    return held
+
+
+@prim
 def kernel_end(ctx):
     """Tensors still held when a block ends break the queue discipline."""
     st = ctx[2][0]
@@ -366,9 +375,7 @@ def kernel_end(ctx):
         q = st.queues[k]
         if q.kind != KIND_QUE:
             continue
-        held = 0
-        for s in range(q.num):
-            held += (q.alloc >> s) & 1
+        held = _held(q)
         if held or q.fifo_n:
             fault("kernel end: every tensor must be freed with free_tensor, got {} "
                   "tensor(s) still held by {:pos} TQue #{}", held, q.pos, q.id)
@@ -387,9 +394,7 @@ def release_buffers(ctx, api):
         q = st.queues[k]
         if q.init != INIT or q.kind != KIND_QUE:
             continue
-        held = 0
-        for s in range(q.num):
-            held += (q.alloc >> s) & 1
+        held = _held(q)
         if held or q.fifo_n:
             fault("{}: every tensor must be freed with free_tensor first, got {} tensor(s) "
                   "still held by {:pos} TQue #{}", api, held, q.pos, q.id)
