@@ -2,6 +2,8 @@
 arguments, `asc.property` platform constants, launch keywords binding parameters, kernel types
 and the block numbering of mixed kernels, static `LocalTensor(dtype, pos, addr, len)`; in both
 modes."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -227,6 +229,23 @@ def test_kernel_type_numbering(interpret):
     out = _numbering("MIX_AIC_1_1", bd, interpret)
     assert out[:bd].tolist() == [[1, i, bd, 0, 1, 1, 0, 1] for i in range(bd)]
     assert not out[bd:].any()
+
+
+@pytest.mark.parametrize("interpret", MODES)
+@pytest.mark.parametrize("kt", ["MIX_AIC_1_1", "MIX_AIC_1_2"])
+def test_mix_kernels_asking_for_their_aic_side_warn(interpret, kt, monkeypatch):
+    from ascendc.lang.prims import vecbase
+    monkeypatch.setattr(vecbase, "_WARNED", set())      # a kernel warning is once per process
+    with pytest.warns(RuntimeWarning, match=rf"ascend_is_aic: in a {kt} kernel only the AIV "
+                                            r"instances run on ascend-emu .* code guarded by "
+                                            r"ascend_is_aic\(\) does not run"):
+        _numbering(kt, 2, interpret)
+    monkeypatch.setattr(vecbase, "_WARNED", set())
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        _numbering("AIV_ONLY", 2, interpret)
+        _numbering("AIC_ONLY", 2, interpret)
+    assert not [w for w in rec if "ascend_is_aic" in str(w.message)]
 
 
 @asc.jit

@@ -19,7 +19,9 @@ On a separated-architecture SoC (Atlas A2/A3, the 910B profiles) an AI Core grou
 The emulator runs the AIV instances of a MIX kernel (2 * block_dim of them for MIX_AIC_1_2); the
 high-level Matmul they call (pyasc detects MIX by `register_matmul`) computes on the same emulated
 core, as its AIC serves it on hardware. Code a MIX kernel guards with `ascend_is_aic()` does not
-run (hand-written AIC/AIV cooperation through cross-core flags is not emulated).
+run (hand-written AIC/AIV cooperation through cross-core flags is not emulated): asking
+`ascend_is_aic()` in a MIX_AIC_1_1 / MIX_AIC_1_2 kernel warns so, instead of silently skipping
+the cube side.
 
 AICORE (an emulator value, not a CANN one) is the kind of the kernels that call cube
 instructions (mmad, load_data, fixpipe) directly without the Matmul API: one block owns a whole
@@ -30,6 +32,8 @@ The launcher writes the kernel type into bits KT_SHIFT.. of the core's `options`
 primitives here read it.
 """
 from ..core import prim
+from ..errors import fault
+from .vecbase import warn_recorded
 
 __all__ = ["get_sub_block_idx", "get_sub_block_num", "get_task_ratio", "ascend_is_aic",
            "ascend_is_aiv"]
@@ -80,6 +84,12 @@ def get_task_ratio(ctx):
 def ascend_is_aic(ctx):
     """ASCEND_IS_AIC: does this instance run on a cube core?"""
     k = _ktype(ctx)
+    if k == MIX_AIC_1_1 or k == MIX_AIC_1_2:
+        fault("ascend_is_aic: in a {} kernel only the AIV instances run on ascend-emu (the "
+              "Matmul API's cube work runs on them), got a kernel that asks for its AIC side: "
+              "code guarded by ascend_is_aic() does not run",
+              "MIX_AIC_1_1" if k == MIX_AIC_1_1 else "MIX_AIC_1_2")
+        warn_recorded()
     return k == AIC_ONLY or k == MIX_AIC_HARD_SYNC or k == MIX_AIC_1_0 or k == AICORE
 
 
