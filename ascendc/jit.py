@@ -21,7 +21,7 @@ from . import options as O
 from .lang import api, core, dtypes as D, prims, record, trace
 from .lang.prims import autotensor, ktype as KT
 from .lang.state import FLAG_TRACE, FLAG_REPORT_OVERREACH
-from .lang.gmreach import read_overreach, set_gm_sizes, warn_overreach
+from .lang.gmreach import merge_overreach, read_overreach, set_gm_sizes, warn_overreach
 from .compiler.cache import load_module
 from .compiler.codegen import kernel_module
 from .compiler.diagnostics import typing_error
@@ -191,10 +191,7 @@ class _Binary(rt.KernelBinary):
             for k, v in counts.items():
                 acc[0][k] += v
             acc[1] += nblocks
-            if over:
-                for k, v in over.items():
-                    if v[0] > acc[2].get(k, (0, 0))[0]:
-                        acc[2][k] = v
+            merge_overreach(acc[2], over)
             self.last_counters = dict(acc[0])
             if acc[1] >= block_dim:
                 del self._acc[launch_key]
@@ -357,7 +354,7 @@ def _torch_to_numpy(t):
 
 # options of `@asc.jit(...)` and of a launch `kernel[...](..., option=value)`: ours, then pyasc's
 # CodegenOptions / CompileOptions fields (accepted; only kernel_type and matmul_cube_only change
-# anything here: there is no bisheng, IR dump or sync-insertion pass)
+# anything: there is no bisheng or IR dump, and LocalTensorAuto's syncs are always recorded)
 OWN_OPTIONS = ("interpret", "checked", "soc", "kernel_type", "core_num", "stream")
 PYASC_OPTIONS = ("capture_exceptions", "ir_multithreading", "debug", "strip_loc", "verify_sync",
                  "print_ir_before_all", "run_passes", "opt_level", "auto_sync", "auto_sync_log",

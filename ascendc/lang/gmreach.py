@@ -72,6 +72,14 @@ def overreach_message(kernel: str, name: str, over: int, offset: int, reach: int
             f"{offset}), inside its allocation of {reach} bytes (hardware tolerates this)")
 
 
+def merge_overreach(into: dict, over) -> None:
+    """Fold one block range's over-reach notes (read_overreach) into a launch's: per argument,
+    the farthest reach wins."""
+    for k, v in (over or {}).items():
+        if v[0] > into.get(k, (0, 0))[0]:
+            into[k] = v
+
+
 def warn_overreach(kernel: str, gms, over: dict) -> None:
     """The launch's warnings: one per argument of `over` (read_overreach, merged over the
     launch's block ranges); `gms` as set_gm_sizes had them."""
