@@ -22,7 +22,9 @@ class KernelBinary(Protocol):
     - `needs_all_resident`: every block must run at once (its kernel calls SyncAll);
     - `shuffle_blocks`: start the blocks of a resident launch in random order (checked mode);
     - `counters`: the names of the per-launch counters the binary keeps (may be empty);
-    - `last_counters`: their values after the latest launch; the profiler adds them to its record.
+    - `last_counters`: their values after the latest launch; the profiler adds them to its record;
+    - optional `kernel_type_name`: the Ascend C kernel type the launch runs as (AIV_ONLY, AIC_ONLY,
+      MIX_AIC_1_2, ...), shown in profiles (record args, op_summary's `kernel_type` column).
     A class that subclasses `KernelBinary` inherits the defaults (a plain binary: not resident, no
     shuffling, no counters) and only defines `name` and `run_blocks`.
     """

@@ -1,7 +1,9 @@
 """msprof-like per-operator summary of a profile: host measurements, the NPU estimate, and the
 simulated NPU columns when the profile recorded the NPU view.
 
-Columns: op name, block_dim, calls; `host_total_us`, `host_avg_us`, `host_min_us`,
+Columns: op name, block_dim, `kernel_type` (the kernel type the launch ran as, e.g. AIV_ONLY or
+MIX_AIC_1_2, msprof's "Task Type"; AI_CPU for a model's host ops; empty if the binary does not
+say), calls; `host_total_us`, `host_avg_us`, `host_min_us`,
 `host_max_us` (wall time of the emulator on this CPU) and `host_gflops` (cube MACs x 2 over that
 time): host measurements, not NPU times; `est_npu_us` and `est_bound_pipe` (the labelled
 estimate of `rt.estimate`). When the profile holds NPU-view recordings of the op
@@ -18,8 +20,8 @@ from .estimate import ESTIMATE_LABEL, estimate
 from .npu.export import OP_SUMMARY_COLUMNS
 from .soc import get_soc
 
-HOST_COLUMNS = ("op_name", "block_dim", "calls", "host_total_us", "host_avg_us", "host_min_us",
-                "host_max_us", "host_gflops", "est_npu_us", "est_bound_pipe")
+HOST_COLUMNS = ("op_name", "block_dim", "kernel_type", "calls", "host_total_us", "host_avg_us",
+                "host_min_us", "host_max_us", "host_gflops", "est_npu_us", "est_bound_pipe")
 SIM_COLUMNS = ("simulated_soc", "simulated_calls") + OP_SUMMARY_COLUMNS
 COLUMNS = HOST_COLUMNS          # the columns every row has; SIM_COLUMNS follow when recorded
 
@@ -42,24 +44,24 @@ def _sim_us(row) -> float:
 
 
 def op_summary(prof, soc=None, npu_from=None) -> list[dict]:
-    """One row per (kernel name, block_dim) over the profile's kernel records, and one per AI CPU
-    task name (model nodes on the AI CPU: "<node> (AI_CPU <op>)", est_bound_pipe "AI_CPU"); a
-    model's AI Core kernels are named "<node> (<kernel>)" (see the module docstring for the
-    columns). The simulated columns come from the NPU-view recordings of
+    """One row per (kernel name, block_dim, kernel type) over the profile's kernel records, and one
+    per AI CPU task name (model nodes on the AI CPU: "<node> (AI_CPU <op>)", est_bound_pipe
+    "AI_CPU"); a model's AI Core kernels are named "<node> (<kernel>)" (see the module docstring
+    for the columns). The simulated columns come from the NPU-view recordings of
     `npu_from` (another Profiler, e.g. one that recorded a launch outside the timed runs;
     default `prof` itself), matched by kernel name and block_dim."""
     soc = soc or get_soc()
     groups: dict = {}
     for r in list(prof.records):
         if r.kind in ("kernel", "aicpu"):     # model nodes: "<node> (<kernel>)" / AI CPU tasks
-            groups.setdefault((r.name, r.block_dim), []).append(r)
+            groups.setdefault((r.name, r.block_dim, r.args.get("kernel_type", "")), []).append(r)
     npu: dict = {}
     src = prof if npu_from is None else npu_from
     runs = src.npu_runs() if hasattr(src, "npu_runs") else []
     for run in runs:
         npu.setdefault((run.record.name, run.record.block_dim), []).append(run)
     rows = []
-    for (name, bd), rs in sorted(groups.items()):
+    for (name, bd, kernel_type), rs in sorted(groups.items()):
         d = [r.duration_us for r in rs]
         macs = sum(r.args.get("cube_macs", 0) + r.args.get("cube_macs_fp32", 0) for r in rs)
         if rs[0].kind == "aicpu":      # a host op of a model: no AI Core estimate
@@ -68,7 +70,9 @@ def op_summary(prof, soc=None, npu_from=None) -> list[dict]:
             est = [estimate(r.args, soc, bd) for r in rs]
         bound = max(est, key=lambda e: e["estimated_us"])["bound_pipe"] if est else "-"
         row = {
-            "op_name": name, "block_dim": bd, "calls": len(rs), "host_total_us": sum(d),
+            "op_name": name, "block_dim": bd,
+            "kernel_type": "AI_CPU" if rs[0].kind == "aicpu" else kernel_type,
+            "calls": len(rs), "host_total_us": sum(d),
             "host_avg_us": sum(d) / len(d), "host_min_us": min(d), "host_max_us": max(d),
             "host_gflops": 2 * macs / (sum(d) * 1e3) if sum(d) else 0.0,
             "est_npu_us": sum(e["estimated_us"] for e in est) / len(est),

@@ -107,6 +107,9 @@ class Profiler:
         if isinstance(task, KernelTask):
             if task.binary.counters:
                 args.update(task.binary.last_counters)
+            kernel_type = getattr(task.binary, "kernel_type_name", "")
+            if kernel_type:
+                args["kernel_type"] = kernel_type
             block_dim, ranges = task.block_dim, sorted(task.ranges, key=lambda r: r.first)
         rec = TaskRecord(task.core.device_id, task.core.id, task.kind, task.name, task.start_ns,
                          task.end_ns, task.nbytes, block_dim, ranges, args,

@@ -248,6 +248,21 @@ def test_mix_kernels_asking_for_their_aic_side_warn(interpret, kt, monkeypatch):
     assert not [w for w in rec if "ascend_is_aic" in str(w.message)]
 
 
+@pytest.mark.parametrize("interpret", MODES)
+def test_the_kernel_type_shows_in_the_profile(interpret):
+    out = np.zeros((2 * 2 + 1, 8), np.int32)
+    with rt.profile() as prof:
+        numbering_kernel[2](out, kernel_type="MIX_AIC_1_2", interpret=interpret)
+        numbering_kernel[2](out, interpret=interpret)
+    kinds = [r.args.get("kernel_type") for r in prof.records if r.kind == "kernel"]
+    assert kinds == ["MIX_AIC_1_2", "AIV_ONLY"]
+    from rt.opsummary import op_summary
+    rows = op_summary(prof)
+    assert sorted(r["kernel_type"] for r in rows) == ["AIV_ONLY", "MIX_AIC_1_2"]
+    events = [e for e in prof.chrome_trace()["traceEvents"] if e.get("cat") == "kernel"]
+    assert [e["args"]["kernel_type"] for e in events] == ["MIX_AIC_1_2", "AIV_ONLY"]
+
+
 @asc.jit
 def cube_kernel(out: asc.GlobalAddress):
     og = asc.GlobalTensor()
