@@ -96,6 +96,10 @@ _C_FOR = {DataType.DT_INT8: (DataType.DT_INT32,), DataType.DT_FLOAT: (DataType.D
 MAX_LD = 65535      # GM row length of A/B/C in elements (Nd2NzParams.src_d_value, fixpipe)
 MAX_L1_K = 4080     # K depth of one L1 chunk (Nd2Nz dst_nz_matrix_stride = k*16 <= 65535)
 MAX_LD_INT8_STRIP = 32767   # int8 A^T / B rows: two GM rows per Nd2Nz row (src_d_value = 2*ld)
+# the batch layout fields of each role (SetALayout/SetBLayout(b, s, n, g, d), SetCLayout(b, s1, n,
+# g, s2)), as TCubeTiling's <role>_layout_info_<name>
+_LAYOUT_NAMES = {"a": ("b", "s", "n", "g", "d"), "b": ("b", "s", "n", "g", "d"),
+                 "c": ("b", "s1", "n", "g", "s2")}
 
 
 class MatrixTraverse(enum.IntEnum):
@@ -245,9 +249,8 @@ class MatmulApiTiling:
         # SetALayout/SetBLayout(b, s, n, g, d), SetCLayout(b, s1, n, g, s2): the batch layout of
         # an operand (batch count, rows, heads, groups, columns) for Matmul::IterateBatch
         api = f"{self._api}.set_{role}_layout"
-        names = ("b", "s1", "n", "g", "s2") if role == "c" else ("b", "s", "n", "g", "d")
         self.layouts[role] = tuple(_int(api, nm, v, 1, 2**31 - 1)
-                                   for nm, v in zip(names, (b, s, n, g, d)))
+                                   for nm, v in zip(_LAYOUT_NAMES[role], (b, s, n, g, d)))
         return 0
 
     def set_a_layout(self, b, s, n, g, d):
@@ -399,7 +402,7 @@ class MatmulApiTiling:
 
     def _layout_fields(self) -> dict:
         out = {"batch_num": self.batch_num}
-        for role, names in (("a", "bsngd"), ("b", "bsngd"), ("c", ("b", "s1", "n", "g", "s2"))):
+        for role, names in _LAYOUT_NAMES.items():
             for nm, v in zip(names, self.layouts.get(role, (0,) * 5)):
                 out[f"{role}_layout_info_{nm}"] = v
         return out

@@ -188,17 +188,24 @@ def ws_as(w, dst):
 
 
 @prim
-def mm_check_get_c(st, t, c_isz, ws, dst, ndst):
-    """get_tensor_c(local)'s preconditions: a tile computed by iterate(), a local tensor of C's
-    dtype that holds base_m x base_n, a workspace that holds this block's tile."""
+def mm_check_get_c_gm(st, c_isz, gc):
+    """get_tensor_c(gm)'s preconditions (and the first ones of the local form): a tile computed
+    by iterate(), C's dtype."""
     if st[S_ITER] < 0:
         fault("asc.adv.Matmul.get_tensor_c: iterate() must return True first, got "
               "no current C tile")
         raise KernelError(FAULT)
-    if dst.itemsize != c_isz:
+    if gc.itemsize != c_isz:
         fault("asc.adv.Matmul.get_tensor_c: the tensor's dtype must be MatmulType c's, got "
-              "element size {} for MatmulType size c={}", dst.itemsize, c_isz)
+              "element size {} for MatmulType size c={}", gc.itemsize, c_isz)
         raise KernelError(FAULT)
+
+
+@prim
+def mm_check_get_c(st, t, c_isz, ws, dst, ndst):
+    """get_tensor_c(local)'s preconditions: a tile computed by iterate(), a local tensor of C's
+    dtype that holds base_m x base_n, a workspace that holds this block's tile."""
+    mm_check_get_c_gm(st, c_isz, dst)
     if ndst < t.base_m * t.base_n:
         fault("asc.adv.Matmul.get_tensor_c: the local tensor must hold base_m * "
               "base_n = {} elements, got {}", t.base_m * t.base_n, ndst)
@@ -207,19 +214,6 @@ def mm_check_get_c(st, t, c_isz, ws, dst, ndst):
         fault("asc.adv.Matmul.get_tensor_c: the workspace given to register_matmul "
               "must hold a base_m x base_n tile of C per block, got {} bytes",
               ws.size * ws.itemsize)
-        raise KernelError(FAULT)
-
-
-@prim
-def mm_check_get_c_gm(st, c_isz, gc):
-    """get_tensor_c(gm)'s preconditions: a tile computed by iterate(), C's dtype."""
-    if st[S_ITER] < 0:
-        fault("asc.adv.Matmul.get_tensor_c: iterate() must return True first, got "
-              "no current C tile")
-        raise KernelError(FAULT)
-    if gc.itemsize != c_isz:
-        fault("asc.adv.Matmul.get_tensor_c: the tensor's dtype must be MatmulType c's, got "
-              "element size {} for MatmulType size c={}", gc.itemsize, c_isz)
         raise KernelError(FAULT)
 
 

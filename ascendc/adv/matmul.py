@@ -45,7 +45,6 @@ made by hand.
 """
 from __future__ import annotations
 
-
 from ..lang import api
 from ..lang import dtypes as D
 from ..lang.enums import CubeFormat, TPosition
@@ -57,8 +56,6 @@ from .checks import (S_BIAS, S_INIT, S_ITER, S_OKA, S_OKB, S_OM, S_ON, S_SK, S_S
                      ws_as)
 from .mmkernel import (mm_get_tensor_c, mm_get_tensor_c_gm, mm_iterate, mm_iterate_all,
                        mm_iterate_batch, mm_register)
-
-
 
 
 def type_error(role: str, position, fmt, layout) -> str | None:
@@ -191,13 +188,16 @@ class Matmul:
     def set_single_shape(self, m, n, k):
         self._st[S_SM], self._st[S_SN], self._st[S_SK] = int(m), int(n), int(k)
 
+    def _operand_types(self, api_name):
+        """The A, B, C MatmulTypes as tuples, once set_tensor_a and set_tensor_b have run."""
+        if self._a is None or self._b is None:
+            raise KernelError(f"{api_name}: set_tensor_a and set_tensor_b must be called first, "
+                              f"got a={self._a is not None} b={self._b is not None}")
+        return (t.as_tuple() for t in self._types[:3])
+
     def iterate_all(self, gm, en_atomic=0, sync=True, wait_iterate_all=False, fake_msg=False):
         """Mirrors `Matmul::IterateAll(gm, enAtomic)`: the whole single-core C (see module doc)."""
-        if self._a is None or self._b is None:
-            raise KernelError("asc.adv.Matmul.iterate_all: set_tensor_a and set_tensor_b must be "
-                              "called first, got a={} b={}".format(self._a is not None,
-                                                                   self._b is not None))
-        a, b, c = (t.as_tuple() for t in self._types[:3])
+        a, b, c = self._operand_types("asc.adv.Matmul.iterate_all")
         mm_check_iterate(self._st, self._tiling if self._tiling is not None else _EMPTY,
                          a[2], b[2], c[2], a[3], b[3], self._a.data, self._b.data, gm.data,
                          int(en_atomic))
@@ -211,14 +211,11 @@ class Matmul:
         single_core_m x single_core_n per batch, for LayoutMode.NORMAL operands and C in GM
         (matrix_stride_c is reserved in Ascend C: C's stride comes from the C layout)."""
         api_name = "asc.adv.Matmul.iterate_batch"
-        if self._a is None or self._b is None:
-            raise KernelError(f"{api_name}: set_tensor_a and set_tensor_b must be called first, "
-                              f"got a={self._a is not None} b={self._b is not None}")
+        a, b, c = self._operand_types(api_name)
         if not isinstance(tensor, api.GlobalTensor) or en_partial_sum:
             raise KernelError(f"{api_name}: tensor must be a GlobalTensor and en_partial_sum "
                               f"False (C in UB and partial sums are not emulated), got "
                               f"tensor={type(tensor).__name__} en_partial_sum={en_partial_sum}")
-        a, b, c = (t.as_tuple() for t in self._types[:3])
         mm_check_iterate(self._st, self._tiling if self._tiling is not None else _EMPTY,
                          a[2], b[2], c[2], a[3], b[3], self._a.data, self._b.data, tensor.data,
                          int(en_atomic))
@@ -231,15 +228,11 @@ class Matmul:
     def iterate(self, en_partial_sum=False, sync=True, local_c_matrix=None):
         """Mirrors `Matmul::Iterate()`: computes the next C tile into L0C; True while there is
         one (`while mm.iterate():`; pyasc's `with mm.iterate() as count:` is the same loop)."""
-        if self._a is None or self._b is None:
-            raise KernelError("asc.adv.Matmul.iterate: set_tensor_a and set_tensor_b must be "
-                              "called first, got a={} b={}".format(self._a is not None,
-                                                                   self._b is not None))
+        a, b, c = self._operand_types("asc.adv.Matmul.iterate")
         if en_partial_sum or local_c_matrix is not None:
             raise KernelError("asc.adv.Matmul.iterate: en_partial_sum and local_c_matrix are not "
                               f"supported, got en_partial_sum={en_partial_sum} "
                               f"local_c_matrix={local_c_matrix!r}")
-        a, b, c = (t.as_tuple() for t in self._types[:3])
         mm_check_tile(self._st, self._tiling if self._tiling is not None else _EMPTY,
                       a[2], b[2], c[2], a[3], b[3], self._a.data, self._b.data)
         return bool(mm_iterate(self._q, self._tiling, self._st, self._a, self._b,

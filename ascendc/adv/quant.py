@@ -75,5 +75,4 @@ def quant(dst, src, scale, offset, count=None, temp_buffer=None, reuse_source=Fa
     n = -1 if count is None else int(count)
     quant_check(dst.dtype.sizeof(), src.dtype.sizeof(), int(dst.get_size()), int(src.get_size()),
                 int(temp_buffer.get_size()) * temp_buffer.dtype.sizeof(), n, calc, work)
-    quant_per_tensor(dst, src, temp_buffer, scale, offset, -1 if count is None else count,
-                     calc, work)
+    quant_per_tensor(dst, src, temp_buffer, scale, offset, n, calc, work)

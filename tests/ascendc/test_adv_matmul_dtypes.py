@@ -238,25 +238,32 @@ def test_c_dtype_must_fit_the_operands(ab, cdt, msg):
 
 
 @asc.jit
-def ub_dtype_kernel(a: asc.GlobalAddress, b: asc.GlobalAddress, c: asc.GlobalAddress,
-                    tiling: asc.adv.TCubeTiling, workspace: asc.GlobalAddress):
+def bad_c_kernel(a: asc.GlobalAddress, b: asc.GlobalAddress, c: asc.GlobalAddress,
+                 tiling: asc.adv.TCubeTiling, workspace: asc.GlobalAddress, local: int):
+    """C declared in VECIN; get_tensor_c given a float32 LocalTensor (local=1) or the
+    GlobalTensor C (local=0)."""
     ag = asc.GlobalTensor()
     bg = asc.GlobalTensor()
+    cg = asc.GlobalTensor()
     ag.set_global_buffer(a)
     bg.set_global_buffer(b)
+    cg.set_global_buffer(c)
     pipe = asc.TPipe()
     q = asc.TQue(asc.TPosition.VECOUT, 1)
     pipe.init_buffer(q, 1, tiling.base_m * tiling.base_n * 4)
     mm = asc.adv.Matmul(asc.adv.MatmulType(asc.TPosition.GM, asc.CubeFormat.ND, ag.dtype),
                         asc.adv.MatmulType(asc.TPosition.GM, asc.CubeFormat.ND, bg.dtype),
-                        asc.adv.MatmulType(asc.TPosition.VECIN, asc.CubeFormat.ND, c.dtype))
+                        asc.adv.MatmulType(asc.TPosition.VECIN, asc.CubeFormat.ND, cg.dtype))
     asc.adv.register_matmul(pipe, workspace, mm, tiling)
     mm.set_tensor_a(ag)
     mm.set_tensor_b(bg)
     while mm.iterate():
-        t = q.alloc_tensor(asc.float32)
-        mm.get_tensor_c(t)
-        q.free_tensor(t)
+        if local:
+            t = q.alloc_tensor(asc.float32)
+            mm.get_tensor_c(t)
+            q.free_tensor(t)
+        else:
+            mm.get_tensor_c(cg)
 
 
 def test_local_c_tensor_must_have_c_dtype():
@@ -264,8 +271,8 @@ def test_local_c_tensor_must_have_c_dtype():
     with pytest.raises(rt.AclError, match=r"asc.adv.Matmul.get_tensor_c: the tensor's dtype must "
                                           r"be MatmulType c's, got element size 4 for MatmulType "
                                           r"size c=2"):
-        ub_dtype_kernel[1](a, b, np.zeros((32, 32), np.float16), tiling(32, 32, 32, 2),
-                           np.zeros(BM * BN * 4, np.uint8), interpret=True)
+        bad_c_kernel[1](a, b, np.zeros((32, 32), np.float16), tiling(32, 32, 32, 2),
+                        np.zeros(BM * BN * 4, np.uint8), 1, interpret=True)
 
 
 def test_get_tensor_c_tensor_kind_must_follow_c_position():
@@ -275,25 +282,5 @@ def test_get_tensor_c_tensor_kind_must_follow_c_position():
                                           r"LocalTensor \(MatmulType c is in TPosition.VECIN; "
                                           r"optional_tensor is not supported\), got "
                                           r"tensor=GlobalTensor"):
-        bad_kind_kernel[1](a, b, np.zeros((32, 32), np.int32), tiling(32, 32, 64, 1),
-                           np.zeros(BM * BN * 4, np.uint8), interpret=True)
-
-
-@asc.jit
-def bad_kind_kernel(a: asc.GlobalAddress, b: asc.GlobalAddress, c: asc.GlobalAddress,
-                    tiling: asc.adv.TCubeTiling, workspace: asc.GlobalAddress):
-    ag = asc.GlobalTensor()
-    bg = asc.GlobalTensor()
-    cg = asc.GlobalTensor()
-    ag.set_global_buffer(a)
-    bg.set_global_buffer(b)
-    cg.set_global_buffer(c)
-    pipe = asc.TPipe()
-    mm = asc.adv.Matmul(asc.adv.MatmulType(asc.TPosition.GM, asc.CubeFormat.ND, ag.dtype),
-                        asc.adv.MatmulType(asc.TPosition.GM, asc.CubeFormat.ND, bg.dtype),
-                        asc.adv.MatmulType(asc.TPosition.VECIN, asc.CubeFormat.ND, cg.dtype))
-    asc.adv.register_matmul(pipe, workspace, mm, tiling)
-    mm.set_tensor_a(ag)
-    mm.set_tensor_b(bg)
-    while mm.iterate():
-        mm.get_tensor_c(cg)
+        bad_c_kernel[1](a, b, np.zeros((32, 32), np.int32), tiling(32, 32, 64, 1),
+                        np.zeros(BM * BN * 4, np.uint8), 0, interpret=True)
