@@ -7,10 +7,10 @@ from . import lowering
 from .matmul import LayoutMode, Matmul, MatmulConfig, MatmulType, register_matmul
 from .mmkernel import nd2nz_strips
 from .quant import QuantConfig, quant
-from .softmax import Lowering as _SoftmaxLowering, SoftmaxTiling, softmax
+from .softmax import SoftmaxTiling, softmax
 from .tiling import TCubeTiling
 
-register_extension(Extension("adv", lowering=_SoftmaxLowering(lowering)))
+register_extension(Extension("adv", lowering=lowering))
 
 __all__ = ["Matmul", "MatmulType", "MatmulConfig", "register_matmul", "TCubeTiling", "LayoutMode",
            "nd2nz_strips", "quant", "QuantConfig", "softmax", "SoftmaxTiling"]

@@ -23,6 +23,7 @@ from .matmul import NO_BIAS, SUPPORTED_METHODS, type_error
 from .mmkernel import (mm_get_tensor_c, mm_get_tensor_c_gm, mm_iterate, mm_iterate_all,
                        mm_iterate_batch, mm_register)
 from .quant import quant_per_tensor
+from .softmax import ARGS as _SOFTMAX_ARGS, lower_softmax, lower_softmax_tiling
 from .tiling import FIELDS
 from .tilingops import INDEX
 
@@ -122,6 +123,8 @@ def expression(rw, call, chain):
         return _new_tiling(rw, call)
     if chain == ["QuantConfig"]:
         return _quant_config(rw, call)
+    if chain == ["SoftmaxTiling"]:
+        return lower_softmax_tiling(rw, call)
     raise rw.err(call, f"asc.adv.{'.'.join(chain)}(...) must be used as pyasc does (Matmul "
                        f"assigned to a variable, register_matmul as a statement); other asc.adv "
                        f"APIs are not supported in compiled kernels")
@@ -176,6 +179,8 @@ def statement(rw, node):
         return _register(rw, v)
     if is_adv_call(rw, v, "quant"):
         return _quant(rw, v)
+    if is_adv_call(rw, v, "softmax"):
+        return lower_softmax(rw, _bind(rw, v, "asc.adv.softmax", _SOFTMAX_ARGS, 5))
     f = v.func
     if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and \
             rw.kinds.get(f.value.id) == MM:

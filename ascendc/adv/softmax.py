@@ -7,14 +7,13 @@ The computation, its checks and the in-kernel tiling are the primitive
 does). src's [m, k] comes from its shape info (`src.set_shape_info(asc.ShapeInfo(...))`), as
 SoftMax's default `softmaxShapeInfo = {}` reads it; a `SoftmaxTiling()` built in the kernel (all
 fields 0) makes the kernel compute the tiling, as Ascend C does when the tiling's shape differs.
-Compiled kernels: `Lowering` below turns the calls into the same primitive call (it wraps the
-Matmul / quant lowering of adv/lowering.py, which stays the one `asc.adv` Extension).
+Compiled kernels: adv/lowering.py (the `asc.adv` Extension's lowering) calls lower_softmax /
+lower_softmax_tiling below, which turn the calls into the same primitive call.
 """
 from __future__ import annotations
 
 import ast
 
-from ..compiler.frontend import attr_chain, is_asc_module
 from ..lang import api
 from ..lang.prims.softmax import TILING_FIELDS, SoftmaxTilingRecord, softmax_nd, tiling_record
 
@@ -59,7 +58,7 @@ class SoftmaxTiling:
 
 def softmax(dst, sum, max, src, tiling, temp_buffer=None, reuse_source=False,  # noqa: A002
             basic_block=False, data_format_nz=False):
-    """pyasc's `asc.adv.softmax` in an interpreted kernel (compiled kernels: Lowering)."""
+    """pyasc's `asc.adv.softmax` in an interpreted kernel (compiled kernels: lower_softmax)."""
     ctx = api.current_ctx()
     work = temp_buffer.data if temp_buffer is not None else src.data
     softmax_nd(ctx, dst.data, sum.data, max.data, src.data, work, temp_buffer is not None,
@@ -71,39 +70,15 @@ _IMPORT = ("from ascendc.lang.prims.softmax import softmax_nd as _asc_softmax_nd
            "SoftmaxTilingRecord as _asc_SoftmaxTiling")
 
 
-def _is_adv_call(rw, node, name):
-    if not isinstance(node, ast.Call):
-        return False
-    ch = attr_chain(node.func)
-    return bool(ch) and len(ch) == 3 and ch[1:] == ["adv", name] and \
-        is_asc_module(rw.global_value(ch[0]))
-
-
 def _call(name, args):
     return ast.Call(func=ast.Name(id=name, ctx=ast.Load()), args=list(args), keywords=[])
-
-
-def _bind(rw, call, api_name, names, required):
-    if len(call.args) > len(names):
-        raise rw.err(call, f"{api_name}: arguments must be ({', '.join(names)}), got "
-                           f"{len(call.args)} positional")
-    out = dict(zip(names, call.args))
-    for k in call.keywords:
-        if k.arg not in names or k.arg in out:
-            raise rw.err(call, f"{api_name}: arguments must be ({', '.join(names)}), got "
-                               f"keyword {k.arg!r}")
-        out[k.arg] = k.value
-    missing = [n for n in names[:required] if n not in out]
-    if missing:
-        raise rw.err(call, f"{api_name}: arguments must include {', '.join(missing)}, got none")
-    return out
 
 
 def _is_none(node):
     return node is None or (isinstance(node, ast.Constant) and node.value is None)
 
 
-def _new_tiling(rw, call):
+def lower_softmax_tiling(rw, call):
     """asc.adv.SoftmaxTiling(f=v, ...) in a kernel: a record with every other field 0."""
     if call.args:
         raise rw.err(call, "asc.adv.SoftmaxTiling: fields must be given by keyword (f=v), got "
@@ -118,8 +93,8 @@ def _new_tiling(rw, call):
     return _call("_asc_SoftmaxTiling", [given.get(f, ast.Constant(0)) for f in TILING_FIELDS])
 
 
-def _softmax(rw, call):
-    b = _bind(rw, call, "asc.adv.softmax", ARGS, 5)
+def lower_softmax(rw, b):
+    """asc.adv.softmax(...) as a statement, its arguments `b` bound by name (adv/lowering.py)."""
     vals = [rw.visit(b[k]) for k in ("dst", "sum", "max", "src")]
     tmp = b.get("temp_buffer")
     given = not _is_none(tmp)
@@ -132,27 +107,3 @@ def _softmax(rw, call):
     return [ast.Expr(value=_call("_asc_softmax_nd", [ast.Name(id="_ctx", ctx=ast.Load())] +
                                  vals))]
 
-
-class Lowering:
-    """The `asc.adv` Extension's lowering: softmax / SoftmaxTiling here, the rest by `inner`
-    (adv/lowering.py)."""
-
-    def __init__(self, inner):
-        self.inner = inner
-        self.KINDS = inner.KINDS
-
-    def assign(self, rw, node):
-        return self.inner.assign(rw, node)
-
-    def statement(self, rw, node):
-        if _is_adv_call(rw, node.value, "softmax"):
-            return _softmax(rw, node.value)
-        return self.inner.statement(rw, node)
-
-    def expression(self, rw, call, chain):
-        if chain == ["SoftmaxTiling"]:
-            return _new_tiling(rw, call)
-        return self.inner.expression(rw, call, chain)
-
-    def method_value(self, rw, node, kind, m):
-        return self.inner.method_value(rw, node, kind, m)

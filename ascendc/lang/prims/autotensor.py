@@ -39,7 +39,8 @@ from .sync import pipe_barrier, set_flag, wait_flag
 __all__ = ["local_tensor_auto_new"]
 
 AUTO_EVENT_ID = N_EVENT_IDS - 1     # the event id of the flags insert_sync adds
-_NPIPES = 11
+_NPIPES = len(PipeID)
+_PIPE_ALL = int(PipeID.PIPE_ALL)
 
 # HardEvent between two pipes: _EVENT[src_pipe, dst_pipe] (-1: none)
 _PIPE_OF = {"S": PipeID.PIPE_S, "V": PipeID.PIPE_V, "M": PipeID.PIPE_M,
@@ -150,7 +151,7 @@ def _sync(ctx, src, dst):
         set_flag(ctx, e, AUTO_EVENT_ID)
         wait_flag(ctx, e, AUTO_EVENT_ID)
     else:
-        pipe_barrier(ctx, 6)
+        pipe_barrier(ctx, _PIPE_ALL)
 
 
 @prim

@@ -14,6 +14,7 @@ lives in the core state's `events[evt, id]` words next to the set_flag counts (s
 EVENT_ALLOCATED marks an id taken, the bits under EVENT_COUNT count pending set_flags.
 """
 from ..core import prim
+from ..enums import PipeID
 from ..errors import FAULT, fault, KernelError
 from ..state import N_EVENT_IDS, N_HARD_EVENTS
 from .. import trace
@@ -26,18 +27,23 @@ EVENT_COUNT = (1 << 32) - 1       # bits of an events[evt, id] word counting pen
 EVENT_ALLOCATED = 1 << 40         # the id is taken by alloc_event_id
 
 _OP_DESTROY = trace.op("TPipe.destroy")
-_PIPE_ALL = 6
+_PIPE_ALL = int(PipeID.PIPE_ALL)
+
+
+@prim
+def _created_pipe(ctx, api):
+    """The pipe must exist."""
+    if ctx[2][0].pipes & 0xFF == 0:
+        fault("{}: the kernel must create its TPipe first (pipe = asc.TPipe()), got no TPipe",
+              api)
+        raise KernelError(FAULT)
 
 
 @prim
 def _live_pipe(ctx, api):
     """The pipe must exist and not be destroyed."""
-    p = ctx[2][0].pipes
-    if p & 0xFF == 0:
-        fault("{}: the kernel must create its TPipe first (pipe = asc.TPipe()), got no TPipe",
-              api)
-        raise KernelError(FAULT)
-    if p & PIPE_DESTROYED:
+    _created_pipe(ctx, api)
+    if ctx[2][0].pipes & PIPE_DESTROYED:
         fault("{}: the TPipe must be initialised again with init() after destroy(), got a "
               "destroyed TPipe", api)
         raise KernelError(FAULT)
@@ -54,10 +60,7 @@ def _free_event_ids(ctx):
 @prim
 def get_tpipe_ptr(ctx):
     """GetTPipePtr(): the kernel's TPipe (it must have been created)."""
-    if ctx[2][0].pipes & 0xFF == 0:
-        fault("asc.get_tpipe_ptr: the kernel must create its TPipe first (pipe = asc.TPipe()), "
-              "got no TPipe")
-        raise KernelError(FAULT)
+    _created_pipe(ctx, "asc.get_tpipe_ptr")
     return 1
 
 
@@ -66,8 +69,7 @@ def tpipe_destroy(ctx):
     """TPipe::Destroy(): release the buffers; the pipe is destroyed until init() (a second
     destroy() is a no-op, as Ascend C's destructor after Destroy())."""
     st = ctx[2][0]
-    if st.pipes & 0xFF == 0:
-        _live_pipe(ctx, "TPipe.destroy")
+    _created_pipe(ctx, "TPipe.destroy")
     if st.pipes & PIPE_DESTROYED:
         return
     release_buffers(ctx, "TPipe.destroy")
@@ -79,8 +81,7 @@ def tpipe_destroy(ctx):
 def tpipe_init(ctx):
     """TPipe::Init(): re-create a destroyed pipe (no buffers, every event id free)."""
     st = ctx[2][0]
-    if st.pipes & 0xFF == 0:
-        _live_pipe(ctx, "TPipe.init")
+    _created_pipe(ctx, "TPipe.init")
     if not st.pipes & PIPE_DESTROYED:
         fault("TPipe.init: the TPipe must be destroyed first (the constructor initialises it; "
               "init() pairs with destroy()), got init() on a live TPipe")

@@ -407,14 +407,10 @@ def release_buffers(ctx, api):
             ctx[0][lo:lo + st.level_used[lv]] = 0xFF
             if st.options & FLAG_DEFER:
                 ctx[1][lo:lo + st.level_used[lv]] = 0xFF
-    for k in range(st.nque):
+    for k in range(st.nque):      # (nothing is held now; _init resets the ring and tags)
         q = st.queues[k]
         if q.init == INIT:
             q.init = RELEASED
-            q.alloc = 0
-            q.fifo_n = 0
-            q.fifo_head = 0
-            q.next_slot = 0
     st.level_used[:] = 0
     st.nbuf = 0
 

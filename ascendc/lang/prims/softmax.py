@@ -120,8 +120,9 @@ def _split_m(work_floats, isz, blk, m, k, om):
 
 
 @prim
-def _row(dst, sm, mx, src, r, k, ok, blk, buf):
-    """One row: max, exp(x - max), sum, divide; sum / max broadcast to a 32-byte block."""
+def _row(dst, sm, mx, src, r, k, ok, blk, buf, lanes):
+    """One row: max, exp(x - max), sum, divide; sum / max broadcast to a 32-byte block (buf: k
+    floats, lanes: FLOAT_REPEAT floats of scratch)."""
     base = r * k
     m = np.float32(-np.inf)
     for j in range(ok):
@@ -130,7 +131,7 @@ def _row(dst, sm, mx, src, r, k, ok, blk, buf):
             m = v
     for j in range(k):
         buf[j] = np.exp(np.float32(ld(src, base + j)) - m)
-    lanes = np.zeros(FLOAT_REPEAT, np.float32)     # Add of 64-lane chunks, then a lane tree
+    lanes[:] = 0                                   # Add of 64-lane chunks, then a lane tree
     for j in range(ok):
         lanes[j % FLOAT_REPEAT] += buf[j]
     w = FLOAT_REPEAT // 2
@@ -211,8 +212,9 @@ def softmax_nd(ctx, dst, sm, mx, src, work, work_given, tiling, basic_block, dat
     if work_given:
         auto_use(ctx, _PIPE_V, work, work, 1)
     buf = np.empty(k, np.float32)
+    lanes = np.empty(FLOAT_REPEAT, np.float32)
     for r in range(om):
-        _row(dst, sm, mx, src, r, k, ok, blk, buf)
+        _row(dst, sm, mx, src, r, k, ok, blk, buf, lanes)
     core.count(ctx, core.C_VEC_OPS, om * (4 * k + ok + 2 * blk))
     if trace.on(ctx):
         chunks = (om + split - 1) // split
