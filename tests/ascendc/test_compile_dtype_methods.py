@@ -6,32 +6,26 @@ import pytest
 
 import ascendc as asc
 
+from pyasc_helpers import copy_in, copy_out, gm_tensor
+
 
 @asc.jit
 def copy_scaled_by_sizes(x: asc.GlobalAddress, z: asc.GlobalAddress, n: asc.ConstExpr[int]):
-    xg = asc.GlobalTensor()
-    zg = asc.GlobalTensor()
-    xg.set_global_buffer(x)
-    zg.set_global_buffer(z)
+    xg = gm_tensor(x)
+    zg = gm_tensor(z)
     pipe = asc.TPipe()
     qx = asc.TQue(asc.TPosition.VECIN, 1)
     qz = asc.TQue(asc.TPosition.VECOUT, 1)
     pipe.init_buffer(que=qx, num=1, len=n * asc.float32.sizeof())
     pipe.init_buffer(que=qz, num=1, len=n * asc.float32.sizeof())
-    xl = qx.alloc_tensor(x.dtype)
-    asc.data_copy(xl, xg, count=n)
-    qx.enque(xl)
-    xl = qx.deque(x.dtype)
+    xl = copy_in(qx, xg, n, x.dtype)
     zl = qz.alloc_tensor(z.dtype)
     scale = asc.uint64.sizeof() + asc.int8.sizeof()      # 8 + 1
     if asc.float16.is_float():
         scale = scale * 2
     asc.muls(zl, xl, float(scale), count=n)
-    qz.enque(zl)
     qx.free_tensor(xl)
-    zl = qz.deque(z.dtype)
-    asc.data_copy(zg, zl, count=n)
-    qz.free_tensor(zl)
+    copy_out(zg, qz, zl, n, z.dtype)
 
 
 @pytest.mark.parametrize("mode", ["interpret", "compiled"])

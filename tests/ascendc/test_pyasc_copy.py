@@ -6,33 +6,27 @@ import pytest
 import ascendc as asc
 import rt
 
+from pyasc_helpers import copy_in, copy_out, gm_tensor
+
 
 @asc.jit
 def copy_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, n: asc.ConstExpr[int], mask: int,
                 repeat: int, dst_stride: int, src_stride: int, dst_rep: int, src_rep: int):
-    xg = asc.GlobalTensor()
-    zg = asc.GlobalTensor()
-    xg.set_global_buffer(x)
-    zg.set_global_buffer(z)
+    xg = gm_tensor(x)
+    zg = gm_tensor(z)
     pipe = asc.TPipe()
     qx = asc.TQue(asc.TPosition.VECIN, 1)
     qz = asc.TQue(asc.TPosition.VECOUT, 1)
     pipe.init_buffer(que=qx, num=1, len=n * x.dtype.sizeof())
     pipe.init_buffer(que=qz, num=1, len=n * z.dtype.sizeof())
-    xl = qx.alloc_tensor(x.dtype)
-    asc.data_copy(xl, xg, count=n)
-    qx.enque(xl)
-    xl = qx.deque(x.dtype)
+    xl = copy_in(qx, xg, n, x.dtype)
     zl = qz.alloc_tensor(z.dtype)
     asc.duplicate(zl, 0, n)
     params = asc.CopyRepeatParams(dst_stride=dst_stride, src_stride=src_stride,
                                   dst_repeat_size=dst_rep, src_repeat_size=src_rep)
     asc.copy(zl, xl, mask, repeat, params)
-    qz.enque(zl)
     qx.free_tensor(xl)
-    zl = qz.deque(z.dtype)
-    asc.data_copy(zg, zl, count=n)
-    qz.free_tensor(zl)
+    copy_out(zg, qz, zl, n, z.dtype)
 
 
 def _reference(x, mask, repeat, dst_stride, src_stride, dst_rep, src_rep):

@@ -7,6 +7,8 @@ import pytest
 import ascendc as asc
 import rt
 
+from pyasc_helpers import copy_in, copy_out, gm_tensor
+
 H = W = 16
 C0 = 16
 
@@ -17,10 +19,8 @@ def to_5hd_addr_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, groups: int,
     """NCHW (N=1, C = 16 * groups) -> NC1HWC0 with address tensors; `repeat` < 16 converts
     only the first repeat * 16 positions of each channel (the rest of z stays as filled)."""
     total = groups * C0 * H * W
-    xg = asc.GlobalTensor()
-    zg = asc.GlobalTensor()
-    xg.set_global_buffer(x)
-    zg.set_global_buffer(z)
+    xg = gm_tensor(x)
+    zg = gm_tensor(z)
     pipe = asc.TPipe()
     qx = asc.TQue(asc.TPosition.VECIN, 1)
     qz = asc.TQue(asc.TPosition.VECOUT, 1)
@@ -30,10 +30,7 @@ def to_5hd_addr_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, groups: int,
     pipe.init_buffer(que=qz, num=1, len=total * 2)
     pipe.init_buffer(que=qd, num=1, len=16 * 8)
     pipe.init_buffer(que=qs, num=1, len=16 * 8)
-    xl = qx.alloc_tensor(x.dtype)
-    asc.data_copy(xl, xg, count=total)
-    qx.enque(xl)
-    xl = qx.deque(x.dtype)
+    xl = copy_in(qx, xg, total, x.dtype)
     zl = qz.alloc_tensor(z.dtype)
     asc.duplicate(zl, 0, total)
     params = asc.TransDataTo5HDParams(dst_high_half=False, src_high_half=False,
@@ -47,11 +44,8 @@ def to_5hd_addr_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, groups: int,
         asc.trans_data_to_5hd(da, sa, params)
         qd.free_tensor(da)
         qs.free_tensor(sa)
-    qz.enque(zl)
     qx.free_tensor(xl)
-    zl = qz.deque(z.dtype)
-    asc.data_copy(zg, zl, count=total)
-    qz.free_tensor(zl)
+    copy_out(zg, qz, zl, total, z.dtype)
 
 
 @asc.jit
@@ -59,19 +53,14 @@ def to_5hd_list_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, src_shift: in
     """One group of 16 channels with tensor lists; `src_shift` moves the src views (for the
     bounds error)."""
     total = C0 * H * W
-    xg = asc.GlobalTensor()
-    zg = asc.GlobalTensor()
-    xg.set_global_buffer(x)
-    zg.set_global_buffer(z)
+    xg = gm_tensor(x)
+    zg = gm_tensor(z)
     pipe = asc.TPipe()
     qx = asc.TQue(asc.TPosition.VECIN, 1)
     qz = asc.TQue(asc.TPosition.VECOUT, 1)
     pipe.init_buffer(que=qx, num=1, len=total * 2)
     pipe.init_buffer(que=qz, num=1, len=total * 2)
-    xl = qx.alloc_tensor(x.dtype)
-    asc.data_copy(xl, xg, count=total)
-    qx.enque(xl)
-    xl = qx.deque(x.dtype)
+    xl = copy_in(qx, xg, total, x.dtype)
     zl = qz.alloc_tensor(z.dtype)
     params = asc.TransDataTo5HDParams(repeat_times=16, dst_rep_stride=16, src_rep_stride=1)
     d = [zl[W * 0], zl[W * 1], zl[W * 2], zl[W * 3], zl[W * 4], zl[W * 5], zl[W * 6],
@@ -82,11 +71,8 @@ def to_5hd_list_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, src_shift: in
          xl[H * W * 10], xl[H * W * 11], xl[H * W * 12], xl[H * W * 13], xl[H * W * 14],
          xl[src_shift + H * W * 15]]
     asc.trans_data_to_5hd(d, s, params)
-    qz.enque(zl)
     qx.free_tensor(xl)
-    zl = qz.deque(z.dtype)
-    asc.data_copy(zg, zl, count=total)
-    qz.free_tensor(zl)
+    copy_out(zg, qz, zl, total, z.dtype)
 
 
 def _nc1hwc0(x_nchw, repeat=16):

@@ -8,14 +8,14 @@ import ascendc as asc
 import rt
 from ascendc.lang.params import TransposeType
 
+from pyasc_helpers import copy_in, copy_out, gm_tensor
+
 
 @asc.jit
 def transpose_ext_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, total: int, n: int, c: int,
                          h: int, w: int, kind: int, in_place: asc.ConstExpr[bool]):
-    xg = asc.GlobalTensor()
-    zg = asc.GlobalTensor()
-    xg.set_global_buffer(x)
-    zg.set_global_buffer(z)
+    xg = gm_tensor(x)
+    zg = gm_tensor(z)
     pipe = asc.TPipe()
     qx = asc.TQue(asc.TPosition.VECIN, 1)
     qz = asc.TQue(asc.TPosition.VECOUT, 1)
@@ -23,10 +23,7 @@ def transpose_ext_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, total: int,
     pipe.init_buffer(que=qx, num=1, len=total * x.dtype.sizeof())
     pipe.init_buffer(que=qz, num=1, len=total * z.dtype.sizeof())
     pipe.init_buffer(que=qt, num=1, len=(c + 2) * 16 * 8 * 4)
-    xl = qx.alloc_tensor(x.dtype)
-    asc.data_copy(xl, xg, count=total)
-    qx.enque(xl)
-    xl = qx.deque(x.dtype)
+    xl = copy_in(qx, xg, total, x.dtype)
     zl = qz.alloc_tensor(z.dtype)
     tmp = qt.alloc_tensor(asc.uint8)
     params = asc.TransposeParamsExt(n_size=n, c_size=c, h_size=h, w_size=w,
@@ -36,21 +33,16 @@ def transpose_ext_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, total: int,
         asc.data_copy(zl, xl, count=total)
     else:
         asc.transpose(zl, xl, tmp, params)
-    qz.enque(zl)
     qx.free_tensor(xl)
     qt.free_tensor(tmp)
-    zl = qz.deque(z.dtype)
-    asc.data_copy(zg, zl, count=total)
-    qz.free_tensor(zl)
+    copy_out(zg, qz, zl, total, z.dtype)
 
 
 @asc.jit
 def literal_kind_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress):
     """pyasc's spelling: the enum member written in the kernel."""
-    xg = asc.GlobalTensor()
-    zg = asc.GlobalTensor()
-    xg.set_global_buffer(x)
-    zg.set_global_buffer(z)
+    xg = gm_tensor(x)
+    zg = gm_tensor(z)
     pipe = asc.TPipe()
     qx = asc.TQue(asc.TPosition.VECIN, 1)
     qz = asc.TQue(asc.TPosition.VECOUT, 1)
@@ -58,21 +50,15 @@ def literal_kind_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress):
     pipe.init_buffer(que=qx, num=1, len=256 * 2)
     pipe.init_buffer(que=qz, num=1, len=256 * 2)
     pipe.init_buffer(que=qt, num=1, len=(16 + 2) * 16 * 16 * 2)
-    xl = qx.alloc_tensor(x.dtype)
-    asc.data_copy(xl, xg, count=256)
-    qx.enque(xl)
-    xl = qx.deque(x.dtype)
+    xl = copy_in(qx, xg, 256, x.dtype)
     zl = qz.alloc_tensor(z.dtype)
     tmp = qt.alloc_tensor(asc.uint8)
     params = asc.TransposeParamsExt(n_size=1, c_size=16, h_size=4, w_size=4,
                                     transpose_type=TransposeType.TRANSPOSE_NCHW2NHWC)
     asc.transpose(zl, xl, tmp, params)
-    qz.enque(zl)
     qx.free_tensor(xl)
     qt.free_tensor(tmp)
-    zl = qz.deque(z.dtype)
-    asc.data_copy(zg, zl, count=256)
-    qz.free_tensor(zl)
+    copy_out(zg, qz, zl, 256, z.dtype)
 
 
 NCHW2NHWC = int(TransposeType.TRANSPOSE_NCHW2NHWC)

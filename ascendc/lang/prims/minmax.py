@@ -11,8 +11,6 @@ from numba.extending import intrinsic, overload
 __all__ = ["acc_zero", "vmax", "vmin"]
 
 
-
-
 def _llvm_minmax(name):
     @intrinsic
     def fn(typingctx, a, b):

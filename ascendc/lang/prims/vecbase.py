@@ -442,7 +442,7 @@ def _ub_view(ctx, api, what, a, far):
         fault("{}: {} must stay inside UB, got index={} for a tensor at UB byte {} ({} bytes "
               "of UB)", api, what, far, base - st.level_base[core.UB], st.level_size[core.UB])
         raise KernelError(FAULT)
-    if st.options & _CHECKED_BITS:
+    if is_checked(ctx):
         fault("{}: {} is read/written past its {} elements (up to index={}, UB byte {}); "
               "allowed inside UB as on the NPU", api, what, a.size, far,
               base - st.level_base[core.UB] + need)
