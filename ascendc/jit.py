@@ -18,9 +18,10 @@ import rt
 from rt import errors as E
 
 from . import options as O
+from .options import OPTIONS, kernel_type_of  # noqa: F401  (jit's own names, defined there)
 from .lang import api, core, dtypes as D, prims, record, trace
 from .lang.prims import autotensor, ktype as KT
-from .lang.state import FLAG_TRACE, FLAG_REPORT_OVERREACH
+from .lang.state import FLAG_TRACE
 from .lang.gmreach import merge_overreach, read_overreach, set_gm_sizes, warn_overreach
 from .compiler.cache import load_module
 from .compiler.codegen import kernel_module
@@ -56,19 +57,24 @@ def _core_ctx(soc, flags):
 
 class _GM:
     """A GM argument as the binary receives it: device address, bytes, dtype."""
-    __slots__ = ("ptr", "nbytes", "dtype", "name", "owner")
+    __slots__ = ("ptr", "nbytes", "dtype", "name", "owner", "_view")
 
     def __init__(self, ptr, nbytes, dtype: D.DataType, name, owner=None):
         self.ptr, self.nbytes, self.dtype, self.name = int(ptr), int(nbytes), dtype, name
         self.owner = owner  # keeps a DeviceArray alive until the launch's task is done
+        self._view = None
 
     def view(self):
         """The kernel's view: from the argument's start to its allocation's end (whole
         elements; rt.memory.kernel_view), as the AI Core reaches it: accesses past `nbytes` but
-        inside the allocation run (checked mode reports them: lang/gmreach.py)."""
-        u8 = rt.memory.kernel_view(self.ptr, self.nbytes)
-        isz = self.dtype.storage.itemsize
-        return (u8[:u8.size - u8.size % isz] if u8.size % isz else u8).view(self.dtype.storage)
+        inside the allocation run (checked mode reports them: lang/gmreach.py). Made once per
+        launch, not again for each of its block ranges."""
+        if self._view is None:
+            u8 = rt.memory.kernel_view(self.ptr, self.nbytes)
+            isz = self.dtype.storage.itemsize
+            self._view = (u8[:u8.size - u8.size % isz] if u8.size % isz else u8).view(
+                self.dtype.storage)
+        return self._view
 
 
 class _Binary(rt.KernelBinary):
@@ -94,6 +100,9 @@ class _Binary(rt.KernelBinary):
         self.last_counters = {}
         self.needs_all_resident = False      # calls sync_all: rt runs every block at once
         self.shuffle_blocks = checked.shuffle_blocks
+        # the core context's options word (fixed per binary: computed once, not per launch)
+        self.ctx_flags = checked.flags | (FLAG_TRACE if traced else 0) | \
+            (kernel_type << KT.KT_SHIFT)
         # per launch (keyed by its args tuple): [counts, blocks]
         self._acc = {}
         self._lock = threading.Lock()
@@ -105,8 +114,7 @@ class _Binary(rt.KernelBinary):
         return blocks
 
     def run_blocks(self, first, last, block_dim, args, barrier=None):
-        ctx = _core_ctx(self.soc, self.checked.flags | (FLAG_TRACE if self.traced else 0) |
-                        (self.kernel_type << KT.KT_SHIFT))
+        ctx = _core_ctx(self.soc, self.ctx_flags)
         block_num = block_dim // self.per_block    # GetBlockNum: the launch's block_dim
         st = core.state(ctx)
         _barrier.attach(st, barrier)
@@ -120,7 +128,8 @@ class _Binary(rt.KernelBinary):
                 gms.append((a, v.nbytes))
             else:
                 views.append(a)
-        overreach = set_gm_sizes(st, gms, self.checked.flags & FLAG_REPORT_OVERREACH)
+        report = self.checked.report_gm_overreach
+        set_gm_sizes(st, gms, report)
         try:
             if self.traced:
                 self._run_traced(ctx, st, first, last, block_dim, views, args)
@@ -135,7 +144,7 @@ class _Binary(rt.KernelBinary):
             # file:line, e.g. "asc.LocalTensorAuto (pyasc) is not supported by ascend-emu")
             raise self._wrap(e, int(st.block_idx), block_dim, self._where(e, st)) from e
         finally:
-            over = overreach and read_overreach(st, len(gms))
+            over = read_overreach(st, len(gms)) if report else None
             done = self._add_counters(id(args), core.read_counters(ctx), last - first, block_dim,
                                       over)
         if done:
@@ -352,30 +361,9 @@ def _torch_to_numpy(t):
     return t.numpy()
 
 
-# options of `@asc.jit(...)` and of a launch `kernel[...](..., option=value)`: ours, then pyasc's
-# CodegenOptions / CompileOptions fields (accepted; only kernel_type and matmul_cube_only change
-# anything: there is no bisheng or IR dump, and LocalTensorAuto's syncs are always recorded)
-OWN_OPTIONS = ("interpret", "checked", "soc", "kernel_type", "core_num", "stream")
-PYASC_OPTIONS = ("capture_exceptions", "ir_multithreading", "debug", "strip_loc", "verify_sync",
-                 "print_ir_before_all", "run_passes", "opt_level", "auto_sync", "auto_sync_log",
-                 "bisheng_options", "always_compile", "matmul_cube_only", "insert_sync")
-OPTIONS = OWN_OPTIONS + PYASC_OPTIONS
-
 # cube instructions a kernel may issue directly (without the Matmul API): such a kernel's blocks
 # own a whole AI Core (kernel type AICORE, see lang/prims/ktype.py)
 _CUBE_CALLS = frozenset(("mmad", "load_data", "fixpipe"))
-
-
-def kernel_type_of(value, where: str) -> int:
-    """A kernel type given as pyasc's KernelType, its name, or its value -> ktype's int."""
-    v = getattr(value, "name", value)
-    if isinstance(v, str) and v.upper() in KT.KERNEL_TYPES:
-        return KT.KERNEL_TYPES[v.upper()]
-    if isinstance(v, (int, np.integer)) and not isinstance(v, bool) and \
-            int(v) in KT.KERNEL_TYPES.values():
-        return int(v)
-    raise ValueError(f"{where}: kernel_type must be one of {', '.join(KT.KERNEL_TYPES)} (or "
-                     f"pyasc's asc.runtime.config.KernelType), got kernel_type={value!r}")
 
 
 class JitFunction(KernelFunction):
@@ -593,6 +581,7 @@ class JitFunction(KernelFunction):
                 b.written_args = tuple(i for i, n in enumerate(rt_params) if n in b.written)
             self._cache[key] = b
             return b
+
 
 def jit(fn=None, **options):
     """Mirrors pyasc `@asc.jit` / `@asc.jit(**options)`. Options: interpret (bool), checked

@@ -1,10 +1,14 @@
-"""Checked-mode options: fidelity traps that make kernels which only work by luck fail here."""
+"""Checked-mode options (fidelity traps that make kernels which only work by luck fail here),
+the interpret/compiled choice, and the names of `@asc.jit` / launch options (jit.py)."""
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
 
+import numpy as np
+
 from .lang import core
+from .lang.prims import ktype as KT
 from .lang.state import FLAG_REPORT_OVERREACH
 
 
@@ -66,3 +70,25 @@ def interpret_mode(option) -> bool:
     if option is not None:
         return bool(option)
     return os.environ.get("ASCENDC_INTERPRET", "0") == "1"
+
+
+# options of `@asc.jit(...)` and of a launch `kernel[...](..., option=value)`: ours, then pyasc's
+# CodegenOptions / CompileOptions fields (accepted; only kernel_type and matmul_cube_only change
+# anything: there is no bisheng or IR dump, and LocalTensorAuto's syncs are always recorded)
+OWN_OPTIONS = ("interpret", "checked", "soc", "kernel_type", "core_num", "stream")
+PYASC_OPTIONS = ("capture_exceptions", "ir_multithreading", "debug", "strip_loc", "verify_sync",
+                 "print_ir_before_all", "run_passes", "opt_level", "auto_sync", "auto_sync_log",
+                 "bisheng_options", "always_compile", "matmul_cube_only", "insert_sync")
+OPTIONS = OWN_OPTIONS + PYASC_OPTIONS
+
+
+def kernel_type_of(value, where: str) -> int:
+    """A kernel type given as pyasc's KernelType, its name, or its value -> ktype's int."""
+    v = getattr(value, "name", value)
+    if isinstance(v, str) and v.upper() in KT.KERNEL_TYPES:
+        return KT.KERNEL_TYPES[v.upper()]
+    if isinstance(v, (int, np.integer)) and not isinstance(v, bool) and \
+            int(v) in KT.KERNEL_TYPES.values():
+        return int(v)
+    raise ValueError(f"{where}: kernel_type must be one of {', '.join(KT.KERNEL_TYPES)} (or "
+                     f"pyasc's asc.runtime.config.KernelType), got kernel_type={value!r}")

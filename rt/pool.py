@@ -200,7 +200,7 @@ class DevicePool:
             order = self._order(policy, size)
             if policy & ~0x101100 in range(8):      # in range: the order does not depend on size
                 self._orders[policy] = order
-        real = ((size + 31) & ~31) + (0 if order[0] is self.huge1g else 32)   # alloc_bytes
+        real = alloc_bytes(size, order[0] is self.huge1g)
         need = (real + 63) & ~63
         with self.lock:
             for sub in order:

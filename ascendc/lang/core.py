@@ -359,8 +359,9 @@ def register_gm(ctx, a):
 
 
 @prim
-def _gm_where(ctx, addr):
-    st = ctx[2][0]
+def gm_where(st, addr):
+    """(index, byte offset in it, its own bytes) of the GM argument holding `addr` (its view's
+    end included), or (-1, 0, 0): what the GM bounds errors name."""
     for k in range(st.ngm):
         b = st.gm_addr[k]
         if b <= addr <= b + st.gm_bytes[k]:
@@ -373,7 +374,7 @@ def check_gm(ctx, api, a, first, n, write):
     """Raise unless elements [first, first+n) of GM view `a` lie inside its allocation."""
     if first >= 0 and first + n <= a.size:
         return
-    k, boff, nbytes = _gm_where(ctx, np.int64(a.ctypes.data))
+    k, boff, nbytes = gm_where(ctx[2][0], np.int64(a.ctypes.data))
     isz = a.itemsize
     if write:
         fault("{}: GM write must stay inside argument #{} ({} elements), got "

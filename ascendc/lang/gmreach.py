@@ -46,10 +46,10 @@ def note(st, addr, nbytes):
             st.gm_over_off[k] = addr - best
 
 
-def set_gm_sizes(st, gms, report) -> bool:
+def set_gm_sizes(st, gms, report) -> None:
     """Before a run of blocks: the own bytes of the launch's GM arguments `gms` ([(jit._GM,
-    bytes reached)] in registration order), over-reach notes cleared. Returns `report` as a
-    bool (whether over-reach is noted)."""
+    bytes reached)] in registration order); with `report` (over-reach is noted), the notes
+    cleared."""
     n = min(len(gms), len(st.gm_size))
     for k in range(n):
         st.gm_size[k] = gms[k][0].nbytes
@@ -57,7 +57,6 @@ def set_gm_sizes(st, gms, report) -> bool:
     if report:
         st.gm_over[:] = 0
         st.gm_over_off[:] = 0
-    return bool(report)
 
 
 def read_overreach(st, ngm: int) -> dict:

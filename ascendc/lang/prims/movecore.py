@@ -8,7 +8,7 @@ from numba import types
 from numba.extending import overload, register_jitable
 
 from ..core import (BT, C_MTE1, C_MTE2, C_MTE3, C_MTE_UB2UB, FLAG_DEFER, L0A, L0B, L0C, L1,
-                    NLEVELS, UB, flush_pending, gm_to_local_target, prim)
+                    NLEVELS, UB, flush_pending, gm_to_local_target, gm_where, prim)
 from ..errors import FAULT, fault, GMReadError, GMWriteError, KernelError
 from ..gmreach import note as gm_note
 from ..state import FLAG_REPORT_OVERREACH
@@ -140,12 +140,7 @@ def aligned(api, what, loc, align):
 @prim
 def _gm_fail(st, api, addr, isz, first, n, write):
     """core.check_gm's error (same message): find the GM argument holding `addr`, raise."""
-    k, boff, nb = -1, 0, 0
-    for j in range(st.ngm):
-        b = st.gm_addr[j]
-        if b <= addr <= b + st.gm_bytes[j]:
-            k, boff, nb = j, addr - b, st.gm_size[j]
-            break
+    k, boff, nb = gm_where(st, addr)
     lo = boff // isz + first
     if write:
         fault("{}: GM write must stay inside argument #{} ({} elements), got "
