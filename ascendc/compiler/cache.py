@@ -97,6 +97,12 @@ def lang_fingerprint() -> str:
     return h.hexdigest()[:16]
 
 
+# Taken when ascendc is imported, not at the first kernel load: a process whose modules were
+# imported before an edit to ascendc's sources must not store its (old) code under the edited
+# sources' fingerprint, where later processes would load it (a stale kernel module that crashes).
+lang_fingerprint()
+
+
 def _write(path: Path, source: str) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.stem + ".", suffix=".tmp")
     try:

@@ -283,6 +283,9 @@ def lang_sources_digest() -> str:
     return _LANG_DIGEST[0]
 
 
+lang_sources_digest()    # at import, for the reason given at compiler/cache.py's lang_fingerprint
+
+
 def _stable_cell(v):
     """What identifies closure cell `v` in every process: a function (or a dispatcher's) by
     module, name, bytecode, the global names it reads and its own cells; other values as is."""
