@@ -182,12 +182,34 @@ def conv2d_tiling(x_shape, w_shape, stride=1, padding=0, dilation=1, block_dim=N
 # ---- kernel --------------------------------------------------------------------------------------
 
 @asc.jit
+def _valid_rows(ki, h, oh, sh, ph, dh):
+    """(r_lo, r_hi): the output rows whose input row for kernel row ki is inside the image (the
+    rest read the padding)."""
+    a = ph - ki * dh
+    r_lo = min(oh, 0 if a <= 0 else (a + sh - 1) // sh)
+    b = h - 1 + ph - ki * dh
+    r_hi = max(r_lo, min(oh, 0 if b < 0 else b // sh + 1))
+    return (r_lo, r_hi)
+
+
+@asc.jit
 def _fill_run(colg, zb, off, n, zlen):
     """colg[off:off+n] = the constant in the UB buffer zb (zlen elements), in pieces (MTE3)."""
     for s in range(0, n, zlen):
         cnt = min(zlen, n - s)
         asc.data_copy_pad(colg[off + s:], zb,
                           asc.DataCopyExtParams(1, cnt * colg.dtype.sizeof(), 0, 0, 0))
+
+
+@asc.jit
+def _pad_rows(colg, zb, ci, ki, h, oh, ow, kh, kw, sh, ph, dh, buf):
+    """Zero the output rows of the group's KW col rows whose input row is in the padding."""
+    p = oh * ow
+    r_lo, r_hi = _valid_rows(ki, h, oh, sh, ph, dh)
+    for kj in range(kw):
+        base = ((ci * kh + ki) * kw + kj) * p
+        _fill_run(colg, zb, base, r_lo * ow, buf)
+        _fill_run(colg, zb, base + r_hi * ow, (oh - r_hi) * ow, buf)
 
 
 @asc.jit
@@ -222,17 +244,13 @@ def _group_rows_shifted(qx, xg, colg, zb, ci, ki, c, h, w, oh, ow, kh, kw, sh, p
     """The KW col rows of one (c, ki) group, stride-1 columns: per kj the valid output rows
     [r_lo, r_hi) read input rows sh apart, shifted by kj*dw - pw (pure data movement)."""
     p = oh * ow
-    a = ph - ki * dh
-    r_lo = min(oh, 0 if a <= 0 else (a + sh - 1) // sh)
-    b = h - 1 + ph - ki * dh
-    r_hi = max(r_lo, min(oh, 0 if b < 0 else b // sh + 1))
+    r_lo, r_hi = _valid_rows(ki, h, oh, sh, ph, dh)
+    _pad_rows(colg, zb, ci, ki, h, oh, ow, kh, kw, sh, ph, dh, buf)
     for kj in range(kw):
         base = ((ci * kh + ki) * kw + kj) * p
         off = kj * dw - pw
         q_lo = min(ow, max(0, -off))
         q_hi = max(q_lo, min(ow, w - off))
-        _fill_run(colg, zb, base, r_lo * ow, buf)
-        _fill_run(colg, zb, base + r_hi * ow, (oh - r_hi) * ow, buf)
         for r0 in range(r_lo, r_hi, rows_per_copy):
             nr = min(rows_per_copy, r_hi - r0)
             ih0 = r0 * sh - ph + ki * dh
@@ -249,10 +267,7 @@ def _channel_rows_shifted(qx, xg, colg, zb, c0, nc, h, w, oh, ow, kh, kw, sh, ph
     p = oh * ow
     kkp = kh * kw * p
     for ki in range(kh):
-        a = ph - ki * dh
-        r_lo = min(oh, 0 if a <= 0 else (a + sh - 1) // sh)
-        b = h - 1 + ph - ki * dh
-        r_hi = max(r_lo, min(oh, 0 if b < 0 else b // sh + 1))
+        r_lo, r_hi = _valid_rows(ki, h, oh, sh, ph, dh)
         for kj in range(kw):
             off = kj * dw - pw
             q_lo = min(ow, max(0, -off))
@@ -280,18 +295,14 @@ def _group_rows_strided(qx, xg, colg, zb, ci, ki, c, h, w, oh, ow, kh, kw, sh, s
     p = oh * ow
     sz = colg.dtype.sizeof()
     per_copy = buf * sz // 32           # one-element blocks that fit the UB buffer
-    a = ph - ki * dh
-    r_lo = min(oh, 0 if a <= 0 else (a + sh - 1) // sh)
-    b = h - 1 + ph - ki * dh
-    r_hi = max(r_lo, min(oh, 0 if b < 0 else b // sh + 1))
+    r_lo, r_hi = _valid_rows(ki, h, oh, sh, ph, dh)
+    _pad_rows(colg, zb, ci, ki, h, oh, ow, kh, kw, sh, ph, dh, buf)
     for kj in range(kw):
         base = ((ci * kh + ki) * kw + kj) * p
         off = kj * dw - pw
         q_lo = min(ow, 0 if off >= 0 else (sw - 1 - off) // sw)
         e = w - 1 - off
         q_hi = max(q_lo, min(ow, 0 if e < 0 else e // sw + 1))
-        _fill_run(colg, zb, base, r_lo * ow, buf)
-        _fill_run(colg, zb, base + r_hi * ow, (oh - r_hi) * ow, buf)
         for r0 in range(r_lo, r_hi, rows_per_copy):
             nr = min(rows_per_copy, r_hi - r0)
             # zero columns only (nq = 0): [0, q_lo) and [q_hi, ow) of each row
@@ -328,10 +339,7 @@ def _group_rows_sparse(spb, dnb, xg, colg, ci, ki, c, h, w, oh, ow, kh, kw, sh, 
     p = oh * ow
     sz = colg.dtype.sizeof()
     kb = 32 // sz
-    a = ph - ki * dh
-    r_lo = min(oh, 0 if a <= 0 else (a + sh - 1) // sh)
-    b = h - 1 + ph - ki * dh
-    r_hi = max(r_lo, min(oh, 0 if b < 0 else b // sh + 1))
+    r_lo, r_hi = _valid_rows(ki, h, oh, sh, ph, dh)
     for r0 in range(r_lo, r_hi, rows_per_pass):
         nr = min(rows_per_pass, r_hi - r0)
         for i in range(nr):
@@ -356,20 +364,6 @@ def _group_rows_sparse(spb, dnb, xg, colg, ci, ki, c, h, w, oh, ow, kh, kw, sh, 
                               asc.DataCopyExtParams(nr, ow * sz, 0, 0, 0))
         asc.set_flag(asc.HardEvent.MTE3_V, 0)           # dnb is rewritten by the next pass
         asc.wait_flag(asc.HardEvent.MTE3_V, 0)
-
-
-@asc.jit
-def _strided_zero_rows(colg, zb, ci, ki, h, oh, ow, kh, kw, sh, ph, dh, buf):
-    """Zero the output rows of the group's KW col rows whose input row is in the padding."""
-    p = oh * ow
-    a = ph - ki * dh
-    r_lo = min(oh, 0 if a <= 0 else (a + sh - 1) // sh)
-    b = h - 1 + ph - ki * dh
-    r_hi = max(r_lo, min(oh, 0 if b < 0 else b // sh + 1))
-    for kj in range(kw):
-        base = ((ci * kh + ki) * kw + kj) * p
-        _fill_run(colg, zb, base, r_lo * ow, buf)
-        _fill_run(colg, zb, base + r_hi * ow, (oh - r_hi) * ow, buf)
 
 
 @asc.jit
@@ -419,7 +413,7 @@ def img2col_kernel(x: asc.GlobalAddress, col: asc.GlobalAddress, c: int, h: int,
         elif rows_per_pass > 0:
             _group_rows_sparse(spb, dnb, xg, colg, ci, ki, c, h, w, oh, ow, kh, kw, sh, sw, ph,
                                pw, dh, dw, rows_per_pass, ow32)
-            _strided_zero_rows(colg, zb, ci, ki, h, oh, ow, kh, kw, sh, ph, dh, buf)
+            _pad_rows(colg, zb, ci, ki, h, oh, ow, kh, kw, sh, ph, dh, buf)
         else:
             _group_rows_strided(qx, xg, colg, zb, ci, ki, c, h, w, oh, ow, kh, kw, sh, sw, ph,
                                 pw, dh, dw, rows_per_copy, buf)

@@ -14,6 +14,7 @@ from ..array import DeviceArray
 from ..errors import (AclError, ACL_ERROR_INVALID_MODEL_ID, ACL_ERROR_INVALID_PARAM,
                       ACL_ERROR_INVALID_RESOURCE_HANDLE)
 from ..model import Model, TensorDesc, query_size as _query_size
+from ..model.dynamic import KIND_OPTIONS
 from ..model.onnx_types import NUMPY_TO_ACL
 from . import constants as C
 from . import rt as _acl_rt
@@ -286,8 +287,8 @@ def _gear_call(model_id, dataset, index, api: str, mode: str, select) -> None:
     _get(dataset, _Dataset, f"mdl.{api}")
     if m.dynamic_mode != mode:
         raise AclError(ACL_ERROR_INVALID_PARAM, f"acl.mdl.{api}: model_id must be a model "
-                       f"converted with {_KIND_OPTIONS[mode]}, got "
-                       f"{_KIND_OPTIONS.get(m.dynamic_mode, 'a static model')}")
+                       f"converted with {KIND_OPTIONS[mode]}, got "
+                       f"{KIND_OPTIONS.get(m.dynamic_mode, 'a static model')}")
     want = len(_descs(m, False)) - 1
     if index != want:
         raise AclError(ACL_ERROR_INVALID_PARAM, f"acl.mdl.{api}: index must be the index of "
@@ -296,10 +297,6 @@ def _gear_call(model_id, dataset, index, api: str, mode: str, select) -> None:
         select(m)
     except AclError as e:
         raise AclError(e.code, f"acl.mdl.{e.message}") from None
-
-
-_KIND_OPTIONS = {"batch": "--dynamic_batch_size", "image_size": "--dynamic_image_size",
-                 "dims": "--dynamic_dims", "shape": "--input_shape ranges"}
 
 
 def set_dynamic_batch_size(model_id: int, dataset: int, index: int, batch_size: int) -> int:

@@ -37,10 +37,22 @@ def parse_sizes(spec, error) -> list[int]:
     return sorted(sizes)
 
 
-def _input_dims(model, shapes: dict, error) -> dict:
+def _onnx_model(model):
     import onnx
-    if not isinstance(model, onnx.ModelProto):
-        model = onnx.load(str(model))
+    return model if isinstance(model, onnx.ModelProto) else onnx.load(str(model))
+
+
+def _build_at(model, soc_version, shapes: dict, build, insert_op_conf=None) -> tuple:
+    """`build` (rt.atc.convert's passes, which edit the graph in place) on a copy of `model` at
+    these static input shapes: (header, consts, summary)."""
+    import onnx
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    return build(m, soc_version, shapes, insert_op_conf)
+
+
+def _input_dims(model, shapes: dict, error) -> dict:
+    model = _onnx_model(model)
     inits = {t.name for t in model.graph.initializer}
     dims = {}
     for vi in model.graph.input:
@@ -62,15 +74,10 @@ def _input_dims(model, shapes: dict, error) -> dict:
 def convert_dynamic_batch(model, soc_version, shapes, spec, build, AtcError,
                           insert_op_conf=None) -> tuple:
     """`build` and `AtcError` come from rt.atc.convert (which imports this module)."""
-    import onnx
     sizes = parse_sizes(spec, AtcError)
     model, dims = _input_dims(model, shapes, AtcError)
-    built = {}
-    for b in sizes:
-        m = onnx.ModelProto()
-        m.CopyFrom(model)
-        built[b] = build(m, soc_version, {k: [b] + v[1:] for k, v in dims.items()},
-                         insert_op_conf)
+    built = {b: _build_at(model, soc_version, {k: [b] + v[1:] for k, v in dims.items()}, build,
+                          insert_op_conf) for b in sizes}
     summary = built[sizes[-1]][2]
     header, weights, variants = _merge(built, sizes[-1], "b")
     header["dynamic_batch"] = {"sizes": sizes, "variants": variants}
@@ -199,14 +206,9 @@ def convert_gears(model, soc_version, spec, mode, text, input_format, build, err
     """--dynamic_image_size / --dynamic_dims: one graph per gear. The main graph is the gear
     with the most input elements (acl buffers are sized for it); header["dynamic_gears"] holds
     mode, format, the -1 spec, gears, per-gear input shapes and the other gears' graphs."""
-    import onnx
     gears, shapes = _gear_shapes(spec, mode, text, input_format, error)
-    model = model if isinstance(model, onnx.ModelProto) else onnx.load(str(model))
-    built = {}
-    for i, s in enumerate(shapes):
-        m = onnx.ModelProto()
-        m.CopyFrom(model)
-        built[i] = build(m, soc_version, s, None)
+    model = _onnx_model(model)
+    built = {i: _build_at(model, soc_version, s, build) for i, s in enumerate(shapes)}
     main = max(range(len(gears)), key=lambda i: (sum(math.prod(s) for s in shapes[i].values()),
                                                   -i))
     header, weights, variants = _merge(built, main, "g")
@@ -234,13 +236,10 @@ def convert_ranges(model, soc_version, spec, build, error) -> tuple:
     ranges' upper bounds when all are bounded (so query_size gives the largest plan), else at
     the lower bounds; the ONNX graph itself is embedded as the uint8 weight "::onnx_model"
     (protobuf data, parsed by the onnx package at execute to specialise per shape)."""
-    import onnx
-    model = model if isinstance(model, onnx.ModelProto) else onnx.load(str(model))
+    model = _onnx_model(model)
     bounded = all(isinstance(d, int) and d >= 1 or isinstance(d, list) and d[1] != -1
                   for dims in spec.values() for d in dims)
-    m = onnx.ModelProto()
-    m.CopyFrom(model)
-    header, consts, summary = build(m, soc_version, shape_at(spec, bounded), None)
+    header, consts, summary = _build_at(model, soc_version, shape_at(spec, bounded), build)
     raw = np.frombuffer(model.SerializeToString(), np.uint8)
     ranges = {n: [[d, d] if isinstance(d, int) and d >= 1 else
                   ([1, -1] if isinstance(d, int) else d) for d in dims]

@@ -26,7 +26,8 @@ from ..errors import (AclError, ACL_ERROR_DESERIALIZE_MODEL, ACL_ERROR_FEATURE_U
                       ACL_ERROR_INVALID_PARAM, ACL_ERROR_MODEL_INPUT_NOT_MATCH)
 from .format import pack, parse
 
-_KINDS = {"batch": "--dynamic_batch_size", "image_size": "--dynamic_image_size",
+#: the ATC option that makes each kind of dynamic model (what error messages name)
+KIND_OPTIONS = {"batch": "--dynamic_batch_size", "image_size": "--dynamic_image_size",
           "dims": "--dynamic_dims", "shape": "--input_shape ranges"}
 
 
@@ -73,32 +74,21 @@ class DynamicModel:
                     d = type(lst[i])(i, n, tuple(t["shape"]), t["dtype"])
                     if d.size > lst[i].size:
                         lst[i] = d
-        self._main_binding = (self.inputs, self.outputs, self._views, self.nodes)
-        self._gear_bound = {self.gear: self._main_binding} if gears else {}
+        self._gear_bound = {self.gear: (self.inputs, self.outputs, self._views, self.nodes)} \
+            if gears else {}
         self._specialised: collections.OrderedDict = collections.OrderedDict()
 
     def _mode_error(self, api: str, want: str) -> AclError:
-        got = _KINDS.get(self.dynamic_mode, "a static model")
+        got = KIND_OPTIONS.get(self.dynamic_mode, "a static model")
         return AclError(ACL_ERROR_INVALID_PARAM, f"{api}: the model must be converted with "
-                        f"{_KINDS[want]}, got {got}")
+                        f"{KIND_OPTIONS[want]}, got {got}")
 
     # -- gears -----------------------------------------------------------------------------------
     def _bind_gear(self, index: int) -> None:
         with self._lock:
             if index not in self._gear_bound:
-                g = self.header["dynamic_gears"]["variants"][str(index)]
-                t = g["tensors"]
-                desc = type(self.declared_outputs[0])          # rt.model.TensorDesc
-                views = {k: v for k, v in self._main_binding[2].items()
-                         if self.header["tensors"][k]["kind"] == "weight"}
-                for name, spec in t.items():
-                    if spec["kind"] == "activation":
-                        views[name] = self._view(self._work, spec["offset"], spec)
-                ins = [desc(i, n, tuple(t[n]["shape"]), t[n]["dtype"])
-                       for i, n in enumerate(g["inputs"])]
-                outs = [desc(i, n, tuple(t[n]["shape"]), t[n]["dtype"])
-                        for i, n in enumerate(g["outputs"])]
-                self._gear_bound[index] = (ins, outs, views, self._bind_all(g, t))
+                self._gear_bound[index] = self._bind_variant(
+                    self.header["dynamic_gears"]["variants"][str(index)])
             self.inputs, self.outputs, self._views, self.nodes = self._gear_bound[index]
             self.gear = index
 

@@ -179,12 +179,7 @@ def validate(h, blob_len: int, where: str) -> None:
               isinstance(dyn.get("variants"), dict) and
               sorted(dyn["variants"]) == sorted(str(b) for b in dyn["sizes"][:-1]),
               "dynamic_batch must hold sizes and one graph per size but the largest", where)
-        for b, v in dyn["variants"].items():
-            _need(isinstance(v, dict) and "dynamic_batch" not in v and
-                  isinstance(v.get("workspace_bytes"), int) and v["workspace_bytes"] <= ws,
-                  f"dynamic_batch graph {b} must fit the workspace", where)
-            validate(dict(v, weights=h["weights"], weight_bytes=h["weight_bytes"]), blob_len,
-                     where)
+        _validate_variants(h, "dynamic_batch", blob_len, where)
     gears = h.get("dynamic_gears")
     if gears is not None:   # --dynamic_image_size / --dynamic_dims: one graph per gear
         _need(isinstance(gears, dict) and gears.get("mode") in ("image_size", "dims") and
@@ -201,12 +196,7 @@ def validate(h, blob_len: int, where: str) -> None:
             _need(_is_shape(g) and isinstance(shapes, dict) and
                   all(_is_shape(v) for v in shapes.values()),
                   f"dynamic_gears gear {g!r} must have a static shape per input", where)
-        for key, v in gears["variants"].items():
-            _need(isinstance(v, dict) and "dynamic_gears" not in v and
-                  isinstance(v.get("workspace_bytes"), int) and v["workspace_bytes"] <= ws,
-                  f"dynamic_gears graph {key} must fit the workspace", where)
-            validate(dict(v, weights=h["weights"], weight_bytes=h["weight_bytes"]), blob_len,
-                     where)
+        _validate_variants(h, "dynamic_gears", blob_len, where)
     ranges = h.get("dynamic_shape")
     if ranges is not None:  # --input_shape ranges: the ONNX graph, re-converted per shape
         ok = isinstance(ranges, dict) and isinstance(ranges.get("ranges"), dict) and \
@@ -226,3 +216,14 @@ def validate(h, blob_len: int, where: str) -> None:
                       and r[0] >= 1 and (r[1] == -1 or r[1] >= r[0]) for r in rs),
                   f"dynamic_shape range of {name!r} must be one [lo, hi] per dim of a model "
                   f"input, got {rs!r}", where)
+
+
+def _validate_variants(h, kind: str, blob_len: int, where: str) -> None:
+    """Every other graph of h[kind] ("dynamic_batch" / "dynamic_gears"), checked like the main
+    graph against the shared weights and workspace."""
+    for key, v in h[kind]["variants"].items():
+        _need(isinstance(v, dict) and kind not in v and
+              isinstance(v.get("workspace_bytes"), int) and
+              v["workspace_bytes"] <= h["workspace_bytes"],
+              f"{kind} graph {key} must fit the workspace", where)
+        validate(dict(v, weights=h["weights"], weight_bytes=h["weight_bytes"]), blob_len, where)

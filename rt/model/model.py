@@ -143,18 +143,7 @@ class Model(DynamicModel):     # gears and ranges: rt/model/dynamic.py
                            f"of {self.dynamic_batch_sizes}, got batch={batch!r}")
         with self._lock:
             if batch not in self._bound:
-                g = self._graphs[batch]
-                t = g["tensors"]
-                views = {k: v for k, v in self._views.items()
-                         if self.header["tensors"][k]["kind"] == "weight"}
-                for name, spec in t.items():
-                    if spec["kind"] == "activation":
-                        views[name] = self._view(self._work, spec["offset"], spec)
-                ins = [TensorDesc(i, n, tuple(t[n]["shape"]), t[n]["dtype"])
-                       for i, n in enumerate(g["inputs"])]
-                outs = [TensorDesc(i, n, tuple(t[n]["shape"]), t[n]["dtype"])
-                        for i, n in enumerate(g["outputs"])]
-                self._bound[batch] = (ins, outs, views, self._bind_all(g, t))
+                self._bound[batch] = self._bind_variant(self._graphs[batch])
             self.inputs, self.outputs, self._views, self.nodes = self._bound[batch]
             self.batch_size = batch
 
@@ -181,6 +170,21 @@ class Model(DynamicModel):     # gears and ranges: rt/model/dynamic.py
             return None
         t = tensors[name]
         return (tuple(t["shape"]), t["dtype"])
+
+    def _bind_variant(self, g: dict) -> tuple:
+        """(inputs, outputs, views, nodes) of another graph in the file (a batch size or gear):
+        the main graph's weight views, its own activations in the shared workspace."""
+        t = g["tensors"]
+        views = {k: v for k, v in self._views.items()
+                 if self.header["tensors"][k]["kind"] == "weight"}
+        for name, spec in t.items():
+            if spec["kind"] == "activation":
+                views[name] = self._view(self._work, spec["offset"], spec)
+        ins = [TensorDesc(i, n, tuple(t[n]["shape"]), t[n]["dtype"])
+               for i, n in enumerate(g["inputs"])]
+        outs = [TensorDesc(i, n, tuple(t[n]["shape"]), t[n]["dtype"])
+                for i, n in enumerate(g["outputs"])]
+        return ins, outs, views, self._bind_all(g, t)
 
     def _bind_all(self, graph: dict, tensors: dict) -> list:
         """The graph's nodes bound in order; fusible chains (rt/model/fusion.py) become one node
