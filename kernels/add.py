@@ -174,16 +174,12 @@ def add(x, y, *, out=None, stream=None, tiling: AddTiling | None = None, **launc
         launch(x, y, z, t.total, t.per_core, t.tile, **launch_options)
         return z
     rt.ensure_device()
-    if out is None:
-        # a fresh array's pages are not mapped yet: touched first by the core threads, their
-        # concurrent page faults contend in the kernel (10-90 ms for 64 MB here, against ~4 ms
-        # for one thread filling it first)
-        z = np.empty(x.shape, x.dtype)
-        z.fill(0)
-    else:
-        z = out
+    # a new result's pages are present before the cores write it (rt.host_empty): pages first
+    # touched by the core threads fault concurrently and contend in the kernel (10-90 ms for
+    # 64 MB here)
+    z = rt.host_empty(x.shape, x.dtype) if out is None else out
     staged = out is not None and (np.may_share_memory(out, x) or np.may_share_memory(out, y))
-    zk = np.empty(x.shape, x.dtype) if staged else z      # what the kernel writes
+    zk = rt.host_empty(x.shape, x.dtype) if staged else z      # what the kernel writes
     bufs = []
     try:
         if rt.DeviceArray.can_map_host():

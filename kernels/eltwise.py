@@ -240,7 +240,7 @@ def _run(kernel, t, ins, out_shape, dtype, stream, out, launch_options, *extra):
         z = out if out is not None else rt.device_empty(out_shape, dtype, device=ins[0].device)
         launch(*ins, z, *extra, **launch_options)
         return z
-    z = np.empty(out_shape, dtype)
+    z = rt.host_empty(out_shape, dtype)
     launch(*[np.ascontiguousarray(a).reshape(-1) for a in ins], z.reshape(-1), *extra,
            **launch_options)
     return z

@@ -413,7 +413,7 @@ def flash_attention_with_stats(q, k, v, *, layout="BNSD", head_num=None, scale=N
     # one block per AI core as the real op launches (the NPU estimate counts them); the core
     # pool runs them on however many CPU cores there are
     block_dim = max(1, min(tiles, rt.get_soc().ai_core_num))
-    alloc = rt.device_empty if dev else (lambda shape, dt: np.empty(shape, dt))
+    alloc = rt.device_empty if dev else rt.host_empty
     out = alloc(q.shape, q.dtype)
     smax = alloc((B, N, S1), np.float32)
     ssum = alloc((B, N, S1), np.float32)

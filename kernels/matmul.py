@@ -346,7 +346,7 @@ def matmul(a, b, *, stream=None, tiling: MatmulTiling | None = None, **launch_op
         zeros = _device_zeros(a, t.zeros_len)
     else:
         a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
-        c = np.empty((m, n), np.float32)
+        c = rt.host_empty((m, n), np.float32)
         zeros = np.zeros(t.zeros_len, dt)
     launch = matmul_kernel[t.block_dim, stream] if stream is not None else \
         matmul_kernel[t.block_dim]

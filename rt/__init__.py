@@ -11,6 +11,7 @@ from .memory import (DeviceBuffer, DevicePtr, HostPtr, MemMallocPolicy, MemcpyKi
                      malloc_host, free_host, memset, memcpy, memcpy_2d, memory_stats,
                      memory_summary, empty_cache)
 from .array import DeviceArray, to_device, device_empty, device_zeros
+from .hostcache import host_empty, empty_host_cache, host_cache_stats
 from .stream import (Stream, Event, default_stream, current_stream, ACL_STOP_ON_FAILURE,
                      ACL_CONTINUE_ON_FAILURE)
 from .copy import memcpy_async, memset_async, memcpy_2d_async
@@ -33,6 +34,7 @@ __all__ = [
     "malloc_host", "free_host", "memset", "memcpy", "memcpy_2d", "memory_stats", "memory_summary",
     "empty_cache",
     "DeviceArray", "to_device", "device_empty", "device_zeros",
+    "host_empty", "empty_host_cache", "host_cache_stats",
     "Stream", "Event", "default_stream", "current_stream", "ACL_STOP_ON_FAILURE",
     "ACL_CONTINUE_ON_FAILURE", "memcpy_async", "memset_async", "memcpy_2d_async",
     "subscribe_report", "unsubscribe_report", "launch_callback", "process_report",

@@ -1,0 +1,103 @@
+"""rt.host_empty: large numpy results reuse the pages of dropped ones, never two live at once."""
+import gc
+import threading
+
+import numpy as np
+import pytest
+
+import rt
+from rt import hostcache
+
+BIG = (1 << 20) // 4 + 3          # float32 elements: just over MIN_BYTES, not a page multiple
+
+
+@pytest.fixture(autouse=True)
+def clean_cache():
+    rt.empty_host_cache()
+    yield
+    rt.empty_host_cache()
+
+
+def test_shape_dtype_and_layout():
+    a = rt.host_empty((3, BIG), np.float16)
+    assert a.shape == (3, BIG) and a.dtype == np.float16
+    assert a.flags.c_contiguous and a.flags.writeable
+    a[...] = 1.5
+    assert float(a.sum(dtype=np.float64)) == 1.5 * a.size
+    assert rt.host_empty(BIG).shape == (BIG,)
+
+
+def test_dropped_result_is_reused():
+    a = rt.host_empty(BIG)
+    addr = a.ctypes.data
+    del a
+    gc.collect()
+    assert rt.host_cache_stats()["idle_buffers"] == 1
+    b = rt.host_empty(BIG)
+    assert b.ctypes.data == addr
+    assert rt.host_cache_stats()["idle_buffers"] == 0
+
+
+def test_live_results_never_share_a_buffer():
+    a = rt.host_empty(BIG)
+    b = rt.host_empty(BIG)
+    assert not np.may_share_memory(a, b)
+
+
+def test_a_view_keeps_the_buffer_leased():
+    a = rt.host_empty(BIG)
+    view = a[10:20]
+    view[:] = 7
+    del a
+    gc.collect()
+    assert rt.host_cache_stats()["idle_buffers"] == 0
+    b = rt.host_empty(BIG)
+    b[...] = 0
+    assert (view == 7).all()
+    del view
+    gc.collect()
+    assert rt.host_cache_stats()["idle_buffers"] == 1
+
+
+def test_small_results_come_from_malloc():
+    a = rt.host_empty(16, np.float32)
+    assert a.base is None and a.flags.owndata
+    del a
+    assert rt.host_cache_stats()["idle_buffers"] == 0
+
+
+def test_cache_is_bounded(monkeypatch):
+    monkeypatch.setattr(hostcache, "MAX_CACHED_BYTES", 3 << 20)
+    arrays = [rt.host_empty(BIG) for _ in range(4)]     # ~1 MiB + 1 page each
+    del arrays
+    gc.collect()
+    st = rt.host_cache_stats()
+    assert st["idle_buffers"] == 2 and st["idle_bytes"] <= 3 << 20
+    assert rt.empty_host_cache() == st["idle_bytes"]
+    assert rt.host_cache_stats() == {"idle_bytes": 0, "idle_buffers": 0}
+
+
+def test_bad_shape_names_it():
+    with pytest.raises(ValueError, match=r"rt.host_empty: shape must be non-negative, "
+                                         r"got shape=\(4, -1\)"):
+        rt.host_empty((4, -1))
+
+
+def test_threads_never_see_each_others_results():
+    errors = []
+
+    def worker(k):
+        for i in range(40):
+            a = rt.host_empty(BIG, np.int32)
+            a.fill(k * 1000 + i)
+            if not (a == k * 1000 + i).all():
+                errors.append((k, i))
+            del a
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert rt.host_cache_stats()["idle_buffers"] <= 4
