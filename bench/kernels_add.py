@@ -1,6 +1,6 @@
 """kernels.add.add on 16M fp32 vs np.add (same data, same process), plus compile timings.
 
-    python -m bench.kernels_add [--n 16777216] [--repeats 9]
+    python -m bench.kernels_add [--n 16777216] [--repeats 9] [--c-floor]
 
 Peers: np.add on one thread with the same contract as each of our variants (np.add(x, y) makes a
 new array as add(x, y) does; np.add(x, y, out=) writes a given one, as add(x, y, out=) and the
@@ -9,11 +9,19 @@ plain Python threads as the emulator has cores (each thread adds its contiguous 
 that many cores get from this machine's memory, so the upper bound for kernels.add, whose blocks
 stream the same bytes. numpy arguments are mapped into the device's address space for the launch
 (rt.DeviceArray.map_host) when the runtime supports it, else copied. Variants run in interleaved
-rounds (noise hits all alike); times are medians.
+rounds (noise hits all alike); times are medians. `--c-floor` adds the same tiled design written
+in C (bench/c/add_floor.c: per 8192-element tile, x and y copied to a scratch, added, the sum
+copied out; one contiguous slice per thread), built with the machine's `cc` if it has one: how
+fast the kernel's own data movement can be on this machine, whatever emulates it.
 """
 from __future__ import annotations
 
 import argparse
+import ctypes
+import os
+import shutil
+import subprocess
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -37,6 +45,31 @@ def threaded_np_add(x, y, out, pool, k):
     return run
 
 
+def c_floor(x, y, out, threads):
+    """A callable running bench/c/add_floor.c on (x, y, out) with `threads` threads, or None
+    when there is no C compiler (the source is built fresh in a temporary directory)."""
+    cc = shutil.which(os.environ.get("CC", "cc"))
+    if cc is None:
+        return None
+    src = os.path.join(os.path.dirname(__file__), "c", "add_floor.c")
+    with tempfile.TemporaryDirectory() as d:
+        lib = os.path.join(d, "add_floor.so")
+        r = subprocess.run([cc, "-O3", "-march=native", "-shared", "-fPIC", "-o", lib, src,
+                            "-lpthread"], capture_output=True, text=True)
+        if r.returncode != 0:
+            print(f"--c-floor: {cc} failed: {r.stderr.strip()[:300]}")
+            return None
+        fn = ctypes.CDLL(lib).add_floor
+    fp = ctypes.POINTER(ctypes.c_float)
+    fn.argtypes = (fp, fp, fp, ctypes.c_long, ctypes.c_int)
+    args = (x.ctypes.data_as(fp), y.ctypes.data_as(fp), out.ctypes.data_as(fp), x.size, threads)
+
+    def run():
+        if fn(*args) != 0:
+            raise RuntimeError("add_floor: thread start failed")
+    return run
+
+
 def first_call_cache_note():
     """Whether the kernel's compiled module came from Numba's disk cache in the first call."""
     hits = misses = 0
@@ -51,7 +84,8 @@ def first_call_cache_note():
     return "disk-cache hit" if hits else "cache state unknown"
 
 
-def measure(n: int, repeats: int, cores: int | None = None, clock=time.perf_counter) -> dict:
+def measure(n: int, repeats: int, cores: int | None = None, clock=time.perf_counter,
+            with_c_floor: bool = False) -> dict:
     """Median seconds per call of each variant (keyed by the names main prints; interleaved
     rounds, timed with `clock`) on n random float32 elements, plus "first" (the first call, 1K
     elements: compile or disk-cache load), "note" (which of the two) and "mapped" (whether numpy
@@ -83,6 +117,12 @@ def measure(n: int, repeats: int, cores: int | None = None, clock=time.perf_coun
         "kernels.add (numpy in, out=)": lambda: add(x, y, out=out),
         f"np.add(out=), {cores} threads (bound)": threaded_np_add(x, y, out, pool, cores),
     }
+    floor = c_floor(x, y, out, cores) if with_c_floor else None
+    if floor is not None:
+        floor()
+        if not np.array_equal(out, x + y):
+            raise AssertionError("add_floor.c: wrong result")
+        variants[f"C, kernels.add's tiling, {cores} threads"] = floor
     try:
         tm = interleaved_medians(variants, repeats, clock=clock)
     finally:
@@ -103,11 +143,14 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--n", type=int, default=16 * 1024 * 1024)
     ap.add_argument("--repeats", type=int, default=9)
+    ap.add_argument("--c-floor", action="store_true",
+                    help="also time bench/c/add_floor.c (the kernel's tiled design in C; needs cc)")
     ap.add_argument("--cpu-time", action="store_true",
                     help="time by the process's CPU time (all threads) instead of wall time: "
                          "the cost of a call, barely moved by other load on the machine")
     a = ap.parse_args(argv)
-    m = measure(a.n, a.repeats, clock=time.process_time if a.cpu_time else time.perf_counter)
+    m = measure(a.n, a.repeats, clock=time.process_time if a.cpu_time else time.perf_counter,
+                with_c_floor=a.c_floor)
     if a.cpu_time:
         print("process CPU time per call (all threads), not wall time; GB/s per CPU-second")
     bound = next(k for k in m if k.endswith("(bound)"))
@@ -115,7 +158,8 @@ def main(argv=None):
           f"({m['note']}); numpy arguments "
           f"{'mapped into the device (no copies)' if m['mapped'] else 'copied in and back'}")
     print(f"{'variant':<38}{'median ms':>10}{'GB/s':>8}{'vs peer':>10}{'vs bound':>10}")
-    names = [k for k in m if k.startswith("np.")] + [k for k in m if k.startswith("kernels.")]
+    names = [k for k in m if k.startswith(("np.", "C,"))] + \
+        [k for k in m if k.startswith("kernels.")]
     for name in names:
         v = m[name]
         peer = f"{m[PEERS[name]] / v:>9.2f}x" if name in PEERS else f"{'':>10}"
