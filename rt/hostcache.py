@@ -16,6 +16,7 @@ results.
 from __future__ import annotations
 
 import threading
+from collections import deque
 
 import numpy as np
 
@@ -26,6 +27,11 @@ _PAGE = 4096
 _lock = threading.Lock()
 _idle: dict[int, list[np.ndarray]] = {}    # capacity in bytes -> idle uint8 buffers
 _idle_bytes = 0
+# buffers of dead leases not yet filed in _idle: a lease's __del__ only appends here (atomic, and
+# allocates no object the GC tracks) and files them if _lock is free. It never waits for _lock:
+# __del__ runs inside a GC pass, which an allocation made while this thread holds _lock can
+# start (host_cache_stats' generator did), and a blocking acquire there deadlocks.
+_returned: deque = deque()
 
 
 class _Lease:
@@ -46,10 +52,24 @@ class _Lease:
 
 
 def _give_back(buf: np.ndarray) -> None:
+    _returned.append(buf)
+    if _lock.acquire(blocking=False):   # held (by this thread in a GC pass, or another): filed
+        try:                            # by the next holder
+            _file_returned()
+        finally:
+            _lock.release()
+
+
+def _file_returned() -> None:
+    """Move the buffers of dead leases into _idle (caller holds _lock)."""
     global _idle_bytes
-    with _lock:
+    while True:
+        try:
+            buf = _returned.popleft()
+        except IndexError:
+            return
         if _idle_bytes + buf.nbytes > MAX_CACHED_BYTES:
-            return                          # dropped: freed with the last reference
+            continue                        # dropped: freed with the last reference
         _idle.setdefault(buf.nbytes, []).append(buf)
         _idle_bytes += buf.nbytes
 
@@ -57,6 +77,7 @@ def _give_back(buf: np.ndarray) -> None:
 def _take(cap: int) -> np.ndarray | None:
     global _idle_bytes
     with _lock:
+        _file_returned()
         bufs = _idle.get(cap)
         if not bufs:
             return None
@@ -87,6 +108,7 @@ def empty_host_cache() -> int:
     """Drop every idle cached buffer; returns the bytes released."""
     global _idle_bytes
     with _lock:
+        _file_returned()
         freed, _idle_bytes = _idle_bytes, 0
         _idle.clear()
     return freed
@@ -95,4 +117,5 @@ def empty_host_cache() -> int:
 def host_cache_stats() -> dict:
     """{"idle_bytes": bytes held for reuse, "idle_buffers": how many}."""
     with _lock:
+        _file_returned()
         return {"idle_bytes": _idle_bytes, "idle_buffers": sum(len(v) for v in _idle.values())}

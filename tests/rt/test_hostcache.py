@@ -1,5 +1,8 @@
 """rt.host_empty: large numpy results reuse the pages of dropped ones, never two live at once."""
 import gc
+import pathlib
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -101,3 +104,29 @@ def test_threads_never_see_each_others_results():
         t.join()
     assert errors == []
     assert rt.host_cache_stats()["idle_buffers"] <= 4
+
+
+GC_IN_LOCK = r"""
+import gc, sys
+import rt
+BIG = (1 << 20) // 4 + 3
+class Cycle:
+    pass
+for th in (700, 3, 5, 7, 11):            # gen0 thresholds: collections start at varied points
+    gc.set_threshold(th, 1, 1)
+    for i in range(300):
+        c = Cycle(); c.self = c; c.a = rt.host_empty(BIG)   # a result only the GC frees
+        del c
+        rt.host_cache_stats()            # allocates while holding the cache's lock
+        b = rt.host_empty(BIG)
+        del b
+print("ok")
+"""
+
+
+def test_a_lease_freed_by_the_gc_while_the_lock_is_held_does_not_deadlock():
+    # a collection started by an allocation made under hostcache._lock runs the __del__ of a
+    # lease in a reference cycle on the same thread: it must not wait for that lock
+    r = subprocess.run([sys.executable, "-c", GC_IN_LOCK], capture_output=True, text=True,
+                       timeout=60, cwd=pathlib.Path(rt.__file__).parents[1])
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]
