@@ -45,10 +45,15 @@ def threaded_np_add(x, y, out, pool, k):
     return run
 
 
+def c_compiler() -> str | None:
+    """The C compiler --c-floor builds with ($CC, else cc), or None."""
+    return shutil.which(os.environ.get("CC", "cc"))
+
+
 def c_floor(x, y, out, threads):
     """A callable running bench/c/add_floor.c on (x, y, out) with `threads` threads, or None
     when there is no C compiler (the source is built fresh in a temporary directory)."""
-    cc = shutil.which(os.environ.get("CC", "cc"))
+    cc = c_compiler()
     if cc is None:
         return None
     src = os.path.join(os.path.dirname(__file__), "c", "add_floor.c")
@@ -66,7 +71,7 @@ def c_floor(x, y, out, threads):
 
     def run():
         if fn(*args) != 0:
-            raise RuntimeError("add_floor: thread start failed")
+            raise RuntimeError("add_floor: a thread or its scratch could not be made")
     return run
 
 

@@ -1,7 +1,6 @@
 """bench.kernels_add on a small shape: every variant is timed, and the C floor of the kernel's
 tiled design (bench/c/add_floor.c) is built and checked against x + y when the machine has a C
 compiler. No timing is asserted."""
-import shutil
 
 import numpy as np
 import pytest
@@ -16,7 +15,7 @@ def test_measure_times_every_variant():
     assert not any(k.startswith("C,") for k in m)
 
 
-@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler on this machine")
+@pytest.mark.skipif(B.c_compiler() is None, reason="no C compiler on this machine")
 @pytest.mark.parametrize("n,threads", [(8192 * 3, 2), (50_003, 2), (7, 1), (100_000, 3)])
 def test_c_floor_adds_ragged_and_tile_multiple_lengths(n, threads):
     x = np.random.rand(n).astype(np.float32)
@@ -27,7 +26,7 @@ def test_c_floor_adds_ragged_and_tile_multiple_lengths(n, threads):
     np.testing.assert_array_equal(out, x + y)
 
 
-@pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler on this machine")
+@pytest.mark.skipif(B.c_compiler() is None, reason="no C compiler on this machine")
 def test_measure_adds_the_c_floor_row_when_asked():
     m = B.measure(50_003, 1, with_c_floor=True)
     assert any(k.startswith("C, kernels.add's tiling") for k in m)

@@ -8,11 +8,15 @@
 
 #define TILE 8192
 
-typedef struct { const float *x, *y; float *z; long n; } part_t;
+typedef struct { const float *x, *y; float *z; long n; int failed; } part_t;
 
 static void *tiles(void *p) {
     part_t *a = p;
     float *ub = aligned_alloc(64, 6 * TILE * sizeof(float));
+    if (ub == 0) {
+        a->failed = 1;
+        return 0;
+    }
     long full = a->n / TILE;
     for (long t = 0; t <= full; t++) {
         long n = t < full ? TILE : a->n - full * TILE;
@@ -28,17 +32,26 @@ static void *tiles(void *p) {
     return 0;
 }
 
-/* z = x + y over n elements on `threads` threads (at most 64); returns 0 on success. */
+/* z = x + y over n elements on `threads` threads (1..64); returns 0 on success, -1 if a thread
+ * or its scratch could not be made (every started thread is joined first). */
 int add_floor(const float *x, const float *y, float *z, long n, int threads) {
     pthread_t th[64];
     part_t parts[64];
+    int started = 0, failed = 0;
     if (threads < 1 || threads > 64) return -1;
     long per = (n + threads - 1) / threads;
     for (int k = 0; k < threads; k++) {
-        long lo = k * per, hi = lo + per < n ? lo + per : n;
-        parts[k] = (part_t){x + lo, y + lo, z + lo, hi > lo ? hi - lo : 0};
-        if (pthread_create(&th[k], 0, tiles, &parts[k])) return -1;
+        long lo = k * per < n ? k * per : n, hi = lo + per < n ? lo + per : n;
+        parts[k] = (part_t){x + lo, y + lo, z + lo, hi - lo, 0};
+        if (pthread_create(&th[k], 0, tiles, &parts[k])) {
+            failed = 1;
+            break;
+        }
+        started++;
     }
-    for (int k = 0; k < threads; k++) pthread_join(th[k], 0);
-    return 0;
+    for (int k = 0; k < started; k++) {
+        pthread_join(th[k], 0);
+        failed |= parts[k].failed;
+    }
+    return failed ? -1 : 0;
 }
