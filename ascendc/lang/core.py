@@ -207,7 +207,10 @@ class CalledLibrary:
     @property
     def _reload_init(self):
         if not self.calls():
-            return self._lib._reload_init
+            # inlined: the caller needs loaded first whatever this primitive's code calls. A
+            # library rebuilt from the disk cache starts with no loaders; its compile result
+            # keeps them (Numba's CompileResult.reload_init)
+            return set(self._lib._reload_init) | set(self._cres.reload_init or ())
         f = self._cres.fndesc
         py = self._disp.py_func
         return {PrimLoader(py.__module__, py.__qualname__, f.argtypes, f.restype,

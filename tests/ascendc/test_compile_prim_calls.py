@@ -139,3 +139,65 @@ def test_cached_kernel_loads_its_primitives_first_even_when_they_recompile(tmp_p
         if "kernels" not in str(f.relative_to(numba_cache)):
             f.unlink()
     assert child() == 1
+
+
+@asc.jit
+def scalar_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, n: int, k: asc.ConstExpr[int]):
+    """z[i] = k * x[i] by scalar get/set_value: small primitives (inlined into the glue) that
+    call a large one (the index check)."""
+    xg = asc.GlobalTensor()
+    xg.set_global_buffer(x, n)
+    zg = asc.GlobalTensor()
+    zg.set_global_buffer(z, n)
+    for i in range(n):
+        zg.set_value(i, xg.get_value(i) * k)
+
+
+SCALAR_CHILD = textwrap.dedent("""
+    import sys
+    import numpy as np
+    from tests.ascendc.test_compile_prim_calls import scalar_kernel, _compiled_run
+    k = int(sys.argv[1])
+    x = np.arange(40, dtype=np.float32)
+    z = np.zeros_like(x)
+    scalar_kernel[1](x, z, x.size, k, interpret=False)
+    assert np.array_equal(z, k * x), z
+    print("HITS", sum(_compiled_run(scalar_kernel).stats.cache_hits.values()))
+""")
+
+
+@pytest.mark.slow
+def test_a_kernel_compiled_against_cached_primitives_that_call_primitives_loads(tmp_path):
+    """get/set_value call the index check (a primitive calling a primitive, not inlining it).
+    A kernel compiled in a process that loaded them from the disk cache, then loaded from disk
+    in a process that loaded nothing, must find every symbol they call."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba"),
+               ASCENDC_CACHE_DIR=str(tmp_path / "kernels"), PYTHONPATH=str(ROOT))
+
+    def child(k):
+        r = subprocess.run([sys.executable, "-c", SCALAR_CHILD, str(k)], env=env, cwd=ROOT,
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr[-3000:]
+        return int(r.stdout.split("HITS")[-1])
+
+    assert child(2) == 0        # primitives compiled and cached with kernel k=2
+    assert child(3) == 0        # kernel k=3 compiled against the cached primitives
+    assert child(3) == 1        # kernel k=3 loaded from disk, in a process that loaded nothing
+
+
+def test_an_inlined_primitive_rebuilt_from_the_cache_passes_on_its_loaders():
+    """A small primitive is inlined into its caller, and what it calls must be loaded before
+    the caller's cached code: a library rebuilt from Numba's disk cache has no loaders of its
+    own (they are kept on the compile result), so they are taken from there."""
+    class Lib:              # a library as Numba rebuilds it from the cache
+        _reload_init = set()
+
+        def _get_module_for_linking(self):
+            raise AssertionError("size asked outside a compile")
+
+    class Cres:
+        reload_init = [core.PrimLoader("m", "big", (), types.none, "sym")]
+
+    called = core.CalledLibrary(Lib(), Cres(), None)
+    assert not core._COMPILING.stack            # outside a compile: linked, not called
+    assert called._reload_init == set(Cres.reload_init)
