@@ -1,7 +1,6 @@
 """Host-side plumbing shared by the kernel wrappers: numpy or rt.DeviceArray in, same kind out."""
 from __future__ import annotations
 
-import numpy as np
 
 import rt
 
