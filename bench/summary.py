@@ -238,6 +238,8 @@ def context_line(blas: int) -> str:
 
 def run_rows(keys, a) -> list:
     """Measure the rows `keys` (in ROWS' order) with the options of `a`."""
+    import rt
+    rt.ensure_device()          # a row alone (e.g. --rows matmul) makes streams at once
     blas = blas_threads()
     out = []
     for key in [k for k in ROWS if k in keys]:

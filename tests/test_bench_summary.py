@@ -2,7 +2,11 @@
 and recorded rows, the record file, and a run of main with kernels.add on a tiny shape and the
 slower rows mocked. No timing is asserted."""
 import json
+import os
+import pathlib
 import re
+import subprocess
+import sys
 
 import pytest
 
@@ -83,3 +87,13 @@ def test_rows_must_be_known_keys(capsys):
     with pytest.raises(SystemExit):
         S.main(["--rows", "add,nope"])
     assert "--rows must be keys of fa, fa_causal" in capsys.readouterr().err
+
+
+def test_a_kernel_row_alone_runs_in_a_fresh_process():
+    """--rows matmul alone used to fail: the runtime was initialised only by an earlier row."""
+    root = pathlib.Path(S.__file__).resolve().parents[1]
+    r = subprocess.run([sys.executable, "-m", "bench.summary", "--rows", "matmul", "--quick",
+                        "--matmul-n", "64"], cwd=root, capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=str(root)))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "| kernels.matmul 2048^3 fp32 (DeviceArray) vs numpy @ | " in r.stdout
