@@ -10,17 +10,6 @@ memory alive for the duration of the call.
 """
 from __future__ import annotations
 
-from numba import types
-from numba.core.extending import intrinsic
+from ..lang.prims.memops import voidptr
 
-
-@intrinsic
-def voidptr(typingctx, addr):
-    """The integer `addr` as a `void*` (for `numba.carray`)."""
-    if not isinstance(addr, types.Integer):
-        return None
-
-    def codegen(context, builder, sig, args):
-        return builder.inttoptr(args[0], context.get_value_type(types.voidptr))
-
-    return types.voidptr(addr), codegen
+__all__ = ["voidptr"]

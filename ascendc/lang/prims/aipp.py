@@ -42,7 +42,6 @@ import ctypes
 
 import numpy as np
 from numba import carray, types
-from numba.core.extending import intrinsic
 from numba.extending import overload
 
 from ..core import C_MTE2, L1, prim
@@ -50,6 +49,7 @@ from ..dtypes import f16_bits_to_f32, f32_to_f16_bits
 from ..errors import FAULT, fault, GMReadError, KernelError
 from .. import trace
 from .borrow import borrowed
+from .memops import voidptr
 from .movecore import dtype_name_of, locate, write_target
 from .vecbase import check_range
 
@@ -111,16 +111,6 @@ def _elem_info_nb(a):
 
 # ---- the source image: bytes at a GM address stored in the core's state -----------------------
 
-@intrinsic
-def _voidptr(typingctx, addr):
-    if not isinstance(addr, types.Integer):
-        return None
-
-    def codegen(context, builder, sig, args):
-        return builder.inttoptr(args[0], context.get_value_type(types.voidptr))
-    return types.voidptr(addr), codegen
-
-
 def _gm_bytes(addr, n):
     """The n bytes at device address `addr` (inside a GM argument of the running launch)."""
     if n <= 0:
@@ -130,7 +120,7 @@ def _gm_bytes(addr, n):
 
 @overload(_gm_bytes)
 def _gm_bytes_nb(addr, n):
-    return lambda addr, n: carray(_voidptr(addr), (n,), np.uint8)
+    return lambda addr, n: carray(voidptr(addr), (n,), np.uint8)
 
 
 # ---- set_aipp_functions ------------------------------------------------------------------------

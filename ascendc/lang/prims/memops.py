@@ -1,4 +1,4 @@
-"""Byte-copy intrinsics for the data movement primitives (LLVM IR, cacheable in njit code).
+"""Byte-copy and address intrinsics for the primitives (LLVM IR, cacheable in njit code).
 
 `stream_copy(d, doff, s, soff, n)`: d[doff:doff+n] = s[soff:soff+n] (uint8 arrays, no overlap)
 where the 64-byte-aligned middle of the destination is written with non-temporal (streaming)
@@ -15,11 +15,23 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
-__all__ = ["stream_copy"]
+__all__ = ["stream_copy", "voidptr"]
 
 _X86 = platform.machine().lower() in ("x86_64", "amd64")
 _I8P = ir.IntType(8).as_pointer()
 _I64 = ir.IntType(64)
+
+
+@intrinsic
+def voidptr(typingctx, addr):
+    """The integer `addr` as a `void*` (for `numba.carray`: an array over memory that no NRT
+    reference count owns; compiler/rawptr.py says why the generated `_run` needs that)."""
+    if not isinstance(addr, types.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        return builder.inttoptr(args[0], context.get_value_type(types.voidptr))
+    return types.voidptr(addr), codegen
 
 
 def _byte_ptr(context, builder, aty, a, off):
