@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ast
 
-from ..compiler.frontend import attr_chain as _chain, is_asc_module
+from ..compiler.frontend import attr_chain as _chain, is_asc_module, keyword_fields
 from ..lang.enums import TPosition
 from ..lang.surface import GA, OTHER, PIPE, T
 from . import checks as C
@@ -424,16 +424,7 @@ def _get_tensor_c(rw, call, name, mm):
 
 def _new_tiling(rw, call):
     """asc.adv.TCubeTiling(f=v, ...) in a kernel: a record with every other field 0."""
-    if call.args:
-        raise rw.err(call, "asc.adv.TCubeTiling: fields must be given by keyword (f=v), got "
-                           f"{len(call.args)} positional arguments")
-    given = {}
-    for k in call.keywords:
-        if k.arg not in INDEX:
-            raise rw.err(call, f"asc.adv.TCubeTiling: field must be one of TCubeTiling's "
-                               f"fields (snake_case, e.g. single_core_m), got {k.arg!r}")
-        given[k.arg] = rw.visit(k.value)
-    vals = [given.get(f, ast.Constant(0)) for f in FIELDS]
+    vals = keyword_fields(rw, call, "TCubeTiling", FIELDS, "snake_case, e.g. single_core_m")
     rw.gen.require_import(_ADV_IMPORT)
     return ast.Call(func=_expr("_ADV.tiling_new"), args=[ast.Tuple(elts=vals, ctx=ast.Load())],
                     keywords=[])

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 
+from ..compiler.frontend import keyword_fields
 from ..lang import api
 from ..lang.prims.softmax import TILING_FIELDS, SoftmaxTilingRecord, softmax_nd, tiling_record
 
@@ -80,17 +81,10 @@ def _is_none(node):
 
 def lower_softmax_tiling(rw, call):
     """asc.adv.SoftmaxTiling(f=v, ...) in a kernel: a record with every other field 0."""
-    if call.args:
-        raise rw.err(call, "asc.adv.SoftmaxTiling: fields must be given by keyword (f=v), got "
-                           f"{len(call.args)} positional arguments")
-    given = {}
-    for k in call.keywords:
-        if k.arg not in TILING_FIELDS:
-            raise rw.err(call, f"asc.adv.SoftmaxTiling: field must be one of SoftmaxTiling's "
-                               f"fields ({', '.join(TILING_FIELDS)}), got {k.arg!r}")
-        given[k.arg] = _call("int", [rw.visit(k.value)])
+    vals = keyword_fields(rw, call, "SoftmaxTiling", TILING_FIELDS, ", ".join(TILING_FIELDS),
+                          wrap=lambda v: _call("int", [v]))
     rw.gen.require_import(_IMPORT)
-    return _call("_asc_SoftmaxTiling", [given.get(f, ast.Constant(0)) for f in TILING_FIELDS])
+    return _call("_asc_SoftmaxTiling", vals)
 
 
 def lower_softmax(rw, b):

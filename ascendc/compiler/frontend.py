@@ -131,3 +131,21 @@ def asc_calls(fn, _seen=None) -> frozenset:
             if is_kernel_function(g):       # an @asc.jit helper
                 out |= asc_calls(g.fn, seen)
     return frozenset(out)
+
+
+def keyword_fields(rw, call, cls: str, fields, fields_text: str, wrap=None) -> list:
+    """The values of a record constructor `asc.adv.<cls>(f=v, ...)` in kernel source, lowered by
+    the rewriter `rw`, in `fields` order with 0 for a field not given (each `wrap(value)` if
+    `wrap`). Fields by keyword only, each one of `fields` (`fields_text` names them in the
+    error)."""
+    if call.args:
+        raise rw.err(call, f"asc.adv.{cls}: fields must be given by keyword (f=v), got "
+                           f"{len(call.args)} positional arguments")
+    given = {}
+    for k in call.keywords:
+        if k.arg not in fields:
+            raise rw.err(call, f"asc.adv.{cls}: field must be one of {cls}'s fields "
+                               f"({fields_text}), got {k.arg!r}")
+        v = rw.visit(k.value)
+        given[k.arg] = wrap(v) if wrap else v
+    return [given.get(f, ast.Constant(0)) for f in fields]
