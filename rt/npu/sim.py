@@ -184,6 +184,7 @@ class Simulator:
         self.dispatching: deque = deque()
         self.seqs = count()
         self.dirty = set(range(len(cores)))
+        self.loaded: list = []                      # cores loaded with a block in this pass
         self.pass_at = -1                           # the core examined now
         self.pass_queue: list = []                  # the heap of cores left in this pass
         self.pass_set: set = set()
@@ -391,7 +392,7 @@ class Simulator:
             self.pass_at = i
             c = self.cores[i]
             if c.block is not None and self.examine(c):
-                moved = True          # a start enables nothing else on this core until an op ends
+                moved = True          # only an op's end (or a queue slot, `examine`) enables more
         self.pass_at = -1
         return moved
 
