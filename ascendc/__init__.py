@@ -9,5 +9,8 @@ from .language import *  # noqa: F403  (the kernel language: asc.add, asc.TQue, 
 from .language import __all__ as _LANGUAGE
 from . import adv, host, lib
 from .npu import npu_trace  # the NPU view: simulated pipe timeline of an interpreted launch
+# the kernel sanitizer: `with asc.sanitize(...)` (the function; the package is ascendc.sanitize's
+# modules, `python -m ascendc.sanitize`)
+from .sanitize import sanitize  # noqa: E402
 
-__all__ = list(_LANGUAGE) + ["adv", "host", "lib", "npu_trace"]
+__all__ = list(_LANGUAGE) + ["adv", "host", "lib", "npu_trace", "sanitize"]

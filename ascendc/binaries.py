@@ -50,6 +50,21 @@ def _core_ctx(soc, flags):
     return cache[key]
 
 
+_SANITIZER: list = []     # the active sanitizer (ascendc/sanitize), if any
+
+
+def set_sanitizer(sanitizer) -> None:
+    """Install (or with None remove) the sanitizer every launch reports its blocks to: an object
+    with `block(binary, launch, block_idx, rows, fault, where, gms, lost)`
+    (ascendc/sanitize/session.py)."""
+    _SANITIZER[:] = [] if sanitizer is None else [sanitizer]
+
+
+def sanitizer():
+    """The active sanitizer, or None."""
+    return _SANITIZER[0] if _SANITIZER else None
+
+
 class GMArg:
     """A GM argument as the binary receives it: device address, bytes, dtype."""
     __slots__ = ("ptr", "nbytes", "dtype", "name", "owner", "_view")
@@ -126,7 +141,9 @@ class Binary(rt.KernelBinary):
         report = self.checked.report_gm_overreach
         set_gm_sizes(st, gms, report)
         try:
-            if self.traced:
+            if self.checked.sanitize:
+                self._run_sanitized(ctx, st, first, last, block_dim, views, gms, id(args))
+            elif self.traced:
                 self._run_traced(ctx, st, first, last, block_dim, views, args)
             else:
                 self._run(ctx, self._order(first, last), block_num, views)
@@ -170,6 +187,25 @@ class Binary(rt.KernelBinary):
                     while len(self._done) >= 64:        # never taken: keep the newest only
                         self._done.pop(next(iter(self._done)))
                     self._done[id(args)] = (np.concatenate(acc[0]), block_dim)
+
+    def _run_sanitized(self, ctx, st, first, last, block_dim, views, gms, launch):
+        """Run blocks one at a time and hand each one's rows, and its fault if it stopped on
+        one, to the sanitizer: a faulting block ends there, the others go on (a kernel whose
+        blocks wait for each other at sync_all stops: continuing would hang)."""
+        san = sanitizer()
+        for b in self._order(first, last):
+            st.trace_n = st.trace_lost = 0
+            fault, where = None, None
+            try:
+                self._run(ctx, np.array([b], dtype=np.int64), block_dim // self.per_block, views)
+            except KernelError as e:
+                fault, where = e, self._where(e, st)
+            rows = ctx[3][:int(st.trace_n)].copy()
+            if san is not None:
+                san.block(self, (launch, block_dim), int(b), rows, fault, where, gms,
+                          int(st.trace_lost))
+            if fault is not None and self.needs_all_resident:
+                raise fault
 
     def take_npu_trace(self, args):
         """(SoC name, a function returning the per-block `rt.npu.Instr` lists) of the finished

@@ -15,7 +15,7 @@ from rt import errors as E
 
 from . import options as O
 from .options import OPTIONS, kernel_type_of  # noqa: F401  (jit's own names, defined there)
-from .binaries import CompiledBinary, GMArg, InterpretedBinary
+from .binaries import CompiledBinary, GMArg, InterpretedBinary, sanitizer
 from .lang import api, dtypes as D
 from .lang.prims import ktype as KT
 from .compiler.cache import load_module
@@ -186,6 +186,8 @@ class JitFunction(KernelFunction):
         checked = O.resolve(opts.get("checked"))
         soc = rt.get_soc(opts.get("soc"))
         traced = rt.npu_view_on()
+        if sanitizer() is not None:       # ascendc/sanitize: checked, every access recorded
+            checked, traced = O.SANITIZED, True
         ktype = self.kernel_type(opts)
         self._check_resident(block_dim, soc)
         consts, launch_args, sig, host_arrays = {}, [], [], []

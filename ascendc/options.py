@@ -9,7 +9,7 @@ import numpy as np
 
 from .lang import core
 from .lang.prims import ktype as KT
-from .lang.state import FLAG_REPORT_OVERREACH
+from .lang.state import FLAG_REPORT_OVERREACH, FLAG_SANITIZE
 
 
 @dataclass(frozen=True)
@@ -25,23 +25,29 @@ class CheckedOptions:
       reported with a warning after the launch.
     - report_gm_overreach: GM accesses past an argument's end but inside its allocation (they
       run, as on hardware) are reported with a warning after the launch (lang/gmreach.py).
+    - sanitize: primitives record each memory access, allocation and flag, and every launch's
+      blocks are analysed and reported by the active sanitizer (ascendc/sanitize; off by default,
+      on under `python -m ascendc.sanitize` / `asc.sanitize()`).
     """
     nan_fill: bool = True
     defer_gm_visibility: bool = True
     shuffle_blocks: bool = True
     report_rounding: bool = True
     report_gm_overreach: bool = True
+    sanitize: bool = False
 
     @property
     def flags(self) -> int:
         return ((core.FLAG_NAN_FILL if self.nan_fill else 0)
                 | (core.FLAG_DEFER if self.defer_gm_visibility else 0)
                 | (core.FLAG_REPORT_ROUNDING if self.report_rounding else 0)
-                | (FLAG_REPORT_OVERREACH if self.report_gm_overreach else 0))
+                | (FLAG_REPORT_OVERREACH if self.report_gm_overreach else 0)
+                | (FLAG_SANITIZE if self.sanitize else 0))
 
 
 UNCHECKED = CheckedOptions(False, False, False, False, False)
 CHECKED = CheckedOptions()
+SANITIZED = CheckedOptions(sanitize=True)
 _default: list = []
 
 

@@ -23,7 +23,7 @@ FORBIDDEN = {"rt": {"ascendc", "kernels", "bench", "numba"}, "ascendc": {"kernel
              "kernels": {"bench"}, "bench": set()}
 # ranks inside ascendc: a module may import modules of its own rank or below
 ASCENDC_RANKS = (("lang",), ("compiler", "options"), ("binaries",), ("jit",), ("language", "npu"),
-                 ("adv",), ("host",), ("lib",), ("__init__", "pyasc_compat", "run"))
+                 ("adv",), ("host",), ("lib",), ("__init__", "pyasc_compat", "run", "sanitize"))
 PUBLIC_FOR_KERNELS = {"ascendc", "ascendc.adv", "ascendc.lib", "ascendc.lib.host", "rt"}
 
 

@@ -91,6 +91,20 @@ def _pipe_of(name: str) -> str:
     return PIPE_NAMES.get(row.pipe, "SCALAR")
 
 
+def op_pipe(r) -> str:
+    """The lane (PIPE_NAMES' values) that runs the K_OP trace row `r`."""
+    name = T.op_name(r[T.C_OP])
+    if name == "mmad":
+        return "CUBE"
+    row = S.FUNCTIONS.get(name)
+    if row is not None and (row.pipe is S.BY_DIRECTION or row.work is S.Work.FIXPIPE):
+        s, d = int(r[T.C_SRC_LV]), int(r[T.C_DST_LV])
+        sn = LEVEL_NAMES[s] if s >= 0 else "GM"
+        dn = LEVEL_NAMES[d] if d >= 0 else "GM"
+        return PIPE_NAMES[S.DIRECTION_PIPES.get((sn, dn), PipeID.PIPE_MTE2)]
+    return _pipe_of(name)
+
+
 class _Decoder:
     """Rows of one block -> its Instr list."""
 
@@ -120,6 +134,8 @@ class _Decoder:
             return Instr(b, p or "SCALAR", name, barrier=p or "ALL", src=src)
         if kind == T.K_SYNC_ALL:
             return Instr(b, "SCALAR", name, barrier="SYNC_ALL", src=src)
+        if kind in (T.K_ACCESS, T.K_REGION):      # the sanitizer's rows
+            return None
         return self._queue(b, kind, r, src)
 
     def _op(self, b, name, r, src):

@@ -17,7 +17,7 @@ __all__ = ["CORE_STATE", "QUEUE_RECORD", "new_state", "MAX_PENDING", "MAX_QUEUES
            "MAX_SLOTS", "N_HARD_EVENTS", "N_EVENT_IDS", "N_COUNTERS", "KIND_QUE", "KIND_BUF",
            "MAX_SHAPES", "SHAPE_COLS", "MAX_AUTO",
            "FLAG_NAN_FILL", "FLAG_DEFER", "FLAG_REPORT_ROUNDING", "FLAG_TRACE", "AIPP_WORDS",
-           "FLAG_REPORT_OVERREACH"]
+           "FLAG_REPORT_OVERREACH", "FLAG_SANITIZE"]
 
 MAX_PENDING = 256      # deferred GM->local copies remembered at once (then all are flushed)
 MAX_QUEUES = 64        # TQue + TBuf records per kernel
@@ -39,6 +39,7 @@ FLAG_DEFER = 2             # GM->local copies become visible at deque / wait_fla
 FLAG_REPORT_ROUNDING = 4   # the launcher warns when data_copy rounded bytes down
 FLAG_TRACE = 8             # primitives append NPU-view trace rows to ctx[3] (lang/trace.py)
 FLAG_REPORT_OVERREACH = 16  # GM accesses past an argument's end are noted (lang/gmreach.py)
+FLAG_SANITIZE = 32         # primitives add memory-access rows to the trace (ascendc/sanitize)
 
 _I8 = np.int64
 

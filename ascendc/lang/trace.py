@@ -20,7 +20,7 @@ import numpy as np
 from numba import njit
 
 from . import surface as S
-from .state import FLAG_TRACE
+from .state import FLAG_SANITIZE, FLAG_TRACE
 
 # columns of a trace row
 (C_BLOCK, C_OP, C_KIND, C_SRC_LV, C_DST_LV, C_BYTES, C_ELEMS, C_REPEATS, C_M, C_N, C_K, C_DSZ,
@@ -34,7 +34,15 @@ NCOL = 18
  K_BARRIER,     # pipe_barrier(pipe): A = PipeID
  K_SYNC_ALL,    # sync_all across the launch's blocks
  K_Q_ALLOC,     # TQue.alloc_tensor: A = TPosition, B = queue id, ID = buffer (slot) number
- K_Q_ENQUE, K_Q_DEQUE, K_Q_FREE) = range(9)
+ K_Q_ENQUE, K_Q_DEQUE, K_Q_FREE,
+ # with FLAG_SANITIZE only (ascendc/sanitize reads them; the NPU view skips them):
+ K_ACCESS,      # a memory access of the op row before it: DST_LV 0 = local (A = byte offset
+                # in the core's memory) or -1 = GM (A = address); BYTES; ID 1 = write, 0 = read;
+                # M (local reads) = offset from A of the first 32-byte chunk still all 0xFF
+                # (as fresh memory is filled), -1: none
+ K_REGION,      # a local buffer handed out or taken back: A = byte offset, BYTES, ID = REGION_*
+ ) = range(11)
+REGION_FREE, REGION_ALLOC, REGION_VIEW = 0, 1, 2    # free_tensor, alloc_tensor, TBuf.get
 
 # op names: the surface's function names, and its methods as "Class.method"
 OPS = tuple(sorted(S.FUNCTIONS)) + tuple(sorted(f"{m.cls}.{m.name}" for m in S.METHODS.values()))
@@ -145,3 +153,59 @@ def scalar(ctx, op_id):
     """A scalar-unit instruction (an element read or write, a system value)."""
     if ctx[2][0].options & FLAG_TRACE:
         _append(ctx, op_id, K_OP, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+
+
+# ---- sanitizer rows (FLAG_SANITIZE): what an op reads and writes ------------------------------
+
+@njit(nogil=True, cache=True)
+def _first_fresh(mem, off, nbytes):
+    """Offset (from off) of the first 32-byte-aligned chunk inside [off, off + nbytes) whose
+    bytes are all 0xFF, or -1."""
+    c = (off + 31) // 32 * 32
+    while c + 32 <= off + nbytes:
+        fresh = True
+        for i in range(c, c + 32):
+            if mem[i] != 0xFF:
+                fresh = False
+                break
+        if fresh:
+            return c - off
+        c += 32
+    return -1
+
+
+@njit(nogil=True, cache=True)
+def _access(ctx, op_id, addr, nbytes, write):
+    mem = ctx[0]
+    off = addr - np.int64(mem.ctypes.data)
+    if 0 <= off < mem.size:
+        fresh = np.int64(-1) if write else _first_fresh(mem, off, min(nbytes, mem.size - off))
+        _append(ctx, op_id, K_ACCESS, 0, 0, nbytes, 0, 0, fresh, 0, 0, 0, off, 0,
+                np.int64(write), 0, 0)
+    else:
+        _append(ctx, op_id, K_ACCESS, 0, -1, nbytes, 0, 0, -1, 0, 0, 0, addr, 0,
+                np.int64(write), 0, 0)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def access(ctx, op_id, addr, nbytes, write):
+    """The op reads (write=0) or writes (1) `nbytes` bytes at address `addr` (local or GM)."""
+    if ctx[2][0].options & FLAG_SANITIZE:
+        if nbytes > 0:
+            _access(ctx, op_id, np.int64(addr), np.int64(nbytes), write)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def tensor_access(ctx, op_id, t, nbytes, write):
+    """access() of the first `nbytes` bytes of tensor `t`."""
+    if ctx[2][0].options & FLAG_SANITIZE:
+        if nbytes > 0:
+            _access(ctx, op_id, np.int64(t.ctypes.data), np.int64(nbytes), write)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def region(ctx, op_id, off, nbytes, what):
+    """Local bytes [off, off + nbytes) of the core's memory are handed out or taken back."""
+    if ctx[2][0].options & FLAG_SANITIZE:
+        _append(ctx, op_id, K_REGION, 0, 0, np.int64(nbytes), 0, 0, 0, 0, 0, 0, np.int64(off),
+                0, np.int64(what), 0, 0)

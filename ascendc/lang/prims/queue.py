@@ -20,11 +20,12 @@ from ..core import (prim, FLAG_DEFER, FLAG_NAN_FILL, flush_pending, level_of,
 from ..errors import FAULT, fault, KernelError
 from ..positions import (NPOS, POS_LEVEL, POS_NOTE, POS_TQUE, POSITION_NAMES,
                          TQUE_POSITIONS_TEXT)
-from ..state import KIND_BUF, KIND_QUE, MAX_QUEUES, MAX_SLOTS
+from ..state import FLAG_SANITIZE, KIND_BUF, KIND_QUE, MAX_QUEUES, MAX_SLOTS
 from .. import trace
 
 _OP_ALLOC, _OP_ENQUE, _OP_DEQUE, _OP_FREE = (trace.op("TQue.alloc_tensor"), trace.op("TQue.enque"),
                                              trace.op("TQue.deque"), trace.op("TQue.free_tensor"))
+_OP_GET = trace.op("TBuf.get")
 
 __all__ = ["tpipe_new", "tque_new", "tbuf_new", "init_buffer_que", "init_buffer_buf",
            "que_alloc_tensor", "que_enque", "que_deque", "que_free_tensor", "tbuf_get",
@@ -237,6 +238,26 @@ def _slot_of(ctx, q, t, api):
 
 
 @prim
+def _sanitize_alloc(ctx, q, s):
+    """Under the sanitizer a buffer is fresh at each alloc_tensor (all 0xFF, as at a block's
+    start), so a read of what an earlier tensor left there is found as uninitialised."""
+    lo = q.mem_off + s * q.slot_bytes
+    if not _pending_in(ctx, lo, lo + q.slot_bytes):
+        ctx[0][lo:lo + q.slot_bytes] = 0xFF
+    trace.region(ctx, _OP_ALLOC, lo, q.slot_bytes, trace.REGION_ALLOC)
+
+
+@prim
+def _pending_in(ctx, lo, hi):
+    """A deferred GM->local copy into [lo, hi) is still in flight."""
+    st = ctx[2][0]
+    for i in range(st.npending):
+        if st.pending_off[i] < hi and st.pending_off[i] + st.pending_bytes[i] > lo:
+            return True
+    return False
+
+
+@prim
 def que_alloc_tensor(ctx, q, dtype):
     _need_init(q, "TQue.alloc_tensor")
     n = q.num
@@ -246,6 +267,8 @@ def que_alloc_tensor(ctx, q, dtype):
             q.alloc |= 1 << s
             q.next_slot = (s + 1) % n
             trace.event(ctx, _OP_ALLOC, trace.K_Q_ALLOC, q.pos, q.id, s)
+            if ctx[2][0].options & FLAG_SANITIZE:
+                _sanitize_alloc(ctx, q, s)
             return _slot_view(ctx, q, s, dtype)
     fault("TQue.alloc_tensor: a free buffer must be available, got all {} buffers of "
           "{:pos} TQue #{} allocated (free_tensor missing?)", n, q.pos, q.id)
@@ -304,6 +327,7 @@ def que_free_tensor(ctx, q, t):
             raise KernelError(FAULT)
     q.alloc &= ~(1 << s)
     trace.event(ctx, _OP_FREE, trace.K_Q_FREE, q.pos, q.id, s)
+    trace.region(ctx, _OP_FREE, q.mem_off + s * q.slot_bytes, q.slot_bytes, trace.REGION_FREE)
 
 
 @prim
@@ -333,6 +357,7 @@ def que_has_idle_buffer(ctx, q):
 def tbuf_get(ctx, b, dtype, n):
     _need_init(b, "TBuf.get")
     v = _slot_view(ctx, b, 0, dtype)
+    trace.region(ctx, _OP_GET, b.mem_off, b.slot_bytes, trace.REGION_VIEW)
     if n < 0:
         return v
     if n > v.size:

@@ -75,6 +75,7 @@ def _check_index(ctx, t, i, api, write):
 def get_value(ctx, t, i):
     _check_index(ctx, t, i, "get_value", False)
     trace.scalar(ctx, _OP_GET)
+    trace.access(ctx, _OP_GET, np.int64(t.ctypes.data) + i * t.itemsize, t.itemsize, 0)
     return ld(t, i)
 
 
@@ -83,6 +84,7 @@ def set_value(ctx, t, i, v):
     _check_index(ctx, t, i, "set_value", True)
     st(t, i, v)
     trace.scalar(ctx, _OP_SET)
+    trace.access(ctx, _OP_SET, np.int64(t.ctypes.data) + i * t.itemsize, t.itemsize, 1)
 
 
 @prim

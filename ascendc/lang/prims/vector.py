@@ -243,11 +243,15 @@ def _binary(api, op, rule):
         rule(api, "dst", dst)
         binary_count(ctx, api, dst, src0, src1, count, op)
         trace.vec(ctx, code, dst.itemsize, count, False)
+        trace.tensor_access(ctx, code, src0, count * src0.itemsize, 0)
+        trace.tensor_access(ctx, code, src1, count * src1.itemsize, 0)
+        trace.tensor_access(ctx, code, dst, count * dst.itemsize, 1)
 
     def rep_form(ctx, dst, src0, src1, mask, repeat_times, repeat_params, is_set_mask):
         rule(api, "dst", dst)
         binary_rep(ctx, api, dst, src0, src1, mask, repeat_times, repeat_params, op)
         trace.vec(ctx, code, dst.itemsize, repeat_times, True)
+        trace.tensor_access(ctx, code, dst, dst.size * dst.itemsize, 1)   # (its reach, at most)
     return count_form, rep_form
 
 
@@ -258,11 +262,14 @@ def _unary(api, op, rule):
         rule(api, "dst", dst)
         unary_count(ctx, api, dst, src, count, op)
         trace.vec(ctx, code, dst.itemsize, count, False)
+        trace.tensor_access(ctx, code, src, count * src.itemsize, 0)
+        trace.tensor_access(ctx, code, dst, count * dst.itemsize, 1)
 
     def rep_form(ctx, dst, src, mask, repeat_times, repeat_params, is_set_mask):
         rule(api, "dst", dst)
         unary_rep(ctx, api, dst, src, mask, repeat_times, repeat_params, op)
         trace.vec(ctx, code, dst.itemsize, repeat_times, True)
+        trace.tensor_access(ctx, code, dst, dst.size * dst.itemsize, 1)
     return count_form, rep_form
 
 
@@ -273,11 +280,14 @@ def _tensor_scalar(api, op, rule):
         rule(api, "dst", dst)
         scalar_count(ctx, api, dst, src, scalar, count, op)
         trace.vec(ctx, code, dst.itemsize, count, False)
+        trace.tensor_access(ctx, code, src, count * src.itemsize, 0)
+        trace.tensor_access(ctx, code, dst, count * dst.itemsize, 1)
 
     def rep_form(ctx, dst, src, scalar, mask, repeat_times, repeat_params, is_set_mask):
         rule(api, "dst", dst)
         scalar_rep(ctx, api, dst, src, scalar, mask, repeat_times, repeat_params, op)
         trace.vec(ctx, code, dst.itemsize, repeat_times, True)
+        trace.tensor_access(ctx, code, dst, dst.size * dst.itemsize, 1)
     return count_form, rep_form
 
 
@@ -363,6 +373,7 @@ def duplicate_count(ctx, dst, scalar, count):
         st(dst, i, v)
     ctx[2][0].counters[core.C_VEC_OPS] += count
     trace.vec(ctx, _OP_DUPLICATE, dst.itemsize, count, False)
+    trace.tensor_access(ctx, _OP_DUPLICATE, dst, count * dst.itemsize, 1)
 
 
 @prim

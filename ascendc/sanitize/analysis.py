@@ -1,0 +1,277 @@
+"""One block's trace rows -> findings of memcheck (freed tensors), initcheck, synccheck and
+racecheck (pipes of one core), in one pass in issue order.
+
+The rows (lang/trace.py) are the instructions a block issued: ops, the memory each op read and
+wrote (K_ACCESS, with FLAG_SANITIZE), buffers handed out and taken back (K_REGION), flags,
+barriers and queue steps. What the pass keeps per byte of the core's local memory:
+- initcheck: whether a recorded write covered it since its buffer was allocated, and the line of
+  that allocation. A read is reported only where a 32-byte chunk of it still held the fill of
+  fresh memory (0xFF bytes, checked mode's NaN) when it was read, so writes by an op that does
+  not record its accesses never make a false report.
+- memcheck: whether its buffer was freed (free_tensor) and not allocated again.
+- racecheck: the pipe, time and line of its last write and, per pipe, of its last read. Each
+  pipe has a vector clock: set_flag / enque / free_tensor send the source pipe's clock, the
+  matching wait_flag / deque / alloc_tensor joins it into the destination pipe's, pipe_barrier
+  joins every pipe with the barrier's pipe (PIPE_ALL and sync_all: all with all). An access
+  conflicts with an earlier one of another pipe (one of them a write) that its pipe's clock has
+  not seen. Scalar-unit accesses (get_value / set_value) are left out of racecheck.
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from ..lang import record, trace as T
+from ..lang.enums import HardEvent, PipeID
+from .report import Finding
+
+LANES = ("SCALAR", "VECTOR", "CUBE", "MTE1", "MTE2", "MTE3", "FIXPIPE")
+_LANE = {n: i for i, n in enumerate(LANES)}
+_BARRIER_LANE = {int(p): _LANE[n] for p, n in record.PIPE_NAMES.items()}
+_ALL = (int(PipeID.PIPE_ALL),)
+
+
+class _Shadow:
+    """Per-byte state of a core's local memory, reused across blocks (reset where touched)."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self.written = np.zeros(size, bool)
+        self.freed = np.zeros(size, bool)
+        self.region_line = np.zeros(size, np.int64)
+        self.w_pipe = np.full(size, -1, np.int64)
+        self.w_time = np.zeros(size, np.int64)
+        self.w_line = np.zeros(size, np.int64)
+        self.r_time = np.zeros((len(LANES), size), np.int64)
+        self.r_line = np.zeros((len(LANES), size), np.int64)
+        self.dirty: list = []
+
+    def reset(self):
+        for lo, hi in self.dirty:
+            self.written[lo:hi] = False
+            self.freed[lo:hi] = False
+            self.region_line[lo:hi] = 0
+            self.w_pipe[lo:hi] = -1
+            self.w_time[lo:hi] = 0
+            self.r_time[:, lo:hi] = 0
+        self.dirty = []
+
+
+_TLS = threading.local()
+
+
+def _shadow(size: int) -> _Shadow:
+    sh = getattr(_TLS, "shadow", None)
+    if sh is None or sh.size < size:
+        sh = _TLS.shadow = _Shadow(size)
+    sh.reset()
+    return sh
+
+
+class BlockPass:
+    """The analysis of one block: `run(rows)`, then `findings` and `gm_writes` (for the
+    multi-core stomp check: (lo, hi, sync_all epoch, line) of each GM write)."""
+
+    def __init__(self, tools, kernel: str, block: str, lines, levels):
+        self.tools = tools
+        self.levels = levels            # [(level name, base, size)] of the core's memory
+        mem_size = max(b + s for _, b, s in levels)
+        self.kernel, self.block, self.lines = kernel, block, lines
+        self.sh = _shadow(mem_size)
+        self.clk = np.zeros((len(LANES), len(LANES)), np.int64)
+        self.flags: dict = {}           # (src lane, dst lane, key) -> [clock snapshots]
+        self.pending: dict = {}         # (event, id) -> [lines of set_flags not yet waited]
+        self.findings: list = []
+        self.gm_writes: list = []
+        self.epoch = 0
+        self.pipe = 0
+        self._seen: set = set()
+
+    def where(self, line_id: int):
+        line_id = int(line_id)
+        if 0 < line_id < len(self.lines):
+            f, n = self.lines[line_id]
+            return (f, int(n))
+        return None
+
+    def add(self, cls, kind, line_id, address="", other=None, detail=""):
+        key = (cls, kind, int(line_id), address, other and other[1])
+        if key in self._seen:          # one report per block per site (the launch counts blocks)
+            return
+        self._seen.add(key)
+        self.findings.append(Finding(cls, kind, self.kernel, self.block, self.where(line_id),
+                                     address, other, detail))
+
+    def _at(self, lo, at):
+        a = local_address(self.levels, at)
+        return a if at == lo else f"{a} (the access starts at {local_address(self.levels, lo)})"
+
+    # -- the pass --------------------------------------------------------------------------------
+    def run(self, rows):
+        for r in rows:
+            kind = int(r[T.C_KIND])
+            if kind == T.K_OP:
+                self.pipe = _LANE.get(record.op_pipe(r), 0)
+                self.clk[self.pipe, self.pipe] += 1
+            elif kind == T.K_ACCESS:
+                self._access(r)
+            elif kind == T.K_REGION:
+                self._region(r)
+            elif kind in (T.K_SET, T.K_WAIT):
+                self._flag(r, kind == T.K_SET)
+            elif kind == T.K_BARRIER:
+                p = int(r[T.C_A])
+                if p in _ALL:
+                    self._join_all()
+                elif p in _BARRIER_LANE:
+                    lane = _BARRIER_LANE[p]
+                    self.clk[:] = np.maximum(self.clk, self.clk[lane])
+            elif kind == T.K_SYNC_ALL:
+                self._join_all()
+                self.epoch += 1
+            else:
+                self._queue(r, kind)
+        if "synccheck" in self.tools:
+            for (ev, ident), lines in self.pending.items():
+                for line in lines:
+                    self.add("Sync3", "set_flag without its wait_flag", line,
+                             detail=f"set_flag(event={_event_name(ev)}, event_id={ident}) is "
+                                    f"never waited for before the block ends")
+        return self
+
+    def _join_all(self):
+        self.clk[:] = self.clk.max(axis=0)
+
+    def _send(self, key, lane):
+        self.flags.setdefault(key, []).append(self.clk[lane].copy())
+
+    def _receive(self, key, lane):
+        q = self.flags.get(key)
+        if q:
+            self.clk[lane] = np.maximum(self.clk[lane], q.pop(0))
+
+    def _flag(self, r, is_set):
+        ev, ident = int(r[T.C_A]), int(r[T.C_ID])
+        src, dst = record.event_pipes(ev)
+        key = (src, dst, ident)
+        line = int(r[T.C_LINE])
+        if is_set:
+            self._send(key, _LANE[src])
+            held = self.pending.setdefault((ev, ident), [])
+            if held and "synccheck" in self.tools:
+                self.add("Sync4", "event id set twice", line,
+                         other=("set before at", self.where(held[0])),
+                         detail=f"set_flag(event={_event_name(ev)}, event_id={ident}) while its "
+                                f"earlier set_flag was not yet waited for")
+            held.append(line)
+        else:
+            self._receive(key, _LANE[dst])
+            held = self.pending.get((ev, ident))
+            if held:
+                held.pop(0)
+
+    def _queue(self, r, kind):
+        pos, qid, slot = int(r[T.C_A]), int(r[T.C_B]), int(r[T.C_ID])
+        pipes = record.QUEUE_PIPES.get(pos)
+        if pipes is None:
+            return
+        prod, cons = _LANE[pipes[0]], _LANE[pipes[1]]
+        if kind == T.K_Q_ENQUE:
+            self._send(("que", qid), prod)
+        elif kind == T.K_Q_DEQUE:
+            self._receive(("que", qid), cons)
+        elif kind == T.K_Q_FREE:
+            self._send(("free", qid, slot), cons)
+        elif kind == T.K_Q_ALLOC:
+            self._receive(("free", qid, slot), prod)
+
+    def _region(self, r):
+        lo = int(r[T.C_A])
+        hi = min(lo + int(r[T.C_BYTES]), self.sh.size)
+        what, line = int(r[T.C_ID]), int(r[T.C_LINE])
+        sh = self.sh
+        sh.dirty.append((lo, hi))
+        if what == T.REGION_ALLOC:
+            sh.written[lo:hi] = False
+            sh.freed[lo:hi] = False
+            sh.region_line[lo:hi] = line
+        elif what == T.REGION_FREE:
+            sh.freed[lo:hi] = True
+            sh.region_line[lo:hi] = line
+        elif sh.region_line[lo] == 0:        # a TBuf's first get: its "allocation"
+            sh.region_line[lo:hi] = line
+
+    def _access(self, r):
+        write, nbytes, line = bool(r[T.C_ID]), int(r[T.C_BYTES]), int(r[T.C_LINE])
+        if int(r[T.C_DST_LV]) < 0:
+            if write:
+                a = int(r[T.C_A])
+                self.gm_writes.append((a, a + nbytes, self.epoch, line))
+            return
+        sh = self.sh
+        lo = int(r[T.C_A])
+        hi = min(lo + nbytes, sh.size)
+        sh.dirty.append((lo, hi))
+        what = "write" if write else "read"
+        if "memcheck" in self.tools and sh.freed[lo:hi].any():
+            i = lo + int(np.argmax(sh.freed[lo:hi]))
+            self.add("Write1" if write else "Read1", f"{what} of size {nbytes} through a freed "
+                     f"tensor", line, address=self._at(lo, i),
+                     other=("freed at", self.where(sh.region_line[i])))
+        if not write and "initcheck" in self.tools and int(r[T.C_M]) >= 0:
+            c = lo + int(r[T.C_M])
+            if not sh.written[c:c + 32].all():
+                self.add("Read2", f"uninitialized read of size {nbytes}", line,
+                         address=self._at(lo, c),
+                         other=("allocated at", self.where(sh.region_line[c])))
+        if self.pipe != 0 and "racecheck" in self.tools:
+            self._race(lo, hi, write, line)
+        if write:
+            sh.written[lo:hi] = True
+
+    def _race(self, lo, hi, write, line):
+        sh, p, clk = self.sh, self.pipe, self.clk[self.pipe]
+        wp = sh.w_pipe[lo:hi]
+        seen = np.where(wp >= 0, clk[np.maximum(wp, 0)], 0)
+        hazard = (wp > 0) & (wp != p) & (sh.w_time[lo:hi] > seen)
+        if hazard.any():
+            i = int(np.argmax(hazard))
+            other = int(wp[i])
+            self.add("Sync2", f"potential {'WAW' if write else 'RAW'} hazard between "
+                     f"{LANES[other]} and {LANES[p]}", line, address=self._at(lo, lo + i),
+                     other=(f"{LANES[other]} wrote at", self.where(sh.w_line[lo + i])),
+                     detail="no set_flag/wait_flag, queue step or barrier orders the two")
+        if write:
+            for q in range(1, len(LANES)):
+                if q == p:
+                    continue
+                rt = sh.r_time[q, lo:hi]
+                late = rt > clk[q]
+                if late.any():
+                    i = int(np.argmax(late))
+                    self.add("Write3", f"potential WAR hazard between {LANES[q]} and "
+                             f"{LANES[p]}", line, address=self._at(lo, lo + i),
+                             other=(f"{LANES[q]} read at", self.where(sh.r_line[q, lo + i])),
+                             detail="the write may land before the read is done")
+            sh.w_pipe[lo:hi] = p
+            sh.w_time[lo:hi] = clk[p]
+            sh.w_line[lo:hi] = line
+        else:
+            sh.r_time[p, lo:hi] = clk[p]
+            sh.r_line[p, lo:hi] = line
+
+
+def _event_name(ev: int) -> str:
+    try:
+        return HardEvent(ev).name
+    except ValueError:
+        return str(ev)
+
+
+def local_address(levels, at: int) -> str:
+    """'UB offset 256' for byte `at` of the core's memory (levels: [(name, base, size)])."""
+    for name, base, size in levels:
+        if base <= at < base + size:
+            return f"{name} offset {at - base}"
+    return f"local byte {at}"

@@ -1,0 +1,179 @@
+"""A sanitizer session: while it is active every kernel launch runs sanitized (checked mode with
+FLAG_SANITIZE; binaries.Binary._run_sanitized hands each block's rows and fault here), and its
+findings collect in one Report.
+
+    with asc.sanitize(tool="racecheck") as san:
+        kernel[8](x, y)
+    assert san.report.count("Sync2") == 0
+"""
+from __future__ import annotations
+
+import gc
+import os
+import sys
+import threading
+
+from .. import binaries
+from ..lang import core
+from ..lang.positions import LEVEL_NAMES
+from ..lang.prims import ktype as KT
+from .analysis import BlockPass
+from .faults import classify
+from .report import TOOLS, Finding, Report
+
+_PACKAGE_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep
+                      for m in (binaries, sys.modules["rt"]))
+
+
+def block_label(kernel_type: int, block_idx: int) -> str:
+    """msSanitizer's name of a kernel instance: aiv(3), aic(0); a whole AI Core (the emulator's
+    AICORE kernels, cube and vector in one instance) is aicore(3)."""
+    if kernel_type == KT.AIC_ONLY:
+        return f"aic({block_idx})"
+    if kernel_type == KT.AICORE:
+        return f"aicore({block_idx})"
+    return f"aiv({block_idx})"
+
+
+class Session:
+    """The state of one sanitized run: which checks, the report, launches in progress."""
+
+    def __init__(self, tool: str = "memcheck", check_all: bool = False, leak_check: bool = False):
+        if tool not in TOOLS:
+            raise ValueError(f"asc.sanitize: tool must be one of {', '.join(TOOLS)}, got "
+                             f"tool={tool!r}")
+        self.tools = frozenset(TOOLS) if check_all else frozenset((tool,))
+        self.leak_check = bool(leak_check)
+        self.report = Report()
+        self._launches: dict = {}
+        self._lock = threading.Lock()
+        self._allocs: dict = {}          # device address -> (file, line) of its malloc
+        self._pool_cls = None
+        self._pool_malloc = None
+        self._pool_free = None
+
+    # -- what binaries calls per block --------------------------------------------------------
+    def block(self, binary, launch, block_idx, rows, fault, where, gms, lost):
+        label = block_label(binary.kernel_type, block_idx)
+        levels = self._levels(binary.soc)
+        bp = BlockPass(self.tools, binary.name, label, binary.trace_lines(), levels).run(rows)
+        for f in bp.findings:
+            self.report.add(f)
+        if fault is not None:
+            # a fault stopped the block: reported whichever tool runs
+            self.report.add(classify(fault, binary.name, label, where, gms, binary.gm_names))
+        if lost:
+            self.report.add(Finding("Fault", "block too long to analyse whole", binary.name,
+                                    label, None, detail=f"{lost} instructions were not "
+                                    f"recorded (raise ASCEND_EMU_NPU_TRACE_ROWS)"))
+        if "racecheck" in self.tools:
+            self._stomp_collect(binary, launch, label, bp.gm_writes, gms)
+
+    def _levels(self, soc):
+        offs, sizes, _ = core.layout(soc)
+        return [(LEVEL_NAMES[i], offs[i], sizes[i]) for i in range(len(sizes))]
+
+    # -- multi-core GM stomp: blocks of one launch writing the same bytes ---------------------
+    def _stomp_collect(self, binary, launch, label, writes, gms):
+        key = (id(binary), launch[0])
+        with self._lock:
+            acc = self._launches.setdefault(key, [[], 0])
+            acc[0] += [(lo, hi, ep, line, label) for lo, hi, ep, line in writes]
+            acc[1] += 1
+            if acc[1] < launch[1]:
+                return
+            del self._launches[key]
+        self._stomps(binary, acc[0], gms)
+
+    def _stomps(self, binary, writes, gms):
+        writes.sort()
+        lines = binary.trace_lines()
+
+        def at(i):
+            return lines[i] if 0 < i < len(lines) else None
+        open_: list = []           # writes whose end is past the current start
+        for w in writes:
+            lo, hi, ep, line, label = w
+            open_ = [o for o in open_ if o[1] > lo]
+            for o in open_:
+                if o[4] != label and o[2] == ep:
+                    name, off = _gm_name(gms, lo)
+                    self.report.add(Finding(
+                        "Stomp", f"write of size {min(hi, o[1]) - lo} to GM bytes another block "
+                        f"writes", binary.name, label, at(line),
+                        f"GM argument {name!r} offset {off}" if name else f"GM address {lo:#x}",
+                        other=(f"block {o[4]} wrote at", at(o[3])),
+                        detail="no sync_all orders the two blocks' writes"))
+                    break
+            open_.append(w)
+
+    # -- install / remove -----------------------------------------------------------------------
+    def start(self):
+        if binaries.sanitizer() is not None:
+            raise RuntimeError("asc.sanitize: a sanitizer session must not be nested, got one "
+                               "already active")
+        if self.leak_check:
+            self._track_device_memory()
+        binaries.set_sanitizer(self)
+        return self
+
+    def stop(self):
+        binaries.set_sanitizer(None)
+        if self.leak_check:
+            self._untrack_device_memory()
+            self._report_device_leaks()
+        return self
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+    def _track_device_memory(self):
+        from rt.pool import DevicePool as Pool
+        allocs, orig_malloc, orig_free = self._allocs, Pool.malloc, Pool.free
+
+        def malloc(pool, size, policy=0):
+            ptr = orig_malloc(pool, size, policy)
+            allocs[int(ptr)] = (_caller(), size)
+            return ptr
+
+        def free(pool, addr, *args, **kw):
+            allocs.pop(int(addr), None)
+            return orig_free(pool, addr, *args, **kw)
+        self._pool_cls, self._pool_malloc, self._pool_free = Pool, orig_malloc, orig_free
+        Pool.malloc, Pool.free = malloc, free
+
+    def _untrack_device_memory(self):
+        if self._pool_cls is not None:
+            gc.collect()            # arrays the script dropped give their memory back now
+            self._pool_cls.malloc, self._pool_cls.free = self._pool_malloc, self._pool_free
+            self._pool_cls = None
+
+    def _report_device_leaks(self):
+        for addr, (where, size) in list(self._allocs.items()):
+            self.report.add(Finding("Leak", f"device memory of size {size} never freed",
+                                    "(host)", "host", where, f"device address {addr:#x}",
+                                    detail="allocated by rt.malloc / a DeviceArray and not "
+                                           "freed before the run ended"))
+        self._allocs.clear()
+
+
+def _gm_name(gms, addr):
+    """(argument name, byte offset) of GM address `addr` among a launch's GM arguments
+    ([(GMArg, bytes reached)]), or ("", 0)."""
+    for a, reach in gms:
+        base = int(a.view().ctypes.data)        # the kernel's view: what trace rows hold
+        if base <= addr < base + max(reach, 1):
+            return a.name, addr - base
+    return "", 0
+
+
+def _caller():
+    """(file, line) of the first frame outside rt and ascendc: the script's line."""
+    f = sys._getframe(2)
+    while f is not None and f.f_code.co_filename.startswith(_PACKAGE_DIRS):
+        f = f.f_back
+    return (f.f_code.co_filename, f.f_lineno) if f is not None else None

@@ -1,0 +1,156 @@
+"""Kernels for the sanitizer's tests: each takes a `bad` flag; with bad=0 it is the correct
+kernel, with bad=1 the near-identical one that breaks one rule (its npu-check class named)."""
+import ascendc as asc
+
+TILE = 64
+F32 = asc.float32
+
+
+@asc.jit
+def gm_oob_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, off: int, bad_block: int):
+    """Read3 / Write2: block `bad_block` reads x and writes z from element `off` on."""
+    b = asc.get_block_idx()
+    start = b * TILE
+    if b == bad_block:
+        start = off
+    xg = asc.GlobalTensor()
+    xg.set_global_buffer(x)
+    zg = asc.GlobalTensor()
+    zg.set_global_buffer(z)
+    pipe = asc.TPipe()
+    buf = asc.TBuf(asc.TPosition.VECCALC)
+    pipe.init_buffer(buf, TILE * 4)
+    a = buf.get(F32)
+    asc.data_copy(a, xg[start:], TILE)
+    asc.set_flag(asc.HardEvent.MTE2_MTE3, 0)
+    asc.wait_flag(asc.HardEvent.MTE2_MTE3, 0)
+    asc.data_copy(zg[start:], a, TILE)
+
+
+@asc.jit
+def adds_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, bad: int):
+    """Read1 (bad=1: the input tensor is freed before adds reads it), Read2 (bad=2: only half of
+    it was copied in), Free (bad=3: freed twice), Leak (bad=4: never freed)."""
+    xg = asc.GlobalTensor()
+    xg.set_global_buffer(x, TILE)
+    zg = asc.GlobalTensor()
+    zg.set_global_buffer(z, TILE)
+    pipe = asc.TPipe()
+    qi = asc.TQue(asc.TPosition.VECIN, 1)
+    qo = asc.TQue(asc.TPosition.VECOUT, 1)
+    pipe.init_buffer(qi, 1, TILE * 4)
+    pipe.init_buffer(qo, 1, TILE * 4)
+    a = qi.alloc_tensor(F32)
+    if bad == 2:
+        asc.data_copy(a, xg, TILE // 2)
+    else:
+        asc.data_copy(a, xg, TILE)
+    qi.enque(a)
+    a = qi.deque(F32)
+    b = qo.alloc_tensor(F32)
+    if bad == 1:
+        qi.free_tensor(a)
+    asc.adds(b, a, 1.0, TILE)
+    if bad != 1 and bad != 4:
+        qi.free_tensor(a)
+    if bad == 3:
+        qi.free_tensor(a)
+    qo.enque(b)
+    b = qo.deque(F32)
+    asc.data_copy(zg, b, TILE)
+    qo.free_tensor(b)
+
+
+@asc.jit
+def pad_align_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, shift: int):
+    """Write4 (shift not a multiple of 8 floats): data_copy_pad into a UB address that is not
+    32-byte aligned; Read4 the same the other way."""
+    xg = asc.GlobalTensor()
+    xg.set_global_buffer(x, TILE)
+    zg = asc.GlobalTensor()
+    zg.set_global_buffer(z, TILE)
+    pipe = asc.TPipe()
+    buf = asc.TBuf(asc.TPosition.VECCALC)
+    pipe.init_buffer(buf, TILE * 8)
+    a = buf.get(F32)
+    p = asc.DataCopyExtParams(1, 16 * 4, 0, 0, 0)
+    asc.data_copy_pad(a[shift:], xg, p, asc.DataCopyPadExtParams(False, 0, 0, 0))
+    asc.set_flag(asc.HardEvent.MTE2_MTE3, 0)
+    asc.wait_flag(asc.HardEvent.MTE2_MTE3, 0)
+    asc.data_copy_pad(zg, a[shift:], p)
+
+
+@asc.jit
+def flags_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, bad: int):
+    """GM -> UB -> GM through one buffer, ordered by flags. bad=1: the copy-out runs without
+    the MTE2_MTE3 flag (Sync2, RAW); bad=2: the second copy-in overwrites the buffer without
+    waiting for the copy-out (Write3, WAR); bad=3: a set_flag never waited for (Sync3);
+    bad=4: the same event id set twice (Sync4); bad=5: wait_flag with no set_flag (Sync3);
+    bad=6: an event id out of range (Sync4)."""
+    xg = asc.GlobalTensor()
+    xg.set_global_buffer(x, 2 * TILE)
+    zg = asc.GlobalTensor()
+    zg.set_global_buffer(z, 2 * TILE)
+    pipe = asc.TPipe()
+    buf = asc.TBuf(asc.TPosition.VECCALC)
+    pipe.init_buffer(buf, TILE * 4)
+    a = buf.get(F32)
+    asc.data_copy(a, xg, TILE)
+    if bad != 1:
+        asc.set_flag(asc.HardEvent.MTE2_MTE3, 0)
+        asc.wait_flag(asc.HardEvent.MTE2_MTE3, 0)
+    asc.data_copy(zg, a, TILE)
+    if bad != 2:
+        asc.set_flag(asc.HardEvent.MTE3_MTE2, 0)
+        asc.wait_flag(asc.HardEvent.MTE3_MTE2, 0)
+    asc.data_copy(a, xg[TILE:], TILE)
+    asc.set_flag(asc.HardEvent.MTE2_MTE3, 1)
+    if bad == 4:
+        asc.set_flag(asc.HardEvent.MTE2_MTE3, 1)
+        asc.wait_flag(asc.HardEvent.MTE2_MTE3, 1)
+    asc.wait_flag(asc.HardEvent.MTE2_MTE3, 1)
+    asc.data_copy(zg[TILE:], a, TILE)
+    if bad == 3:
+        asc.set_flag(asc.HardEvent.MTE3_MTE2, 2)
+    if bad == 5:
+        asc.wait_flag(asc.HardEvent.MTE3_MTE2, 3)
+    if bad == 6:
+        asc.set_flag(asc.HardEvent.MTE3_MTE2, 9)
+
+
+@asc.jit
+def stomp_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, spread: int):
+    """Every block copies its tile of x to z at block_idx * TILE * spread: spread=0 makes all
+    blocks write the same bytes (multi-core stomp)."""
+    b = asc.get_block_idx()
+    xg = asc.GlobalTensor()
+    xg.set_global_buffer(x)
+    zg = asc.GlobalTensor()
+    zg.set_global_buffer(z)
+    pipe = asc.TPipe()
+    buf = asc.TBuf(asc.TPosition.VECCALC)
+    pipe.init_buffer(buf, TILE * 4)
+    a = buf.get(F32)
+    asc.data_copy(a, xg[b * TILE:], TILE)
+    asc.set_flag(asc.HardEvent.MTE2_MTE3, 0)
+    asc.wait_flag(asc.HardEvent.MTE2_MTE3, 0)
+    asc.data_copy(zg[b * TILE * spread:], a, TILE)
+
+
+@asc.jit
+def queue_kernel(x: asc.GlobalAddress, what: int):
+    """Buffer2 (what=1: deque of an empty queue), Buffer1 (2: a second alloc_tensor of a
+    one-buffer queue), Buffer4 (3: a tensor freed to another queue); what=0 is correct."""
+    pipe = asc.TPipe()
+    q = asc.TQue(asc.TPosition.VECIN, 1)
+    other = asc.TQue(asc.TPosition.VECIN, 1)
+    pipe.init_buffer(q, 1, 256)
+    pipe.init_buffer(other, 1, 256)
+    t = q.alloc_tensor(F32)
+    if what == 1:
+        t = q.deque(F32)
+    if what == 2:
+        t = q.alloc_tensor(F32)
+    if what == 3:
+        other.free_tensor(t)
+    q.free_tensor(t)

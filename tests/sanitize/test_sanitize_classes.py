@@ -1,0 +1,224 @@
+"""The sanitizer finds each error class (npu-check name, kind, lines) in a minimal kernel and
+nothing in the near-identical correct one, in both modes."""
+import inspect
+import warnings
+
+import numpy as np
+import pytest
+
+import ascendc as asc
+import rt
+
+import sanitize_kernels as K
+
+TILE = K.TILE
+
+
+def line_of(kernel, text, nth=0):
+    """(file, line) of the nth kernel source line containing `text`."""
+    lines, first = inspect.getsourcelines(kernel.fn)
+    hits = [first + i for i, s in enumerate(lines) if text in s]
+    return (inspect.getsourcefile(kernel.fn), hits[nth])
+
+
+def run(kernel, blocks, args, interpret, tool="memcheck", **kw):
+    with asc.sanitize(tool, **kw) as san:
+        kernel[blocks](*args, interpret=interpret)
+    return san.report
+
+
+def only(report, cls):
+    got = [f for f in report.findings if f.cls == cls]
+    assert got, report.format()
+    assert {f.cls for f in report.findings} == {cls}, report.format()
+    return got[0]
+
+
+def data():
+    return np.arange(8 * TILE, dtype=np.float32), np.zeros(8 * TILE, np.float32)
+
+
+# -- memcheck ------------------------------------------------------------------------------------
+
+def test_gm_read_out_of_bounds_is_reported_and_the_other_blocks_go_on(interpret):
+    x, z = data()
+    rep = run(K.gm_oob_kernel, 8, (x, z, 8 * TILE - 16, 3), interpret)
+    f = only(rep, "Read3")
+    assert f.kind == f"illegal read of size {TILE * 4}"
+    assert f.block == "aiv(3)"
+    assert f.address.startswith(f"GM argument 'x' offset {(8 * TILE - 16) * 4}")
+    assert f.where == line_of(K.gm_oob_kernel, "asc.data_copy(a, xg[start:], TILE)")
+    assert rep.count() == 1
+    ok = np.ones(8 * TILE, bool)
+    ok[3 * TILE:4 * TILE] = False
+    np.testing.assert_array_equal(z[ok], x[ok])      # blocks other than 3 ran to their end
+    assert "====== ERROR: illegal read of size 256 (ErrorRead3)" in rep.format()
+    assert "====== ERROR SUMMARY: 1 error" in rep.format()
+
+
+def test_gm_write_out_of_bounds_is_write2(interpret):
+    x = np.arange(16 * TILE, dtype=np.float32)
+    z = np.zeros(8 * TILE, np.float32)
+    rep = run(K.gm_oob_kernel, 8, (x, z, 8 * TILE - 16, 3), interpret)
+    f = only(rep, "Write2")
+    assert f.address.startswith(f"GM argument 'z' offset {(8 * TILE - 16) * 4}")
+    assert f.where == line_of(K.gm_oob_kernel, "asc.data_copy(zg[start:], a, TILE)")
+
+
+def test_gm_in_bounds_is_clean_and_overreach_inside_the_allocation_only_warns(interpret):
+    x, z = data()
+    rep = run(K.gm_oob_kernel, 8, (x, z, 0, -1), interpret)
+    assert rep.count() == 0, rep.format()
+    np.testing.assert_array_equal(z, x)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        rep = run(K.gm_oob_kernel, 8, (x, z, 7 * TILE + 8, 7), interpret)
+    assert rep.count() == 0, rep.format()
+    assert any("accessed past its end" in str(m.message) for m in w)
+
+
+@pytest.mark.parametrize("bad,cls,kind,line", [
+    (1, "Read1", "read of size 256 through a freed tensor", "asc.adds(b, a, 1.0, TILE)"),
+    (3, "Free", "double free", "qi.free_tensor(a)"),
+    (4, "Leak", "tensor never freed", None),
+])
+def test_tensor_lifetime_errors(interpret, bad, cls, kind, line):
+    x, z = data()
+    rep = run(K.adds_kernel, 1, (x, z, bad), interpret)
+    f = only(rep, cls)
+    assert f.kind == kind
+    if line is not None:
+        nth = 2 if bad == 3 else 0
+        assert f.where == line_of(K.adds_kernel, line, nth)
+    if cls == "Read1":
+        assert f.other == ("freed at", line_of(K.adds_kernel, "qi.free_tensor(a)"))
+
+
+def test_tensor_lifetime_clean(interpret):
+    x, z = data()
+    rep = run(K.adds_kernel, 1, (x, z, 0), interpret, check_all=True)
+    assert rep.count() == 0, rep.format()
+    np.testing.assert_array_equal(z[:TILE], x[:TILE] + 1)
+
+
+@pytest.mark.parametrize("shift,cls", [(1, "Write4"), (8, None)])
+def test_misaligned_local_address(interpret, shift, cls):
+    x, z = data()
+    rep = run(K.pad_align_kernel, 1, (x, z, shift), interpret)
+    if cls is None:
+        assert rep.count() == 0, rep.format()
+        np.testing.assert_array_equal(z[:16], x[:16])
+    else:
+        f = only(rep, cls)
+        assert f.kind == "misaligned write"
+        assert "32-byte aligned" in f.detail
+
+
+@pytest.mark.parametrize("what,cls", [(1, "Buffer2"), (2, "Buffer1"), (3, "Buffer4"), (0, None)])
+def test_queue_misuse(interpret, what, cls):
+    x, _ = data()
+    rep = run(K.queue_kernel, 1, (x, what), interpret)
+    if cls is None:
+        assert rep.count() == 0, rep.format()
+    else:
+        only(rep, cls)
+
+
+def test_device_memory_never_freed_is_a_leak_with_leak_check():
+    with asc.sanitize("memcheck", leak_check="yes") as san:
+        kept = rt.malloc(4096)                                      # never freed
+        freed = rt.malloc(4096)
+        rt.free(freed)
+    f = only(san.report, "Leak")
+    assert f.kind == "device memory of size 4096 never freed"
+    assert f.where[1] == inspect.currentframe().f_lineno - 5
+    rt.free(kept)
+    with asc.sanitize("memcheck", leak_check=True) as san:
+        p = rt.malloc(4096)
+        rt.free(p)
+    assert san.report.count() == 0, san.report.format()
+
+
+# -- initcheck -----------------------------------------------------------------------------------
+
+def test_uninitialised_read_names_the_read_and_the_allocation(interpret):
+    x, z = data()
+    rep = run(K.adds_kernel, 1, (x, z, 2), interpret, tool="initcheck")
+    f = only(rep, "Read2")
+    assert f.kind == "uninitialized read of size 256"
+    assert f.where == line_of(K.adds_kernel, "asc.adds(b, a, 1.0, TILE)")
+    assert f.other == ("allocated at", line_of(K.adds_kernel, "a = qi.alloc_tensor(F32)"))
+    assert f.address.startswith("UB offset 128")
+    rep = run(K.adds_kernel, 1, (x, z, 0), interpret, tool="initcheck")
+    assert rep.count() == 0, rep.format()
+
+
+# -- racecheck -----------------------------------------------------------------------------------
+
+def test_raw_between_pipes_without_a_flag(interpret):
+    x, z = data()
+    rep = run(K.flags_kernel, 1, (x, z, 1), interpret, tool="racecheck")
+    f = only(rep, "Sync2")
+    assert f.kind == "potential RAW hazard between MTE2 and MTE3"
+    assert f.where == line_of(K.flags_kernel, "asc.data_copy(zg, a, TILE)")
+    assert f.other == ("MTE2 wrote at", line_of(K.flags_kernel, "asc.data_copy(a, xg, TILE)"))
+
+
+def test_war_write_over_data_not_yet_read(interpret):
+    x, z = data()
+    rep = run(K.flags_kernel, 1, (x, z, 2), interpret, tool="racecheck")
+    f = only(rep, "Write3")
+    assert f.kind == "potential WAR hazard between MTE3 and MTE2"
+    assert f.where == line_of(K.flags_kernel, "asc.data_copy(a, xg[TILE:], TILE)")
+    assert f.other == ("MTE3 read at", line_of(K.flags_kernel, "asc.data_copy(zg, a, TILE)"))
+
+
+def test_flags_kernel_is_clean_under_every_tool(interpret):
+    x, z = data()
+    rep = run(K.flags_kernel, 1, (x, z, 0), interpret, check_all=True)
+    assert rep.count() == 0, rep.format()
+    np.testing.assert_array_equal(z[:2 * TILE], x[:2 * TILE])
+
+
+def test_multi_core_gm_stomp(interpret):
+    x, z = data()
+    rep = run(K.stomp_kernel, 4, (x, z, 0), interpret, tool="racecheck")
+    f = only(rep, "Stomp")
+    assert f.address == "GM argument 'z' offset 0"
+    assert f.where == line_of(K.stomp_kernel, "asc.data_copy(zg[b * TILE * spread:], a, TILE)")
+    rep = run(K.stomp_kernel, 4, (x, z, 1), interpret, tool="racecheck")
+    assert rep.count() == 0, rep.format()
+
+
+# -- synccheck -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("bad,cls,kind,line", [
+    (3, "Sync3", "set_flag without its wait_flag", "asc.set_flag(asc.HardEvent.MTE3_MTE2, 2)"),
+    (4, "Sync4", "event id set twice", "asc.set_flag(asc.HardEvent.MTE2_MTE3, 1)"),
+    (5, "Sync3", "wait_flag without its set_flag", "asc.wait_flag(asc.HardEvent.MTE3_MTE2, 3)"),
+    (6, "Sync4", "event id out of range", "asc.set_flag(asc.HardEvent.MTE3_MTE2, 9)"),
+])
+def test_unpaired_and_duplicate_flags(interpret, bad, cls, kind, line):
+    x, z = data()
+    rep = run(K.flags_kernel, 1, (x, z, bad), interpret, tool="synccheck")
+    f = only(rep, cls)
+    assert f.kind == kind
+    assert f.where == line_of(K.flags_kernel, line, 1 if bad == 4 else 0)
+
+
+# -- the report ----------------------------------------------------------------------------------
+
+def test_errors_are_deduplicated_and_counted(interpret):
+    x, z = data()
+    rep = run(K.stomp_kernel, 4, (x, z, 0), interpret, tool="racecheck")
+    text = rep.format()
+    assert len(rep.findings) == 1
+    assert "====== ERROR: write of size 256 to GM bytes another block writes " \
+           "(multi-core GM stomp)" in text
+    assert "======    multi-core GM stomp" in text
+
+
+def test_bad_tool_is_rejected():
+    with pytest.raises(ValueError, match="tool must be one of memcheck, racecheck, initcheck, "
+                                         "synccheck, got tool='addrcheck'"):
+        asc.sanitize("addrcheck")
