@@ -1,0 +1,81 @@
+"""`python -m ascendc.sanitize`: runs an unmodified script with every launch sanitized, prints
+the report, exit status non-zero when errors were found."""
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from ascendc.sanitize.__main__ import parse
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+
+SCRIPT = """
+import sys
+import numpy as np
+sys.path.insert(0, {here!r})
+import sanitize_kernels as K
+import rt
+bad = int(sys.argv[1])
+x = np.arange(8 * K.TILE, dtype=np.float32)
+z = np.zeros(8 * K.TILE, np.float32)
+K.flags_kernel[1](x, z, bad)
+if len(sys.argv) > 2:
+    kept = rt.malloc(1024)
+print("script done", sys.argv[1:], bool(np.array_equal(z[:2 * K.TILE], x[:2 * K.TILE])))
+"""
+
+
+def sanitize(tmp_path, opts, *rest):
+    script = tmp_path / "script.py"
+    script.write_text(SCRIPT.format(here=str(HERE)))
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, "-m", "ascendc.sanitize", *opts, "--interpret",
+                           str(script), *rest], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=600)
+
+
+def test_a_race_is_reported_and_the_status_is_1(tmp_path):
+    r = sanitize(tmp_path, ["--tool", "racecheck"], "1")
+    assert r.returncode == 1, r.stderr
+    assert "script done ['1']" in r.stdout          # the script ran to its end
+    assert "====== ERROR: potential RAW hazard between MTE2 and MTE3 (ErrorSync2)" in r.stderr
+    assert "======    in block aiv(0)" in r.stderr
+    assert "sanitize_kernels.py:" in r.stderr
+    assert "====== ERROR SUMMARY: 1 error" in r.stderr
+    assert "ErrorSync2         racecheck   1" in r.stderr
+
+
+def test_a_clean_script_exits_0(tmp_path):
+    r = sanitize(tmp_path, ["--check-all"], "0")
+    assert r.returncode == 0, r.stderr
+    assert "====== ERROR SUMMARY: 0 errors" in r.stderr
+
+
+def test_leak_check_and_log_file(tmp_path):
+    log = tmp_path / "san.log"
+    r = sanitize(tmp_path, ["--leak-check=yes", f"--log-file={log}"], "0", "keep")
+    assert r.returncode == 1, r.stderr
+    text = log.read_text()
+    assert "====== ERROR: device memory of size 1024 never freed (ErrorLeak)" in text
+    assert "script.py:" in text
+    assert "ERROR SUMMARY" not in r.stderr
+
+
+def test_options_are_parsed_as_mssanitizer_spells_them():
+    assert parse(["--tool=initcheck", "--leak-check", "yes", "s.py", "--tool", "x"]) == (
+        {"tool": "initcheck", "leak_check": True, "check_all": False, "log_file": None,
+         "interpret": False}, ["s.py", "--tool", "x"])
+    with pytest.raises(ValueError, match="--tool must be one of memcheck, racecheck, initcheck, "
+                                         "synccheck, got --tool=addr"):
+        parse(["--tool", "addr", "s.py"])
+    with pytest.raises(ValueError, match="--leak-check must be yes or no, got --leak-check=1"):
+        parse(["--leak-check=1", "s.py"])
+
+
+def test_a_bad_option_exits_2(tmp_path):
+    r = sanitize(tmp_path, ["--frobnicate"], "0")
+    assert r.returncode == 2
+    assert "unknown option --frobnicate" in r.stderr
