@@ -1,4 +1,4 @@
-"""rt.npu: a deterministic discrete-event model of an AI Core's pipes (DESIGN §6, issue 9).
+"""rt.npu: a deterministic discrete-event model of an AI Core's pipes (docs/design.md).
 
 `model.PipeModel` holds the per-SoC constants (each cited in docs/npu-model.md or marked as an
 assumption); `sim.simulate` replays per-block instruction recordings (`sim.Instr`) on them and

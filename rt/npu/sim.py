@@ -1,4 +1,4 @@
-"""A deterministic discrete-event model of the AI Cores' pipes (DESIGN §6, issue 9 §2).
+"""A deterministic discrete-event model of the AI Cores' pipes (docs/design.md, the NPU view).
 
 Input: one instruction list per block (`Instr`, in the order the block issued them), a
 `PipeModel` and the number of cores. The model:
