@@ -361,7 +361,8 @@ def main(argv=None) -> int:
                     help="time the main job and the full suite on a fresh clone (minutes)")
     ap.add_argument("--rows", default=",".join(ROWS), help="comma-separated keys of ROWS")
     ap.add_argument("--no-docs", action="store_true",
-                    help="print only: do not record the rows nor rewrite docs/performance.md")
+                    help="do not record the measured rows nor rewrite docs/performance.md "
+                         "(--slow-rows still records its two rows)")
     ap.add_argument("--fa-seq", type=int, default=FA_SEQ)
     ap.add_argument("--matmul-n", type=int, default=MATMUL_N)
     ap.add_argument("--add-n", type=int, default=ADD_N)
