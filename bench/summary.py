@@ -5,7 +5,7 @@
     python -m bench.summary --slow-rows      # also time the main job and the full test suite
                                              # on a fresh clone (minutes), and record them
     python -m bench.summary --rows add,compile_add      # a subset (keys: ROWS)
-    python -m bench.summary --no-docs        # print only; leave docs/performance.md alone
+    python -m bench.summary --no-docs        # leave docs/performance.md and the record alone
 
 Each row reuses its bench: FlashAttention (bench.flash_attention's inputs and torch peer; ours
 through the public numpy wrapper, as a user calls it), kernels.matmul (bench.kernels_matmul:
