@@ -204,8 +204,8 @@ class Binary(rt.KernelBinary):
             if san is not None:
                 san.block(self, (launch, block_dim), int(b), rows, fault, where, gms,
                           int(st.trace_lost))
-            if fault is not None and self.needs_all_resident:
-                raise fault
+            if fault is not None and (self.needs_all_resident or san is None):
+                raise fault         # (no session left to report to: fail as checked mode does)
 
     def take_npu_trace(self, args):
         """(SoC name, a function returning the per-block `rt.npu.Instr` lists) of the finished

@@ -13,6 +13,8 @@ import os
 import sys
 import threading
 
+import rt
+
 from .. import binaries
 from ..lang import core
 from ..lang.positions import LEVEL_NAMES
@@ -118,6 +120,10 @@ class Session:
         return self
 
     def stop(self):
+        try:                    # launches queued inside the session are sanitized by it
+            rt.synchronize_device()
+        except rt.AclError:
+            pass                # (no device, or a stream's own error: the script sees it)
         binaries.set_sanitizer(None)
         if self.leak_check:
             self._untrack_device_memory()

@@ -121,9 +121,11 @@ def traced(ctx, op_id, D, S, nbytes, isz, gm_span):
     if trace.on(ctx):
         gm = S[2] if S[0] < 0 else D[2] if D[0] < 0 else 0
         trace.copy(ctx, op_id, S[0], D[0], nbytes, isz, gm, gm_span)
-        # the sanitizer's rows: the GM side over its span; a local source over the bytes moved;
-        # a local destination over them when the move is contiguous, else to the tensor's end
-        trace.access(ctx, op_id, S[2], gm_span if S[0] < 0 else nbytes, 0)
+        # the sanitizer's rows: the GM side over its span; a local source over the bytes moved
+        # when it goes to GM contiguously (else its layout is not known here: not recorded); a
+        # local destination over them when contiguous, else to the tensor's end
+        if S[0] < 0 or (D[0] < 0 and gm_span == nbytes):
+            trace.access(ctx, op_id, S[2], gm_span if S[0] < 0 else nbytes, 0)
         trace.access(ctx, op_id, D[2], gm_span if D[0] < 0 else
                      nbytes if gm_span == nbytes or S[0] >= 0 else max(D[3], nbytes), 1)
 
