@@ -82,7 +82,8 @@ class Generator:
         fdef.args.args = [ast.arg(arg="_ctx")] + params
         body = tr.block(fdef.body)
         # the CORE_STATE record, read once per function: line markers are one store each
-        fdef.body = [ast.parse("_asc_state = _ctx[2][0]").body[0]] + body if body else [ast.Pass()]
+        head = ast.parse("_asc_state = _ctx[_C.STATE][0]").body[0]
+        fdef.body = [head] + body if body else [ast.Pass()]
         fdef.returns = None
         ast.fix_missing_locations(fdef)
         deco = "@njit(nogil=True, cache=True, inline='always')" if inline else \
@@ -485,6 +486,7 @@ def kernel_module(kf, consts: dict, sig: tuple, soc=None) -> str:
     gen.functions.append(
         "@njit(nogil=True, cache=True)\n"
         f"def _run(_asc_c, _asc_b, _block_num{', ' if rps else ''}{rps}):\n"
+        "    # the core context (lang/state.py's slots MEM, STAGE, STATE, TRACE)\n"
         "    _ctx = (_asc_carray(_asc_vp(_asc_c[0]), _asc_c[1], np.uint8),\n"
         "            _asc_carray(_asc_vp(_asc_c[2]), _asc_c[3], np.uint8),\n"
         "            _asc_carray(_asc_vp(_asc_c[4]), 1, _asc_CORE_STATE),\n"
