@@ -327,6 +327,8 @@ class _Rewriter(ast.NodeTransformer):
 
     def visit_Attribute(self, node):
         chain = _attr_chain(node)
+        if chain and chain[0] in self.consts and isinstance(node.ctx, ast.Load):
+            return self._value_node(self._const_field(chain, node), node)   # tiling.s1_block
         if chain and isinstance(node.ctx, ast.Load):
             try:
                 v = self._resolve(chain)
@@ -336,6 +338,17 @@ class _Rewriter(ast.NodeTransformer):
                 return self._value_node(v, node)
         node.value = self.visit(node.value)
         return node
+
+    def _const_field(self, chain, node):
+        """The value of field chain `p.f.g` of ConstExpr parameter p (a NamedTuple, dataclass or
+        other record): inlined as a literal, so branches on it stay compile-time."""
+        v = self.consts[chain[0]]
+        for i, a in enumerate(chain[1:], 1):
+            if a.startswith("_") or not hasattr(v, a):
+                raise self.err(node, f"ConstExpr {'.'.join(chain[:i])} must have a field {a!r} "
+                                     f"({type(v).__name__}), got {type(v).__name__}={v!r}")
+            v = getattr(v, a)
+        return v
 
     def visit_BinOp(self, node):
         lk, rk = self.kind(node.left), self.kind(node.right)
