@@ -2,7 +2,8 @@
 
 - packages: rt <- ascendc <- kernels <- bench (each imports only those below it); rt imports
   neither numba nor the kernel language;
-- inside ascendc: lang <- compiler/options <- jit <- language <- adv <- host <- lib <- __init__;
+- inside ascendc: lang <- compiler/options <- binaries <- jit <- language <- adv <- host <- lib
+  <- __init__;
 - inside rt: the AscendCL core modules <- npu (+ opsummary) <- services (hccl, dvpp, graph) <-
   atc <- model <- facades (acl, onnx_backend, __main__, rt/__init__.py);
 - no import cycle anywhere (function-local imports count: an import is an import);
@@ -24,8 +25,8 @@ PACKAGES = ("rt", "ascendc", "kernels", "bench")          # bottom to top
 FORBIDDEN = {"rt": {"ascendc", "kernels", "bench", "numba"}, "ascendc": {"kernels", "bench"},
              "kernels": {"bench"}, "bench": set()}
 # ranks inside ascendc: a module may import modules of its own rank or below
-ASCENDC_RANKS = (("lang",), ("compiler", "options"), ("jit",), ("language", "npu"), ("adv",),
-                 ("host",), ("lib",), ("__init__", "pyasc_compat", "run"))
+ASCENDC_RANKS = (("lang",), ("compiler", "options"), ("binaries",), ("jit",), ("language", "npu"),
+                 ("adv",), ("host",), ("lib",), ("__init__", "pyasc_compat", "run"))
 # ranks inside rt, bottom to top (by the name after `rt.`; "__init__" is rt/__init__.py itself)
 RT_RANKS = (("errors", "log", "soc", "pool", "hostmem", "hostcache", "device", "memcheck",
              "memory", "sched", "stream", "copy", "callback", "array", "kernel", "resident",
