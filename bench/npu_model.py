@@ -1,4 +1,4 @@
-"""Calibration table of the NPU pipe model (issue 9 §5, docs/npu-model.md §5): published on-board
+"""Calibration table of the NPU pipe model (docs/npu-model.md §5): published on-board
 times of Ascend kernels next to the simulated time of a kernel of the same shape here.
 
     python -m bench.npu_model [--quick] [--rows M1a,M3b] [--mode auto|interpret|compiled] [--all]

@@ -1,4 +1,4 @@
-"""The structure of the tree (DESIGN §2, the architecture issue), checked from the source.
+"""The structure of the tree (docs/design.md, docs/architecture.md), checked from the source.
 
 - packages: rt <- ascendc <- kernels <- bench (each imports only those below it); rt imports
   neither numba nor the kernel language;

@@ -412,7 +412,7 @@ class _Rewriter(ast.NodeTransformer):
         out = L.function_call(self, node, chain[0]) if len(chain) == 1 else None
         if out is None:
             raise self.err(node, f"asc.{'.'.join(chain)} is not supported in compiled kernels "
-                                 f"(see the README's list of supported APIs)")
+                                 f"(see docs/pyasc-surface.md for the supported APIs)")
         return out
 
     def _method(self, node, m, obj_node):

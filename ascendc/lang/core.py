@@ -29,7 +29,7 @@ from .positions import BT, L0A, L0B, L0C, L1, LEVEL_NAMES, NLEVELS, UB, level_by
 from .state import (CORE_STATE, FLAG_DEFER, FLAG_NAN_FILL, FLAG_REPORT_ROUNDING,  # noqa: F401
                     MAX_GM, MAX_PENDING, N_EVENT_IDS)
 
-# counters (issue 4 profiler): bytes per pipe, cube MACs, vector element-ops
+# profiler counters: bytes per pipe, cube MACs, vector element-ops
 C_MTE2, C_MTE1, C_MTE3, C_FIX, C_CUBE_MACS, C_VEC_OPS, C_MTE_UB2UB, C_CUBE_MACS_FP32 = range(8)
 COUNTER_NAMES = ("mte2_bytes", "mte1_bytes", "mte3_bytes", "fix_bytes", "cube_macs",
                  "vector_elem_ops", "ub_to_ub_bytes", "cube_macs_fp32")

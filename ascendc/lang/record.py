@@ -1,4 +1,4 @@
-"""The NPU view's decoder (issue 9 §1): trace rows (ascendc/lang/trace.py) -> `rt.npu.Instr`s.
+"""The NPU view's decoder (docs/design.md): trace rows (ascendc/lang/trace.py) -> `rt.npu.Instr`s.
 
 The primitives record numbers; this module says what the NPU makes of them:
 - the pipe comes from the op's surface row (`surface.Function.pipe`); `BY_DIRECTION` rows

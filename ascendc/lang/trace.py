@@ -1,4 +1,4 @@
-"""The NPU view's instruction trace (issue 9 §1): what each block issues, written by the primitives.
+"""The NPU view's instruction trace: what each block issues, written by the primitives.
 
 While a launch runs with tracing on (`FLAG_TRACE` in the core's options; the launcher sets it
 under `rt.profile(npu=True)` or `asc.npu_trace`), every primitive that the NPU would issue as an
