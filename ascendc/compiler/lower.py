@@ -33,7 +33,7 @@ def const(v):
     return ast.Constant(v)
 
 
-_MEM = ast.parse("_ctx[0]", mode="eval").body    # a side-effect-free stand-in tensor
+_MEM = ast.parse("_ctx[_C.MEM]", mode="eval").body    # a side-effect-free stand-in tensor
 _WRITES = ("dst", "dst_list")
 
 

@@ -28,6 +28,7 @@ from . import surface as S
 from . import trace as T
 from .enums import HardEvent, PipeID, TPosition
 from .positions import LEVEL_NAMES
+from .state import STATE
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
@@ -81,7 +82,7 @@ def mark_line(ctx) -> None:
     while f is not None and f.f_code.co_filename.startswith(_PACKAGE_DIR):
         f = f.f_back
     if f is not None:
-        ctx[2][0]["src_line"] = INTERP_LINES.id_of(f.f_code.co_filename, f.f_lineno)
+        ctx[STATE][0]["src_line"] = INTERP_LINES.id_of(f.f_code.co_filename, f.f_lineno)
 
 
 def _pipe_of(name: str) -> str:
