@@ -20,7 +20,7 @@ import numpy as np
 from numba import njit
 
 from . import surface as S
-from .state import FLAG_SANITIZE, FLAG_TRACE, STATE, TRACE
+from .state import FLAG_SANITIZE, FLAG_TRACE, MEM, STATE, TRACE
 
 # columns of a trace row
 (C_BLOCK, C_OP, C_KIND, C_SRC_LV, C_DST_LV, C_BYTES, C_ELEMS, C_REPEATS, C_M, C_N, C_K, C_DSZ,
