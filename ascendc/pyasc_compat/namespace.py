@@ -99,6 +99,8 @@ def make_asc_module(runtime_pkg, lib_pkg, language_pkg) -> AscNamespace:
     mod.CodegenOptions = CodegenOptions
     mod.CompileOptions = CompileOptions
     mod.LaunchOptions = LaunchOptions
+    for e in ascendc.adv.mmconfig.ENUMS:    # pyasc has them at the top level (core/enums.py)
+        setattr(mod, e.__name__, e)
     mod.runtime = runtime_pkg
     mod.lib = lib_pkg
     mod.language = language_pkg
