@@ -23,7 +23,7 @@ from .matmul import NO_BIAS, SUPPORTED_METHODS, type_error
 from .mmkernel import (mm_get_tensor_c, mm_get_tensor_c_gm, mm_iterate, mm_iterate_all,
                        mm_iterate_batch, mm_register)
 from .quant import quant_per_tensor
-from . import activation
+from . import activation, norm
 from .mmconfig import CONFIG_CALLS
 from .names import PROVIDED, unsupported_message
 from .softmax import ARGS as _SOFTMAX_ARGS, lower_softmax, lower_softmax_tiling
@@ -128,6 +128,8 @@ def expression(rw, call, chain):
         return _quant_config(rw, call)
     if chain == ["SoftmaxTiling"]:
         return lower_softmax_tiling(rw, call)
+    if chain == ["RmsNormTiling"]:
+        return norm.lower_tiling(rw, call)
     if chain[0] not in PROVIDED:
         raise rw.err(call, unsupported_message(chain[0]))
     raise rw.err(call, f"asc.adv.{'.'.join(chain)}(...) must be used as pyasc does (Matmul "
@@ -186,6 +188,9 @@ def statement(rw, node):
         return _quant(rw, v)
     if is_adv_call(rw, v, "softmax"):
         return lower_softmax(rw, _bind(rw, v, "asc.adv.softmax", _SOFTMAX_ARGS, 5))
+    if is_adv_call(rw, v, "rmsnorm"):
+        return norm.lower_rmsnorm(rw, v, _bind(rw, v, "asc.adv.rmsnorm", norm.ARGS, 5),
+                                  (T, T, T, T, OTHER, OTHER, OTHER, OTHER, OTHER))
     for name in activation.SPECS:
         if is_adv_call(rw, v, name):
             return activation.lower(rw, v, name, _bind)

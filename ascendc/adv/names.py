@@ -6,7 +6,7 @@ PROVIDED = ("Matmul", "MatmulType", "MatmulConfig", "register_matmul", "TCubeTil
             "IterateOrder", "ScheduleType", "MatmulShapeParams", "MatmulQuantParams",
             "MatmulBatchParams", "MatmulFuncParams", "get_mm_config", "get_normal_config",
             "get_mdl_config", "get_special_mdl_config", "get_ib_share_norm_config",
-            "get_basic_config", "get_special_basic_config")
+            "get_basic_config", "get_special_basic_config", "rmsnorm", "RmsNormTiling")
 
 
 def unsupported_message(name: str) -> str:
