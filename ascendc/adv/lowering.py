@@ -23,7 +23,7 @@ from .matmul import NO_BIAS, SUPPORTED_METHODS, type_error
 from .mmkernel import (mm_get_tensor_c, mm_get_tensor_c_gm, mm_iterate, mm_iterate_all,
                        mm_iterate_batch, mm_register)
 from .quant import quant_per_tensor
-from . import activation, norm
+from . import activation, flashsoftmax, norm
 from .mmconfig import CONFIG_CALLS
 from .names import PROVIDED, unsupported_message
 from .softmax import ARGS as _SOFTMAX_ARGS, lower_softmax, lower_softmax_tiling
@@ -130,6 +130,10 @@ def expression(rw, call, chain):
         return lower_softmax_tiling(rw, call)
     if chain == ["RmsNormTiling"]:
         return norm.lower_tiling(rw, call)
+    if chain == ["SoftMaxShapeInfo"]:
+        return flashsoftmax.lower_shape_info(rw, call)
+    if chain == ["SoftmaxConfig"]:
+        return flashsoftmax.lower_config(rw, call)
     if chain[0] not in PROVIDED:
         raise rw.err(call, unsupported_message(chain[0]))
     raise rw.err(call, f"asc.adv.{'.'.join(chain)}(...) must be used as pyasc does (Matmul "
@@ -188,6 +192,9 @@ def statement(rw, node):
         return _quant(rw, v)
     if is_adv_call(rw, v, "softmax"):
         return lower_softmax(rw, _bind(rw, v, "asc.adv.softmax", _SOFTMAX_ARGS, 5))
+    if is_adv_call(rw, v, "softmax_flash_v2"):
+        return flashsoftmax.lower(rw, v, _bind(rw, v, flashsoftmax.API, flashsoftmax.ARGS, 8),
+                                  (T,) * 8 + (OTHER,) * 5)
     if is_adv_call(rw, v, "rmsnorm"):
         return norm.lower_rmsnorm(rw, v, _bind(rw, v, "asc.adv.rmsnorm", norm.ARGS, 5),
                                   (T, T, T, T, OTHER, OTHER, OTHER, OTHER, OTHER))

@@ -6,7 +6,8 @@ PROVIDED = ("Matmul", "MatmulType", "MatmulConfig", "register_matmul", "TCubeTil
             "IterateOrder", "ScheduleType", "MatmulShapeParams", "MatmulQuantParams",
             "MatmulBatchParams", "MatmulFuncParams", "get_mm_config", "get_normal_config",
             "get_mdl_config", "get_special_mdl_config", "get_ib_share_norm_config",
-            "get_basic_config", "get_special_basic_config", "rmsnorm", "RmsNormTiling")
+            "get_basic_config", "get_special_basic_config", "rmsnorm", "RmsNormTiling",
+            "softmax_flash_v2", "SoftMaxShapeInfo", "SoftmaxConfig", "SoftmaxMode")
 
 
 def unsupported_message(name: str) -> str:
