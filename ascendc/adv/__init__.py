@@ -1,8 +1,8 @@
 """`asc.adv`: pyasc's high-level APIs. Supported: the activations (`tanh`, `sigmoid`, `gelu`,
 `silu`, `swish`, `swiglu`: activation.py), `get_mm_config` and the other Matmul configuration
-helpers with their parameter structs (mmconfig.py), `rmsnorm` / `RmsNormTiling` (norm.py),
-`softmax_flash_v2` with `SoftMaxShapeInfo` / `SoftmaxConfig` / `SoftmaxMode` (flashsoftmax.py),
-the
+helpers with their parameter structs (mmconfig.py), `rmsnorm` / `RmsNormTiling` and
+`layernorm` / `LayerNormTiling` (norm.py), `softmax_flash_v2` with `SoftMaxShapeInfo` /
+`SoftmaxConfig` / `SoftmaxMode` (flashsoftmax.py), the
 Matmul family (`Matmul`, `MatmulType`,
 `MatmulConfig`, `register_matmul`, `TCubeTiling`, `LayoutMode`), `quant` / `QuantConfig`
 (AscendQuant, per tensor) and `softmax` / `SoftmaxTiling` (SoftMax, ND format); the host-side
@@ -19,7 +19,7 @@ from .mmconfig import (BatchMode, IterateOrder, MatmulBatchParams, MatmulConfigM
                        MatmulFuncParams, MatmulQuantParams, MatmulShapeParams, ScheduleType,
                        get_basic_config, get_ib_share_norm_config, get_mdl_config, get_mm_config,
                        get_normal_config, get_special_basic_config, get_special_mdl_config)
-from .norm import RmsNormTiling, rmsnorm
+from .norm import LayerNormTiling, RmsNormTiling, layernorm, rmsnorm
 from .flashsoftmax import SoftMaxShapeInfo, SoftmaxConfig, SoftmaxMode, softmax_flash_v2
 from .names import PROVIDED, unsupported_message
 
@@ -31,7 +31,8 @@ __all__ = ["Matmul", "MatmulType", "MatmulConfig", "register_matmul", "TCubeTili
            "ScheduleType", "MatmulShapeParams", "MatmulQuantParams", "MatmulBatchParams",
            "MatmulFuncParams", "get_mm_config", "get_normal_config", "get_mdl_config",
            "get_special_mdl_config", "get_ib_share_norm_config", "get_basic_config",
-           "get_special_basic_config", "rmsnorm", "RmsNormTiling", "softmax_flash_v2",
+           "get_special_basic_config", "rmsnorm", "RmsNormTiling", "layernorm", "LayerNormTiling",
+           "softmax_flash_v2",
            "SoftMaxShapeInfo", "SoftmaxConfig", "SoftmaxMode"]
 if sorted(__all__) != sorted(PROVIDED):     # names.py is what the compiler reads
     raise ImportError(f"ascendc.adv: names.PROVIDED must list __all__, got {PROVIDED}")

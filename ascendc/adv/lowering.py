@@ -130,6 +130,8 @@ def expression(rw, call, chain):
         return lower_softmax_tiling(rw, call)
     if chain == ["RmsNormTiling"]:
         return norm.lower_tiling(rw, call)
+    if chain == ["LayerNormTiling"]:
+        return norm.lower_layernorm_tiling(rw, call)
     if chain == ["SoftMaxShapeInfo"]:
         return flashsoftmax.lower_shape_info(rw, call)
     if chain == ["SoftmaxConfig"]:
@@ -195,6 +197,9 @@ def statement(rw, node):
     if is_adv_call(rw, v, "softmax_flash_v2"):
         return flashsoftmax.lower(rw, v, _bind(rw, v, flashsoftmax.API, flashsoftmax.ARGS, 8),
                                   (T,) * 8 + (OTHER,) * 5)
+    if is_adv_call(rw, v, "layernorm"):
+        return norm.lower_layernorm(rw, v, _bind(rw, v, "asc.adv.layernorm", norm.LN_ARGS, 8),
+                                    (T,) * 7 + (OTHER,) * 4)
     if is_adv_call(rw, v, "rmsnorm"):
         return norm.lower_rmsnorm(rw, v, _bind(rw, v, "asc.adv.rmsnorm", norm.ARGS, 5),
                                   (T, T, T, T, OTHER, OTHER, OTHER, OTHER, OTHER))

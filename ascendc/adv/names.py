@@ -7,6 +7,7 @@ PROVIDED = ("Matmul", "MatmulType", "MatmulConfig", "register_matmul", "TCubeTil
             "MatmulBatchParams", "MatmulFuncParams", "get_mm_config", "get_normal_config",
             "get_mdl_config", "get_special_mdl_config", "get_ib_share_norm_config",
             "get_basic_config", "get_special_basic_config", "rmsnorm", "RmsNormTiling",
+            "layernorm", "LayerNormTiling",
             "softmax_flash_v2", "SoftMaxShapeInfo", "SoftmaxConfig", "SoftmaxMode")
 
 

@@ -1,6 +1,10 @@
 """`asc.adv.rmsnorm` / `asc.adv.RmsNormTiling` (pyasc adv/normalization.py:
 rmsnorm(dst, src, gamma, epsilon, tiling, temp_buffer=None, basic_block=False); adv/tiling.py
-RmsNormTiling, Ascend C's RmsNormTiling).
+RmsNormTiling, Ascend C's RmsNormTiling) and `asc.adv.layernorm` / `asc.adv.LayerNormTiling`
+(Ascend C's LayerNorm(output, outputMean, outputVariance, inputX, gamma, beta, sharedTmpBuffer,
+epsilon, tiling) as layernorm(output, output_mean, output_variance, input_x, gamma, beta,
+epsilon, tiling, shared_tmp_buffer=None, is_reuse_source=False); LayerNormTiling's leading
+fields b_length, s_length, h_length, original_h_length, the rest accepted and not needed).
 
 src is [b, s, h] (tiling.b_length, s_length, h_length: h the row stride, 32-byte aligned) of
 which the first original_h_length elements of each row are data; each row is normalised as
@@ -13,6 +17,11 @@ sum), Muls, Mul by gamma. The tiling's main/tail chunk fields (CANN's split of a
 temporary-buffer-sized loops) are accepted and not needed: each row is one chunk here.
 temp_buffer (uint8) must be given and hold 2 * h_length + 32 bytes' worth of src elements; the
 form whose temporary space the framework reserves is not supported.
+
+LayerNorm, per row r of [b * s] rows (H = original_h_length):
+    mean[r] = sum(x[r, :H]) / H;  variance[r] = sum((x[r, :H] - mean[r])^2) / H
+    output[r, :H] = (x[r, :H] - mean[r]) / sqrt(variance[r] + epsilon) * gamma + beta
+mean and variance hold one element per row ([b, s]); same vector steps and temporary buffer.
 """
 from __future__ import annotations
 
@@ -93,9 +102,88 @@ def rms_norm_rows(dst, src, gamma, tmp, eps, rows, h, oh, recip):
         asc.pipe_barrier(asc.PipeID.PIPE_V)
 
 
-def _no_temp():
-    return NotImplementedError("asc.adv.rmsnorm: temp_buffer must be given (the form whose "
-                               "temporary space the framework reserves is not supported)")
+@asc.jit
+def layer_norm_rows(out, mean, var, src, gamma, beta, tmp, eps, rows, h, oh):
+    """The kernel-language body of asc.adv.layernorm (both modes run it)."""
+    work = tmp.reinterpret_cast(src.dtype)
+    sq = work[0:]
+    total = work[h:]
+    scratch = work[h + 32 // src.dtype.sizeof():]
+    for r in range(rows):
+        asc.reduce_sum(total, src[r * h:], scratch, oh)
+        asc.set_flag(asc.HardEvent.V_S, 0)
+        asc.wait_flag(asc.HardEvent.V_S, 0)
+        mu = float(total.get_value(0)) / oh
+        asc.adds(out[r * h:], src[r * h:], -mu, oh)
+        asc.pipe_barrier(asc.PipeID.PIPE_V)
+        asc.mul(sq, out[r * h:], out[r * h:], oh)
+        asc.pipe_barrier(asc.PipeID.PIPE_V)
+        asc.reduce_sum(total, sq, scratch, oh)
+        asc.set_flag(asc.HardEvent.V_S, 0)
+        asc.wait_flag(asc.HardEvent.V_S, 0)
+        v = float(total.get_value(0)) / oh
+        asc.muls(out[r * h:], out[r * h:], 1.0 / (v + eps) ** 0.5, oh)
+        asc.pipe_barrier(asc.PipeID.PIPE_V)
+        asc.mul(out[r * h:], out[r * h:], gamma, oh)
+        asc.pipe_barrier(asc.PipeID.PIPE_V)
+        asc.add(out[r * h:], out[r * h:], beta, oh)
+        asc.duplicate(mean[r:], mu, 1)
+        asc.duplicate(var[r:], v, 1)
+        asc.pipe_barrier(asc.PipeID.PIPE_V)
+
+
+LN_FIELDS = ("b_length", "s_length", "h_length", "original_h_length", "input_x_size",
+             "mean_var_size", "number_of_tmp_buf", "mean_tmp_tensor_pos",
+             "mean_tmp_tensor_size", "variance_tmp_tensor_pos", "variance_tmp_tensor_size",
+             "tmp_buf_size", "one_tmp_size", "first_tmp_start_pos", "second_tmp_start_pos",
+             "third_tmp_start_pos", "loop_round", "input_round_size", "input_tail_size",
+             "input_tail_pos", "mean_var_round_size", "mean_var_tail_size", "mean_var_tail_pos",
+             "bsh_cur_length", "bs_cur_length", "last_dim_value_back")
+LayerNormTilingRecord = namedtuple("LayerNormTilingRecord", LN_FIELDS)
+LN_ARGS = ("output", "output_mean", "output_variance", "input_x", "gamma", "beta", "epsilon",
+           "tiling", "shared_tmp_buffer", "is_reuse_source")
+
+
+class LayerNormTiling:
+    """Mirrors Ascend C `LayerNormTiling` (snake_case fields, int32 but last_dim_value_back,
+    a float), all 0 by default."""
+
+    __slots__ = LN_FIELDS
+
+    def __init__(self, **fields):
+        for f in LN_FIELDS:
+            object.__setattr__(self, f, 0)
+        for k, v in fields.items():
+            if k not in LN_FIELDS:
+                raise AttributeError(f"LayerNormTiling: field must be one of "
+                                     f"{', '.join(LN_FIELDS)}, got {k}={v!r}")
+            object.__setattr__(self, k, float(v) if k == "last_dim_value_back" else int(v))
+
+    def _kernel_record(self) -> LayerNormTilingRecord:
+        return LayerNormTilingRecord(*(getattr(self, f) for f in LN_FIELDS))
+
+
+def _ln_object(record) -> LayerNormTiling:
+    return LayerNormTiling(**record._asdict())
+
+
+LayerNormTilingRecord._kernel_object = staticmethod(_ln_object)
+
+
+def layernorm(output, output_mean, output_variance, input_x, gamma, beta, epsilon, tiling,
+              shared_tmp_buffer=None, is_reuse_source=False):
+    """Ascend C's LayerNorm in an interpreted kernel (compiled kernels: lower_layernorm)."""
+    if shared_tmp_buffer is None:
+        raise _no_temp("layernorm", "shared_tmp_buffer")
+    t = tiling
+    layer_norm_rows(output, output_mean, output_variance, input_x, gamma, beta,
+                    shared_tmp_buffer, float(epsilon), int(t.b_length) * int(t.s_length),
+                    int(t.h_length), int(t.original_h_length))
+
+
+def _no_temp(api="rmsnorm", arg="temp_buffer"):
+    return NotImplementedError(f"asc.adv.{api}: {arg} must be given (the form whose "
+                               f"temporary space the framework reserves is not supported)")
 
 
 def rmsnorm(dst, src, gamma, epsilon, tiling, temp_buffer=None, basic_block=False):
@@ -122,6 +210,41 @@ def lower_tiling(rw, call):
                     keywords=[])
 
 
+def lower_layernorm(rw, call, b, kinds):
+    """asc.adv.layernorm(...) as a statement, its arguments `b` bound by name."""
+    tmp = b.get("shared_tmp_buffer")
+    if tmp is None or (isinstance(tmp, ast.Constant) and tmp.value is None):
+        raise rw.err(call, str(_no_temp("layernorm", "shared_tmp_buffer")))
+    tname = f"_asc_ln{call.lineno}_{call.col_offset}"
+    helper, _ = rw.helper(layer_norm_rows, kinds)
+    src = f"{tname} = _N_t\n{helper}(_ctx, _N_o, _N_m, _N_v, _N_x, _N_g, _N_b, _N_tmp, " \
+          f"float(_N_eps), {tname}.b_length * {tname}.s_length, {tname}.h_length, " \
+          f"{tname}.original_h_length)"
+    nodes = dict(t=rw.visit(b["tiling"]), o=rw.visit(b["output"]), m=rw.visit(b["output_mean"]),
+                 v=rw.visit(b["output_variance"]), x=rw.visit(b["input_x"]),
+                 g=rw.visit(b["gamma"]), b=rw.visit(b["beta"]), tmp=rw.visit(tmp),
+                 eps=rw.visit(b["epsilon"]))
+    return _substitute(src, nodes)
+
+
+def lower_layernorm_tiling(rw, call):
+    vals = keyword_fields(rw, call, "LayerNormTiling", LN_FIELDS, ", ".join(LN_FIELDS))
+    vals = [ast.Call(func=ast.Name(id="float" if f == "last_dim_value_back" else "int",
+                                   ctx=ast.Load()), args=[v], keywords=[])
+            for f, v in zip(LN_FIELDS, vals)]
+    rw.gen.require_import("from ascendc.adv.norm import LayerNormTilingRecord as "
+                          "_asc_LayerNormTiling")
+    return ast.Call(func=ast.Name(id="_asc_LayerNormTiling", ctx=ast.Load()), args=vals,
+                    keywords=[])
+
+
+def _substitute(src, nodes):
+    class Sub(ast.NodeTransformer):
+        def visit_Name(self, n):
+            return nodes[n.id[3:]] if n.id.startswith("_N_") else n
+    return [ast.fix_missing_locations(Sub().visit(s)) for s in ast.parse(src).body]
+
+
 def lower_rmsnorm(rw, call, b, kinds):
     """asc.adv.rmsnorm(...) as a statement, its arguments `b` bound by name."""
     tmp = b.get("temp_buffer")
@@ -135,12 +258,10 @@ def lower_rmsnorm(rw, call, b, kinds):
           f"{tname}.original_h_length, float({tname}.reciprocal_of_h_length))"
     nodes = dict(t=t, dst=rw.visit(b["dst"]), src=rw.visit(b["src"]),
                  gamma=rw.visit(b["gamma"]), tmp=rw.visit(tmp), eps=rw.visit(b["epsilon"]))
-
-    class Sub(ast.NodeTransformer):
-        def visit_Name(self, n):
-            return nodes[n.id[3:]] if n.id.startswith("_N_") else n
-    return [ast.fix_missing_locations(Sub().visit(s)) for s in ast.parse(src).body]
+    return _substitute(src, nodes)
 
 
 __all__ = ["RmsNormTiling", "RmsNormTilingRecord", "rmsnorm", "rms_norm_rows", "lower_tiling",
-           "lower_rmsnorm", "ARGS", "FIELDS"]
+           "lower_rmsnorm", "ARGS", "FIELDS", "LayerNormTiling", "LayerNormTilingRecord",
+           "layernorm", "layer_norm_rows", "lower_layernorm", "lower_layernorm_tiling",
+           "LN_ARGS", "LN_FIELDS"]

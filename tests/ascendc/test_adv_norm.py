@@ -84,3 +84,62 @@ def test_rms_norm_tiling_fields():
     with pytest.raises(ValueError, match=r"RmsNormTiling: b_length must be an int32, got "
                                          r"b_length=1.5"):
         t.b_length = 1.5
+
+
+@asc.jit
+def ln_kernel(x: asc.GlobalAddress, g: asc.GlobalAddress, bt: asc.GlobalAddress,
+              z: asc.GlobalAddress, mv: asc.GlobalAddress, tiling, rows: int, h: int,
+              eps: float):
+    xg, gg, bg, zg, mg = asc.GlobalTensor(), asc.GlobalTensor(), asc.GlobalTensor(), \
+        asc.GlobalTensor(), asc.GlobalTensor()
+    xg.set_global_buffer(x, rows * h)
+    gg.set_global_buffer(g, h)
+    bg.set_global_buffer(bt, h)
+    zg.set_global_buffer(z, rows * h)
+    mg.set_global_buffer(mv, 16)
+    pipe = asc.TPipe()
+    qi, qo, qm = asc.TQue(asc.TPosition.VECIN, 3), asc.TQue(asc.TPosition.VECOUT, 1), \
+        asc.TQue(asc.TPosition.VECOUT, 1)
+    tb = asc.TBuf(asc.TPosition.VECCALC)
+    pipe.init_buffer(qi, 3, rows * h * 4)
+    pipe.init_buffer(qo, 1, rows * h * 4)
+    pipe.init_buffer(qm, 1, 64)
+    pipe.init_buffer(buf=tb, num=(2 * h + 64) * 4)
+    a, gl, bl = qi.alloc_tensor(x.dtype), qi.alloc_tensor(x.dtype), qi.alloc_tensor(x.dtype)
+    asc.data_copy(a, xg, rows * h)
+    asc.data_copy(gl, gg, h)
+    asc.data_copy(bl, bg, h)
+    qi.enque(a)
+    qi.enque(gl)
+    qi.enque(bl)
+    a, gl, bl = qi.deque(x.dtype), qi.deque(x.dtype), qi.deque(x.dtype)
+    o, m = qo.alloc_tensor(x.dtype), qm.alloc_tensor(x.dtype)
+    asc.adv.layernorm(o, m, m[8:], a, gl, bl, eps, tiling, shared_tmp_buffer=tb.get(asc.uint8))
+    qo.enque(o)
+    qm.enque(m)
+    qi.free_tensor(a)
+    qi.free_tensor(gl)
+    qi.free_tensor(bl)
+    o, m = qo.deque(x.dtype), qm.deque(x.dtype)
+    asc.data_copy(zg, o, rows * h)
+    asc.data_copy(mg, m, 16)
+    qo.free_tensor(o)
+    qm.free_tensor(m)
+
+
+def test_layernorm_matches_numpy(mode):
+    rows, h, oh, eps = 4, 64, 56, 1e-5
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((rows, h)) * 2 + 1).astype(np.float32)
+    g = rng.standard_normal(h).astype(np.float32)
+    b = rng.standard_normal(h).astype(np.float32)
+    t = asc.adv.LayerNormTiling(b_length=2, s_length=2, h_length=h, original_h_length=oh)
+    z = np.zeros_like(x)
+    mv = np.zeros(16, np.float32)
+    ln_kernel[1](x, g, b, z, mv, t, rows, h, eps, interpret=(mode == "interpret"))
+    d = x[:, :oh].astype(np.float64)
+    mean, var = d.mean(1), d.var(1)
+    want = (d - mean[:, None]) / np.sqrt(var[:, None] + eps) * g[:oh] + b[:oh]
+    np.testing.assert_allclose(z[:, :oh], want, rtol=2e-5, atol=2e-5)
+    np.testing.assert_allclose(mv[:rows], mean, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(mv[8:8 + rows], var, rtol=1e-5, atol=1e-6)
