@@ -8,6 +8,7 @@ __kernel_language__ = True
 from .language import *  # noqa: F403  (the kernel language: asc.add, asc.TQue, asc.jit, ...)
 from .language import __all__ as _LANGUAGE
 from . import adv, host, lib
+from .adv.memalloc import LocalMemAllocator
 from .npu import npu_trace  # the NPU view: simulated pipe timeline of an interpreted launch
 
-__all__ = list(_LANGUAGE) + ["adv", "host", "lib", "npu_trace"]
+__all__ = list(_LANGUAGE) + ["adv", "host", "lib", "npu_trace", "LocalMemAllocator"]

@@ -8,7 +8,7 @@ Matmul family (`Matmul`, `MatmulType`,
 (AscendQuant, per tensor) and `softmax` / `SoftmaxTiling` (SoftMax, ND format); the host-side
 tiling is `asc.lib.host` (= `ascendc.host`)."""
 from ..lang.surface import Extension, register_extension
-from . import lowering
+from . import lowering, memalloc
 from .matmul import LayoutMode, Matmul, MatmulConfig, MatmulType, register_matmul
 from .mmkernel import nd2nz_strips
 from .quant import QuantConfig, quant
@@ -24,6 +24,8 @@ from .flashsoftmax import SoftMaxShapeInfo, SoftmaxConfig, SoftmaxMode, softmax_
 from .names import PROVIDED, unsupported_message
 
 register_extension(Extension("adv", lowering=lowering))
+# asc.LocalMemAllocator (exported by ascendc): its compiled form is an Extension's assign hook
+register_extension(Extension("LocalMemAllocator", lowering=memalloc))
 
 __all__ = ["Matmul", "MatmulType", "MatmulConfig", "register_matmul", "TCubeTiling", "LayoutMode",
            "nd2nz_strips", "quant", "QuantConfig", "softmax", "SoftmaxTiling", "tanh", "sigmoid",

@@ -181,9 +181,9 @@ def test_host_helpers_and_runtime_memory():
 def test_unsupported_names_say_so():
     with pyasc_compat.installed():
         import asc
-        with pytest.raises(AttributeError, match="asc.LocalMemAllocator .pyasc. is not supported "
+        with pytest.raises(AttributeError, match="asc.TBufPool .pyasc. is not supported "
                                                  "by ascend-emu"):
-            getattr(asc, "LocalMemAllocator")
+            getattr(asc, "TBufPool")
         with pytest.raises(ImportError, match="asc.language.fwk.TBufPool .pyasc. is not "
                                               "supported"):
             from asc.language.fwk import TBufPool  # noqa: F401
