@@ -7,7 +7,7 @@ The default run converts `light_resnet50.onnx` (shipped in the `onnx` wheel) wit
 with rt.Model, and times `model.execute([x])` (synchronous, numpy in and out) against
 `onnxruntime.InferenceSession(..., providers=["CPUExecutionProvider"]).run` on the same input,
 interleaved (bench._timing). It prints both medians, the ratio onnxruntime time / our time (1.0 =
-as fast; the issue's goal is >= 0.5) and the per-node breakdown of one profiled execution
+as fast; the goal is >= 0.5) and the per-node breakdown of one profiled execution
 (op_summary rows: AI Core kernels named "<node> (<kernel>)", AI CPU nodes "<node> (AI_CPU <op>)"),
 summed per op type. onnxruntime is an optional extra (`pip install onnxruntime`).
 

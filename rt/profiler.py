@@ -10,7 +10,7 @@ Every task that finishes while a profiler is active becomes a `TaskRecord` (kern
 memset, event records and waits, callbacks, host functions), with per-core block ranges for
 kernels. Times are host `perf_counter_ns` stamps of this emulator, not NPU estimates.
 
-The NPU view (`rt.profile(npu=True)`, issue 9): kernels launched while it is on record what each
+The NPU view (`rt.profile(npu=True)`): kernels launched while it is on record what each
 block issues (a binary's `take_npu_trace`); `prof.npu_runs()` replays each launch on the SoC's pipe
 model (rt/npu, deterministic simulated cycles), `prof.export_npu(dir)` writes msOpProf's views.
 """

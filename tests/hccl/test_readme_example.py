@@ -1,4 +1,5 @@
-"""The README's mpirun example (`examples/hccl_allreduce.py`) runs as written on 2 and 3 ranks."""
+"""The mpirun example of docs/features.md (`examples/hccl_allreduce.py`) runs as written on 2
+and 3 ranks."""
 import os
 import pathlib
 import re
