@@ -30,7 +30,7 @@ ours, so loaded ratios overstate ours; say which one you quote):
   deinterleave 93 ms vs img2col 177 ms, matmul ~200 ms both (now the largest part: 54
   launches), epilogue 60-80 ms (53), MaxPool ~21 ms. 143 kernel/AI CPU tasks per inference.
 
-`--conformance` runs ONNX's backend suite selection of tests/models/test_onnx_backend.py
+`--conformance` runs ONNX's backend suite selection of tests/rt/models/test_onnx_backend.py
 (node tests of every claimed op + the light models, exclusions of rt.onnx_backend.conformance)
 with unittest and prints pass / fail / excluded counts.
 """

@@ -6,7 +6,7 @@ node whose inputs are all constants runs once here, on the AI CPU implementation
 BatchNormalization folded into the Conv before it, Gemm with constant B normalised (B transposed
 to K x N, alpha and beta folded), dead nodes removed, a static memory plan for the activations and
 node workspaces (first fit by size over lifetimes: tensors that are never live at the same time
-share bytes), then the file (rt/model/format.py).
+share bytes), then the file (rt/graph/format.py).
 """
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ import os
 
 import numpy as np
 
-from ..model import aicpu
-from ..model.format import ALIGN, DTYPES, align, pack
-from ..model.onnx_types import numpy_dtype
+from ..graph import aicpu
+from ..graph.format import ALIGN, DTYPES, align, pack
+from ..graph.onnx_types import numpy_dtype
 from ..soc import SOCS
 
 

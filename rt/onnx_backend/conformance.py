@@ -3,7 +3,7 @@
 The selection: the node tests (`onnx.backend.test.loader.load_model_tests(kind="node")`) whose
 model uses only ops the converter claims (`rt.model.AICPU_OPS`, the op catalogue), plus the
 light real models. The suite runs as ONNX ships it; a test we do not pass is excluded here by
-a regular expression with the reason (tests/models/test_onnx_backend.py applies them,
+a regular expression with the reason (tests/rt/models/test_onnx_backend.py applies them,
 `python -m bench.models --conformance` reports the counts).
 """
 from __future__ import annotations
