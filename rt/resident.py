@@ -46,6 +46,10 @@ class BlockBarrier:
         self.ended_blocks = 0          # > 0: broken by blocks that ended (a would-be hang)
         self.fail_lock = threading.Lock()   # a block's failure is recorded under it
 
+    def begin(self) -> bool:
+        """A block starts (rt's range runner asks; a plain barrier always lets it run)."""
+        return True
+
     def wait(self) -> int:
         with self._cv:
             if self.broken:
