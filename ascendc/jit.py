@@ -29,6 +29,8 @@ from .compiler.diagnostics import typing_error
 from .compiler.frontend import asc_calls
 from .compiler.gmwrites import written_params
 from .lang import barrier as _barrier
+from . import mix as _mix
+from .compiler.syncscope import sync_scope
 from .lang.errors import CompileError, GMReadError, GMWriteError, KernelError
 from .lang.kernel import KernelFunction
 
@@ -99,6 +101,7 @@ class _Binary(rt.KernelBinary):
         self.counters = core.COUNTER_NAMES   # rt's profiler reads last_counters after a launch
         self.last_counters = {}
         self.needs_all_resident = False      # calls sync_all: rt runs every block at once
+        self.mix = None                      # cores synchronising each other: rt.mixlaunch
         self.shuffle_blocks = checked.shuffle_blocks
         # the core context's options word (fixed per binary: computed once, not per launch)
         self.ctx_flags = checked.flags | (FLAG_TRACE if traced else 0) | \
@@ -115,9 +118,17 @@ class _Binary(rt.KernelBinary):
 
     def run_blocks(self, first, last, block_dim, args, barrier=None):
         ctx = _core_ctx(self.soc, self.ctx_flags)
-        block_num = block_dim // self.per_block    # GetBlockNum: the launch's block_dim
         st = core.state(ctx)
-        _barrier.attach(st, barrier)
+        if self.mix is not None and _mix.is_instance(barrier):
+            # one instance of a MIX launch (rt.mixlaunch): block_dim groups
+            port, block_num = barrier, block_dim
+            blocks, total = np.array([port.block_idx], np.int64), block_dim * len(self.mix.roles)
+            _barrier.attach(st, None)
+            _mix.attach(st, port, self.kernel_type, getattr(self, "lines", None))
+        else:
+            port, block_num, blocks, total = None, block_dim // self.per_block, None, block_dim
+            _barrier.attach(st, barrier)
+            _mix.attach(st, None, self.kernel_type)
         st.rounded = 0
         core.reset_counters(ctx)
         views, gms = [], []
@@ -132,9 +143,11 @@ class _Binary(rt.KernelBinary):
         set_gm_sizes(st, gms, report)
         try:
             if self.traced:
-                self._run_traced(ctx, st, first, last, block_dim, views, args)
+                self._run_traced(ctx, st, blocks if blocks is not None else
+                                 self._order(first, last), block_num, total, views, args)
             else:
-                self._run(ctx, self._order(first, last), block_num, views)
+                self._run(ctx, blocks if blocks is not None else self._order(first, last),
+                          block_num, views)
         except CompileError:
             raise
         except (KernelError, ZeroDivisionError, IndexError, ValueError, TypeError,
@@ -142,11 +155,14 @@ class _Binary(rt.KernelBinary):
                 NotImplementedError) as e:
             # (interpret mode: an unsupported name or method -> the message plus the kernel's
             # file:line, e.g. "asc.LocalTensorAuto (pyasc) is not supported by ascend-emu")
+            if port is not None:     # rt reports the group as the block; name the core
+                raise self._wrap(e, port.group, block_dim, self._where(e, st),
+                                 f"{port.name}: ") from e
             raise self._wrap(e, int(st.block_idx), block_dim, self._where(e, st)) from e
         finally:
             over = read_overreach(st, len(gms)) if report else None
-            done = self._add_counters(id(args), core.read_counters(ctx), last - first, block_dim,
-                                      over)
+            done = self._add_counters(id(args), core.read_counters(ctx), len(blocks) if
+                                      blocks is not None else last - first, total, over)
         if done:
             warn_overreach(self.name, gms, done)
         if self.checked.report_rounding and st.rounded:
@@ -155,11 +171,12 @@ class _Binary(rt.KernelBinary):
                           f"[{first}, {last}); the tail was not copied (use data_copy_pad)",
                           RuntimeWarning, stacklevel=2)
 
-    def _run_traced(self, ctx, st, first, last, block_dim, views, args):
-        """Run blocks one at a time, taking each one's trace rows from the core's buffer."""
-        for b in self._order(first, last):
+    def _run_traced(self, ctx, st, blocks, block_num, block_dim, views, args):
+        """Run blocks one at a time, taking each one's trace rows from the core's buffer
+        (`block_dim`: the launch's instances, complete when that many have run)."""
+        for b in blocks:
             st.trace_n = st.trace_lost = 0
-            self._run(ctx, np.array([b], dtype=np.int64), block_dim // self.per_block, views)
+            self._run(ctx, np.array([b], dtype=np.int64), block_num, views)
             if st.trace_lost:
                 raise KernelError(
                     f"rt.profile(npu=True): a block must issue at most {len(ctx[3])} "
@@ -219,14 +236,14 @@ class _Binary(rt.KernelBinary):
         """Indices of `args` the kernel may write (rt's mem-check asks), or None if unknown."""
         return None if self.written_args is None else list(self.written_args)
 
-    def _wrap(self, e, block_idx, block_dim, where=None):
+    def _wrap(self, e, block_idx, block_dim, where=None, who=""):
         if isinstance(e, GMReadError) and len(e.args) > 2 and \
                 e.args[1] == "GlobalTensor.set_global_buffer" and self.written and \
                 0 <= e.args[2] < len(self.gm_names) and self.gm_names[e.args[2]] in self.written:
             # binding more than an argument holds is checked at the bind, which reads nothing:
             # for an argument the kernel writes (an output), name it what it risks, a write
             e = GMWriteError(e.args[0].replace("GM read must", "GM write must"), *e.args[1:])
-        msg = str(e)
+        msg = who + str(e)
         for i, n in enumerate(self.gm_names):      # GM arguments are numbered in launch order
             msg = msg.replace(f"argument #{i} ", f"argument {n!r} ")
         if where is not None:
@@ -480,7 +497,10 @@ class JitFunction(KernelFunction):
         soc = rt.get_soc(opts.get("soc"))
         traced = rt.npu_view_on()
         ktype = self.kernel_type(opts)
-        self._check_resident(block_dim, soc)
+        mix = _mix.mix_spec(ktype, self._sync_scope(), self._asc_calls(), checked)
+        if mix is None:
+            self._check_resident(block_dim, soc)
+        _mix.check_block_dim(self.__name__, block_dim, soc, mix)
         consts, launch_args, sig, host_arrays = {}, [], [], []
         host_args = rt.array.HostArgs()
         try:
@@ -510,11 +530,14 @@ class JitFunction(KernelFunction):
                                                              consts.items())), tuple(sig), traced,
                    ktype)
             binary = self._binary(key, interpret, checked, soc, consts, sig, traced, ktype)
+            binary.mix = mix
             for i, name, v in host_arrays:    # mapped if only read, else copied (rt.HostArgs)
                 dev = host_args.add(v, binary.written is None or name in binary.written)
                 launch_args[i] = _GM(dev.ptr, dev.nbytes, D.from_numpy(v.dtype), name, dev)
-            # a MIX_AIC_1_2 launch runs block_dim groups: 2 * block_dim AIV instances
-            task = rt.launch(binary, block_dim * binary.per_block, tuple(launch_args), stream)
+            # a MIX launch runs block_dim groups (rt.mixlaunch); a Matmul kernel detected as
+            # MIX_AIC_1_2 runs its 2 * block_dim AIV instances on the core pool
+            task = rt.launch(binary, block_dim if mix is not None else
+                             block_dim * binary.per_block, tuple(launch_args), stream)
             if host_arrays:   # a synchronous launch: its errors name the launch, as it was called
                 (stream or rt.current_stream()).synchronize(
                     api=f"kernel {binary.name!r}[{block_dim}]", own=task)
@@ -548,6 +571,11 @@ class JitFunction(KernelFunction):
         if not hasattr(self, "_calls"):
             self._calls = asc_calls(self.fn)
         return self._calls
+
+    def _sync_scope(self):
+        if not hasattr(self, "_scope"):
+            self._scope = sync_scope(self.fn)
+        return self._scope
 
     def _check_resident(self, block_dim, soc):
         """A kernel calling sync_all needs all its blocks resident: no more than the SoC has."""

@@ -175,12 +175,15 @@ class CrossCoreLaunch:
                       f"seen synchronising across groups: call it as asc.{what.split('.')[-1]}"
                       f"(...) with a literal mode in the kernel or an @asc.jit helper), got "
                       f"{inst.name} calling it")
-        self._abort_locked()
         return True
 
     def set_flag(self, inst: Instance, flag: int, mode: int) -> int:
         with self._cv:
             if mode == 0 and self._needs_across(inst, "asc.cross_core_set_flag"):
+                return FAILED
+            bad = self._mode_error(inst, mode)
+            if bad:
+                inst.error = f"asc.cross_core_set_flag: {bad}"
                 return FAILED
             if mode == 0:
                 self._arrive(inst, ("kind", inst.role), flag, self._kind[inst.role])
@@ -199,6 +202,16 @@ class CrossCoreLaunch:
                 return FAILED
             self._cv.notify_all()
             return PASSED
+
+    def _mode_error(self, inst, mode) -> str:
+        roles = "+".join(self.roles)
+        if mode == 1 and inst.role != AIV:
+            return (f"mode_id=1 must be set by an AIV (it syncs the AIVs of a group), got "
+                    f"{inst.name} setting it")
+        if mode == 2 and (AIC not in self.roles or AIV not in self.roles):
+            return (f"mode_id=2 (AIC <-> AIV of one group) must be used in a MIX kernel "
+                    f"(kernel_type MIX_AIC_1_1 or MIX_AIC_1_2), got a launch of {roles} cores")
+        return ""
 
     def _group(self, g, role):
         base = g * len(self.roles)
@@ -225,7 +238,6 @@ class CrossCoreLaunch:
             setter.error = (f"asc.cross_core_set_flag: a flag's counter must hold at most "
                             f"{FLAG_LIMIT} pending sets (CrossCoreSetFlag's limit), got "
                             f"flag_id={flag} of {target.name} at {target.counters[flag]}")
-            self._abort_locked()
 
     def wait_flag(self, inst: Instance, flag: int, mode: int, where=None) -> int:
         with self._cv:
@@ -238,7 +250,9 @@ class CrossCoreLaunch:
             return PASSED
 
     # ---- inter-block flags (ib_set / ib_wait) ----------------------------------------------
-    def ib_set(self, inst: Instance, word: int, block_idx: int, event_id: int, where=None) -> int:
+    def ib_set(self, inst: Instance, word: int, block_idx: int, event_id: int, where=None,
+               write=None) -> int:
+        """IBSet; `write(v)`, if given, stores the word's new value (under the lock)."""
         with self._cv:
             if self._needs_across(inst, "asc.ib_set"):
                 return FAILED
@@ -247,11 +261,13 @@ class CrossCoreLaunch:
                              f"set not yet waited for)", where)
             if st == PASSED:
                 self._ib[word] = 1
+                if write is not None:
+                    write(1)
                 self._cv.notify_all()
             return st
 
     def ib_wait(self, inst: Instance, word: int, block_idx: int, event_id: int,
-                where=None) -> int:
+                where=None, write=None) -> int:
         with self._cv:
             if self._needs_across(inst, "asc.ib_wait"):
                 return FAILED
@@ -259,6 +275,8 @@ class CrossCoreLaunch:
                              f"ib_wait(block_idx={block_idx}, event_id={event_id})", where)
             if st == PASSED:
                 self._ib[word] = 0
+                if write is not None:
+                    write(0)
                 self._cv.notify_all()
             return st
 
@@ -272,7 +290,6 @@ class CrossCoreLaunch:
                 inst.error = (f"asc.sync_all: a core taking part must call it, got {inst.name} "
                               f"calling sync_all(is_aiv_only=True) (an AIC takes part with "
                               f"is_aiv_only=False)")
-                self._abort_locked()
                 return FAILED
             s = self._sync.setdefault(aiv_only, [0, 0])
             s[0] += 1
@@ -294,25 +311,25 @@ class CrossCoreLaunch:
         loc = where() if where is not None else None
         inst.waiting = what + (f" at {loc}" if loc else "")
         self._check_stuck(inst)
-        while not ready() and not self.broken:
+        while not ready() and not self.broken and not inst.error:
             self._cv.wait()
         inst.state = _RUN
         inst.waiting = ""
-        if ready() and not self.broken:
+        if ready() and not self.broken and not inst.error:
             return PASSED
         return FAILED if inst.error else ABORTED
 
     def _check_stuck(self, inst) -> None:
         """After `inst` blocked or ended: if every instance that could release a blocked one is
         blocked or finished, fail them all with one message."""
-        if self.broken:
+        if self.broken or inst.error:
             return
         if self.across_groups:
             scope, what = self.instances, "launch"
         else:
             base = inst.group * len(self.roles)
             scope, what = self.instances[base:base + len(self.roles)], f"group {inst.group}"
-        blocked = [i for i in scope if i.state == _BLOCKED]
+        blocked = [i for i in scope if i.state == _BLOCKED and not i.error]
         # a blocked core whose wait passes now (not woken yet) can still run
         if not blocked or any(i.state in (_NEW, _RUN) for i in scope) or \
                 any(i.ready() for i in blocked):
@@ -327,7 +344,6 @@ class CrossCoreLaunch:
         msg = (f"cross-core deadlock: a wait must be released by a core that can still run "
                f"(the NPU would hang), got every core of the {what} blocked or finished:\n    " +
                "\n    ".join(lines))
-        for i in blocked:
+        for i in blocked:       # they fail; rt then aborts the launch (after recording the fault)
             i.error = msg
-        self.broken = True
         self._cv.notify_all()

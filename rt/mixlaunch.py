@@ -29,7 +29,7 @@ import random
 from dataclasses import dataclass
 
 from .crossflags import CrossCoreLaunch
-from .resident import _cores
+from .resident import start_threads
 
 __all__ = ["MixSpec", "dispatch_mix"]
 
@@ -69,7 +69,7 @@ def dispatch_mix(task, pool, run_instance, register) -> None:
                                                                   run_instance))
     launch.slots = slots
     register(task, launch)
-    _cores.start(jobs)
+    start_threads(jobs)
 
 
 def _run_slot(launch, groups, k, wid, run_instance) -> None:

@@ -124,6 +124,11 @@ class _ResidentCores:
 _cores = _ResidentCores()
 
 
+def start_threads(jobs) -> None:
+    """Run each of `jobs` (callables) on its own resident-core thread (reused when idle)."""
+    _cores.start(jobs)
+
+
 def dispatch_resident(task, pool, run_block) -> None:
     """Start every block of kernel `task` on its own thread.
 

@@ -21,7 +21,7 @@ PACKAGES = ("rt", "ascendc", "kernels", "bench")          # bottom to top
 FORBIDDEN = {"rt": {"ascendc", "kernels", "bench", "numba"}, "ascendc": {"kernels", "bench"},
              "kernels": {"bench"}, "bench": set()}
 # ranks inside ascendc: a module may import modules of its own rank or below
-ASCENDC_RANKS = (("lang",), ("compiler", "options"), ("jit",), ("language", "npu"), ("adv",),
+ASCENDC_RANKS = (("lang",), ("compiler", "options", "mix"), ("jit",), ("language", "npu"), ("adv",),
                  ("host",), ("lib",), ("__init__", "pyasc_compat", "run"))
 PUBLIC_FOR_KERNELS = {"ascendc", "ascendc.adv", "ascendc.lib", "ascendc.lib.host", "rt"}
 

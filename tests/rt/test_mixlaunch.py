@@ -1,16 +1,17 @@
 """rt.mixlaunch + rt.crossflags with plain Python binaries: groups of AIC + AIV instances running
 at once on reusable threads, the cross-core flag rules of each mode, inter-block flags, SyncAll,
 deadlock detection, faults and cancels. Ordering is asserted from recorded sequence numbers."""
+import importlib
 import itertools
 import threading
 
 import pytest
 
 import rt
-import importlib
-L = importlib.import_module("rt.launch")
 from rt.crossflags import AIC, AIV, FAILED, PASSED
 from rt.mixlaunch import MixSpec
+
+L = importlib.import_module("rt.launch")        # `rt.launch` is the function
 
 MIX12 = (AIC, AIV, AIV)
 
