@@ -144,7 +144,8 @@ class _Binary(rt.KernelBinary):
         try:
             if self.traced:
                 self._run_traced(ctx, st, blocks if blocks is not None else
-                                 self._order(first, last), block_num, total, views, args)
+                                 self._order(first, last), block_num, total, views, args,
+                                 port.index if port is not None else None)
             else:
                 self._run(ctx, blocks if blocks is not None else self._order(first, last),
                           block_num, views)
@@ -171,9 +172,11 @@ class _Binary(rt.KernelBinary):
                           f"[{first}, {last}); the tail was not copied (use data_copy_pad)",
                           RuntimeWarning, stacklevel=2)
 
-    def _run_traced(self, ctx, st, blocks, block_num, block_dim, views, args):
+    def _run_traced(self, ctx, st, blocks, block_num, block_dim, views, args, instance=None):
         """Run blocks one at a time, taking each one's trace rows from the core's buffer
-        (`block_dim`: the launch's instances, complete when that many have run)."""
+        (`block_dim`: the launch's instances, complete when that many have run). The rows of an
+        instance of a MIX launch are numbered by its `instance` index, not its block_idx (the
+        AIC and an AIV of a group share a block_idx): streams group * cores-per-group + slot."""
         for b in blocks:
             st.trace_n = st.trace_lost = 0
             self._run(ctx, np.array([b], dtype=np.int64), block_num, views)
@@ -183,6 +186,8 @@ class _Binary(rt.KernelBinary):
                     f"instructions to be recorded, got {int(st.trace_n + st.trace_lost)} in "
                     f"block_idx={b} (raise ASCEND_EMU_NPU_TRACE_ROWS)")
             rows = ctx[3][:int(st.trace_n)].copy()
+            if instance is not None:
+                rows[:, trace.C_BLOCK] = instance
             with self._lock:
                 acc = self._traces.setdefault(id(args), [[], 0])
                 acc[0].append(rows)

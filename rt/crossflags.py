@@ -51,12 +51,13 @@ class Instance:
     """One kernel instance of a launch (a core of one group): what its synchronising calls go
     through (rt hands it to `run_blocks` as `barrier`)."""
 
-    __slots__ = ("launch", "group", "role", "sub", "block_idx", "state", "counters", "waiting",
-                 "error", "ready", "__weakref__")
+    __slots__ = ("launch", "group", "role", "sub", "block_idx", "index", "state", "counters",
+                 "waiting", "error", "ready", "__weakref__")
 
     def __init__(self, launch, group: int, role: str, sub: int, block_idx: int):
         self.launch, self.group, self.role, self.sub = launch, group, role, sub
         self.block_idx = block_idx      # GetBlockIdx as the NPU numbers this core
+        self.index = len(launch.instances)   # in the launch: group * cores per group + slot
         self.state = _NEW
         self.counters = [0] * FLAG_IDS
         self.waiting = ""               # what it is blocked on, with its source line
