@@ -2,7 +2,8 @@
 
 - packages: rt <- ascendc <- kernels <- bench (each imports only those below it); rt imports
   neither numba nor the kernel language;
-- inside ascendc: lang <- compiler/options <- jit <- language <- adv <- host <- lib <- __init__;
+- inside ascendc: lang <- compiler/options <- binaries <- jit <- language <- adv <- host <- lib
+  <- __init__;
 - no import cycle anywhere (function-local imports count: an import is an import);
 - no module imports another module's `_private` name, or reads one through a module alias;
 - kernels use only the public names of `ascendc` and `rt`;
@@ -21,8 +22,9 @@ PACKAGES = ("rt", "ascendc", "kernels", "bench")          # bottom to top
 FORBIDDEN = {"rt": {"ascendc", "kernels", "bench", "numba"}, "ascendc": {"kernels", "bench"},
              "kernels": {"bench"}, "bench": set()}
 # ranks inside ascendc: a module may import modules of its own rank or below
-ASCENDC_RANKS = (("lang",), ("compiler", "options", "mix"), ("jit",), ("language", "npu"), ("adv",),
-                 ("host",), ("lib",), ("__init__", "pyasc_compat", "run"))
+ASCENDC_RANKS = (("lang",), ("compiler", "options", "mix"), ("binaries",), ("jit",),
+                 ("language", "npu"), ("adv",), ("host",), ("lib",),
+                 ("__init__", "pyasc_compat", "run"))
 PUBLIC_FOR_KERNELS = {"ascendc", "ascendc.adv", "ascendc.lib", "ascendc.lib.host", "rt"}
 
 

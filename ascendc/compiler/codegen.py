@@ -19,7 +19,7 @@ import numpy as np
 
 from ..lang import dtypes as D
 from ..lang import surface as S
-from ..lang.core import prim_calls_enabled
+from ..lang.numba_link import prim_calls_enabled
 from ..lang.kernel import is_kernel_function as _is_jit
 from ..lang.trace import NCOL
 from . import lower as L
