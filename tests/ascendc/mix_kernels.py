@@ -311,3 +311,37 @@ def matmul_ring_kernel(a: asc.GlobalAddress, b: asc.GlobalAddress, bias: asc.Glo
             asc.cross_core_set_flag(FREE, 2, asc.PipeID.PIPE_MTE3)
             i += 1
         qb.free_tensor(bt)
+
+
+@asc.jit(kernel_type="MIX_AIC_1_2")
+def phases_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, mode0: int):
+    """Every AIV writes x[v] + 1 to z[v]; after a barrier over all AIVs of the launch (sync_all,
+    or cross-core flag mode 0 when mode0) each adds its right neighbour's value (written by
+    another group): z2[v] = (x[v] + 1) + (x[v+1 mod N] + 1), stored at z[N + v]."""
+    if asc.ascend_is_aiv():
+        v = asc.get_block_idx()
+        n = 2 * asc.get_block_num()
+        xg = asc.GlobalTensor()
+        xg.set_global_buffer(x)
+        zg = asc.GlobalTensor()
+        zg.set_global_buffer(z)
+        zg.set_value(v, xg.get_value(v) + 1.0)
+        if mode0 == 1:
+            asc.cross_core_set_flag(4, 0, asc.PipeID.PIPE_MTE3)
+            asc.cross_core_wait_flag(4, 0, asc.PipeID.PIPE_MTE3)
+        else:
+            asc.sync_all()
+        zg.set_value(n + v, zg.get_value(v) + zg.get_value((v + 1) % n))
+
+
+@asc.jit(kernel_type="MIX_AIC_1_2")
+def spin_kernel(x: asc.GlobalAddress):
+    """The AIC waits for a flag; its AIVs spin forever (the launch can only be stopped)."""
+    if asc.ascend_is_aic():
+        asc.cross_core_wait_flag(FULL, 2, asc.PipeID.PIPE_FIX)
+    else:
+        xg = asc.GlobalTensor()
+        xg.set_global_buffer(x)
+        i = 0
+        while xg.get_value(0) == 0.0:
+            i += 1

@@ -116,3 +116,47 @@ def test_producer_consumer_ring_with_two_flags_and_double_buffered_workspace(int
     zeros = np.zeros(K.BM * 16, np.float16)
     K.matmul_ring_kernel[groups](a, b, bias, y, ws, zeros, m, n, k, interpret=interpret)
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode0", [0, 1])
+def test_sync_all_and_mode_0_order_the_aivs_of_every_group(interpret, mode0):
+    groups = 6
+    x = np.arange(2 * groups, dtype=np.float32)
+    z = np.zeros(4 * groups, np.float32)
+    K.phases_kernel[groups](x, z, mode0, interpret=interpret)
+    np.testing.assert_array_equal(z[:2 * groups], x + 1)
+    np.testing.assert_array_equal(z[2 * groups:], (x + 1) + np.roll(x + 1, -1))
+
+
+def test_synchronising_across_groups_needs_every_group_resident(interpret):
+    with pytest.raises(rt.AclError, match=r"phases_kernel\[\]: block_dim must be <= 20, the "
+                                          r"Ascend910B3's AI Core count, for a kernel that "
+                                          r"synchronises across blocks .* got block_dim=21"):
+        K.phases_kernel[21](np.zeros(42, np.float32), np.zeros(84, np.float32), 0,
+                            interpret=interpret, soc="Ascend910B3")
+
+
+def test_48_groups_with_flags_both_ways_run_on_a_few_reused_threads(mode):
+    """block_dim 48 > the SoC's 24 AI Cores, flags AIC -> AIV and back: groups run a few at a
+    time (slots of 3 threads, as many slots as core-pool workers), never one thread per core."""
+    import threading
+    from rt.launch import core_pool
+    m, n, k, groups = 48 * 32, 32, 32, 48
+    a, b, bias, want = _matmul_case(m, n, k, 7)
+    y = np.zeros((m, n), np.float32)
+    ws = np.full(groups * K.BM * n, np.nan, np.float32)
+    before = {t.ident for t in threading.enumerate() if t.name.startswith("rt-resident")}
+    K.matmul_relu_kernel[groups](a, b, bias, y, ws, np.zeros(K.BM * 16, np.float16), m, n, k,
+                                 interpret=mode == "interpret")
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
+    new = {t.ident for t in threading.enumerate() if t.name.startswith("rt-resident")} - before
+    assert len(new) <= 3 * core_pool().n < 3 * groups
+
+
+def test_an_op_execute_timeout_stops_a_mix_launch_blocked_on_a_flag():
+    rt.set_op_execute_timeout(300)
+    try:
+        with pytest.raises(rt.AclError, match=r"507014|op execute timeout"):
+            K.spin_kernel[2](np.zeros(8, np.float32), interpret=True)
+    finally:
+        rt.set_op_execute_timeout(0)
