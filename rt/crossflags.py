@@ -173,9 +173,9 @@ class CrossCoreLaunch:
         if self.across_groups or self.groups == 1:
             return False
         inst.error = (f"{what}: the launch must run all its groups at once (the kernel was not "
-                      f"seen synchronising across groups: call it as asc.{what.split('.')[-1]}"
-                      f"(...) with a literal mode in the kernel or an @asc.jit helper), got "
-                      f"{inst.name} calling it")
+                      f"seen synchronising across groups: call it as asc.{what[4:]}(...) in the "
+                      f"kernel or an @asc.jit helper, with mode_id a literal 0 for "
+                      f"cross_core_set_flag), got {inst.name} calling it")
         return True
 
     def set_flag(self, inst: Instance, flag: int, mode: int) -> int:
