@@ -16,6 +16,7 @@ from ..core import prim, FLAG_DEFER, flush_pending
 from ..crosscore import (call_xcore, OP_SET, OP_WAIT, OP_IB_SET, OP_IB_WAIT, OP_SYNC_ALL,
                          ROLE_AIV)
 from ..errors import FAULT, fault, KernelError
+from ..state import MEM, STATE
 from .. import trace
 from .ktype import core_kernel_type, MIX_AIC_1_2
 
@@ -29,8 +30,8 @@ _OP_XSET, _OP_XWAIT, _OP_IB_SET, _OP_IB_WAIT = (
 
 @prim
 def _flush(ctx):
-    if ctx[2][0].options & FLAG_DEFER:
-        flush_pending(ctx, 0, ctx[0].size)
+    if ctx[STATE][0].options & FLAG_DEFER:
+        flush_pending(ctx, 0, ctx[MEM].size)
 
 
 @prim
@@ -42,7 +43,7 @@ def _check_flag(ctx, api, flag_id, mode_id):
     if mode_id < 0 or mode_id > 2:
         fault("{}: mode_id must be 0, 1 or 2, got mode_id={}", api, mode_id)
         raise KernelError(FAULT)
-    if ctx[2][0].xcore == 0:
+    if ctx[STATE][0].xcore == 0:
         fault("{}: the launch must run the kernel's cores at once (the kernel was not seen "
               "calling it: call it as asc.{}(...) in the kernel or an @asc.jit helper), got "
               "flag_id={}", api, api[4:], flag_id)
@@ -67,7 +68,7 @@ def cross_core_set_flag(ctx, flag_id, mode_id, pipe):
         fault("asc.cross_core_set_flag: pipe must not be PIPE_S or PIPE_ALL, got pipe={}", pipe)
         raise KernelError(FAULT)
     _flush(ctx)
-    st = ctx[2][0]
+    st = ctx[STATE][0]
     trace.event(ctx, _OP_XSET, trace.K_OP, flag_id, mode_id, pipe)
     _status(ctx, call_xcore(st.xcore_fn, st.xcore, OP_SET, flag_id, mode_id),
             "asc.cross_core_set_flag")
@@ -78,7 +79,7 @@ def cross_core_wait_flag(ctx, flag_id, mode_id, pipe):
     """CrossCoreWaitFlag(flag_id): block while this core's counter of flag_id is 0, then take
     one."""
     _check_flag(ctx, "asc.cross_core_wait_flag", flag_id, mode_id)
-    st = ctx[2][0]
+    st = ctx[STATE][0]
     trace.event(ctx, _OP_XWAIT, trace.K_OP, flag_id, mode_id, pipe)
     _status(ctx, call_xcore(st.xcore_fn, st.xcore, OP_WAIT, flag_id, mode_id),
             "asc.cross_core_wait_flag")
@@ -87,7 +88,7 @@ def cross_core_wait_flag(ctx, flag_id, mode_id, pipe):
 
 @prim
 def _ib_word(ctx, api, gm, block_idx, event_id):
-    st = ctx[2][0]
+    st = ctx[STATE][0]
     cores = st.block_num
     if core_kernel_type(ctx) == MIX_AIC_1_2 and st.core_role == ROLE_AIV:
         cores = 2 * st.block_num
@@ -113,7 +114,7 @@ def ib_set(ctx, gm, ub, block_idx, event_id):
     """IBSet: wait until the GM word of (block_idx, event_id) is 0, then make it 1."""
     i = _ib_word(ctx, "asc.ib_set", gm, block_idx, event_id)
     _flush(ctx)
-    st = ctx[2][0]
+    st = ctx[STATE][0]
     trace.event(ctx, _OP_IB_SET, trace.K_OP, block_idx, event_id, 0)
     _status(ctx, call_xcore(st.xcore_fn, st.xcore, OP_IB_SET, gm.ctypes.data + i * 4,
                             (block_idx << 16) | event_id), "asc.ib_set")
@@ -124,7 +125,7 @@ def ib_set(ctx, gm, ub, block_idx, event_id):
 def ib_wait(ctx, gm, ub, block_idx, event_id):
     """IBWait: wait until the GM word of (block_idx, event_id) is 1, then make it 0."""
     i = _ib_word(ctx, "asc.ib_wait", gm, block_idx, event_id)
-    st = ctx[2][0]
+    st = ctx[STATE][0]
     trace.event(ctx, _OP_IB_WAIT, trace.K_OP, block_idx, event_id, 0)
     _status(ctx, call_xcore(st.xcore_fn, st.xcore, OP_IB_WAIT, gm.ctypes.data + i * 4,
                             (block_idx << 16) | event_id), "asc.ib_wait")
@@ -135,6 +136,6 @@ def ib_wait(ctx, gm, ub, block_idx, event_id):
 @prim
 def mix_sync_all(ctx, is_aiv_only):
     """SyncAll in a MIX launch: over its AIVs (is_aiv_only) or all its cores."""
-    st = ctx[2][0]
+    st = ctx[STATE][0]
     _status(ctx, call_xcore(st.xcore_fn, st.xcore, OP_SYNC_ALL, 1 if is_aiv_only else 0, 0),
             "asc.sync_all")

@@ -36,6 +36,7 @@ from ..core import prim
 from ..crosscore import ROLE_AIC
 from ..errors import fault
 from .vecbase import warn_recorded
+from ..state import STATE
 
 __all__ = ["get_sub_block_idx", "get_sub_block_num", "get_task_ratio", "ascend_is_aic",
            "ascend_is_aiv"]
@@ -58,37 +59,37 @@ def instances_per_block(kt: int) -> int:
 
 @prim
 def core_kernel_type(ctx):
-    return (ctx[2][0].options >> KT_SHIFT) & KT_MASK
+    return (ctx[STATE][0].options >> KT_SHIFT) & KT_MASK
 
 
 @prim
 def get_sub_block_idx(ctx):
     """GetSubBlockIdx: the AIV's index in its AI Core group (0 or 1 in MIX_AIC_1_2), else 0."""
-    st = ctx[2][0]
+    st = ctx[STATE][0]
     if st.core_role != 0:
         return st.sub_idx
     if core_kernel_type(ctx) == MIX_AIC_1_2:
-        return ctx[2][0].block_idx % 2
-    return ctx[2][0].block_idx * 0
+        return ctx[STATE][0].block_idx % 2
+    return ctx[STATE][0].block_idx * 0
 
 
 @prim
 def get_sub_block_num(ctx):
     """GetSubBlockNum: AIVs per AI Core group as seen from this core (2 on an AIV of
     MIX_AIC_1_2, else 1)."""
-    return 2 if core_kernel_type(ctx) == MIX_AIC_1_2 and ctx[2][0].core_role != ROLE_AIC else 1
+    return 2 if core_kernel_type(ctx) == MIX_AIC_1_2 and ctx[STATE][0].core_role != ROLE_AIC else 1
 
 
 @prim
 def get_task_ratio(ctx):
     """GetTaskRatio: the same table as GetSubBlockNum (separated architecture)."""
-    return 2 if core_kernel_type(ctx) == MIX_AIC_1_2 and ctx[2][0].core_role != ROLE_AIC else 1
+    return 2 if core_kernel_type(ctx) == MIX_AIC_1_2 and ctx[STATE][0].core_role != ROLE_AIC else 1
 
 
 @prim
 def ascend_is_aic(ctx):
     """ASCEND_IS_AIC: does this instance run on a cube core?"""
-    role = ctx[2][0].core_role
+    role = ctx[STATE][0].core_role
     if role != 0:
         return role == ROLE_AIC
     k = core_kernel_type(ctx)
@@ -105,7 +106,7 @@ def ascend_is_aic(ctx):
 def ascend_is_aiv(ctx):
     """ASCEND_IS_AIV: does this instance run on a vector core? (the instances of a MIX kernel
     are its AIVs)"""
-    role = ctx[2][0].core_role
+    role = ctx[STATE][0].core_role
     if role != 0:
         return role != ROLE_AIC
     k = core_kernel_type(ctx)
