@@ -21,7 +21,7 @@ from rt import errors as E
 from . import options as O
 from .lang import api, core, dtypes as D, prims, record, trace
 from .lang.prims import autotensor, ktype as KT
-from .lang.state import FLAG_TRACE
+from .lang.state import FLAG_TRACE, TRACE
 from .lang.gmreach import merge_overreach, read_overreach, set_gm_sizes, warn_overreach
 from .compiler.diagnostics import typing_error
 from .lang import barrier as _barrier
@@ -157,10 +157,10 @@ class Binary(rt.KernelBinary):
             self._run(ctx, np.array([b], dtype=np.int64), block_dim // self.per_block, views)
             if st.trace_lost:
                 raise KernelError(
-                    f"rt.profile(npu=True): a block must issue at most {len(ctx[3])} "
+                    f"rt.profile(npu=True): a block must issue at most {len(ctx[TRACE])} "
                     f"instructions to be recorded, got {int(st.trace_n + st.trace_lost)} in "
                     f"block_idx={b} (raise ASCEND_EMU_NPU_TRACE_ROWS)")
-            rows = ctx[3][:int(st.trace_n)].copy()
+            rows = ctx[TRACE][:int(st.trace_n)].copy()
             with self._lock:
                 acc = self._traces.setdefault(id(args), [[], 0])
                 acc[0].append(rows)

@@ -53,8 +53,16 @@ def _scalar(v, name, kernel):
     if isinstance(v, np.generic):
         return v
     raise E.AclError(E.ACL_ERROR_INVALID_PARAM,
-                     f"{kernel}: argument must be an array, rt.DeviceArray, int, float or numpy "
-                     f"scalar, got {name}={type(v).__name__}")
+                     f"{kernel}: argument must be an array, rt.DeviceArray, int, float, numpy "
+                     f"scalar or NamedTuple of those, got {name}={type(v).__name__}")
+
+
+def _record(v, name, kernel):
+    """A NamedTuple argument as the kernel gets it (read by field: `shape.s1`), its fields
+    converted as scalar arguments are (nested NamedTuples likewise)."""
+    if not (isinstance(v, tuple) and hasattr(type(v), "_fields")):
+        return _scalar(v, name, kernel)
+    return type(v)(*(_record(x, f"{name}.{f}", kernel) for f, x in zip(type(v)._fields, v)))
 
 
 def _torch_to_numpy(t):
@@ -195,8 +203,9 @@ class JitFunction(KernelFunction):
                 if name in self.const_params:
                     consts[name] = v
                     continue
-                if hasattr(v, "_kernel_record"):   # a tiling struct (asc.adv.TCubeTiling)
-                    launch_args.append(v._kernel_record())
+                if hasattr(v, "_kernel_record") or hasattr(type(v), "_fields"):  # a struct
+                    launch_args.append(v._kernel_record() if hasattr(v, "_kernel_record") else
+                                       _record(v, name, self.__name__))
                     sig.append(("R", type(v).__name__))
                     continue
                 gm = self._gm_arg(name, v, stream, host_arrays, len(launch_args))

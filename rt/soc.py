@@ -12,6 +12,8 @@ profiler's NPU estimate, HCCL's time) can be labelled as such. The sources, once
 - core counts, memory and L2: the ``platform_config/<soc>.ini [SoCInfo]`` quotes named per profile;
 - the soc_version -> family map: CANN's short-SoC-version table (as shipped in Ascend/RecSDK
   ``cust_op/ascendc_op/config/transform.json``) and hicann/runtime's SoC name lists.
+
+docs/npu-model.md §1 lists the A2 and 310P numbers with their sources.
 """
 from __future__ import annotations
 

@@ -1,13 +1,15 @@
 """The per-core context every primitive receives, and small shared helpers.
 
-A core's context is the tuple ``ctx = (mem, stage, st, trace)``:
+A core's context is the tuple ``ctx = (mem, stage, st, trace)``, indexed by the slot names of
+state.py (``ctx[MEM]``, ``ctx[STAGE]``, ``ctx[STATE]``, ``ctx[TRACE]``):
 - ``mem``: one uint8 array holding the core's local memories back to back (the levels of
   positions.LEVELS: UB, L1, L0A, L0B, L0C, BT); a LocalTensor is a typed view into it, and its
   level is found from its address.
 - ``stage``: same size; in checked mode GM->local copies land here and become visible in ``mem``
   only when their tensor is dequeued (or a wait_flag/pipe_barrier on MTE2 is reached).
-- ``st``: a one-element array of state.CORE_STATE; its record ``ctx[2][0]`` holds the block index,
-  options, pipe usage, queue records, counters, GM argument ranges (fields named in state.py).
+- ``st``: a one-element array of state.CORE_STATE; its record ``ctx[STATE][0]`` holds the block
+  index, options, pipe usage, queue records, counters, GM argument ranges (fields named in
+  state.py).
   Python code reads it as ``state(ctx)``.
 - ``trace``: the NPU view's instruction trace (int64 rows, lang/trace.py); one row when tracing
   is off. (A one-element array, not the record itself: Numba
@@ -28,8 +30,9 @@ from .numba_link import prim
 from .positions import BT, L0A, L0B, L0C, L1, LEVEL_NAMES, NLEVELS, UB, level_bytes  # noqa: F401
 from .state import (CORE_STATE, FLAG_DEFER, FLAG_NAN_FILL, FLAG_REPORT_ROUNDING,  # noqa: F401
                     MAX_GM, MAX_PENDING, N_EVENT_IDS)
+from .state import MEM, STAGE, STATE, TRACE  # noqa: F401 (generated kernels read _C.STATE ...)
 
-# counters (issue 4 profiler): bytes per pipe, cube MACs, vector element-ops
+# profiler counters: bytes per pipe, cube MACs, vector element-ops
 C_MTE2, C_MTE1, C_MTE3, C_FIX, C_CUBE_MACS, C_VEC_OPS, C_MTE_UB2UB, C_CUBE_MACS_FP32 = range(8)
 COUNTER_NAMES = ("mte2_bytes", "mte1_bytes", "mte3_bytes", "fix_bytes", "cube_macs",
                  "vector_elem_ops", "ub_to_ub_bytes", "cube_macs_fp32")
@@ -64,18 +67,18 @@ def new_ctx(soc, flags=0, trace_rows=1):
 
 def state(ctx):
     """The core's CORE_STATE record (a view; fields by attribute: `state(ctx).block_idx`)."""
-    return ctx[2].view(np.recarray)[0]
+    return ctx[STATE].view(np.recarray)[0]
 
 
 @overload(state)
 def _state(ctx):
-    return lambda ctx: ctx[2][0]
+    return lambda ctx: ctx[STATE][0]
 
 
 @njit(nogil=True, cache=True)
 def begin_block(ctx, block_idx, block_num):
     """Reset per-block state: pipe, queues, buffers, pending copies; NaN-fill if asked."""
-    mem, stage, st = ctx[0], ctx[1], ctx[2][0]
+    mem, stage, st = ctx[MEM], ctx[STAGE], ctx[STATE][0]
     st.block_idx = block_idx
     st.block_num = block_num
     st.src_line = 0
@@ -94,17 +97,17 @@ def begin_block(ctx, block_idx, block_num):
 
 
 def reset_counters(ctx):
-    ctx[2][0]["counters"][:] = 0
+    ctx[STATE][0]["counters"][:] = 0
 
 
 def read_counters(ctx) -> dict:
-    c = ctx[2][0]["counters"]
+    c = ctx[STATE][0]["counters"]
     return {n: int(c[i]) for i, n in enumerate(COUNTER_NAMES)}
 
 
 @prim
 def count(ctx, which, n):
-    ctx[2][0].counters[which] += n
+    ctx[STATE][0].counters[which] += n
 
 
 # ---- addresses ---------------------------------------------------------------------------------
@@ -112,7 +115,7 @@ def count(ctx, which, n):
 @prim
 def local_offset(ctx, a):
     """Byte offset of tensor `a` inside the core's local memory, or -1 if `a` is not local."""
-    mem = ctx[0]
+    mem = ctx[MEM]
     d = np.int64(a.ctypes.data) - np.int64(mem.ctypes.data)
     if d < 0 or d >= mem.size:
         return -1
@@ -125,7 +128,7 @@ def level_of(ctx, a):
     off = local_offset(ctx, a)
     if off < 0:
         return -1
-    st = ctx[2][0]
+    st = ctx[STATE][0]
     for lv in range(NLEVELS):
         b = st.level_base[lv]
         if b <= off < b + st.level_size[lv]:
@@ -145,7 +148,7 @@ def level_name(lv):
 def register_gm(ctx, a):
     """Record GM argument `a` (the kernel's view: to its allocation's end) so out-of-range
     accesses can be named; its own size is the launcher's (gmreach.py), else the view's."""
-    st = ctx[2][0]
+    st = ctx[STATE][0]
     k = st.ngm
     if k < MAX_GM:
         st.gm_addr[k] = np.int64(a.ctypes.data)
@@ -171,7 +174,7 @@ def check_gm(ctx, api, a, first, n, write):
     """Raise unless elements [first, first+n) of GM view `a` lie inside its allocation."""
     if first >= 0 and first + n <= a.size:
         return
-    k, boff, nbytes = gm_where(ctx[2][0], np.int64(a.ctypes.data))
+    k, boff, nbytes = gm_where(ctx[STATE][0], np.int64(a.ctypes.data))
     isz = a.itemsize
     if write:
         fault("{}: GM write must stay inside argument #{} ({} elements), got "
@@ -197,15 +200,15 @@ def check_local(ctx, api, what, a, n):
 
 @prim
 def defer_enabled(ctx):
-    return (ctx[2][0].options & FLAG_DEFER) != 0
+    return (ctx[STATE][0].options & FLAG_DEFER) != 0
 
 
 @prim
 def add_pending(ctx, off, nbytes):
-    st = ctx[2][0]
+    st = ctx[STATE][0]
     k = st.npending
     if k >= MAX_PENDING:
-        flush_pending(ctx, 0, ctx[0].size)
+        flush_pending(ctx, 0, ctx[MEM].size)
         k = st.npending
     st.pending_off[k] = off
     st.pending_bytes[k] = nbytes
@@ -215,7 +218,7 @@ def add_pending(ctx, off, nbytes):
 @prim
 def flush_pending(ctx, lo, hi):
     """Make deferred copies that overlap mem[lo:hi] visible."""
-    mem, stage, st = ctx[0], ctx[1], ctx[2][0]
+    mem, stage, st = ctx[MEM], ctx[STAGE], ctx[STATE][0]
     k = 0
     n = st.npending
     while k < n:
@@ -239,7 +242,7 @@ def gm_to_local_target(ctx, dst):
     off = local_offset(ctx, dst)
     nb = dst.size * dst.itemsize
     add_pending(ctx, off, nb)
-    return ctx[1][off:off + nb].view(dst.dtype)
+    return ctx[STAGE][off:off + nb].view(dst.dtype)
 
 
 # ---- masks for the repeat forms ----------------------------------------------------------------

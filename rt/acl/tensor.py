@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import memory as _mem
 from ..errors import AclError, ACL_ERROR_INVALID_PARAM, ACL_ERROR_INVALID_RESOURCE_HANDLE
-from ..model.onnx_types import NUMPY_TO_ACL
+from ..graph.onnx_types import NUMPY_TO_ACL
 from . import constants as C
 from .handles import HandleTable, fail
 

@@ -47,7 +47,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--dynamic_dims", default=None,
                    help='"1,224;2,448": one graph per gear of the -1 dims in --input_shape')
     p.add_argument("--input_format", default=None, help="NCHW / NHWC / ND / NCDHW / NDHWC")
-    p.add_argument("--insert_op_conf", default=None,           # AIPP: issue 15, docs/dvpp.md
+    p.add_argument("--insert_op_conf", default=None,           # AIPP: docs/dvpp.md
                    help="static AIPP config (aipp.cfg) inserted in front of the model input")
     p.add_argument("--out_nodes", default=None, help='"node:0;node2:1": the model outputs')
     p.add_argument("--input_fp16_nodes", default=None, help='"x;y": inputs fed as float16')

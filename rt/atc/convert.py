@@ -6,7 +6,7 @@ node whose inputs are all constants runs once here, on the AI CPU implementation
 BatchNormalization folded into the Conv before it, Gemm with constant B normalised (B transposed
 to K x N, alpha and beta folded), dead nodes removed, a static memory plan for the activations and
 node workspaces (first fit by size over lifetimes: tensors that are never live at the same time
-share bytes), then the file (rt/model/format.py).
+share bytes), then the file (rt/graph/format.py).
 """
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ import os
 
 import numpy as np
 
-from ..model import aicpu
-from ..model.format import ALIGN, DTYPES, align, pack
-from ..model.onnx_types import numpy_dtype
+from ..graph import aicpu
+from ..graph.format import ALIGN, DTYPES, align, pack
+from ..graph.onnx_types import numpy_dtype
 from ..soc import SOCS
 
 
@@ -361,7 +361,7 @@ def convert(model, output: str, soc_version: str = "Ascend910B2", input_shape=No
     `dynamic`: dynamic_image_size, dynamic_dims, input_format and the graph options
     (out_nodes, input_fp16_nodes, output_type, precision_mode; see convert_to_bytes)."""
     data, summary = convert_to_bytes(model, soc_version, input_shape,
-                                     insert_op_conf=insert_op_conf,    # AIPP: issue 15
+                                     insert_op_conf=insert_op_conf,    # AIPP: docs/dvpp.md
                                      dynamic_batch_size=dynamic_batch_size, **dynamic)
     path = os.fspath(output)
     path = path if path.endswith(".om") else path + ".om"
@@ -450,7 +450,7 @@ def build(model, soc_version: str, shapes: dict, insert_op_conf=None,
     gemm = normalise_gemm(g)
     options.apply_precision_mode(g, opts.get("precision_mode"), AtcError)
     remove_dead(g)
-    if insert_op_conf:              # AIPP (issue 15): Aipp node(s) in front of model input(s)
+    if insert_op_conf:              # AIPP (docs/dvpp.md): Aipp node(s) in front of model input(s)
         from .aipp import insert_aipp
         insert_aipp(g, insert_op_conf, AtcError)
     options.apply_input_fp16_nodes(g, opts.get("input_fp16_nodes"), AtcError)

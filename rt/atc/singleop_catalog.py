@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..model.onnx_types import NUMPY_TO_ACL
+from ..graph.onnx_types import NUMPY_TO_ACL
 
 ACL_TO_NUMPY = {v: k for k, v in NUMPY_TO_ACL.items()}
 

@@ -21,3 +21,7 @@ __all__ = ["PipeModel", "pipe_model", "PIPES", "Instr", "Timeline", "simulate", 
            "op_summary_row", "write_all", "side_of", "split_block", "RooflinePoint",
            "roofline_point", "roofline_ceilings", "write_roofline_png", "pipe_busy_ratios",
            "write_pipe_chart_png", "launch_cores", "simulate_launch"]
+
+from .. import profiler as _profiler
+
+_profiler.set_npu_view(simulate_launch, write_all)      # the profiler's NPU view (rt.profiler)

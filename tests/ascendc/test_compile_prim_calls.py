@@ -1,4 +1,4 @@
-"""Kernels call their larger primitives instead of inlining them (issue 12: cold compile time).
+"""Kernels call their larger primitives instead of inlining them (docs/compile-time.md).
 
 The generated kernel functions compile as GLUE (ascendc/compiler/gluejit.py); a primitive whose
 optimised code is large is then only declared in the kernel's LLVM module and called, small ones

@@ -1,4 +1,4 @@
-"""The kernel cache cannot be hijacked or broken (issue 11 items 2 and 5): planted or truncated
+"""The kernel cache cannot be hijacked or broken (docs/guarantees.md): planted or truncated
 modules are rewritten from the generated source before use, Numba's pickles are only read from a
 directory only we can write, unusable directories fall back to a private one, and concurrent
 loads in one process are safe."""

@@ -1,4 +1,4 @@
-"""rt.npu's pipe simulator on synthetic instruction lists (issue 9 §2, §5): costs, flags,
+"""rt.npu's pipe simulator on synthetic instruction lists (docs/design.md): costs, flags,
 bandwidth sharing, waves and determinism, asserted exactly where the model is arithmetic."""
 import pytest
 
@@ -121,7 +121,7 @@ def test_errors_name_the_bad_argument():
         simulate([[Instr(0, "V", "add")]], M, 1)
 
 
-# --- issue 9 behaviours: waves, stalls, bounds, the AIC/AIV split, sync_all, plots ----------
+# --- the model's behaviours: waves, stalls, bounds, the AIC/AIV split, sync_all, plots ----------
 
 BW = M.dma_bytes_per_cycle
 XLAT = M.cross_core_flag_cycles

@@ -11,7 +11,7 @@ import rt.acl as acl
 from rt import log as rt_log
 from rt.acl import op as acl_op
 from rt.atc.__main__ import main as atc_main
-from rt.model.onnx_types import NUMPY_TO_ACL
+from rt.graph.onnx_types import NUMPY_TO_ACL
 
 
 def _d(shape, typ="float32", const=None):

@@ -11,7 +11,7 @@ from onnx.reference import ReferenceEvaluator
 import rt
 from rt import log as rt_log
 from rt.atc.__main__ import main as atc
-from rt.model import format as fmt
+from rt.graph import format as fmt
 
 import onnx_models
 
