@@ -139,6 +139,7 @@ def jpeg_predict_dec_size(data, size: int | None, output_format: int) -> int:
                        f"PIXEL_FORMAT_YVU_SEMIPLANAR_420 (2) or PIXEL_FORMAT_UNKNOWN (10000), "
                        f"got {F.fmt_name(output_format)}")
     w, h, _, _ = codec.jpeg_info(read_input(data, size, api), api)
+    F.check_resolution(api, "JPEG", w, h, F.JPEGD_MIN, F.JPEGD_MAX)   # what JPEGD decodes
     return F.yuv420sp_size(F.align_up(w, F.JPEGD_PREDICT_WIDTH_ALIGN),
                            F.align_up(h, F.JPEGD_HEIGHT_ALIGN))
 

@@ -135,6 +135,17 @@ def test_decode_output_too_small_fails_on_stream(channel, stream):
 
 def test_decode_resolution_limits(channel, stream):
     data = jpeg_bytes(picture(31, 40))
-    _decode(channel, stream, data)
+    _decode(channel, stream, data, size=128 * 48 * 3 // 2)   # predict_dec_size refuses it too
     with raises(100000, r"JPEG resolution must be within 32x32 .. 8192x8192, got 31x40"):
         stream.synchronize()
+
+
+def test_predict_dec_size_refuses_what_jpegd_cannot_decode():
+    # CANN, "JPEGD功能及约束说明" (aclcppdevg_03_0355): input 32x32 .. 8192x8192 on every series
+    for w, h in ((31, 40), (40, 16)):
+        with raises(rt.errors.ACL_ERROR_INVALID_PARAM,
+                    rf"dvpp_jpeg_predict_dec_size: JPEG resolution must be within 32x32 \.\. "
+                    rf"8192x8192, got {w}x{h}"):
+            rt.dvpp.jpeg_predict_dec_size(jpeg_bytes(picture(w, h)), None, NV12)
+    assert rt.dvpp.jpeg_predict_dec_size(jpeg_bytes(picture(32, 32)), None, NV12) == \
+        128 * 32 * 3 // 2
