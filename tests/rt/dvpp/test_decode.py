@@ -29,11 +29,14 @@ def test_jpeg_decode_bit_exact(channel, stream, w, h, sub, fmt):
     data = jpeg_bytes(picture(w, h, seed=w), subsampling=sub)
     out = _decode(channel, stream, data, fmt)
     stream.synchronize()
+    # CANN's acldvppJpegdPrecisionMode default (ACL_YUVOUT_ALIGN_DOWN_COMPAT): an odd source
+    # width/height is rounded down to even for YUV420SP output
+    w, h = w & ~1, h & ~1
     assert (out.width, out.height) == (w, h)
     assert (out.width_stride, out.height_stride) == (rt.dvpp.align_up(w, 64),
                                                      rt.dvpp.align_up(h, 16))
     assert out.ret_code == 0 and out.format == fmt
-    rgb = np.asarray(Image.open(io.BytesIO(data)).convert("RGB"))      # Pillow's decode
+    rgb = np.asarray(Image.open(io.BytesIO(data)).convert("RGB"))[:h, :w]    # Pillow's decode
     Y, UV = ref_nv12(rgb, nv21=fmt == NV21)
     gotY, gotUV = yuv_planes(from_device(out.data, out.size), out.width_stride,
                              out.height_stride, w, h)
