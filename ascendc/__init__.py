@@ -8,9 +8,10 @@ __kernel_language__ = True
 from .language import *  # noqa: F403  (the kernel language: asc.add, asc.TQue, asc.jit, ...)
 from .language import __all__ as _LANGUAGE
 from . import adv, host, lib
+from .adv.memalloc import LocalMemAllocator
 from .npu import npu_trace  # the NPU view: simulated pipe timeline of an interpreted launch
 # the kernel sanitizer: `with asc.sanitize(...)` (the function; the package is ascendc.sanitize's
 # modules, `python -m ascendc.sanitize`)
 from .sanitize import sanitize  # noqa: E402
 
-__all__ = list(_LANGUAGE) + ["adv", "host", "lib", "npu_trace", "sanitize"]
+__all__ = list(_LANGUAGE) + ["adv", "host", "lib", "npu_trace", "LocalMemAllocator", "sanitize"]

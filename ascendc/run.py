@@ -2,8 +2,10 @@
 script on ascend-emu.
 
 For this process only, `import asc`, `asc.lib.runtime`, `asc.lib.host`, `asc.runtime.config`
-resolve to ours (`ascendc.pyasc_compat`). The script runs as `python script.py args...` would run
-it: `__name__ == "__main__"`, `sys.argv[0]` is the script, its directory is first on `sys.path`.
+resolve to ours (`ascendc.pyasc_compat`), and `import torch_npu` gives ascend-emu's stand-in
+when no real torch_npu is installed (docs/torch-npu.md). The script runs as `python script.py
+args...` would run it: `__name__ == "__main__"`, `sys.argv[0]` is the script, its directory is
+first on `sys.path`.
 The exit status is the script's (0, its `sys.exit` code, or 1 after an uncaught exception, whose
 traceback is printed as Python prints it, without the runner's frames).
 `python -m ascendc.run -m module args...` runs a module the same way (e.g. `-m pytest`).
@@ -20,7 +22,7 @@ import traceback
 import types
 
 from . import pyasc_compat
-from .pyasc_compat import npu_device
+from .pyasc_compat import npu_device, torch_npu_standin
 
 USAGE = "usage: python -m ascendc.run [--interpret] [--checked] (script.py | -m module) [args...]"
 
@@ -98,6 +100,7 @@ def main(argv=None) -> int:
         return 2 if not args else 0
     pyasc_compat.install()
     npu_device.activate_when_torch_imported()     # torch's "npu" device, as torch_npu gives it
+    torch_npu_standin.install()                   # `import torch_npu` without a real one
     if args[0] == "-m":
         if len(args) < 2:
             print(USAGE, file=sys.stderr)

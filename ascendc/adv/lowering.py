@@ -23,6 +23,9 @@ from .matmul import NO_BIAS, SUPPORTED_METHODS, type_error
 from .mmkernel import (mm_get_tensor_c, mm_get_tensor_c_gm, mm_iterate, mm_iterate_all,
                        mm_iterate_batch, mm_register)
 from .quant import quant_per_tensor
+from . import activation, flashsoftmax, norm
+from .mmconfig import CONFIG_CALLS
+from .names import PROVIDED, unsupported_message
 from .softmax import ARGS as _SOFTMAX_ARGS, lower_softmax, lower_softmax_tiling
 from .tiling import FIELDS
 from .tilingops import INDEX
@@ -117,14 +120,24 @@ def expression(rw, call, chain):
     """asc.adv.<name>(...) used as a value."""
     if chain == ["MatmulType"]:
         return matmul_type(rw, call)
-    if chain == ["MatmulConfig"]:      # accepted, changes nothing (see matmul.MatmulConfig)
-        return ast.Constant(0)
+    if chain == ["MatmulConfig"] or chain[0] in CONFIG_CALLS:
+        return ast.Constant(0)     # accepted, changes nothing (see matmul.MatmulConfig)
     if chain == ["TCubeTiling"]:
         return _new_tiling(rw, call)
     if chain == ["QuantConfig"]:
         return _quant_config(rw, call)
     if chain == ["SoftmaxTiling"]:
         return lower_softmax_tiling(rw, call)
+    if chain == ["RmsNormTiling"]:
+        return norm.lower_tiling(rw, call)
+    if chain == ["LayerNormTiling"]:
+        return norm.lower_layernorm_tiling(rw, call)
+    if chain == ["SoftMaxShapeInfo"]:
+        return flashsoftmax.lower_shape_info(rw, call)
+    if chain == ["SoftmaxConfig"]:
+        return flashsoftmax.lower_config(rw, call)
+    if chain[0] not in PROVIDED:
+        raise rw.err(call, unsupported_message(chain[0]))
     raise rw.err(call, f"asc.adv.{'.'.join(chain)}(...) must be used as pyasc does (Matmul "
                        f"assigned to a variable, register_matmul as a statement); other asc.adv "
                        f"APIs are not supported in compiled kernels")
@@ -181,6 +194,18 @@ def statement(rw, node):
         return _quant(rw, v)
     if is_adv_call(rw, v, "softmax"):
         return lower_softmax(rw, _bind(rw, v, "asc.adv.softmax", _SOFTMAX_ARGS, 5))
+    if is_adv_call(rw, v, "softmax_flash_v2"):
+        return flashsoftmax.lower(rw, v, _bind(rw, v, flashsoftmax.API, flashsoftmax.ARGS, 8),
+                                  (T,) * 8 + (OTHER,) * 5)
+    if is_adv_call(rw, v, "layernorm"):
+        return norm.lower_layernorm(rw, v, _bind(rw, v, "asc.adv.layernorm", norm.LN_ARGS, 8),
+                                    (T,) * 7 + (OTHER,) * 4)
+    if is_adv_call(rw, v, "rmsnorm"):
+        return norm.lower_rmsnorm(rw, v, _bind(rw, v, "asc.adv.rmsnorm", norm.ARGS, 5),
+                                  (T, T, T, T, OTHER, OTHER, OTHER, OTHER, OTHER))
+    for name in activation.SPECS:
+        if is_adv_call(rw, v, name):
+            return activation.lower(rw, v, name, _bind)
     f = v.func
     if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and \
             rw.kinds.get(f.value.id) == MM:

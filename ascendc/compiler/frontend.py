@@ -86,6 +86,58 @@ class KernelSource:
                 bad = "`with` is not supported in a kernel"
             if bad:
                 raise self.error(node, bad)
+        self.fdef = _TupleAssignments(self).visit(self.fdef)
+
+
+class _TupleAssignments(ast.NodeTransformer):
+    """`a, b = x, y` (and nested, and `[a, b] = ...`) as one assignment per name, as Python
+    evaluates it: every value first (into temporaries when a value reads a name the statement
+    assigns, e.g. a swap `a, b = b, a`), then the targets left to right. Handles (tensors,
+    queues) thus get their own kind each; unpacking anything else (`a, b = f()`) is left as is."""
+
+    def __init__(self, src: KernelSource):
+        self.src = src
+
+    def visit_Assign(self, node):
+        if len(node.targets) != 1 or not isinstance(node.targets[0], (ast.Tuple, ast.List)) or \
+                not isinstance(node.value, (ast.Tuple, ast.List)):
+            return node
+        pairs = self._pairs(node.targets[0], node.value)
+        if pairs is None:
+            return node
+        stored = {n.id for t, _ in pairs for n in ast.walk(t) if isinstance(n, ast.Name)}
+        read = {n.id for _, v in pairs for n in ast.walk(v) if isinstance(n, ast.Name)}
+        out = []
+        if stored & read or any(not isinstance(t, ast.Name) for t, _ in pairs):
+            temps = []
+            for i, (_, v) in enumerate(pairs):
+                tmp = f"_asc_tuple{node.lineno}_{node.col_offset}_{i}"
+                temps.append(tmp)
+                out.append(ast.Assign(targets=[ast.Name(id=tmp, ctx=ast.Store())], value=v))
+            pairs = [(t, ast.Name(id=tmp, ctx=ast.Load())) for (t, _), tmp in zip(pairs, temps)]
+        out += [ast.Assign(targets=[t], value=v) for t, v in pairs]
+        return [ast.copy_location(ast.fix_missing_locations(ast.copy_location(a, node)), node)
+                for a in out]
+
+    def _pairs(self, target, value):
+        """[(target, value)] for a target tuple matched element-wise by a value tuple (nested
+        tuples flattened); None when a side is starred or not a literal tuple."""
+        if not isinstance(target, (ast.Tuple, ast.List)):
+            return [(target, value)]
+        if not isinstance(value, (ast.Tuple, ast.List)) or \
+                any(isinstance(e, ast.Starred) for e in target.elts + value.elts):
+            return None
+        if len(target.elts) != len(value.elts):
+            raise self.src.error(target, f"tuple assignment must have as many targets as "
+                                         f"values, got {len(target.elts)} targets and "
+                                         f"{len(value.elts)} values")
+        out = []
+        for t, v in zip(target.elts, value.elts):
+            sub = self._pairs(t, v)
+            if sub is None:
+                return None
+            out += sub
+        return out
 
 
 def is_asc_module(v) -> bool:

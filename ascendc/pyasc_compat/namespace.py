@@ -58,6 +58,8 @@ class PyascKernel(JitFunction):
     detect_mix_as_pyasc = True
 
     def launch(self, block_dim, stream, args, kwargs):
+        for a in list(args) + list(kwargs.values()):
+            refuse_dtype(a)
         # torch tensors on device "npu" (npu_device) go in as the device memory they live in:
         # an asynchronous launch on `stream`, as pyasc's TorchNpuTensorArgument passes data_ptr
         args = tuple(npu_device.as_device_array(a) if npu_device.is_npu_tensor(a) else a
@@ -65,6 +67,29 @@ class PyascKernel(JitFunction):
         kwargs = {k: npu_device.as_device_array(v) if npu_device.is_npu_tensor(v) else v
                   for k, v in kwargs.items()}
         return super().launch(block_dim, stream, args, kwargs)
+
+
+# pyasc's DataType names (language/core/dtype.py): an argument of another dtype fails when pyasc
+# lowers its type (DataType.to_ir: "Unsupported DataType name: <name>"); native ascendc keeps
+# its wider support (bfloat16, bool)
+PYASC_DTYPES = frozenset({"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+                          "uint64", "float16", "float32", "float64"})
+NOT_IN_PYASC = frozenset({"bfloat16"})        # ascendc names pyasc 1.1.1's `asc` lacks
+
+
+def _dtype_name(a):
+    dt = getattr(a, "dtype", None)
+    if dt is None or not hasattr(a, "shape"):
+        return None
+    name = str(dt)
+    return name[6:] if name.startswith("torch.") else name
+
+
+def refuse_dtype(a) -> None:
+    """Raise pyasc's error for a kernel argument (array or tensor) of a dtype pyasc lacks."""
+    name = _dtype_name(a)
+    if name is not None and name not in PYASC_DTYPES:
+        raise ValueError(f"Unsupported DataType name: {name}")
 
 
 def jit(fn=None, **options):
@@ -80,6 +105,9 @@ class AscNamespace(types.ModuleType):
     def __getattr__(self, name):
         if name.startswith("__"):
             raise AttributeError(name)
+        if name in NOT_IN_PYASC:
+            raise AttributeError(f"asc.{name} (pyasc) is not supported by ascend-emu: module "
+                                 f"'asc' has no attribute {name!r}")
         try:
             return getattr(ascendc, name)
         except AttributeError:
@@ -99,6 +127,8 @@ def make_asc_module(runtime_pkg, lib_pkg, language_pkg) -> AscNamespace:
     mod.CodegenOptions = CodegenOptions
     mod.CompileOptions = CompileOptions
     mod.LaunchOptions = LaunchOptions
+    for e in ascendc.adv.mmconfig.ENUMS:    # pyasc has them at the top level (core/enums.py)
+        setattr(mod, e.__name__, e)
     mod.runtime = runtime_pkg
     mod.lib = lib_pkg
     mod.language = language_pkg

@@ -22,13 +22,19 @@ If a real torch_npu is installed, nothing is done (it owns the device name "npu"
 """
 from __future__ import annotations
 
+import glob
+import importlib.machinery
 import importlib.util
+import os
 import sys
 import threading
+import weakref
 
 import numpy as np
 
 import rt as _rt
+
+from . import npu_module
 
 DEVICE = "npu"
 _state = {"active": False}
@@ -62,12 +68,21 @@ class _Segments:
         """(segment, byte offset) of a new block for a tensor of `nbytes` bytes."""
         size = torch_npu_block_bytes(nbytes)
         if size > _SMALL_SIZE:
-            seg = _rt.DeviceArray(((size + _SEGMENT - 1) // _SEGMENT * _SEGMENT,), np.uint8)
-            return seg, 0
+            return _new_segment((size + _SEGMENT - 1) // _SEGMENT * _SEGMENT), 0
         if self.current is None or self.used + size > _SEGMENT or not _alive(self.current):
-            self.current, self.used = _rt.DeviceArray((_SEGMENT,), np.uint8), 0
+            self.current, self.used = _new_segment(_SEGMENT), 0
         off, self.used = self.used, self.used + size
         return self.current, off
+
+
+def _new_segment(nbytes: int):
+    """A segment (one rt allocation), counted in torch.npu.memory_reserved while it lives."""
+    seg = _rt.DeviceArray((nbytes,), np.uint8)
+    npu_module.stats.add("reserved", nbytes)
+    npu_module.stats.add("segments", 1)
+    weakref.finalize(seg, npu_module.stats.add, "reserved", -nbytes)
+    weakref.finalize(seg, npu_module.stats.add, "segments", -1)
+    return seg
 
 
 def _alive(seg) -> bool:
@@ -87,7 +102,13 @@ _DIRECT = ("abs", "allclose", "bitwise_and.Scalar", "bitwise_and.Scalar_Tensor")
 
 
 def real_torch_npu_installed() -> bool:
-    return importlib.util.find_spec("torch_npu") is not None
+    """Is Ascend's torch_npu importable from sys.path: a package with its compiled extension
+    `torch_npu._C` (ascend-emu's stand-in, torch_npu_standin.py, is no file on the path; a
+    script's own pure-Python torch_npu shim is not the real one either)."""
+    spec = importlib.machinery.PathFinder.find_spec("torch_npu")
+    if spec is None or not spec.submodule_search_locations:
+        return False
+    return any(glob.glob(os.path.join(loc, "_C*")) for loc in spec.submodule_search_locations)
 
 
 def is_active() -> bool:
@@ -139,41 +160,7 @@ class _TorchImportHook:
 
 
 # -- the backend ---------------------------------------------------------------------------------
-class _BackendModule:
-    """`torch.npu`: what torch and pyasc-style scripts call on the device module."""
-
-    def is_initialized(self) -> bool:
-        return True
-
-    def is_available(self) -> bool:
-        return True
-
-    def current_device(self) -> int:
-        _rt.ensure_device()
-        return _rt.current_device()
-
-    def device_count(self) -> int:
-        return _rt.device_count()
-
-    def set_device(self, device) -> None:
-        _rt.set_device(device.index if hasattr(device, "index") else int(device))
-
-    def synchronize(self, device=None) -> None:
-        _sync()
-
-    def _is_in_bad_fork(self) -> bool:
-        return False
-
-    def manual_seed_all(self, seed: int) -> None:
-        pass
-
-
-def _sync() -> None:
-    try:
-        _rt.current_device()
-    except _rt.AclError:      # no device open: nothing can be queued
-        return
-    _rt.synchronize_device()
+_sync = npu_module.sync
 
 
 def _register(torch) -> None:
@@ -181,7 +168,7 @@ def _register(torch) -> None:
     from torch.utils.backend_registration import _setup_privateuseone_for_python_backend
 
     if torch._C._get_privateuse1_backend_name() != DEVICE:
-        _setup_privateuseone_for_python_backend(DEVICE, backend_module=_BackendModule())
+        _setup_privateuseone_for_python_backend(DEVICE, backend_module=npu_module.make_module())
     npu_tensor = _make_tensor_class(torch)
     cpu = torch.device("cpu")
 
@@ -240,7 +227,13 @@ def _register(torch) -> None:
             seg, off = _segments.block(nbytes)
         raw = torch.from_numpy(seg.host_view()[off:off + nbytes]).view(r.dtype).view(r.shape)
         raw.copy_(r)
-        return npu_tensor(raw, seg)
+        t = npu_tensor(raw, seg)
+        block = torch_npu_block_bytes(nbytes)
+        npu_module.stats.add("allocated", block)
+        npu_module.stats.add("allocations", 1)
+        weakref.finalize(t, npu_module.stats.add, "allocated", -block)
+        weakref.finalize(t, npu_module.stats.add, "allocations", -1)
+        return t
 
     lib = torch.library.Library("_", "IMPL")
     lib.fallback(fallback, dispatch_key="PrivateUse1")

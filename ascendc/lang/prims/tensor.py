@@ -32,9 +32,14 @@ __all__ = ["ga_add", "gt_bind", "sub_view", "get_value", "set_value", "dump_tens
 
 @prim
 def ga_add(ctx, a, n):
-    """GlobalAddress + n (elements): a view starting n elements later."""
-    if n < 0 or n > a.size:
+    """GlobalAddress + n (elements): a view starting n elements later. Forming an address past
+    the argument's end is no access (the NPU only faults on one): it is an empty view at the end,
+    so any element read or written through it is a GM trap then (which names the argument's
+    end as its first element). An address before the argument's start is trapped here."""
+    if n < 0:
         check_gm(ctx, "GlobalAddress +", a, n, 0, False)
+    if n > a.size:
+        return a[a.size:]
     return a[n:]
 
 
