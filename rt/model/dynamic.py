@@ -178,7 +178,7 @@ class DynamicModel:
                            f"--input_shape ranges needs the onnx package at execute to specialise "
                            f"its graph: pip install 'ascend-emu[models]' (or pip install onnx)") \
                 from None
-        from ..atc.convert import AtcError, build     # the ATC passes, for these shapes
+        from ..atc.convert import AtcError, build, external_tensors    # the ATC passes
         w = next(w for w in self.header["weights"]
                  if w["name"] == self.header["dynamic_shape"]["graph"])
         raw = self._weights.host_view()[w["offset"]:w["offset"] + w["nbytes"]].tobytes()
@@ -187,6 +187,11 @@ class DynamicModel:
         except Exception as e:         # protobuf's DecodeError and kin: a corrupt graph
             raise AclError(ACL_ERROR_DESERIALIZE_MODEL, f"{api}: the model's embedded ONNX "
                            f"graph cannot be parsed: {e}") from e
+        external = external_tensors(graph)
+        if external:        # never resolved: it would read a host file named by the model
+            raise AclError(ACL_ERROR_DESERIALIZE_MODEL, f"{api}: the model's embedded ONNX graph "
+                           f"must hold every tensor's data, got external data for "
+                           f"{external[:3]}")
         try:
             header, consts, _ = build(graph, self.header.get("soc_version", "Ascend910B2"),
                                       {d.name: list(s) for d, s in
