@@ -20,6 +20,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from . import device as _dev
 from . import hostmem
+from . import sched
 from .errors import (AclError, ACL_ERROR_INVALID_PARAM, ACL_ERROR_RT_PARAM_INVALID,
                      ACL_ERROR_RT_MEMORY_FREE)
 from .hostmem import HostPtr, malloc_host, free_host, is_pinned
@@ -96,10 +97,23 @@ def record_use(addrs, core, seq: int) -> None:
                 u[core] = seq
 
 
+def record_arrays(arrays, task) -> None:
+    """`record_use` for the device arrays (None skipped) a queued task reads or writes."""
+    addrs = []
+    for a in arrays:
+        try:
+            addrs.append(int(a.ptr))
+        except (AttributeError, AclError):      # None, or freed: the task fails on its own
+            pass
+    if addrs:
+        record_use(addrs, task.core, task.seq)
+
+
 def _pending_uses(base: int) -> list:
     with _uses_lock:
         u = _uses.pop(base, None)
-    return [(c, s) for c, s in u.items() if c.completed < s] if u else []
+    pending = [(c, s) for c, s in u.items() if c.completed < s] if u else []
+    return pending + sched.queued_host_tasks((base >> ADDR_SHIFT) - 0x100)
 
 
 def _free_after(pool, blk, serial: int, pending: list) -> None:

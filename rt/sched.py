@@ -15,6 +15,7 @@ detector (`rt.memcheck`) and the callback subscriptions (`rt.callback`); the pro
 """
 from __future__ import annotations
 
+import heapq
 import itertools
 import os
 import queue
@@ -240,6 +241,25 @@ def copy_engine(device_id: int) -> CopyEngine:
     return eng
 
 
+#: device id -> {stream core: seq of its latest queued host function or callback}. Host code may
+#: read any device memory, so a free waits for the host tasks queued before it (`queued_host_tasks`)
+_host_tasks: dict = {}
+_host_lock = threading.Lock()
+HOST_KINDS = ("host_func", "callback")
+
+
+def queued_host_tasks(device_id: int) -> list:
+    """[(stream core, seq)] of the host functions and callbacks queued on `device_id`'s streams
+    that have not finished."""
+    with _host_lock:
+        d = _host_tasks.get(device_id)
+        if not d:
+            return []
+        for c in [c for c, seq in d.items() if c.completed >= seq]:
+            del d[c]
+        return list(d.items())
+
+
 class StreamCore:
     """The machinery behind one `rt.Stream`; holds no reference to the Stream object.
 
@@ -266,7 +286,10 @@ class StreamCore:
         self.closing = False
         self.worker_stopped = False
         self.clock = None
-        self.watches = []          # (seq, fn): call fn() once task seq has finished (when_done)
+        # heap of (seq, n, fn): call fn() once task seq has finished (when_done); a completion
+        # pops only what is due, so a watch costs O(log n) however many are pending
+        self.watches = []
+        self._watch_n = itertools.count()
 
     # -- submission -----------------------------------------------------------------------------
     def submit(self, task: Task) -> Task:
@@ -274,6 +297,9 @@ class StreamCore:
         with self.lock:
             self.submitted += 1
             task.seq = self.submitted
+            if task.kind in HOST_KINDS:
+                with _host_lock:
+                    _host_tasks.setdefault(self.device_id, {})[self] = task.seq
             if self.active is not None:
                 self.pending.append(task)
                 return task
@@ -348,10 +374,10 @@ class StreamCore:
             if nxt is None and self.closing:
                 self._stop_worker_locked()
             due = None
-            if self.watches:
-                due = [fn for seq, fn in self.watches if seq <= task.seq]
-                if due:
-                    self.watches = [w for w in self.watches if w[0] > task.seq]
+            if self.watches and self.watches[0][0] <= task.seq:
+                due = []
+                while self.watches and self.watches[0][0] <= task.seq:
+                    due.append(heapq.heappop(self.watches)[2])
         task.fn = None                            # drop closures (host buffers) early
         if due:
             _call_all(due)
@@ -362,7 +388,7 @@ class StreamCore:
         the thread that finishes the task and must not block."""
         with self.lock:
             if self.completed < seq:
-                self.watches.append((seq, fn))
+                heapq.heappush(self.watches, (seq, next(self._watch_n), fn))
                 return
         fn()
 

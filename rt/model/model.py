@@ -22,6 +22,7 @@ from ..errors import (AclError, ACL_ERROR_INVALID_PARAM, ACL_ERROR_MODEL_INPUT_N
                       ACL_ERROR_RT_MODEL_EXECUTE)
 from .. import sched
 from ..log import logger
+from ..memory import record_arrays
 from ..stream import Stream, current_stream
 from . import aicpu, fusion, registry
 from .dynamic import DynamicModel
@@ -333,18 +334,22 @@ class Model(DynamicModel):     # gears and ranges: rt/model/dynamic.py
             finally:
                 _labels.local.node = None
 
-        def run(node=node, ins=ins, outs=outs):
+        # views of the memory taken now: a free of an input after execute is stream-ordered
+        # (the memory stays reserved for this task), the array object itself is gone by then
+        in_views = [None if a is None else a.host_view() for a in ins]
+        out_views = [None if a is None else a.host_view() for a in outs]
+
+        def run(node=node, in_views=in_views, out_views=out_views):
             try:
-                arrays = [None if a is None else a.host_view() for a in ins]
-                results = aicpu.run(node.op, node.attrs, arrays)
-                for dst, val in zip(outs, results):
+                results = aicpu.run(node.op, node.attrs, in_views)
+                for dst, val in zip(out_views, results):
                     if dst is not None:
-                        dst.host_view()[...] = np.asarray(val).reshape(dst.shape)
+                        dst[...] = np.asarray(val).reshape(dst.shape)
             except Exception as e:
                 raise AclError(ACL_ERROR_RT_MODEL_EXECUTE,
                                f"model execute: node {node.name!r} ({node.op}, AI CPU) failed: "
                                f"{type(e).__name__}: {e}") from e
-        stream.enqueue(run, "aicpu", f"{node.name} (AI_CPU {node.op})")
+        record_arrays(ins + outs, stream.enqueue(run, "aicpu", f"{node.name} (AI_CPU {node.op})"))
 
     def unload(self) -> None:
         """Mirrors `aclmdlUnload`: frees the weights and workspace (stream-ordered)."""
