@@ -118,24 +118,32 @@ def _pending_uses(base: int) -> list:
 
 def _free_after(pool, blk, serial: int, pending: list) -> None:
     """Free allocation `serial` (in `blk`) once every (stream core, seq) in `pending` is done."""
+    base = blk.addr
+
+    def release():
+        with _uses_lock:
+            _deferred.discard(base)
+        try:
+            pool.free_block(blk, serial)
+        except Exception:   # noqa: BLE001 - the device was reset: the memory is gone already
+            pass
+
+    with _uses_lock:
+        _deferred.add(base)
+    if len(pending) == 1:               # the common case: one stream used it
+        core, seq = pending[0]
+        core.when_done(seq, release)
+        return
     left = [len(pending)]
     lock = threading.Lock()
-    base = blk.addr
 
     def one_done():
         with lock:
             left[0] -= 1
             last = left[0] == 0
         if last:
-            with _uses_lock:
-                _deferred.discard(base)
-            try:
-                pool.free_block(blk, serial)
-            except Exception:   # noqa: BLE001 - the device was reset: the memory is gone already
-                pass
+            release()
 
-    with _uses_lock:
-        _deferred.add(base)
     for core, seq in pending:
         core.when_done(seq, one_done)
 
