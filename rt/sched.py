@@ -150,8 +150,11 @@ class KernelTask(Task):
 
 
 def _assistable(task) -> bool:
+    """Whether a synchronising thread may run `task`'s waiting ranges itself: only code that a
+    device reset can interrupt (a binary with `interruptible = False`, compiled code, would keep
+    the waiting thread for as long as it runs)."""
     return isinstance(task, KernelTask) and bool(task.entries) and task.pool.assist_enabled \
-        and task.cancelled is None
+        and task.cancelled is None and getattr(task.binary, "interruptible", True)
 
 
 class StreamHook:
@@ -290,6 +293,8 @@ class StreamCore:
         # pops only what is due, so a watch costs O(log n) however many are pending
         self.watches = []
         self._watch_n = itertools.count()
+        self.resets = 0             # device resets so far; reset_error: the latest one's error
+        self.reset_error = None
 
     # -- submission -----------------------------------------------------------------------------
     def submit(self, task: Task) -> Task:
@@ -395,8 +400,11 @@ class StreamCore:
     def abort(self, err: AclError) -> None:
         """End the stream's work now (device reset): tasks not started are skipped (event records
         still run, so nobody waits for them forever), a running kernel is cancelled with `err`,
-        a wait on an event is released. A copy or host function already running finishes."""
+        a wait on an event is released. A copy or host function already running finishes.
+        Threads synchronising on the stream meanwhile return with `err` (`reset_error`)."""
         with self.lock:
+            self.resets += 1
+            self.reset_error = err
             for t in self.pending:
                 if t.engine != "inline":
                     t.skipped = True
