@@ -1,5 +1,5 @@
 """`asc.npu_trace`: run one kernel launch with the NPU view on and return its simulated run on the
-SoC's pipe model (DESIGN §6, issue 9; rt/npu/sim.py). The same as launching inside
+SoC's pipe model (docs/design.md, the NPU view; rt/npu/sim.py). The same as launching inside
 `rt.profile(npu=True)` and taking `prof.npu_runs()[-1].timeline`.
 
     tl = asc.npu_trace(add_kernel, 8, x, y, z, n // 8, 512)             # interpret mode

@@ -31,6 +31,7 @@ from ascendc.lang.prims import vector as V
 from ascendc.lang.prims.cube import fixpipe, load_data, mmad
 from ascendc.lang.prims.datacopy import data_copy
 from bench._timing import median
+from ascendc.lang.state import MEM
 
 M, S2B, D, KC = 64, 256, 64, 128
 ONLY_VALUE = 2
@@ -181,7 +182,7 @@ class _Core:
         self.used = {}
 
     def local(self, level, n, fill=0.0):
-        mem = self.ctx[0]
+        mem = self.ctx[MEM]
         off = self.used.get(level, 0)
         base = int(core.state(self.ctx).level_base[level]) + off
         self.used[level] = off + (n * 4 + 511) // 512 * 512

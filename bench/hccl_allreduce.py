@@ -1,4 +1,4 @@
-"""All-reduce bandwidth of rt.hccl (issue 14 §4, first numbers).
+"""All-reduce bandwidth of rt.hccl (docs/hccl.md).
 
 In one process: `python -m bench.hccl_allreduce [--mib 64] [--ranks 8] [--kernel]` compares the
 algorithm bandwidth (bytes / time) of an in-process all-reduce over emulated devices with

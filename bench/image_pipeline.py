@@ -1,4 +1,4 @@
-"""Image pipeline on the emulated device vs Pillow + numpy + onnxruntime (issue 15 §3).
+"""Image pipeline on the emulated device vs Pillow + numpy + onnxruntime (docs/dvpp.md).
 
     python -m bench.image_pipeline [--images 8] [--model resnet50|small] [--trace out.json]
 

@@ -36,6 +36,7 @@ from ascendc.lang.prims.cube import fixpipe, load_data, mmad
 from ascendc.lang.prims.datacopy import data_copy
 from bench._timing import interleaved_medians, median
 from kernels.matmul import matmul, matmul_tiling
+from ascendc.lang.state import MEM
 
 
 def case(label, a, b, a_ref, b_ref, repeats, blas_threads):
@@ -149,7 +150,7 @@ def steps(n, repeats=200):
         off = used.get(level, 0)
         used[level] = off + (count * 4 + 511) // 512 * 512
         base = int(core.state(ctx).level_base[level]) + off
-        v = ctx[0][base:base + count * 4].view(np.float32)
+        v = ctx[MEM][base:base + count * 4].view(np.float32)
         v[:] = rng.random(count)
         return v
 

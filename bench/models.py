@@ -7,7 +7,7 @@ The default run converts `light_resnet50.onnx` (shipped in the `onnx` wheel) wit
 with rt.Model, and times `model.execute([x])` (synchronous, numpy in and out) against
 `onnxruntime.InferenceSession(..., providers=["CPUExecutionProvider"]).run` on the same input,
 interleaved (bench._timing). It prints both medians, the ratio onnxruntime time / our time (1.0 =
-as fast; the issue's goal is >= 0.5) and the per-node breakdown of one profiled execution
+as fast; the goal is >= 0.5) and the per-node breakdown of one profiled execution
 (op_summary rows: AI Core kernels named "<node> (<kernel>)", AI CPU nodes "<node> (AI_CPU <op>)"),
 summed per op type. onnxruntime is an optional extra (`pip install onnxruntime`).
 
@@ -30,7 +30,7 @@ ours, so loaded ratios overstate ours; say which one you quote):
   deinterleave 93 ms vs img2col 177 ms, matmul ~200 ms both (now the largest part: 54
   launches), epilogue 60-80 ms (53), MaxPool ~21 ms. 143 kernel/AI CPU tasks per inference.
 
-`--conformance` runs ONNX's backend suite selection of tests/models/test_onnx_backend.py
+`--conformance` runs ONNX's backend suite selection of tests/rt/models/test_onnx_backend.py
 (node tests of every claimed op + the light models, exclusions of rt.onnx_backend.conformance)
 with unittest and prints pass / fail / excluded counts.
 """

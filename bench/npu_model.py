@@ -1,4 +1,4 @@
-"""Calibration table of the NPU pipe model (issue 9 §5, docs/npu-model.md §5): published on-board
+"""Calibration table of the NPU pipe model (docs/npu-model.md §5): published on-board
 times of Ascend kernels next to the simulated time of a kernel of the same shape here.
 
     python -m bench.npu_model [--quick] [--rows M1a,M3b] [--mode auto|interpret|compiled] [--all]
@@ -41,8 +41,9 @@ import numpy as np
 import ascendc as asc
 import rt
 from kernels._host import ceil_div
-from kernels.flash_attention import (flash_attention_buffers, flash_attention_kernel,
-                                     flash_attention_tiling)
+from kernels.flash_attention import (AttentionLayout, AttentionShape, TensorStrides,
+                                     attention_variant, flash_attention_buffers,
+                                     flash_attention_kernel, flash_attention_tiling)
 from kernels.matmul import matmul_kernel, matmul_tiling
 
 MODES = ("auto", "interpret", "compiled")
@@ -229,10 +230,9 @@ def repo_flash_attention(s0: int, s1: int, d: int, cores: int, soc: str = "Ascen
     isz = np.dtype(dtype).itemsize
     t = flash_attention_tiling(d, dtype, s0, s1, soc=spec)
     bufs = flash_attention_buffers(t, d, isz)
-    tiles = ceil_div(s0, t.s1_block)
-    q_strides = (d, s0 * d, s0 * d)          # BNSD, B=N=1: elements per row, head, batch
-    kv_strides = (d, s1 * d, s1 * d)
-    consts = (d, t.s1_block, t.s2_block, t.kv_chunk, False, isz < 4, 32 // isz, bufs)
+    shape = AttentionShape(1, 1, s0, s1, ceil_div(s0, t.s1_block))
+    # BNSD, B=N=1: elements per row, head, batch
+    layout = AttentionLayout(TensorStrides(d, s0 * d, s0 * d), TensorStrides(d, s1 * d, s1 * d))
 
     def run(mode: str):
         rt.ensure_device()
@@ -246,8 +246,8 @@ def repo_flash_attention(s0: int, s1: int, d: int, cores: int, soc: str = "Ascen
         wsp = rt.device_empty((cores * bufs.wsp_block,), dtype)
         gm = (q, k, v, out, smax, ssum, ws, wsp)
         try:
-            return _trace(flash_attention_kernel, cores, *gm, 1, 1, s0, s1, 1.0 / math.sqrt(d),
-                          *q_strides, *kv_strides, tiles, *consts, mode=mode, soc=soc,
+            return _trace(flash_attention_kernel, cores, *gm, shape, layout, 1.0 / math.sqrt(d),
+                          attention_variant(d, dtype), t, bufs, mode=mode, soc=soc,
                           n_cores=cores)
         finally:
             for x in gm:

@@ -1,4 +1,4 @@
-"""What the NPU view's recording costs (issue 9 §1: at most 1.5x the unprofiled run for
+"""What the NPU view's recording costs (the goal: at most 1.5x the unprofiled run for
 FlashAttention at S=2048 compiled; no measurable cost with the view off).
 
     python -m bench.npu_overhead [--seq 2048] [--repeats 5]

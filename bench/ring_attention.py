@@ -1,4 +1,4 @@
-"""Ring attention (issue 14 §3/§4): time, compute/communication overlap and scaling.
+"""Ring attention (docs/ring-attention.md): time, compute/communication overlap and scaling.
 
 In one process (ranks = emulated devices, `comm_init_all`):
     python -m bench.ring_attention              # B1 N8 D64 fp32, S=8192 total, 2 and 4 ranks
@@ -8,7 +8,7 @@ Across processes (one rank per process, MPI transport):
 
 For each rank count: the wall time of one ring_attention over the whole sequence (every rank's
 call enqueued, then every stream synchronised), checked against single-device FA on the same
-S; the single-device FlashAttention time on the same total S (the issue's "time vs single-device
+S; the single-device FlashAttention time on the same total S ("time vs single-device
 FA"); strong scaling (same total S); and, from the profiler's records of the timed run, per rank:
 the FA kernels' busy time, the K/V transfers' (HcclBatchSendRecv tasks on the comm stream) busy
 time, how much of the transfers overlaps FA, how many receives of shard t+1 started before the

@@ -1,4 +1,4 @@
-"""Launch overhead and core-pool scaling of the runtime (issue 2 §8).
+"""Launch overhead and core-pool scaling of the runtime.
 
     python -m bench.rt_launch [--reps 3000]
 

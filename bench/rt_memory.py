@@ -2,7 +2,7 @@
 
     python -m bench.rt_memory [--repeats 7] [--sizes 1M,64M,256M]
 
-Goal (issue 2 §8): pool malloc+free of 1 MiB <= 5 us median. Copies are reported in GB/s next
+Goal: pool malloc+free of 1 MiB <= 5 us median. Copies are reported in GB/s next
 to ``np.copyto`` of the same bytes between two host arrays, measured in the same run
 (ratio = rt/numpy).
 Every number is the median of `--repeats` runs; buffers are touched once before timing.

@@ -1,4 +1,4 @@
-"""Copy engines overlapping compute (issue 2 §8).
+"""Copy engines overlapping compute.
 
     python -m bench.rt_overlap [--mib 64] [--reps 9]
 

@@ -1,4 +1,4 @@
-"""Soak: a bounded run of valid and faulting work from several threads (issue 11).
+"""Soak: a bounded run of valid and faulting work from several threads (docs/guarantees.md).
 
     python -m bench.soak [--seconds 60] [--threads 4] [--fault-rate 0.3] [--interpret]
                          [--free-iters 2000]

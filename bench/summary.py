@@ -1,13 +1,14 @@
-"""Issue 12's table, measured in one run: speed of the edit-run loop against its goals.
+"""The speed table of the edit-run loop against its goals, measured in one run.
 
     python -m bench.summary                  # every row (the two slow ones from the record)
     python -m bench.summary --quick          # fewer repeats
     python -m bench.summary --slow-rows      # also time the main job and the full test suite
                                              # on a fresh clone (minutes), and record them
     python -m bench.summary --rows add,compile_add      # a subset (keys: ROWS)
+    python -m bench.summary --no-docs        # leave docs/performance.md and the record alone
 
 Each row reuses its bench: FlashAttention (bench.flash_attention's inputs and torch peer; ours
-through the public numpy wrapper, as the issue measured), kernels.matmul (bench.kernels_matmul:
+through the public numpy wrapper, as a user calls it), kernels.matmul (bench.kernels_matmul:
 ours on DeviceArrays vs numpy `@` with its BLAS threads as before the first launch), kernels.add
 (bench.kernels_add: numpy in/out vs np.add(x, y), DeviceArrays vs np.add(out=)), cold compiles
 (bench.compile_times: a fresh process with an empty kernel cache, ASCENDC_CACHE_DIR; the
@@ -15,6 +16,11 @@ primitives' Numba cache as it is). Ratios are peer time / ours (>= 1: ours faste
 interleaved repeats. The main job and the suite take minutes: without --slow-rows their last
 recorded measurement (bench/summary_recorded.json: value, date, source) is printed, marked
 "recorded", not measured in this run.
+
+Every run also records the rows it measured at their default sizes in
+bench/summary_recorded.json and rewrites the generated table of docs/performance.md from that
+record (every row with its value, date and the command that measures it); rows measured at
+other sizes (--fa-seq, --matmul-n, --add-n) are printed only.
 """
 from __future__ import annotations
 
@@ -35,6 +41,7 @@ import numpy as np
 
 RECORD = pathlib.Path(__file__).with_name("summary_recorded.json")
 REPO = pathlib.Path(__file__).resolve().parents[1]
+PERFORMANCE_DOC = REPO / "docs" / "performance.md"
 
 
 @dataclass(frozen=True)
@@ -46,7 +53,7 @@ class Spec:
     unit: str           # "x" (ratio) or "s" (seconds)
 
 
-#: The rows in the issue's order (key -> Spec); --rows picks keys.
+#: The rows in the table's order (key -> Spec); --rows picks keys.
 ROWS = {
     "fa": Spec("kernels.flash_attention B1 N8 S2048 D64 fp32 vs torch SDPA (4-D)", ">=", 1.0,
                "x"),
@@ -216,6 +223,86 @@ def recorded(key: str, path=None) -> Result:
     return Result(key, rec["seconds"], recorded=f"{rec['date']}, {rec['source']}")
 
 
+# -- docs/performance.md ------------------------------------------------------------------------
+DOC_BEGIN = ("<!-- bench.summary: the table below is generated; python -m bench.summary "
+             "rewrites it -->")
+DOC_END = "<!-- end of the bench.summary table -->"
+FA_SEQ, MATMUL_N, ADD_N = 2048, 2048, 16 * 1024 * 1024     # the sizes the rows name
+
+
+def row_command(key: str, quick: bool = False) -> str:
+    """The command that measures row `key` alone."""
+    return ("python -m bench.summary" + (" --slow-rows" if key in SLOW else "")
+            + (" --quick" if quick else "") + f" --rows {key}")
+
+
+def at_default_size(key: str, a) -> bool:
+    """Whether row `key` was measured at the size its description names."""
+    return {"fa": a.fa_seq == FA_SEQ, "fa_causal": a.fa_seq == FA_SEQ,
+            "matmul": a.matmul_n == MATMUL_N, "add": a.add_n == ADD_N,
+            "add_device": a.add_n == ADD_N}.get(key, True)
+
+
+def _met_of(key: str, values) -> str:
+    marks = {is_met(Result(key, v)) for v in values}
+    return marks.pop() if len(marks) == 1 else "partly"
+
+
+def render_performance(record: dict) -> str:
+    """The generated part of docs/performance.md from a record (key -> {value or seconds, optional
+    range [low, high], date, optional command, source}): one line per row of ROWS with its value,
+    goal, met?, date and the command that measures it, then each row's source."""
+    lines = [DOC_BEGIN, "", "| what | value | goal | met? | date | command |",
+             "|---|---|---|---|---|---|"]
+    notes = []
+    for key, s in ROWS.items():
+        e = record.get(key)
+        goal = f"{s.op} {fmt_value(s.goal, s.unit)}"
+        if e is None:
+            lines.append(f"| {s.what} | not recorded | {goal} | ? | - | `{row_command(key)}` |")
+            continue
+        values = e.get("range") or [e.get("value", e.get("seconds"))]
+        now = " to ".join(fmt_value(v, s.unit) for v in values)
+        cmd = e.get("command") or row_command(key)
+        lines.append(f"| {s.what} | {now} | {goal} | {_met_of(key, values)} | {e['date']} | "
+                     f"`{cmd}` |")
+        if e.get("source"):
+            notes.append(f"- {s.what}: {e['source']}")
+    return "\n".join(lines + [""] + notes + ["", DOC_END])
+
+
+def write_performance(record: dict, path=None) -> None:
+    """Replace the generated part of docs/performance.md (the text around it is kept; a file
+    without it gets it appended)."""
+    path = pathlib.Path(path or PERFORMANCE_DOC)
+    text = path.read_text() if path.exists() else "# Performance\n"
+    table = render_performance(record)
+    if DOC_BEGIN in text and DOC_END in text:
+        head, rest = text.split(DOC_BEGIN, 1)
+        text = head + table + rest.split(DOC_END, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + table + "\n"
+    path.write_text(text)
+
+
+def record_results(results, a, machine: str, path=None) -> list:
+    """Store the rows of `results` this run measured at their default sizes in the record (value,
+    today's date, the command, the row's note and `machine`); returns their keys. The slow rows
+    are stored by measure_slow itself."""
+    rec = load_record(path)
+    keys = []
+    for r in results:
+        if r.recorded or r.value is None or r.key in SLOW or not at_default_size(r.key, a):
+            continue
+        rec[r.key] = {"value": round(r.value, 3), "date": datetime.date.today().isoformat(),
+                      "command": row_command(r.key, a.quick),
+                      "source": "; ".join(x for x in (r.note, machine) if x)}
+        keys.append(r.key)
+    if keys:
+        pathlib.Path(path or RECORD).write_text(json.dumps(rec, indent=2) + "\n")
+    return keys
+
+
 def blas_threads() -> int:
     """numpy's BLAS threads as they are before any launch limits them."""
     from threadpoolctl import ThreadpoolController
@@ -223,17 +310,22 @@ def blas_threads() -> int:
                 if lib["user_api"] == "blas"] or [1])
 
 
-def context_line(blas: int) -> str:
+def machine_line(blas: int) -> str:
+    """CPUs, emulated cores, BLAS and torch threads, and the load average now."""
     try:
         import torch
         torch_threads = f"torch threads {torch.get_num_threads()}"
     except ImportError:
         torch_threads = "no torch"
     from rt.launch import default_core_count
-    return (f"(ratios: peer time / ours, medians of interleaved repeats; {os.cpu_count()} CPUs, "
-            f"{default_core_count()} emulated cores, numpy BLAS threads {blas} before the first "
-            f"launch (1 after it: the launcher limits BLAS), {torch_threads}; load average "
-            f"{os.getloadavg()[0]:.1f} at the end; {datetime.datetime.now():%Y-%m-%d %H:%M})")
+    return (f"{os.cpu_count()} CPUs, {default_core_count()} emulated cores, numpy BLAS threads "
+            f"{blas} before the first launch (1 after it: the launcher limits BLAS), "
+            f"{torch_threads}; load average {os.getloadavg()[0]:.1f} at the end")
+
+
+def context_line(blas: int) -> str:
+    return (f"(ratios: peer time / ours, medians of interleaved repeats; {machine_line(blas)}; "
+            f"{datetime.datetime.now():%Y-%m-%d %H:%M})")
 
 
 def run_rows(keys, a) -> list:
@@ -268,9 +360,12 @@ def main(argv=None) -> int:
     ap.add_argument("--slow-rows", action="store_true",
                     help="time the main job and the full suite on a fresh clone (minutes)")
     ap.add_argument("--rows", default=",".join(ROWS), help="comma-separated keys of ROWS")
-    ap.add_argument("--fa-seq", type=int, default=2048)
-    ap.add_argument("--matmul-n", type=int, default=2048)
-    ap.add_argument("--add-n", type=int, default=16 * 1024 * 1024)
+    ap.add_argument("--no-docs", action="store_true",
+                    help="do not record the measured rows nor rewrite docs/performance.md "
+                         "(--slow-rows still records its two rows)")
+    ap.add_argument("--fa-seq", type=int, default=FA_SEQ)
+    ap.add_argument("--matmul-n", type=int, default=MATMUL_N)
+    ap.add_argument("--add-n", type=int, default=ADD_N)
     a = ap.parse_args(argv)
     keys = [k for k in a.rows.split(",") if k]
     bad = [k for k in keys if k not in ROWS]
@@ -279,6 +374,9 @@ def main(argv=None) -> int:
     a.repeats = 2 if a.quick else 5
     results = run_rows(keys, a)
     print(format_table(results, context_line(a.blas)))
+    if not a.no_docs:
+        record_results(results, a, machine_line(a.blas))
+        write_performance(load_record())
     return 0
 
 

@@ -5,21 +5,8 @@ then an optional epilogue on the vector cores.
 
 `img2col_kernel` writes col[n] to a GM workspace: row (c, ki, kj) holds, for every output pixel,
 the input value its kernel tap reads (zero in the padding); the last row is all ones, so the bias
-rides in the matmul as the last column of W' (exact, accumulated in fp32 on L0C). Each core owns
-a block of (c, ki) row groups. With stride 1 along W (any stride along H, any dilation, any
-padding) a col row is, per output row, a run of consecutive input values shifted by kj*dw - pw:
-pure data movement, so the kernel moves many output rows at once with one strided GM -> UB
-`data_copy_pad` (the runs, each landing 32-byte aligned in UB) and one strided UB -> GM copy
-(into place, ow apart), plus copies of a zero buffer for the padding columns and rows. For
-small images it batches channels instead (`_channel_rows_shifted`: one copy per tap and output
-row for many channels, h*w apart in x), whichever needs fewer copies. With
-stride > 1 along W, an input row moves GM -> UB as one-element blocks (each lands in its own
-32-byte UB block, as data_copy_pad places blocks; zero blocks stand for the padding), and per
-tap one WholeReduceMax over lane 0 of every sw-th block picks the strided elements into a dense
-UB row (a one-lane max is the element itself), several output rows of a tap then leaving UB ->
-GM in one copy (`_group_rows_sparse`, no scalar S-pipe loop). Rows too wide for that UB layout
-fall back to a GM -> UB copy of one-element blocks sw apart and a UB -> GM copy writing them back
-to back (`_group_rows_strided`).
+rides in the matmul as the last column of W' (exact, accumulated in fp32 on L0C).
+How it moves the data: kernels/img2col.py.
 
 Stride 2 along W (dilation 1, even W, KW >= 2; ResNet's 7x7/2 and 3x3/2 convs) first splits x
 into its even and odd columns (`deinterleave2_kernel` in kernels/eltwise.py: the whole image is
@@ -54,18 +41,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-import ascendc as asc
 import rt
 
 from ._host import ceil_div, is_device, round_up
 from .eltwise import bias_act_kernel, deinterleave2_kernel
+from .img2col import Img2colGeometry, Img2colSplit, img2col_kernel
 from .matmul import MatmulTiling, matmul_kernel, matmul_tiling
 
-BUFFER_NUM = 2
 BUF = 8192            # img2col UB buffer (elements); 2 staging, constant, sparse, dense: 160 KiB
 MAX_W = BUF           # an output row must fit one buffer (32-byte padded)
 EPI_TILE = 4096       # epilogue UB buffer (elements): 6 of them = 96 KiB
-SPARSE_REPEATS = 248  # WholeReduce repeats per call (<= 255, a multiple of 8: aligned dst)
 PAIRS = 1024          # deinterleave: column pairs per pass (2048 one-element blocks = 64 KiB)
 
 
@@ -179,254 +164,14 @@ def conv2d_tiling(x_shape, w_shape, stride=1, padding=0, dilation=1, block_dim=N
                         phase.mm if phase else mm, phase, cpc if ch_mode else 0)
 
 
-# ---- kernel --------------------------------------------------------------------------------------
-
-@asc.jit
-def _valid_rows(ki, h, oh, sh, ph, dh):
-    """(r_lo, r_hi): the output rows whose input row for kernel row ki is inside the image (the
-    rest read the padding)."""
-    a = ph - ki * dh
-    r_lo = min(oh, 0 if a <= 0 else (a + sh - 1) // sh)
-    b = h - 1 + ph - ki * dh
-    r_hi = max(r_lo, min(oh, 0 if b < 0 else b // sh + 1))
-    return (r_lo, r_hi)
-
-
-@asc.jit
-def _fill_run(colg, zb, off, n, zlen):
-    """colg[off:off+n] = the constant in the UB buffer zb (zlen elements), in pieces (MTE3)."""
-    for s in range(0, n, zlen):
-        cnt = min(zlen, n - s)
-        asc.data_copy_pad(colg[off + s:], zb,
-                          asc.DataCopyExtParams(1, cnt * colg.dtype.sizeof(), 0, 0, 0))
-
-
-@asc.jit
-def _pad_rows(colg, zb, ci, ki, h, oh, ow, kh, kw, sh, ph, dh, buf):
-    """Zero the output rows of the group's KW col rows whose input row is in the padding."""
-    p = oh * ow
-    r_lo, r_hi = _valid_rows(ki, h, oh, sh, ph, dh)
-    for kj in range(kw):
-        base = ((ci * kh + ki) * kw + kj) * p
-        _fill_run(colg, zb, base, r_lo * ow, buf)
-        _fill_run(colg, zb, base + r_hi * ow, (oh - r_hi) * ow, buf)
-
-
-@asc.jit
-def _shifted_rows(qx, xg, colg, zb, src, dst, nr, nq, ql, qr, src_step, ow):
-    """nr output rows (ow apart from dst) of one col row, stride-1 case: each is nq consecutive
-    input values (at src, src_step apart) placed after ql zeros and followed by qr zeros. One
-    strided GM -> UB and one UB -> GM copy move all nr runs (UB rows 32-byte aligned)."""
-    sz = colg.dtype.sizeof()
-    if nq > 0:
-        xl = qx.alloc_tensor(colg.dtype)
-        asc.data_copy_pad(xl, xg[src:], asc.DataCopyExtParams(nr, nq * sz, (src_step - nq) * sz,
-                                                              0, 0))
-        qx.enque(xl)
-        xl = qx.deque(colg.dtype)
-        asc.set_flag(asc.HardEvent.MTE2_MTE3, 0)
-        asc.wait_flag(asc.HardEvent.MTE2_MTE3, 0)
-        asc.data_copy_pad(colg[dst + ql:], xl, asc.DataCopyExtParams(nr, nq * sz, 0,
-                                                                     (ow - nq) * sz, 0))
-        asc.set_flag(asc.HardEvent.MTE3_MTE2, 0)      # the buffer is refilled by the next load
-        asc.wait_flag(asc.HardEvent.MTE3_MTE2, 0)
-        qx.free_tensor(xl)
-    if ql > 0:
-        asc.data_copy_pad(colg[dst:], zb, asc.DataCopyExtParams(nr, ql * sz, 0, (ow - ql) * sz, 0))
-    if qr > 0:
-        asc.data_copy_pad(colg[dst + ql + nq:], zb, asc.DataCopyExtParams(nr, qr * sz, 0,
-                                                                          (ow - qr) * sz, 0))
-
-
-@asc.jit
-def _group_rows_shifted(qx, xg, colg, zb, ci, ki, c, h, w, oh, ow, kh, kw, sh, ph, pw, dh, dw,
-                        rows_per_copy, buf):
-    """The KW col rows of one (c, ki) group, stride-1 columns: per kj the valid output rows
-    [r_lo, r_hi) read input rows sh apart, shifted by kj*dw - pw (pure data movement)."""
-    p = oh * ow
-    r_lo, r_hi = _valid_rows(ki, h, oh, sh, ph, dh)
-    _pad_rows(colg, zb, ci, ki, h, oh, ow, kh, kw, sh, ph, dh, buf)
-    for kj in range(kw):
-        base = ((ci * kh + ki) * kw + kj) * p
-        off = kj * dw - pw
-        q_lo = min(ow, max(0, -off))
-        q_hi = max(q_lo, min(ow, w - off))
-        for r0 in range(r_lo, r_hi, rows_per_copy):
-            nr = min(rows_per_copy, r_hi - r0)
-            ih0 = r0 * sh - ph + ki * dh
-            _shifted_rows(qx, xg, colg, zb, (ci * h + ih0) * w + off + q_lo, base + r0 * ow, nr,
-                          q_hi - q_lo, q_lo, ow - q_hi, sh * w, ow)
-
-
-@asc.jit
-def _channel_rows_shifted(qx, xg, colg, zb, c0, nc, h, w, oh, ow, kh, kw, sh, ph, pw, dh, dw,
-                          ch_per_copy):
-    """Channels [c0, c0+nc), stride-1 columns, for small images: per tap (ki, kj) and output
-    row, one strided copy moves that row's run for up to ch_per_copy channels (h*w apart in x,
-    kh*kw*oh*ow apart in col); the padding as copies of the zero buffer, batched the same way."""
-    p = oh * ow
-    kkp = kh * kw * p
-    for ki in range(kh):
-        r_lo, r_hi = _valid_rows(ki, h, oh, sh, ph, dh)
-        for kj in range(kw):
-            off = kj * dw - pw
-            q_lo = min(ow, max(0, -off))
-            q_hi = max(q_lo, min(ow, w - off))
-            for cb in range(c0, c0 + nc, ch_per_copy):
-                ncc = min(ch_per_copy, c0 + nc - cb)
-                base = ((cb * kh + ki) * kw + kj) * p
-                if r_lo > 0:
-                    _shifted_rows(qx, xg, colg, zb, 0, base, ncc, 0, r_lo * ow, 0, 0, kkp)
-                if r_hi < oh:
-                    _shifted_rows(qx, xg, colg, zb, 0, base + r_hi * ow, ncc, 0,
-                                  (oh - r_hi) * ow, 0, 0, kkp)
-                for r in range(r_lo, r_hi):
-                    ih = r * sh - ph + ki * dh
-                    _shifted_rows(qx, xg, colg, zb, (cb * h + ih) * w + off + q_lo,
-                                  base + r * ow, ncc, q_hi - q_lo, q_lo, ow - q_hi, h * w, kkp)
-
-
-@asc.jit
-def _group_rows_strided(qx, xg, colg, zb, ci, ki, c, h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh,
-                        dw, rows_per_copy, buf):
-    """The KW col rows of one (c, ki) group, stride sw > 1 along W: per output row and kj, one
-    GM -> UB copy of one-element blocks sw apart (each lands in its own 32-byte UB row) and one
-    UB -> GM copy of those blocks back to back; zero columns/rows as in the stride-1 case."""
-    p = oh * ow
-    sz = colg.dtype.sizeof()
-    per_copy = buf * sz // 32           # one-element blocks that fit the UB buffer
-    r_lo, r_hi = _valid_rows(ki, h, oh, sh, ph, dh)
-    _pad_rows(colg, zb, ci, ki, h, oh, ow, kh, kw, sh, ph, dh, buf)
-    for kj in range(kw):
-        base = ((ci * kh + ki) * kw + kj) * p
-        off = kj * dw - pw
-        q_lo = min(ow, 0 if off >= 0 else (sw - 1 - off) // sw)
-        e = w - 1 - off
-        q_hi = max(q_lo, min(ow, 0 if e < 0 else e // sw + 1))
-        for r0 in range(r_lo, r_hi, rows_per_copy):
-            nr = min(rows_per_copy, r_hi - r0)
-            # zero columns only (nq = 0): [0, q_lo) and [q_hi, ow) of each row
-            _shifted_rows(qx, xg, colg, zb, 0, base + r0 * ow, nr, 0, q_lo, 0, 0, ow)
-            _shifted_rows(qx, xg, colg, zb, 0, base + r0 * ow + q_hi, nr, 0, ow - q_hi, 0, 0,
-                          ow)
-        for r in range(r_lo, r_hi):
-            ih = r * sh - ph + ki * dh
-            for q0 in range(q_lo, q_hi, per_copy):
-                nq = min(per_copy, q_hi - q0)
-                xl = qx.alloc_tensor(colg.dtype)
-                asc.data_copy_pad(xl, xg[(ci * h + ih) * w + off + q0 * sw:],
-                                  asc.DataCopyExtParams(nq, sz, (sw - 1) * sz, 0, 0))
-                qx.enque(xl)
-                xl = qx.deque(colg.dtype)
-                asc.set_flag(asc.HardEvent.MTE2_MTE3, 0)
-                asc.wait_flag(asc.HardEvent.MTE2_MTE3, 0)
-                asc.data_copy_pad(colg[base + r * ow + q0:], xl,
-                                  asc.DataCopyExtParams(nq, sz, 0, 0, 0))
-                asc.set_flag(asc.HardEvent.MTE3_MTE2, 0)
-                asc.wait_flag(asc.HardEvent.MTE3_MTE2, 0)
-                qx.free_tensor(xl)
-
-
-@asc.jit
-def _group_rows_sparse(spb, dnb, xg, colg, ci, ki, c, h, w, oh, ow, kh, kw, sh, sw, ph, pw, dh,
-                       dw, rows_per_pass, ow32):
-    """The KW col rows of one (c, ki) group, stride sw > 1 along W, on the vector unit: an input
-    row moves GM -> UB as one-element blocks (each in its own 32-byte block of spb, after pw
-    zero blocks: the padded row, one element per block), then per kj one WholeReduceMax of lane
-    0 with a source repeat stride of sw blocks picks x[q*sw + kj*dw] for every q into a dense
-    row of dnb (a one-lane max is the value itself, bit for bit); rows_per_pass output rows per
-    kj leave UB -> GM in one copy."""
-    p = oh * ow
-    sz = colg.dtype.sizeof()
-    kb = 32 // sz
-    r_lo, r_hi = _valid_rows(ki, h, oh, sh, ph, dh)
-    for r0 in range(r_lo, r_hi, rows_per_pass):
-        nr = min(rows_per_pass, r_hi - r0)
-        for i in range(nr):
-            ih = (r0 + i) * sh - ph + ki * dh
-            asc.set_flag(asc.HardEvent.V_MTE2, 0)       # the previous row's reads are done
-            asc.wait_flag(asc.HardEvent.V_MTE2, 0)
-            asc.data_copy_pad(spb[pw * kb:], xg[(ci * h + ih) * w:],
-                              asc.DataCopyExtParams(w, sz, 0, 0, 0))
-            asc.set_flag(asc.HardEvent.MTE2_V, 0)
-            asc.wait_flag(asc.HardEvent.MTE2_V, 0)
-            for kj in range(kw):
-                for q0 in range(0, ow, SPARSE_REPEATS):
-                    nq = min(SPARSE_REPEATS, ow - q0)
-                    asc.whole_reduce_max(dnb[(kj * rows_per_pass + i) * ow32 + q0:],
-                                         spb[(q0 * sw + kj * dw) * kb:], 1, nq, 1, 1, sw,
-                                         asc.ReduceOrder.ORDER_ONLY_VALUE)
-        asc.set_flag(asc.HardEvent.V_MTE3, 0)
-        asc.wait_flag(asc.HardEvent.V_MTE3, 0)
-        for kj in range(kw):
-            asc.data_copy_pad(colg[((ci * kh + ki) * kw + kj) * p + r0 * ow:],
-                              dnb[kj * rows_per_pass * ow32:],
-                              asc.DataCopyExtParams(nr, ow * sz, 0, 0, 0))
-        asc.set_flag(asc.HardEvent.MTE3_V, 0)           # dnb is rewritten by the next pass
-        asc.wait_flag(asc.HardEvent.MTE3_V, 0)
-
-
-@asc.jit
-def img2col_kernel(x: asc.GlobalAddress, col: asc.GlobalAddress, c: int, h: int, w: int,
-                   oh: int, ow: int, kh: int, kw: int, sh: int, sw: int, ph: int, pw: int,
-                   dh: int, dw: int, groups_per_core: int, rows_per_copy: int,
-                   rows_per_pass: int, ch_per_copy: int, buf: asc.ConstExpr[int]):
-    """col (C*KH*KW + 1 rows of OH*OW) from one NCHW image x (C x H x W); each core owns
-    groups_per_core (c, ki) row groups, or channels when ch_per_copy > 0."""
-    p = oh * ow
-    bidx = asc.get_block_idx()
-    g0 = bidx * groups_per_core
-    ng = min(groups_per_core, c * kh - g0)
-    xg = asc.GlobalTensor()
-    xg.set_global_buffer(x, c * h * w)
-    colg = asc.GlobalTensor()
-    colg.set_global_buffer(col, (c * kh * kw + 1) * p)
-    pipe = asc.TPipe()
-    qx = asc.TQue(asc.TPosition.VECIN, BUFFER_NUM)
-    cb = asc.TBuf(asc.TPosition.VECCALC)
-    sparse = asc.TBuf(asc.TPosition.VECCALC)
-    dense = asc.TBuf(asc.TPosition.VECCALC)
-    pipe.init_buffer(qx, BUFFER_NUM, buf * x.dtype.sizeof())
-    pipe.init_buffer(cb, buf * col.dtype.sizeof())
-    pipe.init_buffer(sparse, buf * col.dtype.sizeof())
-    pipe.init_buffer(dense, buf * col.dtype.sizeof())
-    zb = cb.get(col.dtype)
-    asc.duplicate(zb, 0.0, buf)
-    spb = sparse.get(col.dtype)
-    dnb = dense.get(col.dtype)
-    ow32 = (ow * col.dtype.sizeof() + 31) // 32 * 32 // col.dtype.sizeof()
-    if rows_per_pass > 0:
-        asc.duplicate(spb, 0.0, buf)           # the padding blocks stay zero
-    asc.set_flag(asc.HardEvent.V_MTE3, 0)
-    asc.wait_flag(asc.HardEvent.V_MTE3, 0)
-    if ch_per_copy > 0:
-        ng = 0
-        _channel_rows_shifted(qx, xg, colg, zb, g0, min(groups_per_core, c - g0), h, w, oh, ow,
-                              kh, kw, sh, ph, pw, dh, dw, ch_per_copy)
-    for gi in range(ng):
-        g = g0 + gi
-        ci = g // kh
-        ki = g % kh
-        if sw == 1:
-            _group_rows_shifted(qx, xg, colg, zb, ci, ki, c, h, w, oh, ow, kh, kw, sh, ph, pw,
-                                dh, dw, rows_per_copy, buf)
-        elif rows_per_pass > 0:
-            _group_rows_sparse(spb, dnb, xg, colg, ci, ki, c, h, w, oh, ow, kh, kw, sh, sw, ph,
-                               pw, dh, dw, rows_per_pass, ow32)
-            _pad_rows(colg, zb, ci, ki, h, oh, ow, kh, kw, sh, ph, dh, buf)
-        else:
-            _group_rows_strided(qx, xg, colg, zb, ci, ki, c, h, w, oh, ow, kh, kw, sh, sw, ph,
-                                pw, dh, dw, rows_per_copy, buf)
-    if bidx == 0:
-        asc.set_flag(asc.HardEvent.MTE3_V, 0)        # zb is still being read by MTE3
-        asc.wait_flag(asc.HardEvent.MTE3_V, 0)
-        asc.duplicate(zb, 1.0, buf)
-        asc.set_flag(asc.HardEvent.V_MTE3, 0)
-        asc.wait_flag(asc.HardEvent.V_MTE3, 0)
-        _fill_run(colg, zb, c * kh * kw * p, p, buf)
-
-
 # ---- host ----------------------------------------------------------------------------------------
+
+def img2col_args(t: Conv2dTiling) -> tuple:
+    """(Img2colGeometry, Img2colSplit) of tiling t: img2col_kernel's run-time arguments."""
+    return (Img2colGeometry(t.c, t.h, t.w, t.oh, t.ow, t.kh, t.kw, *t.stride, *t.pad[:2],
+                            *t.dilation),
+            Img2colSplit(t.groups_per_core, t.rows_per_copy, t.rows_per_pass, t.ch_per_copy))
+
 
 def conv2d_reference(x, w, b=None, stride=1, padding=0, dilation=1) -> np.ndarray:
     """float64 direct convolution (NCHW, OIHW), returned as float32."""
@@ -529,10 +274,8 @@ def launch_conv2d(x, wmat, y, col, zeros, t: Conv2dTiling, stream, *, bias=None,
                 deinterleave2_kernel[ceil_div(chw // 2, per_core), stream](
                     xi, xp, chw // 2, per_core, PAIRS, **launch_options)
                 xi, g = xp, t.phase
-            img2col_kernel[g.block_dim, stream](
-                xi, col, g.c, g.h, g.w, g.oh, g.ow, g.kh, g.kw, g.stride[0], g.stride[1],
-                g.pad[0], g.pad[1], g.dilation[0], g.dilation[1], g.groups_per_core,
-                g.rows_per_copy, g.rows_per_pass, g.ch_per_copy, BUF, **launch_options)
+            img2col_kernel[g.block_dim, stream](xi, col, *img2col_args(g), BUF,
+                                                **launch_options)
         matmul_kernel[mm.block_dim, stream](
             wmat, b_op, yi, zeros, np.int64(mm.m), np.int64(mm.n), np.int64(mm.k), mm.base_m,
             mm.base_n, mm.base_k, mm.l0_n, mm.depth_l1, mm.depth_l0a, mm.depth_l0b,

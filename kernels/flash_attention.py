@@ -18,6 +18,7 @@ Where an inner step's CPU time goes: `python -m bench.fa_steps`.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -31,6 +32,43 @@ from .flash_attention_tiling import (KV_CHUNKS, FlashAttentionBuffers,  # noqa: 
 
 LAYOUTS = ("BNSD", "BSND", "BSH")
 NEG_INF = -math.inf
+
+
+# ---- the kernel's arguments, by what they mean ------------------------------------------------
+
+class AttentionShape(NamedTuple):
+    """The problem's sizes (run-time values)."""
+    heads: int          # N, query heads
+    kv_heads: int       # N_kv, key/value heads (divides N: grouped-query attention)
+    s1: int             # query rows per head
+    s2: int             # key/value rows per head
+    tiles: int          # B * N * ceil(S1 / s1_block): the work the blocks stride over
+
+
+class TensorStrides(NamedTuple):
+    """Elements between consecutive rows, heads and batches of a tensor in its layout."""
+    row: int
+    head: int
+    batch: int
+
+
+class AttentionLayout(NamedTuple):
+    """Where rows live in GM (run-time values): BNSD, BSND and BSH are strides."""
+    q: TensorStrides    # q, and out (out has q's layout)
+    kv: TensorStrides   # k and v
+
+
+class AttentionVariant(NamedTuple):
+    """What the kernel is compiled for (a ConstExpr: its branches stay compile-time)."""
+    head_dim: int       # D, a multiple of 16
+    causal: bool        # mask above the diagonal, skip the fully masked S2 blocks
+    low_precision: bool  # 16-bit inputs: P and O are cast to the input dtype
+    c0: int             # input elements per 32 bytes: the width of an NZ fractal
+
+
+def attention_variant(head_dim: int, dtype, causal: bool = False) -> AttentionVariant:
+    isz = np.dtype(dtype).itemsize
+    return AttentionVariant(int(head_dim), bool(causal), isz < 4, 32 // isz)
 
 
 # ---- kernel helpers (in compiled kernels, their arguments are runtime values: branches on the
@@ -250,17 +288,12 @@ def _store_o(o_addr, src, m, d, o_row):
 def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.GlobalAddress,
                            out: asc.GlobalAddress, smax: asc.GlobalAddress,
                            ssum: asc.GlobalAddress, ws: asc.GlobalAddress, wsp: asc.GlobalAddress,
-                           n_heads: int, kv_heads: int, s1: int, s2: int, scale: float,
-                           q_row: int, q_head: int, q_batch: int,
-                           kv_row: int, kv_head: int, kv_batch: int, tiles: int,
-                           D: asc.ConstExpr[int], S1B: asc.ConstExpr[int],
-                           S2B: asc.ConstExpr[int], KC: asc.ConstExpr[int],
-                           CAUSAL: asc.ConstExpr[bool], LOWP: asc.ConstExpr[bool],
-                           C0: asc.ConstExpr[int], BUF: asc.ConstExpr[tuple]):
-    """Strides are in elements per row, head and batch (out has q's layout, so q's strides);
-    BUF is `flash_attention_buffers(...)`, unpacked in its field order."""
-    (q_l1, kv_l1, p_l1, s_ub, o_ub, l0a, l0b, l0c, calc, p_l0a, o_l0c, acc_ub, m_ub, l_ub,
-     alpha_ub, mnew_ub, rowred_ub, fold_ub, brcb_ub, p16_ub, o16_ub, ws_block, wsp_block) = BUF
+                           shape: AttentionShape, layout: AttentionLayout, scale: float,
+                           variant: asc.ConstExpr[AttentionVariant],
+                           tiling: asc.ConstExpr[FlashAttentionTiling],
+                           bufs: asc.ConstExpr[FlashAttentionBuffers]):
+    """out = softmax(scale * q k^T [causal]) v and the row stats, for the tensors' `layout`;
+    `bufs` is `flash_attention_buffers(tiling, ...)`: buffer sizes and view offsets."""
     pipe = asc.TPipe()
     qa1 = asc.TQue(asc.TPosition.A1, 1)
     qb1 = asc.TQue(asc.TPosition.B1, 1)
@@ -271,90 +304,96 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
     l0b_buf = asc.TBuf(asc.TPosition.B2)
     l0c_buf = asc.TBuf(asc.TPosition.CO1)
     calc_buf = asc.TBuf(asc.TPosition.VECCALC)
-    pipe.init_buffer(qa1, 1, q_l1)
-    pipe.init_buffer(qb1, 1, kv_l1)
-    pipe.init_buffer(pa1, 1, p_l1)
-    pipe.init_buffer(sin, 1, s_ub)
-    pipe.init_buffer(oin, 1, o_ub)
-    pipe.init_buffer(l0a_buf, l0a)
-    pipe.init_buffer(l0b_buf, l0b)
-    pipe.init_buffer(l0c_buf, l0c)
-    pipe.init_buffer(calc_buf, calc)
-    qa2 = l0a_buf.get_with_offset(S1B * D, 0, q.dtype)
-    pa2 = l0a_buf.get_with_offset(S1B * KC, p_l0a, q.dtype)
+    pipe.init_buffer(qa1, 1, bufs.q_l1)
+    pipe.init_buffer(qb1, 1, bufs.kv_l1)
+    pipe.init_buffer(pa1, 1, bufs.p_l1)
+    pipe.init_buffer(sin, 1, bufs.s_ub)
+    pipe.init_buffer(oin, 1, bufs.o_ub)
+    pipe.init_buffer(l0a_buf, bufs.l0a)
+    pipe.init_buffer(l0b_buf, bufs.l0b)
+    pipe.init_buffer(l0c_buf, bufs.l0c)
+    pipe.init_buffer(calc_buf, bufs.calc)
+    qa2 = l0a_buf.get_with_offset(tiling.s1_block * variant.head_dim, 0, q.dtype)
+    pa2 = l0a_buf.get_with_offset(tiling.s1_block * tiling.kv_chunk, bufs.p_l0a, q.dtype)
     bl0 = l0b_buf.get(q.dtype)
-    sc = l0c_buf.get_with_offset(S1B * S2B, 0, asc.float32)
-    oc = l0c_buf.get_with_offset(S1B * D, o_l0c, asc.float32)
-    oacc = calc_buf.get_with_offset(S1B * D, acc_ub, asc.float32)
-    row_m = calc_buf.get_with_offset(S1B, m_ub, asc.float32)
-    row_l = calc_buf.get_with_offset(S1B, l_ub, asc.float32)
-    row_a = calc_buf.get_with_offset(S1B, alpha_ub, asc.float32)
-    mnew = calc_buf.get_with_offset(S1B, mnew_ub, asc.float32)
-    rowred = calc_buf.get_with_offset(S1B, rowred_ub, asc.float32)
-    fold = calc_buf.get_with_offset(S1B * 64, fold_ub, asc.float32)
-    bc = calc_buf.get_with_offset(S1B * 8, brcb_ub, asc.float32)
+    sc = l0c_buf.get_with_offset(tiling.s1_block * tiling.s2_block, 0, asc.float32)
+    oc = l0c_buf.get_with_offset(tiling.s1_block * variant.head_dim, bufs.o_l0c, asc.float32)
+    oacc = calc_buf.get_with_offset(tiling.s1_block * variant.head_dim, bufs.acc_ub,
+                                    asc.float32)
+    row_m = calc_buf.get_with_offset(tiling.s1_block, bufs.m_ub, asc.float32)
+    row_l = calc_buf.get_with_offset(tiling.s1_block, bufs.l_ub, asc.float32)
+    row_a = calc_buf.get_with_offset(tiling.s1_block, bufs.alpha_ub, asc.float32)
+    mnew = calc_buf.get_with_offset(tiling.s1_block, bufs.mnew_ub, asc.float32)
+    rowred = calc_buf.get_with_offset(tiling.s1_block, bufs.rowred_ub, asc.float32)
+    fold = calc_buf.get_with_offset(tiling.s1_block * 64, bufs.fold_ub, asc.float32)
+    bc = calc_buf.get_with_offset(tiling.s1_block * 8, bufs.brcb_ub, asc.float32)
     p_low = 0
     o_low = 0
-    if LOWP:
-        p_low = S1B * S2B
-        o_low = S1B * D
-    plow = calc_buf.get_with_offset(p_low, p16_ub, q.dtype)
-    olow = calc_buf.get_with_offset(o_low, o16_ub, q.dtype)
+    if variant.low_precision:
+        p_low = tiling.s1_block * tiling.s2_block
+        o_low = tiling.s1_block * variant.head_dim
+    plow = calc_buf.get_with_offset(p_low, bufs.p16_ub, q.dtype)
+    olow = calc_buf.get_with_offset(o_low, bufs.o16_ub, q.dtype)
     wsg = asc.GlobalTensor()
-    wsg.set_global_buffer(ws + asc.get_block_idx() * ws_block, ws_block)
+    wsg.set_global_buffer(ws + asc.get_block_idx() * bufs.ws_block, bufs.ws_block)
     wpg = asc.GlobalTensor()
-    wpg.set_global_buffer(wsp + asc.get_block_idx() * wsp_block, wsp_block)
-    n_s1 = (s1 + S1B - 1) // S1B
-    group = n_heads // kv_heads
-    for t in range(asc.get_block_idx(), tiles, asc.get_block_num()):
-        b = t // (n_heads * n_s1)
-        n = (t // n_s1) % n_heads
-        s1_0 = (t % n_s1) * S1B
-        m = min(S1B, s1 - s1_0)
+    wpg.set_global_buffer(wsp + asc.get_block_idx() * bufs.wsp_block, bufs.wsp_block)
+    n_s1 = (shape.s1 + tiling.s1_block - 1) // tiling.s1_block
+    group = shape.heads // shape.kv_heads
+    for t in range(asc.get_block_idx(), shape.tiles, asc.get_block_num()):
+        b = t // (shape.heads * n_s1)
+        n = (t // n_s1) % shape.heads
+        s1_0 = (t % n_s1) * tiling.s1_block
+        m = min(tiling.s1_block, shape.s1 - s1_0)
         m16 = (m + 15) // 16 * 16
-        q_off = b * q_batch + n * q_head + s1_0 * q_row     # also O's: out has q's layout
-        kv_base = b * kv_batch + (n // group) * kv_head
-        _load_q(qa1, qa2, q + q_off, m, m16, q_row, D, C0)
-        asc.duplicate(row_m, NEG_INF, S1B)
-        asc.duplicate(row_l, 0.0, S1B)
-        asc.duplicate(oacc, 0.0, S1B * D)
-        n_s2 = (s2 + S2B - 1) // S2B
-        if CAUSAL:
-            n_s2 = min(n_s2, (s1_0 + m - 1) // S2B + 1)
+        # also O's offset: out has q's layout
+        q_off = b * layout.q.batch + n * layout.q.head + s1_0 * layout.q.row
+        kv_base = b * layout.kv.batch + (n // group) * layout.kv.head
+        _load_q(qa1, qa2, q + q_off, m, m16, layout.q.row, variant.head_dim, variant.c0)
+        asc.duplicate(row_m, NEG_INF, tiling.s1_block)
+        asc.duplicate(row_l, 0.0, tiling.s1_block)
+        asc.duplicate(oacc, 0.0, tiling.s1_block * variant.head_dim)
+        n_s2 = (shape.s2 + tiling.s2_block - 1) // tiling.s2_block
+        if variant.causal:
+            n_s2 = min(n_s2, (s1_0 + m - 1) // tiling.s2_block + 1)
         for j in range(n_s2):
-            s2_0 = j * S2B
-            n2 = min(S2B, s2 - s2_0)
-            _qk_step(wsg, sc, qa2, qb1, bl0, k + (kv_base + s2_0 * kv_row), m, m16, n2, kv_row,
-                     D, S2B, C0)
-            su = _load_scores(sin, wsg, m * S2B, scale)
-            if CAUSAL:
-                _mask_above_diagonal(su, m, n2, s1_0, s2_0, S2B)
-            _softmax_step(su, row_m, row_l, row_a, mnew, rowred, fold, bc, m, n2, S2B)
-            if LOWP:
-                asc.cast(plow, su, asc.RoundMode.CAST_RINT, m * S2B)
-                asc.data_copy(wpg, plow, m * S2B)
+            s2_0 = j * tiling.s2_block
+            n2 = min(tiling.s2_block, shape.s2 - s2_0)
+            _qk_step(wsg, sc, qa2, qb1, bl0, k + (kv_base + s2_0 * layout.kv.row), m, m16, n2,
+                     layout.kv.row, variant.head_dim, tiling.s2_block, variant.c0)
+            su = _load_scores(sin, wsg, m * tiling.s2_block, scale)
+            if variant.causal:
+                _mask_above_diagonal(su, m, n2, s1_0, s2_0, tiling.s2_block)
+            _softmax_step(su, row_m, row_l, row_a, mnew, rowred, fold, bc, m, n2,
+                          tiling.s2_block)
+            if variant.low_precision:
+                asc.cast(plow, su, asc.RoundMode.CAST_RINT, m * tiling.s2_block)
+                asc.data_copy(wpg, plow, m * tiling.s2_block)
             else:
-                asc.data_copy(wpg, su, m * S2B)
+                asc.data_copy(wpg, su, m * tiling.s2_block)
             sin.free_tensor(su)
             # the PV step: O_part = P V, K-chunked through L0A, then O = O * alpha + O_part
-            for p0 in range(0, n2, KC):
-                kk = min(KC, n2 - p0)
-                _load_p_chunk(pa1, pa2, wpg[p0:], m, m16, kk, S2B, C0)
-                if LOWP:
-                    _load_v_chunk_16(qb1, bl0, v + (kv_base + (s2_0 + p0) * kv_row), kk, kv_row,
-                                     D)
+            for p0 in range(0, n2, tiling.kv_chunk):
+                kk = min(tiling.kv_chunk, n2 - p0)
+                _load_p_chunk(pa1, pa2, wpg[p0:], m, m16, kk, tiling.s2_block, variant.c0)
+                if variant.low_precision:
+                    _load_v_chunk_16(qb1, bl0, v + (kv_base + (s2_0 + p0) * layout.kv.row), kk,
+                                     layout.kv.row, variant.head_dim)
                 else:
-                    _load_v_chunk_32(qb1, bl0, v + (kv_base + (s2_0 + p0) * kv_row), kk, kv_row,
-                                     D)
-                asc.mmad(oc, pa2, bl0, asc.MmadParams(m=m, n=D, k=kk, cmatrix_init_val=p0 == 0))
-            _add_pv(oacc, oin, wsg[S1B * S2B:], oc, bc, row_a, m, m16, D)
-        st_off = (b * n_heads + n) * s1 + s1_0
-        _divide_and_store_stats(smax + st_off, ssum + st_off, oacc, bc, row_m, row_l, m, D)
-        if LOWP:
-            asc.cast(olow, oacc, asc.RoundMode.CAST_RINT, m * D)
-            _store_o(out + q_off, olow, m, D, q_row)
+                    _load_v_chunk_32(qb1, bl0, v + (kv_base + (s2_0 + p0) * layout.kv.row), kk,
+                                     layout.kv.row, variant.head_dim)
+                asc.mmad(oc, pa2, bl0, asc.MmadParams(m=m, n=variant.head_dim, k=kk,
+                                                      cmatrix_init_val=p0 == 0))
+            _add_pv(oacc, oin, wsg[tiling.s1_block * tiling.s2_block:], oc, bc, row_a, m, m16,
+                    variant.head_dim)
+        st_off = (b * shape.heads + n) * shape.s1 + s1_0
+        _divide_and_store_stats(smax + st_off, ssum + st_off, oacc, bc, row_m, row_l, m,
+                                variant.head_dim)
+        if variant.low_precision:
+            asc.cast(olow, oacc, asc.RoundMode.CAST_RINT, m * variant.head_dim)
+            _store_o(out + q_off, olow, m, variant.head_dim, layout.q.row)
         else:
-            _store_o(out + q_off, oacc, m, D, q_row)
+            _store_o(out + q_off, oacc, m, variant.head_dim, layout.q.row)
 
 
 def _strides(layout, shape, heads):
@@ -424,12 +463,12 @@ def flash_attention_with_stats(q, k, v, *, layout="BNSD", head_num=None, scale=N
     wsp = rt.device_empty((block_dim * bufs.wsp_block,), q.dtype)
     gm = [a if dev else np.ascontiguousarray(a).reshape(-1) for a in (q, k, v)]
     gm += [x if dev else x.reshape(-1) for x in (out, smax, ssum)] + [ws, wsp]
-    sizes = (N, NK, S1, S2)
-    strides = (*qs, *ks)    # elements per row, head and batch: q (and out), then k and v
-    consts = (D, t.s1_block, t.s2_block, t.kv_chunk, bool(causal), isz < 4, 32 // isz, bufs)
+    shape = AttentionShape(N, NK, S1, S2, tiles)
+    strides = AttentionLayout(TensorStrides(*qs), TensorStrides(*ks))
     launch = (flash_attention_kernel[block_dim, stream] if stream is not None
               else flash_attention_kernel[block_dim])
-    launch(*gm, *sizes, scale, *strides, tiles, *consts, **launch_options)
+    launch(*gm, shape, strides, scale, attention_variant(D, q.dtype, causal), t, bufs,
+           **launch_options)
     return out, smax, ssum
 
 

@@ -2,7 +2,7 @@
 
 Loaded by `rt.model` through the `ascend_emu.op_libraries` entry point (pyproject.toml), or by
 importing this module. Each implementation accepts a node only in the cases its kernel covers
-(dtype, rank, attributes); every other node runs on the AI CPU (`rt.model.aicpu`).
+(dtype, rank, attributes); every other node runs on the AI CPU (`rt.graph.aicpu`).
 
 | device op | kernel |
 |---|---|

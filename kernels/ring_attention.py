@@ -1,4 +1,4 @@
-"""Ring attention: sequence-parallel FlashAttention over an `rt.hccl` communicator (issue 14 §3).
+"""Ring attention: sequence-parallel FlashAttention over an `rt.hccl` communicator.
 
 Rank r of n holds the r-th S-shard of Q, K and V ([B, N, S_local, D], BNSD). In step t it holds
 the K/V shard of rank (r - t) mod n and runs `flash_attention_with_stats` of its Q against it;

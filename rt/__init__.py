@@ -1,7 +1,13 @@
 """rt: an AscendCL-like runtime on the CPU (devices, memory, streams, events, launch, profiler).
 
 Mirrors AscendCL's `aclrt*` calls in Python spelling; `rt.acl` is the pyACL-compatible facade.
+
+`import rt` loads the AscendCL core only; the subsystems (`rt.hccl`, `rt.dvpp`, `rt.model` with
+`rt.Model` / `rt.TensorDesc`, `rt.npu`, `rt.atc`, `rt.graph`, `rt.acl`) load on first use
+(docs/runtime.md, "Import cost").
 """
+import importlib as _importlib
+
 from .errors import AclError, KernelFault, get_recent_err_msg
 from .soc import SocSpec, SOCS, get_soc
 from .device import (init, finalize, device_count, set_device, reset_device, current_device,
@@ -21,9 +27,10 @@ from .sched import Task, KernelTask, BlockRun, StreamHook
 from .launch import launch, default_core_count
 from .optimeout import set_op_execute_timeout, get_op_execute_timeout
 from .profiler import profile, Profiler, npu_view_on
-from . import hccl as hccl                # HCCL collectives (docs/hccl.md)
-from . import dvpp as dvpp                # DVPP (docs/dvpp.md)
-from .model import Model, TensorDesc
+
+# loaded on first use (PEP 562): subpackage -> itself, name -> the subpackage defining it
+_SUBSYSTEMS = ("hccl", "dvpp", "model", "npu", "atc", "graph", "acl")
+_LAZY_NAMES = {"Model": "model", "TensorDesc": "model"}
 
 __all__ = [
     "AclError", "KernelFault", "get_recent_err_msg", "SocSpec", "SOCS", "get_soc",
@@ -42,3 +49,17 @@ __all__ = [
     "launch", "profile", "Profiler", "npu_view_on", "Model", "TensorDesc",
     "set_op_execute_timeout", "get_op_execute_timeout",
 ]
+
+
+def __getattr__(name: str):
+    if name in _SUBSYSTEMS:
+        return _importlib.import_module(f"{__name__}.{name}")
+    if name in _LAZY_NAMES:
+        value = getattr(_importlib.import_module(f"{__name__}.{_LAZY_NAMES[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_SUBSYSTEMS) | set(_LAZY_NAMES))

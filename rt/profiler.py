@@ -10,7 +10,7 @@ Every task that finishes while a profiler is active becomes a `TaskRecord` (kern
 memset, event records and waits, callbacks, host functions), with per-core block ranges for
 kernels. Times are host `perf_counter_ns` stamps of this emulator, not NPU estimates.
 
-The NPU view (`rt.profile(npu=True)`, issue 9): kernels launched while it is on record what each
+The NPU view (`rt.profile(npu=True)`): kernels launched while it is on record what each
 block issues (a binary's `take_npu_trace`); `prof.npu_runs()` replays each launch on the SoC's pipe
 model (rt/npu, deterministic simulated cycles), `prof.export_npu(dir)` writes msOpProf's views.
 """
@@ -22,6 +22,24 @@ from dataclasses import dataclass, field
 
 from . import sched
 from .sched import KernelTask
+
+# The pipe simulator and msOpProf's writers live in rt.npu, a layer above this one: rt.npu
+# registers them here when it loads (it is loaded by whatever decodes a recording into its
+# `rt.npu.Instr`s, so a recorded launch always finds them).
+_npu_view: dict = {}
+
+
+def set_npu_view(simulate_launch, write_all) -> None:
+    """Called by rt.npu on import: `simulate_launch(blocks, soc)` -> Timeline and
+    `write_all(timeline, out_dir, soc)` -> {view: path}, used by `NpuRun` and `export_npu`."""
+    _npu_view.update(simulate_launch=simulate_launch, write_all=write_all)
+
+
+def _npu_function(name: str):
+    if name not in _npu_view:
+        raise RuntimeError(f"the profiler's NPU view needs rt.npu's simulator: import rt.npu, "
+                           f"got no {name} registered")
+    return _npu_view[name]
 
 
 @dataclass
@@ -66,8 +84,8 @@ class NpuRun:
     @property
     def timeline(self):
         if self._timeline is None:
-            from .npu import simulate_launch
-            self._timeline = simulate_launch(self.blocks, self.soc)
+            blocks = self.blocks
+            self._timeline = _npu_function("simulate_launch")(blocks, self.soc)
         return self._timeline
 
 
@@ -143,9 +161,9 @@ class Profiler:
             raise ValueError(f"export_npu: the profile must hold an NPU-view recording"
                              f"{f' of kernel {name!r}' if name else ''} (launch inside "
                              f"rt.profile(npu=True)), got {len(self.records)} records and none")
-        from .npu import write_all
         run = runs[index]
-        return write_all(run.timeline, out_dir, run.soc)
+        timeline = run.timeline
+        return _npu_function("write_all")(timeline, out_dir, run.soc)
 
     # -- reports --------------------------------------------------------------------------------
     def table(self, sort_by: str = "total") -> str:

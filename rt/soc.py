@@ -1,8 +1,9 @@
 """SoC specifications (frozen) for the emulated Ascend chips.
 
-Numbers come from `shared/reference/ascend-api.md` §2 (platform_config ini files and the Ascend C
-constants). Fields whose value has no primary source are listed in ``SocSpec.assumptions``, so
-anything derived from them (the profiler's NPU estimate) can be labelled as such.
+Numbers come from CANN's platform_config ini files and the Ascend C constants (docs/npu-model.md
+§1 lists each with its source). Fields whose value has no primary source are listed in
+``SocSpec.assumptions``, so anything derived from them (the profiler's NPU estimate) can be
+labelled as such.
 """
 from __future__ import annotations
 

@@ -28,3 +28,12 @@ def _checked_everywhere():
     ascendc.set_default_checked(True)
     yield
     ascendc.set_default_checked(None)
+
+
+@pytest.fixture(autouse=True)
+def _npu_simulator_checked(monkeypatch):
+    """Every NPU simulation of the suite is replayed by the plain reference scan too and must give
+    identical records (tests/npu_reference.py)."""
+    from npu_reference import checked_simulator
+    from rt.npu import sim
+    monkeypatch.setattr(sim, "Simulator", checked_simulator(sim.Simulator))

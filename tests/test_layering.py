@@ -1,8 +1,11 @@
-"""The structure of the tree (DESIGN §2, the architecture issue), checked from the source.
+"""The structure of the tree (docs/design.md, docs/architecture.md), checked from the source.
 
 - packages: rt <- ascendc <- kernels <- bench (each imports only those below it); rt imports
   neither numba nor the kernel language;
-- inside ascendc: lang <- compiler/options <- jit <- language <- adv <- host <- lib <- __init__;
+- inside ascendc: lang <- compiler/options <- binaries <- jit <- language <- adv <- host <- lib
+  <- __init__;
+- inside rt: the AscendCL core modules <- npu (+ opsummary) <- services (hccl, dvpp, graph) <-
+  atc <- model <- facades (acl, onnx_backend, __main__, rt/__init__.py);
 - no import cycle anywhere (function-local imports count: an import is an import);
 - no module imports another module's `_private` name, or reads one through a module alias;
 - kernels use only the public names of `ascendc` and `rt`;
@@ -13,6 +16,7 @@ with a literal name), so nothing is executed.
 import ast
 import importlib.util
 import pathlib
+import sys
 
 import pytest
 
@@ -21,8 +25,17 @@ PACKAGES = ("rt", "ascendc", "kernels", "bench")          # bottom to top
 FORBIDDEN = {"rt": {"ascendc", "kernels", "bench", "numba"}, "ascendc": {"kernels", "bench"},
              "kernels": {"bench"}, "bench": set()}
 # ranks inside ascendc: a module may import modules of its own rank or below
-ASCENDC_RANKS = (("lang",), ("compiler", "options"), ("jit",), ("language", "npu"), ("adv",),
-                 ("host",), ("lib",), ("__init__", "pyasc_compat", "run"))
+ASCENDC_RANKS = (("lang",), ("compiler", "options"), ("binaries",), ("jit",), ("language", "npu"),
+                 ("adv",), ("host",), ("lib",), ("__init__", "pyasc_compat", "run"))
+# ranks inside rt, bottom to top (by the name after `rt.`; "__init__" is rt/__init__.py itself)
+RT_RANKS = (("errors", "log", "soc", "pool", "hostmem", "hostcache", "device", "memcheck",
+             "memory", "sched", "stream", "copy", "callback", "array", "kernel", "resident",
+             "optimeout", "launch", "estimate", "profiler"),
+            ("npu", "opsummary"),
+            ("hccl", "dvpp", "graph"),
+            ("atc",),
+            ("model",),
+            ("acl", "onnx_backend", "__main__", "__init__"))
 PUBLIC_FOR_KERNELS = {"ascendc", "ascendc.adv", "ascendc.lib", "ascendc.lib.host", "rt"}
 
 
@@ -158,6 +171,52 @@ def test_ascendc_layers_point_down():
                     bad.append(f"{p.relative_to(ROOT)}:{line} ({m}) imports {t}")
     assert not bad, "ascendc's layers are " + " <- ".join("/".join(r) for r in ASCENDC_RANKS) + \
         ":\n" + "\n".join(bad)
+
+
+def _rt_rank(mod: str) -> int:
+    parts = mod.split(".")
+    first = parts[1] if len(parts) > 1 else "__init__"
+    for rank, names in enumerate(RT_RANKS):
+        if first in names:
+            return rank
+    raise AssertionError(f"{mod}: not placed in RT_RANKS (add it to the layering test)")
+
+
+def upward_rt_imports(graph) -> list[str]:
+    """`a imports b` for every edge of `graph` (module -> modules it imports) that goes from a
+    module of rt to one of a higher rank."""
+    return [f"{m} imports {t}" for m in sorted(graph) if m.split(".")[0] == "rt"
+            for t in sorted(graph[m]) if t.split(".")[0] == "rt" and _rt_rank(t) > _rt_rank(m)]
+
+
+def test_rt_layers_point_down():
+    where = {m: p.relative_to(ROOT) for m, p in MODULES.items()}
+    bad = [f"{where[e.split()[0]]}: {e}" for e in upward_rt_imports(import_graph())]
+    assert not bad, "rt's layers are " + " <- ".join("/".join(r) for r in RT_RANKS) + \
+        ":\n" + "\n".join(bad)
+
+
+def test_every_rt_module_is_ranked():
+    for m in MODULES:
+        if m.split(".")[0] == "rt":
+            _rt_rank(m)
+
+
+def test_the_rt_layer_checker_catches_an_upward_import(tmp_path, monkeypatch):
+    """A core module importing a service, even inside a function, is reported (the checker runs
+    on a synthetic tree: rt/profiler.py importing rt.hccl in a function, rt/hccl importing
+    rt.errors)."""
+    pkg = tmp_path / "rt"
+    (pkg / "hccl").mkdir(parents=True)
+    for f in ("__init__.py", "errors.py", "hccl/__init__.py"):
+        (pkg / f).write_text("")
+    (pkg / "hccl" / "comm.py").write_text("from ..errors import AclError\n")
+    (pkg / "profiler.py").write_text("def f():\n    from .hccl import comm\n    return comm\n")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    files = sorted(pkg.rglob("*.py"))
+    mods = {module_name(p): p for p in files}
+    monkeypatch.setattr(sys.modules[__name__], "MODULES", mods)
+    assert upward_rt_imports(import_graph()) == ["rt.profiler imports rt.hccl.comm"]
 
 
 def test_no_import_cycles():

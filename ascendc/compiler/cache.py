@@ -2,7 +2,7 @@
 disk cache works across processes. The file name is a hash of the generated source and of the
 kernel language's own sources (a change to a primitive invalidates every cached kernel).
 
-What a cache directory is trusted with (issue 11): Numba unpickles its `__pycache__` index and
+What a cache directory is trusted with: Numba unpickles its `__pycache__` index and
 data files, and a kernel module is Python code, so a directory anyone else can write to could
 run their code in our process. Hence:
 - the directory is created 0700 and used only if it belongs to us and is not group- or

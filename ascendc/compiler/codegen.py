@@ -19,7 +19,7 @@ import numpy as np
 
 from ..lang import dtypes as D
 from ..lang import surface as S
-from ..lang.core import prim_calls_enabled
+from ..lang.numba_link import prim_calls_enabled
 from ..lang.kernel import is_kernel_function as _is_jit
 from ..lang.trace import NCOL
 from . import lower as L
@@ -82,7 +82,8 @@ class Generator:
         fdef.args.args = [ast.arg(arg="_ctx")] + params
         body = tr.block(fdef.body)
         # the CORE_STATE record, read once per function: line markers are one store each
-        fdef.body = [ast.parse("_asc_state = _ctx[2][0]").body[0]] + body if body else [ast.Pass()]
+        head = ast.parse("_asc_state = _ctx[_C.STATE][0]").body[0]
+        fdef.body = [head] + body if body else [ast.Pass()]
         fdef.returns = None
         ast.fix_missing_locations(fdef)
         deco = "@njit(nogil=True, cache=True, inline='always')" if inline else \
@@ -326,6 +327,8 @@ class _Rewriter(ast.NodeTransformer):
 
     def visit_Attribute(self, node):
         chain = _attr_chain(node)
+        if chain and chain[0] in self.consts and isinstance(node.ctx, ast.Load):
+            return self._value_node(self._const_field(chain, node), node)   # tiling.s1_block
         if chain and isinstance(node.ctx, ast.Load):
             try:
                 v = self._resolve(chain)
@@ -335,6 +338,17 @@ class _Rewriter(ast.NodeTransformer):
                 return self._value_node(v, node)
         node.value = self.visit(node.value)
         return node
+
+    def _const_field(self, chain, node):
+        """The value of field chain `p.f.g` of ConstExpr parameter p (a NamedTuple, dataclass or
+        other record): inlined as a literal, so branches on it stay compile-time."""
+        v = self.consts[chain[0]]
+        for i, a in enumerate(chain[1:], 1):
+            if a.startswith("_") or not hasattr(v, a):
+                raise self.err(node, f"ConstExpr {'.'.join(chain[:i])} must have a field {a!r} "
+                                     f"({type(v).__name__}), got {type(v).__name__}={v!r}")
+            v = getattr(v, a)
+        return v
 
     def visit_BinOp(self, node):
         lk, rk = self.kind(node.left), self.kind(node.right)
@@ -412,7 +426,7 @@ class _Rewriter(ast.NodeTransformer):
         out = L.function_call(self, node, chain[0]) if len(chain) == 1 else None
         if out is None:
             raise self.err(node, f"asc.{'.'.join(chain)} is not supported in compiled kernels "
-                                 f"(see the README's list of supported APIs)")
+                                 f"(see docs/pyasc-surface.md for the supported APIs)")
         return out
 
     def _method(self, node, m, obj_node):
@@ -485,6 +499,7 @@ def kernel_module(kf, consts: dict, sig: tuple, soc=None) -> str:
     gen.functions.append(
         "@njit(nogil=True, cache=True)\n"
         f"def _run(_asc_c, _asc_b, _block_num{', ' if rps else ''}{rps}):\n"
+        "    # the core context (lang/state.py's slots MEM, STAGE, STATE, TRACE)\n"
         "    _ctx = (_asc_carray(_asc_vp(_asc_c[0]), _asc_c[1], np.uint8),\n"
         "            _asc_carray(_asc_vp(_asc_c[2]), _asc_c[3], np.uint8),\n"
         "            _asc_carray(_asc_vp(_asc_c[4]), 1, _asc_CORE_STATE),\n"

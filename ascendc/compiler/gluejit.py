@@ -1,23 +1,13 @@
 """The decorator of generated kernel functions: Numba's njit, compiled as kernel GLUE.
 
 While a GLUE function compiles, the larger primitives it reaches are called rather than inlined
-(lang/core.py, CalledLibrary): the kernel's own LLVM module holds only its control flow, the
-small primitives and Numba's overload wrappers, so LLVM optimises and emits each primitive once
-(it is disk-cached with its primitive) instead of once per kernel specialisation.
+(lang/numba_link.py, CalledLibrary): the kernel's own LLVM module holds only its control flow,
+the small primitives and Numba's overload wrappers, so LLVM optimises and emits each primitive
+once (it is disk-cached with its primitive) instead of once per kernel specialisation.
 """
 from __future__ import annotations
 
-from numba.core.registry import CPUDispatcher
-
-from ..lang import core
-
-
-class GlueDispatcher(CPUDispatcher):
-    """A CPUDispatcher whose compiles are marked GLUE (see the module docstring)."""
-
-    def compile(self, sig):
-        with core.compiling_as(core.GLUE):
-            return super().compile(sig)
+from ..lang.numba_link import GlueDispatcher
 
 
 def glue_jit(**options):

@@ -1,7 +1,7 @@
 """Which GM parameters a kernel may write, read from its AST (for mem-check and fault labels).
 
 rt's mem-check counts every buffer argument of a launch as written unless told otherwise, so two
-streams' kernels that only read one buffer looked like a race (issue 11). `written_params` tells
+streams' kernels that only read one buffer looked like a race. `written_params` tells
 it which GM parameters a kernel (with the @asc.jit helpers it calls) may write. The analysis is
 flow-insensitive and conservative: a name aliases the GM parameters whose values reach it
 (`g.set_global_buffer(x + off, n)`, `h = g[i:]`, helper arguments), and an alias counts as

@@ -33,7 +33,7 @@ def const(v):
     return ast.Constant(v)
 
 
-_MEM = ast.parse("_ctx[0]", mode="eval").body    # a side-effect-free stand-in tensor
+_MEM = ast.parse("_ctx[_C.MEM]", mode="eval").body    # a side-effect-free stand-in tensor
 _WRITES = ("dst", "dst_list")
 
 
@@ -161,7 +161,7 @@ def method_row(rw, node, kind, m):
     if row is None and kind in {h.kind for h in S.HANDLES.values()} and kind != S.DT:
         classes = sorted(h.name for h in S.HANDLES.values() if h.kind == kind)
         raise rw.err(node, f"{'/'.join(classes)}.{m} is not part of the kernel language (see "
-                           f"the README's list of supported APIs)")
+                           f"docs/pyasc-surface.md for the supported APIs)")
     return row
 
 

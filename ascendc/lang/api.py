@@ -19,6 +19,7 @@ from .prims import autotensor
 from . import surface as S
 from .errors import KernelError
 from .record import mark_line
+from .state import STATE, TRACE
 
 _state = threading.local()
 
@@ -113,9 +114,9 @@ def _make_method(row: S.Method):
         if row.receiver:
             vals.insert(0, self.data)
         ctx = current_ctx()
-        if len(ctx[3]) > 1:        # tracing for the NPU view: tell the primitive its line
+        if len(ctx[TRACE]) > 1:        # tracing for the NPU view: tell the primitive its line
             mark_line(ctx)
-        if row.touches and ctx[2][0]["nauto"]:    # LocalTensorAuto: insert_sync's flags
+        if row.touches and ctx[STATE][0]["nauto"]:    # LocalTensorAuto: insert_sync's flags
             autotensor.auto_use(ctx, int(row.pipe), self.data, self.data,
                                 int(row.touches == "w"))
         r = fn(ctx, *vals)
@@ -197,9 +198,9 @@ def _make_function(row: S.Function):
         form = S.bind(f"asc.{row.name}", row.forms, len(args), kwargs)
         vals = [_unwrap(v) for v in form.order(args, kwargs)]
         ctx = current_ctx()
-        if len(ctx[3]) > 1:
+        if len(ctx[TRACE]) > 1:
             mark_line(ctx)
-        if ctx[2][0]["nauto"]:      # LocalTensorAuto regions: the flags insert_sync adds
+        if ctx[STATE][0]["nauto"]:      # LocalTensorAuto regions: the flags insert_sync adds
             autotensor.interp_args(ctx, row.pipe, [p for p in form.params if p not in form.ignored],
                               vals)
         r = getattr(prims, form.prim)(ctx, *vals)

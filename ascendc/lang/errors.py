@@ -10,7 +10,7 @@ A fault with runtime values is reported in two statements:
 raise then builds a `KernelError` whose args are the recorded `(template, *values)`, so the
 exception is the same as `KernelError(template, *values)` (str, class, pickling). Why not raise
 the values directly: Numba allocates a dynamic exception's payload and never frees it (~0.8 KB
-per raise), which a long fuzzing or soak run would accumulate (issue 11). Building strings in
+per raise), which a long fuzzing or soak run would accumulate. Building strings in
 nopython code costs seconds of compile time per call site; a template plus numbers costs nothing.
 The template is filled in when the message is read; ``{:level}``, ``{:pos}`` and ``{:event}``
 print a number as a memory level, TPosition or HardEvent name.

@@ -47,7 +47,7 @@ def note(st, addr, nbytes):
 
 
 def set_gm_sizes(st, gms, report) -> None:
-    """Before a run of blocks: the own bytes of the launch's GM arguments `gms` ([(jit._GM,
+    """Before a run of blocks: the own bytes of the launch's GM arguments `gms` ([(binaries.GMArg,
     bytes reached)] in registration order); with `report` (over-reach is noted), the notes
     cleared."""
     n = min(len(gms), len(st.gm_size))

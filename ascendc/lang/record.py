@@ -1,4 +1,4 @@
-"""The NPU view's decoder (issue 9 §1): trace rows (ascendc/lang/trace.py) -> `rt.npu.Instr`s.
+"""The NPU view's decoder (docs/design.md): trace rows (ascendc/lang/trace.py) -> `rt.npu.Instr`s.
 
 The primitives record numbers; this module says what the NPU makes of them:
 - the pipe comes from the op's surface row (`surface.Function.pipe`); `BY_DIRECTION` rows
@@ -28,6 +28,7 @@ from . import surface as S
 from . import trace as T
 from .enums import HardEvent, PipeID, TPosition
 from .positions import LEVEL_NAMES
+from .state import STATE
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
@@ -81,7 +82,7 @@ def mark_line(ctx) -> None:
     while f is not None and f.f_code.co_filename.startswith(_PACKAGE_DIR):
         f = f.f_back
     if f is not None:
-        ctx[2][0]["src_line"] = INTERP_LINES.id_of(f.f_code.co_filename, f.f_lineno)
+        ctx[STATE][0]["src_line"] = INTERP_LINES.id_of(f.f_code.co_filename, f.f_lineno)
 
 
 def _pipe_of(name: str) -> str:

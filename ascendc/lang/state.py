@@ -1,11 +1,11 @@
 """A core's state, as numpy record dtypes that Numba reads and writes by field name.
 
-`CORE_STATE` is one record per core (`ctx[2]`, see core.py); `QUEUE_RECORD` is one TQue or TBuf,
+`CORE_STATE` is one record per core (`ctx[STATE]`, see core.py); `QUEUE_RECORD` is one TQue or TBuf,
 an element of `CORE_STATE.queues`. A kernel's queue handle is a view of its record (compiled and
 interpreted alike), so `q.depth`, `q.fifo[i]` read and write the core's state in place.
 
-Python code sees `ctx[2]` as a `numpy.record` (attribute access: `st.block_idx`); njit code sees a
-Numba `Record` passed by reference.
+Python code sees `ctx[STATE][0]` as a `numpy.record` (attribute access: `st.block_idx`); njit
+code sees a Numba `Record` passed by reference.
 """
 from __future__ import annotations
 
@@ -17,7 +17,13 @@ __all__ = ["CORE_STATE", "QUEUE_RECORD", "new_state", "MAX_PENDING", "MAX_QUEUES
            "MAX_SLOTS", "N_HARD_EVENTS", "N_EVENT_IDS", "N_COUNTERS", "KIND_QUE", "KIND_BUF",
            "MAX_SHAPES", "SHAPE_COLS", "MAX_AUTO",
            "FLAG_NAN_FILL", "FLAG_DEFER", "FLAG_REPORT_ROUNDING", "FLAG_TRACE", "AIPP_WORDS",
-           "FLAG_REPORT_OVERREACH"]
+           "FLAG_REPORT_OVERREACH", "MEM", "STAGE", "STATE", "TRACE"]
+
+# the slots of a core context `ctx` (a plain tuple, core.new_ctx): ctx[MEM] the local memories,
+# ctx[STAGE] the staging copy of checked mode, ctx[STATE] the one-element CORE_STATE array
+# (ctx[STATE][0] is the record), ctx[TRACE] the NPU-view trace rows. Numba folds the names to
+# constants: indexing a slot by name costs what a literal index does.
+MEM, STAGE, STATE, TRACE = range(4)
 
 MAX_PENDING = 256      # deferred GM->local copies remembered at once (then all are flushed)
 MAX_QUEUES = 64        # TQue + TBuf records per kernel
@@ -37,7 +43,7 @@ KIND_QUE, KIND_BUF = 1, 2
 FLAG_NAN_FILL = 1          # fresh local buffers are NaN
 FLAG_DEFER = 2             # GM->local copies become visible at deque / wait_flag
 FLAG_REPORT_ROUNDING = 4   # the launcher warns when data_copy rounded bytes down
-FLAG_TRACE = 8             # primitives append NPU-view trace rows to ctx[3] (lang/trace.py)
+FLAG_TRACE = 8             # primitives append NPU-view trace rows to ctx[TRACE] (lang/trace.py)
 FLAG_REPORT_OVERREACH = 16  # GM accesses past an argument's end are noted (lang/gmreach.py)
 
 _I8 = np.int64
@@ -73,8 +79,8 @@ CORE_STATE = np.dtype([
     ("barrier", _I8),      # key of the launch's all-blocks barrier (0: none; lang/barrier.py)
     ("barrier_fn", _I8),   # address of the C callback that waits on it
     ("sync_calls", _I8),   # sync_all calls made by the current block
-    ("trace_n", _I8),      # NPU-view trace rows written to ctx[3] (lang/trace.py)
-    ("trace_lost", _I8),   # rows that did not fit in ctx[3]
+    ("trace_n", _I8),      # NPU-view trace rows written to ctx[TRACE] (lang/trace.py)
+    ("trace_lost", _I8),   # rows that did not fit in ctx[TRACE]
     ("nshape", _I8),       # shape-info records in use (reset per block)
     ("level_base", _I8, (NLEVELS,)),   # byte offset of each level in the core's memory
     ("level_size", _I8, (NLEVELS,)),   # capacity of each level

@@ -1,8 +1,8 @@
-"""The NPU view's instruction trace (issue 9 §1): what each block issues, written by the primitives.
+"""The NPU view's instruction trace: what each block issues, written by the primitives.
 
 While a launch runs with tracing on (`FLAG_TRACE` in the core's options; the launcher sets it
 under `rt.profile(npu=True)` or `asc.npu_trace`), every primitive that the NPU would issue as an
-instruction appends one row to the core's trace buffer `ctx[3]` (an int64 array of `NCOL`
+instruction appends one row to the core's trace buffer `ctx[TRACE]` (an int64 array of `NCOL`
 columns). The primitives run in both modes, so compiled and interpreted kernels record the same
 rows; with tracing off the cost is one branch per primitive call.
 
@@ -20,7 +20,7 @@ import numpy as np
 from numba import njit
 
 from . import surface as S
-from .state import FLAG_TRACE
+from .state import FLAG_TRACE, STATE, TRACE
 
 # columns of a trace row
 (C_BLOCK, C_OP, C_KIND, C_SRC_LV, C_DST_LV, C_BYTES, C_ELEMS, C_REPEATS, C_M, C_N, C_K, C_DSZ,
@@ -67,8 +67,8 @@ def new_buffer(rows: int) -> np.ndarray:
 @njit(nogil=True, cache=True)
 def _append(ctx, op_id, kind, slv, dlv, nbytes, elems, reps, m, n, k, dsz, a, b, ident,
             gm0, gm1):
-    st = ctx[2][0]
-    buf = ctx[3]
+    st = ctx[STATE][0]
+    buf = ctx[TRACE]
     i = st.trace_n
     if i >= buf.shape[0]:
         st.trace_lost += 1
@@ -97,14 +97,14 @@ def _append(ctx, op_id, kind, slv, dlv, nbytes, elems, reps, m, n, k, dsz, a, b,
 
 @njit(nogil=True, cache=True, inline="always")
 def on(ctx):
-    return ctx[2][0].options & FLAG_TRACE
+    return ctx[STATE][0].options & FLAG_TRACE
 
 
 @njit(nogil=True, cache=True, inline="always")
 def vec(ctx, op_id, dsz, n, is_rep):
     """A vector instruction: `n` elements (count form) or `n` repeats of 256 B (repeat form) of
     `dsz`-byte elements."""
-    if ctx[2][0].options & FLAG_TRACE:
+    if ctx[STATE][0].options & FLAG_TRACE:
         n = np.int64(n)
         dsz = np.int64(dsz)
         if is_rep:
@@ -119,7 +119,7 @@ def vec(ctx, op_id, dsz, n, is_rep):
 def copy(ctx, op_id, slv, dlv, nbytes, dsz, gm_addr, gm_span):
     """A data move of `nbytes` from level `slv` to `dlv` (-1 = GM); the GM side covers
     [gm_addr, gm_addr + gm_span)."""
-    if ctx[2][0].options & FLAG_TRACE:
+    if ctx[STATE][0].options & FLAG_TRACE:
         _append(ctx, op_id, K_OP, slv, dlv, np.int64(nbytes), np.int64(nbytes) // max(dsz, 1),
                 0, 0, 0, 0, np.int64(dsz), 0, 0, 0, np.int64(gm_addr),
                 np.int64(gm_addr) + np.int64(gm_span))
@@ -127,7 +127,7 @@ def copy(ctx, op_id, slv, dlv, nbytes, dsz, gm_addr, gm_span):
 
 @njit(nogil=True, cache=True, inline="always")
 def mmad(ctx, op_id, m, n, k, asz):
-    if ctx[2][0].options & FLAG_TRACE:
+    if ctx[STATE][0].options & FLAG_TRACE:
         _append(ctx, op_id, K_OP, 4, 4, 0, np.int64(m) * np.int64(n), 0, np.int64(m),
                 np.int64(n), np.int64(k), np.int64(asz), 0, 0, 0, 0, 0)
 
@@ -135,7 +135,7 @@ def mmad(ctx, op_id, m, n, k, asz):
 @njit(nogil=True, cache=True, inline="always")
 def event(ctx, op_id, kind, a, b, ident):
     """A flag, barrier or queue step (kind K_SET ... K_Q_FREE) with its operands."""
-    if ctx[2][0].options & FLAG_TRACE:
+    if ctx[STATE][0].options & FLAG_TRACE:
         _append(ctx, op_id, kind, 0, 0, 0, 0, 0, 0, 0, 0, 0, np.int64(a), np.int64(b),
                 np.int64(ident), 0, 0)
 
@@ -143,5 +143,5 @@ def event(ctx, op_id, kind, a, b, ident):
 @njit(nogil=True, cache=True, inline="always")
 def scalar(ctx, op_id):
     """A scalar-unit instruction (an element read or write, a system value)."""
-    if ctx[2][0].options & FLAG_TRACE:
+    if ctx[STATE][0].options & FLAG_TRACE:
         _append(ctx, op_id, K_OP, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)

@@ -290,7 +290,7 @@ def as_device_array(t) -> "_rt.DeviceArray":
     tensor's own size) inside the tensor's torch_npu segment, the allocation the NPU sees (a
     kernel gets only an address). pyasc's tests read and write past a tensor's end on tail
     shapes: a kernel's view reaches the segment's allocation end (rt.memory.kernel_view), so
-    that runs, as on hardware (issue 10 §2.11), reading or overwriting what lies there, and
+    that runs, as on hardware (docs/limitations.md), reading or overwriting what lies there, and
     checked mode warns (lang/gmreach.py); past it stays a GM trap."""
     raw = t.raw
     if not raw.is_contiguous():

@@ -15,7 +15,7 @@ from ..errors import (AclError, ACL_ERROR_INVALID_MODEL_ID, ACL_ERROR_INVALID_PA
                       ACL_ERROR_INVALID_RESOURCE_HANDLE)
 from ..model import Model, TensorDesc, query_size as _query_size
 from ..model.dynamic import KIND_OPTIONS
-from ..model.onnx_types import NUMPY_TO_ACL
+from ..graph.onnx_types import NUMPY_TO_ACL
 from . import constants as C
 from . import rt as _acl_rt
 from .handles import HandleTable, fail

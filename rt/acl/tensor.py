@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from ..errors import AclError, ACL_ERROR_INVALID_PARAM, ACL_ERROR_INVALID_RESOURCE_HANDLE
-from ..model.onnx_types import NUMPY_TO_ACL
+from ..graph.onnx_types import NUMPY_TO_ACL
 from . import constants as C
 from .handles import HandleTable, fail
 

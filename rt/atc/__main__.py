@@ -24,7 +24,7 @@ def main(argv=None) -> int:
     p.add_argument("--dynamic_dims", default=None,
                    help='"1,224;2,448": one graph per gear of the -1 dims in --input_shape')
     p.add_argument("--input_format", default=None, help="NCHW / NHWC / ND")
-    p.add_argument("--insert_op_conf", default=None,           # AIPP: issue 15, docs/dvpp.md
+    p.add_argument("--insert_op_conf", default=None,           # AIPP: docs/dvpp.md
                    help="static AIPP config (aipp.cfg) inserted in front of the model input")
     args = p.parse_args(argv)
     if args.singleop:

@@ -6,7 +6,7 @@ node whose inputs are all constants runs once here, on the AI CPU implementation
 BatchNormalization folded into the Conv before it, Gemm with constant B normalised (B transposed
 to K x N, alpha and beta folded), dead nodes removed, a static memory plan for the activations and
 node workspaces (first fit by size over lifetimes: tensors that are never live at the same time
-share bytes), then the file (rt/model/format.py).
+share bytes), then the file (rt/graph/format.py).
 """
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ import os
 
 import numpy as np
 
-from ..model import aicpu
-from ..model.format import ALIGN, DTYPES, align, pack
-from ..model.onnx_types import numpy_dtype
+from ..graph import aicpu
+from ..graph.format import ALIGN, DTYPES, align, pack
+from ..graph.onnx_types import numpy_dtype
 from ..soc import SOCS
 
 
@@ -389,7 +389,7 @@ def convert(model, output: str, soc_version: str = "Ascend910B2", input_shape=No
     Returns a summary dict (path, ops, passes, plan). Raises AtcError. `dynamic`:
     dynamic_image_size, dynamic_dims, input_format (see convert_to_bytes)."""
     data, summary = convert_to_bytes(model, soc_version, input_shape,
-                                     insert_op_conf=insert_op_conf,    # AIPP: issue 15
+                                     insert_op_conf=insert_op_conf,    # AIPP: docs/dvpp.md
                                      dynamic_batch_size=dynamic_batch_size, **dynamic)
     path = output if output.endswith(".om") else output + ".om"
     with open(path, "wb") as f:
@@ -451,7 +451,7 @@ def build(model, soc_version: str, shapes: dict, insert_op_conf=None) -> tuple:
     bn = fold_batchnorm(g)
     gemm = normalise_gemm(g)
     remove_dead(g)
-    if insert_op_conf:              # AIPP (issue 15): Aipp node(s) in front of model input(s)
+    if insert_op_conf:              # AIPP (docs/dvpp.md): Aipp node(s) in front of model input(s)
         from .aipp import insert_aipp
         insert_aipp(g, insert_op_conf, AtcError)
     for name in g.outputs:          # a graph output that is a constant or an input: copy it

@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from ..model.format import pack
+from ..graph.format import pack
 
 
 def parse_sizes(spec, error) -> list[int]:

@@ -10,20 +10,20 @@ import sys
 
 import numpy as np
 
-import rt
-from rt import dvpp
+import rt.dvpp as dvpp
+from rt import device, memory, stream
 
 
 def _demo() -> None:
     from PIL import Image
-    rt.set_device(0)
+    device.set_device(0)
     yy, xx = np.mgrid[0:480, 0:640]
     img = np.stack([(xx + k * 40) % 256 for k in range(3)], -1).astype(np.uint8)
     b = io.BytesIO()
     Image.fromarray(img).save(b, "JPEG", quality=90)
     data = np.frombuffer(b.getvalue(), np.uint8).copy()
     src = dvpp.malloc(data.size)
-    rt.memcpy(src, data, data.size, rt.MemcpyKind.HOST_TO_DEVICE)
+    memory.memcpy(src, data, data.size, memory.MemcpyKind.HOST_TO_DEVICE)
     ch = dvpp.ChannelDesc()
     ch.create()
     n = dvpp.jpeg_predict_dec_size(data, None, 1)
@@ -31,7 +31,7 @@ def _demo() -> None:
                        width_stride=640, height_stride=480)
     out = dvpp.PicDesc(data=dvpp.malloc(224 * 224 * 3 // 2), size=224 * 224 * 3 // 2, format=1,
                        width=224, height=224, width_stride=224, height_stride=224)
-    s = rt.Stream()
+    s = stream.Stream()
     for _ in range(8):
         dvpp.jpeg_decode_async(ch, src, data.size, dec, s)
         dvpp.vpc_resize_async(ch, dec, out, None, s)
@@ -41,7 +41,7 @@ def _demo() -> None:
 def dvpp_table() -> str:
     head = "| NPU | " + " | ".join(f"{u}(%)" for u in dvpp.UNITS) + " |"
     out = [head, "|" + "-" * (len(head) - 2) + "|"]
-    for i in range(rt.device_count()):
+    for i in range(device.device_count()):
         cells = " | ".join(f"{dvpp.utilization(i, u):>{len(u) + 3}.1f}" for u in dvpp.UNITS)
         out.append(f"| {i:<3} | {cells} |")
     return "\n".join(out)
@@ -52,13 +52,13 @@ def main(argv=None) -> int:
     p.add_argument("cmd", nargs="?", default="info", choices=["info"])
     p.add_argument("--demo", action="store_true", help="decode and resize a few JPEGs first")
     args = p.parse_args(argv)
-    rt.init()
+    device.init()
     try:
         if args.demo:
             _demo()
         print(dvpp_table())
     finally:
-        rt.finalize()
+        device.finalize()
     return 0
 
 

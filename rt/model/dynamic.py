@@ -1,6 +1,7 @@
 """Dynamic gears and dynamic shape for `rt.Model` (docs/dynamic-shapes.md).
 
-`rt.Model` inherits `DynamicModel`. Three kinds of model come out of ATC besides static ones:
+`rt.Model` holds a `DynamicShapes` (its `_dynamic`) and delegates its gear and shape calls to
+it. Three kinds of model come out of ATC besides static ones:
 
 - gears (`--dynamic_image_size`, `--dynamic_dims`): one converted graph per gear in the file;
   `set_dynamic_hw_size(h, w)` / `set_input_dynamic_dims(dims)` pick one (mirrors
@@ -22,9 +23,10 @@ import os
 import numpy as np
 
 from ..array import DeviceArray
+from ..atc.convert import AtcError, build, external_tensors   # ATC's passes, rerun per shape
 from ..errors import (AclError, ACL_ERROR_DESERIALIZE_MODEL, ACL_ERROR_FEATURE_UNSUPPORTED,
                       ACL_ERROR_INVALID_PARAM, ACL_ERROR_MODEL_INPUT_NOT_MATCH)
-from .format import pack, parse
+from ..graph.format import pack, parse
 
 #: the ATC option that makes each kind of dynamic model (what error messages name)
 KIND_OPTIONS = {"batch": "--dynamic_batch_size", "image_size": "--dynamic_image_size",
@@ -42,18 +44,20 @@ def _range_text(r) -> str:
     return f"[{r[0]}, {'inf' if r[1] == -1 else r[1]}]"
 
 
-class DynamicModel:
-    """Gear selection and per-shape specialisation; `_init_dynamic` runs at the end of
-    `Model.__init__` (the attributes it reads are rt.Model's)."""
+class DynamicShapes:
+    """The dynamic side of one `rt.Model`: which kind of dynamic model it is, its gears and
+    ranges, the gear bound now, and the per-shape specialised models (an LRU). It rebinds the
+    model's current graph (`inputs`, `outputs`, views and nodes) when a gear is picked."""
 
-    def _init_dynamic(self) -> None:
-        h = self.header
+    def __init__(self, model) -> None:
+        self.model = model
+        h = model.header
         gears = h.get("dynamic_gears") or {}
         ranged = h.get("dynamic_shape") or {}
-        self.dynamic_mode = "batch" if self.dynamic_batch_sizes else \
+        self.mode = "batch" if model.dynamic_batch_sizes else \
             gears.get("mode") or ("shape" if ranged else None)
         #: gears as given to ATC ([h, w] or the -1 dims' values), the current gear's index
-        self.dynamic_gears = [tuple(g) for g in gears.get("gears", [])]
+        self.gears = [tuple(g) for g in gears.get("gears", [])]
         self.gear_shapes = [dict(s) for s in gears.get("shapes", [])]
         self.gear_input_shape = dict(gears.get("input_shape", {}))
         self.gear = gears.get("main")
@@ -64,70 +68,64 @@ class DynamicModel:
         self.output_dims = dict(ranged.get("output_dims", {}))
         # what a model desc shows: the main graph (largest batch, or upper bounds); for gears
         # each input's and output's largest shape over the gears (acl buffers are sized by it)
-        self.declared_inputs, self.declared_outputs = list(self.inputs), list(self.outputs)
+        self.declared_inputs, self.declared_outputs = list(model.inputs), list(model.outputs)
         for g in gears.get("variants", {}).values():
-            for io, names in (("declared_inputs", g["inputs"]), ("declared_outputs",
-                                                                   g["outputs"])):
-                lst = getattr(self, io)
+            for lst, names in ((self.declared_inputs, g["inputs"]),
+                               (self.declared_outputs, g["outputs"])):
                 for i, n in enumerate(names):
                     t = g["tensors"][n]
                     d = type(lst[i])(i, n, tuple(t["shape"]), t["dtype"])
                     if d.size > lst[i].size:
                         lst[i] = d
-        self._gear_bound = {self.gear: (self.inputs, self.outputs, self._views, self.nodes)} \
+        self._gear_bound = {self.gear: (model.inputs, model.outputs, model._views, model.nodes)} \
             if gears else {}
-        self._specialised: collections.OrderedDict = collections.OrderedDict()
+        #: {input shapes: the static model converted for them}, least recently used first
+        self.specialised_models: collections.OrderedDict = collections.OrderedDict()
 
-    def _mode_error(self, api: str, want: str) -> AclError:
-        got = KIND_OPTIONS.get(self.dynamic_mode, "a static model")
+    def mode_error(self, api: str, want: str) -> AclError:
+        got = KIND_OPTIONS.get(self.mode, "a static model")
         return AclError(ACL_ERROR_INVALID_PARAM, f"{api}: the model must be converted with "
                         f"{KIND_OPTIONS[want]}, got {got}")
 
     # -- gears -----------------------------------------------------------------------------------
-    def _bind_gear(self, index: int) -> None:
-        with self._lock:
+    def bind_gear(self, index: int) -> None:
+        m = self.model
+        with m._lock:
             if index not in self._gear_bound:
-                self._gear_bound[index] = self._bind_variant(
-                    self.header["dynamic_gears"]["variants"][str(index)])
-            self.inputs, self.outputs, self._views, self.nodes = self._gear_bound[index]
+                self._gear_bound[index] = m._bind_variant(
+                    m.header["dynamic_gears"]["variants"][str(index)])
+            m.inputs, m.outputs, m._views, m.nodes = self._gear_bound[index]
             self.gear = index
 
-    def set_dynamic_hw_size(self, height: int, width: int) -> None:
-        """Mirrors `aclmdlSetDynamicHWSize`: run the graph converted for the (height, width)
-        gear of ATC's --dynamic_image_size from the next execute on."""
+    def set_hw_size(self, height: int, width: int) -> None:
         api = "set_dynamic_hw_size"
-        if self.dynamic_mode != "image_size":
-            raise self._mode_error(api, "image_size")
+        if self.mode != "image_size":
+            raise self.mode_error(api, "image_size")
         key = (height, width)
-        if key not in self.dynamic_gears:
+        if key not in self.gears:
             raise AclError(ACL_ERROR_INVALID_PARAM, f"{api}: (height, width) must be one of the "
-                           f"gears {[list(g) for g in self.dynamic_gears]}, got height={height!r}"
+                           f"gears {[list(g) for g in self.gears]}, got height={height!r}"
                            f", width={width!r}")
-        self._bind_gear(self.dynamic_gears.index(key))
+        self.bind_gear(self.gears.index(key))
 
-    def dynamic_dims_of(self, gear: int) -> list[int]:
-        """Every input's dims at `gear`, concatenated in input order (aclmdlIODims.dims of
-        aclmdlGetInputDynamicDims / aclmdlSetInputDynamicDims)."""
+    def dims_of(self, gear: int) -> list[int]:
         shapes = self.gear_shapes[gear]
         return [d for desc in self.declared_inputs for d in shapes.get(desc.name, desc.shape)]
 
-    def set_input_dynamic_dims(self, dims) -> None:
-        """Mirrors `aclmdlSetInputDynamicDims`: `dims` is every input's dims concatenated in
-        input order (as get_input_dynamic_dims lists them) or just the values of the -1 dims
-        (one gear of ATC's --dynamic_dims)."""
+    def set_dims(self, dims) -> None:
         api = "set_input_dynamic_dims"
-        if self.dynamic_mode != "dims":
-            raise self._mode_error(api, "dims")
+        if self.mode != "dims":
+            raise self.mode_error(api, "dims")
         try:
             dims = [int(d) for d in dims]
         except (TypeError, ValueError):
             raise AclError(ACL_ERROR_INVALID_PARAM, f"{api}: dims must be a list of ints, got "
                            f"dims={dims!r}") from None
-        full = [self.dynamic_dims_of(i) for i in range(len(self.dynamic_gears))]
-        short = [list(g) for g in self.dynamic_gears]
+        full = [self.dims_of(i) for i in range(len(self.gears))]
+        short = [list(g) for g in self.gears]
         for options in (full, short):
             if dims in options:
-                self._bind_gear(options.index(dims))
+                self.bind_gear(options.index(dims))
                 return
         raise AclError(ACL_ERROR_INVALID_PARAM, f"{api}: dims must be one of the gears "
                        f"{short} (the -1 dims of --input_shape "
@@ -149,8 +147,9 @@ class DynamicModel:
                                    f"--input_shape range), got {x} (shape {list(shape)})")
 
     def specialised(self, shapes: list, api: str = "model execute"):
-        """The model to run for these input shapes (in input order): this one for the main
-        shapes, else a static model converted for them (cached, LRU)."""
+        """The model to run for these input shapes (in input order): the model itself for the
+        main shapes, else a static model converted for them (cached, LRU)."""
+        m = self.model
         shapes = [tuple(int(x) for x in s) for s in shapes]
         if len(shapes) != len(self.declared_inputs):
             raise AclError(ACL_ERROR_MODEL_INPUT_NOT_MATCH, f"{api}: inputs must have "
@@ -158,19 +157,20 @@ class DynamicModel:
         self.check_shapes(shapes, api)
         key = tuple(shapes)
         if key == tuple(d.shape for d in self.declared_inputs):
-            self.inputs, self.outputs = self.declared_inputs, self.declared_outputs
-            return self
-        with self._lock:
-            sub = self._specialised.get(key)
+            m.inputs, m.outputs = self.declared_inputs, self.declared_outputs
+            return m
+        with m._lock:
+            sub = self.specialised_models.get(key)
             if sub is None:
-                sub = self._specialised[key] = self._convert_for(shapes, api)
-                while len(self._specialised) > _cache_size():
-                    self._specialised.popitem(last=False)[1].unload()
-            self._specialised.move_to_end(key)
-        self.inputs, self.outputs = sub.inputs, sub.outputs     # what get_cur_output_dims shows
+                sub = self.specialised_models[key] = self._convert_for(shapes, api)
+                while len(self.specialised_models) > _cache_size():
+                    self.specialised_models.popitem(last=False)[1].unload()
+            self.specialised_models.move_to_end(key)
+        m.inputs, m.outputs = sub.inputs, sub.outputs     # what get_cur_output_dims shows
         return sub
 
     def _convert_for(self, shapes: list, api: str):
+        m = self.model
         try:
             import onnx
         except ImportError:
@@ -178,10 +178,9 @@ class DynamicModel:
                            f"--input_shape ranges needs the onnx package at execute to specialise "
                            f"its graph: pip install 'ascend-emu[models]' (or pip install onnx)") \
                 from None
-        from ..atc.convert import AtcError, build, external_tensors    # the ATC passes
-        w = next(w for w in self.header["weights"]
-                 if w["name"] == self.header["dynamic_shape"]["graph"])
-        raw = self._weights.host_view()[w["offset"]:w["offset"] + w["nbytes"]].tobytes()
+        w = next(w for w in m.header["weights"]
+                 if w["name"] == m.header["dynamic_shape"]["graph"])
+        raw = m._weights.host_view()[w["offset"]:w["offset"] + w["nbytes"]].tobytes()
         try:
             graph = onnx.load_from_string(raw)
         except Exception as e:         # protobuf's DecodeError and kin: a corrupt graph
@@ -193,15 +192,15 @@ class DynamicModel:
                            f"must hold every tensor's data, got external data for "
                            f"{external[:3]}")
         try:
-            header, consts, _ = build(graph, self.header.get("soc_version", "Ascend910B2"),
+            header, consts, _ = build(graph, m.header.get("soc_version", "Ascend910B2"),
                                       {d.name: list(s) for d, s in
                                        zip(self.declared_inputs, shapes)})
         except AtcError as e:
             raise AclError(ACL_ERROR_MODEL_INPUT_NOT_MATCH, f"{api}: cannot specialise the "
                            f"graph for input shapes {[list(s) for s in shapes]}: {e}") from e
-        where = f"{self.source} at {[list(s) for s in shapes]}"
+        where = f"{m.source} at {[list(s) for s in shapes]}"
         h, blob = parse(pack(header, consts), where)
-        return type(self)(h, blob, self.device, where)
+        return type(m)(h, blob, m.device, where)
 
     def route_inputs(self, inputs) -> tuple[list, object]:
         """(inputs in model order, the model that runs them) for a range model's execute."""
@@ -215,7 +214,8 @@ class DynamicModel:
         shapes = [x.shape if isinstance(x, DeviceArray) else np.shape(x) for x in inputs]
         return inputs, self.specialised(shapes)
 
-    def unload_specialised(self) -> None:
-        with self._lock:
-            while self._specialised:
-                self._specialised.popitem()[1].unload()
+    def unload(self) -> None:
+        """Unload every specialised model (the model's own unload calls this)."""
+        with self.model._lock:
+            while self.specialised_models:
+                self.specialised_models.popitem()[1].unload()

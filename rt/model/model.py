@@ -24,9 +24,10 @@ from .. import sched
 from ..log import logger
 from ..memory import record_arrays
 from ..stream import Stream, current_stream
-from . import aicpu, fusion, registry
-from .dynamic import DynamicModel
-from .format import parse, read_file
+from ..graph import aicpu
+from . import fusion, registry
+from .dynamic import DynamicShapes
+from ..graph.format import parse, read_file
 
 
 @dataclass(frozen=True)
@@ -79,9 +80,10 @@ def query_size(path) -> tuple[int, int]:
     return header["workspace_bytes"], header["weight_bytes"]
 
 
-class Model(DynamicModel):     # gears and ranges: rt/model/dynamic.py
+class Model:
     """A loaded offline model. `Model.load(path_or_bytes)`; `.inputs`/`.outputs` (TensorDesc);
-    `.execute(inputs, stream=None)`; `.unload()`."""
+    `.execute(inputs, stream=None)`; `.unload()`. Gears and shape ranges are handled by its
+    `DynamicShapes` (rt/model/dynamic.py), to which the calls below delegate."""
 
     def __init__(self, header: dict, blob: memoryview, device: int | None = None,
                  source: str = "<memory>"):
@@ -130,7 +132,7 @@ class Model(DynamicModel):     # gears and ranges: rt/model/dynamic.py
         self.nodes = self._bind_all(header, tensors)
         self.batch_size = self.dynamic_batch_sizes[-1] if self.dynamic_batch_sizes else None
         self._bound = {self.batch_size: (self.inputs, self.outputs, self._views, self.nodes)}
-        self._init_dynamic()
+        self._dynamic = DynamicShapes(self)
 
     def set_dynamic_batch_size(self, batch: int) -> None:
         """Mirrors `aclmdlSetDynamicBatchSize`: run the graph converted for `batch` (one of the
@@ -148,6 +150,69 @@ class Model(DynamicModel):     # gears and ranges: rt/model/dynamic.py
             self.inputs, self.outputs, self._views, self.nodes = self._bound[batch]
             self.batch_size = batch
 
+    # -- dynamic gears and shapes (DynamicShapes) -----------------------------------------------
+    @property
+    def dynamic_mode(self) -> str | None:
+        """"batch", "image_size", "dims", "shape" (ranges) or None (a static model)."""
+        return self._dynamic.mode
+
+    @property
+    def dynamic_gears(self) -> list:
+        return self._dynamic.gears
+
+    @property
+    def gear_shapes(self) -> list:
+        return self._dynamic.gear_shapes
+
+    @property
+    def gear_input_shape(self) -> dict:
+        return self._dynamic.gear_input_shape
+
+    @property
+    def gear(self) -> int | None:
+        return self._dynamic.gear
+
+    @property
+    def shape_ranges(self) -> dict:
+        return self._dynamic.shape_ranges
+
+    @property
+    def output_dims(self) -> dict:
+        return self._dynamic.output_dims
+
+    @property
+    def declared_inputs(self) -> list:
+        return self._dynamic.declared_inputs
+
+    @property
+    def declared_outputs(self) -> list:
+        return self._dynamic.declared_outputs
+
+    def set_dynamic_hw_size(self, height: int, width: int) -> None:
+        """Mirrors `aclmdlSetDynamicHWSize`: run the graph converted for the (height, width)
+        gear of ATC's --dynamic_image_size from the next execute on."""
+        self._dynamic.set_hw_size(height, width)
+
+    def set_input_dynamic_dims(self, dims) -> None:
+        """Mirrors `aclmdlSetInputDynamicDims`: `dims` is every input's dims concatenated in
+        input order (as get_input_dynamic_dims lists them) or just the values of the -1 dims
+        (one gear of ATC's --dynamic_dims)."""
+        self._dynamic.set_dims(dims)
+
+    def dynamic_dims_of(self, gear: int) -> list[int]:
+        """Every input's dims at `gear`, concatenated in input order (aclmdlIODims.dims of
+        aclmdlGetInputDynamicDims / aclmdlSetInputDynamicDims)."""
+        return self._dynamic.dims_of(gear)
+
+    def check_shapes(self, shapes: list, api: str = "model execute") -> None:
+        """Refuse input shapes outside the ranges given to ATC."""
+        self._dynamic.check_shapes(shapes, api)
+
+    def specialised(self, shapes: list, api: str = "model execute") -> "Model":
+        """The model to run for these input shapes: this one for the main shapes, else a static
+        model converted for them (cached, LRU of ASCEND_EMU_MODEL_SHAPE_CACHE)."""
+        return self._dynamic.specialised(shapes, api)
+
     # -- construction --------------------------------------------------------------------------
     @staticmethod
     def _view(base: DeviceArray, offset: int, t: dict) -> DeviceArray | None:
@@ -158,7 +223,7 @@ class Model(DynamicModel):     # gears and ranges: rt/model/dynamic.py
     @classmethod
     def load(cls, source, device: int | None = None) -> "Model":
         """Mirrors `aclmdlLoadFromFile` (a path) / `aclmdlLoadFromMem` (bytes). Refuses corrupt,
-        truncated or wrong-version files with ACL's model error codes (see rt/model/format.py)."""
+        truncated or wrong-version files with ACL's model error codes (see rt/graph/format.py)."""
         if isinstance(source, (bytes, bytearray, memoryview)):
             header, blob = parse(source)
             return cls(header, blob, device)
@@ -279,7 +344,7 @@ class Model(DynamicModel):     # gears and ranges: rt/model/dynamic.py
         execution reuses) before the work is done.
         """
         if self.shape_ranges:       # dynamic shape: the graph for these shapes (dynamic.py)
-            inputs, target = self.route_inputs(inputs)
+            inputs, target = self._dynamic.route_inputs(inputs)
             if target is not self:
                 return target.execute(inputs, stream, outputs)
         if isinstance(inputs, dict):
@@ -353,7 +418,7 @@ class Model(DynamicModel):     # gears and ranges: rt/model/dynamic.py
 
     def unload(self) -> None:
         """Mirrors `aclmdlUnload`: frees the weights and workspace (stream-ordered)."""
-        self.unload_specialised()
+        self._dynamic.unload()
         for buf in [self._weights, self._work, *self._staging.values()]:
             buf.free()
         self._staging.clear()

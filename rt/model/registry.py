@@ -1,4 +1,4 @@
-"""Where device ops get their implementations: AI CPU (numpy, `rt.model.aicpu`, always there) and
+"""Where device ops get their implementations: AI CPU (numpy, `rt.graph.aicpu`, always there) and
 AI Core (kernels in the kernel language, registered from above `rt`).
 
 `rt` never imports the kernel library (tests/test_layering.py). An op library registers its AI

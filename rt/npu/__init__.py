@@ -1,11 +1,12 @@
-"""rt.npu: a deterministic discrete-event model of an AI Core's pipes (DESIGN §6, issue 9).
+"""rt.npu: a deterministic discrete-event model of an AI Core's pipes (docs/npu-model.md).
 
 `model.PipeModel` holds the per-SoC constants (each cited in docs/npu-model.md or marked as an
-assumption); `sim.simulate` replays per-block instruction recordings (`sim.Instr`) on them and
-returns a `sim.Timeline`; `export` writes it the way msOpProf shows a simulation (trace JSON,
-PipeUtilization.csv, code_exe.csv, op_summary columns); `plots` draws the roofline and the
-pipe-utilisation PNGs (matplotlib, imported only when drawing). Standard library and numpy only:
-the kernel language records, rt replays.
+assumption); `sim.simulate` replays per-block instruction recordings (`instr.Instr`) on them with
+a `sim.Simulator` (its cores: `core.Core`, their pipes and cost rules: `pipe.Pipe`, `pipe.op_cost`;
+L2: `l2`; the MIX split: `mix`) and returns an `instr.Timeline`; `export` writes it the way
+msOpProf shows a simulation (trace JSON, PipeUtilization.csv, code_exe.csv, op_summary columns);
+`plots` draws the roofline and the pipe-utilisation PNGs (matplotlib, imported only when
+drawing). Standard library and numpy only: the kernel language records, rt replays.
 """
 from .export import (code_exe, format_top_lines, op_summary_row, write_all, write_code_exe,
                      write_pipe_utilization, write_trace)
@@ -20,3 +21,7 @@ __all__ = ["PipeModel", "pipe_model", "PIPES", "Instr", "Timeline", "simulate", 
            "op_summary_row", "write_all", "side_of", "split_block", "RooflinePoint",
            "roofline_point", "roofline_ceilings", "write_roofline_png", "pipe_busy_ratios",
            "write_pipe_chart_png", "launch_cores", "simulate_launch"]
+
+from .. import profiler as _profiler
+
+_profiler.set_npu_view(simulate_launch, write_all)      # the profiler's NPU view (rt.profiler)

@@ -1,4 +1,4 @@
-"""msOpProf-style outputs of a simulated `Timeline` (DESIGN §6, issue 9 §3).
+"""msOpProf-style outputs of a simulated `Timeline` (docs/design.md, the NPU view).
 
 - `write_trace`: `npu_trace.json` for Perfetto / chrome://tracing. One process per core that ran
   a block, grouped as msOpProf groups them: the cube cores first ("AIC 0", "AIC 1", ...), then

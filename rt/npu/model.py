@@ -104,6 +104,10 @@ class PipeModel:
     l2_line_bytes: int = L2_LINE_BYTES    # residency granule (derived from msopprof counters)
     # scalar, flags, launch (§1.6, §1.7)
     scalar_issue_cycles: int = 1   # §1.6: assumption (PTOISA charges 1 cycle per sync/ctrl instr)
+    # §1.6 issue-queue depth: how many issued instructions may wait in one pipe's queue before
+    # the SCALAR unit stalls. No source gives the depth; 0 = unbounded (the default, an
+    # assumption that lets the scalar unit run further ahead than on an NPU).
+    issue_queue_depth: int = 0
     flag_latency_cycles: int = 1   # §1.6: PTOISA set_flag/wait_flag = 1 cycle (same core)
     # §1.6 cross-core flag (CrossCoreSetFlag / ffts_cross_core_sync, AIC <-> AIV): pto-isa charges
     # 1 cycle, which §1.6 calls "far too low". Assumption: 200 cycles (~0.11 µs at 1.8 GHz), the

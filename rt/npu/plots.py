@@ -1,4 +1,4 @@
-"""PNG views of a simulated run (issue 9 §3): a roofline and a pipe-utilisation bar chart.
+"""PNG views of a simulated run : a roofline and a pipe-utilisation bar chart.
 
 - `roofline_point(tl, label)`: a kernel's (label, flops, bytes, seconds): 2 FLOPs per cube MAC
   plus 1 op per vector element (`Instr.elements` of VECTOR work, so that a vector-only kernel has

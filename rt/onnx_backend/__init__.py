@@ -9,7 +9,7 @@ own input shapes, or `input_shape={"x": [1, 3, 224, 224]}`), loads the result on
 device (ACL device `device_id` of "CPU[:id]" / "NPU[:id]") and returns a `BackendRep` whose `run`
 executes it synchronously. ONNX's device names know only CPU and CUDA: "CPU" is accepted because
 the emulated NPU runs on the host CPU; "CUDA" is not. So ONNX's own suite runs against us with
-`onnx.backend.test.BackendTest(rt.onnx_backend, __name__)` (tests/models/test_onnx_backend.py).
+`onnx.backend.test.BackendTest(rt.onnx_backend, __name__)` (tests/rt/models/test_onnx_backend.py).
 A model the converter refuses raises `rt.atc.AtcError` from `prepare`. Needs `onnx`.
 """
 from __future__ import annotations

@@ -3,19 +3,19 @@
 The selection: the node tests (`onnx.backend.test.loader.load_model_tests(kind="node")`) whose
 model uses only ops the converter claims (`rt.model.AICPU_OPS`, the op catalogue), plus the
 light real models. The suite runs as ONNX ships it; a test we do not pass is excluded here by
-a regular expression with the reason (tests/models/test_onnx_backend.py applies them,
+a regular expression with the reason (tests/rt/models/test_onnx_backend.py applies them,
 `python -m bench.models --conformance` reports the counts).
 """
 from __future__ import annotations
 
-# the issue's six, and DenseNet-121: its stored output is reproduced here (and by onnxruntime);
-# onnx.reference misses it because its BatchNormalization-9 fills momentum's default 0.9 and
+# ONNX's light models; DenseNet-121's stored output is reproduced here (and by onnxruntime),
+# though onnx.reference misses it because its BatchNormalization-9 fills momentum's default 0.9 and
 # then mixes in batch statistics
 LIGHT_MODELS = ("test_resnet50", "test_vgg19", "test_bvlc_alexnet", "test_inception_v1",
                 "test_shufflenet", "test_zfnet512", "test_densenet121")
 
 # ops of the catalogue without a node test of their own in ONNX's suite
-NO_NODE_TEST = {"Aipp"}     # inserted by ATC's --insert_op_conf (issue 15), not an ONNX op
+NO_NODE_TEST = {"Aipp"}     # AIPP: inserted by ATC's --insert_op_conf, not an ONNX op
 
 # (pattern over the test name without the _cpu suffix, reason)
 EXCLUDE: list[tuple[str, str]] = [

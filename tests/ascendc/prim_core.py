@@ -5,6 +5,7 @@ import numpy as np
 import rt.soc
 from ascendc.lang import core
 from ascendc.lang.dtypes import from_numpy, storage_view
+from ascendc.lang.state import MEM
 
 
 class Core:
@@ -14,7 +15,7 @@ class Core:
         self.ctx = core.new_ctx(rt.soc.get_soc(), flags)
 
     def local(self, level, dtype, n, off=0, fill=None):
-        mem = self.ctx[0]
+        mem = self.ctx[MEM]
         sd = from_numpy(dtype).storage
         b = int(core.state(self.ctx).level_base[level]) + off
         v = mem[b:b + n * sd.itemsize].view(sd)
@@ -45,7 +46,7 @@ class Arena:
     def new(self, n, dtype, fill=None):
         """(storage view for the primitive, logical numpy view for the test)."""
         dt = np.dtype(dtype)
-        raw = self.ctx[0][self.off:self.off + n * dt.itemsize]
+        raw = self.ctx[MEM][self.off:self.off + n * dt.itemsize]
         self.off = (self.off + n * dt.itemsize + 31) // 32 * 32
         logical = raw.view(dt)
         logical[:] = 0 if fill is None else fill

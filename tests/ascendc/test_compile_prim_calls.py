@@ -1,10 +1,10 @@
-"""Kernels call their larger primitives instead of inlining them (issue 12: cold compile time).
+"""Kernels call their larger primitives instead of inlining them (docs/compile-time.md).
 
 The generated kernel functions compile as GLUE (ascendc/compiler/gluejit.py); a primitive whose
 optimised code is large is then only declared in the kernel's LLVM module and called, small ones
-stay inlined (lang/core.py, CalledLibrary). A kernel loaded from the disk cache first loads the
-primitives it calls (PrimLoader), also when their own cache was dropped and they recompile under
-another symbol.
+stay inlined (lang/numba_link.py, CalledLibrary). A kernel loaded from the disk cache first loads
+the primitives it calls (PrimLoader), also when their own cache was dropped and they recompile
+under another symbol.
 """
 import os
 import pathlib
@@ -18,13 +18,13 @@ from numba import types
 
 import ascendc as asc
 from ascendc.compiler.codegen import kernel_module
-from ascendc.lang import core
+from ascendc.lang import numba_link
 from ascendc.lang.errors import KernelError
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TILE = 64
 
-pytestmark = pytest.mark.skipif(not core.prim_calls_enabled(),
+pytestmark = pytest.mark.skipif(not numba_link.prim_calls_enabled(),
                                 reason="ASCEND_EMU_PRIM_CALLS=0: primitives are inlined")
 
 
@@ -99,8 +99,8 @@ def test_generated_module_uses_glue_jit_only_when_prim_calls_are_on(monkeypatch)
 
 
 def test_prim_loader_refuses_a_primitive_whose_return_type_changed():
-    loader = core.PrimLoader("ascendc.lang.core", "level_name", (types.int64,), types.int64,
-                             "_no_such_symbol")
+    loader = numba_link.PrimLoader("ascendc.lang.core", "level_name", (types.int64,),
+                                   types.int64, "_no_such_symbol")
     with pytest.raises(KernelError, match=r"cached kernel: primitive level_name\(int64,\) must "
                                           r"return int64 as when the kernel was compiled, got "
                                           r"unicode_type \(clear the kernel cache\)"):
@@ -196,8 +196,8 @@ def test_an_inlined_primitive_rebuilt_from_the_cache_passes_on_its_loaders():
             raise AssertionError("size asked outside a compile")
 
     class Cres:
-        reload_init = [core.PrimLoader("m", "big", (), types.none, "sym")]
+        reload_init = [numba_link.PrimLoader("m", "big", (), types.none, "sym")]
 
-    called = core.CalledLibrary(Lib(), Cres(), None)
-    assert not core._COMPILING.stack            # outside a compile: linked, not called
+    called = numba_link.CalledLibrary(Lib(), Cres(), None)
+    assert not numba_link._COMPILING.stack            # outside a compile: linked, not called
     assert called._reload_init == set(Cres.reload_init)

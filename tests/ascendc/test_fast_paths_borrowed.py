@@ -12,6 +12,7 @@ from ascendc.lang.params import LoadData2DParams
 from ascendc.lang.prims.cube import load_data
 from ascendc.lang.prims.borrow import borrowed
 from ascendc.lang.prims.datacopy import data_copy
+from ascendc.lang.state import MEM
 
 
 @njit
@@ -38,7 +39,7 @@ def test_borrowed_is_identity_in_python():
 
 def _core():
     ctx = core.new_ctx(rt.get_soc())
-    mem = ctx[0]
+    mem = ctx[MEM]
 
     def local(level, n, off=0):
         base = int(core.state(ctx).level_base[level]) + off

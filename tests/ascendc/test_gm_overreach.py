@@ -1,4 +1,4 @@
-"""GM over-reach (issue 10 item 11): a kernel reaching past a GM argument's end but inside its
+"""GM over-reach (docs/limitations.md): a kernel reaching past a GM argument's end but inside its
 allocation (``aclrtMalloc``: align32(size) + 32 bytes) runs, as on hardware; checked mode warns
 once per launch per argument; beyond the allocation it stays a trap. numpy and rt.DeviceArray
 arguments, both modes."""

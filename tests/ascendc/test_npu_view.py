@@ -1,4 +1,4 @@
-"""The NPU view on recorded kernels (issue 9 §1, §5): interpret-mode recording of what each block
+"""The NPU view on recorded kernels (docs/design.md): interpret-mode recording of what each block
 issues (ascendc/lang/record.py), replayed by rt.npu's pipe model through `asc.npu_trace`."""
 # ruff: noqa: E702  (the kernel keeps the README's one-line statement pairs)
 import numpy as np

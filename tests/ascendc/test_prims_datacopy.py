@@ -13,6 +13,7 @@ from ascendc.lang.params import (DataCopyExtParams, DataCopyPadExtParams, DataCo
 from ascendc.lang.prims.datacopy import data_copy, data_copy_pad
 
 from prim_core import Core
+from ascendc.lang.state import MEM
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 DTYPES = [np.float32, np.float16, BF16, np.int8]
@@ -402,14 +403,14 @@ def test_deferred_visibility_and_strided_snapshot(how):
     ub = c.local(UB, np.float32, 64, fill=-1)
     copy(how, c.ctx, ub, g, 16)
     assert (ub == -1).all()                         # not visible before deque
-    core.flush_pending(c.ctx, 0, c.ctx[0].size)
+    core.flush_pending(c.ctx, 0, c.ctx[MEM].size)
     assert np.array_equal(ub[:16], x[:16]) and (ub[16:] == -1).all()
     ub[16:] = -2                                    # written by "vector code" meanwhile
     copy(how, c.ctx, ub, g, DataCopyParams(2, 1, 0, 2))     # blocks at 0 and 24, gap 16..24
     copy(how, c.ctx, ub[48:], g, 8)                         # another pending copy
     pad(how, c.ctx, ub[32:], g, DataCopyExtParams(1, 8, 0, 0, 0))
     assert np.array_equal(ub[:16], x[:16])          # old values until visible
-    core.flush_pending(c.ctx, 0, c.ctx[0].size)
+    core.flush_pending(c.ctx, 0, c.ctx[MEM].size)
     ref = np.full(64, -2, np.float32)
     ref[:8] = x[:8]
     ref[8:16] = x[8:16]

@@ -1,6 +1,6 @@
 """Vector primitives (ascendc/lang/prims/vector.py) against numpy references.
 
-Tensors are views into the core's local memory (`ctx[0]`), as the runtime makes them. Every
+Tensors are views into the core's local memory (`ctx[MEM]`), as the runtime makes them. Every
 primitive is called from Python; `test_*_in_njit` call them from nopython code too.
 """
 import inspect

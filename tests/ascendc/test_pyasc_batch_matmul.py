@@ -1,5 +1,5 @@
 """Batch Matmul: `Matmul.iterate_batch` over LayoutMode.NORMAL operands and the host's
-`set_a/b/c_layout`, `set_batch_num` (issue 10 §2.3; pyasc generalization/adv/
+`set_a/b/c_layout`, `set_batch_num` (pyasc generalization/adv/
 test_matmul_iterate_batch.py). Ascend C IterateBatch: one single_core_m x single_core_n C per
 batch; batch_a and batch_b must be multiples of each other (pyasc python/asc/language/adv/utils.py,
 iterate_batch_docstring), the smaller one broadcast as pyasc's test reference does."""

@@ -1,5 +1,5 @@
-"""asc.bilinear_interpolation (Ascend C BilinearInterpolation), float16, in both modes (issue 10
-§2.9; pyasc's kernels/test_bilinear_interpolation)."""
+"""asc.bilinear_interpolation (Ascend C BilinearInterpolation), float16, in both modes
+(pyasc's kernels/test_bilinear_interpolation)."""
 import numpy as np
 import pytest
 

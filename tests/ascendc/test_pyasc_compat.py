@@ -1,4 +1,4 @@
-"""`python -m ascendc.run` and `ascendc.pyasc_compat`: pyasc scripts run unchanged (issue 10 §1)."""
+"""`python -m ascendc.run` and `ascendc.pyasc_compat`: pyasc scripts run unchanged."""
 import os
 import pathlib
 import subprocess

@@ -1,5 +1,5 @@
 """asc.copy(dst, src, mask, repeat_time, CopyRepeatParams): Ascend C's vector Copy between UB
-tensors, in both modes (issue 10 §2.9; pyasc's generalization/basic/test_copy)."""
+tensors, in both modes (pyasc's generalization/basic/test_copy)."""
 import numpy as np
 import pytest
 

@@ -1,4 +1,4 @@
-"""pyasc language features (issue 10 §2): `.ceildiv` / `asc.ceildiv`, helper defaults and keyword
+"""pyasc language features: `.ceildiv` / `asc.ceildiv`, helper defaults and keyword
 arguments, `asc.property` platform constants, launch keywords binding parameters, kernel types
 and the block numbering of mixed kernels, static `LocalTensor(dtype, pos, addr, len)`; in both
 modes."""

@@ -1,5 +1,5 @@
 """`Matmul.iterate()` + `get_tensor_c()` with C in VECCALC, `with mm.iterate() as count:`,
-TCubeTiling field writes in kernels, and the pyasc host setters (issue 10 §2.3, §2.6)."""
+TCubeTiling field writes in kernels, and the pyasc host setters."""
 import numpy as np
 import pytest
 

@@ -1,4 +1,4 @@
-"""torch's device "npu" under the pyasc compat layer (issue 10: pyasc's generalization tests make
+"""torch's device "npu" under the pyasc compat layer (pyasc's generalization tests make
 their tensors with device="npu"). Each case runs in a subprocess: registering the device renames
 torch's PrivateUse1 backend for the whole process, which must not leak into the rest of the
 suite (the device exists only where the compat layer is active)."""

@@ -1,5 +1,5 @@
-"""asc.adv.quant (AscendQuant per tensor) and TPipe.init_buffer(buf=, num=) in both modes (issue
-10 §2.9; pyasc's generalization/adv/test_quant). The reference follows CANN's steps: float ->
+"""asc.adv.quant (AscendQuant per tensor) and TPipe.init_buffer(buf=, num=) in both modes
+(pyasc's generalization/adv/test_quant). The reference follows CANN's steps: float ->
 half, * scale and + offset in half, half -> int8 rounding half to even."""
 import numpy as np
 import pytest

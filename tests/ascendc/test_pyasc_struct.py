@@ -1,5 +1,5 @@
 """pyasc's user tiling structs (`asc.language.core.struct`: Struct, Field, StructField) as kernel
-arguments, nested, in both modes (issue 10 §2.9; pyasc's generalization/basic/test_vadd_tiling)."""
+arguments, nested, in both modes (pyasc's generalization/basic/test_vadd_tiling)."""
 import numpy as np
 import pytest
 

@@ -1,5 +1,5 @@
 """pyasc's TBuf.alloc_tensor / free_tensor (inherited from TQueBind: its one buffer)
-and TPipe.init_buffer(buf=, num=) in both modes (issue 10 §2.9; pyasc's
+and TPipe.init_buffer(buf=, num=) in both modes (pyasc's
 kernels/test_bilinear_interpolation uses both)."""
 import numpy as np
 import pytest

@@ -1,6 +1,6 @@
 """asc.trans_data_to_5hd (Ascend C TransDataTo5HD) with TransDataTo5HDParams, both forms (two
 lists of 16 LocalTensors; two uint64 LocalTensors of 16 addresses in TQue(VECCALC) buffers), in
-both modes (issue 10 §2.9; pyasc's generalization/basic/test_trans_5hd_*)."""
+both modes (pyasc's generalization/basic/test_trans_5hd_*)."""
 import numpy as np
 import pytest
 

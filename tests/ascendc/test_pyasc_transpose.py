@@ -1,5 +1,5 @@
 """asc.transpose(dst, src): Ascend C's basic Transpose, one 16 x 16 block of 2-byte elements,
-in both modes (issue 10 §2.9; pyasc's generalization/basic/test_transpose)."""
+in both modes (pyasc's generalization/basic/test_transpose)."""
 import numpy as np
 import pytest
 

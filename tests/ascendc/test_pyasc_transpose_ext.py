@@ -1,6 +1,6 @@
 """asc.transpose(dst, src, shared_tmp_buffer, TransposeParamsExt): Ascend C's enhanced Transpose
 ([N,C,H,W] <-> [N,H,W,C], and the 16 x 16 ND2ND_B16 form), in both modes, with the tmp buffer in
-a TQue(VECCALC) as pyasc's generalization/basic/test_transpose_ext declares it (issue 10 §2.9)."""
+a TQue(VECCALC) as pyasc's generalization/basic/test_transpose_ext declares it."""
 import numpy as np
 import pytest
 

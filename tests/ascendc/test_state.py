@@ -9,7 +9,7 @@ import rt
 from ascendc.lang import core, positions as P
 from ascendc.lang import prims
 from ascendc.lang.errors import KernelError
-from ascendc.lang.state import CORE_STATE, KIND_QUE
+from ascendc.lang.state import CORE_STATE, KIND_QUE, STATE
 
 
 def _ctx(flags=0):
@@ -157,5 +157,5 @@ def test_tque_at_co2_is_rejected_in_a_kernel(interpret):
 
 def test_state_is_one_record_of_core_state():
     ctx = _ctx()
-    assert ctx[2].dtype == CORE_STATE and ctx[2].shape == (1,)
+    assert ctx[STATE].dtype == CORE_STATE and ctx[STATE].shape == (1,)
     assert "src_line" in CORE_STATE.names

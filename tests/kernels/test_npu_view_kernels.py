@@ -1,4 +1,4 @@
-"""The NPU view (issue 9) on every kernel of kernels/, interpreted and compiled.
+"""The NPU view on every kernel of kernels/, interpreted and compiled.
 
 Each kernel runs inside `rt.profile(npu=True)` on a ragged and a tile-multiple shape (shapes and
 tilings shared with the kernel tests, so the compiled specialisations come from the disk cache):

@@ -1,4 +1,4 @@
-"""Shared by the test-for-test rewrites of pyasc's tutorials and kernel tests (issue 10 §4).
+"""Shared by the test-for-test rewrites of pyasc's tutorials and kernel tests.
 
 pyasc's licence does not allow vendoring its files, so tests/pyasc_conformance/test_rewritten_*.py
 are independently written equivalents: the same kernel behaviour through pyasc's names (`asc`,

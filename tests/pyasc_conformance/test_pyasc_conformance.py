@@ -1,4 +1,4 @@
-"""pyasc conformance (issue 10): pyasc's own tutorials and kernel tests, unchanged, on ascend-emu.
+"""pyasc conformance: pyasc's own tutorials and kernel tests, unchanged, on ascend-emu.
 
 The upstream files are NOT vendored: pyasc (github hicann/pyasc) is under the CANN Open Software
 License v2.0, whose §2/§3.1 allow use and distribution only "for use in systems with Huawei AI

@@ -1,4 +1,4 @@
-"""Fixtures of the reliability suite (issue 11): a fresh runtime per test, as in tests/rt."""
+"""Fixtures of the reliability suite (docs/guarantees.md): a fresh runtime per test."""
 import pytest
 
 import rt

@@ -1,4 +1,4 @@
-"""Generated names never collide with user names, and printf counts `%%` right (issue 11 item 3).
+"""Generated names never collide with user names, and printf counts `%%` right.
 A kernel parameter named `_blk` used to be overwritten by the block index (silently wrong); now
 every name the compiler generates is refused, in both modes, with the name and the line."""
 import numpy as np

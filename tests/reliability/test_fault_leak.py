@@ -1,4 +1,4 @@
-"""Issue 11 item 6: a faulting compiled launch leaks nothing.
+"""A faulting compiled launch leaks nothing.
 
 It used to leak ~1.4 KB per fault: Numba's dynamic exception payload (`raise KernelError(template,
 *values)` from nopython code) is never freed, and the unwinding skipped the release of the

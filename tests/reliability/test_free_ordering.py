@@ -1,4 +1,4 @@
-"""Issue 11 item 4: a free while queued work still uses the buffer is stream-ordered: the memory
+"""A free while queued work still uses the buffer is stream-ordered: the memory
 goes back to the pool only once that work has run, so it never reads the next owner's data."""
 import threading
 

@@ -1,4 +1,4 @@
-"""Issue 11: a bounded fuzz of kernel launches and runtime call sequences (hypothesis).
+"""A bounded fuzz of kernel launches and runtime call sequences (hypothesis).
 
 Invariants: nothing crashes; every refusal or fault is an `rt.AclError` with an integer CANN
 code (the expected one where the input decides it); valid work gives numpy's result; the device
@@ -54,7 +54,7 @@ def launches(draw):
 def _expected(spec, x, y):
     """(z numpy computes, whether some block reads past the buffers' allocations: a block
     reaching past the n elements but inside the allocation, rt.pool.alloc_bytes, runs as on
-    hardware, issue 10 item 11)."""
+    hardware, docs/limitations.md)."""
     z = np.zeros_like(x)
     past = False
     reach = alloc_bytes(4 * spec["n"]) // 4

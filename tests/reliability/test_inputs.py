@@ -1,4 +1,4 @@
-"""Issue 11 items 8 and 9: trusted host inputs cannot give silent wrong results or crash the
+"""Trusted host inputs cannot give silent wrong results or crash the
 process; every refusal names the API, the rule and the value."""
 import re
 import subprocess

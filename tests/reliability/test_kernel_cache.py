@@ -1,4 +1,4 @@
-"""The kernel cache cannot be hijacked or broken (issue 11 items 2 and 5): planted or truncated
+"""The kernel cache cannot be hijacked or broken (docs/guarantees.md): planted or truncated
 modules are rewritten from the generated source before use, Numba's pickles are only read from a
 directory only we can write, unusable directories fall back to a private one, and concurrent
 loads in one process are safe."""
@@ -200,8 +200,9 @@ def test_source_fingerprints_are_taken_when_ascendc_is_imported():
     # a process must name cached kernels (and stamp cached primitives) after the sources it
     # imported, not after what the files hold at its first kernel load (they may have been edited
     # since: its old code would then be stored under the new sources' name)
-    code = ("import ascendc; from ascendc.compiler import cache; from ascendc.lang import core; "
-            "print(cache.lang_fingerprint.cache_info().currsize, len(core._LANG_DIGEST))")
+    code = ("import ascendc; from ascendc.compiler import cache; "
+            "from ascendc.lang import numba_link; "
+            "print(cache.lang_fingerprint.cache_info().currsize, len(numba_link._LANG_DIGEST))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["1", "1"]

@@ -1,4 +1,4 @@
-"""Issue 11 item 7: mem-check tells reads from writes where it knows them, and work it refused
+"""Mem-check tells reads from writes where it knows them, and work it refused
 leaves no record that flags later correct code."""
 import numpy as np
 

@@ -8,7 +8,7 @@ from onnx import TensorProto, helper, numpy_helper
 import rt
 import rt.acl as acl
 from rt.atc import AtcError, convert_to_bytes
-from rt.model.format import pack, parse
+from rt.graph.format import pack, parse
 
 F32 = np.float32
 SECRET = b"ssh-rsa AAAA secret key material!"      # 32 bytes: 8 float32

@@ -1,4 +1,4 @@
-"""Issue 11 item 1 for all-resident launches (kernels that call sync_all, rt/resident.py): a
+"""Timeouts and stopping for all-resident launches (kernels that call sync_all, rt/resident.py): a
 device reset or the op execute timeout ends them too. Block 0 spins (interpret mode) while the
 other blocks wait at the barrier for it; the waiting blocks are released by aborting the barrier,
 the spinning one is interrupted at its next bytecode, and the runtime stays usable."""

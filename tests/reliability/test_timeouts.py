@@ -1,4 +1,4 @@
-"""Issue 11 item 1: timeouts hold against a kernel that never ends, a runaway kernel can be
+"""Timeouts hold against a kernel that never ends, a runaway kernel can be
 stopped (device reset, op execute timeout) and the runtime stays usable.
 
 Timing is asserted with perf_counter stamps around the calls (never by sleeping for ordering):

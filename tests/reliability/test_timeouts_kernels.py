@@ -1,4 +1,4 @@
-"""Issue 11 item 1 with real `@asc.jit` kernels: a spinning kernel in both modes.
+"""Timeouts and stopping with real `@asc.jit` kernels: a spinning kernel in both modes.
 
 Interpret mode: `while True` over a vector op is stopped by a device reset / the op execute
 timeout (the runtime raises in the Python thread running it). Compiled mode: nopython code

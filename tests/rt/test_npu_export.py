@@ -1,4 +1,4 @@
-"""rt.npu.export: the msOpProf-style outputs of a simulated Timeline (issue 9 §3) on synthetic
+"""rt.npu.export: the msOpProf-style outputs of a simulated Timeline on synthetic
 instruction lists, and once through `asc.npu_trace(..., out=)` on the add kernel."""
 import csv
 import importlib.util

@@ -1,4 +1,4 @@
-"""rt.npu's pipe simulator on synthetic instruction lists (issue 9 §2, §5): costs, flags,
+"""rt.npu's pipe simulator on synthetic instruction lists (docs/design.md): costs, flags,
 bandwidth sharing, waves and determinism, asserted exactly where the model is arithmetic."""
 import pytest
 
@@ -121,7 +121,7 @@ def test_errors_name_the_bad_argument():
         simulate([[Instr(0, "V", "add")]], M, 1)
 
 
-# --- issue 9 behaviours: waves, stalls, bounds, the AIC/AIV split, sync_all, plots ----------
+# --- the model's behaviours: waves, stalls, bounds, the AIC/AIV split, sync_all, plots ----------
 
 BW = M.dma_bytes_per_cycle
 XLAT = M.cross_core_flag_cycles
@@ -517,3 +517,63 @@ def test_copies_on_one_pipe_overlap_their_latency_and_a_set_flag_waits_for_the_l
     old = simulate([block], replace(M, dma_latency_on_pipe=True), 1)
     assert rec(old, "fixpipe")[-1][4] == pytest.approx(1 + n * (lat + x), rel=1e-12)
     assert old.makespan - tl.makespan == pytest.approx((n - 1) * lat, rel=1e-12)
+
+
+# --- the reference scan and the issue-queue depth ------------------------------------------
+
+def test_every_simulation_is_checked_against_the_plain_reference_scan():
+    """tests/conftest.py runs tests/npu_reference.py's scan next to every simulate() of the suite;
+    the check notices a difference, and the scan alone gives the model's exact numbers."""
+    from npu_reference import reference_simulate, same_run
+
+    from rt.npu import sim
+    assert sim.Simulator.__name__ == "CheckedSimulator"
+    key = ("MTE2", "VECTOR", 0)
+    block = [copy(), flag(0, "MTE2", "set_flag", key), flag(0, "VECTOR", "wait_flag", key),
+             Instr(0, "VECTOR", "add", bytes=2048, repeats=8)]
+    ref = reference_simulate([block], M, 1)
+    (_, _, _, s, e), = rec(ref, "data_copy")
+    assert (s, e) == (1, pytest.approx(1 + M.dma_latency["GM->UB"] + 2048 / BW["GM->UB"]))
+    assert rec(ref, "add")[0][3] == rec(ref, "set_flag")[0][4] + M.flag_latency_cycles
+    tl = simulate([block], M, 1)
+    assert same_run(tl, ref) == []
+    tl.records[-1] = tl.records[-1][:4] + (tl.records[-1][4] + 1,)
+    tl.busy[0]["SCALAR"] += 1
+    assert same_run(tl, ref) == ["records", "busy"]
+
+
+def test_an_issue_queue_depth_stalls_the_scalar_unit_until_its_pipe_takes_one():
+    """docs/npu-model.md §1.6: with `issue_queue_depth` = d the SCALAR unit cannot issue to a pipe
+    whose queue holds d instructions; 0 (the default) keeps the queues unbounded."""
+    from dataclasses import replace
+    add = Instr(0, "VECTOR", "add", bytes=2048, repeats=8)    # 26 cycles idle, 16 back to back
+    block = [add, add, add, copy()]
+    starts = {}
+    for depth in (0, 1, 2):
+        tl = simulate([block], replace(M, issue_queue_depth=depth), 1)
+        starts[depth] = ([r[3] for r in rec(tl, "add")], rec(tl, "data_copy")[0][3],
+                         tl.makespan)
+    x = M.dma_latency["GM->UB"] + 2048 / BW["GM->UB"]          # a copy's bytes and latency
+    # unbounded: the scalar unit issues all four in cycles 0-4, the copy starts at 4
+    assert starts[0] == ([1, 27, 43], 4, pytest.approx(4 + x, rel=1e-12))
+    # depth 1: the third add waits until the first ends (27) and the second leaves the queue;
+    # it is issued in cycle 27, the copy in cycle 28 and starts at 29
+    assert starts[1] == ([1, 27, 43], 29, pytest.approx(29 + x, rel=1e-12))
+    assert starts[2] == starts[0]                 # two queued adds fit: nothing stalls
+
+
+def test_an_issue_queue_depth_that_blocks_the_set_a_wait_needs_is_a_deadlock():
+    from dataclasses import replace
+    key = ("MTE2", "VECTOR", 0)
+    block = [flag(0, "VECTOR", "wait_flag", key), Instr(0, "VECTOR", "add", bytes=256),
+             copy(), flag(0, "MTE2", "set_flag", key)]
+    assert simulate([block], replace(M, issue_queue_depth=2), 1).makespan > 0
+    with pytest.raises(ValueError, match=r"simulate: a full VECTOR queue must drain for the "
+                                         r"SCALAR unit to go on, got a deadlock at wait_flag\("
+                                         r"MTE2->VECTOR, id=0\) of block 0 \(the queue's head\) "
+                                         r"with add of block 0 waiting to be issued "
+                                         r"\(issue_queue_depth=1\)"):
+        simulate([block], replace(M, issue_queue_depth=1), 1)
+    with pytest.raises(ValueError, match="simulate: issue_queue_depth must be >= 0 "
+                                         r"\(0: unbounded\), got issue_queue_depth=-1"):
+        simulate([block], replace(M, issue_queue_depth=-1), 1)

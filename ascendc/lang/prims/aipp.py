@@ -52,6 +52,7 @@ from .borrow import borrowed
 from .memops import voidptr
 from .movecore import dtype_name_of, locate, write_target
 from .vecbase import check_range
+from ..state import MEM, STATE
 
 __all__ = ["set_aipp_functions", "set_aipp_functions_yuv", "load_image_to_local"]
 
@@ -191,7 +192,7 @@ def _store_csc(w, csc):
 
 @prim
 def _set(ctx, a0, n0, a1, n1, has_src1, fmt, config):
-    st = ctx[2][0]
+    st = ctx[STATE][0]
     if fmt != YUV420SP and fmt != XRGB8888 and fmt != RGB888 and fmt != YUV400:
         fault("set_aipp_functions: input_format must be YUV420SP_U8 (0), XRGB8888_U8 (1), "
               "RGB888_U8 (4) or YUV400_U8 (9), got input_format={}", fmt)
@@ -339,7 +340,7 @@ def _check_params(fmt, hsz, vsz, hs, vs, width, top, bot, left, right):
 
 @prim
 def _load(ctx, d, code, dname, hsz, vsz, hs, vs, width, top, bot, left, right):
-    st = ctx[2][0]
+    st = ctx[STATE][0]
     if st.aipp_src[0] == 0:
         fault("load_image_to_local: set_aipp_functions must configure the AIPP unit first, "
               "got no configuration on this core")
@@ -350,7 +351,7 @@ def _load(ctx, d, code, dname, hsz, vsz, hs, vs, width, top, bot, left, right):
         fault("load_image_to_local: dst dtype must be the AippParams dtype ({}), got dst={}",
               "int8" if w[W_DTYPE] == 1 else "float16", dname)
         raise KernelError(FAULT)
-    mem = ctx[0]
+    mem = ctx[MEM]
     loc = locate(st, np.int64(mem.ctypes.data), mem.size, np.int64(d.ctypes.data), d.size)
     if loc[0] != L1:
         fault("load_image_to_local: dst must be an A1/B1 tensor (L1), got a tensor in {:level}",

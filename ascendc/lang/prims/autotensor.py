@@ -30,7 +30,7 @@ from ..core import prim, level_of, local_offset
 from ..enums import HardEvent, PipeID
 from ..errors import FAULT, fault, KernelError
 from ..positions import LEVEL_NAMES, UB
-from ..state import MAX_AUTO, N_EVENT_IDS
+from ..state import MAX_AUTO, N_EVENT_IDS, MEM, STATE
 from .. import surface as S
 from .sync import pipe_barrier, set_flag, wait_flag
 
@@ -91,7 +91,7 @@ if not config.DISABLE_JIT:
 @prim
 def _auto_region(ctx, site, nbytes):
     """Index of the region of allocation site `site` (made on its first use in the block)."""
-    st = ctx[2][0]
+    st = ctx[STATE][0]
     n = st.nauto
     for k in range(n):
         if st.auto_site[k] == site:
@@ -126,7 +126,7 @@ def _auto_region(ctx, site, nbytes):
 @prim
 def local_tensor_auto_new(ctx, dtype, shape, site):
     """LocalTensorAuto(dtype, shape): the tensor of allocation site `site`, in UB (VECCALC)."""
-    isz = ctx[0][:0].view(dtype).itemsize
+    isz = ctx[MEM][:0].view(dtype).itemsize
     n = _numel(shape)
     if n <= 0:
         fault("asc.LocalTensorAuto: shape must have at least one element, got {} elements",
@@ -134,14 +134,14 @@ def local_tensor_auto_new(ctx, dtype, shape, site):
         raise KernelError(FAULT)
     nbytes = (n * isz + 31) // 32 * 32
     k = _auto_region(ctx, site, nbytes)
-    off = ctx[2][0].auto_off[k]
-    return ctx[0][off:off + n * isz].view(dtype)
+    off = ctx[STATE][0].auto_off[k]
+    return ctx[MEM][off:off + n * isz].view(dtype)
 
 
 @prim
 def auto_reset(ctx):
     """A new block: no regions (begin_block has freed UB)."""
-    ctx[2][0].nauto = 0
+    ctx[STATE][0].nauto = 0
 
 
 @prim
@@ -158,7 +158,7 @@ def _sync(ctx, src, dst):
 def auto_use(ctx, pipe, t, other, write):
     """An op issued on `pipe` reads (write=0) or writes (write=1) tensor `t`; `pipe` < 0: a data
     move between `t` and `other`, whose pipe their levels decide. Returns `t`."""
-    st = ctx[2][0]
+    st = ctx[STATE][0]
     n = st.nauto
     if n == 0:
         return t

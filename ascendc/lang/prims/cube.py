@@ -72,6 +72,7 @@ from .movecore import (A_FIXPIPE, A_LOAD_DATA, A_MMAD, APIS, W_BIAS, W_CONFIG, W
                        W_REPEAT_TIMES, W_SRC, W_SRC_STRIDE, W_START_INDEX, dtype_name_of, aligned,
                        bcopy, bound, bump, check_dtypes, in_range, locate, locate2, pair_info,
                        traced, write_target)
+from ..state import MEM, STATE
 
 __all__ = ["load_data", "load_data_typed", "mmad", "mmad_bias", "fixpipe"]
 
@@ -110,7 +111,7 @@ def _transpose(t, s, start, rep, sstr, gap):
 @prim
 def _load_impl(ctx, d, s, isz, start, rep, sstr, gap, trans):
     api = A_LOAD_DATA
-    st = ctx[2][0]
+    st = ctx[STATE][0]
     D, S = locate2(ctx, d, s)
     dl, sl = D[0], S[0]
     l0 = dl == L0A or dl == L0B
@@ -390,7 +391,7 @@ def _compute_ov(dst, fm, filt, bias, has_bias, m16, n16, k, init):
 @prim
 def _mmad(ctx, api, dst, fm, filt, bias, has_bias, p):
     m, n, k = np.int64(p.m), np.int64(p.n), np.int64(p.k)
-    mem, st = ctx[0], ctx[2][0]
+    mem, st = ctx[MEM], ctx[STATE][0]
     ma, ms = np.int64(mem.ctypes.data), mem.size
     nb = dst.size * dst.itemsize
     m16, n16 = _mmad_checks(st, api, locate(st, ma, ms, np.int64(dst.ctypes.data), nb),
@@ -529,7 +530,7 @@ def fixpipe(ctx, dst, src, p, config=0):
     cfg = np.int64(config)
     ctx, dst, src = borrowed(ctx), borrowed(dst), borrowed(src)    # no refcounting
     D, S = locate2(ctx, dst.view(np.uint8), src.view(np.uint8))
-    if _fix_checks(ctx[2][0], D, S, dst.itemsize, _fix_info(dst, src), nsz, msz, sstr, dstr,
+    if _fix_checks(ctx[STATE][0], D, S, dst.itemsize, _fix_info(dst, src), nsz, msz, sstr, dstr,
                    np.int64(p.quant_pre), nd, snd, dnd, cfg):
         _fix_loop(dst, src, nsz, msz, sstr, dstr, nd, snd * 256, dnd, cfg, p.relu_en != 0)
         if trace.on(ctx):

@@ -5,7 +5,7 @@ Called as ``prim(ctx, dst, src, ...)`` with storage arrays (1-D views) and param
 from Python (interpreter) and from njit code (compiled kernels). `data_copy` and `data_copy_pad`
 are plain Python dispatchers that pick the concrete implementation by the params' class, and
 Numba overloads of the same names that pick it by Numba type. Local tensors are views into the
-core's memory (`ctx[0]`); their level is found from their address; anything else is GM. Bytes
+core's memory (`ctx[MEM]`); their level is found from their address; anything else is GM. Bytes
 move through same-width unsigned integer views, so every dtype (float16/bfloat16 records
 included) is copied bit for bit.
 
@@ -68,6 +68,7 @@ from .cubegemm import copy32
 from .memops import stream_copy
 from .movecore import *  # noqa: F403  (locating, checks and copy paths shared with cube.py)
 from .. import trace
+from ..state import STATE
 
 _OP_DATA_COPY, _OP_DATA_COPY_PAD = trace.op("data_copy"), trace.op("data_copy_pad")
 
@@ -80,7 +81,7 @@ __all__ = ["data_copy", "data_copy_count", "data_copy_blocks", "data_copy_nd2nz"
 @prim
 def _count_impl(ctx, d, s, isz, count):
     api = A_DATA_COPY
-    st = ctx[2][0]
+    st = ctx[STATE][0]
     D, S = locate2(ctx, d, s)
     ctr = copy_path(api, D[0], S[0])
     if count < 0:
@@ -112,7 +113,7 @@ def data_copy_count(ctx, dst, src, count):
 @prim
 def _blocks_impl(ctx, d, s, isz, bc, bl, sg, dg):
     api = A_DATA_COPY
-    st = ctx[2][0]
+    st = ctx[STATE][0]
     in_range(api, W_BLOCK_COUNT, bc, 0, 4095)
     in_range(api, W_BLOCK_LEN, bl, 0, 65535)
     in_range(api, W_SRC_STRIDE, sg, 0, 65535)
@@ -173,7 +174,7 @@ def _nd2nz_loop(t, s, nd, nv, dv, sms, sdv, c0s, ns, dms):
 @prim
 def _nd2nz_impl(ctx, d, s, isz, nd, nv, dv, sms, sdv, c0s, ns, dms):
     api = A_DATA_COPY
-    st = ctx[2][0]
+    st = ctx[STATE][0]
     D, S = locate2(ctx, d, s)
     if not (S[0] < 0 and D[0] == L1):
         fault("data_copy: path of an Nd2NzParams copy must be GM->L1, got "
@@ -309,7 +310,7 @@ def _pad_checks(api, gm2ub, isz, bc, bl, bl_max, ub_stride, gm_stride, is_pad, l
 @prim
 def _pad_impl(ctx, d, s, isz, bc, bl, sstride, dstride, bl_max, is_pad, left, right, pad_bits):
     api = A_DATA_COPY_PAD
-    st = ctx[2][0]
+    st = ctx[STATE][0]
     D, S = locate2(ctx, d, s)
     gm2ub = S[0] < 0 and D[0] == UB
     if not (gm2ub or (S[0] == UB and D[0] < 0)):

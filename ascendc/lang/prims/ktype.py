@@ -34,6 +34,7 @@ primitives here read it.
 from ..core import prim
 from ..errors import fault
 from .vecbase import warn_recorded
+from ..state import STATE
 
 __all__ = ["get_sub_block_idx", "get_sub_block_num", "get_task_ratio", "ascend_is_aic",
            "ascend_is_aiv"]
@@ -56,15 +57,15 @@ def instances_per_block(kt: int) -> int:
 
 @prim
 def _ktype(ctx):
-    return (ctx[2][0].options >> KT_SHIFT) & KT_MASK
+    return (ctx[STATE][0].options >> KT_SHIFT) & KT_MASK
 
 
 @prim
 def get_sub_block_idx(ctx):
     """GetSubBlockIdx: the AIV's index in its AI Core group (0 or 1 in MIX_AIC_1_2), else 0."""
     if _ktype(ctx) == MIX_AIC_1_2:
-        return ctx[2][0].block_idx % 2
-    return ctx[2][0].block_idx * 0
+        return ctx[STATE][0].block_idx % 2
+    return ctx[STATE][0].block_idx * 0
 
 
 @prim

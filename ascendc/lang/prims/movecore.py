@@ -11,7 +11,7 @@ from ..core import (BT, C_MTE1, C_MTE2, C_MTE3, C_MTE_UB2UB, FLAG_DEFER, L0A, L0
                     NLEVELS, UB, flush_pending, gm_to_local_target, gm_where, prim)
 from ..errors import FAULT, fault, GMReadError, GMWriteError, KernelError
 from ..gmreach import note as gm_note
-from ..state import FLAG_REPORT_OVERREACH
+from ..state import FLAG_REPORT_OVERREACH, MEM, STATE
 from .. import trace
 
 
@@ -75,7 +75,7 @@ def locate(st, mem_addr, mem_size, addr, nbytes):
 @inline
 def locate2(ctx, d, s):
     """locate() of dst and src."""
-    mem, st = ctx[0], ctx[2][0]
+    mem, st = ctx[MEM], ctx[STATE][0]
     ma, ms = np.int64(mem.ctypes.data), mem.size
     return (locate(st, ma, ms, np.int64(d.ctypes.data), d.size),
             locate(st, ma, ms, np.int64(s.ctypes.data), s.size))
@@ -186,7 +186,7 @@ def bcopy(d, doff, s, soff, n):
 @prim
 def _staged(ctx, b, nbytes, full):
     if not full:
-        off = np.int64(b.ctypes.data) - np.int64(ctx[0].ctypes.data)
+        off = np.int64(b.ctypes.data) - np.int64(ctx[MEM].ctypes.data)
         flush_pending(ctx, off, off + nbytes)
     t = gm_to_local_target(ctx, b[:nbytes])
     if not full:
@@ -201,7 +201,7 @@ def write_target(ctx, b, nbytes, full):
     Checked mode: the stage twin (`gm_to_local_target`, visible on deque). When the copy will not
     overwrite every byte (`full` False: strides, padding), overlapping pending copies are made
     visible first and the span is snapshot into the stage, so skipped bytes keep their value."""
-    if ctx[2][0].options & FLAG_DEFER:
+    if ctx[STATE][0].options & FLAG_DEFER:
         return _staged(ctx, b, nbytes, full)
     return b[:nbytes]
 

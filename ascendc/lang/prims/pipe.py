@@ -16,7 +16,7 @@ EVENT_ALLOCATED marks an id taken, the bits under EVENT_COUNT count pending set_
 from ..core import prim
 from ..enums import PipeID
 from ..errors import FAULT, fault, KernelError
-from ..state import N_EVENT_IDS, N_HARD_EVENTS
+from ..state import N_EVENT_IDS, N_HARD_EVENTS, STATE
 from .. import trace
 from .queue import PIPE_DESTROYED, release_buffers
 
@@ -33,7 +33,7 @@ _PIPE_ALL = int(PipeID.PIPE_ALL)
 @prim
 def _created_pipe(ctx, api):
     """The pipe must exist."""
-    if ctx[2][0].pipes & 0xFF == 0:
+    if ctx[STATE][0].pipes & 0xFF == 0:
         fault("{}: the kernel must create its TPipe first (pipe = asc.TPipe()), got no TPipe",
               api)
         raise KernelError(FAULT)
@@ -43,7 +43,7 @@ def _created_pipe(ctx, api):
 def _live_pipe(ctx, api):
     """The pipe must exist and not be destroyed."""
     _created_pipe(ctx, api)
-    if ctx[2][0].pipes & PIPE_DESTROYED:
+    if ctx[STATE][0].pipes & PIPE_DESTROYED:
         fault("{}: the TPipe must be initialised again with init() after destroy(), got a "
               "destroyed TPipe", api)
         raise KernelError(FAULT)
@@ -51,7 +51,7 @@ def _live_pipe(ctx, api):
 
 @prim
 def _free_event_ids(ctx):
-    ev = ctx[2][0].events
+    ev = ctx[STATE][0].events
     for e in range(N_HARD_EVENTS):
         for i in range(N_EVENT_IDS):
             ev[e, i] &= EVENT_COUNT
@@ -68,7 +68,7 @@ def get_tpipe_ptr(ctx):
 def tpipe_destroy(ctx):
     """TPipe::Destroy(): release the buffers; the pipe is destroyed until init() (a second
     destroy() is a no-op, as Ascend C's destructor after Destroy())."""
-    st = ctx[2][0]
+    st = ctx[STATE][0]
     _created_pipe(ctx, "TPipe.destroy")
     if st.pipes & PIPE_DESTROYED:
         return
@@ -80,7 +80,7 @@ def tpipe_destroy(ctx):
 @prim
 def tpipe_init(ctx):
     """TPipe::Init(): re-create a destroyed pipe (no buffers, every event id free)."""
-    st = ctx[2][0]
+    st = ctx[STATE][0]
     _created_pipe(ctx, "TPipe.init")
     if not st.pipes & PIPE_DESTROYED:
         fault("TPipe.init: the TPipe must be destroyed first (the constructor initialises it; "
@@ -110,7 +110,7 @@ def _check_evt(event, api):
 def _first_free(ctx, event, api):
     _live_pipe(ctx, api)
     _check_evt(event, api)
-    ev = ctx[2][0].events
+    ev = ctx[STATE][0].events
     for i in range(N_EVENT_IDS):
         if not ev[event, i] & EVENT_ALLOCATED:
             return i
@@ -124,7 +124,7 @@ def _first_free(ctx, event, api):
 def alloc_event_id(ctx, event):
     """TPipe::AllocEventID<event>(): take the first free id of the event's pool."""
     i = _first_free(ctx, event, "TPipe.alloc_event_id")
-    ctx[2][0].events[event, i] |= EVENT_ALLOCATED
+    ctx[STATE][0].events[event, i] |= EVENT_ALLOCATED
     return i
 
 
@@ -143,7 +143,7 @@ def release_event_id(ctx, id, event):
     if id < 0 or id >= N_EVENT_IDS:
         fault("{}: id must be in [0, {}), got id={}", api, N_EVENT_IDS, id)
         raise KernelError(FAULT)
-    ev = ctx[2][0].events
+    ev = ctx[STATE][0].events
     if not ev[event, id] & EVENT_ALLOCATED:
         fault("{}: id must be taken by alloc_event_id, got id={} of {:event}, which is not "
               "allocated", api, id, event)

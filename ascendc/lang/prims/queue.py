@@ -1,6 +1,6 @@
 """TPipe / TQue / TBuf: buffer allocation in local memory and the queue discipline.
 
-A queue (or TBuf) is a state.QUEUE_RECORD in the core's state (`ctx[2][0].queues[k]`); kernels
+A queue (or TBuf) is a state.QUEUE_RECORD in the core's state (`ctx[STATE][0].queues[k]`); kernels
 hold a view of it (compiled and interpreted alike). Tensors are views into ctx's local memory; a
 tensor's slot is found from its address, so a tensor handed to the wrong queue is caught.
 Which positions a TQue/TBuf may use, and their levels, come from positions.py.
@@ -20,7 +20,7 @@ from ..core import (prim, FLAG_DEFER, FLAG_NAN_FILL, flush_pending, level_of,
 from ..errors import FAULT, fault, KernelError
 from ..positions import (NPOS, POS_LEVEL, POS_NOTE, POS_TQUE, POSITION_NAMES,
                          TQUE_POSITIONS_TEXT)
-from ..state import KIND_BUF, KIND_QUE, MAX_QUEUES, MAX_SLOTS
+from ..state import KIND_BUF, KIND_QUE, MAX_QUEUES, MAX_SLOTS, MEM, STAGE, STATE
 from .. import trace
 
 _OP_ALLOC, _OP_ENQUE, _OP_DEQUE, _OP_FREE = (trace.op("TQue.alloc_tensor"), trace.op("TQue.enque"),
@@ -56,7 +56,7 @@ def _kind(q):
 
 @prim
 def tpipe_new(ctx):
-    st = ctx[2][0]
+    st = ctx[STATE][0]
     st.pipes += 1
     if st.pipes > 1:
         raise KernelError("asc.TPipe: a kernel must create exactly one TPipe, got a second TPipe()")
@@ -65,8 +65,8 @@ def tpipe_new(ctx):
 
 @prim
 def _new_rec(ctx, kind, pos, depth):
-    """Index in ctx[2][0].queues of a fresh record."""
-    st = ctx[2][0]
+    """Index in ctx[STATE][0].queues of a fresh record."""
+    st = ctx[STATE][0]
     k = st.nque
     if k >= MAX_QUEUES:
         fault("asc.TQue: a kernel must declare at most {} queues and buffers, got "
@@ -119,7 +119,7 @@ def _record(ctx, k):
     """Queue record k as a view, from Python (a record returned by njit code would be a copy).
     A numpy.void is handed to njit code fastest; with NUMBA_DISABLE_JIT the state is a
     recarray and its numpy.record gives the attribute access the Python primitives use."""
-    st = ctx[2][0]
+    st = ctx[STATE][0]
     return st.queues[k] if isinstance(st, np.record) else st["queues"][k]
 
 
@@ -136,16 +136,16 @@ def tbuf_new(ctx, pos):
 if not config.DISABLE_JIT:
     @overload(tque_new)
     def _tque_new_ov(ctx, pos, depth):
-        return lambda ctx, pos, depth: ctx[2][0].queues[_tque_new(ctx, pos, depth)]
+        return lambda ctx, pos, depth: ctx[STATE][0].queues[_tque_new(ctx, pos, depth)]
 
     @overload(tbuf_new)
     def _tbuf_new_ov(ctx, pos):
-        return lambda ctx, pos: ctx[2][0].queues[_tbuf_new(ctx, pos)]
+        return lambda ctx, pos: ctx[STATE][0].queues[_tbuf_new(ctx, pos)]
 
 
 @prim
 def _init(ctx, q, num, nbytes, api):
-    st = ctx[2][0]
+    st = ctx[STATE][0]
     if st.pipes & PIPE_DESTROYED:
         fault("{}: the TPipe must be initialised again with init() after destroy(), got "
               "init_buffer for {:pos} {} #{} on a destroyed TPipe", api, q.pos, _kind(q), q.id)
@@ -222,7 +222,7 @@ def _need_init(q, api):
 @prim
 def _slot_view(ctx, q, s, dtype):
     off = q.mem_off + s * q.slot_bytes
-    return ctx[0][off:off + q.slot_bytes].view(dtype)
+    return ctx[MEM][off:off + q.slot_bytes].view(dtype)
 
 
 @prim
@@ -282,7 +282,7 @@ def que_deque(ctx, q, dtype):
     s = q.fifo[q.fifo_head] & _RING
     q.fifo_head = (q.fifo_head + 1) % MAX_SLOTS
     q.fifo_n -= 1
-    if ctx[2][0].options & FLAG_DEFER:
+    if ctx[STATE][0].options & FLAG_DEFER:
         lo = q.mem_off + s * q.slot_bytes
         flush_pending(ctx, lo, lo + q.slot_bytes)
     trace.event(ctx, _OP_DEQUE, trace.K_Q_DEQUE, q.pos, q.id, s)
@@ -370,7 +370,7 @@ def _held(q):
 @prim
 def kernel_end(ctx):
     """Tensors still held when a block ends break the queue discipline."""
-    st = ctx[2][0]
+    st = ctx[STATE][0]
     for k in range(st.nque):
         q = st.queues[k]
         if q.kind != KIND_QUE:
@@ -389,7 +389,7 @@ def release_buffers(ctx, api):
     """Release every buffer init_buffer handed out: each TQue's tensors must be freed first; the
     copies in flight land (Destroy ends with pipe_barrier(PIPE_ALL)); in checked mode the memory
     is NaN again, as fresh buffers are; the records need init_buffer again."""
-    st = ctx[2][0]
+    st = ctx[STATE][0]
     for k in range(st.nque):
         q = st.queues[k]
         if q.init != INIT or q.kind != KIND_QUE:
@@ -400,13 +400,13 @@ def release_buffers(ctx, api):
                   "still held by {:pos} TQue #{}", api, held, q.pos, q.id)
             raise KernelError(FAULT)
     if st.options & FLAG_DEFER:
-        flush_pending(ctx, 0, ctx[0].size)
+        flush_pending(ctx, 0, ctx[MEM].size)
     if st.options & FLAG_NAN_FILL:
         for lv in range(st.level_used.size):
             lo = st.level_base[lv]
-            ctx[0][lo:lo + st.level_used[lv]] = 0xFF
+            ctx[MEM][lo:lo + st.level_used[lv]] = 0xFF
             if st.options & FLAG_DEFER:
-                ctx[1][lo:lo + st.level_used[lv]] = 0xFF
+                ctx[STAGE][lo:lo + st.level_used[lv]] = 0xFF
     for k in range(st.nque):      # (nothing is held now; _init resets the ring and tags)
         q = st.queues[k]
         if q.init == INIT:
@@ -421,7 +421,7 @@ def release_buffers(ctx, api):
 def _buffer_of(ctx, t):
     """Index of the initialised TQue/TBuf record holding tensor t's first element (-1: none)."""
     off = local_offset(ctx, t)
-    st = ctx[2][0]
+    st = ctx[STATE][0]
     if off >= 0:
         for k in range(st.nque):
             q = st.queues[k]
@@ -448,7 +448,7 @@ def tensor_position(ctx, t):
     k = _buffer_of(ctx, t)
     if k < 0:
         _no_buffer(ctx, t, "LocalTensor.get_position")
-    return ctx[2][0].queues[k].pos
+    return ctx[STATE][0].queues[k].pos
 
 
 @prim
@@ -457,7 +457,7 @@ def _tag_word(ctx, t, api):
     k = _buffer_of(ctx, t)
     if k < 0:
         _no_buffer(ctx, t, api)
-    q = ctx[2][0].queues[k]
+    q = ctx[STATE][0].queues[k]
     return k, (np.int64(local_offset(ctx, t)) - q.mem_off) // q.slot_bytes
 
 
@@ -465,7 +465,7 @@ def _tag_word(ctx, t, api):
 def set_user_tag(ctx, t, tag):
     """LocalTensor.set_user_tag(tag): the tag (int32, TTagType) of t's buffer."""
     k, s = _tag_word(ctx, t, "LocalTensor.set_user_tag")
-    q = ctx[2][0].queues[k]
+    q = ctx[STATE][0].queues[k]
     tag32 = ((np.int64(tag) + (1 << 31)) & _RING) - (1 << 31)
     q.fifo[s] = (tag32 << 32) | (q.fifo[s] & _RING)
 
@@ -474,4 +474,4 @@ def set_user_tag(ctx, t, tag):
 def get_user_tag(ctx, t):
     """LocalTensor.get_user_tag(): the tag of t's buffer (-1 until set_user_tag)."""
     k, s = _tag_word(ctx, t, "LocalTensor.get_user_tag")
-    return ctx[2][0].queues[k].fifo[s] >> 32
+    return ctx[STATE][0].queues[k].fifo[s] >> 32

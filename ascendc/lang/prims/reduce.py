@@ -40,6 +40,7 @@ from .vecbase import (check_count, check_range, lanes_on, next_lane, per_block, 
 from .. import trace
 from .borrow import borrowed
 from .minmax import acc_zero, vmax, vmin
+from ..state import MEM, STATE
 
 _OP_RSUM, _OP_RMAX, _OP_RMIN = (trace.op("reduce_sum"), trace.op("reduce_max"),
                              trace.op("reduce_min"))
@@ -94,11 +95,11 @@ def check_tmp(ctx, api, tmp, need):
 @_rj
 def clobber_tmp(ctx, tmp, need):
     """Checked mode: the buffer's contents are undefined after the call; fill them with NaN."""
-    if ctx[2][0].options & core.FLAG_NAN_FILL:
+    if ctx[STATE][0].options & core.FLAG_NAN_FILL:
         off = core.local_offset(ctx, tmp)
         if off >= 0:
             nb = min(need, tmp.size) * tmp.itemsize
-            ctx[0][off:off + nb] = 0xFF
+            ctx[MEM][off:off + nb] = 0xFF
 
 
 @_rj

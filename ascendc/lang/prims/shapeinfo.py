@@ -17,7 +17,7 @@ from numba.extending import overload
 
 from ..core import local_offset, prim
 from ..errors import FAULT, fault, KernelError
-from ..state import MAX_SHAPES
+from ..state import MAX_SHAPES, STATE
 
 __all__ = ["array_new", "shape_info_new", "get_shape_size", "set_shape_info", "get_shape_info"]
 
@@ -154,7 +154,7 @@ def get_shape_size(ctx, shape_info):
 @prim
 def find_shape(ctx, t):
     """Index of the shape record of local tensor `t`'s address in CORE_STATE.shapes, or -1."""
-    st = ctx[2][0]
+    st = ctx[STATE][0]
     off = local_offset(ctx, t)
     for i in range(st.nshape):
         if st.shapes[i, R_OFF] == off:
@@ -165,7 +165,7 @@ def find_shape(ctx, t):
 @prim
 def set_shape_info(ctx, t, shape_info):
     """Mirrors LocalTensor::SetShapeInfo(shapeInfo): the tensor (its address) carries the shape."""
-    st = ctx[2][0]
+    st = ctx[STATE][0]
     off = local_offset(ctx, t)
     if off < 0:
         fault("LocalTensor.set_shape_info: the tensor must be a LocalTensor (local memory), got "
@@ -196,7 +196,7 @@ def get_shape_info(ctx, t):
     info = np.zeros(SHAPE_INFO_LEN, np.int64)
     i = find_shape(ctx, t)
     if i >= 0:
-        st = ctx[2][0]
+        st = ctx[STATE][0]
         for j in range(SHAPE_INFO_LEN):
             info[j] = st.shapes[i, R_INFO + j]
     return info

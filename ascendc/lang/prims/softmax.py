@@ -26,6 +26,7 @@ from ..errors import FAULT, fault, KernelError
 from ..positions import UB
 from .autotensor import auto_use   # LocalTensorAuto's syncs (insert_sync)
 from .shapeinfo import R_INFO, S_DIM, S_ODIM, S_OSHAPE, S_SHAPE, find_shape
+from ..state import STATE
 
 # Ascend C SoftMaxTiling (softmax_tilingdata.h) with pyasc's snake_case names (adv/tiling.py)
 TILING_FIELDS = ("src_m", "src_k", "src_size", "out_max_m", "out_max_k", "out_max_size",
@@ -74,11 +75,11 @@ def _check_ub(ctx, what, t):
 def _dims(ctx, src):
     """(m, k, om, ok) of src's shape info and original shape."""
     i = find_shape(ctx, src)
-    if i < 0 or ctx[2][0].shapes[i, R_INFO + S_DIM] == 0:
+    if i < 0 or ctx[STATE][0].shapes[i, R_INFO + S_DIM] == 0:
         fault("asc.adv.softmax: src must carry its shape (src.set_shape_info(asc.ShapeInfo("
               "asc.array(asc.int32, (m, k))))), got a tensor without shape info")
         raise KernelError(FAULT)
-    rec = ctx[2][0].shapes[i]
+    rec = ctx[STATE][0].shapes[i]
     out = np.zeros(4, np.int64)
     for which in range(2):
         at_dim = R_INFO + (S_DIM if which == 0 else S_ODIM)
@@ -190,7 +191,7 @@ def softmax_nd(ctx, dst, sm, mx, src, work, work_given, tiling, basic_block, dat
         _check_ub(ctx, "temp_buffer", work)
         wbytes = np.int64(work.size * work.itemsize)
     else:
-        s = ctx[2][0]
+        s = ctx[STATE][0]
         wbytes = s.level_size[UB] - s.level_used[UB]
     split, per_row = _split_m(wbytes // 4, isz, blk, m, k, om)
     if tiling[0] == m and tiling[1] == k:          # the given tiling is for this shape

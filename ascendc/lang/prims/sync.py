@@ -12,7 +12,7 @@ above them marks an id taken from TPipe's pool, pipe.py).
 from ..barrier import call_i64
 from ..core import prim, FLAG_DEFER, flush_pending
 from ..errors import FAULT, fault, KernelError
-from ..state import N_EVENT_IDS, N_HARD_EVENTS
+from ..state import N_EVENT_IDS, N_HARD_EVENTS, MEM, STATE
 from .. import trace
 from .pipe import EVENT_COUNT
 
@@ -27,8 +27,8 @@ _MTE2_EVENTS = (0, 4, 14, 20, 24, 27)  # MTE2_MTE1, MTE2_V, MTE2_M, MTE2_MTE3, M
 
 @prim
 def _flush_all(ctx):
-    if ctx[2][0].options & FLAG_DEFER:
-        flush_pending(ctx, 0, ctx[0].size)
+    if ctx[STATE][0].options & FLAG_DEFER:
+        flush_pending(ctx, 0, ctx[MEM].size)
 
 
 @prim
@@ -59,14 +59,14 @@ def _check_event(event, event_id, api):
 @prim
 def set_flag(ctx, event, event_id):
     _check_event(event, event_id, "asc.set_flag")
-    ctx[2][0].events[event, event_id] += 1
+    ctx[STATE][0].events[event, event_id] += 1
     trace.event(ctx, _OP_SET, trace.K_SET, event, 0, event_id)
 
 
 @prim
 def wait_flag(ctx, event, event_id):
     _check_event(event, event_id, "asc.wait_flag")
-    ev = ctx[2][0].events
+    ev = ctx[STATE][0].events
     if (ev[event, event_id] & EVENT_COUNT) <= 0:
         fault("asc.wait_flag: a matching set_flag must come first "
               "(the NPU would hang), got wait_flag(event={:event}, event_id={})",
@@ -83,7 +83,7 @@ def wait_flag(ctx, event, event_id):
 def sync_all(ctx):
     """SyncAll: wait until every block of the launch has arrived (see ascendc/lang/barrier.py)."""
     _flush_all(ctx)
-    st = ctx[2][0]
+    st = ctx[STATE][0]
     st.sync_calls += 1
     trace.event(ctx, _OP_SYNC_ALL, trace.K_SYNC_ALL, st.sync_calls, 0, 0)
     key = st.barrier
@@ -113,12 +113,12 @@ def sync_all(ctx):
 
 @prim
 def get_block_idx(ctx):
-    return ctx[2][0].block_idx
+    return ctx[STATE][0].block_idx
 
 
 @prim
 def get_block_num(ctx):
-    return ctx[2][0].block_num
+    return ctx[STATE][0].block_num
 
 
 @prim

@@ -8,7 +8,7 @@ from ..dtypes import ld, st
 from ..errors import FAULT, fault, KernelError
 from .. import trace
 from ..gmreach import note as gm_note
-from ..state import FLAG_REPORT_OVERREACH
+from ..state import FLAG_REPORT_OVERREACH, MEM, STATE
 from .movecore import pair_info
 from ..positions import NPOS, POS_LEVEL
 # the kernel-type primitives replace sync.py's get_sub_block_idx/num (exported after them)
@@ -67,8 +67,8 @@ def _check_index(ctx, t, i, api, write):
         fault("{}: index must be in [0, {}), got index={} on a {:level} tensor", api,
               t.size, i, level_of(ctx, t))
         raise KernelError(FAULT)
-    if ctx[2][0].options & FLAG_REPORT_OVERREACH and local_offset(ctx, t) < 0:
-        gm_note(ctx[2][0], np.int64(t.ctypes.data) + i * t.itemsize, t.itemsize)   # gmreach.py
+    if ctx[STATE][0].options & FLAG_REPORT_OVERREACH and local_offset(ctx, t) < 0:
+        gm_note(ctx[STATE][0], np.int64(t.ctypes.data) + i * t.itemsize, t.itemsize)   # gmreach.py
 
 
 @prim
@@ -88,7 +88,7 @@ def set_value(ctx, t, i, v):
 @prim
 def dump_tensor(ctx, t, desc, n):
     m = min(n, t.size)
-    print("DumpTensor: desc=", desc, "block_idx=", ctx[2][0].block_idx, "position=",
+    print("DumpTensor: desc=", desc, "block_idx=", ctx[STATE][0].block_idx, "position=",
           level_name(level_of(ctx, t)), "size=", m)
     for i in range(m):
         print(ld(t, i))
@@ -125,14 +125,14 @@ def _relength(ctx, t, start, nbytes, api, what, value):
     if value < 0:
         fault("{}: {} must be >= 0, got {}={}", api, what, what, value)
         raise KernelError(FAULT)
-    st = ctx[2][0]
+    st = ctx[STATE][0]
     base = st.level_base[lv]
     if start + nbytes > base + st.level_size[lv]:
         fault("{}: the tensor must end inside the {} bytes of {:level}, got {}={} (bytes {} "
               "to {} of {:level})", api, st.level_size[lv], lv, what, value, start - base,
               start + nbytes - base, lv)
         raise KernelError(FAULT)
-    return ctx[0][start:start + nbytes - nbytes % t.itemsize].view(t.dtype)
+    return ctx[MEM][start:start + nbytes - nbytes % t.itemsize].view(t.dtype)
 
 
 @prim
@@ -185,8 +185,8 @@ def local_tensor_new(ctx, dtype, pos, addr, tile_size):
               "TPosition (VECIN, VECOUT, VECCALC, A1, B1, A2, B2, CO1, ...), got "
               "pos={}", pos)
         raise KernelError(FAULT)
-    st = ctx[2][0]
-    isz = ctx[0][:0].view(dtype).itemsize
+    st = ctx[STATE][0]
+    isz = ctx[MEM][:0].view(dtype).itemsize
     if addr < 0 or addr % 32 != 0:
         fault("LocalTensor(dtype, pos, addr, tile_size): addr must be a multiple of "
               "32 bytes >= 0, got addr={}", addr)
@@ -197,7 +197,7 @@ def local_tensor_new(ctx, dtype, pos, addr, tile_size):
               st.level_size[lv], lv, addr, tile_size)
         raise KernelError(FAULT)
     off = st.level_base[lv] + addr
-    return ctx[0][off:off + tile_size * isz].view(dtype)
+    return ctx[MEM][off:off + tile_size * isz].view(dtype)
 
 
 # ---- transpose ----------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from ..core import prim
 from ..errors import FAULT, fault, KernelError
 from .. import trace
 from .vecbase import check_range
+from ..state import MEM, STATE
 
 __all__ = ["trans_data_to_5hd"]
 
@@ -73,7 +74,7 @@ def _run(ctx, dst_off, src_off, dst_cap, src_cap, params):
     """The instruction on byte offsets into the core's memory (`*_cap`: bytes each entry may
     reach from its offset, -1: up to UB's end)."""
     _check_params(params)
-    st = ctx[2][0]
+    st = ctx[STATE][0]
     ub0 = st.level_base[core.UB]
     ub_n = st.level_size[core.UB]
     rep = params.repeat_times
@@ -91,7 +92,7 @@ def _run(ctx, dst_off, src_off, dst_cap, src_cap, params):
                     _fail(3, i, far // 2 - 1, caps[i] // 2)
                 if rel + far > ub_n:
                     _fail(4, i, rel + far, ub_n)
-    mem = ctx[0]
+    mem = ctx[MEM]
     block = np.empty((LIST_SIZE, LIST_SIZE), np.uint16)
     for r in range(rep):
         for i in range(LIST_SIZE):
@@ -106,7 +107,7 @@ def _run(ctx, dst_off, src_off, dst_cap, src_cap, params):
 
 def _list_offsets(ctx, tensors):
     """(byte offsets, byte capacities) of a list of 16 tensors (Python side)."""
-    base = ctx[0].ctypes.data
+    base = ctx[MEM].ctypes.data
     offs = np.array([t.ctypes.data - base for t in tensors], np.int64)
     caps = np.array([t.size * t.itemsize for t in tensors], np.int64)
     for i, t in enumerate(tensors):
@@ -137,7 +138,7 @@ def _addr_offsets(ctx, addrs):
     """Byte offsets of the 16 addresses held by a uint64 tensor (capacities: unknown, -1)."""
     if addrs.size < LIST_SIZE:
         _fail(0, 0, addrs.size, addrs.size)
-    base = np.int64(ctx[0].ctypes.data)
+    base = np.int64(ctx[MEM].ctypes.data)
     offs = np.empty(LIST_SIZE, np.int64)
     for i in range(LIST_SIZE):
         offs[i] = np.int64(addrs[i]) - base
@@ -164,7 +165,7 @@ if not config.DISABLE_JIT:
                 dst, src = dst_list, src_list
                 if len(dst) != LIST_SIZE or len(src) != LIST_SIZE:
                     _fail(0, 0, len(dst), len(src))
-                base = np.int64(ctx[0].ctypes.data)
+                base = np.int64(ctx[MEM].ctypes.data)
                 d_off = np.empty(LIST_SIZE, np.int64)
                 s_off = np.empty(LIST_SIZE, np.int64)
                 d_cap = np.empty(LIST_SIZE, np.int64)

@@ -20,6 +20,7 @@ from .. import core
 from ..core import lane_on, mask_words  # noqa: F401  (lane_on: for the vector modules)
 from ..dtypes import bf16_bits_to_f32, f16_bits_to_f32, f32_to_bf16_bits, f32_to_f16_bits
 from ..errors import FAULT, fault, KernelError, recorded_fault
+from ..state import MEM, STATE
 
 jitable = register_jitable(nogil=True, error_model="numpy")
 # Generic kernels take the element operation as a first-class function: they must be IR-inlined
@@ -261,7 +262,7 @@ _CHECKED_BITS = core.FLAG_NAN_FILL | core.FLAG_DEFER | core.FLAG_REPORT_ROUNDING
 @jitable
 def is_checked(ctx):
     """Whether the core runs in checked mode (warnings of tolerated behaviour are its own)."""
-    return (ctx[2][0].options & _CHECKED_BITS) != 0
+    return (ctx[STATE][0].options & _CHECKED_BITS) != 0
 
 
 @jitable
@@ -435,7 +436,7 @@ def rep_far(repeat, m0, m1, pb, blk, rep):
 def _ub_view(ctx, api, what, a, far):
     """The slow path of reach_to (far >= a.size): a view of UB from `a` through element far."""
     base = core.local_offset(ctx, a)
-    st = ctx[2][0]
+    st = ctx[STATE][0]
     end = st.level_base[core.UB] + st.level_size[core.UB]
     need = (far + 1) * a.itemsize
     if base < 0 or base + need > end:
@@ -447,7 +448,7 @@ def _ub_view(ctx, api, what, a, far):
               "allowed inside UB as on the NPU", api, what, a.size, far,
               base - st.level_base[core.UB] + need)
         warn_recorded()
-    return ctx[0][base:base + need].view(a.dtype)
+    return ctx[MEM][base:base + need].view(a.dtype)
 
 
 def reach_to(ctx, api, what, a, far):

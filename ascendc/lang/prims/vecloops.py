@@ -10,6 +10,7 @@ from .. import core
 from ..dtypes import ld, st
 from .borrow import borrowed
 from .vecbase import *  # noqa: F403  (the checks and mask helpers)
+from ..state import STATE
 
 # ---- generic loops ---------------------------------------------------------------------------
 
@@ -48,7 +49,7 @@ def binary_count(ctx, api, dst, a, b, n, op):
         _bin_loop(a, a, b, n, op)
     else:
         _bin_loop(dst, a, b, n, op)
-    ctx[2][0].counters[core.C_VEC_OPS] += n   # core.count, inline
+    ctx[STATE][0].counters[core.C_VEC_OPS] += n   # core.count, inline
 
 
 # ---- contiguous fast path of the binary repeat form ---------------------------------------------
@@ -185,7 +186,7 @@ def binary_rep(ctx, api, dst, a, b, mask, repeat, p, op):
             vb = ld(b, rep_index(r, j, pb, p.src1_blk_stride, p.src1_rep_stride))
             st(dst, rep_index(r, j, pb, p.dst_blk_stride, p.dst_rep_stride), op(va, vb))
             j, w0, w1 = next_lane(w0, w1)
-    ctx[2][0].counters[core.C_VEC_OPS] += repeat * lanes_on(m0, m1, lanes)
+    ctx[STATE][0].counters[core.C_VEC_OPS] += repeat * lanes_on(m0, m1, lanes)
 
 
 @inline
@@ -199,7 +200,7 @@ def unary_count(ctx, api, dst, a, n, op):
         _un_loop(a, a, n, op)
     else:
         _un_loop(dst, a, n, op)
-    ctx[2][0].counters[core.C_VEC_OPS] += n
+    ctx[STATE][0].counters[core.C_VEC_OPS] += n
 
 
 @inline
@@ -235,7 +236,7 @@ def unary_rep(ctx, api, dst, a, mask, repeat, p, op):
             v = ld(a, rep_index(r, j, pb, p.src_blk_stride, p.src_rep_stride))
             st(dst, rep_index(r, j, pb, p.dst_blk_stride, p.dst_rep_stride), op(v))
             j, w0, w1 = next_lane(w0, w1)
-    ctx[2][0].counters[core.C_VEC_OPS] += repeat * lanes_on(m0, m1, lanes)
+    ctx[STATE][0].counters[core.C_VEC_OPS] += repeat * lanes_on(m0, m1, lanes)
 
 
 @inline
@@ -250,7 +251,7 @@ def scalar_count(ctx, api, dst, a, scalar, n, op):
         _sc_loop(a, a, s, n, op)
     else:
         _sc_loop(dst, a, s, n, op)
-    ctx[2][0].counters[core.C_VEC_OPS] += n
+    ctx[STATE][0].counters[core.C_VEC_OPS] += n
 
 
 @inline
@@ -287,6 +288,6 @@ def scalar_rep(ctx, api, dst, a, scalar, mask, repeat, p, op):
             v = ld(a, rep_index(r, j, pb, p.src_blk_stride, p.src_rep_stride))
             st(dst, rep_index(r, j, pb, p.dst_blk_stride, p.dst_rep_stride), op(v, s))
             j, w0, w1 = next_lane(w0, w1)
-    ctx[2][0].counters[core.C_VEC_OPS] += repeat * lanes_on(m0, m1, lanes)
+    ctx[STATE][0].counters[core.C_VEC_OPS] += repeat * lanes_on(m0, m1, lanes)
 
 

@@ -46,6 +46,7 @@ from .compare import (compare_count, compare_rep, compare_scalar_count, compare_
 from .vecloops import (binary_count, binary_rep, scalar_count, scalar_rep, unary_count,
                        unary_rep)
 from .. import trace
+from ..state import STATE
 
 _OP_AXPY, _OP_DUPLICATE, _OP_BRCB = trace.op("axpy"), trace.op("duplicate"), trace.op("brcb")
 
@@ -361,7 +362,7 @@ def duplicate_count(ctx, dst, scalar, count):
     v = as_elem(dst, scalar)
     for i in range(count):
         st(dst, i, v)
-    ctx[2][0].counters[core.C_VEC_OPS] += count
+    ctx[STATE][0].counters[core.C_VEC_OPS] += count
     trace.vec(ctx, _OP_DUPLICATE, dst.itemsize, count, False)
 
 
@@ -418,7 +419,7 @@ def brcb(ctx, dst, src0, repeat_times, repeat_params):
             base = r * drs * pb + k * dbs * pb
             for q in range(pb):
                 st(dst, base + q, v)
-    ctx[2][0].counters[core.C_VEC_OPS] += repeat_times * 8 * pb
+    ctx[STATE][0].counters[core.C_VEC_OPS] += repeat_times * 8 * pb
     trace.vec(ctx, _OP_BRCB, dst.itemsize, repeat_times, True)
 
 

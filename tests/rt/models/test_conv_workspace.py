@@ -11,7 +11,7 @@ import rt
 from kernels.conv2d import conv2d_tiling
 from rt.atc import convert
 from rt.atc.convert import node_workspace
-from rt.model.format import parse, read_file
+from rt.graph.format import parse, read_file
 
 X = (1, 6, 9, 7)
 

@@ -148,7 +148,7 @@ for _name, _fn in (("Relu", lambda x: np.maximum(x, 0)), ("Neg", np.negative), (
     OPS[_name] = _unary(_fn)
 
 
-@op("Aipp")          # issue 15: inserted by `rt.atc --insert_op_conf`; numpy AIPP of rt.dvpp
+@op("Aipp")          # AIPP: inserted by `rt.atc --insert_op_conf`; numpy AIPP of rt.dvpp
 def aipp(attrs, x):
     from ..dvpp.aipp import apply
     return [apply(attrs, x)]

@@ -1,4 +1,5 @@
-"""The README's mpirun example (`examples/hccl_allreduce.py`) runs as written on 2 and 3 ranks."""
+"""The mpirun example of docs/features.md (`examples/hccl_allreduce.py`) runs as written on 2
+and 3 ranks."""
 import os
 import pathlib
 import re
@@ -11,7 +12,7 @@ from test_mpi import _mpiexec
 
 pytest.importorskip("mpi4py", reason="the MPI transport needs mpi4py: pip install -e '.[mpi]'")
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.parametrize("n", [2, 3])

@@ -1,4 +1,4 @@
-"""rt.model.format checks every other graph of a dynamic batch / gear file like the main graph:
+"""rt.graph.format checks every other graph of a dynamic batch / gear file like the main graph:
 a variant that does not fit the shared workspace, or names an unknown tensor, is refused at
 load with its message and ACL_ERROR_DESERIALIZE_MODEL."""
 import numpy as np
@@ -7,7 +7,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import rt
 from rt.atc import convert_to_bytes
-from rt.model.format import pack, parse
+from rt.graph.format import pack, parse
 
 F32 = np.float32
 

@@ -16,7 +16,7 @@ from rt.atc import convert
 import onnx_models
 
 HERE = pathlib.Path(__file__).parent
-ROOT = HERE.parents[1]
+ROOT = HERE.parents[2]
 
 
 @pytest.fixture

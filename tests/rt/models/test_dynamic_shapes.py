@@ -14,7 +14,7 @@ import rt
 import rt.acl as acl
 from rt.atc import AtcError, convert, convert_to_bytes
 from rt.atc.__main__ import main as atc_main
-from rt.model.format import parse
+from rt.graph.format import parse
 
 F32 = np.float32
 
@@ -174,7 +174,8 @@ def test_range_model_specialises_per_shape():
     for k, shape in enumerate([(1, 3, 8, 8), (2, 3, 16, 16), (1, 3, 10, 14), (1, 3, 8, 8)]):
         (y,) = _check(model, ref, {"x": shape}, k)
         assert model.outputs[0].shape == y.shape == (shape[0], 4, shape[2] // 2, shape[3] // 2)
-    assert len(model._specialised) == 2          # (1,3,8,8) and (1,3,10,14); main shape: itself
+    # (1,3,8,8) and (1,3,10,14); the main shape runs the model itself
+    assert len(model._dynamic.specialised_models) == 2
     with pytest.raises(rt.AclError, match=r"model execute: input 0 \('x'\) dim 2 must be in "
                        r"\[8, 16\] \(the --input_shape range\), got 20 \(shape \[1, 3, 20, 8\]\)"
                        ) as e:
@@ -199,7 +200,7 @@ def test_unbounded_range_and_device_arrays(monkeypatch):
     ref = ReferenceEvaluator(m)
     for k, (t, s) in enumerate([(40, 2), (3, 7), (40, 2)]):
         _check(model, ref, {"data": (1, t, 16), "mask": (s, s)}, k)
-        assert len(model._specialised) == 1             # the LRU bound
+        assert len(model._dynamic.specialised_models) == 1             # the LRU bound
     x = np.random.default_rng(5).standard_normal((1, 5, 16)).astype(F32)
     mask = np.ones((3, 3), F32)
     dx, dm = rt.to_device(x), rt.to_device(mask)
@@ -399,7 +400,7 @@ def test_models_converted_before_still_load():
 def test_corrupt_range_header_is_refused():
     data, _ = convert_to_bytes(conv_pool(), "Ascend910B2", "x:1~2,3,8~16,8~16")
     header, blob = parse(data)
-    from rt.model.format import pack
+    from rt.graph.format import pack
     weights = [(w["name"], np.frombuffer(blob, w["dtype"], int(np.prod(w["shape"])),
                                          w["offset"]).reshape(w["shape"]))
                for w in header["weights"]]

@@ -1,4 +1,4 @@
-"""acl.rt fixes of issue 13 §3 that official model samples need: the memcpy kind is advisory,
+"""acl.rt behaviours that official model samples need: the memcpy kind is advisory,
 memset on host memory, query_event, create_event_ex_with_flag, device_get_stream_priority_range."""
 import numpy as np
 

@@ -1,5 +1,5 @@
 """Random per-rank data and numpy references shared by the HCCL tests (imported by name: pytest
-puts tests/hccl on sys.path)."""
+puts tests/rt/hccl on sys.path)."""
 import numpy as np
 
 from rt import hccl

@@ -1,4 +1,4 @@
-"""AIPP (issue 15 §2): aipp.cfg parsing and its refusals by message, the kernel against its numpy
+"""AIPP (docs/dvpp.md): aipp.cfg parsing and its refusals by message, the kernel against its numpy
 reference in both modes, the AI CPU implementation, and DVPP decode -> AIPP -> model end to end
 against numpy + onnx.reference."""
 import io

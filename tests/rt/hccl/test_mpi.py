@@ -1,4 +1,4 @@
-"""rt.hccl across processes: `mpiexec -n N python tests/hccl/mpi_worker.py <scenario>` (one rank
+"""rt.hccl across processes: `mpiexec -n N python tests/rt/hccl/mpi_worker.py <scenario>` (one rank
 per process, root info broadcast with MPI, data moved with MPI non-blocking point-to-point from
 the stream workers). Needs the `mpi` extra (mpi4py + the mpich wheel's mpiexec)."""
 import json
@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("mpi4py", reason="the MPI transport needs mpi4py: pip install -e '.[mpi]'")
 
 HERE = pathlib.Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
+ROOT = HERE.parents[2]
 WORKER = HERE / "mpi_worker.py"
 
 

@@ -9,7 +9,7 @@ import pytest
 import rt
 from rt.atc import AtcError, convert
 from rt.atc.__main__ import main as atc_main
-from rt.model import format as fmt
+from rt.graph import format as fmt
 
 import onnx_models
 

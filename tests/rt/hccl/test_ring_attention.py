@@ -26,7 +26,7 @@ from kernels.tolerances import assert_close
 
 TILING = FlashAttentionTiling(32, 144, 32)
 HERE = pathlib.Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
+ROOT = HERE.parents[2]
 
 
 def shards(n, b, h, s, d, dtype=np.float32, seed=0):

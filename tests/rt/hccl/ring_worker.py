@@ -3,7 +3,7 @@
 Every process draws the same full Q, K, V (one seed), keeps its S-shard, runs
 `kernels.ring_attention.ring_attention` over an MPI-transport communicator (interpret mode: no
 compile per process), non-causal then causal, and writes {"rank", "transport", "max_err"} to
-$HCCL_TEST_OUT/rank<r>.json (tests/hccl/test_ring_attention.py reads it), or prints it.
+$HCCL_TEST_OUT/rank<r>.json (tests/rt/hccl/test_ring_attention.py reads it), or prints it.
 """
 import json
 import os

@@ -7,7 +7,7 @@ from onnx.reference import ReferenceEvaluator
 import rt
 import rt.acl as acl
 from rt.atc import AtcError, convert, convert_to_bytes
-from rt.model.format import pack, parse
+from rt.graph.format import pack, parse
 
 import onnx_models
 

@@ -1,6 +1,6 @@
 """One rank of the multi-process HCCL tests: `mpiexec -n N python mpi_worker.py <scenario>`.
 
-Writes one JSON line per report to $HCCL_TEST_OUT/rank<r>.jsonl (tests/hccl/test_mpi.py
+Writes one JSON line per report to $HCCL_TEST_OUT/rank<r>.jsonl (tests/rt/hccl/test_mpi.py
 reads them), or prints `RESULT <rank> <json>`. Scenarios:
 - collectives: every collective over MPI, checked against numpy on every rank;
 - never_joins: the last rank never calls comm_init_root_info (HCCL_CONNECT_TIMEOUT);

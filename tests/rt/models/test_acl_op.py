@@ -3,6 +3,7 @@ kernel library (AI Core) or their numpy reference (AI CPU); tensor descs and att
 errors, with their codes and messages."""
 import json
 import os
+import pathlib
 import threading
 
 import numpy as np
@@ -492,7 +493,7 @@ def test_pyacl_single_op_sample_flow(tmp_path, model_dir):
     import sys
     script = tmp_path / "sample.py"
     script.write_text(SAMPLE)
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    root = str(pathlib.Path(__file__).resolve().parents[3])
     env = dict(os.environ, ASCENDC_CHECKED="1", PYTHONPATH=root, ASCEND_SLOG_PRINT_TO_STDOUT="1")
     r = subprocess.run([sys.executable, str(script), model_dir], env=env, capture_output=True,
                        text=True, timeout=600)

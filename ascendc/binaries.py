@@ -1,0 +1,328 @@
+"""The kernel binaries rt's core pool runs (`rt.KernelBinary`): one specialisation of a kernel,
+interpreted (InterpretedBinary: its Python source per block) or compiled (CompiledBinary: the
+generated module's `_run` over a block range), with its GM arguments (GMArg), the core context
+of the calling worker, counters, the NPU view's trace and block faults as `rt.KernelFault`.
+
+ascendc/jit.py makes them (JitFunction._binary) and launches them.
+"""
+from __future__ import annotations
+
+import linecache
+import os
+import threading
+import warnings
+
+import numpy as np
+from numba import typeof
+from numba.core.errors import NumbaError
+
+import rt
+from rt import errors as E
+
+from . import options as O
+from .lang import api, core, dtypes as D, prims, record, trace
+from .lang.prims import autotensor, ktype as KT
+from .lang.state import FLAG_TRACE, TRACE
+from .lang.gmreach import merge_overreach, read_overreach, set_gm_sizes, warn_overreach
+from .compiler.diagnostics import typing_error
+from .lang import barrier as _barrier
+from .lang.errors import CompileError, GMReadError, GMWriteError, KernelError
+
+_CTX = threading.local()
+#: Building a kernel (ast.parse, codegen, module load: jit.py) and Numba's first compile of its
+#: dispatcher are not thread-safe (CPython's AST validator and Numba's first-use registrations
+#: race): one lock for both, taken only until a binary is ready.
+BUILD_LOCK = threading.RLock()
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def trace_rows() -> int:
+    """Rows of a core's NPU-view trace buffer (env ASCEND_EMU_NPU_TRACE_ROWS, default 262144:
+    ~37 MB per worker while tracing)."""
+    v = os.environ.get("ASCEND_EMU_NPU_TRACE_ROWS", "")
+    return int(v) if v.isdigit() and int(v) > 0 else trace.DEFAULT_ROWS
+
+
+def _core_ctx(soc, flags):
+    """The calling worker's context for `soc` (local memories reused across launches)."""
+    cache = getattr(_CTX, "cache", None)
+    if cache is None:
+        cache = _CTX.cache = {}
+    rows = trace_rows() if flags & FLAG_TRACE else 1
+    key = (soc.name, flags, rows)
+    if key not in cache:
+        cache[key] = core.new_ctx(soc, flags, rows)
+    return cache[key]
+
+
+class GMArg:
+    """A GM argument as the binary receives it: device address, bytes, dtype."""
+    __slots__ = ("ptr", "nbytes", "dtype", "name", "owner", "_view")
+
+    def __init__(self, ptr, nbytes, dtype: D.DataType, name, owner=None):
+        self.ptr, self.nbytes, self.dtype, self.name = int(ptr), int(nbytes), dtype, name
+        self.owner = owner  # keeps a DeviceArray alive until the launch's task is done
+        self._view = None
+
+    def view(self):
+        """The kernel's view: from the argument's start to its allocation's end (whole
+        elements; rt.memory.kernel_view), as the AI Core reaches it: accesses past `nbytes` but
+        inside the allocation run (checked mode reports them: lang/gmreach.py). Made once per
+        launch, not again for each of its block ranges."""
+        if self._view is None:
+            u8 = rt.memory.kernel_view(self.ptr, self.nbytes)
+            isz = self.dtype.storage.itemsize
+            self._view = (u8[:u8.size - u8.size % isz] if u8.size % isz else u8).view(
+                self.dtype.storage)
+        return self._view
+
+
+class Binary(rt.KernelBinary):
+    """What rt.launch runs (an `rt.KernelBinary`): `run_blocks(first, last, block_dim, args)` over
+    one specialisation; a block's fault is raised as `rt.KernelFault` with its block_idx."""
+
+    def __init__(self, name, soc, checked: O.CheckedOptions, param_names, gm_names=(),
+                 traced=False, kernel_type=KT.AICORE):
+        self.name = name
+        self.kernel_type = kernel_type       # lang/prims/ktype.py (KT.KERNEL_TYPES)
+        self.kernel_type_name = next(k for k, v in KT.KERNEL_TYPES.items() if v == kernel_type)
+        # kernel instances per block of block_dim (the AIVs of a MIX_AIC_1_2 group): rt runs
+        # block_dim * per_block instances, numbered as the NPU numbers them (ktype.py)
+        self.per_block = KT.instances_per_block(kernel_type)
+        self.traced = traced                 # records the NPU view's trace (lang/trace.py)
+        self._traces = {}                    # per launch (id of its args): [rows..., blocks]
+        self._done = {}                      # finished launches' rows, until the profiler takes
+        self.soc = soc
+        self.checked = checked
+        self.param_names = param_names
+        self.gm_names = tuple(gm_names)   # the GM parameters, in the order they are registered
+        self.counters = core.COUNTER_NAMES   # rt's profiler reads last_counters after a launch
+        self.last_counters = {}
+        self.needs_all_resident = False      # calls sync_all: rt runs every block at once
+        self.shuffle_blocks = checked.shuffle_blocks
+        # the core context's options word (fixed per binary: computed once, not per launch)
+        self.ctx_flags = checked.flags | (FLAG_TRACE if traced else 0) | \
+            (kernel_type << KT.KT_SHIFT)
+        # per launch (keyed by its args tuple): [counts, blocks]
+        self._acc = {}
+        self._lock = threading.Lock()
+
+    def _order(self, first, last):
+        blocks = np.arange(first, last, dtype=np.int64)
+        if self.checked.shuffle_blocks and len(blocks) > 1:
+            np.random.default_rng().shuffle(blocks)
+        return blocks
+
+    def run_blocks(self, first, last, block_dim, args, barrier=None):
+        ctx = _core_ctx(self.soc, self.ctx_flags)
+        block_num = block_dim // self.per_block    # GetBlockNum: the launch's block_dim
+        st = core.state(ctx)
+        _barrier.attach(st, barrier)
+        st.rounded = 0
+        core.reset_counters(ctx)
+        views, gms = [], []
+        for a in args:
+            if isinstance(a, GMArg):
+                v = a.view()
+                views.append(v)
+                gms.append((a, v.nbytes))
+            else:
+                views.append(a)
+        report = self.checked.report_gm_overreach
+        set_gm_sizes(st, gms, report)
+        try:
+            if self.traced:
+                self._run_traced(ctx, st, first, last, block_dim, views, args)
+            else:
+                self._run(ctx, self._order(first, last), block_num, views)
+        except CompileError:
+            raise
+        except (KernelError, ZeroDivisionError, IndexError, ValueError, TypeError,
+                AssertionError, ArithmeticError, AttributeError, ImportError,
+                NotImplementedError) as e:
+            # (interpret mode: an unsupported name or method -> the message plus the kernel's
+            # file:line, e.g. "asc.LocalTensorAuto (pyasc) is not supported by ascend-emu")
+            raise self._wrap(e, int(st.block_idx), block_dim, self._where(e, st)) from e
+        finally:
+            over = read_overreach(st, len(gms)) if report else None
+            done = self._add_counters(id(args), core.read_counters(ctx), last - first, block_dim,
+                                      over)
+        if done:
+            warn_overreach(self.name, gms, done)
+        if self.checked.report_rounding and st.rounded:
+            warnings.warn(f"kernel {self.name}: data_copy rounded count*sizeof down to a multiple "
+                          f"of 32 bytes in {int(st.rounded)} call(s) of blocks "
+                          f"[{first}, {last}); the tail was not copied (use data_copy_pad)",
+                          RuntimeWarning, stacklevel=2)
+
+    def _run_traced(self, ctx, st, first, last, block_dim, views, args):
+        """Run blocks one at a time, taking each one's trace rows from the core's buffer."""
+        for b in self._order(first, last):
+            st.trace_n = st.trace_lost = 0
+            self._run(ctx, np.array([b], dtype=np.int64), block_dim // self.per_block, views)
+            if st.trace_lost:
+                raise KernelError(
+                    f"rt.profile(npu=True): a block must issue at most {len(ctx[TRACE])} "
+                    f"instructions to be recorded, got {int(st.trace_n + st.trace_lost)} in "
+                    f"block_idx={b} (raise ASCEND_EMU_NPU_TRACE_ROWS)")
+            rows = ctx[TRACE][:int(st.trace_n)].copy()
+            with self._lock:
+                acc = self._traces.setdefault(id(args), [[], 0])
+                acc[0].append(rows)
+                acc[1] += 1
+                if acc[1] >= block_dim:
+                    del self._traces[id(args)]
+                    while len(self._done) >= 64:        # never taken: keep the newest only
+                        self._done.pop(next(iter(self._done)))
+                    self._done[id(args)] = (np.concatenate(acc[0]), block_dim)
+
+    def take_npu_trace(self, args):
+        """(SoC name, a function returning the per-block `rt.npu.Instr` lists) of the finished
+        launch on `args`, or None (rt's profiler calls this once per kernel task while the NPU
+        view is on; decoding waits until the simulated view is asked for)."""
+        with self._lock:
+            got = self._done.pop(id(args), None)
+        if got is None:
+            return None
+        rows, block_dim = got
+        lines = self.trace_lines()
+        return self.soc.name, lambda: record.decode(rows, lines, block_dim)
+
+    def trace_lines(self):
+        return record.INTERP_LINES.lines
+
+    def _add_counters(self, launch_key, counts, nblocks, block_dim, over=None):
+        """Sum the ranges of one launch; the total is complete when its last range finishes.
+        `over` (checked mode, gmreach.read_overreach) is merged per argument; the call that
+        completes the launch returns the merged over-reach (else None)."""
+        with self._lock:
+            acc = self._acc.setdefault(launch_key, [dict.fromkeys(counts, 0), 0, {}])
+            for k, v in counts.items():
+                acc[0][k] += v
+            acc[1] += nblocks
+            merge_overreach(acc[2], over)
+            self.last_counters = dict(acc[0])
+            if acc[1] >= block_dim:
+                del self._acc[launch_key]
+                return acc[2] or None
+        return None
+
+    def _where(self, e, st):
+        """(file, line) of the kernel source that raised `e`, or None."""
+        return None
+
+    # GM parameters the kernel may write (compiler/gmwrites.py; None: unknown) and the indices
+    # of launch arguments they are, set by JitFunction._binary
+    written, written_args = None, None
+
+    def gm_writes(self, args):
+        """Indices of `args` the kernel may write (rt's mem-check asks), or None if unknown."""
+        return None if self.written_args is None else list(self.written_args)
+
+    def _wrap(self, e, block_idx, block_dim, where=None):
+        if isinstance(e, GMReadError) and len(e.args) > 2 and \
+                e.args[1] == "GlobalTensor.set_global_buffer" and self.written and \
+                0 <= e.args[2] < len(self.gm_names) and self.gm_names[e.args[2]] in self.written:
+            # binding more than an argument holds is checked at the bind, which reads nothing:
+            # for an argument the kernel writes (an output), name it what it risks, a write
+            e = GMWriteError(e.args[0].replace("GM read must", "GM write must"), *e.args[1:])
+        msg = str(e)
+        for i, n in enumerate(self.gm_names):      # GM arguments are numbered in launch order
+            msg = msg.replace(f"argument #{i} ", f"argument {n!r} ")
+        if where is not None:
+            file, line = where
+            text = linecache.getline(file, line).strip()
+            msg += f'\n  File "{file}", line {line}, in kernel {self.name}' + \
+                (f"\n    {text}" if text else "")
+        code = (E.ACL_ERROR_RT_AICORE_TRAP_READ_OVERFLOW if isinstance(e, GMReadError) else
+                E.ACL_ERROR_RT_AICORE_TRAP_WRITE_OVERFLOW if isinstance(e, GMWriteError) else
+                E.ACL_ERROR_RT_AICORE_EXCEPTION)
+        return rt.KernelFault(code, msg, block_idx)   # rt names the kernel and block_idx=<i>/<n>
+
+
+class CompiledBinary(Binary):
+    interruptible = False       # nopython code: a device reset cannot stop it mid-range
+
+    def __init__(self, name, soc, checked, param_names, run, lines, gm_names=(), traced=False,
+                 kernel_type=KT.AICORE, module_file=""):
+        super().__init__(name, soc, checked, param_names, gm_names, traced, kernel_type)
+        self.run = run
+        self.lines = lines      # st.src_line -> (file, line), from the generated module
+        self.module_file = module_file
+        self.compiled = False
+
+    def trace_lines(self):
+        return self.lines
+
+    def _where(self, e, st):
+        k = int(st.src_line)
+        return self.lines[k] if 0 < k < len(self.lines) else None
+
+    def _run(self, ctx, blocks, block_dim, views):
+        # arrays go in as (address, length): the generated _run rebuilds them without reference
+        # counts, so a fault leaks nothing (compiler/rawptr.py); ctx, blocks and views stay
+        # alive here for the duration of the call
+        mem, stage, st, tr = ctx
+        c = (mem.ctypes.data, mem.size, stage.ctypes.data, stage.size, st.ctypes.data,
+             tr.ctypes.data, tr.shape[0])
+        blocks = np.ascontiguousarray(blocks, dtype=np.int64)
+        flat = []
+        for v in views:
+            if isinstance(v, np.ndarray):
+                flat += (v.ctypes.data, v.size)
+            else:
+                flat.append(v)
+        args = (c, (blocks.ctypes.data, len(blocks)), block_dim, *flat)
+        try:
+            if not self.compiled:           # compile (or load) once, not from many threads
+                with BUILD_LOCK:
+                    if not self.compiled:
+                        self.run.compile(tuple(typeof(a) for a in args))
+                        self.compiled = True
+            self.run(*args)
+        except NumbaError as e:      # typing fails at the first call: name the kernel's line
+            raise typing_error(e, self.name, self.module_file, self.lines) from None
+
+
+class InterpretedBinary(Binary):
+    def __init__(self, name, soc, checked, param_names, fn, consts, gm_names=(), traced=False,
+                 kernel_type=KT.AICORE):
+        super().__init__(name, soc, checked, param_names, gm_names, traced, kernel_type)
+        self.fn, self.consts = fn, consts
+
+    def _where(self, e, st):
+        """The innermost traceback frame outside the ascendc package: the kernel's line."""
+        where = None
+        tb = e.__traceback__
+        while tb is not None:
+            file = tb.tb_frame.f_code.co_filename
+            if not file.startswith(_PACKAGE_DIR):
+                where = (file, tb.tb_lineno)
+            tb = tb.tb_next
+        return where
+
+    def _run(self, ctx, blocks, block_dim, views):
+        args = []
+        it = iter(views)
+        for n in self.param_names:
+            if n in self.consts:
+                args.append(self.consts[n])
+            else:
+                v = next(it)
+                # integers get pyasc's PlainValue methods (n.ceildiv(d), tiling.m.ceildiv(...))
+                args.append(api.wrap(api.GlobalAddress, v) if isinstance(v, np.ndarray)
+                            else api.kernel_value(v))
+        prev = api.set_ctx(ctx)
+        prev_soc = api.set_launch_soc(self.soc)
+        try:
+            for b in blocks:
+                core.begin_block(ctx, b, block_dim)
+                autotensor.auto_reset(ctx)     # no LocalTensorAuto regions yet
+                for v in views:
+                    if isinstance(v, np.ndarray):
+                        core.register_gm(ctx, v)
+                self.fn(*args)
+                prims.kernel_end(ctx)
+        finally:
+            api.set_ctx(prev)
+            api.set_launch_soc(prev_soc)

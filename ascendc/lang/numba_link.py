@@ -1,0 +1,321 @@
+"""How primitives and kernel glue compile and link under Numba: the one module of ascendc that
+overrides Numba's internals (docs/numba.md).
+
+Everything else in the kernel language uses Numba's public API (`njit`, `overload`,
+`intrinsic`, `types`). The compile layer here subclasses or reads these private parts, all
+checked against the Numba and llvmlite versions in TESTED_NUMBA / TESTED_LLVMLITE:
+
+- `numba.core.registry.CPUDispatcher`, overriding
+  - `get_call_template(args, kws)`: calls from jitted code are typed with unliteral arguments
+    (PrimDispatcher);
+  - `compile(sig)`: marks what is being compiled, PRIM or GLUE (PrimDispatcher,
+    GlueDispatcher);
+  - `add_overload(cres)`: registers a compiled version a second time through
+    `targetctx.insert_user_function(entry_point, fndesc, libs)`, with a CalledLibrary;
+  - the `_cache` attribute, replaced by a PrimCache;
+- the code library a caller links (`CompileResult.library`, a `CPUCodeLibrary`), wrapped by
+  CalledLibrary, which answers for: `_get_module_for_linking()`, `_ensure_finalized()`,
+  `_reload_init` (the loaders run before a cached caller's object code is linked), and uses
+  `codegen._create_empty_module(name)`, `get_pointer_to_function(name)`;
+- `CompileResult.reload_init`, `.fndesc` (`mangled_name`, `argtypes`, `restype`), `.objectmode`,
+  `.entry_point`, `.signature`;
+- `numba.core.caching.FunctionCache`: `_index_key(sig, codegen)` (its `(sig, magic,
+  (code_hash, cells_hash))` shape), `_cache_file._source_stamp`, `_py_func`;
+- `numba.core.serialize.dumps`, `numba.core.config.DISABLE_JIT`;
+and llvmlite's public `binding.add_symbol` and `binding.parse_assembly` (llvmlite is pinned to
+the release the tested Numba requires).
+
+Importing it on a Numba or llvmlite outside the tested range warns (UntestedNumbaWarning);
+tests/ascendc/test_numba_link.py fails there.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib
+import os
+import pathlib
+import re
+import threading
+import warnings
+
+import llvmlite
+import numba
+from llvmlite import binding as llvm_binding
+from numba import types
+from numba.core import config, serialize
+from numba.core.caching import FunctionCache
+from numba.core.registry import CPUDispatcher
+
+from .errors import KernelError
+
+# the versions the overrides above were checked against (pyproject.toml pins the same range)
+TESTED_NUMBA = (">=0.68", "<0.69")
+TESTED_LLVMLITE = (">=0.50", "<0.51")
+
+
+class UntestedNumbaWarning(UserWarning):
+    """Numba or llvmlite is outside the versions ascendc's compile layer was checked against."""
+
+
+def _release(version: str) -> tuple:
+    """(major, minor, micro) of a version string such as "0.68.1" or "0.69.0rc1"."""
+    m = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", version)
+    if m is None:
+        raise ValueError(f"check_numba_version: version must look like X.Y[.Z], "
+                         f"got version={version!r}")
+    return tuple(int(g or 0) for g in m.groups())
+
+
+def in_range(version: str, tested: tuple) -> bool:
+    """Is `version` inside `tested` = (">=X", "<Y")?"""
+    low, high = (_release(b.lstrip("<>=")) for b in tested)
+    return low <= _release(version) < high
+
+
+def untested_message(numba_version: str, llvmlite_version: str) -> str | None:
+    """What check_numba_version warns about these versions, or None if both are tested."""
+    wrong = []
+    if not in_range(numba_version, TESTED_NUMBA):
+        wrong.append(f"Numba {numba_version}")
+    if not in_range(llvmlite_version, TESTED_LLVMLITE):
+        wrong.append(f"llvmlite {llvmlite_version}")
+    if not wrong:
+        return None
+    return (f"ascendc: {' and '.join(wrong)} {'is' if len(wrong) == 1 else 'are'} untested; "
+            f"the compile layer overrides Numba internals checked against "
+            f"numba{','.join(TESTED_NUMBA)} and llvmlite{','.join(TESTED_LLVMLITE)} "
+            f"(ascendc/lang/numba_link.py, docs/numba.md): compiling primitives and kernels, "
+            f"or loading them from the disk cache, may fail; install a tested version "
+            f"(pip install 'numba{','.join(TESTED_NUMBA)}')")
+
+
+def check_numba_version() -> str | None:
+    """Warn (UntestedNumbaWarning) if the installed Numba or llvmlite is outside the tested
+    range; returns the message, or None. Run once when ascendc is imported."""
+    msg = untested_message(numba.__version__, llvmlite.__version__)
+    if msg is not None:
+        warnings.warn(msg, UntestedNumbaWarning, stacklevel=2)
+    return msg
+
+
+check_numba_version()
+
+
+# ---- what is being compiled: a primitive (PRIM) or kernel glue (GLUE) ---------------------------
+
+class _CompileKinds(threading.local):
+    """What this thread is compiling, innermost last: PRIM (a primitive's own code) or GLUE
+    (a generated kernel function, compiler/gluejit.py); decides how calls of primitives link."""
+
+    def __init__(self):
+        self.stack = []
+
+
+PRIM, GLUE = "prim", "glue"
+_COMPILING = _CompileKinds()
+
+
+@contextlib.contextmanager
+def compiling_as(kind):
+    """Mark the compiles in this block as PRIM or GLUE code (see PrimDispatcher)."""
+    _COMPILING.stack.append(kind)
+    try:
+        yield
+    finally:
+        _COMPILING.stack.pop()
+
+
+def prim_calls_enabled() -> bool:
+    """Kernel glue calls the larger primitives instead of inlining them (docs/compile-time.md;
+    env ASCEND_EMU_PRIM_CALLS=0 inlines everything, as before)."""
+    return os.environ.get("ASCEND_EMU_PRIM_CALLS", "1") != "0"
+
+
+def prim_call_min_bytes() -> int:
+    """Primitives whose optimised code (with the callees it inlines, as LLVM bitcode) has at
+    least this many bytes are called from kernel glue; smaller ones, e.g. get_block_idx (~8 kB),
+    stay inlined (env ASCEND_EMU_PRIM_CALL_MIN_BYTES)."""
+    v = os.environ.get("ASCEND_EMU_PRIM_CALL_MIN_BYTES", "")
+    return int(v) if v.isdigit() else 12000
+
+
+# ---- linking: a called primitive, and its loader when a cached caller is loaded -----------------
+
+class PrimLoader:
+    """Run when a cached kernel that calls a primitive is loaded (Numba's `reload_init`): makes
+    sure the primitive is compiled (or loaded from its own cache) for the signature the kernel
+    calls, under the symbol the kernel's object code refers to."""
+
+    def __init__(self, module, qualname, argtypes, restype, symbol):
+        self.key = (module, qualname, tuple(argtypes), restype, symbol)
+
+    def __hash__(self):
+        return hash(self.key)
+
+    def __eq__(self, other):
+        return isinstance(other, PrimLoader) and self.key == other.key
+
+    def __call__(self):
+        module, qualname, argtypes, restype, symbol = self.key
+        disp = importlib.import_module(module)
+        for part in qualname.split("."):
+            disp = getattr(disp, part)
+        disp.compile(argtypes)
+        cres = disp.overloads[argtypes]
+        if cres.signature.return_type != restype:
+            raise KernelError(f"cached kernel: primitive {qualname}{argtypes} must return "
+                              f"{restype} as when the kernel was compiled, got "
+                              f"{cres.signature.return_type} (clear the kernel cache)")
+        if cres.fndesc.mangled_name != symbol:    # compiled anew: another unique id
+            addr = cres.library.get_pointer_to_function(cres.fndesc.mangled_name)
+            llvm_binding.add_symbol(symbol, addr)
+
+
+class CalledLibrary:
+    """What a caller links for a compiled primitive: the primitive's own code library (inlined,
+    as Numba does by default), or, while GLUE or another primitive is being compiled and the
+    primitive is large, nothing: the caller only declares the primitive's symbol and calls it.
+    Each primitive is then LLVM-optimised and turned into machine code once (and cached), not
+    again inside every kernel and every primitive using it (a fresh clone's compiles: add
+    22.6 -> 16.4 CPU s, matmul 45.6 -> 29.3); the call costs a few ns against the vector
+    repeats, copies or mmads it runs. Small primitives stay inlined (prim_call_min_bytes)."""
+
+    def __init__(self, lib, cres, disp):
+        self._lib, self._cres, self._disp = lib, cres, disp
+        self._called = None
+        self._empty = None
+
+    def __getattr__(self, name):
+        return getattr(self._lib, name)
+
+    def calls(self) -> bool:
+        if not _COMPILING.stack:    # plain @njit code (a user's, a test's) links it in
+            return False
+        if self._called is None:     # the size of what a caller would link (bitcode: ~1 ms)
+            n = len(self._lib._get_module_for_linking().as_bitcode())
+            self._called = n >= prim_call_min_bytes()
+        return self._called
+
+    def _ensure_finalized(self):
+        self._lib._ensure_finalized()
+
+    @property
+    def _reload_init(self):
+        if not self.calls():
+            # inlined: the caller needs loaded first whatever this primitive's code calls. A
+            # library rebuilt from the disk cache starts with no loaders; its compile result
+            # keeps them (Numba's CompileResult.reload_init)
+            return set(self._lib._reload_init) | set(self._cres.reload_init or ())
+        f = self._cres.fndesc
+        py = self._disp.py_func
+        return {PrimLoader(py.__module__, py.__qualname__, f.argtypes, f.restype,
+                           f.mangled_name)}
+
+    def _get_module_for_linking(self):
+        if not self.calls():
+            return self._lib._get_module_for_linking()
+        if self._empty is None:
+            cg = self._lib.codegen
+            self._empty = llvm_binding.parse_assembly(str(cg._create_empty_module("call")))
+        return self._empty
+
+
+# ---- dispatchers -------------------------------------------------------------------------------
+
+class PrimDispatcher(CPUDispatcher):
+    """A Numba dispatcher whose calls from jitted code are typed with non-literal arguments,
+    and whose larger compiled versions kernel glue calls instead of inlining (CalledLibrary).
+
+    A plain dispatcher called from a kernel as `add_count(ctx, d, a, b, 64)` compiles a
+    specialisation for `Literal[int](64)`, and another for every other constant: compile time
+    and cache size would grow with each call site. Here all such calls share the int64 version.
+    """
+
+    def get_call_template(self, args, kws):
+        args = tuple(types.unliteral(a) for a in args)
+        kws = {k: types.unliteral(v) for k, v in kws.items()}
+        return super().get_call_template(args, kws)
+
+    def compile(self, sig):
+        with compiling_as(PRIM):
+            return super().compile(sig)
+
+    def add_overload(self, cres):
+        super().add_overload(cres)
+        if prim_calls_enabled() and not cres.objectmode:
+            # registered after Numba's own entry for the signature, so callers find this one
+            self.targetctx.insert_user_function(cres.entry_point, cres.fndesc,
+                                                [CalledLibrary(cres.library, cres, self)])
+
+
+class GlueDispatcher(CPUDispatcher):
+    """A CPUDispatcher whose compiles are marked GLUE: a generated kernel function
+    (compiler/gluejit.py), which calls the larger primitives rather than inlining them."""
+
+    def compile(self, sig):
+        with compiling_as(GLUE):
+            return super().compile(sig)
+
+
+# ---- the disk cache of primitives --------------------------------------------------------------
+
+class PrimCache(FunctionCache):
+    """Numba's disk cache of a primitive, with closure variables keyed stably: Numba hashes a
+    closure's pickled cells, and a pickled dispatcher carries a per-process uuid, so primitives
+    made by a factory over other primitives (vector.py's add_count, ...) never hit the cache of
+    another process. A function or dispatcher cell is keyed by its module and name instead."""
+
+    def __init__(self, py_func):
+        super().__init__(py_func)
+        # Numba stamps a cache with the function's own file only; a primitive inlines helpers
+        # from other files (vecloops, vecbase, cubegemm, ...), so any edit under ascendc/lang
+        # must invalidate it, or a stale primitive would load silently. A changed stamp makes
+        # Numba drop the whole index (no stale entries pile up).
+        cf = self._cache_file
+        cf._source_stamp = (cf._source_stamp, lang_sources_digest())
+
+    def _index_key(self, sig, codegen):
+        sig_key, magic, (code_hash, _) = super()._index_key(sig, codegen)
+        stable = tuple(_stable_cell(c.cell_contents) for c in self._py_func.__closure__ or ())
+        return sig_key, magic, (code_hash, hashlib.sha256(serialize.dumps(stable)).hexdigest())
+
+
+_LANG_DIGEST: list = []
+
+
+def lang_sources_digest() -> str:
+    """Hash of every source file under ascendc/lang (computed once per process)."""
+    if not _LANG_DIGEST:
+        h = hashlib.sha256()
+        root = pathlib.Path(__file__).resolve().parent
+        for f in sorted(root.rglob("*.py")):
+            h.update(str(f.relative_to(root)).encode())
+            h.update(f.read_bytes())
+        _LANG_DIGEST.append(h.hexdigest()[:16])
+    return _LANG_DIGEST[0]
+
+
+lang_sources_digest()    # at import, for the reason given at compiler/cache.py's lang_fingerprint
+
+
+def _stable_cell(v):
+    """What identifies closure cell `v` in every process: a function (or a dispatcher's) by
+    module, name, bytecode, the global names it reads and its own cells; other values as is."""
+    f = getattr(v, "py_func", v)
+    code = getattr(f, "__code__", None)
+    if code is None:
+        return v
+    return (f.__module__, f.__qualname__, code.co_code, code.co_names,
+            tuple(_stable_cell(c.cell_contents) for c in f.__closure__ or ()))
+
+
+def prim(fn):
+    """Decorator of primitives: a cached, nogil, nopython PrimDispatcher (numpy error model, so
+    float division by zero gives inf/nan instead of raising)."""
+    if config.DISABLE_JIT:
+        return fn
+    disp = PrimDispatcher(py_func=fn, locals={},
+                          targetoptions={"nopython": True, "nogil": True, "error_model": "numpy"})
+    disp._cache = PrimCache(fn)
+    return disp
