@@ -121,7 +121,8 @@ class JitFunction(KernelFunction):
                             f"[block_dim, stream], got {spec!r}")
         block_dim = spec[0]
         stream = spec[1] if len(spec) > 1 else None
-        if not isinstance(block_dim, (int, np.integer)) or not 1 <= block_dim <= 65535:
+        if not isinstance(block_dim, (int, np.integer)) or isinstance(block_dim, bool) or \
+                not 1 <= block_dim <= 65535:
             raise E.AclError(E.ACL_ERROR_RT_PARAM_INVALID,
                              f"{self.__name__}[]: block_dim must be in [1, 65535], got "
                              f"block_dim={block_dim!r}")
