@@ -153,6 +153,17 @@ def load_onnx(model, input_shape: dict | None = None) -> Graph:
         raise AtcError(f"atc: unsupported op(s): {what}: no AI Core or AI CPU implementation. "
                        f"Supported ops: {', '.join(sorted(aicpu.OPS))}")
     g = model.graph
+    if not g.output:
+        raise AtcError("atc: the model must have a graph with at least one output, got an "
+                       "empty graph (an empty or non-ONNX file?)")
+    known = {t.name for t in g.initializer} | {v.name for v in g.input} | {""}
+    for i, n in enumerate(g.node):      # ONNX orders nodes topologically: a cycle breaks that
+        late = [x for x in n.input if x not in known]
+        if late:
+            raise AtcError(f"atc: the graph must be acyclic with nodes in topological order, got "
+                           f"node {n.name or n.op_type + '_' + str(i)!r} reading {late[:3]} "
+                           f"before any node produces it")
+        known.update(n.output)
     init_names = {t.name for t in g.initializer}
     input_shape = dict(input_shape or {})
     changed = bool(input_shape)

@@ -88,3 +88,22 @@ def test_a_bool_is_not_a_block_dim(bd, dev0):
     with pytest.raises(rt.AclError, match=rf"_noop\[\]: block_dim must be in \[1, 65535\], got "
                                           rf"block_dim={bd}"):
         _noop[bd](np.zeros(8, np.float32))
+
+
+def test_atc_refuses_an_empty_file_and_a_cyclic_graph(tmp_path, capsys):
+    from rt.atc import AtcError
+    from rt.atc.__main__ import main as atc_main
+    empty = tmp_path / "empty.onnx"
+    empty.write_bytes(b"")
+    assert atc_main(["--model", str(empty), "--output", str(tmp_path / "e"),
+                     "--soc_version", "Ascend910B2"]) != 0
+    assert "must have a graph with at least one output" in capsys.readouterr().err
+    assert not (tmp_path / "e.om").exists()
+    cyclic = helper.make_model(helper.make_graph(
+        [helper.make_node("Add", ["x", "b"], ["a"]), helper.make_node("Add", ["a", "x"], ["b"])],
+        "cyc", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("b", TensorProto.FLOAT, [4])]),
+        opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(AtcError, match=r"atc: the graph must be acyclic with nodes in topological "
+                                       r"order, got node 'Add_0' reading \['b'\]"):
+        convert_to_bytes(cyclic, "Ascend910B2", "x:4")
