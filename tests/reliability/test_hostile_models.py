@@ -107,3 +107,28 @@ def test_atc_refuses_an_empty_file_and_a_cyclic_graph(tmp_path, capsys):
     with pytest.raises(AtcError, match=r"atc: the graph must be acyclic with nodes in topological "
                                        r"order, got node 'Add_0' reading \['b'\]"):
         convert_to_bytes(cyclic, "Ascend910B2", "x:4")
+
+
+@pytest.mark.parametrize("content", [b"[" * 200_000 + b"]" * 200_000, b'[{"op": "\xff\xfe"}]'],
+                         ids=["deep", "not-utf8"])
+def test_singleop_json_that_lies_is_refused(tmp_path, capsys, content):
+    from rt.atc.__main__ import main as atc_main
+    path = tmp_path / "ops.json"
+    path.write_bytes(content)
+    assert atc_main(["--singleop", str(path), "--output", str(tmp_path / "out"),
+                     "--soc_version", "Ascend910B2"]) != 0
+    assert "must be JSON" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("planted", ["deep", "dev-zero"])
+def test_set_model_dir_answers_a_code_for_hostile_files(tmp_path, planted, dev0):
+    import os
+    d = tmp_path / "ops"
+    d.mkdir()
+    if planted == "deep":
+        (d / "0_Add_x.json").write_bytes(b"[" * 200_000 + b"]" * 200_000)
+    else:
+        os.symlink("/dev/zero", d / "0_Add_x.json")
+    ret = acl.op.set_model_dir(str(d))
+    assert ret != 0
+    assert "must be a readable JSON file" in acl.get_recent_err_msg()
