@@ -26,6 +26,7 @@ from .lang.state import FLAG_TRACE, TRACE
 from .lang.gmreach import merge_overreach, read_overreach, set_gm_sizes, warn_overreach
 from .compiler.diagnostics import typing_error
 from .lang import barrier as _barrier
+from . import mix as _mix
 from .lang.errors import CompileError, GMReadError, GMWriteError, KernelError
 
 _CTX = threading.local()
@@ -99,6 +100,7 @@ class Binary(rt.KernelBinary):
         self.counters = core.COUNTER_NAMES   # rt's profiler reads last_counters after a launch
         self.last_counters = {}
         self.needs_all_resident = False      # calls sync_all: rt runs every block at once
+        self.mix = None                      # cores synchronising each other: rt.mixlaunch
         self.shuffle_blocks = checked.shuffle_blocks
         # the core context's options word (fixed per binary: computed once, not per launch)
         self.ctx_flags = checked.flags | (FLAG_TRACE if traced else 0) | \
@@ -115,9 +117,17 @@ class Binary(rt.KernelBinary):
 
     def run_blocks(self, first, last, block_dim, args, barrier=None):
         ctx = _core_ctx(self.soc, self.ctx_flags)
-        block_num = block_dim // self.per_block    # GetBlockNum: the launch's block_dim
         st = core.state(ctx)
-        _barrier.attach(st, barrier)
+        if self.mix is not None and _mix.is_instance(barrier):
+            # one instance of a MIX launch (rt.mixlaunch): block_dim groups
+            port, block_num = barrier, block_dim
+            blocks, total = np.array([port.block_idx], np.int64), block_dim * len(self.mix.roles)
+            _barrier.attach(st, None)
+            _mix.attach(st, port, self.kernel_type, getattr(self, "lines", None))
+        else:       # GetBlockNum: the launch's block_dim
+            port, block_num, blocks, total = None, block_dim // self.per_block, None, block_dim
+            _barrier.attach(st, barrier)
+            _mix.attach(st, None, self.kernel_type)
         st.rounded = 0
         core.reset_counters(ctx)
         views, gms = [], []
@@ -132,9 +142,12 @@ class Binary(rt.KernelBinary):
         set_gm_sizes(st, gms, report)
         try:
             if self.traced:
-                self._run_traced(ctx, st, first, last, block_dim, views, args)
+                self._run_traced(ctx, st, blocks if blocks is not None else
+                                 self._order(first, last), block_num, total, views, args,
+                                 port.index if port is not None else None)
             else:
-                self._run(ctx, self._order(first, last), block_num, views)
+                self._run(ctx, blocks if blocks is not None else self._order(first, last),
+                          block_num, views)
         except CompileError:
             raise
         except (KernelError, ZeroDivisionError, IndexError, ValueError, TypeError,
@@ -142,11 +155,14 @@ class Binary(rt.KernelBinary):
                 NotImplementedError) as e:
             # (interpret mode: an unsupported name or method -> the message plus the kernel's
             # file:line, e.g. "asc.LocalTensorAuto (pyasc) is not supported by ascend-emu")
+            if port is not None:     # rt reports the group as the block; name the core
+                raise self._wrap(e, port.group, block_dim, self._where(e, st),
+                                 f"{port.name}: ") from e
             raise self._wrap(e, int(st.block_idx), block_dim, self._where(e, st)) from e
         finally:
             over = read_overreach(st, len(gms)) if report else None
-            done = self._add_counters(id(args), core.read_counters(ctx), last - first, block_dim,
-                                      over)
+            done = self._add_counters(id(args), core.read_counters(ctx), len(blocks) if
+                                      blocks is not None else last - first, total, over)
         if done:
             warn_overreach(self.name, gms, done)
         if self.checked.report_rounding and st.rounded:
@@ -155,17 +171,22 @@ class Binary(rt.KernelBinary):
                           f"[{first}, {last}); the tail was not copied (use data_copy_pad)",
                           RuntimeWarning, stacklevel=2)
 
-    def _run_traced(self, ctx, st, first, last, block_dim, views, args):
-        """Run blocks one at a time, taking each one's trace rows from the core's buffer."""
-        for b in self._order(first, last):
+    def _run_traced(self, ctx, st, blocks, block_num, block_dim, views, args, instance=None):
+        """Run blocks one at a time, taking each one's trace rows from the core's buffer
+        (`block_dim`: the launch's instances, complete when that many have run). The rows of an
+        instance of a MIX launch are numbered by its `instance` index, not its block_idx (the
+        AIC and an AIV of a group share a block_idx): streams group * cores-per-group + slot."""
+        for b in blocks:
             st.trace_n = st.trace_lost = 0
-            self._run(ctx, np.array([b], dtype=np.int64), block_dim // self.per_block, views)
+            self._run(ctx, np.array([b], dtype=np.int64), block_num, views)
             if st.trace_lost:
                 raise KernelError(
                     f"rt.profile(npu=True): a block must issue at most {len(ctx[TRACE])} "
                     f"instructions to be recorded, got {int(st.trace_n + st.trace_lost)} in "
                     f"block_idx={b} (raise ASCEND_EMU_NPU_TRACE_ROWS)")
             rows = ctx[TRACE][:int(st.trace_n)].copy()
+            if instance is not None:
+                rows[:, trace.C_BLOCK] = instance
             with self._lock:
                 acc = self._traces.setdefault(id(args), [[], 0])
                 acc[0].append(rows)
@@ -219,14 +240,14 @@ class Binary(rt.KernelBinary):
         """Indices of `args` the kernel may write (rt's mem-check asks), or None if unknown."""
         return None if self.written_args is None else list(self.written_args)
 
-    def _wrap(self, e, block_idx, block_dim, where=None):
+    def _wrap(self, e, block_idx, block_dim, where=None, who=""):
         if isinstance(e, GMReadError) and len(e.args) > 2 and \
                 e.args[1] == "GlobalTensor.set_global_buffer" and self.written and \
                 0 <= e.args[2] < len(self.gm_names) and self.gm_names[e.args[2]] in self.written:
             # binding more than an argument holds is checked at the bind, which reads nothing:
             # for an argument the kernel writes (an output), name it what it risks, a write
             e = GMWriteError(e.args[0].replace("GM read must", "GM write must"), *e.args[1:])
-        msg = str(e)
+        msg = who + str(e)
         for i, n in enumerate(self.gm_names):      # GM arguments are numbered in launch order
             msg = msg.replace(f"argument #{i} ", f"argument {n!r} ")
         if where is not None:

@@ -23,6 +23,8 @@ from .compiler.codegen import kernel_module
 from .compiler.frontend import asc_calls
 from .compiler.gmwrites import written_params
 from .lang import barrier as _barrier
+from . import mix as _mix
+from .compiler.syncscope import sync_scope
 from .lang.kernel import KernelFunction
 
 
@@ -196,7 +198,10 @@ class JitFunction(KernelFunction):
         soc = rt.get_soc(opts.get("soc"))
         traced = rt.npu_view_on()
         ktype = self.kernel_type(opts)
-        self._check_resident(block_dim, soc)
+        mix = _mix.mix_spec(ktype, self._sync_scope(), self._asc_calls(), checked)
+        if mix is None:
+            self._check_resident(block_dim, soc)
+        _mix.check_block_dim(self.__name__, block_dim, soc, mix)
         consts, launch_args, sig, host_arrays = {}, [], [], []
         host_args = rt.array.HostArgs()
         try:
@@ -227,11 +232,14 @@ class JitFunction(KernelFunction):
                                                              consts.items())), tuple(sig), traced,
                    ktype)
             binary = self._binary(key, interpret, checked, soc, consts, sig, traced, ktype)
+            binary.mix = mix
             for i, name, v in host_arrays:    # mapped if only read, else copied (rt.HostArgs)
                 dev = host_args.add(v, binary.written is None or name in binary.written)
                 launch_args[i] = GMArg(dev.ptr, dev.nbytes, D.from_numpy(v.dtype), name, dev)
-            # a MIX_AIC_1_2 launch runs block_dim groups: 2 * block_dim AIV instances
-            task = rt.launch(binary, block_dim * binary.per_block, tuple(launch_args), stream)
+            # a MIX launch runs block_dim groups (rt.mixlaunch); a Matmul kernel detected as
+            # MIX_AIC_1_2 runs its 2 * block_dim AIV instances on the core pool
+            task = rt.launch(binary, block_dim if mix is not None else
+                             block_dim * binary.per_block, tuple(launch_args), stream)
             if host_arrays:   # a synchronous launch: its errors name the launch, as it was called
                 (stream or rt.current_stream()).synchronize(
                     api=f"kernel {binary.name!r}[{block_dim}]", own=task)
@@ -265,6 +273,11 @@ class JitFunction(KernelFunction):
         if not hasattr(self, "_calls"):
             self._calls = asc_calls(self.fn)
         return self._calls
+
+    def _sync_scope(self):
+        if not hasattr(self, "_scope"):
+            self._scope = sync_scope(self.fn)
+        return self._scope
 
     def _check_resident(self, block_dim, soc):
         """A kernel calling sync_all needs all its blocks resident: no more than the SoC has."""

@@ -37,9 +37,6 @@ def _enqueue(plan, stream, api: str, kind: str, name: str) -> Task:
         raise AclError(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
                        f"{api}: kind must not be HOST_TO_HOST for an async copy, got "
                        f"kind=HOST_TO_HOST (use rt.memcpy or numpy for host copies)")
-    if kind == "memset" and plan.kind == _mem.MemcpyKind.HOST_TO_HOST:
-        raise AclError(ACL_ERROR_RT_PARAM_INVALID,
-                       f"{api}: ptr must be a device address, got a host buffer")
     core = stream.live_core(api)
     task = Task(core, plan.run, kind, name, plan.nbytes, "copy",
                 {"kind": _SHORT.get(int(plan.kind), str(plan.kind))})
@@ -68,10 +65,15 @@ def memcpy_async(dst, src, count: int, kind, stream=None) -> Task:
 
 def memset_async(ptr, max_count: int, value: int, count: int, stream=None) -> Task:
     """Mirrors `aclrtMemsetAsync(devPtr, maxCount, value, count, stream)`: queue setting `count`
-    bytes of device memory to the byte `value`. Returns when queued."""
+    bytes of device memory, or of host memory from `malloc_host`, to the byte `value`. Returns
+    when queued."""
     api = "memset_async"
     stream = _stream_of(stream, api)
     plan = _mem.prepare_memset(ptr, max_count, value, count, api)
+    if plan.kind == _mem.MemcpyKind.HOST_TO_HOST and plan.pageable:
+        raise AclError(ACL_ERROR_RT_PARAM_INVALID,
+                       f"{api}: ptr must be device memory or host memory from malloc_host, got "
+                       f"a pageable host buffer")
     plan.pageable = False
     return _enqueue(plan, stream, api, "memset", "memset")
 

@@ -35,6 +35,7 @@ from .errors import (AclError, KernelFault, ACL_ERROR_RT_PARAM_INVALID,
 from .hostmem import is_mapped_address, mapped_view
 from .kernel import KernelBinary, missing_members
 from .memcheck import check_access, device_address, device_of
+from .mixlaunch import dispatch_mix
 from .resident import BlockBarrier, dispatch_resident
 from .sched import BlockRun, KernelTask
 from .stream import Stream, current_stream
@@ -141,6 +142,10 @@ class CorePool:
             return
         if _opt.OP_TIMEOUT_NS:
             _opt.watchdog().watch(task, _opt.OP_TIMEOUT_NS)
+        if getattr(task.binary, "mix", None) is not None:
+            # cores that synchronise with each other: groups on slots of threads (rt.mixlaunch)
+            return dispatch_mix(task, self, lambda g, wid, inst: self._run_range(
+                task, wid, g, g + 1, False, inst), self._register_launch)
         if task.binary.needs_all_resident:
             # one thread per block (rt.resident); its ranges are registered like the pool's, so
             # cancel() stops them, and it aborts the barrier the other blocks wait at
@@ -172,6 +177,11 @@ class CorePool:
                 state[w] = _RUNG
         for w in wake:
             self._bells[w].release()
+
+    def _register_launch(self, task: KernelTask, launch) -> None:
+        """Keep a MIX launch's synchronisation state, for `cancel` to abort (rt.mixlaunch)."""
+        with self._lock:
+            self._barriers[task] = launch
 
     def _run(self, wid: int, gen: int) -> None:
         heap, lock, idle, state = self._heap, self._lock, self._idle, self._state
@@ -269,8 +279,9 @@ class CorePool:
                 if barrier is None:
                     task.binary.run_blocks(first, last, task.block_dim, task.args)
                 else:
-                    task.binary.run_blocks(first, last, task.block_dim, task.args,
-                                           barrier=barrier)
+                    if barrier.begin():
+                        task.binary.run_blocks(first, last, task.block_dim, task.args,
+                                               barrier=barrier)
                     barrier.leave()
             except _Stop:
                 pass
@@ -307,7 +318,7 @@ class CorePool:
             self._done(task, t1)
 
     def _done(self, task: KernelTask, end_ns: int) -> None:
-        if task.binary.needs_all_resident:
+        if self._barriers:
             with self._lock:
                 self._barriers.pop(task, None)
         task.end_ns = end_ns
@@ -329,6 +340,9 @@ class CorePool:
                     task.left -= 1
                 task.entries.clear()
                 heapq.heapify(self._heap)
+            bar = self._barriers.get(task)
+            if bar is not None and hasattr(bar, "take_unstarted"):
+                task.left -= bar.take_unstarted()   # MIX instances no thread started yet
             for token in list(task.running):
                 token.killed = True
                 task.left -= 1
@@ -342,7 +356,6 @@ class CorePool:
                     self._bells[token.wid] = bell
                     self._start_worker(token.wid)
             done = task.left <= 0
-            bar = self._barriers.get(task)
             stopping = list(task.running)
         if bar is not None:                 # resident blocks waiting for a stopped one: release
             bar.abort()

@@ -73,8 +73,10 @@ def locate(addr: int) -> Block | None:
 
 
 def check_access(addr: int, nbytes: int, api: str, code: int = ACL_ERROR_RT_PARAM_INVALID,
-                 role: str = "ptr") -> Block:
-    """Raise `AclError(code)` unless ``[addr, addr + nbytes)`` lies in one live allocation.
+                 role: str = "ptr", rounded: bool = False) -> Block:
+    """Raise `AclError(code)` unless ``[addr, addr + nbytes)`` lies in one live allocation: its
+    requested size, or with `rounded` the allocation as CANN rounds it (``align32(size) + 32``,
+    what the host copy APIs check a count against).
 
     Returns the live block. The message names the API, the pointer, and why: use after free (with
     where it was freed, under mem-check), an overrun (by how many bytes), free memory, an unset
@@ -101,13 +103,15 @@ def check_access(addr: int, nbytes: int, api: str, code: int = ACL_ERROR_RT_PARA
     if blk.state != LIVE:
         hint = "" if dev.pool.quarantine is not None else " set ASCEND_MEM_CHECK=1 to find out"
         raise AclError(code, f"{head}: it points into free memory (use after free?{hint})")
-    end = blk.addr + blk.req
+    size = blk.real if rounded else blk.req
+    end = blk.addr + size
+    what = f"(size {blk.req}, {blk.real} bytes as allocated)" if rounded else f"(size {blk.req})"
     if addr >= end:
         raise AclError(code, f"{head}: it lies in the 32-byte padding after the allocation at "
-                             f"0x{blk.addr:x} (size {blk.req})")
+                             f"0x{blk.addr:x} {what}")
     if addr + nbytes > end:
-        raise AclError(code, f"{head}: it overruns the allocation at 0x{blk.addr:x} (size "
-                             f"{blk.req}) by {addr + nbytes - end} bytes")
+        raise AclError(code, f"{head}: it overruns the allocation at 0x{blk.addr:x} {what} by "
+                             f"{addr + nbytes - end} bytes")
     return blk
 
 

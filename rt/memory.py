@@ -238,10 +238,11 @@ def kernel_view(ptr: int, nbytes: int, api: str = "rt.kernel_view",
     return dev.arena.u8[off:off + max(nbytes, blk.addr + blk.real - int(ptr))]
 
 
-def _checked_view(ptr: int, nbytes: int, api: str, code: int, role: str) -> np.ndarray:
+def _checked_view(ptr: int, nbytes: int, api: str, code: int, role: str,
+                  rounded: bool = False) -> np.ndarray:
     if hostmem.is_mapped_address(ptr):      # host memory mapped into the device (host_register)
         return hostmem.mapped_view(ptr, nbytes, api, code, role)
-    check_access(ptr, nbytes, api, code, role)
+    check_access(ptr, nbytes, api, code, role, rounded)
     dev = _devices[(ptr >> ADDR_SHIFT) - 0x100]
     off = int(ptr) - dev.arena.base
     return dev.arena.u8[off:off + nbytes]
@@ -265,7 +266,8 @@ def _operand(x, nbytes: int, api: str, role: str, write: bool):
             if blk is not None and nbytes <= blk.req:           # fast path: an allocation's base
                 off = a - dev.arena.base
                 return True, dev.arena.u8[off:off + nbytes], False
-            return True, _checked_view(a, nbytes, api, ACL_ERROR_RT_PARAM_INVALID, role), False
+            return True, _checked_view(a, nbytes, api, ACL_ERROR_RT_PARAM_INVALID, role,
+                                       rounded=True), False
         if a <= 0:
             raise AclError(ACL_ERROR_RT_PARAM_INVALID,
                            f"{api}: {role} must be a valid pointer, got {role}=0x{a:x}")

@@ -13,8 +13,10 @@ rounded up to 64 so every start address is 64-byte aligned.
 The *allocation* is those ``align32(size) + 32`` bytes (`alloc_bytes`, kept as ``Block.real``):
 CANN documents ``aclrtMalloc`` as rounding the size up to a multiple of 32 and adding 32 bytes
 (A2/A3/310P/910; the 950 only rounds to 32, 1 GiB huge pages get no +32; the emulated SoCs are
-all of the first kind). Host APIs (memcpy, memset, DeviceArray) stay bounded by the size asked;
-a kernel may reach the whole allocation, as the AI Core does (`rt.memory.kernel_view`).
+all of the first kind). Copies and memsets through raw pointers (``acl.rt.memcpy``, ``memset``)
+are checked against that allocation, as CANN's runtime checks them; DeviceArray stays bounded by
+the size asked; a kernel may reach the whole allocation, as the AI Core does
+(`rt.memory.kernel_view`).
 """
 from __future__ import annotations
 

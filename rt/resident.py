@@ -46,6 +46,10 @@ class BlockBarrier:
         self.ended_blocks = 0          # > 0: broken by blocks that ended (a would-be hang)
         self.fail_lock = threading.Lock()   # a block's failure is recorded under it
 
+    def begin(self) -> bool:
+        """A block starts (rt's range runner asks; a plain barrier always lets it run)."""
+        return True
+
     def wait(self) -> int:
         with self._cv:
             if self.broken:
@@ -118,6 +122,11 @@ class _ResidentCores:
 
 
 _cores = _ResidentCores()
+
+
+def start_threads(jobs) -> None:
+    """Run each of `jobs` (callables) on its own resident-core thread (reused when idle)."""
+    _cores.start(jobs)
 
 
 def dispatch_resident(task, pool, run_block) -> None:

@@ -25,12 +25,13 @@ PACKAGES = ("rt", "ascendc", "kernels", "bench")          # bottom to top
 FORBIDDEN = {"rt": {"ascendc", "kernels", "bench", "numba"}, "ascendc": {"kernels", "bench"},
              "kernels": {"bench"}, "bench": set()}
 # ranks inside ascendc: a module may import modules of its own rank or below
-ASCENDC_RANKS = (("lang",), ("compiler", "options"), ("binaries",), ("jit",), ("language", "npu"),
-                 ("adv",), ("host",), ("lib",), ("__init__", "pyasc_compat", "run"))
+ASCENDC_RANKS = (("lang",), ("compiler", "options", "mix"), ("binaries",), ("jit",),
+                 ("language", "npu"), ("adv",), ("host",), ("lib",),
+                 ("__init__", "pyasc_compat", "run"))
 # ranks inside rt, bottom to top (by the name after `rt.`; "__init__" is rt/__init__.py itself)
 RT_RANKS = (("errors", "log", "soc", "pool", "hostmem", "hostcache", "device", "memcheck",
              "memory", "sched", "stream", "copy", "callback", "array", "kernel", "resident",
-             "optimeout", "launch", "estimate", "profiler"),
+             "crossflags", "mixlaunch", "optimeout", "launch", "estimate", "profiler"),
             ("npu", "opsummary"),
             ("hccl", "dvpp", "graph"),
             ("atc",),

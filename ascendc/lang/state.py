@@ -79,6 +79,10 @@ CORE_STATE = np.dtype([
     ("barrier", _I8),      # key of the launch's all-blocks barrier (0: none; lang/barrier.py)
     ("barrier_fn", _I8),   # address of the C callback that waits on it
     ("sync_calls", _I8),   # sync_all calls made by the current block
+    ("core_role", _I8),    # in a MIX launch: 1 AIV, 2 AIC (lang/crosscore.py); 0 otherwise
+    ("sub_idx", _I8),      # ... the AIV's index in its group
+    ("xcore", _I8),        # ... key of the instance's port (rt.crossflags.Instance)
+    ("xcore_fn", _I8),     # ... address of the C callback that reaches it
     ("trace_n", _I8),      # NPU-view trace rows written to ctx[TRACE] (lang/trace.py)
     ("trace_lost", _I8),   # rows that did not fit in ctx[TRACE]
     ("nshape", _I8),       # shape-info records in use (reset per block)

@@ -267,7 +267,20 @@ _fn("load_image_to_local", BY_DIRECTION, Work.COPY,
 _fn("pipe_barrier", _S, Work.SYNC, _f("pipe", prim="pipe_barrier"))
 _fn("set_flag", _S, Work.SYNC, _f("event", "event_id", prim="set_flag", event_id=0))
 _fn("wait_flag", _S, Work.SYNC, _f("event", "event_id", prim="wait_flag", event_id=0))
-_fn("sync_all", _S, Work.SYNC, _f(prim="sync_all"))
+_fn("sync_all", _S, Work.SYNC, _f("is_aiv_only", prim="sync_all", is_aiv_only=True))
+# cross-core flags between the AIC and AIVs of a MIX kernel, inter-block flags (prims/crosscore)
+_fn("cross_core_set_flag", _S, Work.SYNC,
+    _f("flag_id", "mode_id", "pipe", prim="cross_core_set_flag"),
+    doc="Mirrors CrossCoreSetFlag<mode_id, pipe>(flag_id)")
+_fn("cross_core_wait_flag", _S, Work.SYNC,
+    _f("flag_id", "mode_id", "pipe", prim="cross_core_wait_flag", mode_id=0, pipe=0),
+    doc="Mirrors CrossCoreWaitFlag(flag_id)")
+_fn("ib_set", _S, Work.SYNC,
+    Form(("gm_workspace", "ub_workspace", "block_idx", "event_id", "is_aiv_only"), "ib_set",
+         {"is_aiv_only": True}, ignored=("is_aiv_only",)), doc="Mirrors IBSet")
+_fn("ib_wait", _S, Work.SYNC,
+    Form(("gm_workspace", "ub_workspace", "block_idx", "event_id", "is_aiv_only"), "ib_wait",
+         {"is_aiv_only": True}, ignored=("is_aiv_only",)), doc="Mirrors IBWait")
 _fn("get_tpipe_ptr", _S, Work.SCALAR, _f(prim="get_tpipe_ptr"), returns="TPipe",
     doc="Mirrors GetTPipePtr: the kernel's TPipe")
 # system values: what they return depends on the kernel type (AIV_ONLY, AIC_ONLY, MIX_AIC_1_2, ...;

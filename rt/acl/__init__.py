@@ -23,7 +23,8 @@ from .mdl import (create_data_buffer, destroy_data_buffer, get_data_buffer_addr,
 from .tensor import (create_tensor_desc, destroy_tensor_desc, get_tensor_desc_type,
                      get_tensor_desc_format, get_tensor_desc_size, get_tensor_desc_element_count,
                      get_tensor_desc_num_dims, get_tensor_desc_dim, get_tensor_desc_dim_v2,
-                     set_tensor_desc_name, get_tensor_desc_name, get_data_type_size)
+                     set_tensor_desc_name, get_tensor_desc_name, get_data_type_size,
+                     data_type_size, set_tensor_const)
 from .constants import *  # noqa: F401,F403
 from .constants import ACL_SUCCESS as _OK
 
@@ -33,7 +34,8 @@ __all__ = ["rt", "util", "hccl", "mdl", "op", "media", "init", "finalize", "get_
            "create_tensor_desc", "destroy_tensor_desc", "get_tensor_desc_type",
            "get_tensor_desc_format", "get_tensor_desc_size", "get_tensor_desc_element_count",
            "get_tensor_desc_num_dims", "get_tensor_desc_dim", "get_tensor_desc_dim_v2",
-           "set_tensor_desc_name", "get_tensor_desc_name", "get_data_type_size"] + \
+           "set_tensor_desc_name", "get_tensor_desc_name", "get_data_type_size",
+           "data_type_size", "set_tensor_const"] + \
     [name for name in vars(_constants) if name.isupper()]
 
 # aclLogLevel -> logging level (ACL_DEBUG=0 ... ACL_ERROR=3, acl_base.h)

@@ -25,7 +25,8 @@ import numpy as np
 from .. import device as _dev
 from .. import sched
 from ..array import DeviceArray
-from ..atc.singleop import OPS, SingleOpError, full_attrs, read_model
+from ..atc.singleop import (OPS, SingleOpError, const_of, full_attrs, is_model_file,
+                             read_model)
 from ..errors import (AclError, ACL_ERROR_INVALID_FILE, ACL_ERROR_INVALID_PARAM,
                       ACL_ERROR_INVALID_RESOURCE_HANDLE, ACL_ERROR_OP_NOT_FOUND,
                       ACL_ERROR_PARSE_MODEL)
@@ -80,6 +81,9 @@ def set_model_dir(model_dir: str):
                        f"existing directory, got model_dir={model_dir!r}")
     loaded = []
     for path in _model_files(os.fspath(model_dir)):
+        if not is_model_file(path):     # op_list.json, configs ...: not op models, skipped
+            logger.debug("acl.op.set_model_dir: %s is not a single-op model; skipped", path)
+            continue
         try:
             loaded.append(read_model(path))
         except SingleOpError as e:
@@ -106,7 +110,8 @@ def _model_files(root: str) -> list:
 
 
 def _key(m: dict) -> str:
-    return repr((m["op"], [(d["type"], d["shape"], d["format"]) for d in m["inputs"]],
+    return repr((m["op"], [(d["type"], d["shape"], d["format"], d.get("const_value"))
+                           for d in m["inputs"]],
                  [(d["type"], d["shape"], d["format"]) for d in m["outputs"]],
                  sorted(m["attrs"].items())))
 
@@ -209,11 +214,15 @@ def _descs(desc_list, buffers, api: str, what: str):
             raise AclError(ACL_ERROR_INVALID_PARAM, f"{api}: {what}_desc[{i}] must have known "
                            f"dims (single ops are static), got dims={list(d.dims)}")
         ptr, size = data_buffer_of(b, api[len("acl."):])
-        if size < d.size:
+        if size < d.size and not (d.const is not None and size == 0):
             raise AclError(ACL_ERROR_INVALID_PARAM, f"{api}: {what}s[{i}] must hold {d.size} "
                            f"bytes ({d.dtype}{list(d.dims)}), got size={size}")
-        descs.append({"type": d.dtype, "format": d.format_name, "shape": list(d.dims)})
-        arrays.append(DeviceArray(d.dims, d.dtype, ptr))
+        desc = {"type": d.dtype, "format": d.format_name, "shape": list(d.dims)}
+        if d.const is not None:                 # acl.set_tensor_const
+            desc["const_value"] = d.const.reshape(-1).tolist()
+        descs.append(desc)
+        arrays.append(None if d.const is not None and size == 0 else
+                      DeviceArray(d.dims, d.dtype, ptr))
     return descs, arrays
 
 
@@ -270,8 +279,11 @@ def _aicpu_task(m: dict, ins, outs, first: int, stream, label: str) -> None:
     """Queue the op's numpy reference on `stream`, writing outputs[first:]."""
     ref = OPS[m["op"]].reference
 
+    consts = [const_of(d) for d in m["inputs"]]
+
     def run():
-        results = ref(m["attrs"], *[a.host_view() for a in ins])
+        results = ref(m["attrs"], *[a.host_view() if c is None else c
+                                    for a, c in zip(ins, consts)])
         for dst, val in list(zip(outs, results))[first:]:
             dst.host_view()[...] = np.asarray(val).astype(dst.dtype, copy=False).reshape(dst.shape)
     record_arrays(list(ins) + list(outs), stream.enqueue(run, "aicpu", label))
@@ -287,6 +299,11 @@ def execute_v2(op_type: str, input_desc, inputs, output_desc, outputs, attr, str
     in_descs, ins = _descs(input_desc, inputs, api, "input")
     out_descs, outs = _descs(output_desc, outputs, api, "output")
     m = _find(op_type, in_descs, out_descs, attr, api)
+    _run(m, ins, outs, s)
+
+
+def _run(m: dict, ins, outs, s) -> None:
+    op_type = m["op"]
     engine, impl, state, node = _bind(m)
     if engine == "AI_CORE":
         n_out = len(node["outputs"])
@@ -302,6 +319,98 @@ def execute_v2(op_type: str, input_desc, inputs, output_desc, outputs, attr, str
 
 
 execute = execute_v2        # aclopExecute: deprecated, same arguments
+
+
+# -- handles (aclopCreateHandle / aclopExecWithHandle) ------------------------------------------
+class _OpHandle:
+    """An aclopHandle: the compiled op found for these descs, and the descs themselves."""
+    kind = "op handle"
+
+    def __init__(self, model: dict, in_handles: list, out_handles: list):
+        self.model, self.in_handles, self.out_handles = model, in_handles, out_handles
+
+
+_op_handles = HandleTable("op.handle.", 0x5D0000801000, ACL_ERROR_INVALID_RESOURCE_HANDLE)
+
+
+def _probe_descs(handles, api: str, what: str) -> list:
+    """The single-op descs of tensor desc handles (no buffers yet)."""
+    if not isinstance(handles, (list, tuple)):
+        raise AclError(ACL_ERROR_INVALID_PARAM, f"{api}: {what}_desc must be a list of tensor "
+                       f"descs, got {handles!r}")
+    out = []
+    for h in handles:
+        d = desc_of(h, api[len("acl."):])
+        desc = {"type": d.dtype, "format": d.format_name, "shape": list(d.dims)}
+        if d.const is not None:
+            desc["const_value"] = d.const.reshape(-1).tolist()
+        out.append(desc)
+    return out
+
+
+def create_handle(op_type: str, input_desc, output_desc, op_attr):
+    """Mirrors `aclopCreateHandle`: `handle, ret`; the op must be compiled for these descs and
+    attributes (as execute_v2 needs)."""
+    api = "acl.op.create_handle"
+    try:
+        m = _find(op_type, _probe_descs(input_desc, api, "input"),
+                  _probe_descs(output_desc, api, "output"), op_attr, api)
+        return _op_handles.new(_OpHandle(m, list(input_desc), list(output_desc))), 0
+    except AclError as e:
+        return 0, fail(e, api)
+
+
+def create_handle_for_cast(src_desc: int, dst_desc: int, truncate: int):
+    """Mirrors `aclopCreateHandleForCast`: `handle, ret` for a Cast compiled from src_desc's
+    type to dst_desc's (attribute dst_type)."""
+    api = "acl.op.create_handle_for_cast"
+    try:
+        m = _find_cast(src_desc, dst_desc, api)
+        return _op_handles.new(_OpHandle(m, [src_desc], [dst_desc])), 0
+    except AclError as e:
+        return 0, fail(e, api)
+
+
+def _find_cast(src_desc, dst_desc, api) -> dict:
+    attr = _attrs.new(_Attr(dst_type=("int", desc_of(dst_desc, api[len("acl."):]).data_type)))
+    try:
+        return _find("Cast", _probe_descs([src_desc], api, "src"),
+                     _probe_descs([dst_desc], api, "dst"), attr, api)
+    finally:
+        _attrs.drop(attr)
+
+
+@returns_ret
+def execute_with_handle(handle: int, inputs, outputs, stream):
+    """Mirrors `aclopExecWithHandle`: queue the handle's op on `stream` with these buffers."""
+    api = "acl.op.execute_with_handle"
+    _dev.ensure_device()
+    h = _op_handles.get(handle, _OpHandle, "op.execute_with_handle")
+    s = stream_of(stream, "op.execute_with_handle")
+    _, ins = _descs(h.in_handles, inputs, api, "input")
+    _, outs = _descs(h.out_handles, outputs, api, "output")
+    _run(h.model, ins, outs, s)
+
+
+def destroy_handle(handle: int) -> None:
+    """Mirrors `aclopDestroyHandle` (no return value in pyACL)."""
+    try:
+        _op_handles.get(handle, _OpHandle, "op.destroy_handle")
+        _op_handles.drop(handle)
+    except AclError as e:
+        fail(e, "acl.op.destroy_handle")
+
+
+@returns_ret
+def cast(src_desc: int, src_buffer, dst_desc: int, dst_buffer, truncate: int, stream):
+    """Mirrors `aclopCast`: queue the Cast compiled from src_desc's type to dst_desc's."""
+    api = "acl.op.cast"
+    _dev.ensure_device()
+    s = stream_of(stream, "op.cast")
+    m = _find_cast(src_desc, dst_desc, api)
+    _, ins = _descs([src_desc], [src_buffer], api, "input")
+    _, outs = _descs([dst_desc], [dst_buffer], api, "output")
+    _run(m, ins, outs, s)
 
 
 def _reset_for_tests() -> None:
@@ -322,6 +431,8 @@ def engine_of(op_type: str, input_desc, output_desc, attr=0) -> str:
 
 name_calls(globals(), "acl.op")
 __all__ = ["set_model_dir", "create_attr", "destroy_attr", "execute_v2", "execute", "engine_of",
+           "create_handle", "create_handle_for_cast", "execute_with_handle", "destroy_handle",
+           "cast",
            "set_attr_bool", "set_attr_int", "set_attr_float", "set_attr_string",
            "set_attr_list_bool", "set_attr_list_int", "set_attr_list_float",
            "set_attr_list_string"]

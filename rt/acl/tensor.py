@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from .. import memory as _mem
 from ..errors import AclError, ACL_ERROR_INVALID_PARAM, ACL_ERROR_INVALID_RESOURCE_HANDLE
 from ..graph.onnx_types import NUMPY_TO_ACL
 from . import constants as C
@@ -34,6 +35,7 @@ class TensorDesc:
 
     def __init__(self, data_type: int, dims: tuple, fmt: int):
         self.data_type, self.dims, self.format, self.name = data_type, dims, fmt, ""
+        self.const = None           # numpy value set by acl.set_tensor_const
 
     @property
     def dtype(self) -> str:
@@ -161,7 +163,29 @@ def get_data_type_size(data_type: int) -> int:
     return np.dtype(ACL_TO_NUMPY[data_type]).itemsize if data_type in ACL_TO_NUMPY else 0
 
 
+data_type_size = get_data_type_size      # pyACL's name of aclDataTypeSize
+
+
+def set_tensor_const(desc: int, data, length: int) -> int:
+    """Mirrors `aclSetTensorConst(desc, dataBuffer, length)`: the tensor's value, copied now
+    from host memory (a pointer, or a numpy array), marks it constant: single ops compiled with
+    ``is_const`` inputs match it by value. Returns ret."""
+    api = "acl.set_tensor_const"
+    try:
+        d = desc_of(desc, "set_tensor_const")
+        if any(x < 0 for x in d.dims) or not _int(length) or length != d.size:
+            raise AclError(ACL_ERROR_INVALID_PARAM, f"{api}: length must be the desc's size "
+                           f"{d.size} ({d.dtype}{list(d.dims)}), got length={length!r}")
+        value = np.empty(max(1, math.prod(d.dims)), d.dtype)
+        _mem.memcpy(value, data, int(length))
+        d.const = value.reshape(d.dims)
+        return C.ACL_SUCCESS
+    except AclError as e:
+        return fail(e, api)
+
+
 __all__ = ["create_tensor_desc", "destroy_tensor_desc", "get_tensor_desc_type",
            "get_tensor_desc_format", "get_tensor_desc_size", "get_tensor_desc_element_count",
            "get_tensor_desc_num_dims", "get_tensor_desc_dim", "get_tensor_desc_dim_v2",
-           "set_tensor_desc_name", "get_tensor_desc_name", "get_data_type_size"]
+           "set_tensor_desc_name", "get_tensor_desc_name", "get_data_type_size",
+           "data_type_size", "set_tensor_const"]

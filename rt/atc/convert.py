@@ -396,30 +396,48 @@ def plan_memory(g: Graph, order: list[dict]) -> tuple[int, dict, dict, int]:
 
 def convert(model, output: str, soc_version: str = "Ascend910B2", input_shape=None,
             log=None, insert_op_conf=None, dynamic_batch_size=None, **dynamic) -> dict:
-    """Convert an ONNX model (path or ModelProto) to `output` (".om" appended unless present).
-    Returns a summary dict (path, ops, passes, plan). Raises AtcError. `dynamic`:
-    dynamic_image_size, dynamic_dims, input_format (see convert_to_bytes)."""
+    """Convert an ONNX model (path or ModelProto) to `output` (".om" appended unless present;
+    its folder is created). Returns a summary dict (path, ops, passes, plan). Raises AtcError.
+    `dynamic`: dynamic_image_size, dynamic_dims, input_format and the graph options
+    (out_nodes, input_fp16_nodes, output_type, precision_mode; see convert_to_bytes)."""
     data, summary = convert_to_bytes(model, soc_version, input_shape,
                                      insert_op_conf=insert_op_conf,    # AIPP: docs/dvpp.md
                                      dynamic_batch_size=dynamic_batch_size, **dynamic)
-    path = output if output.endswith(".om") else output + ".om"
-    with open(path, "wb") as f:
-        f.write(data)
+    path = os.fspath(output)
+    path = path if path.endswith(".om") else path + ".om"
+    try:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(data)
+    except OSError as e:
+        raise AtcError(f"atc: --output must be a writable file path, got {path!r} "
+                       f"({e.strerror})") from None
     return dict(summary, path=path)
 
 
 def convert_to_bytes(model, soc_version: str = "Ascend910B2", input_shape=None,
                      insert_op_conf=None, dynamic_batch_size=None, dynamic_image_size=None,
-                     dynamic_dims=None, input_format=None) -> tuple:
+                     dynamic_dims=None, input_format=None, out_nodes=None, input_fp16_nodes=None,
+                     output_type=None, precision_mode=None) -> tuple:
     """Like `convert`, but returns (the file's bytes, summary) instead of writing a file
     (`rt.Model.load(bytes)` loads them; used by rt.onnx_backend). `dynamic_batch_size`
     ("1,2,4,8" or a list): one graph per batch size in the file; `dynamic_image_size`
     ("224,224;448,448") / `dynamic_dims` ("1,224;2,448") with -1 dims in `input_shape`: one
     graph per gear; ranges in `input_shape` ("x:1~4,3,-1,-1"): dynamic shape mode
-    (rt/atc/dynamic.py, docs/dynamic-shapes.md)."""
+    (rt/atc/dynamic.py, docs/dynamic-shapes.md). The graph options are rt/atc/options.py's."""
     if soc_version not in SOCS:
         raise AtcError(f"atc: --soc_version must be one of {sorted(SOCS)}, got {soc_version!r}")
-    from . import dynamic
+    if input_format not in (None, "NCHW", "NHWC", "ND", "NCDHW", "NDHWC"):
+        raise AtcError(f"atc: not supported: --input_format={input_format} (NCHW, NHWC, ND, "
+                       f"NCDHW and NDHWC are)")
+    from . import dynamic, options
+    options.check_precision_mode(precision_mode, AtcError)
+    graph_options = dict(out_nodes=out_nodes, input_fp16_nodes=input_fp16_nodes,
+                         output_type=output_type, precision_mode=precision_mode)
+    run_build = build
+    if any(graph_options.values()):
+        def run_build(model, soc_version, shapes, insert_op_conf=None):
+            return build(model, soc_version, shapes, insert_op_conf, graph_options)
     spec = dynamic.parse_shape_spec(input_shape, AtcError) \
         if isinstance(input_shape, (str, type(None))) \
         else {k: list(v) for k, v in input_shape.items()}
@@ -430,15 +448,20 @@ def convert_to_bytes(model, soc_version: str = "Ascend910B2", input_shape=None,
         modes.append("--input_shape ranges")
     if len(modes) > 1:
         raise AtcError(f"atc: {' and '.join(modes)} are mutually exclusive, got both")
-    if modes and modes != ["--dynamic_batch_size"] and insert_op_conf:
+    if modes and modes[0] not in ("--dynamic_batch_size", "--dynamic_image_size") and \
+            insert_op_conf:
         raise AtcError(f"atc: --insert_op_conf cannot be combined with {modes[0]}, got both")
     if dynamic_image_size or dynamic_dims:
+        gear_build = run_build
+        if insert_op_conf:          # static AIPP per gear: the source image is the gear's H x W
+            def gear_build(model, soc_version, shapes, _conf=None):
+                return run_build(model, soc_version, shapes, insert_op_conf)
         return dynamic.convert_gears(model, soc_version, spec,
                                      "image_size" if dynamic_image_size else "dims",
-                                     dynamic_image_size or dynamic_dims, input_format, build,
-                                     AtcError)
+                                     dynamic_image_size or dynamic_dims, input_format,
+                                     gear_build, AtcError)
     if modes == ["--input_shape ranges"]:
-        return dynamic.convert_ranges(model, soc_version, spec, build, AtcError)
+        return dynamic.convert_ranges(model, soc_version, spec, run_build, AtcError)
     if dynamic_batch_size:      # CANN writes the batch dim as -1 here; any value is replaced
         spec = {k: [1 if i == 0 and d == -1 else d for i, d in enumerate(v)]
                 for k, v in spec.items()}
@@ -447,24 +470,30 @@ def convert_to_bytes(model, soc_version: str = "Ascend910B2", input_shape=None,
                        f"--dynamic_batch_size), got {input_shape!r}")
     shapes = spec
     if dynamic_batch_size:
-        return dynamic.convert_dynamic_batch(model, soc_version, shapes, dynamic_batch_size, build,
-                                     AtcError, insert_op_conf)
-    header, consts, summary = build(model, soc_version, shapes, insert_op_conf)
+        return dynamic.convert_dynamic_batch(model, soc_version, shapes, dynamic_batch_size,
+                                             run_build, AtcError, insert_op_conf)
+    header, consts, summary = run_build(model, soc_version, shapes, insert_op_conf)
     data = pack(header, consts)
     return data, dict(summary, bytes=len(data))
 
 
-def build(model, soc_version: str, shapes: dict, insert_op_conf=None) -> tuple:
+def build(model, soc_version: str, shapes: dict, insert_op_conf=None,
+          graph_options: dict | None = None) -> tuple:
     """The conversion up to the file: (header without the weights table, sorted
-    [(weight name, array)], summary)."""
+    [(weight name, array)], summary). `graph_options`: rt/atc/options.py's."""
+    from . import options
+    opts = graph_options or {}
     g = load_onnx(model, shapes)
+    options.apply_out_nodes(g, opts.get("out_nodes"), AtcError)
     folded = fold_constants(g)
     bn = fold_batchnorm(g)
     gemm = normalise_gemm(g)
+    options.apply_precision_mode(g, opts.get("precision_mode"), AtcError)
     remove_dead(g)
     if insert_op_conf:              # AIPP (docs/dvpp.md): Aipp node(s) in front of model input(s)
         from .aipp import insert_aipp
         insert_aipp(g, insert_op_conf, AtcError)
+    options.apply_input_fp16_nodes(g, opts.get("input_fp16_nodes"), AtcError)
     for name in g.outputs:          # a graph output that is a constant or an input: copy it
         if name in g.consts or name in g.inputs:
             src = name + "::src"
@@ -475,6 +504,7 @@ def build(model, soc_version: str, shapes: dict, insert_op_conf=None) -> tuple:
                 raise AtcError(f"atc: graph output {name!r} is also a graph input; not supported")
             g.nodes.append({"name": name + "::identity", "op": "Identity", "attrs": {},
                             "inputs": [src], "outputs": [name]})
+    options.apply_output_type(g, opts.get("output_type"), AtcError)
     used = {i for n in g.nodes for i in n["inputs"]} | set(g.outputs)
     for n in g.nodes:               # optional outputs nobody reads (Dropout's mask): dropped
         n["outputs"] = [o if k == 0 or o in used else "" for k, o in enumerate(n["outputs"])]

@@ -21,12 +21,14 @@ import hashlib
 import json
 import math
 import os
+import re
 import stat
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..soc import SOCS
+from . import singleop_catalog
+from .singleop_catalog import OpDef, SingleOpError
 
 FORMAT_NAME = "ascend-emu-singleop"
 FORMAT_VERSION = 1
@@ -40,21 +42,6 @@ TYPES = {"float16": "float16", "float": "float32", "float32": "float32", "double
 FORMATS = ("ND", "NCHW", "NHWC", "HWCN", "NDHWC", "NCDHW")
 ATTR_TYPES = ("bool", "int", "float", "string", "list_bool", "list_int", "list_float",
               "list_string")
-
-
-class SingleOpError(ValueError):
-    """A single-op definition ATC refuses (the message says which op and field)."""
-
-
-@dataclass(frozen=True)
-class OpDef:
-    """One op of the catalogue: input count range, output count, attributes (name -> (type,
-    default)) and its output inference `infer(inputs, attrs) -> [(shape, dtype)]`."""
-    inputs: tuple
-    outputs: int
-    attrs: dict = field(default_factory=dict)
-    infer: object = None
-    reference: object = None
 
 
 def _same_dtype(op, ins):
@@ -164,6 +151,7 @@ OPS = {
                                    "begin_params_axis": ("int", 0),
                                    "epsilon": ("float", 1e-7)},
                        _layernorm_infer, _layernorm_ref),
+    **singleop_catalog.OPS,
 }
 
 
@@ -218,7 +206,25 @@ def _desc(op: str, where: str, d) -> dict:
                                               and s >= 0 for s in shape):
         raise SingleOpError(f"{op}: {where} shape must be a list of ints >= 0 (dynamic shapes, "
                             f"-1, are not supported), got shape={shape!r}")
-    return {"type": TYPES[typ], "format": fmt, "shape": shape}
+    out = {"type": TYPES[typ], "format": fmt, "shape": shape}
+    if d.get("is_const"):       # a value the op's shape inference reads (Slice's offsets, ...)
+        try:
+            value = np.asarray(d.get("const_value"), dtype=out["type"])
+        except (TypeError, ValueError, OverflowError):
+            value = None
+        if value is None or value.size != math.prod(shape) or value.dtype.kind not in "iuf":
+            raise SingleOpError(f"{op}: {where} const_value must hold {math.prod(shape)} "
+                                f"{out['type']} numbers (is_const), got "
+                                f"const_value={d.get('const_value')!r}")
+        out.update(is_const=True, const_value=value.reshape(-1).tolist())
+    return out
+
+
+def const_of(desc: dict):
+    """The const value of an input desc (numpy, its shape), or None."""
+    if "const_value" not in desc:
+        return None
+    return np.asarray(desc["const_value"], dtype=desc["type"]).reshape(desc["shape"])
 
 
 def compile_op(entry, index: int = 0) -> dict:
@@ -243,8 +249,12 @@ def compile_op(entry, index: int = 0) -> dict:
             raise SingleOpError(f"{op}: attr entries must have name, type, value, got {a!r}")
         given[a["name"]] = (a["type"], a["value"])
     attrs = full_attrs(op, given)
-    inferred = d.infer([(tuple(x["shape"]), x["type"]) for x in ins], attrs)
+    specs = [(tuple(x["shape"]), x["type"]) for x in ins]
+    inferred = d.infer(specs, attrs, [const_of(x) for x in ins]) if d.const_inputs else \
+        d.infer(specs, attrs)
     for i, ((shape, dt), o) in enumerate(zip(inferred, outs)):
+        if shape is None:           # known when the op runs (a non-const shape input)
+            shape = o["shape"]
         if tuple(o["shape"]) != tuple(shape) or o["type"] != dt:
             raise SingleOpError(f"{op}: output_desc[{i}] must be {dt}{list(shape)} for these "
                                 f"inputs and attrs, got {o['type']}{o['shape']}")
@@ -309,6 +319,20 @@ def _read_json(path: str):
     except RecursionError:
         raise ValueError("it must be nested at most as deep as the JSON parser reads, got "
                          "deeper nesting") from None
+
+
+def is_model_file(path: str) -> bool:
+    """Whether `path` is a single-op model file (what `acl.op.set_model_dir` loads): named as
+    ATC names them (``<index>_<op>...``) or a JSON object naming our format. Other files in the
+    folder (the op_list.json a sample compiled from, configs) are not models."""
+    if re.match(r"\d+_[A-Za-z]", os.path.basename(path)):
+        return True
+    try:
+        with open(path, encoding="utf-8") as f:
+            head = f.read(1 << 20)
+    except (OSError, UnicodeDecodeError):
+        return False
+    return f'"format": "{FORMAT_NAME}"' in head
 
 
 def read_model(path: str) -> dict:

@@ -139,6 +139,7 @@ def jpeg_predict_dec_size(data, size: int | None, output_format: int) -> int:
                        f"PIXEL_FORMAT_YVU_SEMIPLANAR_420 (2) or PIXEL_FORMAT_UNKNOWN (10000), "
                        f"got {F.fmt_name(output_format)}")
     w, h, _, _ = codec.jpeg_info(read_input(data, size, api), api)
+    F.check_resolution(api, "JPEG", w, h, F.JPEGD_MIN, F.JPEGD_MAX)   # what JPEGD decodes
     return F.yuv420sp_size(F.align_up(w, F.JPEGD_PREDICT_WIDTH_ALIGN),
                            F.align_up(h, F.JPEGD_HEIGHT_ALIGN))
 
@@ -178,6 +179,10 @@ def jpeg_decode_async(channel: ChannelDesc, data: int, size: int, output_desc: P
         img = codec.decode_jpeg(_view(data, n, api).tobytes(), api)
         h, w = img.shape[:2]
         F.check_resolution(api, "JPEG", w, h, F.JPEGD_MIN, F.JPEGD_MAX)
+        # YUV420SP output: an odd source width/height is rounded down to even (CANN's default
+        # JPEGD precision mode, ACL_YUVOUT_ALIGN_DOWN_COMPAT)
+        w, h = w & ~1, h & ~1
+        img = img[:h, :w]
         fmt = PixelFormat.YVU_SEMIPLANAR_420 if o.format == PixelFormat.UNKNOWN else o.format
         ws = o.width_stride or F.align_up(w, F.JPEGD_WIDTH_ALIGN)
         hs = o.height_stride or F.align_up(h, F.JPEGD_HEIGHT_ALIGN)

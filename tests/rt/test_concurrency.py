@@ -216,8 +216,8 @@ def test_async_copy_error_paths(dev0):
     with raises(ACL_ERROR_RT_PARAM_INVALID, "memcpy_async: dst range must lie inside one live "
                                             "allocation.*overruns"):
         rt.memcpy_async(dev, np.zeros(128, np.uint8), 128, rt.MemcpyKind.HOST_TO_DEVICE, s)
-    with raises(ACL_ERROR_RT_PARAM_INVALID, "memset_async: ptr must be a device address, got a "
-                                            "host buffer"):
+    with raises(ACL_ERROR_RT_PARAM_INVALID, "memset_async: ptr must be device memory or host "
+                                            "memory from malloc_host, got a pageable host buffer"):
         rt.memset_async(a, 64, 0, 64, s)
     with raises(ACL_ERROR_RT_PARAM_INVALID, r"memset_async: count must be in \[0, max_count\]"):
         rt.memset_async(dev, 32, 0, 64, s)

@@ -367,8 +367,10 @@ def test_memcpy_bounds_and_operand_errors(dev0):
     d = rt.malloc(64)
     with raises(ACL_ERROR_RT_PARAM_INVALID, rf"rt\.memcpy: dst range must lie inside one live "
                                             rf"allocation, got dst=0x{int(d):x}, nbytes=100: it "
-                                            rf"overruns .* by 36 bytes"):
+                                            rf"overruns the allocation at 0x{int(d):x} \(size "
+                                            rf"64, 96 bytes as allocated\) by 4 bytes"):
         rt.memcpy(d, np.zeros(100, np.uint8), 100, K.HOST_TO_DEVICE)
+    rt.memcpy(d, np.zeros(96, np.uint8), 96, K.HOST_TO_DEVICE)   # CANN's align32(64) + 32
     with raises(ACL_ERROR_RT_PARAM_INVALID, r"rt\.memcpy: count must be <= src's size in bytes, "
                                             r"got count=64, src size=32"):
         rt.memcpy(d, np.zeros(8, np.float32), 64, K.HOST_TO_DEVICE)
@@ -423,7 +425,7 @@ def test_memcpy_2d(dev0):
                                             r"<= spitch, got width=20, dpitch=16, spitch=10"):
         rt.memcpy_2d(d, 16, host, 10, 20, 2, K.HOST_TO_DEVICE)
     with raises(ACL_ERROR_RT_PARAM_INVALID, r"rt\.memcpy_2d: dst range .* overruns"):
-        rt.memcpy_2d(d, 16, host, 10, 10, 7, K.HOST_TO_DEVICE)
+        rt.memcpy_2d(d, 16, np.zeros(200, np.uint8), 10, 10, 9, K.HOST_TO_DEVICE)
 
 
 # -- pinned host memory ---------------------------------------------------------------------------

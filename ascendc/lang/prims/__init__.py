@@ -9,6 +9,7 @@ from .datacopy import *    # noqa: F401,F403
 from .cube import *        # noqa: F401,F403
 from .queue import *       # noqa: F401,F403
 from .sync import *        # noqa: F401,F403
+from .crosscore import *   # noqa: F401,F403
 from .pipe import *        # noqa: F401,F403
 from .tensor import *      # noqa: F401,F403
 from .aipp import *        # noqa: F401,F403

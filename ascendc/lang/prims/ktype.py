@@ -16,12 +16,13 @@ On a separated-architecture SoC (Atlas A2/A3, the 910B profiles) an AI Core grou
   AIV and 1 on the AIC.
 - MIX_AIC_1_1: 1 AIC + 1 AIV per group, both numbered [0, block_dim), ratio 1.
 
-The emulator runs the AIV instances of a MIX kernel (2 * block_dim of them for MIX_AIC_1_2); the
-high-level Matmul they call (pyasc detects MIX by `register_matmul`) computes on the same emulated
-core, as its AIC serves it on hardware. Code a MIX kernel guards with `ascend_is_aic()` does not
-run (hand-written AIC/AIV cooperation through cross-core flags is not emulated): asking
-`ascend_is_aic()` in a MIX_AIC_1_1 / MIX_AIC_1_2 kernel warns so, instead of silently skipping
-the cube side.
+A hand-written MIX kernel runs as the NPU runs it: each block is a group whose AIC instance and
+one or two AIV instances run at once (rt.mixlaunch), each taking its branch with ascend_is_aic() /
+ascend_is_aiv() and synchronising through cross-core flags (prims/crosscore.py); the launcher
+writes the instance's role and sub-block into its core state (CORE_STATE.core_role / sub_idx).
+A kernel that registers a Matmul object (pyasc's MIX detection) still runs its AIV instances
+only: the Matmul API's cube work runs on them, as its AIC serves it on hardware, and asking
+`ascend_is_aic()` in it warns that the AIC side does not run.
 
 AICORE (an emulator value, not a CANN one) is the kind of the kernels that call cube
 instructions (mmad, load_data, fixpipe) directly without the Matmul API: one block owns a whole
@@ -32,6 +33,7 @@ The launcher writes the kernel type into bits KT_SHIFT.. of the core's `options`
 primitives here read it.
 """
 from ..core import prim
+from ..crosscore import ROLE_AIC
 from ..errors import fault
 from .vecbase import warn_recorded
 from ..state import STATE
@@ -56,14 +58,17 @@ def instances_per_block(kt: int) -> int:
 
 
 @prim
-def _ktype(ctx):
+def core_kernel_type(ctx):
     return (ctx[STATE][0].options >> KT_SHIFT) & KT_MASK
 
 
 @prim
 def get_sub_block_idx(ctx):
     """GetSubBlockIdx: the AIV's index in its AI Core group (0 or 1 in MIX_AIC_1_2), else 0."""
-    if _ktype(ctx) == MIX_AIC_1_2:
+    st = ctx[STATE][0]
+    if st.core_role != 0:
+        return st.sub_idx
+    if core_kernel_type(ctx) == MIX_AIC_1_2:
         return ctx[STATE][0].block_idx % 2
     return ctx[STATE][0].block_idx * 0
 
@@ -72,19 +77,22 @@ def get_sub_block_idx(ctx):
 def get_sub_block_num(ctx):
     """GetSubBlockNum: AIVs per AI Core group as seen from this core (2 on an AIV of
     MIX_AIC_1_2, else 1)."""
-    return 2 if _ktype(ctx) == MIX_AIC_1_2 else 1
+    return 2 if core_kernel_type(ctx) == MIX_AIC_1_2 and ctx[STATE][0].core_role != ROLE_AIC else 1
 
 
 @prim
 def get_task_ratio(ctx):
     """GetTaskRatio: the same table as GetSubBlockNum (separated architecture)."""
-    return 2 if _ktype(ctx) == MIX_AIC_1_2 else 1
+    return 2 if core_kernel_type(ctx) == MIX_AIC_1_2 and ctx[STATE][0].core_role != ROLE_AIC else 1
 
 
 @prim
 def ascend_is_aic(ctx):
     """ASCEND_IS_AIC: does this instance run on a cube core?"""
-    k = _ktype(ctx)
+    role = ctx[STATE][0].core_role
+    if role != 0:
+        return role == ROLE_AIC
+    k = core_kernel_type(ctx)
     if k == MIX_AIC_1_1 or k == MIX_AIC_1_2:
         fault("ascend_is_aic: in a {} kernel only the AIV instances run on ascend-emu (the "
               "Matmul API's cube work runs on them), got a kernel that asks for its AIC side: "
@@ -98,5 +106,8 @@ def ascend_is_aic(ctx):
 def ascend_is_aiv(ctx):
     """ASCEND_IS_AIV: does this instance run on a vector core? (the instances of a MIX kernel
     are its AIVs)"""
-    k = _ktype(ctx)
+    role = ctx[STATE][0].core_role
+    if role != 0:
+        return role != ROLE_AIC
+    k = core_kernel_type(ctx)
     return not (k == AIC_ONLY or k == MIX_AIC_HARD_SYNC or k == MIX_AIC_1_0)

@@ -14,6 +14,7 @@ from ..core import prim, FLAG_DEFER, flush_pending
 from ..errors import FAULT, fault, KernelError
 from ..state import N_EVENT_IDS, N_HARD_EVENTS, MEM, STATE
 from .. import trace
+from .crosscore import mix_sync_all
 from .pipe import EVENT_COUNT
 
 _OP_BARRIER, _OP_SET, _OP_WAIT, _OP_SYNC_ALL = (trace.op("pipe_barrier"), trace.op("set_flag"),
@@ -80,12 +81,17 @@ def wait_flag(ctx, event, event_id):
 
 
 @prim
-def sync_all(ctx):
-    """SyncAll: wait until every block of the launch has arrived (see ascendc/lang/barrier.py)."""
+def sync_all(ctx, is_aiv_only):
+    """SyncAll: wait until every block of the launch has arrived (see ascendc/lang/barrier.py);
+    in a launch whose cores synchronise with each other (a MIX kernel, cross-core or inter-block
+    flags) the barrier is over its AIVs (`is_aiv_only`) or all its cores (prims/crosscore.py)."""
     _flush_all(ctx)
     st = ctx[STATE][0]
     st.sync_calls += 1
     trace.event(ctx, _OP_SYNC_ALL, trace.K_SYNC_ALL, st.sync_calls, 0, 0)
+    if st.xcore != 0:
+        mix_sync_all(ctx, is_aiv_only)
+        return
     key = st.barrier
     if key == 0:
         if st.block_num > 1:

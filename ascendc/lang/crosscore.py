@@ -1,0 +1,128 @@
+"""The bridge from kernel code to its launch's cross-core synchronisation (rt.crossflags): flags
+between the AIC and AIVs of a group (`cross_core_set_flag` / `cross_core_wait_flag`), inter-block
+flags (`ib_set` / `ib_wait`) and `sync_all` in a MIX launch.
+
+As for sync_all (ascendc/lang/barrier.py), the compiled kernel holds no Python object: the core's
+state stores a key for the instance's port (an `rt.crossflags.Instance`) and the address of
+`CALL`, a C callback into Python (`attach_instance`); the primitives call that address from
+nopython code (`call_xcore`). The callback takes the GIL, runs the call (releasing the GIL while
+blocked) and returns a status: 0 passed, -1 aborted (another core of the launch failed: that
+core's error is the one reported), 1 failed (a fault recorded for the calling thread with
+`errors.fault`, so the primitive raises it: a deadlock, a counter past its limit, ...).
+"""
+from __future__ import annotations
+
+import ctypes
+import linecache
+import os
+import sys
+import weakref
+
+import numba
+from llvmlite import ir
+from numba import types
+from numba.core import config
+from numba.extending import intrinsic
+
+from .errors import fault
+
+__all__ = ["attach_instance", "call_xcore", "CALL_ADDR", "OP_SET", "OP_WAIT", "OP_IB_SET",
+           "OP_IB_WAIT", "OP_SYNC_ALL", "ROLE_AIV", "ROLE_AIC"]
+
+OP_SET, OP_WAIT, OP_IB_SET, OP_IB_WAIT, OP_SYNC_ALL = 1, 2, 3, 4, 5
+ROLE_AIV, ROLE_AIC = 1, 2          # CORE_STATE.core_role of an instance of a MIX launch
+
+#: ports of running instances by key, each with a function giving its current source line
+_PORTS: "weakref.WeakValueDictionary[int, object]" = weakref.WeakValueDictionary()
+_WHERE: "weakref.WeakKeyDictionary[object, object]" = weakref.WeakKeyDictionary()
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_PACKAGE_DIRS = (os.path.join(_ROOT, "ascendc") + os.sep, os.path.join(_ROOT, "rt") + os.sep,
+                 os.path.dirname(numba.__file__) + os.sep)
+
+
+def _python_line():
+    """file:line of the innermost frame of kernel code (outside ascendc, rt and numba) on this
+    thread: an interpreted kernel's line."""
+    f = sys._getframe(2)
+    while f is not None:
+        file = f.f_code.co_filename
+        if not file.startswith(_PACKAGE_DIRS):
+            text = linecache.getline(file, f.f_lineno).strip()
+            return f"{file}:{f.f_lineno}" + (f" ({text})" if text else "")
+        f = f.f_back
+    return None
+
+
+def _gm_word(addr):
+    """A writer of the int32 GM word at `addr` (an ib_set / ib_wait flag)."""
+    def write(v):
+        ctypes.c_int32.from_address(addr).value = v
+    return write
+
+
+def _call(key, op, a, b):
+    try:
+        port = _PORTS.get(key)
+        if port is None:
+            fault("cross-core call: the instance's launch must be running, got key={}", key)
+            return 1
+        launch = port.launch
+        where = _WHERE.get(port) or _python_line
+        if op == OP_SET:
+            st = launch.set_flag(port, a, b)
+        elif op == OP_WAIT:
+            st = launch.wait_flag(port, a, b, where)
+        elif op == OP_IB_SET:
+            st = launch.ib_set(port, a, b >> 16, b & 0xFFFF, where, _gm_word(a))
+        elif op == OP_IB_WAIT:
+            st = launch.ib_wait(port, a, b >> 16, b & 0xFFFF, where, _gm_word(a))
+        else:
+            st = launch.sync_all(port, bool(a), where)
+        if st > 0:
+            fault(port.error.replace("{", "{{").replace("}", "}}"))
+        return st
+    except BaseException as e:      # noqa: BLE001 - a C callback must not raise
+        fault("cross-core call: {}", f"{type(e).__name__}: {e}")
+        return 1
+
+
+CALL = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
+                        ctypes.c_int64)(_call)
+CALL_ADDR = ctypes.cast(CALL, ctypes.c_void_p).value
+
+
+def attach_instance(st, port, where=None, mix_role=True) -> None:
+    """Make the core whose state is `st` the instance `port` (an rt.crossflags.Instance, or None
+    for a launch whose cores do not synchronise with each other): the callback its primitives
+    call and, with `mix_role` (a MIX kernel), its role and sub-block. `where()` gives the
+    instance's current kernel source line (compiled kernels)."""
+    if port is None:
+        st.core_role = 0
+        st.sub_idx = 0
+        st.xcore = 0
+        st.xcore_fn = 0
+        return
+    key = id(port)
+    _PORTS[key] = port
+    if where is not None:
+        _WHERE[port] = where
+    st.core_role = 0 if not mix_role else ROLE_AIC if port.role == "AIC" else ROLE_AIV
+    st.sub_idx = port.sub
+    st.xcore = key
+    st.xcore_fn = CALL_ADDR
+
+
+if config.DISABLE_JIT:
+    def call_xcore(fnptr, key, op, a, b):
+        return _call(key, op, a, b)
+else:
+    @intrinsic
+    def call_xcore(typingctx, fnptr, key, op, a, b):
+        """`fnptr(key, op, a, b)` for the address of a C function `int64 f(int64 x4)`."""
+        sig = types.int64(types.int64, types.int64, types.int64, types.int64, types.int64)
+
+        def codegen(context, builder, signature, args):
+            i64 = ir.IntType(64)
+            fn = builder.inttoptr(args[0], ir.FunctionType(i64, [i64] * 4).as_pointer())
+            return builder.call(fn, list(args[1:]))
+        return sig, codegen

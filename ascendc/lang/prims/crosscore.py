@@ -1,0 +1,141 @@
+"""Cross-core and inter-block synchronisation: `cross_core_set_flag` / `cross_core_wait_flag`
+(Ascend C CrossCoreSetFlag<modeId, pipe>(flagId) / CrossCoreWaitFlag(flagId)), `ib_set` /
+`ib_wait` (IBSet / IBWait through a GM workspace) and `sync_all` in a MIX launch.
+
+Each call reaches the launch's synchronisation state (rt.crossflags: the counting rules of each
+mode, deadlock detection) through the bridge in ascendc/lang/crosscore.py. The launcher runs a
+kernel that calls them with its instances at once (rt.mixlaunch); a kernel launched otherwise
+(the calls were not seen in its source) gets an error naming the call.
+
+Checked here (both modes): flagId in 0..10 (Atlas A2), modeId in 0..2, the set's pipe neither
+PIPE_S nor PIPE_ALL, and an ib_set / ib_wait word inside its GM workspace (the word of
+(block_idx, event_id) is int32 element `8 * (cores * event_id + block_idx)`, cores = the
+launch's cores of the caller's kind).
+"""
+from ..core import prim, FLAG_DEFER, flush_pending
+from ..crosscore import (call_xcore, OP_SET, OP_WAIT, OP_IB_SET, OP_IB_WAIT, OP_SYNC_ALL,
+                         ROLE_AIV)
+from ..errors import FAULT, fault, KernelError
+from ..state import MEM, STATE
+from .. import trace
+from .ktype import core_kernel_type, MIX_AIC_1_2
+
+__all__ = ["cross_core_set_flag", "cross_core_wait_flag", "ib_set", "ib_wait", "mix_sync_all"]
+
+N_FLAG_IDS = 11       # Atlas A2: flagId 0..10
+_OP_XSET, _OP_XWAIT, _OP_IB_SET, _OP_IB_WAIT = (
+    trace.op("cross_core_set_flag"), trace.op("cross_core_wait_flag"), trace.op("ib_set"),
+    trace.op("ib_wait"))
+
+
+@prim
+def _flush(ctx):
+    if ctx[STATE][0].options & FLAG_DEFER:
+        flush_pending(ctx, 0, ctx[MEM].size)
+
+
+@prim
+def _check_flag(ctx, api, flag_id, mode_id):
+    if flag_id < 0 or flag_id >= N_FLAG_IDS:
+        fault("{}: flag_id must be in [0, {}] on Atlas A2, got flag_id={}", api,
+              N_FLAG_IDS - 1, flag_id)
+        raise KernelError(FAULT)
+    if mode_id < 0 or mode_id > 2:
+        fault("{}: mode_id must be 0, 1 or 2, got mode_id={}", api, mode_id)
+        raise KernelError(FAULT)
+    if ctx[STATE][0].xcore == 0:
+        fault("{}: the launch must run the kernel's cores at once (the kernel was not seen "
+              "calling it: call it as asc.{}(...) in the kernel or an @asc.jit helper), got "
+              "flag_id={}", api, api[4:], flag_id)
+        raise KernelError(FAULT)
+
+
+@prim
+def _status(ctx, r, api):
+    if r == 0:
+        return
+    if r < 0:
+        raise KernelError("the launch was aborted because another core of it failed (that "
+                          "core's error is the one reported)")
+    raise KernelError(FAULT)      # the bridge recorded the message
+
+
+@prim
+def cross_core_set_flag(ctx, flag_id, mode_id, pipe):
+    """CrossCoreSetFlag<mode_id, pipe>(flag_id): count a set on the cores `mode_id` covers."""
+    _check_flag(ctx, "asc.cross_core_set_flag", flag_id, mode_id)
+    if pipe == 0 or pipe == 6:
+        fault("asc.cross_core_set_flag: pipe must not be PIPE_S or PIPE_ALL, got pipe={}", pipe)
+        raise KernelError(FAULT)
+    _flush(ctx)
+    st = ctx[STATE][0]
+    trace.event(ctx, _OP_XSET, trace.K_OP, flag_id, mode_id, pipe)
+    _status(ctx, call_xcore(st.xcore_fn, st.xcore, OP_SET, flag_id, mode_id),
+            "asc.cross_core_set_flag")
+
+
+@prim
+def cross_core_wait_flag(ctx, flag_id, mode_id, pipe):
+    """CrossCoreWaitFlag(flag_id): block while this core's counter of flag_id is 0, then take
+    one."""
+    _check_flag(ctx, "asc.cross_core_wait_flag", flag_id, mode_id)
+    st = ctx[STATE][0]
+    trace.event(ctx, _OP_XWAIT, trace.K_OP, flag_id, mode_id, pipe)
+    _status(ctx, call_xcore(st.xcore_fn, st.xcore, OP_WAIT, flag_id, mode_id),
+            "asc.cross_core_wait_flag")
+    _flush(ctx)
+
+
+@prim
+def _ib_word(ctx, api, gm, block_idx, event_id):
+    st = ctx[STATE][0]
+    cores = st.block_num
+    if core_kernel_type(ctx) == MIX_AIC_1_2 and st.core_role == ROLE_AIV:
+        cores = 2 * st.block_num
+    if block_idx < 0 or block_idx >= cores or event_id < 0 or event_id > 0xFFFF:
+        fault("{}: block_idx must be in [0, {}) and event_id >= 0, got block_idx={}, "
+              "event_id={}", api, cores, block_idx, event_id)
+        raise KernelError(FAULT)
+    i = 8 * (cores * event_id + block_idx)
+    if i >= gm.size:
+        fault("{}: gm_workspace must hold the word of (block_idx, event_id) at int32 element "
+              "{}, got a workspace of {} elements", api, i, gm.size)
+        raise KernelError(FAULT)
+    if st.xcore == 0:
+        fault("{}: the launch must run all its blocks at once (the kernel was not seen calling "
+              "it: call it as asc.{}(...) in the kernel or an @asc.jit helper), got "
+              "block_idx={}", api, api[4:], block_idx)
+        raise KernelError(FAULT)
+    return i
+
+
+@prim
+def ib_set(ctx, gm, ub, block_idx, event_id):
+    """IBSet: wait until the GM word of (block_idx, event_id) is 0, then make it 1."""
+    i = _ib_word(ctx, "asc.ib_set", gm, block_idx, event_id)
+    _flush(ctx)
+    st = ctx[STATE][0]
+    trace.event(ctx, _OP_IB_SET, trace.K_OP, block_idx, event_id, 0)
+    _status(ctx, call_xcore(st.xcore_fn, st.xcore, OP_IB_SET, gm.ctypes.data + i * 4,
+                            (block_idx << 16) | event_id), "asc.ib_set")
+    ub[0] = 1          # the launch wrote the GM word under its lock (ascendc/lang/crosscore.py)
+
+
+@prim
+def ib_wait(ctx, gm, ub, block_idx, event_id):
+    """IBWait: wait until the GM word of (block_idx, event_id) is 1, then make it 0."""
+    i = _ib_word(ctx, "asc.ib_wait", gm, block_idx, event_id)
+    st = ctx[STATE][0]
+    trace.event(ctx, _OP_IB_WAIT, trace.K_OP, block_idx, event_id, 0)
+    _status(ctx, call_xcore(st.xcore_fn, st.xcore, OP_IB_WAIT, gm.ctypes.data + i * 4,
+                            (block_idx << 16) | event_id), "asc.ib_wait")
+    ub[0] = 0
+    _flush(ctx)
+
+
+@prim
+def mix_sync_all(ctx, is_aiv_only):
+    """SyncAll in a MIX launch: over its AIVs (is_aiv_only) or all its cores."""
+    st = ctx[STATE][0]
+    _status(ctx, call_xcore(st.xcore_fn, st.xcore, OP_SYNC_ALL, 1 if is_aiv_only else 0, 0),
+            "asc.sync_all")

@@ -1,0 +1,350 @@
+"""Cross-core synchronisation of one launch on a separated SoC (Atlas A2): the flags that order an
+AI Core group's cube core (AIC) and vector cores (AIV), inter-block flags, SyncAll, and the
+detection of waits nothing can release.
+
+One `CrossCoreLaunch` per kernel task; each kernel instance (a core of one group) holds an
+`Instance`, the port its code calls through. The rules follow Ascend C's CrossCoreSetFlag /
+CrossCoreWaitFlag documentation for Atlas A2:
+
+- every core has a counter per flag id (ids 0..10); `CrossCoreWaitFlag(id)` blocks while its
+  own counter is 0, then decrements it (the wait's mode does not change what it waits for);
+- `CrossCoreSetFlag<mode>(id)` increments counters, by mode:
+  0: once every core of the setter's kind (all AICs, or all AIVs) of the launch has set the id,
+     each of them gets +1 (a barrier among cores of one kind);
+  1: once every AIV of the setter's group has set it, each of those AIVs gets +1;
+  2: an AIC's set gives each AIV of its group +1; once every AIV of a group has set it, the
+     group's AIC gets +1;
+- a counter holds at most `FLAG_LIMIT` pending sets ("the counter of one flagId can be set at
+  most 16 times"); going past it is reported when the launch is checked;
+- `ib_set(ws, ub, block_idx, event_id)` / `ib_wait(...)` hand a one-shot flag through a GM
+  workspace word: a set waits until the word is 0 and makes it 1, a wait waits until it is 1 and
+  makes it 0 (words keyed by their address);
+- SyncAll: a barrier over the AIVs of the launch (`is_aiv_only`, the default) or over all its
+  cores.
+
+A wait nothing can release is a fault, not a hang: each time an instance blocks or ends, the
+instances that could release it are checked (its group's, or the whole launch's when the kernel
+synchronises across groups); if every one of them has started and is blocked or finished, every
+blocked one is released with the same message naming each instance, what it waits on (flag id
+and mode) and its source line.
+
+Fidelity: matches the counting rules above and the ordering they give (nothing after a released
+wait runs before the sets that released it). Approximated: a set counts at once (on hardware when
+its pipe has drained, which program order gives here); waits cost a thread hand-off (tens of us).
+"""
+from __future__ import annotations
+
+import threading
+
+__all__ = ["CrossCoreLaunch", "Instance", "FLAG_IDS", "FLAG_LIMIT", "AIC", "AIV",
+           "PASSED", "ABORTED", "FAILED"]
+
+AIC, AIV = "AIC", "AIV"
+FLAG_IDS = 11          # Atlas A2: flagId 0..10
+FLAG_LIMIT = 16        # pending sets one flag counter holds
+PASSED, ABORTED, FAILED = 0, -1, 1   # statuses of the blocking calls (FAILED: see .error)
+
+_NEW, _RUN, _BLOCKED, _DONE = range(4)
+
+
+class Instance:
+    """One kernel instance of a launch (a core of one group): what its synchronising calls go
+    through (rt hands it to `run_blocks` as `barrier`)."""
+
+    __slots__ = ("launch", "group", "role", "sub", "block_idx", "index", "state", "counters",
+                 "waiting", "error", "ready", "__weakref__")
+
+    def __init__(self, launch, group: int, role: str, sub: int, block_idx: int):
+        self.launch, self.group, self.role, self.sub = launch, group, role, sub
+        self.block_idx = block_idx      # GetBlockIdx as the NPU numbers this core
+        self.index = len(launch.instances)   # in the launch: group * cores per group + slot
+        self.state = _NEW
+        self.counters = [0] * FLAG_IDS
+        self.waiting = ""               # what it is blocked on, with its source line
+        self.error = ""                 # the message of a FAILED status
+        self.ready = None               # while blocked: does its wait pass now?
+
+    @property
+    def name(self) -> str:
+        if self.role == AIC or len(self.launch.roles) == 1:
+            return f"{self.role} {self.block_idx}"
+        if self.launch.n_aiv == 1:
+            return f"AIV {self.block_idx} (group {self.group})"
+        return f"AIV {self.block_idx} (group {self.group}, sub-block {self.sub})"
+
+    # the BlockBarrier face rt's range runner uses
+    @property
+    def broken(self) -> bool:
+        return self.launch.broken
+
+    @property
+    def fail_lock(self):
+        return self.launch.fail_lock
+
+    def begin(self) -> bool:
+        """The instance starts running; False if the launch has failed (skip it)."""
+        return self.launch.begin(self)
+
+    def leave(self) -> None:
+        self.launch.finished(self)
+
+    def abort(self) -> None:
+        self.launch.abort()
+
+    def wait(self, aiv_only: bool = True, where=None) -> int:
+        """SyncAll."""
+        return self.launch.sync_all(self, aiv_only, where)
+
+
+class CrossCoreLaunch:
+    """The synchronisation state of one launch: `groups` groups of the cores in `roles` (e.g.
+    ("AIC", "AIV", "AIV") for MIX_AIC_1_2, ("AIV",) for a vector-only kernel); `across_groups`:
+    the kernel synchronises between groups (all of them are resident; deadlocks are judged over
+    the launch, else per group); `check_limit`: exceeding FLAG_LIMIT is an error."""
+
+    def __init__(self, groups: int, roles, across_groups: bool, check_limit: bool = True):
+        self.groups, self.roles = groups, tuple(roles)
+        self.n_aiv = sum(r == AIV for r in self.roles)
+        self.across_groups = across_groups
+        self.check_limit = check_limit
+        self._cv = threading.Condition(threading.Lock())
+        self.fail_lock = threading.Lock()
+        self.broken = False
+        self.instances = []
+        for g in range(groups):
+            sub = 0
+            for r in self.roles:
+                if r == AIC:
+                    idx = g
+                else:
+                    idx = g * self.n_aiv + sub if self.n_aiv else g
+                self.instances.append(Instance(self, g, r, sub if r == AIV else 0, idx))
+                sub += r == AIV
+        self._kind = {AIC: [i for i in self.instances if i.role == AIC],
+                      AIV: [i for i in self.instances if i.role == AIV]}
+        self._arrivals = {}      # (scope, flag) -> {instance: sets}
+        self._released = {}      # (scope, flag) -> sets every member has made
+        self._ib = {}            # GM workspace word address -> 0/1
+        self._sync = {}          # aiv_only -> [arrived, generation]
+        self.unstarted = len(self.instances)
+        self._cancel_taken = False
+
+    def instance(self, group: int, slot: int) -> Instance:
+        return self.instances[group * len(self.roles) + slot]
+
+    # ---- scheduling hooks ------------------------------------------------------------------
+    def claim(self) -> bool:
+        """A runner is about to start one more instance; False once a cancel took the rest."""
+        with self._cv:
+            if self._cancel_taken:
+                return False
+            self.unstarted -= 1
+            return True
+
+    def take_unstarted(self) -> int:
+        """On cancel: the instances no runner will start (they count as done)."""
+        with self._cv:
+            n, self.unstarted, self._cancel_taken = self.unstarted, 0, True
+            self._abort_locked()
+            return n
+
+    def begin(self, inst: Instance) -> bool:
+        with self._cv:
+            inst.state = _RUN
+            return not self.broken
+
+    def finished(self, inst: Instance) -> None:
+        with self._cv:
+            inst.state = _DONE
+            self._check_stuck(inst)
+
+    def abort(self) -> None:
+        with self._cv:
+            self._abort_locked()
+
+    def _abort_locked(self) -> None:
+        if not self.broken:
+            self.broken = True
+            self._cv.notify_all()
+
+    # ---- cross-core flags ------------------------------------------------------------------
+    def _needs_across(self, inst, what) -> bool:
+        """A call synchronising groups in a launch not started for it: records the error."""
+        if self.across_groups or self.groups == 1:
+            return False
+        inst.error = (f"{what}: the launch must run all its groups at once (the kernel was not "
+                      f"seen synchronising across groups: call it as asc.{what[4:]}(...) in the "
+                      f"kernel or an @asc.jit helper, with mode_id a literal 0 for "
+                      f"cross_core_set_flag), got {inst.name} calling it")
+        return True
+
+    def set_flag(self, inst: Instance, flag: int, mode: int) -> int:
+        with self._cv:
+            if mode == 0 and self._needs_across(inst, "asc.cross_core_set_flag"):
+                return FAILED
+            bad = self._mode_error(inst, mode)
+            if bad:
+                inst.error = f"asc.cross_core_set_flag: {bad}"
+                return FAILED
+            if mode == 0:
+                self._arrive(inst, ("kind", inst.role), flag, self._kind[inst.role])
+            elif mode == 1:
+                aivs = self._group(inst.group, AIV)
+                self._arrive(inst, ("aivs", inst.group), flag, aivs)
+            elif inst.role == AIC:
+                for v in self._group(inst.group, AIV):
+                    self._bump(v, flag, 1, inst)
+            else:
+                aivs = self._group(inst.group, AIV)
+                n = self._arrive(inst, ("to_aic", inst.group), flag, aivs, bump=False)
+                for c in self._group(inst.group, AIC):
+                    self._bump(c, flag, n, inst)
+            if inst.error:
+                return FAILED
+            self._cv.notify_all()
+            return PASSED
+
+    def _mode_error(self, inst, mode) -> str:
+        roles = "+".join(self.roles)
+        if mode == 1 and inst.role != AIV:
+            return (f"mode_id=1 must be set by an AIV (it syncs the AIVs of a group), got "
+                    f"{inst.name} setting it")
+        if mode == 2 and (AIC not in self.roles or AIV not in self.roles):
+            return (f"mode_id=2 (AIC <-> AIV of one group) must be used in a MIX kernel "
+                    f"(kernel_type MIX_AIC_1_1 or MIX_AIC_1_2), got a launch of {roles} cores")
+        return ""
+
+    def _group(self, g, role):
+        base = g * len(self.roles)
+        return [i for i in self.instances[base:base + len(self.roles)] if i.role == role]
+
+    def _arrive(self, inst, scope, flag, members, bump=True) -> int:
+        """`inst` has set `flag` in a collective over `members`; returns how many more sets every
+        member has now made (and, with `bump`, adds that to each member's counter)."""
+        key = (scope, flag)
+        arr = self._arrivals.setdefault(key, {})
+        arr[inst] = arr.get(inst, 0) + 1
+        done = min(arr.get(m, 0) for m in members) if members else 0
+        n = done - self._released.get(key, 0)
+        if n > 0:
+            self._released[key] = done
+            if bump:
+                for m in members:
+                    self._bump(m, flag, n, inst)
+        return n
+
+    def _bump(self, target, flag, n=1, setter=None) -> None:
+        target.counters[flag] += n
+        if self.check_limit and target.counters[flag] > FLAG_LIMIT and not setter.error:
+            setter.error = (f"asc.cross_core_set_flag: a flag's counter must hold at most "
+                            f"{FLAG_LIMIT} pending sets (CrossCoreSetFlag's limit), got "
+                            f"flag_id={flag} of {target.name} at {target.counters[flag]}")
+
+    def wait_flag(self, inst: Instance, flag: int, mode: int, where=None) -> int:
+        with self._cv:
+            if inst.counters[flag] == 0:
+                st = self._block(inst, lambda: inst.counters[flag] > 0,
+                                 f"cross_core_wait_flag(flag_id={flag}, mode_id={mode})", where)
+                if st != PASSED:
+                    return st
+            inst.counters[flag] -= 1
+            return PASSED
+
+    # ---- inter-block flags (ib_set / ib_wait) ----------------------------------------------
+    def ib_set(self, inst: Instance, word: int, block_idx: int, event_id: int, where=None,
+               write=None) -> int:
+        """IBSet; `write(v)`, if given, stores the word's new value (under the lock)."""
+        with self._cv:
+            if self._needs_across(inst, "asc.ib_set"):
+                return FAILED
+            st = self._block(inst, lambda: self._ib.get(word, 0) == 0,
+                             f"ib_set(block_idx={block_idx}, event_id={event_id}) (its previous "
+                             f"set not yet waited for)", where)
+            if st == PASSED:
+                self._ib[word] = 1
+                if write is not None:
+                    write(1)
+                self._cv.notify_all()
+            return st
+
+    def ib_wait(self, inst: Instance, word: int, block_idx: int, event_id: int,
+                where=None, write=None) -> int:
+        with self._cv:
+            if self._needs_across(inst, "asc.ib_wait"):
+                return FAILED
+            st = self._block(inst, lambda: self._ib.get(word, 0) == 1,
+                             f"ib_wait(block_idx={block_idx}, event_id={event_id})", where)
+            if st == PASSED:
+                self._ib[word] = 0
+                if write is not None:
+                    write(0)
+                self._cv.notify_all()
+            return st
+
+    # ---- SyncAll ---------------------------------------------------------------------------
+    def sync_all(self, inst: Instance, aiv_only: bool = True, where=None) -> int:
+        with self._cv:
+            if self._needs_across(inst, "asc.sync_all"):
+                return FAILED
+            parties = self._kind[AIV] if aiv_only and self.n_aiv else self.instances
+            if inst not in parties:
+                inst.error = (f"asc.sync_all: a core taking part must call it, got {inst.name} "
+                              f"calling sync_all(is_aiv_only=True) (an AIC takes part with "
+                              f"is_aiv_only=False)")
+                return FAILED
+            s = self._sync.setdefault(aiv_only, [0, 0])
+            s[0] += 1
+            if s[0] == len(parties):
+                s[0] = 0
+                s[1] += 1
+                self._cv.notify_all()
+                return PASSED
+            gen = s[1]
+            return self._block(inst, lambda: s[1] != gen, "sync_all()", where)
+
+    # ---- blocking and deadlock detection ---------------------------------------------------
+    def _block(self, inst, ready, what, where) -> int:
+        """Wait (lock held) until `ready()`; PASSED, ABORTED, or FAILED with `inst.error`."""
+        if ready():
+            return PASSED
+        inst.state = _BLOCKED
+        inst.ready = ready
+        loc = where() if where is not None else None
+        inst.waiting = what + (f" at {loc}" if loc else "")
+        self._check_stuck(inst)
+        while not ready() and not self.broken and not inst.error:
+            self._cv.wait()
+        inst.state = _RUN
+        inst.waiting = ""
+        if ready() and not self.broken and not inst.error:
+            return PASSED
+        return FAILED if inst.error else ABORTED
+
+    def _check_stuck(self, inst) -> None:
+        """After `inst` blocked or ended: if every instance that could release a blocked one is
+        blocked or finished, fail them all with one message."""
+        if self.broken or inst.error:
+            return
+        if self.across_groups:
+            scope, what = self.instances, "launch"
+        else:
+            base = inst.group * len(self.roles)
+            scope, what = self.instances[base:base + len(self.roles)], f"group {inst.group}"
+        blocked = [i for i in scope if i.state == _BLOCKED and not i.error]
+        # a blocked core whose wait passes now (not woken yet) can still run
+        if not blocked or any(i.state in (_NEW, _RUN) for i in scope) or \
+                any(i.ready() for i in blocked):
+            return
+        if self.across_groups and self.unstarted:
+            return
+        lines = [f"{i.name} waits on {i.waiting}" for i in blocked]
+        ended = [i.name for i in scope if i.state == _DONE]
+        if ended:
+            lines.append(f"ended: {', '.join(ended[:8])}" +
+                         (f" and {len(ended) - 8} more" if len(ended) > 8 else ""))
+        msg = (f"cross-core deadlock: a wait must be released by a core that can still run "
+               f"(the NPU would hang), got every core of the {what} blocked or finished:\n    " +
+               "\n    ".join(lines))
+        for i in blocked:       # they fail; rt then aborts the launch (after recording the fault)
+            i.error = msg
+        self._cv.notify_all()

@@ -1,0 +1,80 @@
+"""Launches whose cores synchronise with each other: MIX kernels (each block is an AI Core group,
+1 AIC + 1 or 2 AIVs, all running the kernel at once) and kernels using cross-core or inter-block
+flags (rt.crossflags).
+
+A binary opts in with a `mix` attribute (a `MixSpec`): the cores of a group and whether the kernel
+synchronises across groups. The instances of one group can block on each other, so they always
+run at once, each on its own thread. How many groups run at once:
+
+- synchronisation inside a group only (cross-core flags in modes 1 and 2): as many groups as the
+  core pool has workers (`ASCEND_EMU_CORES`), each a *slot* of one thread per core of the group;
+  slot s runs groups s, s + n, s + 2n, ... (shuffled in checked mode) one after another, so a
+  launch of 48 groups on 2 workers uses 6 threads for MIX_AIC_1_2, not 144;
+- across groups (mode 0, ib_set / ib_wait, sync_all): every group at once, as the hardware runs
+  them; the caller bounds `block_dim` by the SoC's AI Cores (rt does not know the kernel type).
+
+Threads come from the resident-core set of rt.resident and are reused. Each instance runs through
+the core pool's range runner (`CorePool._run_range`), so a fault is recorded as any block's, the
+others are released and skip their work, and `CorePool.cancel` (op timeout, device reset) stops
+them as it stops a resident launch: the launch's `CrossCoreLaunch` is aborted (releasing blocked
+waits) and the instances no thread has started yet count as done.
+
+Fidelity: the ordering the flags give, and instances of a group truly concurrent. Approximated:
+groups of an intra-group launch go to slots in a fixed round-robin, not one by one as cores free
+up; more threads than CPUs time-slice.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from .crossflags import CrossCoreLaunch
+from .resident import start_threads
+
+__all__ = ["MixSpec", "dispatch_mix"]
+
+
+@dataclass(frozen=True)
+class MixSpec:
+    """How a binary's launch runs: `roles` the cores of one group, in order ("AIC", "AIV", ...);
+    `across_groups` whether the kernel synchronises between groups; `check_limit` whether a flag
+    counter past its hardware limit is an error (checked mode)."""
+    roles: tuple
+    across_groups: bool
+    check_limit: bool = True
+
+
+def dispatch_mix(task, pool, run_instance, register) -> None:
+    """Start kernel `task` (a `rt.sched.KernelTask` whose binary has a `mix` spec) on group slots.
+
+    `run_instance(group, wid, instance)` runs one instance through the pool's range runner;
+    `register(task, launch)` is called with the launch's `CrossCoreLaunch` before any instance
+    starts (the pool keeps it, to abort on cancel)."""
+    spec = task.binary.mix
+    bd = task.block_dim
+    launch = CrossCoreLaunch(bd, spec.roles, spec.across_groups, spec.check_limit)
+    task.left = len(launch.instances)
+    task.ranges = []
+    task.entries = []                   # nothing for CorePool.assist to take
+    task.pool = pool
+    order = list(range(bd))
+    if task.binary.shuffle_blocks:
+        random.shuffle(order)
+    slots = bd if spec.across_groups else min(bd, pool.n)
+    jobs = []
+    for s in range(slots):
+        groups = order[s::slots]
+        for k in range(len(spec.roles)):
+            jobs.append(lambda groups=groups, k=k, s=s: _run_slot(launch, groups, k, s,
+                                                                  run_instance))
+    launch.slots = slots
+    register(task, launch)
+    start_threads(jobs)
+
+
+def _run_slot(launch, groups, k, wid, run_instance) -> None:
+    """One thread of a slot: core `k` of each of `groups`, in order."""
+    for g in groups:
+        if not launch.claim():
+            return
+        run_instance(g, wid, launch.instance(g, k))
