@@ -5,6 +5,9 @@ or interpreted as plain Python (`ASCENDC_INTERPRET=1` or `@asc.jit(interpret=Tru
 """
 __kernel_language__ = True
 
+# first: importing the kernel cache checks NUMBA_CACHE_DIR before any cache=True function is
+# defined (Numba picks the directory it reads pickles from at definition)
+from .compiler import cache as _kernel_cache  # noqa: F401
 from .language import *  # noqa: F403  (the kernel language: asc.add, asc.TQue, asc.jit, ...)
 from .language import __all__ as _LANGUAGE
 from . import adv, host, lib

@@ -13,6 +13,7 @@ import threading
 import warnings
 
 import numpy as np
+from numba import typeof
 from numba.core.errors import NumbaError
 
 import rt
@@ -29,6 +30,10 @@ from . import mix as _mix
 from .lang.errors import CompileError, GMReadError, GMWriteError, KernelError
 
 _CTX = threading.local()
+#: Building a kernel (ast.parse, codegen, module load: jit.py) and Numba's first compile of its
+#: dispatcher are not thread-safe (CPython's AST validator and Numba's first-use registrations
+#: race): one lock for both, taken only until a binary is ready.
+BUILD_LOCK = threading.RLock()
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
@@ -297,12 +302,15 @@ class Binary(rt.KernelBinary):
 
 
 class CompiledBinary(Binary):
+    interruptible = False       # nopython code: a device reset cannot stop it mid-range
+
     def __init__(self, name, soc, checked, param_names, run, lines, gm_names=(), traced=False,
                  kernel_type=KT.AICORE, module_file=""):
         super().__init__(name, soc, checked, param_names, gm_names, traced, kernel_type)
         self.run = run
         self.lines = lines      # st.src_line -> (file, line), from the generated module
         self.module_file = module_file
+        self.compiled = False
 
     def trace_lines(self):
         return self.lines
@@ -325,8 +333,14 @@ class CompiledBinary(Binary):
                 flat += (v.ctypes.data, v.size)
             else:
                 flat.append(v)
+        args = (c, (blocks.ctypes.data, len(blocks)), block_dim, *flat)
         try:
-            self.run(c, (blocks.ctypes.data, len(blocks)), block_dim, *flat)
+            if not self.compiled:           # compile (or load) once, not from many threads
+                with BUILD_LOCK:
+                    if not self.compiled:
+                        self.run.compile(tuple(typeof(a) for a in args))
+                        self.compiled = True
+            self.run(*args)
         except NumbaError as e:      # typing fails at the first call: name the kernel's line
             raise typing_error(e, self.name, self.module_file, self.lines) from None
 

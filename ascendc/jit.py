@@ -15,7 +15,7 @@ from rt import errors as E
 
 from . import options as O
 from .options import OPTIONS, kernel_type_of  # noqa: F401  (jit's own names, defined there)
-from .binaries import CompiledBinary, GMArg, InterpretedBinary, sanitizer
+from .binaries import BUILD_LOCK, CompiledBinary, GMArg, InterpretedBinary, sanitizer
 from .lang import api, dtypes as D
 from .lang.prims import ktype as KT
 from .compiler.cache import load_module
@@ -123,7 +123,8 @@ class JitFunction(KernelFunction):
                             f"[block_dim, stream], got {spec!r}")
         block_dim = spec[0]
         stream = spec[1] if len(spec) > 1 else None
-        if not isinstance(block_dim, (int, np.integer)) or not 1 <= block_dim <= 65535:
+        if not isinstance(block_dim, (int, np.integer)) or isinstance(block_dim, bool) or \
+                not 1 <= block_dim <= 65535:
             raise E.AclError(E.ACL_ERROR_RT_PARAM_INVALID,
                              f"{self.__name__}[]: block_dim must be in [1, 65535], got "
                              f"block_dim={block_dim!r}")
@@ -293,7 +294,10 @@ class JitFunction(KernelFunction):
 
     def _binary(self, key, interpret, checked, soc, consts, sig, traced=False,
                 ktype=KT.AICORE):
-        with self._lock:
+        b = self._cache.get(key)
+        if b is not None:
+            return b
+        with self._lock, BUILD_LOCK:
             b = self._cache.get(key)
             if b is not None:
                 return b

@@ -1,6 +1,7 @@
 """Soak: a bounded run of valid and faulting work from several threads (docs/guarantees.md).
 
     python -m bench.soak [--seconds 60] [--threads 4] [--fault-rate 0.3] [--interpret]
+                         [--free-iters 2000]
 
 Each thread owns a stream and loops until the deadline: malloc three buffers, queue H2D copies,
 launch `kernels.add`'s kernel (a valid launch, or with probability --fault-rate one whose
@@ -9,6 +10,12 @@ copy the result back and compare it with numpy, free everything. Printed: runtim
 launches/s, faults/s, wrong results, and RSS, the device pool's counters and Numba's allocator
 counters before and after (measured after a warm-up, with all buffers freed). The run fails
 (exit 1) on a wrong result, an unexpected error, or pool counters that do not return to zero.
+
+Frees under load: --threads threads each queue --free-iters rounds of (malloc, memset_async,
+memcpy_async device-to-device) on their stream without synchronising, freeing each buffer while
+its work is still queued (a stream-ordered, deferred free), then synchronise once; the same load
+with the frees left until after the synchronise is the baseline. Printed: async ops/s of both and
+their ratio (deferred frees cost O(1) amortised per task; the target is at most 1.5x).
 """
 from __future__ import annotations
 
@@ -124,6 +131,46 @@ def run(seconds, threads, fault_rate, interpret, counts: Counts, seed=0):
         t.join()
 
 
+FREE_BYTES = 4096
+
+
+def frees_under_load(threads: int, iters: int, free_queued: bool) -> float:
+    """Seconds for `threads` x `iters` rounds of malloc + 2 async ops; the buffer is freed while
+    its ops are queued (`free_queued`) or after the final synchronise."""
+    start = threading.Barrier(threads + 1)
+
+    def worker():
+        rt.set_device(0)
+        s = rt.Stream()
+        sink = rt.malloc(FREE_BYTES)
+        held = []
+        start.wait()
+        for i in range(iters):
+            p = rt.malloc(FREE_BYTES)
+            rt.memset_async(p, FREE_BYTES, i & 0xFF, FREE_BYTES, s)
+            rt.memcpy_async(sink, p, FREE_BYTES, rt.MemcpyKind.DEVICE_TO_DEVICE, s)
+            if free_queued:
+                rt.free(p)
+            else:
+                held.append(p)
+        s.synchronize()
+        for p in held + [sink]:
+            rt.free(p)
+        s.destroy()
+        start.wait()
+
+    ts = [threading.Thread(target=worker) for _ in range(threads)]
+    for t in ts:
+        t.start()
+    start.wait()
+    t0 = time.perf_counter()
+    start.wait()
+    dt = time.perf_counter() - t0
+    for t in ts:
+        t.join()
+    return dt
+
+
 def _pool():
     s = rt.memory_stats(0)
     return {k: s[k] for k in ("allocated_bytes.all.current", "allocation.all.current",
@@ -136,6 +183,8 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=4)
     ap.add_argument("--fault-rate", type=float, default=0.3)
     ap.add_argument("--interpret", action="store_true", help="interpret mode (default compiled)")
+    ap.add_argument("--free-iters", type=int, default=2000,
+                    help="rounds per thread of the frees-under-load row (default 2000; 0: skip)")
     a = ap.parse_args(argv)
     try:
         from numba.core.runtime import _nrt_python
@@ -175,6 +224,16 @@ def main(argv=None) -> int:
         print(f"  numba allocations    {n0[0]} -> {n1[0]}  (MemInfos {n0[1]} -> {n1[1]})")
     ok = (c.wrong == 0 and not c.unexpected and p1["allocated_bytes.all.current"] == 0 and
           p1["allocation.all.current"] == 0)
+    if a.free_iters > 0:
+        n_ops = a.threads * a.free_iters * 2
+        frees_under_load(a.threads, min(a.free_iters, 200), True)          # warm-up
+        held = frees_under_load(a.threads, a.free_iters, False)
+        freed = frees_under_load(a.threads, a.free_iters, True)
+        ratio = freed / held
+        print(f"  frees under load     {n_ops / freed:10.0f} async ops/s with a queued free per "
+              f"round vs {n_ops / held:.0f} without ({a.threads} threads x {a.free_iters} rounds:"
+              f" {ratio:.2f}x the time)")
+        ok = ok and _pool()["allocation.all.current"] == 0
     print("  result               " + ("OK" if ok else "FAILED"))
     return 0 if ok else 1
 

@@ -23,6 +23,9 @@ class KernelBinary(Protocol):
     - `shuffle_blocks`: start the blocks of a resident launch in random order (checked mode);
     - `counters`: the names of the per-launch counters the binary keeps (may be empty);
     - `last_counters`: their values after the latest launch; the profiler adds them to its record;
+    - optional `interruptible` (default True): False for code a device reset cannot stop mid-range
+      (nopython code); a synchronising thread then never runs its blocks itself, so a reset can
+      always release it;
     - optional `kernel_type_name`: the Ascend C kernel type the launch runs as (AIV_ONLY, AIC_ONLY,
       MIX_AIC_1_2, ...), shown in profiles (record args, op_summary's `kernel_type` column).
     A class that subclasses `KernelBinary` inherits the defaults (a plain binary: not resident, no

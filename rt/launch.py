@@ -220,6 +220,7 @@ class CorePool:
         lock, state, heap = self._lock, self._state, self._heap
         with lock:
             if not self.assist_enabled or not task.entries or _opt.OP_TIMEOUT_NS or \
+                    not getattr(task.binary, "interruptible", True) or \
                     (heap and heap[0].priority < task.priority):
                 return
             if self._idle:

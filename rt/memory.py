@@ -20,6 +20,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from . import device as _dev
 from . import hostmem
+from . import sched
 from .errors import (AclError, ACL_ERROR_INVALID_PARAM, ACL_ERROR_RT_PARAM_INVALID,
                      ACL_ERROR_RT_MEMORY_FREE)
 from .hostmem import HostPtr, malloc_host, free_host, is_pinned
@@ -96,32 +97,53 @@ def record_use(addrs, core, seq: int) -> None:
                 u[core] = seq
 
 
+def record_arrays(arrays, task) -> None:
+    """`record_use` for the device arrays (None skipped) a queued task reads or writes."""
+    addrs = []
+    for a in arrays:
+        try:
+            addrs.append(int(a.ptr))
+        except (AttributeError, AclError):      # None, or freed: the task fails on its own
+            pass
+    if addrs:
+        record_use(addrs, task.core, task.seq)
+
+
 def _pending_uses(base: int) -> list:
     with _uses_lock:
         u = _uses.pop(base, None)
-    return [(c, s) for c, s in u.items() if c.completed < s] if u else []
+    pending = [(c, s) for c, s in u.items() if c.completed < s] if u else []
+    return pending + sched.queued_host_tasks((base >> ADDR_SHIFT) - 0x100)
 
 
 def _free_after(pool, blk, serial: int, pending: list) -> None:
     """Free allocation `serial` (in `blk`) once every (stream core, seq) in `pending` is done."""
+    base = blk.addr
+
+    def release():
+        with _uses_lock:
+            _deferred.discard(base)
+        try:
+            pool.free_block(blk, serial)
+        except Exception:   # noqa: BLE001 - the device was reset: the memory is gone already
+            pass
+
+    with _uses_lock:
+        _deferred.add(base)
+    if len(pending) == 1:               # the common case: one stream used it
+        core, seq = pending[0]
+        core.when_done(seq, release)
+        return
     left = [len(pending)]
     lock = threading.Lock()
-    base = blk.addr
 
     def one_done():
         with lock:
             left[0] -= 1
             last = left[0] == 0
         if last:
-            with _uses_lock:
-                _deferred.discard(base)
-            try:
-                pool.free_block(blk, serial)
-            except Exception:   # noqa: BLE001 - the device was reset: the memory is gone already
-                pass
+            release()
 
-    with _uses_lock:
-        _deferred.add(base)
     for core, seq in pending:
         core.when_done(seq, one_done)
 

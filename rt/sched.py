@@ -15,6 +15,7 @@ detector (`rt.memcheck`) and the callback subscriptions (`rt.callback`); the pro
 """
 from __future__ import annotations
 
+import heapq
 import itertools
 import os
 import queue
@@ -149,8 +150,11 @@ class KernelTask(Task):
 
 
 def _assistable(task) -> bool:
+    """Whether a synchronising thread may run `task`'s waiting ranges itself: only code that a
+    device reset can interrupt (a binary with `interruptible = False`, compiled code, would keep
+    the waiting thread for as long as it runs)."""
     return isinstance(task, KernelTask) and bool(task.entries) and task.pool.assist_enabled \
-        and task.cancelled is None
+        and task.cancelled is None and getattr(task.binary, "interruptible", True)
 
 
 class StreamHook:
@@ -240,6 +244,25 @@ def copy_engine(device_id: int) -> CopyEngine:
     return eng
 
 
+#: device id -> {stream core: seq of its latest queued host function or callback}. Host code may
+#: read any device memory, so a free waits for the host tasks queued before it (`queued_host_tasks`)
+_host_tasks: dict = {}
+_host_lock = threading.Lock()
+HOST_KINDS = ("host_func", "callback")
+
+
+def queued_host_tasks(device_id: int) -> list:
+    """[(stream core, seq)] of the host functions and callbacks queued on `device_id`'s streams
+    that have not finished."""
+    with _host_lock:
+        d = _host_tasks.get(device_id)
+        if not d:
+            return []
+        for c in [c for c, seq in d.items() if c.completed >= seq]:
+            del d[c]
+        return list(d.items())
+
+
 class StreamCore:
     """The machinery behind one `rt.Stream`; holds no reference to the Stream object.
 
@@ -266,7 +289,12 @@ class StreamCore:
         self.closing = False
         self.worker_stopped = False
         self.clock = None
-        self.watches = []          # (seq, fn): call fn() once task seq has finished (when_done)
+        # heap of (seq, n, fn): call fn() once task seq has finished (when_done); a completion
+        # pops only what is due, so a watch costs O(log n) however many are pending
+        self.watches = []
+        self._watch_n = itertools.count()
+        self.resets = 0             # device resets so far; reset_error: the latest one's error
+        self.reset_error = None
 
     # -- submission -----------------------------------------------------------------------------
     def submit(self, task: Task) -> Task:
@@ -274,6 +302,9 @@ class StreamCore:
         with self.lock:
             self.submitted += 1
             task.seq = self.submitted
+            if task.kind in HOST_KINDS:
+                with _host_lock:
+                    _host_tasks.setdefault(self.device_id, {})[self] = task.seq
             if self.active is not None:
                 self.pending.append(task)
                 return task
@@ -348,10 +379,10 @@ class StreamCore:
             if nxt is None and self.closing:
                 self._stop_worker_locked()
             due = None
-            if self.watches:
-                due = [fn for seq, fn in self.watches if seq <= task.seq]
-                if due:
-                    self.watches = [w for w in self.watches if w[0] > task.seq]
+            if self.watches and self.watches[0][0] <= task.seq:
+                due = []
+                while self.watches and self.watches[0][0] <= task.seq:
+                    due.append(heapq.heappop(self.watches)[2])
         task.fn = None                            # drop closures (host buffers) early
         if due:
             _call_all(due)
@@ -362,15 +393,18 @@ class StreamCore:
         the thread that finishes the task and must not block."""
         with self.lock:
             if self.completed < seq:
-                self.watches.append((seq, fn))
+                heapq.heappush(self.watches, (seq, next(self._watch_n), fn))
                 return
         fn()
 
     def abort(self, err: AclError) -> None:
         """End the stream's work now (device reset): tasks not started are skipped (event records
         still run, so nobody waits for them forever), a running kernel is cancelled with `err`,
-        a wait on an event is released. A copy or host function already running finishes."""
+        a wait on an event is released. A copy or host function already running finishes.
+        Threads synchronising on the stream meanwhile return with `err` (`reset_error`)."""
         with self.lock:
+            self.resets += 1
+            self.reset_error = err
             for t in self.pending:
                 if t.engine != "inline":
                     t.skipped = True

@@ -136,8 +136,13 @@ class Stream:
         failed.
         """
         core = self.live_core(api)
-        target = core.submitted
-        if not core.wait_seq(target, timeout_ms, deadline):
+        target, resets = core.submitted, core.resets
+        done = core.wait_seq(target, timeout_ms, deadline)
+        if core.resets != resets:          # the device was reset while this thread waited
+            err = core.reset_error
+            raise AclError(err.code, f"{api}: stream {self.id} must not be reset while a "
+                                     f"thread waits for it, got {err.message}")
+        if not done:
             raise AclError(ACL_ERROR_RT_STREAM_SYNC_TIMEOUT,
                            f"{api}: stream {self.id} must finish within timeout_ms, "
                            f"got timeout_ms={timeout_ms} with {target - core.completed} "

@@ -13,7 +13,12 @@ run their code in our process. Hence:
   the source (planted, truncated, empty) is rewritten before use;
 - loading is thread-safe (one lock; a module is published in `sys.modules` only once executed)
   and temporary files have unique names, so concurrent loads in one process cannot collide;
-- an uncreatable or read-only directory falls back to the private directory too.
+- an uncreatable or read-only directory falls back to the private directory too;
+- when NUMBA_CACHE_DIR is set, Numba keeps every cache=True function's index and data there
+  (ours and the generated kernels'), so that directory is checked the same way (it, its
+  subdirectories and their files must be ours and not group- or world-writable) before Numba
+  may read it, at ascendc's import and at each kernel load; an unsafe one is replaced by a
+  private directory, with a warning.
 """
 from __future__ import annotations
 
@@ -32,6 +37,7 @@ from pathlib import Path
 _LOCK = threading.RLock()
 _DIRS: dict = {}          # requested path -> the directory actually used
 _PRIVATE: list = []       # the fallback directory, once made
+_NUMBA_DIRS: dict = {}    # NUMBA_CACHE_DIR as set -> the directory Numba is given
 
 
 def _private_dir() -> Path:
@@ -55,6 +61,66 @@ def unsafe_reason(p: Path) -> str | None:
         if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
             return f"{d} is group- or world-writable (mode {stat.S_IMODE(st.st_mode):o})"
     return None
+
+
+def _unsafe_tree_reason(root: Path) -> str | None:
+    """Like `unsafe_reason` for a Numba cache root: the root, each subdirectory Numba made in it
+    (one per source directory) and each file in those."""
+    why = unsafe_reason(root)
+    if why is not None:
+        return why
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    for sub in root.iterdir():
+        entries = [sub] + (sorted(sub.iterdir()) if sub.is_dir() and not sub.is_symlink()
+                           else [])
+        for e in entries:
+            st = e.lstat()
+            kind = stat.S_ISDIR(st.st_mode) if e == sub else stat.S_ISREG(st.st_mode)
+            if stat.S_ISLNK(st.st_mode) or not kind:
+                return f"{e} is a {'symlink' if stat.S_ISLNK(st.st_mode) else 'special file'}"
+            if uid is not None and st.st_uid != uid:
+                return f"{e} is owned by uid {st.st_uid}, not by this user (uid {uid})"
+            if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+                return f"{e} is group- or world-writable (mode {stat.S_IMODE(st.st_mode):o})"
+    return None
+
+
+def guard_numba_cache_dir() -> None:
+    """Point Numba away from an unsafe NUMBA_CACHE_DIR before it reads a pickle from there (a
+    planted index or data file would run code in this process)."""
+    from numba.core import config
+    config.reload_config()          # what Numba's compiler would see now
+    d = config.CACHE_DIR
+    if not d:
+        return
+    with _LOCK:
+        got = _NUMBA_DIRS.get(d)
+        if got is None:
+            p = Path(d)
+            try:
+                p.mkdir(mode=0o700, parents=True, exist_ok=True)
+                why = _unsafe_tree_reason(p)
+            except OSError as e:
+                why = f"{p} cannot be used ({e.strerror or e})"
+            got = str(p)
+            if why is not None:
+                got = _NUMBA_DIRS.get("") or tempfile.mkdtemp(prefix="ascend-emu-numba-")
+                _NUMBA_DIRS[""] = _NUMBA_DIRS[got] = got
+                warnings.warn(f"ascendc kernel cache: NUMBA_CACHE_DIR must be a directory only "
+                              f"this user can write, got {why}; Numba caches into the private "
+                              f"directory {got} instead (its pickles there are never read)",
+                              RuntimeWarning, stacklevel=3)
+            _NUMBA_DIRS[d] = got
+        config.CACHE_DIR = got
+
+
+def numba_cache_path(py_file: Path) -> Path:
+    """The directory Numba keeps the index and data files of `py_file`'s functions in."""
+    from numba.core import caching, config
+    if config.CACHE_DIR:
+        return Path(config.CACHE_DIR) / caching._CacheLocator.get_suitable_cache_subpath(
+            str(py_file))
+    return py_file.parent / "__pycache__"
 
 
 def cache_dir() -> Path:
@@ -101,6 +167,7 @@ def lang_fingerprint() -> str:
 # imported before an edit to ascendc's sources must not store its (old) code under the edited
 # sources' fingerprint, where later processes would load it (a stale kernel module that crashes).
 lang_fingerprint()
+guard_numba_cache_dir()
 
 
 def _write(path: Path, source: str) -> None:
@@ -130,6 +197,7 @@ def load_module(source: str, stem: str):
         mod = sys.modules.get(name)
         if mod is not None:
             return mod
+        guard_numba_cache_dir()
         path = cache_dir() / f"{name}.py"
         if not _matches(path, source):
             if path.exists():
@@ -157,7 +225,7 @@ def _damaged_numba_cache(path: Path) -> str | None:
     a data file it names missing or cut short), or None. Numba would raise the unpickling error
     at the kernel's first launch, every time; the index is read here (the directory is one only
     we can write), a data file only checked for its pickle's final STOP byte."""
-    for idx in (path.parent / "__pycache__").glob(f"{path.stem}.*.nbi"):
+    for idx in numba_cache_path(path).glob(f"{path.stem}.*.nbi"):
         try:
             with open(idx, "rb") as f:
                 pickle.load(f)                                  # Numba's format version
@@ -180,5 +248,5 @@ def _damaged_numba_cache(path: Path) -> str | None:
 
 def _drop_numba_cache(path: Path) -> None:
     """Remove Numba's index and data files of module `path` (they belong to another source)."""
-    for f in (path.parent / "__pycache__").glob(f"{path.stem}.*"):
+    for f in numba_cache_path(path).glob(f"{path.stem}.*"):
         f.unlink(missing_ok=True)

@@ -119,9 +119,12 @@ def load_from_mem(model, model_size: int | None = None):
     """Mirrors `aclmdlLoadFromMem`: `model` is bytes (or a host pointer with `model_size`)."""
     def load():
         data = model
-        if isinstance(model, int):
+        if isinstance(model, int) and not isinstance(model, bool):
             from .util import ptr_to_bytes
             data = ptr_to_bytes(model, model_size)
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise AclError(ACL_ERROR_INVALID_PARAM, f"load_from_mem: model must be bytes or a "
+                           f"host pointer with model_size, got model={type(model).__name__}")
         return _register(Model.load(bytes(data)))
     return _val(0, load)
 

@@ -31,6 +31,7 @@ from ..errors import (AclError, ACL_ERROR_INVALID_FILE, ACL_ERROR_INVALID_PARAM,
                       ACL_ERROR_INVALID_RESOURCE_HANDLE, ACL_ERROR_OP_NOT_FOUND,
                       ACL_ERROR_PARSE_MODEL)
 from ..log import logger
+from ..memory import record_arrays
 from ..model import registry
 from .handles import HandleTable, fail, name_calls, returns_ret
 from .mdl import data_buffer_of
@@ -285,7 +286,7 @@ def _aicpu_task(m: dict, ins, outs, first: int, stream, label: str) -> None:
                                     for a, c in zip(ins, consts)])
         for dst, val in list(zip(outs, results))[first:]:
             dst.host_view()[...] = np.asarray(val).astype(dst.dtype, copy=False).reshape(dst.shape)
-    stream.enqueue(run, "aicpu", label)
+    record_arrays(list(ins) + list(outs), stream.enqueue(run, "aicpu", label))
 
 
 @returns_ret

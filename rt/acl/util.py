@@ -8,9 +8,11 @@ from __future__ import annotations
 import ctypes
 import functools
 import threading
+import weakref
 
 import numpy as np
 
+from .. import hostmem as _hostmem
 from .. import memory as _mem
 from ..errors import AclError, ACL_ERROR_RT_PARAM_INVALID
 from . import constants as C
@@ -18,6 +20,7 @@ from .handles import fail
 
 _threads: dict = {}
 _lock = threading.Lock()
+_handed_out: dict = {}       # address -> (nbytes, weakref to the array) from numpy_to_ptr
 
 
 def _logged(fn):
@@ -40,18 +43,56 @@ def numpy_to_ptr(array: np.ndarray) -> int:
         raise AclError(ACL_ERROR_RT_PARAM_INVALID,
                        f"numpy_to_ptr: array must be a numpy.ndarray, "
                        f"got array={type(array).__name__}")
-    return int(array.ctypes.data)
+    addr = int(array.ctypes.data)
+    with _lock:
+        for a in [a for a, (_, ref) in _handed_out.items() if ref() is None]:
+            del _handed_out[a]
+        _handed_out[addr] = (array.nbytes, weakref.ref(array))
+    return addr
 
 
-def _host_addr(ptr, api: str) -> int:
+def _known_host_range(addr: int, nbytes: int, api: str) -> np.ndarray | None:
+    """A uint8 view of [addr, addr + nbytes) if it lies in memory we know is live: a pinned
+    buffer (acl.rt.malloc_host) or an array numpy_to_ptr handed out that is still alive."""
+    reg = _hostmem.region(addr) if _hostmem.any_pinned() else None
+    if reg is not None:
+        start, size, u8 = reg
+        if addr + nbytes > start + size:
+            raise AclError(ACL_ERROR_RT_PARAM_INVALID,
+                           f"{api}: ptr must point to {nbytes} bytes of live host memory of this "
+                           f"process, got ptr={addr:#x}: past the end of the pinned buffer at "
+                           f"{start:#x} (size {size})")
+        return u8[addr - start:addr - start + nbytes]
+    with _lock:
+        for a, (size, ref) in _handed_out.items():
+            arr = ref()
+            if arr is not None and a <= addr and addr + nbytes <= a + size:
+                return np.frombuffer((ctypes.c_ubyte * nbytes).from_address(addr), np.uint8)
+    return None
+
+
+def _host_range(ptr, nbytes, api: str) -> np.ndarray:
+    """A uint8 view of `nbytes` of host memory at `ptr`, after checking that all of it is
+    readable memory of this process (a bad pointer is refused, never dereferenced)."""
     if isinstance(ptr, bool) or not isinstance(ptr, int) or ptr <= 0:
         raise AclError(ACL_ERROR_RT_PARAM_INVALID,
                        f"{api}: ptr must be a host address, got ptr={ptr!r}")
-    if _mem.is_device_address(int(ptr)):
+    addr = int(ptr)
+    if _mem.is_device_address(addr):
         raise AclError(ACL_ERROR_RT_PARAM_INVALID,
-                       f"{api}: ptr must be a host address, got device address ptr={int(ptr):#x}; "
+                       f"{api}: ptr must be a host address, got device address ptr={addr:#x}; "
                        f"copy it to the host with acl.rt.memcpy first")
-    return int(ptr)
+    if nbytes == 0:
+        return np.empty(0, np.uint8)
+    view = _known_host_range(addr, nbytes, api)
+    if view is not None:
+        return view
+    if not _hostmem.host_range_ok(addr, nbytes, False, fresh=True):
+        raise AclError(ACL_ERROR_RT_PARAM_INVALID,
+                       f"{api}: ptr must point to {nbytes} bytes of live host memory of this "
+                       f"process, got ptr={addr:#x}: not a mapped range (not from numpy_to_ptr, "
+                       f"bytes_to_ptr or acl.rt.malloc_host, or freed)")
+    return np.frombuffer((ctypes.c_ubyte * nbytes).from_address(addr), np.uint8)
 
 
 def _dtype(np_type) -> np.dtype:
@@ -72,12 +113,18 @@ def ptr_to_numpy(ptr: int, shape, np_type) -> np.ndarray:
 
     `np_type` is a numpy type number as in pyACL (`NPY_FLOAT32` = 11) or a dtype.
     """
-    addr = _host_addr(ptr, "ptr_to_numpy")
     dt = _dtype(np_type)
-    shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
-    buf = (ctypes.c_ubyte * nbytes).from_address(addr)
-    return np.frombuffer(buf, dtype=np.uint8).view(dt).reshape(shape)
+    dims = (shape,) if isinstance(shape, int) else tuple(shape) \
+        if isinstance(shape, (tuple, list)) else None
+    if dims is None or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0
+                               for d in dims):
+        raise AclError(ACL_ERROR_RT_PARAM_INVALID,
+                       f"ptr_to_numpy: shape must be an int or a sequence of ints >= 0, got "
+                       f"shape={shape!r}")
+    nbytes = dt.itemsize
+    for d in dims:
+        nbytes *= d
+    return _host_range(ptr, nbytes, "ptr_to_numpy").view(dt).reshape(dims)
 
 
 @_logged
@@ -94,7 +141,10 @@ def bytes_to_ptr(data) -> int:
 @_logged
 def ptr_to_bytes(ptr: int, size: int) -> bytes:
     """Mirrors `acl.util.ptr_to_bytes`: a copy of `size` bytes of host memory at `ptr`."""
-    return ctypes.string_at(_host_addr(ptr, "ptr_to_bytes"), size)
+    if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+        raise AclError(ACL_ERROR_RT_PARAM_INVALID,
+                       f"ptr_to_bytes: size must be an int >= 0, got size={size!r}")
+    return _host_range(ptr, size, "ptr_to_bytes").tobytes()
 
 
 def start_thread(fn, args=None):

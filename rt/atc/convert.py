@@ -35,6 +35,30 @@ def _onnx():
     return onnx, numpy_helper
 
 
+def external_tensors(model) -> list[str]:
+    """Names of the tensors in `model` (initializers, sparse initializers, tensor attributes, in
+    every subgraph) whose data lives in an external file. A graph handed over as protobuf data
+    (an embedded graph, a ModelProto) has no directory of its own: its external data would be
+    resolved against the working directory, so such tensors are refused, never read."""
+    onnx, _ = _onnx()
+    found, graphs = [], [model.graph]
+    while graphs:
+        g = graphs.pop()
+        tensors = list(g.initializer)
+        for sp in g.sparse_initializer:
+            tensors += [sp.values, sp.indices]
+        for n in g.node:
+            for a in n.attribute:
+                tensors += ([a.t] if a.HasField("t") else []) + list(a.tensors)
+                for sp in ([a.sparse_tensor] if a.HasField("sparse_tensor") else []) + \
+                        list(a.sparse_tensors):
+                    tensors += [sp.values, sp.indices]
+                graphs += ([a.g] if a.HasField("g") else []) + list(a.graphs)
+        found += [t.name or "<unnamed>" for t in tensors
+                  if t.data_location == onnx.TensorProto.EXTERNAL or len(t.external_data)]
+    return found
+
+
 def parse_input_shape(text: str | None) -> dict:
     """"x:1,3,224,224;y:1,10" -> {"x": [1, 3, 224, 224], "y": [1, 10]} (ATC's --input_shape,
     static dims only; `dynamic.parse_shape_spec` also takes -1 and lo~hi)."""
@@ -110,6 +134,11 @@ def load_onnx(model, input_shape: dict | None = None) -> Graph:
             model = onnx.load(os.fspath(model))
         except Exception as e:
             raise AtcError(f"atc: cannot read ONNX model {model!r}: {e}") from e
+    external = external_tensors(model)      # a file's own external data was read by onnx.load
+    if external:
+        raise AtcError(f"atc: tensors must hold their data in the model, got external data for "
+                       f"{external[:3]} in a model given as protobuf data (no directory to "
+                       f"resolve it against; load the .onnx file by path)")
     for imp in model.opset_import:
         if imp.domain not in ("", "ai.onnx"):
             raise AtcError(f"atc: opset domain {imp.domain!r} is not supported (only ai.onnx)")
@@ -124,6 +153,17 @@ def load_onnx(model, input_shape: dict | None = None) -> Graph:
         raise AtcError(f"atc: unsupported op(s): {what}: no AI Core or AI CPU implementation. "
                        f"Supported ops: {', '.join(sorted(aicpu.OPS))}")
     g = model.graph
+    if not g.output:
+        raise AtcError("atc: the model must have a graph with at least one output, got an "
+                       "empty graph (an empty or non-ONNX file?)")
+    known = {t.name for t in g.initializer} | {v.name for v in g.input} | {""}
+    for i, n in enumerate(g.node):      # ONNX orders nodes topologically: a cycle breaks that
+        late = [x for x in n.input if x not in known]
+        if late:
+            raise AtcError(f"atc: the graph must be acyclic with nodes in topological order, got "
+                           f"node {n.name or n.op_type + '_' + str(i)!r} reading {late[:3]} "
+                           f"before any node produces it")
+        known.update(n.output)
     init_names = {t.name for t in g.initializer}
     input_shape = dict(input_shape or {})
     changed = bool(input_shape)

@@ -22,6 +22,7 @@ import json
 import math
 import os
 import re
+import stat
 
 import numpy as np
 
@@ -268,12 +269,11 @@ def compile_singleop(json_path: str, output_dir: str, soc_version: str) -> list[
         raise SingleOpError(f"atc: --soc_version must be one of {sorted(SOCS)}, got "
                             f"{soc_version!r}")
     try:
-        with open(json_path, encoding="utf-8") as f:
-            entries = json.load(f)
+        entries = _read_json(json_path)
     except OSError as e:
         raise SingleOpError(f"atc: --singleop must name a readable file, got {json_path!r} "
                             f"({e.strerror or e})") from None
-    except json.JSONDecodeError as e:
+    except ValueError as e:     # JSON, UTF-8, size, nesting
         raise SingleOpError(f"atc: --singleop file {json_path!r} must be JSON: {e}") from None
     if isinstance(entries, dict):
         entries = [entries]
@@ -297,6 +297,30 @@ def compile_singleop(json_path: str, output_dir: str, soc_version: str) -> list[
     return paths
 
 
+#: the largest single-op JSON file read (a definition list or a compiled op model)
+MAX_JSON_BYTES = 16 << 20
+
+
+def _read_json(path: str):
+    """The JSON value in the regular file `path`, read only if it is at most MAX_JSON_BYTES:
+    ValueError for another kind of file (a device such as /dev/zero), a bigger one, bytes that are
+    not UTF-8, text that is not JSON or nesting too deep to parse; OSError if unreadable."""
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise ValueError(f"it must be a regular file, got mode {stat.filemode(st.st_mode)}")
+    if st.st_size > MAX_JSON_BYTES:
+        raise ValueError(f"it must be at most {MAX_JSON_BYTES} bytes, got {st.st_size}")
+    with open(path, "rb") as f:
+        data = f.read(MAX_JSON_BYTES + 1)
+    if len(data) > MAX_JSON_BYTES:
+        raise ValueError(f"it must be at most {MAX_JSON_BYTES} bytes, got more")
+    try:
+        return json.loads(data.decode("utf-8"))
+    except RecursionError:
+        raise ValueError("it must be nested at most as deep as the JSON parser reads, got "
+                         "deeper nesting") from None
+
+
 def is_model_file(path: str) -> bool:
     """Whether `path` is a single-op model file (what `acl.op.set_model_dir` loads): named as
     ATC names them (``<index>_<op>...``) or a JSON object naming our format. Other files in the
@@ -314,9 +338,8 @@ def is_model_file(path: str) -> bool:
 def read_model(path: str) -> dict:
     """A single-op model file, checked (SingleOpError says what is wrong)."""
     try:
-        with open(path, encoding="utf-8") as f:
-            m = json.load(f)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        m = _read_json(path)
+    except (OSError, ValueError) as e:
         raise SingleOpError(f"single-op model {path!r} must be a readable JSON file: {e}") \
             from None
     if not isinstance(m, dict) or m.get("format") != FORMAT_NAME:

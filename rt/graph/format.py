@@ -110,7 +110,17 @@ def parse(data: bytes, where: str = "<memory>") -> tuple[dict, memoryview]:
         header = json.loads(hbytes.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         _fail(ACL_ERROR_DESERIALIZE_MODEL, f"header must be UTF-8 JSON, got {e}", where)
-    validate(header, len(blob), where)
+    except RecursionError:
+        _fail(ACL_ERROR_DESERIALIZE_MODEL, "header must be UTF-8 JSON of bounded depth, got "
+              "nesting too deep to read", where)
+    try:
+        validate(header, len(blob), where)
+    except AclError:
+        raise
+    except (TypeError, ValueError, KeyError, IndexError, OverflowError, RecursionError,
+            AttributeError) as e:         # a header that lies in a way no rule names
+        _fail(ACL_ERROR_DESERIALIZE_MODEL, f"header must follow the model schema, got "
+              f"{type(e).__name__}: {e}", where)
     return header, blob
 
 

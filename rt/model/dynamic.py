@@ -23,7 +23,7 @@ import os
 import numpy as np
 
 from ..array import DeviceArray
-from ..atc.convert import AtcError, build          # the ATC passes, rerun for a range's shapes
+from ..atc.convert import AtcError, build, external_tensors   # ATC's passes, rerun per shape
 from ..errors import (AclError, ACL_ERROR_DESERIALIZE_MODEL, ACL_ERROR_FEATURE_UNSUPPORTED,
                       ACL_ERROR_INVALID_PARAM, ACL_ERROR_MODEL_INPUT_NOT_MATCH)
 from ..graph.format import pack, parse
@@ -186,6 +186,11 @@ class DynamicShapes:
         except Exception as e:         # protobuf's DecodeError and kin: a corrupt graph
             raise AclError(ACL_ERROR_DESERIALIZE_MODEL, f"{api}: the model's embedded ONNX "
                            f"graph cannot be parsed: {e}") from e
+        external = external_tensors(graph)
+        if external:        # never resolved: it would read a host file named by the model
+            raise AclError(ACL_ERROR_DESERIALIZE_MODEL, f"{api}: the model's embedded ONNX graph "
+                           f"must hold every tensor's data, got external data for "
+                           f"{external[:3]}")
         try:
             header, consts, _ = build(graph, m.header.get("soc_version", "Ascend910B2"),
                                       {d.name: list(s) for d, s in

@@ -17,11 +17,12 @@ import numpy as np
 
 from .. import device as _dev
 from ..array import DeviceArray, device_empty
-from ..errors import (AclError, ACL_ERROR_INVALID_PARAM, ACL_ERROR_MODEL_INPUT_NOT_MATCH,
-                      ACL_ERROR_MODEL_OUTPUT_NOT_MATCH, ACL_ERROR_OP_NOT_FOUND,
-                      ACL_ERROR_RT_MODEL_EXECUTE)
+from ..errors import (AclError, ACL_ERROR_DESERIALIZE_MODEL, ACL_ERROR_INVALID_PARAM,
+                      ACL_ERROR_MODEL_INPUT_NOT_MATCH, ACL_ERROR_MODEL_OUTPUT_NOT_MATCH,
+                      ACL_ERROR_OP_NOT_FOUND, ACL_ERROR_PARSE_MODEL, ACL_ERROR_RT_MODEL_EXECUTE)
 from .. import sched
 from ..log import logger
+from ..memory import record_arrays
 from ..stream import Stream, current_stream
 from ..graph import aicpu
 from . import fusion, registry
@@ -90,6 +91,11 @@ class Model:
         self.header = header
         _dev.ensure_device()
         self.device = _dev.current_device() if device is None else device
+        built_for, runs_on = header.get("soc_version"), _dev.get_device(self.device).soc.name
+        if built_for is not None and built_for != runs_on:
+            raise AclError(ACL_ERROR_PARSE_MODEL, f"load model {source}: soc_version must be the "
+                           f"device's {runs_on!r} (convert again with atc --soc_version="
+                           f"{runs_on}), got soc_version={built_for!r}")
         tensors = header["tensors"]
         self.inputs = [TensorDesc(i, n, tuple(tensors[n]["shape"]), tensors[n]["dtype"])
                        for i, n in enumerate(header["inputs"])]
@@ -223,12 +229,21 @@ class Model:
     def load(cls, source, device: int | None = None) -> "Model":
         """Mirrors `aclmdlLoadFromFile` (a path) / `aclmdlLoadFromMem` (bytes). Refuses corrupt,
         truncated or wrong-version files with ACL's model error codes (see rt/graph/format.py)."""
+        path = None
         if isinstance(source, (bytes, bytearray, memoryview)):
             header, blob = parse(source)
-            return cls(header, blob, device)
-        path = os.fspath(source)
-        header, blob = parse(read_file(path), path)
-        return cls(header, blob, device, path)
+        else:
+            path = os.fspath(source)
+            header, blob = parse(read_file(path), path)
+        try:
+            return cls(header, blob, device, path) if path else cls(header, blob, device)
+        except AclError:
+            raise
+        except (TypeError, ValueError, KeyError, IndexError, OverflowError, RecursionError,
+                AttributeError, MemoryError) as e:     # a header that passed the schema but lies
+            raise AclError(ACL_ERROR_DESERIALIZE_MODEL, f"load model {path or '<memory>'}: "
+                           f"header must describe a loadable model, got {type(e).__name__}: "
+                           f"{e}") from e
 
     def _spec(self, tensors, name):
         if not name:
@@ -398,18 +413,22 @@ class Model:
             finally:
                 _labels.local.node = None
 
-        def run(node=node, ins=ins, outs=outs):
+        # views of the memory taken now: a free of an input after execute is stream-ordered
+        # (the memory stays reserved for this task), the array object itself is gone by then
+        in_views = [None if a is None else a.host_view() for a in ins]
+        out_views = [None if a is None else a.host_view() for a in outs]
+
+        def run(node=node, in_views=in_views, out_views=out_views):
             try:
-                arrays = [None if a is None else a.host_view() for a in ins]
-                results = aicpu.run(node.op, node.attrs, arrays)
-                for dst, val in zip(outs, results):
+                results = aicpu.run(node.op, node.attrs, in_views)
+                for dst, val in zip(out_views, results):
                     if dst is not None:
-                        dst.host_view()[...] = np.asarray(val).reshape(dst.shape)
+                        dst[...] = np.asarray(val).reshape(dst.shape)
             except Exception as e:
                 raise AclError(ACL_ERROR_RT_MODEL_EXECUTE,
                                f"model execute: node {node.name!r} ({node.op}, AI CPU) failed: "
                                f"{type(e).__name__}: {e}") from e
-        stream.enqueue(run, "aicpu", f"{node.name} (AI_CPU {node.op})")
+        record_arrays(ins + outs, stream.enqueue(run, "aicpu", f"{node.name} (AI_CPU {node.op})"))
 
     def unload(self) -> None:
         """Mirrors `aclmdlUnload`: frees the weights and workspace (stream-ordered)."""

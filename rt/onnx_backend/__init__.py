@@ -73,15 +73,16 @@ class OmBackend(Backend):
 
     @classmethod
     def prepare(cls, model, device: str = "CPU", input_shape=None,
-                soc_version: str = SOC_VERSION, **kwargs) -> OmBackendRep:
-        """Convert `model` (ModelProto, bytes or path) and load it on device `device`."""
+                soc_version: str | None = None, **kwargs) -> OmBackendRep:
+        """Convert `model` (ModelProto, bytes or path) for `soc_version` (default: the emulated
+        SoC, which the model must match to load) and load it on device `device`."""
         if isinstance(model, (bytes, bytearray)):
             model = onnx.load_model_from_string(bytes(model))
         elif not isinstance(model, onnx.ModelProto):
             model = onnx.load(model)
         dev = _device_id(device)
-        data, summary = convert_to_bytes(model, soc_version, input_shape)
         _dev.ensure_device()
+        data, summary = convert_to_bytes(model, soc_version or _dev.get_soc_name(), input_shape)
         if _dev.current_device() != dev:
             _dev.set_device(dev)
         return OmBackendRep(Model.load(data), summary)

@@ -7,11 +7,13 @@ from bench import soak
 
 def test_short_soak_passes_and_reports(capsys):
     try:
-        assert soak.main(["--seconds", "2", "--threads", "2", "--fault-rate", "0.5"]) == 0
+        assert soak.main(["--seconds", "2", "--threads", "2", "--fault-rate", "0.5",
+                          "--free-iters", "100"]) == 0
     finally:
         _nrt_python.memsys_disable_stats()
     out = capsys.readouterr().out
     for what in ("runtime calls/s", "launches/s", "faults/s", "wrong results", "RSS",
                  "pool allocated_bytes.all.current  0 -> 0", "numba allocations",
+                 "frees under load", "async ops/s with a queued free per round",
                  "result               OK"):
         assert what in out, out
