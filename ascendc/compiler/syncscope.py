@@ -12,12 +12,11 @@ import inspect
 import textwrap
 
 from ..lang.kernel import is_kernel_function
+from ..lang.surface import ACROSS_GROUP_OPS, CROSS_CORE_OPS, MODE_SCOPED_SET
 from .frontend import attr_chain, is_asc_module
 
 __all__ = ["SyncScope", "sync_scope"]
 
-_XCORE = frozenset(("cross_core_set_flag", "cross_core_wait_flag", "ib_set", "ib_wait"))
-_ACROSS = frozenset(("sync_all", "ib_set", "ib_wait"))
 
 
 class SyncScope:
@@ -54,9 +53,9 @@ def sync_scope(fn, _seen=None) -> SyncScope:
         chain = attr_chain(node.func) if isinstance(node.func, ast.Attribute) else None
         if chain and is_asc_module(globs.get(chain[0])):
             name = ".".join(chain[1:])
-            if name in _XCORE:
+            if name in CROSS_CORE_OPS:
                 out.cross_core = True
-            if name in _ACROSS or (name == "cross_core_set_flag" and
+            if name in ACROSS_GROUP_OPS or (name == MODE_SCOPED_SET and
                                    _mode_literal(node) not in (1, 2)):
                 out.across_groups = True
         elif isinstance(node.func, ast.Name):

@@ -281,6 +281,12 @@ _fn("ib_set", _S, Work.SYNC,
 _fn("ib_wait", _S, Work.SYNC,
     Form(("gm_workspace", "ub_workspace", "block_idx", "event_id", "is_aiv_only"), "ib_wait",
          {"is_aiv_only": True}, ignored=("is_aiv_only",)), doc="Mirrors IBWait")
+# which cores a kernel synchronises (read by compiler/syncscope.py): cross-core / inter-block
+# flags make a launch run its cores at once; these also synchronise across AI Core groups;
+# and the set whose mode argument decides it (modes 1 and 2 stay inside a group)
+CROSS_CORE_OPS = frozenset(("cross_core_set_flag", "cross_core_wait_flag", "ib_set", "ib_wait"))
+ACROSS_GROUP_OPS = frozenset(("sync_all", "ib_set", "ib_wait"))
+MODE_SCOPED_SET = "cross_core_set_flag"
 _fn("get_tpipe_ptr", _S, Work.SCALAR, _f(prim="get_tpipe_ptr"), returns="TPipe",
     doc="Mirrors GetTPipePtr: the kernel's TPipe")
 # system values: what they return depends on the kernel type (AIV_ONLY, AIC_ONLY, MIX_AIC_1_2, ...;

@@ -6,6 +6,9 @@ import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 FAULTS = {"KernelError", "GMReadError", "GMWriteError"}
+# raises after a call into the launch's C bridge, which records the fault's message itself
+# (crosscore._status: a cross-core wait the scheduler found can never be released)
+BRIDGE_RECORDED = {"ascendc/lang/prims/crosscore.py:60"}
 
 
 def _is_fault_raise(node) -> bool:
@@ -31,7 +34,8 @@ def test_every_value_free_fault_raise_follows_a_fault_call():
                     continue
                 for i, st in enumerate(stmts):
                     if _is_fault_raise(st):
-                        if i > 0 and _is_fault_call(stmts[i - 1]):
+                        if i > 0 and _is_fault_call(stmts[i - 1]) or \
+                                f"{path.relative_to(ROOT)}:{st.lineno}" in BRIDGE_RECORDED:
                             paired += 1
                         else:
                             unpaired.append(f"{path.relative_to(ROOT)}:{st.lineno}")

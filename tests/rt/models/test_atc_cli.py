@@ -63,6 +63,8 @@ def test_every_atc_soc_version_has_a_profile_with_its_family():
 @pytest.mark.parametrize("soc", ["Ascend310", "Ascend310P3", "Ascend310B1", "Ascend910A",
                                  "Ascend910_9392"])
 def test_readme_command_line_converts_into_a_new_folder(tmp_path, cnn, soc, monkeypatch, capsys):
+    # a model runs only on a device of the SoC it was converted for (the runtime refuses others)
+    monkeypatch.setenv("ASCEND_EMU_SOC", soc)
     monkeypatch.chdir(tmp_path)
     assert atc([f"--model={cnn}", "--framework=5", "--output=model/deep/m",
                 f"--soc_version={soc}", "--input_shape=x:1,3,12,12", "--input_format=NCHW",
@@ -118,7 +120,9 @@ def test_unwritable_output_and_missing_model_are_messages(tmp_path, cnn, capsys)
     assert "cannot read ONNX model" in capsys.readouterr().err
 
 
-def test_out_nodes_and_per_output_type(tmp_path, cnn):
+def test_out_nodes_and_per_output_type(tmp_path, cnn, monkeypatch):
+    # a model runs only on a device of the SoC it was converted for (the runtime refuses others)
+    monkeypatch.setenv("ASCEND_EMU_SOC", "Ascend310")
     assert atc([f"--model={cnn}", f"--output={tmp_path}/m", "--soc_version=Ascend310",
                 "--out_nodes=relu1:0;softmax:0", "--output_type=relu1:0:FP16"]) == 0
     model = rt.Model.load(tmp_path / "m.om")
@@ -130,7 +134,9 @@ def test_out_nodes_and_per_output_type(tmp_path, cnn):
     np.testing.assert_allclose(prob, ref_prob, rtol=1e-4, atol=1e-6)
 
 
-def test_output_type_for_every_output_and_input_fp16_nodes(tmp_path, cnn):
+def test_output_type_for_every_output_and_input_fp16_nodes(tmp_path, cnn, monkeypatch):
+    # a model runs only on a device of the SoC it was converted for (the runtime refuses others)
+    monkeypatch.setenv("ASCEND_EMU_SOC", "Ascend310P3")
     assert atc([f"--model={cnn}", f"--output={tmp_path}/m", "--soc_version=Ascend310P3",
                 "--output_type=FP16", "--input_fp16_nodes=x"]) == 0
     model = rt.Model.load(tmp_path / "m.om")
@@ -212,7 +218,9 @@ def _conv_model():
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
 
 
-def test_aipp_with_dynamic_image_size(tmp_path):
+def test_aipp_with_dynamic_image_size(tmp_path, monkeypatch):
+    # a model runs only on a device of the SoC it was converted for (the runtime refuses others)
+    monkeypatch.setenv("ASCEND_EMU_SOC", "Ascend310")
     from rt.dvpp.aipp import apply, input_shape
     onnx.save(_conv_model(), tmp_path / "c.onnx")
     (tmp_path / "aipp.cfg").write_text(AIPP_CFG)
