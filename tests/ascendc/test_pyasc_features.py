@@ -391,11 +391,11 @@ def test_unsupported_names_in_interpreted_kernels_name_the_line():
 
         @pyasc.jit
         def auto_kernel(x: pyasc.GlobalAddress):
-            pyasc.LocalMemAllocator()
-        with pytest.raises(rt.AclError, match=r"asc.LocalMemAllocator \(pyasc\) is not supported "
+            pyasc.TBufPool()
+        with pytest.raises(rt.AclError, match=r"asc.TBufPool \(pyasc\) is not supported "
                                               r"by ascend-emu.*\n  File \".*"
                                               r"test_pyasc_features.py\", line \d+, in kernel "
-                                              r"auto_kernel\n    pyasc.LocalMemAllocator"):
+                                              r"auto_kernel\n    pyasc.TBufPool"):
             auto_kernel[1](np.zeros(8, np.float32), interpret=True)
 
 
