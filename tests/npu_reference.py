@@ -7,7 +7,7 @@ event is) without any of that bookkeeping: each pass examines every core in inde
 event time is the minimum over every op in flight, every issue slot and every dependency that
 comes due later (found by scanning every core's queue heads). It shares with the simulator only
 what is not scheduling: the launch's validation and MIX split (`plan_launch`), the cost rules
-(`op_cost`), the water-filling of a pool, the L2 cache, and the `Op` / `Pipe` records.
+and the opening of an op with its L2 phases (`open_op`), the water-filling of a pool, the L2 cache, and the `Op` / `Pipe` records.
 
 `reference_simulate` has `simulate`'s signature and returns a `Timeline`; `same_run(a, b)` lists
 how two Timelines differ (records, held cycles, issue slots, flows, hand-offs, busy cycles,
@@ -20,9 +20,8 @@ from collections import deque
 from rt.npu.instr import PIPES, Timeline
 from rt.npu.l2 import L2Cache
 from rt.npu.mix import is_work
-from rt.npu.pipe import (DONE, FIXED, HBM, INFLIGHT, L2, PARKED, STREAMING, Op, Pipe, op_cost,
-                         waterfill)
-from rt.npu.sim import plan_launch
+from rt.npu.pipe import (DONE, FIXED, HBM, INFLIGHT, L2, PARKED, STREAMING, Pipe, waterfill)
+from rt.npu.sim import open_op, plan_launch
 
 
 class _Core:
@@ -124,23 +123,7 @@ class _Scan:
     # --- ops --------------------------------------------------------------------------
 
     def start(self, c, pipe, idx, ins, partner, handoff):
-        t = self.t
-        fixed, stream, cap, tail = op_cost(ins, self.model, pipe, t)
-        op = Op(c, pipe, idx, ins, t, t + fixed, stream, cap, partner=partner, handoff=handoff)
-        op.tail = tail
-        if stream and self.l2 is not None and ins.gm and ins.gm[1] > ins.gm[0]:
-            write = ins.path.endswith("->GM")
-            fill = len(self.fills)
-            hbm, hit, op.after = self.l2.access(ins, write, fill)
-            op.phases = [(b, pool) for b, pool in ((hbm, HBM), (hit, L2)) if b > 0]
-            if write or hbm > 0:
-                op.fill = fill
-                self.fills.append(op)
-                self.live[fill] = op
-        elif stream and not ins.path.endswith("->GM"):
-            self.tl.l2_miss_bytes += stream
-        if ins.barrier == "SYNC_ALL":
-            c.syncs, c.arrived = c.syncs + 1, False
+        op, fixed, stream = open_op(self, c, pipe, idx, ins, partner, handoff)
         op.seq, self.seq = self.seq, self.seq + 1
         pipe.running = op
         if stream and not fixed and not self.model.dma_latency_on_pipe:

@@ -198,23 +198,7 @@ class Simulator:
     # --- ops: start, the end of a timed part, finish ------------------------------------
 
     def start(self, c: Core, pipe, idx: int, ins: Instr, partner=None, handoff=None) -> None:
-        t = self.t
-        fixed, stream, cap, tail = op_cost(ins, self.model, pipe, t)
-        op = Op(c, pipe, idx, ins, t, t + fixed, stream, cap, partner=partner, handoff=handoff)
-        op.tail = tail
-        if stream and self.l2 is not None and ins.gm and ins.gm[1] > ins.gm[0]:
-            write = ins.path.endswith("->GM")
-            fill = len(self.fills)
-            hbm, hit, op.after = self.l2.access(ins, write, fill)
-            op.phases = [(b, pool) for b, pool in ((hbm, HBM), (hit, L2)) if b > 0]
-            if write or hbm > 0:
-                op.fill = fill
-                self.fills.append(op)
-                self.live[fill] = op
-        elif stream and not ins.path.endswith("->GM"):
-            self.tl.l2_miss_bytes += stream         # a read of an unknown range: HBM
-        if ins.barrier == "SYNC_ALL":
-            c.syncs, c.arrived = c.syncs + 1, False
+        op, fixed, stream = open_op(self, c, pipe, idx, ins, partner, handoff)
         op.seq = next(self.seqs)
         pipe.running = op
         if stream and not fixed and self.overlap:   # no start-up on the pipe: stream at once
@@ -508,3 +492,27 @@ def simulate(blocks: list, model: PipeModel, n_cores: int, *, mix: bool | None =
     `n_cores` then counts AI Cores. Raises ValueError on a deadlock (a wait_flag whose set_flag
     never comes, a sync_all that not every block reaches)."""
     return Simulator(blocks, model, n_cores, mix).run()
+
+
+def open_op(sim, c, pipe, idx: int, ins: Instr, partner=None, handoff=None):
+    """An op starting now on `pipe` of core `c`: its cost, its L2/HBM phases and fills, and the
+    core's sync_all count. Shared by the event loop and the tests' reference scan, which differ
+    only in scheduling. `sim` has t, model, l2, fills, live and tl."""
+    t = sim.t
+    fixed, stream, cap, tail = op_cost(ins, sim.model, pipe, t)
+    op = Op(c, pipe, idx, ins, t, t + fixed, stream, cap, partner=partner, handoff=handoff)
+    op.tail = tail
+    if stream and sim.l2 is not None and ins.gm and ins.gm[1] > ins.gm[0]:
+        write = ins.path.endswith("->GM")
+        fill = len(sim.fills)
+        hbm, hit, op.after = sim.l2.access(ins, write, fill)
+        op.phases = [(b, pool) for b, pool in ((hbm, HBM), (hit, L2)) if b > 0]
+        if write or hbm > 0:
+            op.fill = fill
+            sim.fills.append(op)
+            sim.live[fill] = op
+    elif stream and not ins.path.endswith("->GM"):
+        sim.tl.l2_miss_bytes += stream              # a read of an unknown range: HBM
+    if ins.barrier == "SYNC_ALL":
+        c.syncs, c.arrived = c.syncs + 1, False
+    return op, fixed, stream
