@@ -7,7 +7,8 @@ event is) without any of that bookkeeping: each pass examines every core in inde
 event time is the minimum over every op in flight, every issue slot and every dependency that
 comes due later (found by scanning every core's queue heads). It shares with the simulator only
 what is not scheduling: the launch's validation and MIX split (`plan_launch`), the cost rules
-and the opening of an op with its L2 phases (`open_op`), the water-filling of a pool, the L2 cache, and the `Op` / `Pipe` records.
+and the opening of an op with its L2 phases (`open_op`), the water-filling of a pool, the L2
+cache, and the `Op` / `Pipe` records.
 
 `reference_simulate` has `simulate`'s signature and returns a `Timeline`; `same_run(a, b)` lists
 how two Timelines differ (records, held cycles, issue slots, flows, hand-offs, busy cycles,
