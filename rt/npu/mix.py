@@ -44,7 +44,7 @@ def side_of(ins: Instr) -> str | None:
 
 
 def is_work(ins: Instr) -> bool:
-    return not (ins.set_flag or ins.wait_flag or ins.barrier)
+    return not (ins.set_flag or ins.wait_flag or ins.barrier or ins.cross)
 
 
 def _pipe_kind(pipe: str) -> str | None:
