@@ -204,3 +204,41 @@ def test_a_kernel_that_is_not_mix_keeps_the_labelled_as_if_split(tmp_path):
     assert doc["otherData"]["view"].startswith("as-if AIC/AIV split")
     row = op_summary_row(tl)
     assert row["aic_mac_ratio"] > 0 and row["aiv_vec_ratio"] > 0
+
+
+def test_ib_flags_serialise_the_blocks_of_the_replay(interpret):
+    n = 4
+    x = np.arange(1, n + 1, dtype=np.float32)
+    ws = np.zeros(8 * n, np.int32)
+    z = np.zeros(n, np.float32)
+    _, run = _record(lambda: K.ib_chain_kernel[n](x, ws, z, interpret=interpret))
+    np.testing.assert_array_equal(z, np.cumsum(x))
+    assert run.roles == ("AIV",)
+    tl = run.timeline
+    assert tl.view == "streams" and set(tl.core_kinds.values()) == {"AIV"}
+    sets = {r[0].cross[1]: r for r in tl.records if r[0].cross and r[0].cross[0] == "ib_set"}
+    waits = {r[1]: r for r in tl.records if r[0].cross and r[0].cross[0] == "ib_wait"}
+    # block b waits for block b - 1's word: its wait starts LAT after that set ended
+    assert sorted(waits) == [1, 2, 3] and sorted(sets) == [0, 1, 2]
+    assert [sets[b][1] for b in (0, 1, 2)] == [0, 1, 2]       # block b on AIV b
+    for b in (1, 2, 3):
+        assert waits[b][3] == sets[b - 1][4] + LATENCY
+
+
+@pytest.mark.parametrize("mode0", [0, 1])
+def test_sync_all_and_mode_0_release_every_aiv_of_the_launch_together(interpret, mode0):
+    groups = 3
+    x = np.arange(2 * groups, dtype=np.float32)
+    z = np.zeros(4 * groups, np.float32)
+    _, run = _record(lambda: K.phases_kernel[groups](x, z, mode0, interpret=interpret))
+    np.testing.assert_array_equal(z[2 * groups:], (x + 1) + np.roll(x + 1, -1))
+    tl = run.timeline
+    name = "cross_core_wait_flag" if mode0 else "sync_all"
+    after = [r for r in tl.records if r[0].name == name]
+    assert len(after) == 2 * groups and {tl.core_kinds[r[1]] for r in after} == {"AIV"}
+    if mode0:           # every AIV's wait starts LAT after the last AIV's set ended
+        last = max(r[4] for r in tl.records if r[0].name == "cross_core_set_flag")
+        assert {r[3] for r in after} == {last + LATENCY}
+        assert len(_xflows(tl)) == (2 * groups) ** 2      # an arrow from every set to every wait
+    else:               # sync_all: all AIVs leave together
+        assert len({r[4] for r in after}) == 1
