@@ -6,7 +6,8 @@ state.py (``ctx[MEM]``, ``ctx[STAGE]``, ``ctx[STATE]``, ``ctx[TRACE]``):
   positions.LEVELS: UB, L1, L0A, L0B, L0C, BT); a LocalTensor is a typed view into it, and its
   level is found from its address.
 - ``stage``: same size; in checked mode GM->local copies land here and become visible in ``mem``
-  only when their tensor is dequeued (or a wait_flag/pipe_barrier on MTE2 is reached).
+  only when their tensor is dequeued, a pipe_barrier on MTE2 or ALL is reached, or a wait_flag
+  on an MTE2_* event lands them for its pipe only (visibility.py).
 - ``st``: a one-element array of state.CORE_STATE; its record ``ctx[STATE][0]`` holds the block
   index, options, pipe usage, queue records, counters, GM argument ranges (fields named in
   state.py).
@@ -217,8 +218,19 @@ def add_pending(ctx, off, nbytes):
 
 @prim
 def flush_pending(ctx, lo, hi):
-    """Make deferred copies that overlap mem[lo:hi] visible."""
+    """Make deferred copies that overlap mem[lo:hi] visible (to every pipe)."""
     mem, stage, st = ctx[MEM], ctx[STAGE], ctx[STATE][0]
+    k = 0
+    n = st.nvis
+    while k < n:        # copies that had landed for some pipes only (visibility.py)
+        if st.vis_off[k] < hi and st.vis_off[k] + st.vis_bytes[k] > lo:
+            n -= 1
+            st.vis_off[k] = st.vis_off[n]
+            st.vis_bytes[k] = st.vis_bytes[n]
+            st.vis_mask[k] = st.vis_mask[n]
+        else:
+            k += 1
+    st.nvis = n
     k = 0
     n = st.npending
     while k < n:

@@ -12,8 +12,9 @@ exception is the same as `KernelError(template, *values)` (str, class, pickling)
 the values directly: Numba allocates a dynamic exception's payload and never frees it (~0.8 KB
 per raise), which a long fuzzing or soak run would accumulate. Building strings in
 nopython code costs seconds of compile time per call site; a template plus numbers costs nothing.
-The template is filled in when the message is read; ``{:level}``, ``{:pos}`` and ``{:event}``
-print a number as a memory level, TPosition or HardEvent name.
+The template is filled in when the message is read; ``{:level}``, ``{:pos}``, ``{:event}`` and
+``{:pipe}`` print a number as a memory level, TPosition, HardEvent or pipe name, ``{:pipes}`` a
+mask of PipeID bits as pipe names.
 
 In njit code `fault` reaches the thread's record through C callbacks (ctypes functions exported
 to LLVM under fixed symbol names, so Numba's cache holds no addresses); in Python (the
@@ -42,6 +43,9 @@ class _Num(int):
             return LEVEL_NAMES[v] if 0 <= v < len(LEVEL_NAMES) else "GM"
         if spec == "pos":
             return POSITION_NAMES[v] if 0 <= v < len(POSITION_NAMES) else f"TPosition({v})"
+        if spec in ("pipe", "pipes"):
+            names = [n for b, n in _PIPE_NAMES if (v == b if spec == "pipe" else v >> b & 1)]
+            return ", ".join(names) or ("PipeID({})".format(v) if spec == "pipe" else "none")
         if spec == "event":
             from .enums import HardEvent
             try:
@@ -49,6 +53,9 @@ class _Num(int):
             except ValueError:
                 return str(v)
         return format(v, spec)
+
+
+_PIPE_NAMES = ((0, "S"), (1, "V"), (2, "M"), (3, "MTE1"), (4, "MTE2"), (5, "MTE3"), (10, "FIX"))
 
 
 def _arg(a):

@@ -93,6 +93,12 @@ CORE_STATE = np.dtype([
     ("counters", _I8, (N_COUNTERS,)),  # profiler counters (core.COUNTER_NAMES)
     ("pending_off", _I8, (MAX_PENDING,)),    # deferred copies: byte offset in mem ...
     ("pending_bytes", _I8, (MAX_PENDING,)),  # ... and length
+    # copies that landed for some pipes only (lang/visibility.py): byte offset, length, and
+    # bit p: PipeID p is ordered after the copy
+    ("nvis", _I8),
+    ("vis_off", _I8, (MAX_PENDING,)),
+    ("vis_bytes", _I8, (MAX_PENDING,)),
+    ("vis_mask", _I8, (MAX_PENDING,)),
     ("gm_addr", _I8, (MAX_GM,)),       # GM arguments: address ...
     ("gm_bytes", _I8, (MAX_GM,)),      # ... and bytes reached: to its allocation's end
     ("gm_size", _I8, (MAX_GM,)),       # ... bytes of the argument itself (lang/gmreach.py)

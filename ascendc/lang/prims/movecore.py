@@ -13,6 +13,7 @@ from ..errors import FAULT, fault, GMReadError, GMWriteError, KernelError
 from ..gmreach import note as gm_note
 from ..state import FLAG_REPORT_OVERREACH, MEM, STATE
 from .. import trace
+from ..visibility import PIPE_MTE1, PIPE_MTE3, PIPE_V, vis_check
 
 
 # ---- dtype facts as compile-time constants -----------------------------------------------------
@@ -114,10 +115,31 @@ def bump(st, which, n):
     st.counters[which] += n
 
 
+_OP_COPY, _OP_COPY_PAD = trace.op("data_copy"), trace.op("data_copy_pad")
+
+
+@prim
+def _visible(ctx, op_id, slv, dlv, addr, nbytes):
+    """Checked mode: the copy's pipe must see the local source (visibility.py)."""
+    if dlv < 0:
+        pipe = PIPE_MTE3
+    elif slv == UB and dlv == UB:
+        pipe = PIPE_V
+    elif slv == L1:
+        pipe = PIPE_MTE1
+    else:
+        return
+    api = ("data_copy" if op_id == _OP_COPY else "data_copy_pad"
+           if op_id == _OP_COPY_PAD else "load_data")
+    vis_check(ctx, api, "src", pipe, addr - np.int64(ctx[MEM].ctypes.data), nbytes)
+
+
 @inline
 def traced(ctx, op_id, D, S, nbytes, isz, gm_span):
     """The NPU-view trace row of a move of `nbytes` between located tensors D <- S; the GM side
     (if any) covers `gm_span` bytes from its address."""
+    if ctx[STATE][0].nvis > 0 and S[0] >= 0:
+        _visible(ctx, op_id, S[0], D[0], S[2], nbytes)
     if trace.on(ctx):
         gm = S[2] if S[0] < 0 else D[2] if D[0] < 0 else 0
         trace.copy(ctx, op_id, S[0], D[0], nbytes, isz, gm, gm_span)

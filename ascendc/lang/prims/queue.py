@@ -22,6 +22,8 @@ from ..positions import (NPOS, POS_LEVEL, POS_NOTE, POS_TQUE, POSITION_NAMES,
                          TQUE_POSITIONS_TEXT)
 from ..state import FLAG_SANITIZE, KIND_BUF, KIND_QUE, MAX_QUEUES, MAX_SLOTS, MEM, STAGE, STATE
 from .. import trace
+from ..enums import TPosition
+from ..visibility import PIPE_M, PIPE_FIX, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, PIPE_V, vis_chain
 
 _OP_ALLOC, _OP_ENQUE, _OP_DEQUE, _OP_FREE = (trace.op("TQue.alloc_tensor"), trace.op("TQue.enque"),
                                              trace.op("TQue.deque"), trace.op("TQue.free_tensor"))
@@ -39,6 +41,16 @@ NOT_INIT, INIT, RELEASED = 0, 1, 2
 PIPE_DESTROYED = 1 << 8
 _RING = (1 << 32) - 1      # the FIFO ring's bits of a q.fifo word (the tag is above them)
 _NO_TAG = -(1 << 32)       # a q.fifo word with user tag -1 and ring entry 0
+
+# TPosition -> (producer, consumer) PipeID of its queue (-1: none), as Ascend C lowers enque/deque
+_QUE_SRC = np.full(NPOS, -1, np.int64)
+_QUE_DST = np.full(NPOS, -1, np.int64)
+for _pos, _src, _dst in ((TPosition.VECIN, PIPE_MTE2, PIPE_V),
+                         (TPosition.VECOUT, PIPE_V, PIPE_MTE3),
+                         (TPosition.A1, PIPE_MTE2, PIPE_MTE1), (TPosition.B1, PIPE_MTE2, PIPE_MTE1),
+                         (TPosition.A2, PIPE_MTE1, PIPE_M), (TPosition.B2, PIPE_MTE1, PIPE_M),
+                         (TPosition.CO1, PIPE_M, PIPE_FIX)):
+    _QUE_SRC[int(_pos)], _QUE_DST[int(_pos)] = _src, _dst
 
 _TQUE_POS_MSG = "asc.TQue: pos must be one of " + TQUE_POSITIONS_TEXT + ", got pos={:pos}"
 
@@ -308,6 +320,8 @@ def que_deque(ctx, q, dtype):
     if ctx[STATE][0].options & FLAG_DEFER:
         lo = q.mem_off + s * q.slot_bytes
         flush_pending(ctx, lo, lo + q.slot_bytes)
+        if 0 <= q.pos < _QUE_SRC.size and _QUE_SRC[q.pos] >= 0:    # a wait producer -> consumer
+            vis_chain(ctx, _QUE_SRC[q.pos], _QUE_DST[q.pos])
     trace.event(ctx, _OP_DEQUE, trace.K_Q_DEQUE, q.pos, q.id, s)
     return _slot_view(ctx, q, s, dtype)
 

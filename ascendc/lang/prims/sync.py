@@ -1,10 +1,11 @@
 """Pipe synchronisation and system variables.
 
 Blocks run their instructions in program order here, so pipes never race; what we keep is the
-*visibility* rule: in checked mode a GM->local copy becomes visible at deque, or at a wait_flag on
-an MTE2_* event / a pipe_barrier on MTE2 or ALL. wait_flag without a matching set_flag would hang
-the hardware, so it is an error. sync_all is a real barrier across the launch's blocks (they all
-run at once); blocks calling it unequally often would hang the NPU, so that is an error too.
+*visibility* rule: in checked mode a GM->local copy becomes visible at deque or a pipe_barrier on
+MTE2 or ALL, and a wait_flag on MTE2_X makes it visible to pipe X only (lang/visibility.py).
+wait_flag without a matching set_flag would hang the hardware, so it is an error. sync_all is a
+real barrier across the launch's blocks (they all run at once); blocks calling it unequally often
+would hang the NPU, so that is an error too.
 A flag's pending set_flags are counted in the EVENT_COUNT bits of `events[event, id]` (the bit
 above them marks an id taken from TPipe's pool, pipe.py).
 """
@@ -16,6 +17,7 @@ from ..state import N_EVENT_IDS, N_HARD_EVENTS, MEM, STATE
 from .. import trace
 from .crosscore import mix_sync_all
 from .pipe import EVENT_COUNT
+from ..visibility import vis_wait
 
 _OP_BARRIER, _OP_SET, _OP_WAIT, _OP_SYNC_ALL = (trace.op("pipe_barrier"), trace.op("set_flag"),
                                                 trace.op("wait_flag"), trace.op("sync_all"))
@@ -23,7 +25,6 @@ _OP_BARRIER, _OP_SET, _OP_WAIT, _OP_SYNC_ALL = (trace.op("pipe_barrier"), trace.
 __all__ = ["pipe_barrier", "set_flag", "wait_flag", "sync_all", "get_block_idx", "get_block_num",
            "get_sub_block_idx", "get_sub_block_num", "get_data_block_size_in_bytes"]
 
-_MTE2_EVENTS = (0, 4, 14, 20, 24, 27)  # MTE2_MTE1, MTE2_V, MTE2_M, MTE2_MTE3, MTE2_S, MTE2_FIX
 
 
 @prim
@@ -75,9 +76,8 @@ def wait_flag(ctx, event, event_id):
         raise KernelError(FAULT)
     ev[event, event_id] -= 1
     trace.event(ctx, _OP_WAIT, trace.K_WAIT, event, 0, event_id)
-    for e in _MTE2_EVENTS:
-        if e == event:
-            _flush_all(ctx)
+    if ctx[STATE][0].options & FLAG_DEFER:
+        vis_wait(ctx, event)
 
 
 @prim

@@ -10,6 +10,7 @@ from .. import trace
 from ..gmreach import note as gm_note
 from ..state import FLAG_REPORT_OVERREACH, MEM, STATE
 from .movecore import pair_info
+from ..visibility import PIPE_S, vis_check
 from ..positions import NPOS, POS_LEVEL
 # the kernel-type primitives replace sync.py's get_sub_block_idx/num (exported after them)
 from .ktype import (get_sub_block_idx, get_sub_block_num, get_task_ratio,  # noqa: F401
@@ -79,6 +80,9 @@ def _check_index(ctx, t, i, api, write):
 @prim
 def get_value(ctx, t, i):
     _check_index(ctx, t, i, "get_value", False)
+    if ctx[STATE][0].nvis > 0 and local_offset(ctx, t) >= 0:      # visibility.py
+        vis_check(ctx, "get_value", "the element", PIPE_S,
+                  local_offset(ctx, t) + i * t.itemsize, t.itemsize)
     trace.scalar(ctx, _OP_GET)
     trace.access(ctx, _OP_GET, np.int64(t.ctypes.data) + i * t.itemsize, t.itemsize, 0)
     return ld(t, i)

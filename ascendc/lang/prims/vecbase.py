@@ -21,6 +21,7 @@ from ..core import lane_on, mask_words  # noqa: F401  (lane_on: for the vector m
 from ..dtypes import bf16_bits_to_f32, f16_bits_to_f32, f32_to_bf16_bits, f32_to_f16_bits
 from ..errors import FAULT, fault, KernelError, recorded_fault
 from ..state import MEM, STATE
+from ..visibility import PIPE_V, vis_check_tensor
 
 jitable = register_jitable(nogil=True, error_model="numpy")
 # Generic kernels take the element operation as a first-class function: they must be IR-inlined
@@ -158,6 +159,16 @@ def check_range(api, name, v, lo, hi):
 @jitable
 def _check_n(ctx, api, what, x, n):
     core.check_local(ctx, api, what, x, n)
+    if ctx[STATE][0].nvis > 0:
+        vector_reads(ctx, api, what, x, n)
+
+
+@jitable
+def vector_reads(ctx, api, what, x, n):
+    """Checked mode, after `nvis > 0`: the vector pipe must see elements [0, n) of source
+    operand `x` (lang/visibility.py)."""
+    if what != "dst" and n > 0:
+        vis_check_tensor(ctx, api, what, PIPE_V, x, n * x.itemsize)
 
 
 def check_count(ctx, api, what, x, n):
@@ -464,6 +475,8 @@ def _ov_reach_to(ctx, api, what, a, far):
         return lambda ctx, api, what, a, far: a
 
     def impl(ctx, api, what, a, far):
+        if ctx[STATE][0].nvis > 0:
+            vector_reads(ctx, api, what, a, far + 1)
         if far < a.size:
             return a
         return _ub_view(ctx, api, what, a, far)

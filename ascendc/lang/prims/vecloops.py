@@ -42,6 +42,9 @@ def binary_count(ctx, api, dst, a, b, n, op):
         check_count(ctx, api, "dst", dst, n)
         check_count(ctx, api, "src0", a, n)
         check_count(ctx, api, "src1", b, n)
+    if ctx[STATE][0].nvis > 0:
+        vector_reads(ctx, api, "src0", a, n)
+        vector_reads(ctx, api, "src1", b, n)
     require_same(api, "src0", a, dst)
     require_same(api, "src1", b, dst)
     # dst is src0 (in place): pass one array for both so LLVM sees no aliasing and vectorises
@@ -195,6 +198,8 @@ def unary_count(ctx, api, dst, a, n, op):
     if n < 0 or n > dst.size or n > a.size:     # inline, as binary_count
         check_count(ctx, api, "dst", dst, n)
         check_count(ctx, api, "src", a, n)
+    if ctx[STATE][0].nvis > 0:
+        vector_reads(ctx, api, "src", a, n)
     require_same(api, "src", a, dst)
     if vecable(dst) and dst.ctypes.data == a.ctypes.data:
         _un_loop(a, a, n, op)
@@ -245,6 +250,8 @@ def scalar_count(ctx, api, dst, a, scalar, n, op):
     if n < 0 or n > dst.size or n > a.size:     # inline, as binary_count
         check_count(ctx, api, "dst", dst, n)
         check_count(ctx, api, "src", a, n)
+    if ctx[STATE][0].nvis > 0:
+        vector_reads(ctx, api, "src", a, n)
     require_same(api, "src", a, dst)
     s = as_elem(a, scalar)
     if vecable(dst) and dst.ctypes.data == a.ctypes.data:
