@@ -181,8 +181,8 @@ class MatmulApiTiling:
         if int(position) != TPosition.GM:
             raise ValueError(f"{api}: position must be TPosition.GM (only GM operands are "
                              f"emulated), got position={TPosition(int(position)).name}")
-        if int(fmt) != CubeFormat.ND:
-            raise ValueError(f"{api}: format must be CubeFormat.ND, got "
+        if int(fmt) != CubeFormat.ND and not (int(fmt) == CubeFormat.NZ and role in "ab"):
+            raise ValueError(f"{api}: format must be CubeFormat.ND (or NZ for a and b), got "
                              f"format={CubeFormat(int(fmt)).name}")
         if dtype not in allowed:
             names = ", ".join(d.name for d in allowed)

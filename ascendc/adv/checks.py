@@ -16,7 +16,7 @@ from .tilingops import tiling_new, tiling_norm, tiling_set  # noqa: F401  (as _A
 S_TM, S_TN, S_TK = 0, 1, 2            # set_tail
 S_OM, S_ON, S_OKA, S_OKB = 3, 4, 5, 6  # set_org_shape
 S_SM, S_SN, S_SK = 7, 8, 9            # set_single_shape
-S_TA, S_TB = 10, 11                   # set_tensor_a/b transpose (0/1)
+S_TA, S_TB = 10, 11     # set_tensor_a/b: transpose (0/1), + 2 for a CubeFormat.NZ operand
 S_BIAS = 12                           # bias enabled (set_bias / disable_bias)
 S_INIT = 13                           # 1 after register_matmul(..., tiling) / init(tiling)
 S_ITER = 14                           # iterate(): number of the current C tile (-1: none yet)
@@ -100,6 +100,15 @@ def _check_operands(api, st, t, a_isz, b_isz, c_isz, ta_ok, tb_ok, ga, gb):
         fault("{}: c must be int32 for int8 a and b (quantised int8 -> float16 C is not "
               "emulated), float32 for float32 a and b, float16/bfloat16/float32 for 16-bit a "
               "and b, got element sizes a={} c={}", api, a_isz, c_isz)
+        raise KernelError(FAULT)
+    if st[S_TA] == 3 or st[S_TB] == 3:
+        fault("{}: transpose must be False for a CubeFormat.NZ operand (transposed NZ operands "
+              "are not emulated), got transpose=True for {}", api,
+              "a" if st[S_TA] == 3 else "b")
+        raise KernelError(FAULT)
+    if (st[S_TA] == 2 or st[S_TB] == 2) and a_isz == 1:
+        fault("{}: a CubeFormat.NZ operand must be float16, bfloat16 or float32 (int8 NZ "
+              "operands are not emulated), got element size a={}", api, a_isz)
         raise KernelError(FAULT)
     if st[S_TA] == 1 and not ta_ok:
         fault("asc.adv.Matmul.set_tensor_a: transpose must be False unless "

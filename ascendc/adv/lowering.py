@@ -288,9 +288,13 @@ def _method(rw, call, name, m):
         tr = _arg(rw, call, 1, ("transpose", f"is_transpose_{w}", "is_trans"),
                   ast.Constant(False))
         mm["seen"].add(w)
+        nz = _expr(f"2 * int({name}__ty[{0 if w == 'a' else 1}][1] == 1)")   # CubeFormat.NZ
+        flag = ast.Call(func=ast.Name(id="int", ctx=ast.Load()),
+                        args=[ast.Call(func=ast.Name(id="bool", ctx=ast.Load()), args=[tr],
+                                       keywords=[])], keywords=[])
         return [_stmt(f"{name}__{w} = _N_t", t=t),
                 _set(name, C.S_TA if w == "a" else C.S_TB,
-                     ast.Call(func=ast.Name(id="bool", ctx=ast.Load()), args=[tr], keywords=[]))]
+                     ast.BinOp(left=flag, op=ast.Add(), right=nz))]
     if m == "set_bias":
         if not mm["bias"]:
             raise rw.err(call, "asc.adv.Matmul.set_bias: the Matmul must be declared with a bias "

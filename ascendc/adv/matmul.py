@@ -35,7 +35,11 @@ or 16-bit C (fixpipe rounds the float32 L0C to float16/bfloat16), float32 A and 
 C, int8 A and B with int32 C (L0C holds int32; bias int32; K in C0 = 32 blocks, base_k a multiple
 of 32). int8 A/B reach L1 as 16-column strips like float32 B (mmkernel.nd2nz_strips_int8).
 
-Fidelity: A, B, bias in GM, ND only (TPosition.GM, CubeFormat.ND); C in GM or VECCALC/VECIN
+CubeFormat.NZ A / B (float16, bfloat16, float32; not transposed): in GM as ceil(cols / C0) strips
+of ceil16(rows) rows of C0 elements; GM -> L1 is one strided data_copy of 32-byte rows per tile
+(float32 B: one per strip, as B's L1 strips are 16 columns wide), see mmkernel._copy_a/_copy_b.
+
+Fidelity: A, B, bias in GM (TPosition.GM), bias ND; C in GM or VECCALC/VECIN
 through the workspace (any C dtype above); of the batch layouts only NORMAL (iterate_batch, C in
 GM: iterate_all per batch, mmkernel.mm_iterate_batch), no atomic C accumulation (en_atomic), no
 quantisation (int8 -> float16 C with set_quant_vector); the K tail is not zero-padded in L1 (the
@@ -67,13 +71,19 @@ def type_error(role: str, position, fmt, layout) -> str | None:
         return (f"asc.adv.MatmulType: position must be TPosition.GM (or VECCALC/VECIN for c: "
                 f"the other operand positions are not emulated), got "
                 f"position={TPosition(int(position)).name} for {role}")
-    if int(fmt) != CubeFormat.ND:
-        return (f"asc.adv.MatmulType: format must be CubeFormat.ND (NZ operands are not "
-                f"emulated), got format={CubeFormat(int(fmt)).name} for {role}")
+    if int(fmt) not in (CubeFormat.ND, CubeFormat.NZ) or \
+            (int(fmt) == CubeFormat.NZ and role not in ("a", "b", "operand")):
+        return (f"asc.adv.MatmulType: format must be CubeFormat.ND (or NZ for a and b), got "
+                f"format={CubeFormat(int(fmt)).name} for {role}")
     if int(layout) not in (LayoutMode.NONE, LayoutMode.NORMAL):
         return (f"asc.adv.MatmulType: layout must be LayoutMode.NONE or NORMAL (the other batch "
                 f"layouts are not emulated), got layout={LayoutMode(int(layout)).name} for {role}")
     return None
+
+
+def _nz(t) -> int:
+    """2 for a CubeFormat.NZ operand (the state's S_TA / S_TB encoding, checks.py), else 0."""
+    return 2 if int(t.format) == CubeFormat.NZ else 0
 
 
 class MatmulType:
@@ -162,11 +172,11 @@ class Matmul:
 
     def set_tensor_a(self, gm, transpose=False):
         self._a = gm
-        self._st[S_TA] = 1 if transpose else 0
+        self._st[S_TA] = (1 if transpose else 0) + _nz(self._types[0])
 
     def set_tensor_b(self, gm, transpose=False):
         self._b = gm
-        self._st[S_TB] = 1 if transpose else 0
+        self._st[S_TB] = (1 if transpose else 0) + _nz(self._types[1])
 
     def set_bias(self, gm):
         if self._types[3] is None:

@@ -95,10 +95,17 @@ def _fixpipe_c(dst, cl, n, m, m16, stride, int8):
 
 
 @asc.jit
-def _copy_a(q, ag, m0, k0, mt, kt, lda, m16, k_pad, ta):
+def _copy_a(q, ag, m0, k0, mt, kt, lda, m16, k_pad, ta, nz):
+    """A's mt x kt tile at (m0, k0) -> L1 as NZ. A CubeFormat.NZ A is in GM as ceil(K/C0)
+    strips of lda = ceil16(M) rows of C0 elements (one 32-byte block a row): one strided copy
+    takes rows m0..m0+mt of each strip."""
     t = q.alloc_tensor(ag.dtype)
+    c0 = 32 // ag.dtype.sizeof()
     if ta:
         nd2nz_strips(t, ag, k0 * lda + m0, kt, mt, lda, k_pad)
+    elif nz:
+        asc.data_copy(t, ag[(k0 // c0 * lda + m0) * c0:],
+                      asc.DataCopyParams((kt + c0 - 1) // c0, mt, lda - mt, m16 - mt))
     else:
         asc.data_copy(t, ag[m0 * lda + k0:], asc.Nd2NzParams(1, mt, kt, 0, lda, m16, 1, 0))
     q.enque(t)
@@ -106,10 +113,23 @@ def _copy_a(q, ag, m0, k0, mt, kt, lda, m16, k_pad, ta):
 
 
 @asc.jit
-def _copy_b(q, bg, n0, k0, nt, kt, ldb, n16, k_pad, tb):
+def _copy_b(q, bg, n0, k0, nt, kt, ldb, n16, k_pad, tb, nz):
+    """B's kt x nt tile at (k0, n0) -> L1 as 16-column strips (row-major k_pad x 16). A
+    CubeFormat.NZ B is in GM as ceil(N/C0) strips of ldb = ceil16(K) rows of C0 elements: a
+    16-bit strip is an L1 strip's rows (one strided copy for all); a float32 strip is half of
+    one (a copy per strip, rows two blocks apart in L1)."""
     t = q.alloc_tensor(bg.dtype)
+    c0 = 32 // bg.dtype.sizeof()
     if tb:
         asc.data_copy(t, bg[n0 * ldb + k0:], asc.Nd2NzParams(1, nt, kt, 0, ldb, n16, 1, 0))
+    elif nz and c0 == 16:
+        asc.data_copy(t, bg[(n0 // 16 * ldb + k0) * 16:],
+                      asc.DataCopyParams((nt + 15) // 16, kt, ldb - kt, k_pad - kt))
+    elif nz:
+        for g in range((nt + c0 - 1) // c0):
+            asc.data_copy(t[g // 2 * k_pad * 16 + g % 2 * c0:],
+                          bg[((n0 // c0 + g) * ldb + k0) * c0:],
+                          asc.DataCopyParams(kt, 1, 0, 1))
     else:
         nd2nz_strips(t, bg, k0 * ldb + n0, kt, nt, ldb, k_pad)
     q.enque(t)
@@ -167,7 +187,8 @@ def _load_bias(q, bt, biasg, n0, nt):
 
 @asc.jit
 def mm_dims(tiling, st):
-    """(m, n, k, org_n, lda, ldb, tiles_m, tiles_n) of this core's C from the state and tiling."""
+    """(m, n, k, org_n, lda, ldb, tiles_m, tiles_n) of this core's C from the state and tiling
+    (lda / ldb of a CubeFormat.NZ operand: the rows of its strips, org M / K rounded up to 16)."""
     sm = tiling.single_core_m if st[S_SM] < 0 else st[S_SM]
     sn = tiling.single_core_n if st[S_SN] < 0 else st[S_SN]
     sk = tiling.single_core_k if st[S_SK] < 0 else st[S_SK]
@@ -178,8 +199,8 @@ def mm_dims(tiling, st):
     org_n = tiling.n if st[S_ON] < 0 else st[S_ON]
     org_ka = tiling.k_a if st[S_OKA] < 0 else st[S_OKA]
     org_kb = tiling.k_b if st[S_OKB] < 0 else st[S_OKB]
-    lda = org_m if st[S_TA] == 1 else org_ka
-    ldb = org_kb if st[S_TB] == 1 else org_n
+    lda = org_m if st[S_TA] == 1 else (org_m + 15) // 16 * 16 if st[S_TA] == 2 else org_ka
+    ldb = org_kb if st[S_TB] == 1 else (org_kb + 15) // 16 * 16 if st[S_TB] == 2 else org_n
     tiles_m = (m + tiling.base_m - 1) // tiling.base_m
     tiles_n = (n + tiling.base_n - 1) // tiling.base_n
     return (m, n, k, org_n, lda, ldb, tiles_m, tiles_n)
@@ -237,8 +258,8 @@ def mm_tile(qs, tiling, st, ag, bg, biasg, t):
         k0 = kc * kl1
         kt = min(kl1, k - k0)
         k_pad = (kt + c0 - 1) // c0 * c0
-        a1 = _copy_a(qa1, ag, m0, k0, mt, kt, lda, m16, k_pad, ta)
-        b1 = _copy_b(qb1, bg, n0, k0, nt, kt, ldb, n16, k_pad, tb)
+        a1 = _copy_a(qa1, ag, m0, k0, mt, kt, lda, m16, k_pad, ta, st[S_TA] == 2)
+        b1 = _copy_b(qb1, bg, n0, k0, nt, kt, ldb, n16, k_pad, tb, st[S_TB] == 2)
         for kk in range((kt + bk - 1) // bk):
             ks = min(bk, kt - kk * bk)
             a2 = _load_a(qa2, a1, kk * bk, ks, m16, k_pad, ta)

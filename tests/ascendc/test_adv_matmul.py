@@ -244,7 +244,7 @@ def test_runtime_errors_are_named(mode):
 def nz_kernel(a: asc.GlobalAddress):
     mm = asc.adv.Matmul(asc.adv.MatmulType(asc.TPosition.GM, asc.CubeFormat.NZ, asc.float16),
                         asc.adv.MatmulType(asc.TPosition.GM, asc.CubeFormat.ND, asc.float16),
-                        asc.adv.MatmulType(asc.TPosition.GM, asc.CubeFormat.ND, asc.float32))
+                        asc.adv.MatmulType(asc.TPosition.GM, asc.CubeFormat.NZ, asc.float32))
     mm.end()
 
 
@@ -279,8 +279,8 @@ def iterate_kernel(a: asc.GlobalAddress):
 def test_kernel_misuse_is_named(mode):
     interpret = mode == "interpret"
     x = np.zeros(64, np.float32)
-    with pytest.raises(RAISES, match=r"asc.adv.MatmulType: format must be CubeFormat.ND \(NZ "
-                                     r"operands are not emulated\), got format=NZ for a"):
+    with pytest.raises(RAISES, match=r"asc.adv.MatmulType: format must be CubeFormat.ND \(or NZ "
+                                     r"for a and b\), got format=NZ for c"):
         nz_kernel[1](x, interpret=interpret)
     with pytest.raises(RAISES, match=r"asc.adv.Matmul.set_bias: the Matmul must be declared with "
                                      r"a bias MatmulType"):
@@ -357,9 +357,9 @@ def test_host_tiling_errors():
         t.set_shape(0, 16, 16)
     with pytest.raises(ValueError, match=r"set_org_shape: k must be >= 1, got k=-3"):
         t.set_org_shape(16, 16, -3)
-    with pytest.raises(ValueError, match=r"set_a_type: format must be CubeFormat.ND, got "
-                                         r"format=NZ"):
-        t.set_a_type(gm, host.CubeFormat.NZ, DT.DT_FLOAT16)
+    with pytest.raises(ValueError, match=r"set_c_type: format must be CubeFormat.ND \(or NZ for "
+                                         r"a and b\), got format=NZ"):
+        t.set_c_type(gm, host.CubeFormat.NZ, DT.DT_FLOAT)
     with pytest.raises(ValueError, match=r"set_a_type: position must be TPosition.GM .*got "
                                          r"position=VECOUT"):
         t.set_a_type(host.TPosition.VECOUT, nd, DT.DT_FLOAT16)

@@ -13,7 +13,7 @@ from ..errors import FAULT, fault, GMReadError, GMWriteError, KernelError
 from ..gmreach import note as gm_note
 from ..state import FLAG_REPORT_OVERREACH, MEM, STATE
 from .. import trace
-from ..visibility import PIPE_MTE1, PIPE_MTE3, PIPE_V, vis_check
+from ..visibility import PIPE_FIX, PIPE_MTE1, PIPE_MTE3, PIPE_V, vis_check
 
 
 # ---- dtype facts as compile-time constants -----------------------------------------------------
@@ -121,16 +121,18 @@ _OP_COPY, _OP_COPY_PAD = trace.op("data_copy"), trace.op("data_copy_pad")
 @prim
 def _visible(ctx, op_id, slv, dlv, addr, nbytes):
     """Checked mode: the copy's pipe must see the local source (visibility.py)."""
-    if dlv < 0:
+    if slv == UB and dlv < 0:
         pipe = PIPE_MTE3
     elif slv == UB and dlv == UB:
         pipe = PIPE_V
     elif slv == L1:
         pipe = PIPE_MTE1
+    elif slv == L0C:
+        pipe = PIPE_FIX
     else:
         return
-    api = ("data_copy" if op_id == _OP_COPY else "data_copy_pad"
-           if op_id == _OP_COPY_PAD else "load_data")
+    api = ("data_copy" if op_id == _OP_COPY else "data_copy_pad" if op_id == _OP_COPY_PAD
+           else "fixpipe" if slv == L0C else "load_data")
     vis_check(ctx, api, "src", pipe, addr - np.int64(ctx[MEM].ctypes.data), nbytes)
 
 
