@@ -37,7 +37,8 @@ def mix_spec(kernel_type: int, scope, calls, checked) -> MixSpec | None:
         roles = _ONE.get(kernel_type, (AIV,))
     else:
         return None
-    return MixSpec(roles, scope.across_groups or "sync_all" in calls, checked.flags != 0)
+    return MixSpec(roles, scope.across_groups or "sync_all" in calls, checked.flags != 0,
+                   checked.check_gm_order)
 
 
 def check_block_dim(name: str, block_dim: int, soc, spec: MixSpec | None) -> None:

@@ -27,9 +27,14 @@ from numba.extending import intrinsic
 from .errors import fault
 
 __all__ = ["attach_instance", "call_xcore", "CALL_ADDR", "OP_SET", "OP_WAIT", "OP_IB_SET",
-           "OP_IB_WAIT", "OP_SYNC_ALL", "ROLE_AIV", "ROLE_AIC"]
+           "OP_IB_WAIT", "OP_SYNC_ALL", "OP_GM", "GM_APIS", "ROLE_AIV", "ROLE_AIC"]
 
 OP_SET, OP_WAIT, OP_IB_SET, OP_IB_WAIT, OP_SYNC_ALL = 1, 2, 3, 4, 5
+# a GM access (checked mode, rt.gmorder): op OP_GM + 2 * api + write, a = address, b = bytes;
+# api indexes GM_APIS (its first names are prims/movecore.APIS, in order)
+OP_GM = 8
+GM_APIS = ("asc.data_copy", "asc.data_copy_pad", "asc.load_data", "asc.mmad", "asc.fixpipe",
+           "GlobalTensor.get_value", "GlobalTensor.set_value")
 ROLE_AIV, ROLE_AIC = 1, 2          # CORE_STATE.core_role of an instance of a MIX launch
 
 #: ports of running instances by key, each with a function giving its current source line
@@ -76,6 +81,9 @@ def _call(key, op, a, b):
             st = launch.ib_set(port, a, b >> 16, b & 0xFFFF, where, _gm_word(a))
         elif op == OP_IB_WAIT:
             st = launch.ib_wait(port, a, b >> 16, b & 0xFFFF, where, _gm_word(a))
+        elif op >= OP_GM:
+            st = launch.gm_access(port, a, b, bool((op - OP_GM) & 1), GM_APIS[(op - OP_GM) >> 1],
+                                  where)
         else:
             st = launch.sync_all(port, bool(a), where)
         if st > 0:
