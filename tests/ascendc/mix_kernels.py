@@ -446,3 +446,20 @@ def peer_nowait_kernel(x: asc.GlobalAddress, ws: asc.GlobalAddress, z: asc.Globa
         _scale_to(wg[v * TILE:], xg[v * TILE:], qi, qo, 2.0, TILE)
         asc.cross_core_set_flag(PEER, 1, asc.PipeID.PIPE_MTE3)
         _scale_to(zg[v * TILE:], wg[sib * TILE:], qi, qo, 1.0, TILE)
+
+
+@asc.jit(kernel_type="MIX_AIC_1_2")
+def aic_ub_kernel(x: asc.GlobalAddress, buf: int):
+    """Allocates a VECIN queue (buf 0), a VECCALC TBuf (1) or a LocalTensorAuto (2) outside any
+    core branch, so its AIC allocates Unified Buffer too: the cube core has none."""
+    if buf == 2:
+        t = asc.LocalTensorAuto(x.dtype, 64)
+        asc.duplicate(t, 1.0, 64)
+        return
+    pipe = asc.TPipe()
+    if buf == 1:
+        tb = asc.TBuf(asc.TPosition.VECCALC)
+        pipe.init_buffer(tb, 256)
+    else:
+        q = asc.TQue(asc.TPosition.VECIN, 1)
+        pipe.init_buffer(q, 2, 256)

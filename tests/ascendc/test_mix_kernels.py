@@ -199,3 +199,20 @@ def test_unchecked_launches_do_not_track_gm_order(interpret):
     z = np.zeros(8, np.float32)
     K.handoff_maybe_kernel[4](x, z, 0, interpret=interpret, checked=False)
     np.testing.assert_array_equal(z[:4], x + 1)
+
+
+@pytest.mark.parametrize("buf,what", [(0, r"VECIN TQue #0"), (1, r"VECCALC TBuf #0")])
+def test_an_aic_allocating_unified_buffer_is_an_error(interpret, buf, what):
+    with pytest.raises(rt.AclError, match=r"AIC 0: TPipe.init_buffer: an AIC of a MIX kernel "
+                                          r"must not allocate Unified Buffer \(the cube core has "
+                                          r"no UB on Atlas A2: vector work runs on the AIVs, "
+                                          r"under asc.ascend_is_aiv\(\)\), got init_buffer for "
+                                          + what + r" on AIC 0"):
+        K.aic_ub_kernel[1](np.zeros(8, np.float32), buf, interpret=interpret)
+
+
+def test_an_aic_allocating_a_local_tensor_auto_is_an_error(interpret):
+    with pytest.raises(rt.AclError, match=r"AIC 0: asc.LocalTensorAuto: an AIC of a MIX kernel "
+                                          r"must not allocate Unified Buffer .* got an allocation "
+                                          r"of 256 bytes on AIC 0"):
+        K.aic_ub_kernel[1](np.zeros(8, np.float32), 2, interpret=interpret)
