@@ -40,7 +40,8 @@ class GMOrder:
     def access(self, inst, lo: int, nbytes: int, write: bool, api: str, where) -> str:
         """Record instance `inst` reading (or writing) GM bytes [lo, lo + nbytes) in `api`;
         returns the error message of an access by another instance it is unordered with, or
-        ''. `where()` gives the caller's source line."""
+        ''. `where()` gives the source line of this access (called only for a message: the
+        record keeps the callable)."""
         if nbytes <= 0:
             return ""
         hi = lo + nbytes
@@ -53,7 +54,7 @@ class GMOrder:
             for (j, a, b, w), (clock, other, line) in recs.items():
                 if j != i and w != write and a < hi and lo < b and clock > vc[j]:
                     return self._message(api, inst, lo, hi, write, where, other, a, b, line)
-        rec = (vc[i], inst, where() if where is not None else None)
+        rec = (vc[i], inst, where)
         key = (i, lo, hi, write)
         for p in pages:
             self._pages.setdefault(p, {})[key] = rec
@@ -62,6 +63,7 @@ class GMOrder:
     @staticmethod
     def _message(api, inst, lo, hi, write, where, other, a, b, line) -> str:
         here = where() if where is not None else None
+        line = line() if line is not None else None
         this = (f"{inst.name} {'writing' if write else 'reading'} GM bytes [{lo:#x}, {hi:#x}) "
                 f"at {here or '?'}")
         that = (f"{other.name} {'reading' if write else 'writing'} [{a:#x}, {b:#x}) at "
