@@ -11,7 +11,8 @@ from ..core import (BT, C_MTE1, C_MTE2, C_MTE3, C_MTE_UB2UB, FLAG_DEFER, L0A, L0
                     NLEVELS, UB, flush_pending, gm_to_local_target, gm_where, prim)
 from ..errors import FAULT, fault, GMReadError, GMWriteError, KernelError
 from ..gmreach import note as gm_note
-from ..state import FLAG_REPORT_OVERREACH, MEM, STATE
+from ..state import FLAG_GM_ORDER, FLAG_REPORT_OVERREACH, MEM, STATE
+from .crosscore import gm_order
 from .. import trace
 
 
@@ -174,8 +175,11 @@ def bound(st, api, what, loc, isz, first, n, write):
             _gm_fail(st, api, loc[2], isz, first, n, write)
         else:
             _local_fail(api, what, first + n, loc[3] // isz, loc[0])
-    elif loc[0] < 0 and st.options & FLAG_REPORT_OVERREACH:
-        gm_note(st, loc[2] + first * isz, n * isz)      # checked: past its end? (gmreach.py)
+    elif loc[0] < 0 and st.options & (FLAG_REPORT_OVERREACH | FLAG_GM_ORDER):
+        if st.options & FLAG_REPORT_OVERREACH:
+            gm_note(st, loc[2] + first * isz, n * isz)      # checked: past its end? (gmreach.py)
+        if st.options & FLAG_GM_ORDER and st.xcore != 0:   # ordered by the flags? (rt.gmorder)
+            gm_order(st, api, loc[2] + first * isz, n * isz, 1 if write else 0)
 
 
 # ---- copying -----------------------------------------------------------------------------------

@@ -17,8 +17,9 @@ from numba.extending import overload
 
 from ..core import (prim, FLAG_DEFER, FLAG_NAN_FILL, flush_pending, level_of,
                     local_offset)
+from ..crosscore import ROLE_AIC
 from ..errors import FAULT, fault, KernelError
-from ..positions import (NPOS, POS_LEVEL, POS_NOTE, POS_TQUE, POSITION_NAMES,
+from ..positions import (NPOS, POS_LEVEL, POS_NOTE, POS_TQUE, POSITION_NAMES, UB,
                          TQUE_POSITIONS_TEXT)
 from ..state import FLAG_SANITIZE, KIND_BUF, KIND_QUE, MAX_QUEUES, MAX_SLOTS, MEM, STAGE, STATE
 from .. import trace
@@ -169,6 +170,12 @@ def _init(ctx, q, num, nbytes, api):
         raise KernelError(FAULT)
     slot = (nbytes + 31) // 32 * 32
     lv = q.level
+    if lv == UB and st.core_role == ROLE_AIC:
+        fault("{}: an AIC of a MIX kernel must not allocate Unified Buffer (the cube core has "
+              "no UB on Atlas A2: vector work runs on the AIVs, under asc.ascend_is_aiv()), got "
+              "init_buffer for {:pos} {} #{} on AIC {}", api, q.pos, _kind(q), q.id,
+              st.block_idx)
+        raise KernelError(FAULT)
     cap = st.level_size[lv]
     used = st.level_used[lv]
     if used + num * slot > cap:
