@@ -187,6 +187,24 @@ def _access(ctx, op_id, addr, nbytes, write):
                 np.int64(write), 0, 0)
 
 
+@njit(nogil=True, cache=True)
+def _access_unchecked(ctx, op_id, addr, nbytes):
+    mem = ctx[MEM]
+    off = addr - np.int64(mem.ctypes.data)
+    lv = 0 if 0 <= off < mem.size else -1
+    _append(ctx, op_id, K_ACCESS, 0, lv, nbytes, 0, 0, -1, 0, 0, 0, off if lv == 0 else addr,
+            0, 0, 0, 0)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def read_unchecked(ctx, op_id, addr, nbytes):
+    """A read that initcheck does not judge (racecheck and memcheck do): an op whose reach
+    covers padding the hardware reads and discards (mmad's rows past m, columns past k)."""
+    if ctx[STATE][0].options & FLAG_SANITIZE:
+        if nbytes > 0:
+            _access_unchecked(ctx, op_id, np.int64(addr), np.int64(nbytes))
+
+
 @njit(nogil=True, cache=True, inline="always")
 def access(ctx, op_id, addr, nbytes, write):
     """The op reads (write=0) or writes (1) `nbytes` bytes at address `addr` (local or GM)."""
