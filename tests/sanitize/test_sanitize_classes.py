@@ -279,3 +279,25 @@ def test_cross_core_flags_that_pair_up_are_clean(interpret):
     x = np.zeros(8, np.float32)
     rep = run(K.xflag_kernel, 2, (x, 0), interpret, check_all=True)
     assert rep.count() == 0, rep.format()
+
+
+# -- casts and reductions record what they read and write -----------------------------------------
+
+@pytest.mark.parametrize("bad,line", [(1, "asc.cast(h, w, asc.RoundMode.CAST_NONE, TILE)"),
+                                      (2, "asc.reduce_sum(o, w, scratch, TILE)")])
+def test_casts_and_reductions_reading_unwritten_memory_are_read2(interpret, bad, line):
+    x, z = data()
+    rep = run(K.cast_reduce_kernel, 1, (x, z, bad), interpret, tool="initcheck")
+    f = only(rep, "Read2")
+    assert f.where == line_of(K.cast_reduce_kernel, line)
+    assert f.kind == f"uninitialized read of size {TILE * 4}"
+    assert f.other == ("allocated at",
+                       line_of(K.cast_reduce_kernel, "w = tmp.get_with_offset(TILE, TILE * 4"))
+
+
+def test_casts_and_reductions_of_written_memory_are_clean(interpret):
+    x, z = data()
+    rep = run(K.cast_reduce_kernel, 1, (x, z, 0), interpret, check_all=True)
+    assert rep.count() == 0, rep.format()
+    assert z[0] == x[:TILE].sum()
+    np.testing.assert_array_equal(z[1:TILE], x[1:TILE])
