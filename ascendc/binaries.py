@@ -214,7 +214,8 @@ class Binary(rt.KernelBinary):
                     del self._traces[id(args)]
                     while len(self._done) >= 64:        # never taken: keep the newest only
                         self._done.pop(next(iter(self._done)))
-                    self._done[id(args)] = (np.concatenate(acc[0]), block_dim)
+                    self._done[id(args)] = (np.concatenate(acc[0]), block_dim,
+                                            self.mix.roles if instance is not None else ())
 
     def _run_sanitized(self, ctx, st, blocks, block_num, block_dim, views, gms, launch,
                        port=None):
@@ -240,16 +241,18 @@ class Binary(rt.KernelBinary):
                 raise fault         # (no session left to report to: fail as checked mode does)
 
     def take_npu_trace(self, args):
-        """(SoC name, a function returning the per-block `rt.npu.Instr` lists) of the finished
-        launch on `args`, or None (rt's profiler calls this once per kernel task while the NPU
-        view is on; decoding waits until the simulated view is asked for)."""
+        """(SoC name, a function returning the per-block `rt.npu.Instr` lists, roles) of the
+        finished launch on `args`, or None (rt's profiler calls this once per kernel task while
+        the NPU view is on; decoding waits until the simulated view is asked for). `roles`: the
+        cores of one group of a MIX launch (rt.mixlaunch.MixSpec.roles), whose lists are then
+        its instances' own streams, group by group; () for one list per block."""
         with self._lock:
             got = self._done.pop(id(args), None)
         if got is None:
             return None
-        rows, block_dim = got
+        rows, block_dim, roles = got
         lines = self.trace_lines()
-        return self.soc.name, lambda: record.decode(rows, lines, block_dim)
+        return self.soc.name, lambda: record.decode(rows, lines, block_dim), roles
 
     def trace_lines(self):
         return record.INTERP_LINES.lines

@@ -35,7 +35,8 @@ def npu_trace(kernel, block_dim: int, *args, soc=None, n_cores: int | None = Non
         raise RuntimeError(f"npu_trace: the launch of {kernel!r} must be recorded, got no "
                            f"NPU-view recording (was it launched?)")
     run = runs[-1]
-    tl = run.timeline if n_cores is None else simulate_launch(run.blocks, run.soc, n_cores)
+    tl = run.timeline if n_cores is None else simulate_launch(run.blocks, run.soc, n_cores,
+                                                              roles=run.roles)
     if out is not None:
         write_all(tl, out, spec.name)
     return tl

@@ -30,7 +30,7 @@ _npu_view: dict = {}
 
 
 def set_npu_view(simulate_launch, write_all) -> None:
-    """Called by rt.npu on import: `simulate_launch(blocks, soc)` -> Timeline and
+    """Called by rt.npu on import: `simulate_launch(blocks, soc, roles=())` -> Timeline and
     `write_all(timeline, out_dir, soc)` -> {view: path}, used by `NpuRun` and `export_npu`."""
     _npu_view.update(simulate_launch=simulate_launch, write_all=write_all)
 
@@ -68,10 +68,13 @@ class TaskRecord:
 class NpuRun:
     """One kernel launch recorded by the NPU view: its task record, the SoC, and per-block
     instruction lists (`rt.npu.Instr`, decoded on first use by `decode()`, which the binary's
-    `take_npu_trace` returned); `timeline` is the simulated run (computed on first use)."""
+    `take_npu_trace` returned); `roles` the cores of one group of a MIX launch ("AIC", "AIV",
+    "AIV"), whose lists are then its instances' own streams, group by group (() for one list per
+    block); `timeline` is the simulated run (computed on first use)."""
     record: TaskRecord
     soc: str
     decode: object
+    roles: tuple = ()
     _blocks: list | None = None
     _timeline: object = None
 
@@ -85,7 +88,8 @@ class NpuRun:
     def timeline(self):
         if self._timeline is None:
             blocks = self.blocks
-            self._timeline = _npu_function("simulate_launch")(blocks, self.soc)
+            self._timeline = _npu_function("simulate_launch")(blocks, self.soc,
+                                                              roles=self.roles)
         return self._timeline
 
 
@@ -138,7 +142,7 @@ class Profiler:
             take = getattr(task.binary, "take_npu_trace", None)
             got = take(task.args) if take is not None else None
             if got is not None:
-                run = NpuRun(rec, got[0], got[1])
+                run = NpuRun(rec, *got)
         with self._lock:
             self.records.append(rec)
             if run is not None:

@@ -8,7 +8,9 @@ event time is the minimum over every op in flight, every issue slot and every de
 comes due later (found by scanning every core's queue heads). It shares with the simulator only
 what is not scheduling: the launch's validation and MIX split (`plan_launch`), the cost rules
 and the opening of an op with its L2 phases (`open_op`), the water-filling of a pool, the L2
-cache, and the `Op` / `Pipe` records.
+cache, and the `Op` / `Pipe` records. The flags between the instances of a MIX launch replayed
+from their own streams (`roles`) are found here by replaying the log of the sets that ended so
+far through the counting rules (rt/npu/xcore.py's module doc), not by its incremental state.
 
 `reference_simulate` has `simulate`'s signature and returns a `Timeline`; `same_run(a, b)` lists
 how two Timelines differ (records, held cycles, issue slots, flows, hand-offs, busy cycles,
@@ -18,11 +20,11 @@ from __future__ import annotations
 
 from collections import deque
 
-from rt.npu.instr import PIPES, Timeline
+from rt.npu.instr import AIC, AIV, PIPES, Timeline
 from rt.npu.l2 import L2Cache
 from rt.npu.mix import is_work
 from rt.npu.pipe import (DONE, FIXED, HBM, INFLIGHT, L2, PARKED, STREAMING, Pipe, waterfill)
-from rt.npu.sim import open_op, plan_launch
+from rt.npu.sim import launch_view, open_op, plan_launch
 
 
 class _Core:
@@ -30,8 +32,8 @@ class _Core:
         self.idx, self.kind, self.block = idx, kind, None
         self.pipes = {p: Pipe(p) for p in PIPES}
 
-    def load(self, block, fired, deps, mate):
-        self.block, self.ptr = (block or None), 0
+    def load(self, block, fired, deps, mate, inst=None):
+        self.block, self.ptr, self.inst = (block or None), 0, inst
         for p in self.pipes.values():
             p.reset()
         self.fired, self.deps, self.mate, self.ended = fired, deps, mate, {}
@@ -49,16 +51,21 @@ class _Core:
 
 
 class _Scan:
-    def __init__(self, blocks, model, n_cores, mix):
-        self.model = model
-        self.mix, kinds, work, self.participants = plan_launch(blocks, model, n_cores, mix)
+    def __init__(self, blocks, model, n_cores, mix, roles=()):
+        self.model, self.roles = model, tuple(roles)
+        self.mix, kinds, work, self.participants, slots = plan_launch(blocks, model, n_cores,
+                                                                      mix, self.roles)
         self.cores = [_Core(i, k) for i, k in enumerate(kinds)]
-        self.slots = [(self.cores[i], self.cores[n_cores + i]) if self.mix else
-                      (self.cores[i],) for i in range(n_cores)]
+        self.slots = [tuple(self.cores[i] for i in s) for s in slots]
         self.pending = deque(work)
+        self.groups, self.loaded_groups = len(work), 0
+        self.xlog = []              # cross-core sets ended: (instance, Instr.cross, end, record)
+        self.taken = {}             # (instance, flag id) or ib word -> waits that took
+        self.ib_started = {}        # ib word -> ib_sets started
         self.tl = Timeline(model.soc, n_cores, model.clock_hz,
                            launch_cycles=model.launch_overhead_cycles,
-                           core_kinds={c.idx: c.kind for c in self.cores}, mix=self.mix)
+                           core_kinds={c.idx: c.kind for c in self.cores}, mix=self.mix,
+                           view=launch_view(self.mix, self.roles), roles=self.roles)
         self.l2 = L2Cache(model, blocks) if model.l2_bytes > 0 else None
         self.live = self.l2.live if self.l2 is not None else {}
         self.fills = []
@@ -73,6 +80,8 @@ class _Scan:
     def due_at(self, c, idx, ins):
         """When the dependency of instruction `idx` is met: a time (maybe later than now),
         or None if not known yet (or a condition on the present: barriers, sync_all)."""
+        if ins.cross:
+            return self.cross_due(c, ins)
         if ins.set_flag or ins.barrier in PIPES:
             return None if self.pipes_inflight(c, ins.pipe) else self.t
         if ins.wait_flag:
@@ -97,11 +106,61 @@ class _Scan:
             return max(c.mate.ended[j] for j in d)[0] + self.model.cross_core_flag_cycles
         return self.t
 
+    def cross_due(self, c, ins):
+        kind, a, b = ins.cross
+        if kind in ("set", "ib_set"):
+            if self.pipes_inflight(c, ins.pipe):
+                return None
+            busy = kind == "ib_set" and self.ib_started.get((a, b), 0) != self.taken.get((a, b), 0)
+            return None if busy else self.t
+        credits = self.ib_credits((a, b)) if kind == "ib_wait" else self.credits(c.inst, a)
+        k = self.taken.get((a, b) if kind == "ib_wait" else (c.inst, a), 0)
+        return credits[k][1] if k < len(credits) else None
+
+    def ib_credits(self, word):
+        lat = self.model.cross_core_flag_cycles
+        return [(r, e + lat, (r,)) for _i, x, e, r in self.xlog if x == ("ib_set",) + word]
+
+    def credits(self, inst, flag):
+        """The counts instance `inst` got for `flag` so far: (releasing record, usable at, set
+        records), in the order they came."""
+        lat, roles, (g, k) = self.model.cross_core_flag_cycles, self.roles, inst
+        aivs = [(g, j) for j, r in enumerate(roles) if r == AIV]
+
+        def sets(m, mode):
+            return [(e, r) for i, x, e, r in self.xlog if i == m and x == ("set", flag, mode)]
+
+        def rounds(members, mode):
+            per = [sets(m, mode) for m in members]
+            return [(max(r for _, r in rnd), max(e for e, _ in rnd) + lat,
+                     tuple(r for _, r in rnd)) for rnd in zip(*per)]
+        kind_all = [(h, j) for h in range(self.groups) for j, r in enumerate(roles)
+                    if r == roles[k]]
+        out = rounds(kind_all, 0)
+        if roles[k] == AIV:
+            out += [(r, e + lat, (r,)) for j, role in enumerate(roles) if role == AIC
+                    for e, r in sets((g, j), 2)]
+            out += rounds(aivs, 1)
+        else:
+            out += rounds(aivs, 2)
+        return sorted(out)
+
     @staticmethod
     def pipes_inflight(c, pipe):
         return c.pipes[pipe].inflight
 
     def consume(self, c, idx, ins):
+        if ins.cross:
+            kind, a, b = ins.cross
+            if kind == "ib_set":
+                self.ib_started[(a, b)] = self.ib_started.get((a, b), 0) + 1
+            if kind in ("set", "ib_set"):
+                return None, None
+            key = (a, b) if kind == "ib_wait" else (c.inst, a)
+            credits = self.ib_credits(key) if kind == "ib_wait" else self.credits(c.inst, a)
+            k = self.taken.get(key, 0)
+            self.taken[key] = k + 1
+            return credits[k][2], None
         if ins.wait_flag:
             return c.fired[ins.wait_flag].popleft()[0], None
         d = c.deps.get(idx)
@@ -160,9 +219,13 @@ class _Scan:
         rec = len(tl.records)
         if ins.set_flag:
             c.fired.setdefault(ins.set_flag, deque()).append((rec, t, c.idx))
+        elif ins.cross and ins.cross[0] in ("set", "ib_set"):
+            self.xlog.append((c.inst, ins.cross, t, rec))
         elif is_work(ins):
             op.pipe.last_end = t
-        if op.partner is not None:
+        if isinstance(op.partner, tuple):
+            tl.flows += [(p, rec) for p in op.partner]
+        elif op.partner is not None:
             tl.flows.append((op.partner, rec))
         if op.handoff is not None:
             tl.handoffs.append((op.handoff, rec))
@@ -185,7 +248,11 @@ class _Scan:
             if self.pending and all(c.done() for c in slot):
                 parts, fired = self.pending.popleft(), {}
                 for n, (c, (sub, deps)) in enumerate(zip(slot, parts)):
-                    c.load(sub, fired, deps, slot[1 - n] if self.mix else None)
+                    if self.roles:
+                        c.load(sub, {}, deps, None, (self.loaded_groups, n))
+                    else:
+                        c.load(sub, fired, deps, slot[1 - n] if self.mix else None)
+                self.loaded_groups += 1
                 moved = True
         depth = self.model.issue_queue_depth
         for c in self.cores:
@@ -277,9 +344,9 @@ class _Scan:
         return tl
 
 
-def reference_simulate(blocks, model, n_cores, *, mix=None) -> Timeline:
+def reference_simulate(blocks, model, n_cores, *, mix=None, roles=()) -> Timeline:
     """`rt.npu.simulate` by a plain scan (module doc)."""
-    return _Scan(blocks, model, n_cores, mix).run()
+    return _Scan(blocks, model, n_cores, mix, roles).run()
 
 
 def same_run(a: Timeline, b: Timeline) -> list:
@@ -292,7 +359,8 @@ def same_run(a: Timeline, b: Timeline) -> list:
     diff = []
     for name, f in (("records", recs), ("issues", issues),
                     *((n, lambda tl, n=n: getattr(tl, n)) for n in (
-                        "held", "flows", "handoffs", "busy", "core_kinds", "mix", "makespan",
+                        "held", "flows", "handoffs", "busy", "core_kinds", "mix", "view",
+                        "roles", "makespan",
                         "launch_cycles", "l2_hit_bytes", "l2_miss_bytes", "l2_write_bytes",
                         "l2_writeback_bytes"))):
         if f(a) != f(b):
@@ -306,21 +374,21 @@ def checked_simulator(simulator: type) -> type:
     tests/conftest.py puts it in place for every test, so every simulate() of the suite (direct,
     through rt.profile(npu=True), asc.npu_trace or bench) is checked."""
     class Checked(simulator):
-        def __init__(self, blocks, model, n_cores, mix=None):
-            super().__init__(blocks, model, n_cores, mix)
-            self.launch = (blocks, model, n_cores, mix)
+        def __init__(self, blocks, model, n_cores, mix=None, roles=()):
+            super().__init__(blocks, model, n_cores, mix, roles)
+            self.launch = (blocks, model, n_cores, mix, roles)
 
         def run(self):
-            blocks, model, n_cores, mix = self.launch
+            blocks, model, n_cores, mix, roles = self.launch
             try:
                 tl = super().run()
             except ValueError as error:
                 try:
-                    reference_simulate(blocks, model, n_cores, mix=mix)
+                    reference_simulate(blocks, model, n_cores, mix=mix, roles=roles)
                 except ValueError:
                     raise error from None
                 raise AssertionError(f"simulate raised {error}, the reference scan did not")
-            diff = same_run(tl, reference_simulate(blocks, model, n_cores, mix=mix))
+            diff = same_run(tl, reference_simulate(blocks, model, n_cores, mix=mix, roles=roles))
             assert not diff, f"simulate and the reference scan differ in {diff}"
             return tl
     Checked.__name__ = Checked.__qualname__ = f"Checked{simulator.__name__}"

@@ -9,6 +9,9 @@ The primitives record numbers; this module says what the NPU makes of them:
   producer) for that buffer, and the next `alloc_tensor` of the same buffer waits for it (producer
   / consumer pipes by the queue's TPosition: VECIN MTE2 -> V, VECOUT V -> MTE3, A1/B1 MTE2 -> MTE1,
   A2/B2 MTE1 -> CUBE, CO1 CUBE -> FIXPIPE; VECCALC and TBuf buffers need no flags);
+- `cross_core_set_flag` / `cross_core_wait_flag` run on the pipe the call names (`Instr.cross`:
+  "set" / "wait", flag id, mode), `ib_set` / `ib_wait` on the scalar unit ("ib_set" / "ib_wait",
+  block_idx, event_id): rt/npu/xcore.py replays them between the instances of a MIX launch;
 - `set_flag` / `wait_flag` name their pipes by HardEvent; `pipe_barrier(PIPE_X)` waits for pipe X
   to drain, `PIPE_ALL` for every pipe; `sync_all` is a barrier across the launch's blocks;
 - the source line is the id the kernel stored in `st.src_line` (compiled kernels: the generated
@@ -44,6 +47,8 @@ QUEUE_PIPES = {TPosition.VECIN: ("MTE2", "VECTOR"), TPosition.VECOUT: ("VECTOR",
                TPosition.A1: ("MTE2", "MTE1"), TPosition.B1: ("MTE2", "MTE1"),
                TPosition.A2: ("MTE1", "CUBE"), TPosition.B2: ("MTE1", "CUBE"),
                TPosition.CO1: ("CUBE", "FIXPIPE")}
+_CROSS = {"cross_core_set_flag": "set", "cross_core_wait_flag": "wait", "ib_set": "ib_set",
+          "ib_wait": "ib_wait"}          # the rows of lang/prims/crosscore.py -> Instr.cross
 _QUEUE_KINDS = {T.K_Q_ALLOC: "alloc_tensor", T.K_Q_ENQUE: "enque", T.K_Q_DEQUE: "deque",
                 T.K_Q_FREE: "free_tensor"}
 
@@ -141,6 +146,11 @@ class _Decoder:
 
     def _op(self, b, name, r, src):
         nbytes, dsz = int(r[T.C_BYTES]), int(r[T.C_DSZ])
+        cross = _CROSS.get(name)
+        if cross is not None:
+            pipe = "SCALAR" if cross.startswith("ib_") else PIPE_NAMES.get(int(r[T.C_ID]),
+                                                                          "SCALAR")
+            return Instr(b, pipe, name, cross=(cross, int(r[T.C_A]), int(r[T.C_B])), src=src)
         if name == "mmad":
             m, n, k = int(r[T.C_M]), int(r[T.C_N]), int(r[T.C_K])
             return Instr(b, "CUBE", name, macs=m * n * k, elements=m * n, dtype_bytes=dsz,

@@ -3,10 +3,11 @@
 `model.PipeModel` holds the per-SoC constants (each cited in docs/npu-model.md or marked as an
 assumption); `sim.simulate` replays per-block instruction recordings (`instr.Instr`) on them with
 a `sim.Simulator` (its cores: `core.Core`, their pipes and cost rules: `pipe.Pipe`, `pipe.op_cost`;
-L2: `l2`; the MIX split: `mix`) and returns an `instr.Timeline`; `export` writes it the way
-msOpProf shows a simulation (trace JSON, PipeUtilization.csv, code_exe.csv, op_summary columns);
-`plots` draws the roofline and the pipe-utilisation PNGs (matplotlib, imported only when
-drawing). Standard library and numpy only: the kernel language records, rt replays.
+L2: `l2`; the as-if AIC/AIV split of one stream: `mix`; a MIX kernel's instances on their
+own cores with cross-core flags: `xcore`) and returns an `instr.Timeline`; `export` writes it
+the way msOpProf shows a simulation (trace JSON, PipeUtilization.csv, code_exe.csv, op_summary
+columns); `plots` draws the roofline and the pipe-utilisation PNGs (matplotlib, imported only
+when drawing). Standard library and numpy only: the kernel language records, rt replays.
 """
 from .export import (code_exe, format_top_lines, op_summary_row, write_all, write_code_exe,
                      write_pipe_utilization, write_trace)

@@ -6,7 +6,9 @@ halves of one MIX block): `Core.ready` says whether the instruction at `idx` may
 may call `sim.due(core, at)` for a dependency met at a later time: the simulator wakes the core
 then); `Core.take` names what the instruction consumed, for its record (`Timeline.flows` /
 `Timeline.handoffs`); and `Simulator.wakes` says which other cores a finished instruction may
-unblock (the event loop examines only those). The reference scan of the tests
+unblock (the event loop examines only those). Flags between the instances of a launch replayed
+from their own streams (`Instr.cross`) follow the rules of rt/npu/xcore.py: `xcore` holds the
+launch's `CrossFlags` and the instance this core runs. The reference scan of the tests
 (tests/npu_reference.py) examines every core at every event, so it needs only the first two.
 """
 from __future__ import annotations
@@ -24,15 +26,16 @@ class Core:
     index, end, core) (shared by the two cores of a MIX block), `deps` index -> indices in the
     mate's sub-stream it waits for (GM hand-offs), `ended` index -> (end, record index)."""
     __slots__ = ("idx", "kind", "block", "ptr", "pipes", "queued", "fired", "deps", "ended",
-                 "dep_pos", "mate", "awaited", "syncs", "arrived")
+                 "dep_pos", "mate", "awaited", "syncs", "arrived", "xcore")
 
     def __init__(self, idx: int, kind: str):
         self.idx, self.kind = idx, kind
         self.block = None
         self.pipes = {p: Pipe(p) for p in PIPES}
 
-    def load(self, block, fired, deps, mate) -> None:
+    def load(self, block, fired, deps, mate, xcore=None) -> None:
         self.block, self.ptr = (block or None), 0
+        self.xcore = xcore          # (CrossFlags, (group, slot)) of a launch of streams
         for p in self.pipes.values():
             p.reset()
         self.fired = fired
@@ -56,6 +59,12 @@ class Core:
 
     def ready(self, sim, idx: int, ins: Instr) -> bool:
         """Whether instruction `idx` (`ins`) may start now (module doc)."""
+        if ins.cross:
+            flags, inst = self.xcore
+            if ins.cross[0] in ("set", "ib_set"):
+                return not self.pipes[ins.pipe].inflight and flags.may_set(inst, ins)
+            at = flags.due(inst, ins)
+            return at is not None and sim.due(self, at)
         if ins.set_flag or ins.barrier in PIPES:  # runs after the pipe's copies have landed
             return not self.pipes[ins.pipe].inflight
         if ins.wait_flag:
@@ -86,7 +95,10 @@ class Core:
         return True
 
     def take(self, idx: int, ins: Instr) -> tuple:
-        """(set record index of a wait_flag, record index of a GM hand-off), consumed."""
+        """(set record index of a wait_flag, or the set records of a cross-core wait; record
+        index of a GM hand-off), consumed."""
+        if ins.cross:
+            return self.xcore[0].take(self.xcore[1], ins), None
         if ins.wait_flag:
             return self.fired[ins.wait_flag].popleft()[0], None
         d = self.deps.get(idx)

@@ -11,8 +11,13 @@
   instruction held its pipe: a copy's start-up latency runs after its pipe is free, so it is in
   the args, `latency_cycles` and `done_us`, not in dur; the SCALAR lane also
   shows the scalar unit's issue slot of every other instruction, which is part of its busy
-  time), a flow arrow from each set_flag to the wait_flag it released, and one from each GM
-  hand-off's producer copy to the copy of the other core it released (`Timeline.handoffs`).
+  time), a flow arrow from each set_flag to the wait_flag it released, one from each GM
+  hand-off's producer copy to the copy of the other core it released (`Timeline.handoffs`), and
+  in a MIX launch replayed from its instances' own streams one from the end of each
+  cross_core_set_flag (or ib_set) to the start of each wait it released, on another core (cat
+  "simulated,crossflag"). Each process's labels say how the launch was replayed
+  (`Timeline.view`): a MIX kernel's own AIC and AIV streams, or the as-if AIC/AIV split of one
+  stream per block (a kernel that is not MIX, split as a compiler would split it).
   Times start at the first instruction: the launch overhead is not drawn
   (`otherData.launch_us`). `otherData.l2` holds the run's L2 counters (`l2_summary`).
 - `write_pipe_utilization`: `PipeUtilization.csv`, per core and pipe busy time / total time.
@@ -72,7 +77,15 @@ def _args(ins, cycles: float) -> dict:
         a["flag"] = f"{dep[0]}->{dep[1]} id={dep[2]!r}"
     if ins.barrier:
         a["barrier"] = ins.barrier
+    if ins.cross:
+        kind, x, y = ins.cross
+        a["cross"] = (f"{kind} block_idx={x} event_id={y}" if kind.startswith("ib_") else
+                      f"{kind} flag_id={x} mode_id={y}")
     return a
+
+
+_VIEW_TEXT = {"streams": "MIX kernel: each instance's own stream",
+              "as-if split": "as-if AIC/AIV split of one stream per block (not a MIX kernel)"}
 
 
 _KIND_ORDER = {AIC: 0, AIV: 1, AI_CORE: 2}
@@ -88,7 +101,8 @@ def msprof_core_name(tl: Timeline, core: int) -> str:
     if kind == AIC:
         return f"core{nth}.cubecore0"
     if kind == AIV:
-        return f"core{nth}.veccore0" if tl.mix else f"core{nth // 2}.veccore{nth % 2}"
+        per = (tl.roles.count(AIV) if tl.view == "streams" else 1 if tl.mix else 2) or 1
+        return f"core{nth // per}.veccore{nth % per}"
     return f"core{nth}"
 
 
@@ -127,7 +141,8 @@ def trace_events(tl: Timeline, soc_name: str | None = None) -> list:
                 "args": {"sort_index": order}},
                {"ph": "M", "pid": c, "tid": 0, "name": "process_labels",
                 "args": {"labels": f"{label}; {_KIND_TEXT[kind]}; "
-                                   f"msOpProf {msprof_core_name(tl, c)}"}}]
+                                   f"msOpProf {msprof_core_name(tl, c)}" +
+                                   (f"; {_VIEW_TEXT[tl.view]}" if tl.view else "")}}]
         for pipe in _lanes(tl, c):
             tid = PIPES.index(pipe)
             ev += [{"ph": "M", "pid": c, "tid": tid, "name": "thread_name",
@@ -149,11 +164,17 @@ def trace_events(tl: Timeline, soc_name: str | None = None) -> list:
                    "args": {"instr": ins.name, "to_pipe": ins.pipe, "src": ins.src}})
     for n, (si, wi) in enumerate(tl.flows):
         s, w = tl.records[si], tl.records[wi]
-        a, b, fid = s[0].set_flag
-        name = f"flag {a}->{b} id={fid!r}"
-        ev.append({"ph": "s", "id": n, "name": name, "cat": "simulated,flag", "pid": s[1],
-                   "tid": tid[s[2]], "ts": _us(tl, s[3])})
-        ev.append({"ph": "f", "bp": "e", "id": n, "name": name, "cat": "simulated,flag",
+        if s[0].cross:          # between cores: from the set's end (the latency is the gap)
+            kind, x, y = s[0].cross
+            what = f"ib {x}/{y}" if kind == "ib_set" else f"cross-core flag {x} mode {y}"
+            name = f"{what} {tl.core_name(s[1])}->{tl.core_name(w[1])}"
+            cat, ts = "simulated,crossflag", s[4]
+        else:
+            a, b, fid = s[0].set_flag
+            name, cat, ts = f"flag {a}->{b} id={fid!r}", "simulated,flag", s[3]
+        ev.append({"ph": "s", "id": n, "name": name, "cat": cat, "pid": s[1],
+                   "tid": tid[s[2]], "ts": _us(tl, ts)})
+        ev.append({"ph": "f", "bp": "e", "id": n, "name": name, "cat": cat,
                    "pid": w[1], "tid": tid[w[2]], "ts": _us(tl, w[3])})
     for n, (pi, ci) in enumerate(tl.handoffs, start=len(tl.flows)):
         p, c = tl.records[pi], tl.records[ci]
@@ -172,7 +193,8 @@ def write_trace(tl: Timeline, path, soc_name: str | None = None) -> pathlib.Path
            "otherData": {"simulated": True, "soc": soc_name or tl.soc, "clock_hz": tl.clock_hz,
                          "n_cores": tl.n_cores, "total_us": tl.us,
                          "launch_us": _us(tl, tl.launch_cycles),
-                         "mix": tl.mix,
+                         "mix": tl.mix, "view": _VIEW_TEXT.get(tl.view, ""),
+                         "roles": list(tl.roles),
                          "l2": l2_summary(tl),
                          "core_kinds": {tl.core_name(c): msprof_core_name(tl, c)
                                         for c in _used_cores(tl)},

@@ -21,7 +21,11 @@ class Instr:
     the kernel source. Dependencies: `set_flag` / `wait_flag` = (src pipe, dst pipe, event id),
     `barrier` = a pipe name, "ALL" (drain this core) or "SYNC_ALL" (all blocks of the launch).
     `gm` = (start, end) byte addresses of the GM range a copy reads ("GM->X") or writes
-    ("X->GM"), end exclusive, or () if unknown: the AIC <-> AIV hand-offs of a MIX launch."""
+    ("X->GM"), end exclusive, or () if unknown: the AIC <-> AIV hand-offs of a MIX launch.
+    `cross` = a synchronisation between cores of a launch replayed from its instances' own
+    streams (rt/npu/xcore.py): ("set", flag_id, mode) / ("wait", flag_id, mode) for
+    cross_core_set_flag / cross_core_wait_flag on `pipe`, ("ib_set", block_idx, event_id) /
+    ("ib_wait", block_idx, event_id) on SCALAR."""
     block: int
     pipe: str
     name: str
@@ -37,6 +41,7 @@ class Instr:
     wait_flag: tuple | None = None
     barrier: str | None = None
     gm: tuple = ()
+    cross: tuple | None = None
 
 
 @dataclass
@@ -47,12 +52,18 @@ class Timeline:
     `issues[i]` = (instr, core, start, end) the SCALAR unit's issue
     slot of each non-SCALAR instruction (part of SCALAR's busy time, not of `records`);
     `flows[i]` = (set record index, wait record index), each wait_flag with the set_flag it
-    consumed (matched first-in first-out); `handoffs[i]` = (record index, record index) a MIX
+    consumed (matched first-in first-out), and each cross-core wait (`Instr.cross`) with every
+    set that released it (a round of a collective mode has one per core of the round);
+    `handoffs[i]` = (record index, record index) a MIX
     launch's GM hand-off: the other side's copy whose completion released this copy (the latest
     of its dependencies); `busy[core][pipe]` busy cycles (SCALAR includes issuing);
     `core_kinds[core]` "AIC", "AIV" or "AI Core" (a core that runs cube and vector pipes: a
     coupled SoC, or mix=False); `n_cores` the `n_cores` argument (AI Cores in a MIX launch, whose
-    cores are the AICs then the AIVs); `mix` whether blocks were split into AIC and AIV parts;
+    cores are the AICs then the AIVs); `mix` whether the launch ran on AIC and AIV cores at once;
+    `view` how: "as-if split" (each block's single stream split into an AIC and an AIV part, as
+    a compiler would split it: rt/npu/mix.py), "streams" (a MIX launch's instances replayed
+    from their own streams, each group on one AIC and its AIVs, `roles`: rt/npu/xcore.py), or
+    "" (one core per block); `roles` the cores of one group ("AIC", "AIV", "AIV"), or ();
     `makespan` the cycles from the first start to the last end; `total_cycles` adds the launch
     overhead; `us` is `total_cycles` in microseconds at the model's clock. L2 counters (bytes of
     GM copies, module doc): `l2_hit_bytes` / `l2_miss_bytes` read from L2 / from HBM (a read of
@@ -69,6 +80,8 @@ class Timeline:
     busy: dict = field(default_factory=dict)
     core_kinds: dict = field(default_factory=dict)
     mix: bool = False
+    view: str = ""
+    roles: tuple = ()
     makespan: float = 0.0
     launch_cycles: float = 0.0
     l2_hit_bytes: float = 0.0

@@ -1,4 +1,6 @@
-"""How the NPU simulator splits the blocks of a MIX launch.
+"""How the NPU simulator splits the blocks of a launch that is not a MIX kernel but has cube and
+vector work (the as-if split, `Timeline.view == "as-if split"`): a MIX kernel's instances record
+their own streams and are replayed on their own cores instead (rt/npu/xcore.py).
 
 MIX launches (`mix`; by default on a separated SoC, 910B, whose launch has both cube-side work:
 CUBE, MTE1, FIXPIPE or an MTE2 copy GM->L1/L0A/L0B; and vector-side work: VECTOR, MTE3 or an
@@ -44,7 +46,7 @@ def side_of(ins: Instr) -> str | None:
 
 
 def is_work(ins: Instr) -> bool:
-    return not (ins.set_flag or ins.wait_flag or ins.barrier)
+    return not (ins.set_flag or ins.wait_flag or ins.barrier or ins.cross)
 
 
 def _pipe_kind(pipe: str) -> str | None:

@@ -136,7 +136,7 @@ def op_cost(ins: Instr, model: PipeModel, pipe: Pipe, t: float) -> tuple:
     """(fixed cycles, bytes streamed through a GM pool after them, per-core cap in bytes/cycle,
     latency after the pipe is released: a copy's start-up latency, sim module doc) of `ins`
     starting on `pipe` at `t`."""
-    if ins.set_flag or ins.wait_flag or ins.barrier:
+    if ins.set_flag or ins.wait_flag or ins.barrier or ins.cross:
         return _sync_cost(ins, model), 0.0, 0.0, 0.0
     if ins.path:
         return _copy_cost(ins, model)

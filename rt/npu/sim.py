@@ -38,8 +38,10 @@ Input: one instruction list per block (`Instr`, in the order the block issued th
 - L2 (`model.l2_bytes` > 0): rt/npu/l2.py.
 - Blocks are placed in index order on the first free core (lowest core index first): with more
   blocks than cores they run in waves. A launch overhead is added once.
-- MIX launches (`mix`; by default on a separated SoC whose launch has cube-side and vector-side
-  work): rt/npu/mix.py.
+- MIX launches replayed from each instance's own stream (`roles`: a recorded MIX kernel): every
+  group on its AIC and AIVs, cross-core flags, ib_set / ib_wait as dependencies:
+  rt/npu/xcore.py. Otherwise a launch with cube-side and vector-side work on a separated SoC
+  (`mix`) is split as if a compiler had split each block: rt/npu/mix.py.
 Everything is arithmetic on the recorded sizes: the same input gives the same cycles anywhere.
 The event loop (`Simulator`) touches only what an event changes (the cores whose ops ended or
 whose waits came due, a heap of end times, the few streaming copies); it gives the same records,
@@ -60,6 +62,7 @@ from .l2 import L2Cache
 from .mix import is_work, side_of, split_block  # noqa: F401  (rt.npu exports side_of)
 from .model import PipeModel
 from .pipe import DONE, HBM, INFLIGHT, L2, PARKED, STREAMING, Op, op_cost, waterfill
+from .xcore import CrossFlags, plan_streams
 
 _seq_of = attrgetter("seq")
 
@@ -67,6 +70,10 @@ _seq_of = attrgetter("seq")
 def describe(ins: Instr) -> str:
     dep = ins.wait_flag or ins.set_flag
     what = f"{ins.name}({dep[0]}->{dep[1]}, id={dep[2]!r})" if dep else ins.name
+    if ins.cross:
+        kind, a, b = ins.cross
+        what = (f"{ins.name}(block_idx={a}, event_id={b})" if kind.startswith("ib_") else
+                f"{ins.name}(flag_id={a}, mode_id={b}, {ins.pipe})")
     return f"{what} of block {ins.block}" + (f" at {ins.src}" if ins.src else "")
 
 
@@ -88,15 +95,22 @@ def _check(blocks: list) -> tuple:
     return cube, vec
 
 
-def plan_launch(blocks: list, model: PipeModel, n_cores: int, mix: bool | None) -> tuple:
-    """Validate a launch: (mix, core kinds, per block its (sub-stream, GM deps) parts, number
-    of sub-streams that run sync_all). Raises the ValueErrors `simulate` documents."""
+def plan_launch(blocks: list, model: PipeModel, n_cores: int, mix: bool | None,
+                roles: tuple = ()) -> tuple:
+    """Validate a launch: (mix, core kinds, per block (or group of `roles`) its (sub-stream, GM
+    deps) parts, number of sub-streams that run sync_all, slots: the core indices each block or
+    group is placed on). Raises the ValueErrors `simulate` documents."""
     if n_cores < 1:
         raise ValueError(f"simulate: n_cores must be >= 1, got n_cores={n_cores}")
     if model.issue_queue_depth < 0:
         raise ValueError(f"simulate: issue_queue_depth must be >= 0 (0: unbounded), got "
                          f"issue_queue_depth={model.issue_queue_depth}")
     cube, vec = _check(blocks)
+    if roles:
+        return plan_streams(blocks, model, n_cores, tuple(roles))
+    if any(i.cross for b in blocks for i in b):
+        raise ValueError("simulate: cross-core flags (Instr.cross) need the launch's roles "
+                         "(each block one instance of a group), got roles=()")
     if mix is None:
         mix = model.separated and cube and vec
     elif mix and not model.separated:
@@ -127,7 +141,8 @@ def plan_launch(blocks: list, model: PipeModel, n_cores: int, mix: bool | None) 
             raise ValueError(f"simulate: sync_all needs every block resident at once, got "
                              f"{len(blocks)} blocks on n_cores={n_cores}: the blocks of the "
                              f"first wave would wait for blocks that never start (deadlock)")
-    return bool(mix), kinds, work, len(counts)
+    slots = [(i, n_cores + i) if mix else (i,) for i in range(n_cores)]
+    return bool(mix), kinds, work, len(counts), slots
 
 
 def deadlock(cores: list, depth: int) -> ValueError:
@@ -146,8 +161,9 @@ def deadlock(cores: list, depth: int) -> ValueError:
         h = [c.block[p.queue[0]] for p in c.pipes.values() if p.queue]
         return h + ([c.block[c.ptr]] if c.ptr < len(c.block) else [])
     # name the first core stuck on a wait_flag (others may wait at a sync_all)
-    waits = next((heads(c) for c in stuck if any(w.wait_flag for w in heads(c))),
-                 heads(stuck[0]))
+    waits = next((heads(c) for c in stuck if any(
+        w.wait_flag or (w.cross and w.cross[0] not in ("set", "ib_set")) for w in heads(c))),
+        heads(stuck[0]))
     return ValueError("simulate: every wait_flag must have a matching set_flag, got "
                       "a deadlock at " + "; ".join(describe(w) for w in waits))
 
@@ -164,19 +180,28 @@ class Simulator:
     all last `scalar_issue_cycles`, so they end in the order they started (a FIFO); their ends
     change only the issuing core, so they are outside the ops' tie order."""
 
-    def __init__(self, blocks: list, model: PipeModel, n_cores: int, mix: bool | None = None):
+    def __init__(self, blocks: list, model: PipeModel, n_cores: int, mix: bool | None = None,
+                 roles: tuple = ()):
         self.model = model
-        self.mix, kinds, work, self.participants = plan_launch(blocks, model, n_cores, mix)
+        self.roles = tuple(roles)
+        self.mix, kinds, work, self.participants, slots = plan_launch(blocks, model, n_cores,
+                                                                      mix, self.roles)
         self.cores = [Core(i, k) for i, k in enumerate(kinds)]
         cores = self.cores
-        self.slots = [(cores[i], cores[n_cores + i]) if self.mix else (cores[i],)
-                      for i in range(n_cores)]
-        self.slot_of = [c.idx % n_cores for c in cores]
+        self.slots = [tuple(cores[i] for i in s) for s in slots]
+        self.slot_of = [0] * len(cores)
+        for s, idx in enumerate(slots):
+            for i in idx:
+                self.slot_of[i] = s
+        self.flags = CrossFlags(self.roles, len(work), model.cross_core_flag_cycles,
+                                self.touch_all) if self.roles else None
+        self.group = 0                              # the next group to load
         self.pending = deque(work)
         self.arrivals: dict = {}                    # n-th sync_all -> cores arrived
         self.tl = Timeline(model.soc, n_cores, model.clock_hz,
                            launch_cycles=model.launch_overhead_cycles,
-                           core_kinds={c.idx: c.kind for c in cores}, mix=self.mix)
+                           core_kinds={c.idx: c.kind for c in cores}, mix=self.mix,
+                           view=launch_view(self.mix, self.roles), roles=self.roles)
         self.l2 = L2Cache(model, blocks) if model.l2_bytes > 0 else None
         self.live = self.l2.live if self.l2 is not None else {}
         self.fills: list = []                       # copies that filled L2, by fill number
@@ -214,6 +239,8 @@ class Simulator:
         (flags of a block are shared by its two cores) or is a copy the mate's GM hand-offs wait
         for. A new dependency kind between cores adds its producers here (rt/npu/core.py)."""
         c = op.core
+        if op.ins.cross and op.ins.cross[0] in ("set", "ib_set"):
+            return [self.cores[i] for i in self.flags.woken]
         if c.mate is not None and (op.ins.set_flag or op.idx in c.awaited):
             return (c.mate,)
         return ()
@@ -222,6 +249,9 @@ class Simulator:
         c, ins, t, tl = op.core, op.ins, self.t, self.tl
         op.state = DONE
         self.dirty.add(c.idx)
+        rec = len(tl.records)
+        if ins.cross and ins.cross[0] in ("set", "ib_set"):
+            self.flags.fired(c.xcore[1], ins, t, rec)
         for other in self.wakes(op):
             self.dirty.add(other.idx)
         if op.fill is not None:
@@ -231,12 +261,13 @@ class Simulator:
         else:                       # released its pipe before: its latency is over now
             op.pipe.inflight -= 1
             held = op.held
-        rec = len(tl.records)
         if ins.set_flag:
             c.fired.setdefault(ins.set_flag, deque()).append((rec, t, c.idx))
         elif is_work(ins):
             op.pipe.last_end = t
-        if op.partner is not None:
+        if type(op.partner) is tuple:           # a cross-core wait: every set of its round
+            tl.flows += [(p, rec) for p in op.partner]
+        elif op.partner is not None:
             tl.flows.append((op.partner, rec))
         if op.handoff is not None:
             tl.handoffs.append((op.handoff, rec))
@@ -280,9 +311,13 @@ class Simulator:
         return False
 
     def arrive(self, c: Core) -> None:
-        """`c` reached its next sync_all: every core may be ready now (later ones in this
-        pass, earlier ones in the next)."""
+        """`c` reached its next sync_all: every core may be ready now."""
         self.arrivals[c.syncs] = self.arrivals.get(c.syncs, 0) + 1
+        self.touch_all()
+
+    def touch_all(self) -> None:
+        """Something every core may wait for changed during a pass: examine the later cores in
+        this pass, the earlier ones in the next (as a scan of every core in order would)."""
         for j in range(len(self.cores)):
             if j > self.pass_at:
                 if j not in self.pass_set:
@@ -304,6 +339,15 @@ class Simulator:
             slot = self.slots[s]
             if self.pending and all(c.done() for c in slot):
                 parts, fired = self.pending.popleft(), {}
+                if self.roles:        # its own stream on each core, flags per core
+                    self.flags.load(self.group, tuple(c.idx for c in slot))
+                    for k, (c, (sub, deps)) in enumerate(zip(slot, parts)):
+                        c.load(sub, {}, deps, None, (self.flags, (self.group, k)))
+                        self.dirty.add(c.idx)
+                        self.loaded.append(c.idx)
+                    self.group += 1
+                    moved = True
+                    continue
                 for n, (c, (sub, deps)) in enumerate(zip(slot, parts)):
                     c.load(sub, fired, deps, slot[1 - n] if self.mix else None)
                     self.dirty.add(c.idx)
@@ -348,7 +392,7 @@ class Simulator:
                     if p.inflight:            # after the pipe's copies have landed
                         continue
                     partner = handoff = None
-                elif ins.barrier or idx in deps:
+                elif ins.barrier or ins.cross or idx in deps:
                     if not c.ready(self, idx, ins):
                         continue
                     partner, handoff = c.take(idx, ins)
@@ -484,14 +528,23 @@ class Simulator:
         return tl
 
 
-def simulate(blocks: list, model: PipeModel, n_cores: int, *, mix: bool | None = None
-             ) -> Timeline:
+def simulate(blocks: list, model: PipeModel, n_cores: int, *, mix: bool | None = None,
+             roles: tuple = ()) -> Timeline:
     """Replay `blocks` (one list of Instr per block, in issue order) on `n_cores` cores of
-    `model`. `mix`: split each block into an AIC and an AIV part (module docstring); None (the
-    default) does so on a separated SoC when the launch has both cube-side and vector-side work;
-    `n_cores` then counts AI Cores. Raises ValueError on a deadlock (a wait_flag whose set_flag
-    never comes, a sync_all that not every block reaches)."""
-    return Simulator(blocks, model, n_cores, mix).run()
+    `model`. `roles` (a MIX kernel's recording: ("AIC", "AIV", "AIV"), ("AIC", "AIV"), or one
+    kind): `blocks` are the instances, group by group, each replayed on its own core with the
+    flags between them as dependencies (rt/npu/xcore.py); `n_cores` counts the AI Cores (or the
+    cores of a single kind) the groups go to. Otherwise `mix`: split each block into an AIC and
+    an AIV part as if compiled so (module docstring); None (the default) does so on a separated
+    SoC when the launch has both cube-side and vector-side work; `n_cores` then counts AI
+    Cores. Raises ValueError on a deadlock (a wait whose set never comes, a sync_all that not
+    every block reaches)."""
+    return Simulator(blocks, model, n_cores, mix, roles).run()
+
+
+def launch_view(mix: bool, roles: tuple) -> str:
+    """`Timeline.view` of a launch (instr.Timeline)."""
+    return "streams" if roles else "as-if split" if mix else ""
 
 
 def open_op(sim, c, pipe, idx: int, ins: Instr, partner=None, handoff=None):

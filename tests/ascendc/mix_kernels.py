@@ -345,3 +345,62 @@ def spin_kernel(x: asc.GlobalAddress):
         i = 0
         while xg.get_value(0) == 0.0:
             i += 1
+
+
+@asc.jit(kernel_type="MIX_AIC_1_1")
+def handoff_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress):
+    """The smallest AIC -> AIV hand-off: the AIC writes x[g] + 1 to z[g] and sets FULL (mode 2,
+    on FIXPIPE); its AIV waits for it on the scalar unit and writes 2 * z[g] to z[n + g]."""
+    g = asc.get_block_idx()
+    n = asc.get_block_num()
+    xg = asc.GlobalTensor()
+    xg.set_global_buffer(x)
+    zg = asc.GlobalTensor()
+    zg.set_global_buffer(z)
+    if asc.ascend_is_aic():
+        zg.set_value(g, xg.get_value(g) + 1.0)
+        asc.cross_core_set_flag(FULL, 2, asc.PipeID.PIPE_FIX)
+    else:
+        asc.cross_core_wait_flag(FULL, 2, asc.PipeID.PIPE_S)
+        zg.set_value(n + g, zg.get_value(g) * 2.0)
+
+
+@asc.jit
+def fused_matmul_relu_kernel(a: asc.GlobalAddress, b: asc.GlobalAddress,
+                             bias: asc.GlobalAddress, y: asc.GlobalAddress,
+                             ws: asc.GlobalAddress, zeros: asc.GlobalAddress, m: int, n: int,
+                             k: int):
+    """Not a MIX kernel: y = relu(A @ B + bias) with each block (an AI Core: its cube and vector
+    units, kernel type AICORE) computing its BM-row tile into workspace and running the epilogue
+    on it itself, one instruction stream per block."""
+    g = asc.get_block_idx()
+    m0 = g * BM
+    mt = min(BM, m - m0)
+    wg = asc.GlobalTensor()
+    wg.set_global_buffer(ws[g * BM * n:])
+    ag = asc.GlobalTensor()
+    ag.set_global_buffer(a)
+    bg = asc.GlobalTensor()
+    bg.set_global_buffer(b)
+    zg = asc.GlobalTensor()
+    zg.set_global_buffer(zeros)
+    yg = asc.GlobalTensor()
+    yg.set_global_buffer(y[m0 * n:])
+    sg = asc.GlobalTensor()
+    sg.set_global_buffer(bias)
+    pipe = asc.TPipe()
+    qa1, qb1, qa2, qb2, qc = _cube_queues(pipe, a.dtype.sizeof(), n, k)
+    qi = asc.TQue(asc.TPosition.VECIN, 1)
+    qo = asc.TQue(asc.TPosition.VECOUT, 1)
+    qb = asc.TQue(asc.TPosition.VECIN, 1)
+    pipe.init_buffer(qi, 1, n * 4)
+    pipe.init_buffer(qo, 1, n * 4)
+    pipe.init_buffer(qb, 1, n * 4)
+    bt = qb.alloc_tensor(asc.float32)
+    asc.data_copy(bt, sg, n)
+    qb.enque(bt)
+    bt = qb.deque(asc.float32)
+    _cube_tile(ag, bg, zg, wg, qa1, qb1, qa2, qb2, qc, m0, mt, n, k)
+    asc.pipe_barrier(asc.PipeID.PIPE_ALL)
+    _epilogue_rows(wg, yg, bt, qi, qo, 0, mt, n)
+    qb.free_tensor(bt)

@@ -49,7 +49,10 @@ def test_reset_releases_a_thread_blocked_in_synchronize(interpret):
     t = threading.Thread(target=waiter, daemon=True)
     t.start()
     started.wait()
-    while s._core.nwait == 0 and not got:       # it is blocked in synchronize (not assisting)
+    # wait until it is blocked in synchronize; an interpreted block it may have taken itself just
+    # before the cores woke (assist) is interruptible, so the reset must release it all the same
+    until = time.monotonic() + 5.0
+    while s._core.nwait == 0 and not got and time.monotonic() < until:
         time.sleep(0.001)
     del x
     rt.reset_device(0)

@@ -241,8 +241,10 @@ def test_a_mix_trace_groups_cube_cores_then_vector_cores_with_hand_off_arrows(tm
     assert lanes[0] == {"SCALAR", "CUBE", "MTE1", "MTE2", "FIXPIPE"}
     assert lanes[2] == {"SCALAR", "VECTOR", "MTE2", "MTE3"}
     labels = {e["pid"]: e["args"]["labels"] for e in ev if e["name"] == "process_labels"}
-    assert labels[1].endswith("cube core; msOpProf core1.cubecore0")
-    assert labels[3].endswith("vector core; msOpProf core1.veccore0")
+    as_if = "; as-if AIC/AIV split of one stream per block (not a MIX kernel)"
+    assert labels[1].endswith("cube core; msOpProf core1.cubecore0" + as_if)
+    assert labels[3].endswith("vector core; msOpProf core1.veccore0" + as_if)
+    assert doc["otherData"]["view"] == as_if[2:] and t.view == "as-if split"
     assert doc["otherData"]["core_kinds"] == {"AIC 0": "core0.cubecore0",
                                               "AIC 1": "core1.cubecore0",
                                               "AIV 0": "core0.veccore0", "AIV 1": "core1.veccore0"}

@@ -1,0 +1,181 @@
+"""Synchronisation between the cores of a launch replayed from its instances' own streams (the NPU
+view of a MIX kernel: `simulate(..., roles=...)`, rt/npu/sim.py).
+
+Each group of the launch (one AI Core: its AIC and one or two AIVs as `roles` lists them, or one
+core of a single-role launch) runs on its own cores, every instance its recorded stream, and the
+flags between them are dependencies (`Instr.cross`). The counting rules are those the execution
+follows (rt/crossflags.py; Ascend C CrossCoreSetFlag / CrossCoreWaitFlag on Atlas A2): every
+instance has a counter per flag id, a wait takes one count (in the order they came), and a set
+gives counts by its mode:
+
+- mode 0: once every instance of the setter's kind in the launch has made its n-th set of the id,
+  each of them gets a count;
+- mode 1: the same over the AIVs of the setter's group;
+- mode 2: an AIC's set gives each AIV of its group a count; once every AIV of the group has made
+  its n-th set, the group's AIC gets one;
+- `ib_set` / `ib_wait` (block_idx, event_id): a one-word handshake between any cores of the
+  launch; a set starts only once every earlier set of the word has been taken by a wait, a wait
+  takes the earliest set not taken yet.
+
+Timing: a count (or a set word) is usable `cross_core_flag_cycles` (docs/npu-model.md §1.6) after
+the end of the set that completed it (the last set of its round); the wait cannot start before.
+A set runs on its pipe once the pipe's copies have landed, as `set_flag` does; sets and waits
+cost `flag_latency_cycles` on their pipe.
+"""
+from __future__ import annotations
+
+from collections import deque
+
+from .instr import AIC, AIV
+
+SETS = ("set", "ib_set")
+
+
+def group_layout(roles: tuple, n_cores: int) -> tuple:
+    """(core kinds, slots) of a launch of groups of `roles` on `n_cores` AI Cores (or cores of a
+    single-role launch): the AICs of every slot first, then the AIVs (slot s: AIC s, AIVs
+    k*s .. k*s + k - 1 for k AIVs per group); slots[s] lists the core indices in `roles` order."""
+    n_aic, n_aiv = roles.count(AIC), roles.count(AIV)
+    kinds = [AIC] * (n_cores * n_aic) + [AIV] * (n_cores * n_aiv)
+    slots = []
+    for s in range(n_cores):
+        aic, aiv, slot = n_aic * s, n_cores * n_aic + n_aiv * s, []
+        for r in roles:
+            if r == AIC:
+                slot.append(aic)
+                aic += 1
+            else:
+                slot.append(aiv)
+                aiv += 1
+        slots.append(tuple(slot))
+    return kinds, slots
+
+
+def needs_all_resident(blocks: list) -> bool:
+    """Whether a launch synchronises across groups: a mode-0 set or an ib_set / ib_wait."""
+    return any(i.cross and (i.cross[0].startswith("ib_") or (i.cross[0] == "set" and
+                                                            i.cross[2] == 0))
+               for b in blocks for i in b)
+
+
+def plan_streams(blocks: list, model, n_cores: int, roles: tuple) -> tuple:
+    """rt.npu.sim.plan_launch for a launch of groups of `roles` replayed from their own
+    streams: block g * len(roles) + k is instance k of group g (module doc)."""
+    if set(roles) - {AIC, AIV} or (len(roles) > 1 and roles.count(AIC) != 1):
+        raise ValueError(f"simulate: roles must be one AIC and its AIVs, or one core kind, "
+                         f"got roles={roles!r}")
+    mix = len(roles) > 1
+    if mix and not model.separated:
+        raise ValueError(f"simulate: a MIX launch needs a separated SoC (AIC + AIV cores), got "
+                         f"{model.soc} with separated=False")
+    if mix and n_cores > model.aic_cores:
+        raise ValueError(f"simulate: a MIX launch places each group on one AI Core, so n_cores "
+                         f"must be <= {model.aic_cores} (the AICs of {model.soc}), got "
+                         f"n_cores={n_cores}")
+    if len(blocks) % len(roles):
+        raise ValueError(f"simulate: the streams must be whole groups of roles={roles!r}, got "
+                         f"{len(blocks)} streams")
+    r = len(roles)
+    work = [tuple((blocks[g * r + k], {}) for k in range(r)) for g in range(len(blocks) // r)]
+    counts = [sum(1 for i in sub if i.barrier == "SYNC_ALL") for parts in work
+              for sub, _ in parts]
+    n_sync = set(counts) - {0}
+    if len(n_sync) > 1:
+        raise ValueError(f"simulate: every instance calling sync_all must call it the same "
+                         f"number of times, got {sorted(n_sync)} calls")
+    if (n_sync or needs_all_resident(blocks)) and len(work) > n_cores:
+        raise ValueError(f"simulate: sync_all, cross_core_set_flag mode 0 and ib_set / ib_wait "
+                         f"need every group resident at once, got {len(work)} groups on "
+                         f"n_cores={n_cores}: the first wave would wait for groups that never "
+                         f"start (deadlock)")
+    kinds, slots = group_layout(roles, n_cores)
+    return mix, kinds, work, sum(1 for n in counts if n), slots
+
+
+class CrossFlags:
+    """The flag state of one launch of `groups` groups of `roles` (module doc). Instances are
+    (group, slot in roles); `core_of` maps each loaded instance to its core. `touch_all` is
+    called when a wait took an ib word (a set of the word on any core may start now)."""
+
+    def __init__(self, roles: tuple, groups: int, latency: float, touch_all):
+        self.roles, self.groups, self.lat, self.touch_all = roles, groups, latency, touch_all
+        self.aivs = [k for k, r in enumerate(roles) if r == AIV]
+        self.aics = [k for k, r in enumerate(roles) if r == AIC]
+        self.credits: dict = {}         # (instance, flag) -> deque of (usable at, set records)
+        self.arrivals: dict = {}        # (scope, flag) -> {instance: [(end, record), ...]}
+        self.released: dict = {}        # (scope, flag) -> rounds completed
+        self.ib: dict = {}              # (block_idx, event_id) -> [sets started, deque]
+        self.ib_taken: dict = {}        # (block_idx, event_id) -> sets taken by waits
+        self.core_of: dict = {}
+        self.woken = ()
+
+    def load(self, group: int, cores: tuple) -> None:
+        for k, c in enumerate(cores):
+            self.core_of[(group, k)] = c
+
+    def _members(self, inst, mode):
+        g, k = inst
+        if mode == 0:
+            kind = self.roles[k]
+            return [(h, j) for h in range(self.groups) for j, r in enumerate(self.roles)
+                    if r == kind]
+        return [(g, j) for j in self.aivs]
+
+    def may_set(self, inst, ins) -> bool:
+        """A set may start (its pipe's copies have landed: the caller checks)."""
+        if ins.cross[0] == "ib_set":
+            word = self.ib.get(ins.cross[1:])
+            return word is None or word[0] == self.ib_taken.get(ins.cross[1:], 0)
+        return True
+
+    def due(self, inst, ins):
+        """When wait `ins` of instance `inst` may start, or None if nothing released it yet."""
+        if ins.cross[0] == "ib_wait":
+            word = self.ib.get(ins.cross[1:])
+            q = word[1] if word is not None else None
+        else:
+            q = self.credits.get((inst, ins.cross[1]))
+        return q[0][0] if q else None
+
+    def take(self, inst, ins):
+        """`ins` starts: a wait takes its count (returns the set records that released it)."""
+        kind, a, b = ins.cross
+        if kind == "ib_set":
+            self.ib.setdefault((a, b), [0, deque()])[0] += 1
+            return None
+        if kind == "set":
+            return None
+        if kind == "ib_wait":
+            rec = self.ib[(a, b)][1].popleft()[1]
+            self.ib_taken[(a, b)] = self.ib_taken.get((a, b), 0) + 1
+            self.touch_all()
+            return rec
+        return self.credits[(inst, a)].popleft()[1]
+
+    def fired(self, inst, ins, t: float, rec: int) -> None:
+        """Set `ins` of `inst` ended at `t` as record `rec`: count it; `woken` are the cores
+        that got counts."""
+        kind, a, mode = ins.cross
+        if kind == "ib_set":
+            self.ib[(a, mode)][1].append((t + self.lat, (rec,)))
+            self.woken = tuple(self.core_of.values())
+            return
+        g, k = inst
+        if mode == 2 and self.roles[k] == AIC:
+            got = [((g, j), t + self.lat, (rec,)) for j in self.aivs]
+        else:
+            members = self._members(inst, mode)
+            scope = ("aic", g) if mode == 2 else (mode, g if mode else self.roles[k])
+            arr = self.arrivals.setdefault((scope, a), {})
+            arr.setdefault(inst, []).append((t, rec))
+            done = min(len(arr.get(m, ())) for m in members)
+            got = []
+            for n in range(self.released.get((scope, a), 0), done):
+                rnd = [arr[m][n] for m in members]
+                at, recs = max(e for e, _ in rnd) + self.lat, tuple(r for _, r in rnd)
+                targets = [(g, j) for j in self.aics] if mode == 2 else members
+                got += [(m, at, recs) for m in targets]
+            self.released[(scope, a)] = max(done, self.released.get((scope, a), 0))
+        for m, at, recs in got:
+            self.credits.setdefault((m, a), deque()).append((at, recs))
+        self.woken = tuple(self.core_of[m] for m, _, _ in got if m in self.core_of)
