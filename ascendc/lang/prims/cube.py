@@ -147,7 +147,8 @@ def _load_impl(ctx, d, s, isz, start, rep, sstr, gap, trans):
     else:
         _transpose(t.view(np.uint64), sv.view(np.uint64), start, rep, sstr, gap)
     bump(st, C_MTE2 if sl < 0 else C_MTE1, rep * 512)
-    traced(ctx, _OP_LOAD_DATA, D, S, rep * 512, isz, (last + fe) * isz)
+    # (L1 -> L0: the destination's span tells the sanitizer whether its bytes are contiguous)
+    traced(ctx, _OP_LOAD_DATA, D, S, rep * 512, isz, (last + fe if sl < 0 else span) * isz)
 
 
 @prim
