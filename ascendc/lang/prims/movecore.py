@@ -127,8 +127,10 @@ def traced(ctx, op_id, D, S, nbytes, isz, gm_span):
         # local destination over them when contiguous, else to the tensor's end
         if S[0] < 0 or (D[0] < 0 and gm_span == nbytes):
             trace.access(ctx, op_id, S[2], gm_span if S[0] < 0 else nbytes, 0)
-        trace.access(ctx, op_id, D[2], gm_span if D[0] < 0 else
-                     nbytes if gm_span == nbytes or S[0] >= 0 else max(D[3], nbytes), 1)
+        if D[0] < 0 or gm_span == nbytes:
+            trace.access(ctx, op_id, D[2], gm_span if D[0] < 0 else nbytes, 1)
+        else:           # (strided local -> local: its byte count, not its bytes)
+            trace.write_reach(ctx, op_id, D[2], nbytes if S[0] >= 0 else max(D[3], nbytes))
 
 
 @prim

@@ -27,6 +27,7 @@ from .. import trace
 _OP_ALLOC, _OP_ENQUE, _OP_DEQUE, _OP_FREE = (trace.op("TQue.alloc_tensor"), trace.op("TQue.enque"),
                                              trace.op("TQue.deque"), trace.op("TQue.free_tensor"))
 _OP_GET = trace.op("TBuf.get")
+_OP_GET_OFF = trace.op("TBuf.get_with_offset")
 
 __all__ = ["tpipe_new", "tque_new", "tbuf_new", "init_buffer_que", "init_buffer_buf",
            "que_alloc_tensor", "que_enque", "que_deque", "que_free_tensor", "tbuf_get",
@@ -387,6 +388,7 @@ def tbuf_get_with_offset(ctx, b, size, offset, dtype):
         fault("TBuf.get_with_offset: offset + size must fit the buffer's {} bytes, "
               "got {}", v.size, offset + size * isz)
         raise KernelError(FAULT)
+    trace.region(ctx, _OP_GET_OFF, b.mem_off + offset, size * isz, trace.REGION_VIEW)
     return v[offset:offset + size * isz].view(dtype)
 
 
