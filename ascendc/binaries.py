@@ -159,7 +159,7 @@ class Binary(rt.KernelBinary):
             if self.checked.sanitize:
                 self._run_sanitized(ctx, st, blocks if blocks is not None else
                                     self._order(first, last), block_num, total, views, gms,
-                                    id(args))
+                                    id(args), port)
             elif self.traced:
                 self._run_traced(ctx, st, blocks if blocks is not None else
                                  self._order(first, last), block_num, total, views, args,
@@ -217,7 +217,8 @@ class Binary(rt.KernelBinary):
                     self._done[id(args)] = (np.concatenate(acc[0]), block_dim,
                                             self.mix.roles if instance is not None else ())
 
-    def _run_sanitized(self, ctx, st, blocks, block_num, block_dim, views, gms, launch):
+    def _run_sanitized(self, ctx, st, blocks, block_num, block_dim, views, gms, launch,
+                       port=None):
         """Run blocks one at a time and hand each one's rows, and its fault if it stopped on
         one, to the sanitizer: a faulting block ends there, the others go on (a kernel whose
         blocks wait for each other at sync_all or cross-core flags stops: continuing would
@@ -233,7 +234,8 @@ class Binary(rt.KernelBinary):
             rows = ctx[TRACE][:int(st.trace_n)].copy()
             if san is not None:
                 san.block(self, (launch, block_dim), int(b), rows, fault, where, gms,
-                          int(st.trace_lost))
+                          int(st.trace_lost), *((port.role, port.group) if port is not None
+                                                and self.mix is not None else ()))
             if fault is not None and (self.needs_all_resident or self.mix is not None or
                                       san is None):
                 raise fault         # (no session left to report to: fail as checked mode does)

@@ -37,7 +37,8 @@ def mix_spec(kernel_type: int, scope, calls, checked) -> MixSpec | None:
         roles = _ONE.get(kernel_type, (AIV,))
     else:
         return None
-    return MixSpec(roles, scope.across_groups or "sync_all" in calls, checked.flags != 0)
+    return MixSpec(roles, scope.across_groups or "sync_all" in calls, checked.flags != 0,
+                   checked.check_gm_order)
 
 
 def check_block_dim(name: str, block_dim: int, soc, spec: MixSpec | None) -> None:
@@ -71,13 +72,16 @@ def attach(st, port, kernel_type: int, lines=None) -> None:
     """Tell the core whose state is `st` that it runs instance `port` (None: not a MIX launch).
     `lines` (compiled kernels: st.src_line -> (file, line)) names the instance's source line in
     a deadlock report; interpreted kernels are located from their Python frame."""
-    where = None
+    where = mark = None
     if port is not None and lines is not None:
-        def where():
-            k = int(st.src_line)
+        def describe(k):
             if not 0 < k < len(lines):
                 return None
             file, line = lines[k]
             text = linecache.getline(file, line).strip()
             return f"{file}:{line}" + (f" ({text})" if text else "")
-    attach_instance(st, port, where, kernel_type in _ROLES)
+
+        def where():
+            return describe(int(st.src_line))
+        mark = (lambda: int(st.src_line), describe)
+    attach_instance(st, port, where, kernel_type in _ROLES, mark)

@@ -9,7 +9,7 @@ import numpy as np
 
 from .lang import core
 from .lang.prims import ktype as KT
-from .lang.state import FLAG_REPORT_OVERREACH, FLAG_SANITIZE
+from .lang.state import FLAG_GM_ORDER, FLAG_REPORT_OVERREACH, FLAG_SANITIZE
 
 
 @dataclass(frozen=True)
@@ -25,6 +25,9 @@ class CheckedOptions:
       reported with a warning after the launch.
     - report_gm_overreach: GM accesses past an argument's end but inside its allocation (they
       run, as on hardware) are reported with a warning after the launch (lang/gmreach.py).
+    - check_gm_order: in a launch whose cores synchronise with each other (MIX kernels,
+      cross-core / inter-block flags), GM one core writes and another reads without a flag
+      ordering the two is a kernel fault naming both sides (rt/gmorder.py).
     - sanitize: primitives record each memory access, allocation and flag, and every launch's
       blocks are analysed and reported by the active sanitizer (ascendc/sanitize; off by default,
       on under `python -m ascendc.sanitize` / `asc.sanitize()`).
@@ -35,6 +38,7 @@ class CheckedOptions:
     report_rounding: bool = True
     report_gm_overreach: bool = True
     sanitize: bool = False
+    check_gm_order: bool = True
 
     @property
     def flags(self) -> int:
@@ -42,10 +46,11 @@ class CheckedOptions:
                 | (core.FLAG_DEFER if self.defer_gm_visibility else 0)
                 | (core.FLAG_REPORT_ROUNDING if self.report_rounding else 0)
                 | (FLAG_REPORT_OVERREACH if self.report_gm_overreach else 0)
-                | (FLAG_SANITIZE if self.sanitize else 0))
+                | (FLAG_SANITIZE if self.sanitize else 0)
+                | (FLAG_GM_ORDER if self.check_gm_order else 0))
 
 
-UNCHECKED = CheckedOptions(False, False, False, False, False)
+UNCHECKED = CheckedOptions(False, False, False, False, False, check_gm_order=False)
 CHECKED = CheckedOptions()
 SANITIZED = CheckedOptions(sanitize=True)
 _default: list = []

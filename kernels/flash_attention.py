@@ -155,9 +155,15 @@ def _qk_step(s_ws, sc, qa2, qb1, bl0, k_addr, m, m16, n2, kv_row, d, s2b, c0):
     asc.load_data(bl0, k1, asc.LoadData2DParams(repeat_times=(d // c0) * (n16 // 16),
                                                 src_stride=1))
     qb1.free_tensor(k1)
+    asc.set_flag(asc.HardEvent.MTE1_M, 0)       # Q and K are in L0A / L0B
+    asc.wait_flag(asc.HardEvent.MTE1_M, 0)
     asc.mmad(sc, qa2, bl0, asc.MmadParams(m=m, n=n2, k=d, cmatrix_init_val=True))
+    asc.set_flag(asc.HardEvent.M_FIX, 0)
+    asc.wait_flag(asc.HardEvent.M_FIX, 0)
     asc.fixpipe(s_ws, sc, asc.FixpipeParamsV220(n_size=n2, m_size=m, src_stride=m16,
                                                 dst_stride=s2b))
+    asc.set_flag(asc.HardEvent.FIX_MTE2, 0)     # S is in GM before MTE2 reads it
+    asc.wait_flag(asc.HardEvent.FIX_MTE2, 0)
 
 
 @asc.jit
@@ -251,8 +257,12 @@ def _load_v_chunk_32(qb1, bl0, v_addr, kk, kv_row, d):
 @asc.jit
 def _add_pv(oacc, oin, o_ws, oc, bc, row_a, m, m16, d):
     """O_part L0C -> GM workspace -> UB;  O = O * alpha + O_part."""
+    asc.set_flag(asc.HardEvent.M_FIX, 0)
+    asc.wait_flag(asc.HardEvent.M_FIX, 0)
     asc.fixpipe(o_ws, oc, asc.FixpipeParamsV220(n_size=d, m_size=m, src_stride=m16,
                                                 dst_stride=d))
+    asc.set_flag(asc.HardEvent.FIX_MTE2, 0)     # O_part is in GM before MTE2 reads it
+    asc.wait_flag(asc.HardEvent.FIX_MTE2, 0)
     ou = oin.alloc_tensor(asc.float32)
     asc.data_copy(ou, o_ws, m * d)
     oin.enque(ou)
@@ -270,6 +280,8 @@ def _divide_and_store_stats(m_addr, l_addr, oacc, bc, row_m, row_l, m, d):
     lg = asc.GlobalTensor()
     lg.set_global_buffer(l_addr, m)
     _scale_rows(oacc, bc, row_l, m, d, True)
+    asc.set_flag(asc.HardEvent.V_MTE3, 0)
+    asc.wait_flag(asc.HardEvent.V_MTE3, 0)
     asc.data_copy_pad(mg, row_m, asc.DataCopyExtParams(block_count=1, block_len=m * 4))
     asc.data_copy_pad(lg, row_l, asc.DataCopyExtParams(block_count=1, block_len=m * 4))
 
@@ -280,8 +292,12 @@ def _store_o(o_addr, src, m, d, o_row):
     og = asc.GlobalTensor()
     og.set_global_buffer(o_addr, (m - 1) * o_row + d)
     isz = o_addr.dtype.sizeof()
+    asc.set_flag(asc.HardEvent.V_MTE3, 0)
+    asc.wait_flag(asc.HardEvent.V_MTE3, 0)
     asc.data_copy_pad(og, src, asc.DataCopyExtParams(block_count=m, block_len=d * isz,
                                                      dst_stride=(o_row - d) * isz))
+    asc.set_flag(asc.HardEvent.MTE3_V, 0)       # O and the stats are out before the next tile
+    asc.wait_flag(asc.HardEvent.MTE3_V, 0)      # rewrites them
 
 
 @asc.jit
@@ -368,13 +384,21 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
                           tiling.s2_block)
             if variant.low_precision:
                 asc.cast(plow, su, asc.RoundMode.CAST_RINT, m * tiling.s2_block)
+            asc.set_flag(asc.HardEvent.V_MTE3, 0)       # P is written before it is copied out
+            asc.wait_flag(asc.HardEvent.V_MTE3, 0)
+            if variant.low_precision:
                 asc.data_copy(wpg, plow, m * tiling.s2_block)
             else:
                 asc.data_copy(wpg, su, m * tiling.s2_block)
+            # P is in GM before MTE2 reads it back, and read out of UB before the next S lands
+            asc.set_flag(asc.HardEvent.MTE3_MTE2, 0)
+            asc.wait_flag(asc.HardEvent.MTE3_MTE2, 0)
             sin.free_tensor(su)
             # the PV step: O_part = P V, K-chunked through L0A, then O = O * alpha + O_part
             for p0 in range(0, n2, tiling.kv_chunk):
                 kk = min(tiling.kv_chunk, n2 - p0)
+                asc.set_flag(asc.HardEvent.M_MTE1, 0)   # the last mmad has read L0A / L0B
+                asc.wait_flag(asc.HardEvent.M_MTE1, 0)
                 _load_p_chunk(pa1, pa2, wpg[p0:], m, m16, kk, tiling.s2_block, variant.c0)
                 if variant.low_precision:
                     _load_v_chunk_16(qb1, bl0, v + (kv_base + (s2_0 + p0) * layout.kv.row), kk,
@@ -382,6 +406,8 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
                 else:
                     _load_v_chunk_32(qb1, bl0, v + (kv_base + (s2_0 + p0) * layout.kv.row), kk,
                                      layout.kv.row, variant.head_dim)
+                asc.set_flag(asc.HardEvent.MTE1_M, 0)
+                asc.wait_flag(asc.HardEvent.MTE1_M, 0)
                 asc.mmad(oc, pa2, bl0, asc.MmadParams(m=m, n=variant.head_dim, k=kk,
                                                       cmatrix_init_val=p0 == 0))
             _add_pv(oacc, oin, wsg[tiling.s1_block * tiling.s2_block:], oc, bc, row_a, m, m16,

@@ -35,6 +35,9 @@ its pipe has drained, which program order gives here); waits cost a thread hand-
 from __future__ import annotations
 
 import threading
+from collections import deque
+
+from .gmorder import GMOrder, join
 
 __all__ = ["CrossCoreLaunch", "Instance", "FLAG_IDS", "FLAG_LIMIT", "AIC", "AIV",
            "PASSED", "ABORTED", "FAILED"]
@@ -52,7 +55,7 @@ class Instance:
     through (rt hands it to `run_blocks` as `barrier`)."""
 
     __slots__ = ("launch", "group", "role", "sub", "block_idx", "index", "state", "counters",
-                 "waiting", "error", "ready", "__weakref__")
+                 "waiting", "error", "ready", "vc", "pending", "__weakref__")
 
     def __init__(self, launch, group: int, role: str, sub: int, block_idx: int):
         self.launch, self.group, self.role, self.sub = launch, group, role, sub
@@ -63,6 +66,8 @@ class Instance:
         self.waiting = ""               # what it is blocked on, with its source line
         self.error = ""                 # the message of a FAILED status
         self.ready = None               # while blocked: does its wait pass now?
+        self.vc = None                  # tracking GM order: its vector clock (rt.gmorder) ...
+        self.pending = None             # ... and per flag id the clocks of its pending sets
 
     @property
     def name(self) -> str:
@@ -100,9 +105,11 @@ class CrossCoreLaunch:
     """The synchronisation state of one launch: `groups` groups of the cores in `roles` (e.g.
     ("AIC", "AIV", "AIV") for MIX_AIC_1_2, ("AIV",) for a vector-only kernel); `across_groups`:
     the kernel synchronises between groups (all of them are resident; deadlocks are judged over
-    the launch, else per group); `check_limit`: exceeding FLAG_LIMIT is an error."""
+    the launch, else per group); `check_limit`: exceeding FLAG_LIMIT is an error; `track_gm`:
+    GM read / written by different instances must be ordered by the flags (rt.gmorder)."""
 
-    def __init__(self, groups: int, roles, across_groups: bool, check_limit: bool = True):
+    def __init__(self, groups: int, roles, across_groups: bool, check_limit: bool = True,
+                 track_gm: bool = False):
         self.groups, self.roles = groups, tuple(roles)
         self.n_aiv = sum(r == AIV for r in self.roles)
         self.across_groups = across_groups
@@ -128,6 +135,15 @@ class CrossCoreLaunch:
         self._sync = {}          # aiv_only -> [arrived, generation]
         self.unstarted = len(self.instances)
         self._cancel_taken = False
+        self.gm = GMOrder() if track_gm else None
+        if track_gm:
+            n = len(self.instances)
+            for i in self.instances:
+                i.vc = [0] * n
+                i.vc[i.index] = 1
+                i.pending = [deque() for _ in range(FLAG_IDS)]
+            self._arrival_vcs = {}   # (scope, flag) -> {instance: clocks of its unreleased sets}
+            self._ib_vc = {}         # GM word -> clock of its last set / wait
 
     def instance(self, group: int, slot: int) -> Instance:
         return self.instances[group * len(self.roles) + slot]
@@ -186,19 +202,20 @@ class CrossCoreLaunch:
             if bad:
                 inst.error = f"asc.cross_core_set_flag: {bad}"
                 return FAILED
+            vc = self._release(inst)
             if mode == 0:
-                self._arrive(inst, ("kind", inst.role), flag, self._kind[inst.role])
+                self._arrive(inst, ("kind", inst.role), flag, self._kind[inst.role], vc)
             elif mode == 1:
                 aivs = self._group(inst.group, AIV)
-                self._arrive(inst, ("aivs", inst.group), flag, aivs)
+                self._arrive(inst, ("aivs", inst.group), flag, aivs, vc)
             elif inst.role == AIC:
                 for v in self._group(inst.group, AIV):
-                    self._bump(v, flag, 1, inst)
+                    self._bump(v, flag, 1, inst, [vc])
             else:
                 aivs = self._group(inst.group, AIV)
-                n = self._arrive(inst, ("to_aic", inst.group), flag, aivs, bump=False)
+                rounds = self._arrive(inst, ("to_aic", inst.group), flag, aivs, vc, bump=False)
                 for c in self._group(inst.group, AIC):
-                    self._bump(c, flag, n, inst)
+                    self._bump(c, flag, len(rounds), inst, rounds)
             if inst.error:
                 return FAILED
             self._cv.notify_all()
@@ -218,22 +235,46 @@ class CrossCoreLaunch:
         base = g * len(self.roles)
         return [i for i in self.instances[base:base + len(self.roles)] if i.role == role]
 
-    def _arrive(self, inst, scope, flag, members, bump=True) -> int:
-        """`inst` has set `flag` in a collective over `members`; returns how many more sets every
-        member has now made (and, with `bump`, adds that to each member's counter)."""
+    def _arrive(self, inst, scope, flag, members, vc, bump=True) -> list:
+        """`inst` has set `flag` (its clock `vc`) in a collective over `members`; returns one
+        entry per round every member has now completed (the joined clocks of its sets when GM
+        order is tracked) and, with `bump`, adds those to each member's counter."""
         key = (scope, flag)
         arr = self._arrivals.setdefault(key, {})
         arr[inst] = arr.get(inst, 0) + 1
+        if vc is not None:
+            self._arrival_vcs.setdefault(key, {}).setdefault(inst, deque()).append(vc)
         done = min(arr.get(m, 0) for m in members) if members else 0
         n = done - self._released.get(key, 0)
+        rounds = []
         if n > 0:
             self._released[key] = done
+            for _ in range(n):
+                rounds.append(self._round_clock(key, members) if vc is not None else None)
             if bump:
                 for m in members:
-                    self._bump(m, flag, n, inst)
-        return n
+                    self._bump(m, flag, n, inst, rounds)
+        return rounds
 
-    def _bump(self, target, flag, n=1, setter=None) -> None:
+    def _round_clock(self, key, members) -> list:
+        """The joined clocks of the oldest unreleased set of each of `members`."""
+        per = self._arrival_vcs[key]
+        out = [0] * len(self.instances)
+        for m in members:
+            join(out, per[m].popleft())
+        return out
+
+    def _release(self, inst):
+        """Tracking GM order: a copy of `inst`'s clock for what it releases, then a tick."""
+        if inst.vc is None:
+            return None
+        vc = list(inst.vc)
+        inst.vc[inst.index] += 1
+        return vc
+
+    def _bump(self, target, flag, n=1, setter=None, clocks=None) -> None:
+        if target.pending is not None and clocks:
+            target.pending[flag].extend(clocks)
         target.counters[flag] += n
         if self.check_limit and target.counters[flag] > FLAG_LIMIT and not setter.error:
             setter.error = (f"asc.cross_core_set_flag: a flag's counter must hold at most "
@@ -248,6 +289,8 @@ class CrossCoreLaunch:
                 if st != PASSED:
                     return st
             inst.counters[flag] -= 1
+            if inst.pending is not None and inst.pending[flag]:
+                join(inst.vc, inst.pending[flag].popleft())
             return PASSED
 
     # ---- inter-block flags (ib_set / ib_wait) ----------------------------------------------
@@ -262,6 +305,7 @@ class CrossCoreLaunch:
                              f"set not yet waited for)", where)
             if st == PASSED:
                 self._ib[word] = 1
+                self._ib_order(inst, word)
                 if write is not None:
                     write(1)
                 self._cv.notify_all()
@@ -276,10 +320,17 @@ class CrossCoreLaunch:
                              f"ib_wait(block_idx={block_idx}, event_id={event_id})", where)
             if st == PASSED:
                 self._ib[word] = 0
+                self._ib_order(inst, word)
                 if write is not None:
                     write(0)
                 self._cv.notify_all()
             return st
+
+    def _ib_order(self, inst, word) -> None:
+        """The sets and waits of one ib word take turns: each is ordered after the previous."""
+        if inst.vc is not None:
+            join(inst.vc, self._ib_vc.get(word))
+            self._ib_vc[word] = self._release(inst)
 
     # ---- SyncAll ---------------------------------------------------------------------------
     def sync_all(self, inst: Instance, aiv_only: bool = True, where=None) -> int:
@@ -292,15 +343,39 @@ class CrossCoreLaunch:
                               f"calling sync_all(is_aiv_only=True) (an AIC takes part with "
                               f"is_aiv_only=False)")
                 return FAILED
-            s = self._sync.setdefault(aiv_only, [0, 0])
+            # [arrived, generation, joined clocks of the arrivals, those of the last barrier]
+            s = self._sync.setdefault(aiv_only, [0, 0, None, None])
             s[0] += 1
+            vc = self._release(inst)
+            if vc is not None:
+                s[2] = vc if s[2] is None else (join(s[2], vc) or s[2])
             if s[0] == len(parties):
                 s[0] = 0
                 s[1] += 1
+                s[2], s[3] = None, s[2]
+                if vc is not None:
+                    join(inst.vc, s[3])
                 self._cv.notify_all()
                 return PASSED
             gen = s[1]
-            return self._block(inst, lambda: s[1] != gen, "sync_all()", where)
+            st = self._block(inst, lambda: s[1] != gen, "sync_all()", where)
+            if st == PASSED and vc is not None:
+                join(inst.vc, s[3])
+            return st
+
+    # ---- GM order (checked mode) -----------------------------------------------------------
+    def gm_access(self, inst: Instance, addr: int, nbytes: int, write: bool, api: str,
+                  where=None) -> int:
+        """Instance `inst` reads (writes) GM bytes [addr, addr + nbytes): FAILED with
+        `inst.error` when another instance's access of them is not ordered by the flags."""
+        if self.gm is None:
+            return PASSED
+        with self._cv:
+            msg = self.gm.access(inst, addr, nbytes, write, api, where)
+        if msg:
+            inst.error = msg
+            return FAILED
+        return PASSED
 
     # ---- blocking and deadlock detection ---------------------------------------------------
     def _block(self, inst, ready, what, where) -> int:

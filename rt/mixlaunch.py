@@ -38,10 +38,12 @@ __all__ = ["MixSpec", "dispatch_mix"]
 class MixSpec:
     """How a binary's launch runs: `roles` the cores of one group, in order ("AIC", "AIV", ...);
     `across_groups` whether the kernel synchronises between groups; `check_limit` whether a flag
-    counter past its hardware limit is an error (checked mode)."""
+    counter past its hardware limit is an error (checked mode); `check_gm_order` whether GM one
+    instance writes and another reads must be ordered by the flags (checked mode, rt.gmorder)."""
     roles: tuple
     across_groups: bool
     check_limit: bool = True
+    check_gm_order: bool = False
 
 
 def dispatch_mix(task, pool, run_instance, register) -> None:
@@ -52,7 +54,8 @@ def dispatch_mix(task, pool, run_instance, register) -> None:
     starts (the pool keeps it, to abort on cancel)."""
     spec = task.binary.mix
     bd = task.block_dim
-    launch = CrossCoreLaunch(bd, spec.roles, spec.across_groups, spec.check_limit)
+    launch = CrossCoreLaunch(bd, spec.roles, spec.across_groups, spec.check_limit,
+                             spec.check_gm_order)
     task.left = len(launch.instances)
     task.ranges = []
     task.entries = []                   # nothing for CorePool.assist to take

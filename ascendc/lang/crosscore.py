@@ -13,6 +13,7 @@ core's error is the one reported), 1 failed (a fault recorded for the calling th
 from __future__ import annotations
 
 import ctypes
+import functools
 import linecache
 import os
 import sys
@@ -27,30 +28,55 @@ from numba.extending import intrinsic
 from .errors import fault
 
 __all__ = ["attach_instance", "call_xcore", "CALL_ADDR", "OP_SET", "OP_WAIT", "OP_IB_SET",
-           "OP_IB_WAIT", "OP_SYNC_ALL", "ROLE_AIV", "ROLE_AIC"]
+           "OP_IB_WAIT", "OP_SYNC_ALL", "OP_GM", "GM_APIS", "ROLE_AIV", "ROLE_AIC"]
 
 OP_SET, OP_WAIT, OP_IB_SET, OP_IB_WAIT, OP_SYNC_ALL = 1, 2, 3, 4, 5
+# a GM access (checked mode, rt.gmorder): op OP_GM + 2 * api + write, a = address, b = bytes;
+# api indexes GM_APIS (its first names are prims/movecore.APIS, in order)
+OP_GM = 8
+GM_APIS = ("asc.data_copy", "asc.data_copy_pad", "asc.load_data", "asc.mmad", "asc.fixpipe",
+           "GlobalTensor.get_value", "GlobalTensor.set_value")
 ROLE_AIV, ROLE_AIC = 1, 2          # CORE_STATE.core_role of an instance of a MIX launch
 
 #: ports of running instances by key, each with a function giving its current source line
 _PORTS: "weakref.WeakValueDictionary[int, object]" = weakref.WeakValueDictionary()
 _WHERE: "weakref.WeakKeyDictionary[object, object]" = weakref.WeakKeyDictionary()
+#: ... and (mark(), describe(mark)): a cheap token of the current line, formatted when needed
+_MARK: "weakref.WeakKeyDictionary[object, object]" = weakref.WeakKeyDictionary()
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _PACKAGE_DIRS = (os.path.join(_ROOT, "ascendc") + os.sep, os.path.join(_ROOT, "rt") + os.sep,
                  os.path.dirname(numba.__file__) + os.sep)
 
 
-def _python_line():
-    """file:line of the innermost frame of kernel code (outside ascendc, rt and numba) on this
-    thread: an interpreted kernel's line."""
+def _python_mark():
+    """(file, line) of the innermost frame of kernel code (outside ascendc, rt and numba) on
+    this thread: an interpreted kernel's line."""
     f = sys._getframe(2)
     while f is not None:
         file = f.f_code.co_filename
         if not file.startswith(_PACKAGE_DIRS):
-            text = linecache.getline(file, f.f_lineno).strip()
-            return f"{file}:{f.f_lineno}" + (f" ({text})" if text else "")
+            return file, f.f_lineno
         f = f.f_back
     return None
+
+
+def _python_describe(mark):
+    if mark is None:
+        return None
+    text = linecache.getline(mark[0], mark[1]).strip()
+    return f"{mark[0]}:{mark[1]}" + (f" ({text})" if text else "")
+
+
+def _python_line():
+    return _python_describe(_python_mark())
+
+
+def _here(port):
+    """A callable giving the caller's current source line later (for rt.gmorder's records)."""
+    m = _MARK.get(port)
+    if m is None:
+        return functools.partial(_python_describe, _python_mark())
+    return functools.partial(m[1], m[0]())
 
 
 def _gm_word(addr):
@@ -76,6 +102,9 @@ def _call(key, op, a, b):
             st = launch.ib_set(port, a, b >> 16, b & 0xFFFF, where, _gm_word(a))
         elif op == OP_IB_WAIT:
             st = launch.ib_wait(port, a, b >> 16, b & 0xFFFF, where, _gm_word(a))
+        elif op >= OP_GM:
+            st = launch.gm_access(port, a, b, bool((op - OP_GM) & 1), GM_APIS[(op - OP_GM) >> 1],
+                                  _here(port))
         else:
             st = launch.sync_all(port, bool(a), where)
         if st > 0:
@@ -91,11 +120,12 @@ CALL = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c
 CALL_ADDR = ctypes.cast(CALL, ctypes.c_void_p).value
 
 
-def attach_instance(st, port, where=None, mix_role=True) -> None:
+def attach_instance(st, port, where=None, mix_role=True, mark=None) -> None:
     """Make the core whose state is `st` the instance `port` (an rt.crossflags.Instance, or None
     for a launch whose cores do not synchronise with each other): the callback its primitives
     call and, with `mix_role` (a MIX kernel), its role and sub-block. `where()` gives the
-    instance's current kernel source line (compiled kernels)."""
+    instance's current kernel source line (compiled kernels); `mark` = (token(), describe(token))
+    the same, split into a cheap token now and its text later (the GM-order records)."""
     if port is None:
         st.core_role = 0
         st.sub_idx = 0
@@ -106,6 +136,8 @@ def attach_instance(st, port, where=None, mix_role=True) -> None:
     _PORTS[key] = port
     if where is not None:
         _WHERE[port] = where
+    if mark is not None:
+        _MARK[port] = mark
     st.core_role = 0 if not mix_role else ROLE_AIC if port.role == "AIC" else ROLE_AIV
     st.sub_idx = port.sub
     st.xcore = key

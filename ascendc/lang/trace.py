@@ -39,7 +39,7 @@ NCOL = 18
  K_ACCESS,      # a memory access of the op row before it: DST_LV 0 = local (A = byte offset
                 # in the core's memory) or -1 = GM (A = address); BYTES; ID 1 = write, 0 = read;
                 # M (local reads) = offset from A of the first 32-byte chunk still all 0xFF
-                # (as fresh memory is filled), -1: none
+                # (as fresh memory is filled), -1: none; N = 1: a write's reach, not its bytes
  K_REGION,      # a local buffer handed out or taken back: A = byte offset, BYTES, ID = REGION_*
  ) = range(11)
 REGION_FREE, REGION_ALLOC, REGION_VIEW = 0, 1, 2    # free_tensor, alloc_tensor, TBuf.get
@@ -175,16 +175,34 @@ def _first_fresh(mem, off, nbytes):
 
 
 @njit(nogil=True, cache=True)
-def _access(ctx, op_id, addr, nbytes, write):
+def _access(ctx, op_id, addr, nbytes, write, reach):
     mem = ctx[MEM]
     off = addr - np.int64(mem.ctypes.data)
     if 0 <= off < mem.size:
         fresh = np.int64(-1) if write else _first_fresh(mem, off, min(nbytes, mem.size - off))
-        _append(ctx, op_id, K_ACCESS, 0, 0, nbytes, 0, 0, fresh, 0, 0, 0, off, 0,
+        _append(ctx, op_id, K_ACCESS, 0, 0, nbytes, 0, 0, fresh, np.int64(reach), 0, 0, off, 0,
                 np.int64(write), 0, 0)
     else:
         _append(ctx, op_id, K_ACCESS, 0, -1, nbytes, 0, 0, -1, 0, 0, 0, addr, 0,
                 np.int64(write), 0, 0)
+
+
+@njit(nogil=True, cache=True)
+def _access_unchecked(ctx, op_id, addr, nbytes):
+    mem = ctx[MEM]
+    off = addr - np.int64(mem.ctypes.data)
+    lv = 0 if 0 <= off < mem.size else -1
+    _append(ctx, op_id, K_ACCESS, 0, lv, nbytes, 0, 0, -1, 0, 0, 0, off if lv == 0 else addr,
+            0, 0, 0, 0)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def read_unchecked(ctx, op_id, addr, nbytes):
+    """A read that initcheck does not judge (racecheck and memcheck do): an op whose reach
+    covers padding the hardware reads and discards (mmad's rows past m, columns past k)."""
+    if ctx[STATE][0].options & FLAG_SANITIZE:
+        if nbytes > 0:
+            _access_unchecked(ctx, op_id, np.int64(addr), np.int64(nbytes))
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -192,7 +210,16 @@ def access(ctx, op_id, addr, nbytes, write):
     """The op reads (write=0) or writes (1) `nbytes` bytes at address `addr` (local or GM)."""
     if ctx[STATE][0].options & FLAG_SANITIZE:
         if nbytes > 0:
-            _access(ctx, op_id, np.int64(addr), np.int64(nbytes), write)
+            _access(ctx, op_id, np.int64(addr), np.int64(nbytes), write, 0)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def write_reach(ctx, op_id, addr, nbytes):
+    """A write whose bytes are not known exactly: `nbytes` from `addr` is what it may reach
+    (a strided local destination recorded to its tensor's end); N = 1 marks it."""
+    if ctx[STATE][0].options & FLAG_SANITIZE:
+        if nbytes > 0:
+            _access(ctx, op_id, np.int64(addr), np.int64(nbytes), 1, 1)
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -200,7 +227,7 @@ def tensor_access(ctx, op_id, t, nbytes, write):
     """access() of the first `nbytes` bytes of tensor `t`."""
     if ctx[STATE][0].options & FLAG_SANITIZE:
         if nbytes > 0:
-            _access(ctx, op_id, np.int64(t.ctypes.data), np.int64(nbytes), write)
+            _access(ctx, op_id, np.int64(t.ctypes.data), np.int64(nbytes), write, 0)
 
 
 @njit(nogil=True, cache=True, inline="always")

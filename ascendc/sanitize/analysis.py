@@ -15,6 +15,10 @@ barriers and queue steps. What the pass keeps per byte of the core's local memor
   joins every pipe with the barrier's pipe (PIPE_ALL and sync_all: all with all). An access
   conflicts with an earlier one of another pipe (one of them a write) that its pipe's clock has
   not seen. Scalar-unit accesses (get_value / set_value) are left out of racecheck.
+  Within one DMA pipe (MTE1, MTE2, MTE3, FIXPIPE: copies may land out of order) a copy over
+  bytes an earlier copy of that pipe wrote conflicts (Sync1) unless the pipe is known to have
+  drained since: a pipe_barrier of it, a set_flag / queue step it sent, or a clock it receives
+  back that holds the earlier copy.
 """
 from __future__ import annotations
 
@@ -30,6 +34,9 @@ LANES = ("SCALAR", "VECTOR", "CUBE", "MTE1", "MTE2", "MTE3", "FIXPIPE")
 _LANE = {n: i for i, n in enumerate(LANES)}
 _BARRIER_LANE = {int(p): _LANE[n] for p, n in record.PIPE_NAMES.items()}
 _ALL = (int(PipeID.PIPE_ALL),)
+_XSET, _XWAIT = T.op("cross_core_set_flag"), T.op("cross_core_wait_flag")
+_DMA = frozenset(_LANE[n] for n in ("MTE1", "MTE2", "MTE3", "FIXPIPE"))     # Sync1's pipes
+_BARRIER_NAME = {lane: PipeID(p).name for p, lane in _BARRIER_LANE.items()}
 
 
 class _Shadow:
@@ -43,6 +50,7 @@ class _Shadow:
         self.w_pipe = np.full(size, -1, np.int64)
         self.w_time = np.zeros(size, np.int64)
         self.w_line = np.zeros(size, np.int64)
+        self.w_reach = np.zeros(size, bool)     # the last write's record was its reach only
         self.r_time = np.zeros((len(LANES), size), np.int64)
         self.r_line = np.zeros((len(LANES), size), np.int64)
         self.dirty: list = []
@@ -54,6 +62,7 @@ class _Shadow:
             self.region_line[lo:hi] = 0
             self.w_pipe[lo:hi] = -1
             self.w_time[lo:hi] = 0
+            self.w_reach[lo:hi] = False
             self.r_time[:, lo:hi] = 0
         self.dirty = []
 
@@ -80,10 +89,13 @@ class BlockPass:
         self.kernel, self.block, self.lines = kernel, block, lines
         self.sh = _shadow(mem_size)
         self.clk = np.zeros((len(LANES), len(LANES)), np.int64)
+        self.done = np.zeros(len(LANES), np.int64)  # per pipe: its last op known complete
         self.flags: dict = {}           # (src lane, dst lane, key) -> [clock snapshots]
         self.pending: dict = {}         # (event, id) -> [lines of set_flags not yet waited]
         self.findings: list = []
         self.gm_writes: list = []
+        self.xsets: list = []           # (flag id, mode, line) of each cross_core_set_flag
+        self.xwaits: list = []          # (flag id, line) of each cross_core_wait_flag
         self.epoch = 0
         self.pipe = 0
         self._seen: set = set()
@@ -114,6 +126,11 @@ class BlockPass:
             if kind == T.K_OP:
                 self.pipe = _LANE.get(record.op_pipe(r), 0)
                 self.clk[self.pipe, self.pipe] += 1
+                op = int(r[T.C_OP])
+                if op == _XSET:
+                    self.xsets.append((int(r[T.C_A]), int(r[T.C_B]), int(r[T.C_LINE])))
+                elif op == _XWAIT:
+                    self.xwaits.append((int(r[T.C_A]), int(r[T.C_LINE])))
             elif kind == T.K_ACCESS:
                 self._access(r)
             elif kind == T.K_REGION:
@@ -127,6 +144,7 @@ class BlockPass:
                 elif p in _BARRIER_LANE:
                     lane = _BARRIER_LANE[p]
                     self.clk[:] = np.maximum(self.clk, self.clk[lane])
+                    self.done[lane] = self.clk[lane, lane]
             elif kind == T.K_SYNC_ALL:
                 self._join_all()
                 self.epoch += 1
@@ -142,14 +160,19 @@ class BlockPass:
 
     def _join_all(self):
         self.clk[:] = self.clk.max(axis=0)
+        self.done[:] = np.diagonal(self.clk)
 
     def _send(self, key, lane):
         self.flags.setdefault(key, []).append(self.clk[lane].copy())
+        self.done[lane] = self.clk[lane, lane]      # a set fires once its pipe has drained
 
     def _receive(self, key, lane):
         q = self.flags.get(key)
         if q:
-            self.clk[lane] = np.maximum(self.clk[lane], q.pop(0))
+            snap = q.pop(0)
+            self.clk[lane] = np.maximum(self.clk[lane], snap)
+            # another pipe waited for this pipe's ops up to snap[lane]: they have completed
+            self.done[lane] = max(self.done[lane], snap[lane])
 
     def _flag(self, r, is_set):
         ev, ident = int(r[T.C_A]), int(r[T.C_ID])
@@ -226,13 +249,15 @@ class BlockPass:
                          address=self._at(lo, c),
                          other=("allocated at", self.where(sh.region_line[c])))
         if self.pipe != 0 and "racecheck" in self.tools:
-            self._race(lo, hi, write, line)
+            self._race(lo, hi, write, line, bool(r[T.C_N]))
         if write:
             sh.written[lo:hi] = True
 
-    def _race(self, lo, hi, write, line):
+    def _race(self, lo, hi, write, line, reach):
         sh, p, clk = self.sh, self.pipe, self.clk[self.pipe]
         wp = sh.w_pipe[lo:hi]
+        if p in _DMA and not reach:
+            self._same_pipe(lo, hi, write, line)
         seen = np.where(wp >= 0, clk[np.maximum(wp, 0)], 0)
         hazard = (wp > 0) & (wp != p) & (sh.w_time[lo:hi] > seen)
         if hazard.any():
@@ -257,9 +282,25 @@ class BlockPass:
             sh.w_pipe[lo:hi] = p
             sh.w_time[lo:hi] = clk[p]
             sh.w_line[lo:hi] = line
+            sh.w_reach[lo:hi] = reach
         else:
             sh.r_time[p, lo:hi] = clk[p]
             sh.r_line[p, lo:hi] = line
+
+
+    def _same_pipe(self, lo, hi, write, line):
+        """Sync1: a copy over bytes an earlier copy of its own pipe wrote, that pipe not known
+        to have finished it (no pipe_barrier, nor a flag another pipe waited for it with): the
+        DMA queues of one pipe may land out of order."""
+        sh, p = self.sh, self.pipe
+        hazard = ((sh.w_pipe[lo:hi] == p) & ~sh.w_reach[lo:hi] &
+                  (sh.w_time[lo:hi] > self.done[p]) & (sh.w_time[lo:hi] < self.clk[p, p]))
+        if hazard.any():
+            i = int(np.argmax(hazard))
+            self.add("Sync1", f"potential {'WAW' if write else 'RAW'} hazard within "
+                     f"{LANES[p]}", line, address=self._at(lo, lo + i),
+                     other=(f"{LANES[p]} wrote at", self.where(sh.w_line[lo + i])),
+                     detail=f"no pipe_barrier({_BARRIER_NAME[p]}) orders the two copies")
 
 
 def _event_name(ev: int) -> str:

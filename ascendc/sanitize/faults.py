@@ -14,6 +14,7 @@ _RULES = (
     ("every tensor must be freed", "Leak", "tensor never freed"),
     ("a matching set_flag must come first", "Sync3", "wait_flag without its set_flag"),
     ("sync_all the same number of times", "Sync3", "sync_all not matched across blocks"),
+    ("cross-core deadlock", "Sync3", "cross_core_wait_flag never released by a set"),
     ("event_id must be in", "Sync4", "event id out of range"),
     ("event must be a HardEvent", "Sync4", "event out of range"),
     ("got a freed buffer", "Buffer4", "freed buffer enqueued"),

@@ -29,6 +29,7 @@ CLASSES = {
     "Write2": ("memcheck", "write out of bounds"),
     "Write3": ("racecheck", "write over data another pipe has not yet read"),
     "Write4": ("memcheck", "misaligned write"),
+    "Sync1": ("racecheck", "copies of one pipe over the same bytes without its pipe_barrier"),
     "Sync2": ("racecheck", "access between pipes without the flag that orders them"),
     "Sync3": ("synccheck", "set_flag / wait_flag / sync_all not paired"),
     "Sync4": ("synccheck", "event id set twice or out of range"),

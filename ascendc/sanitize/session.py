@@ -20,6 +20,7 @@ from ..lang import core
 from ..lang.positions import LEVEL_NAMES
 from ..lang.prims import ktype as KT
 from .analysis import BlockPass
+from .crosscore import Instance, pending_sets
 from .faults import classify
 from .report import TOOLS, Finding, Report
 
@@ -55,8 +56,11 @@ class Session:
         self._pool_free = None
 
     # -- what binaries calls per block --------------------------------------------------------
-    def block(self, binary, launch, block_idx, rows, fault, where, gms, lost):
-        label = block_label(binary.kernel_type, block_idx)
+    def block(self, binary, launch, block_idx, rows, fault, where, gms, lost, role=None,
+              group=0):
+        """One block's (or, `role` "AIC"/"AIV", one MIX instance's of `group`) rows."""
+        label = (block_label(binary.kernel_type, block_idx) if role is None else
+                 f"{role.lower()}({block_idx})")
         levels = self._levels(binary.soc)
         bp = BlockPass(self.tools, binary.name, label, binary.trace_lines(), levels).run(rows)
         for f in bp.findings:
@@ -68,24 +72,33 @@ class Session:
             self.report.add(Finding("Fault", "block too long to analyse whole", binary.name,
                                     label, None, detail=f"{lost} instructions were not "
                                     f"recorded (raise ASCEND_EMU_NPU_TRACE_ROWS)"))
-        if "racecheck" in self.tools:
-            self._stomp_collect(binary, launch, label, bp.gm_writes, gms)
+        inst = Instance(role, group, label, bp.xsets, bp.xwaits) if role is not None else None
+        self._collect(binary, launch, label, bp.gm_writes, gms, inst)
 
     def _levels(self, soc):
         offs, sizes, _ = core.layout(soc)
         return [(LEVEL_NAMES[i], offs[i], sizes[i]) for i in range(len(sizes))]
 
-    # -- multi-core GM stomp: blocks of one launch writing the same bytes ---------------------
-    def _stomp_collect(self, binary, launch, label, writes, gms):
+    # -- what the launch's blocks found together: GM stomps, cross-core flags left pending ------
+    def _collect(self, binary, launch, label, writes, gms, inst):
         key = (id(binary), launch[0])
         with self._lock:
-            acc = self._launches.setdefault(key, [[], 0])
-            acc[0] += [(lo, hi, ep, line, label) for lo, hi, ep, line in writes]
+            acc = self._launches.setdefault(key, [[], 0, []])
+            if "racecheck" in self.tools:
+                acc[0] += [(lo, hi, ep, line, label) for lo, hi, ep, line in writes]
+            if inst is not None:
+                acc[2].append(inst)
             acc[1] += 1
             if acc[1] < launch[1]:
                 return
             del self._launches[key]
-        self._stomps(binary, acc[0], gms)
+        if "racecheck" in self.tools:
+            self._stomps(binary, acc[0], gms)
+        if "synccheck" in self.tools and acc[2]:
+            lines = binary.trace_lines()
+            for f in pending_sets(binary.name, acc[2],
+                                  lambda i: lines[i] if 0 < i < len(lines) else None):
+                self.report.add(f)
 
     def _stomps(self, binary, writes, gms):
         writes.sort()

@@ -404,3 +404,62 @@ def fused_matmul_relu_kernel(a: asc.GlobalAddress, b: asc.GlobalAddress,
     asc.pipe_barrier(asc.PipeID.PIPE_ALL)
     _epilogue_rows(wg, yg, bt, qi, qo, 0, mt, n)
     qb.free_tensor(bt)
+
+
+@asc.jit(kernel_type="MIX_AIC_1_1")
+def handoff_maybe_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, wait: int):
+    """handoff_kernel whose AIV waits for FULL only when `wait`: without it, its read of z[g]
+    is not ordered after the AIC's write (unordered GM workspace)."""
+    g = asc.get_block_idx()
+    n = asc.get_block_num()
+    xg = asc.GlobalTensor()
+    xg.set_global_buffer(x)
+    zg = asc.GlobalTensor()
+    zg.set_global_buffer(z)
+    if asc.ascend_is_aic():
+        zg.set_value(g, xg.get_value(g) + 1.0)
+        asc.cross_core_set_flag(FULL, 2, asc.PipeID.PIPE_FIX)
+    else:
+        if wait == 1:
+            asc.cross_core_wait_flag(FULL, 2, asc.PipeID.PIPE_S)
+        zg.set_value(n + g, zg.get_value(g) * 2.0)
+
+
+@asc.jit(kernel_type="MIX_AIC_1_2")
+def peer_nowait_kernel(x: asc.GlobalAddress, ws: asc.GlobalAddress, z: asc.GlobalAddress):
+    """peer_sum_kernel's AIVs without the mode-1 wait: each sets PEER after writing its tile but
+    reads its sibling's tile at once (unordered GM workspace, through data_copy)."""
+    if asc.ascend_is_aiv():
+        v = asc.get_block_idx()
+        sib = v + 1 - 2 * asc.get_sub_block_idx()
+        xg = asc.GlobalTensor()
+        xg.set_global_buffer(x)
+        wg = asc.GlobalTensor()
+        wg.set_global_buffer(ws)
+        zg = asc.GlobalTensor()
+        zg.set_global_buffer(z)
+        pipe = asc.TPipe()
+        qi = asc.TQue(asc.TPosition.VECIN, 1)
+        qo = asc.TQue(asc.TPosition.VECOUT, 1)
+        pipe.init_buffer(qi, 1, TILE * 4)
+        pipe.init_buffer(qo, 1, TILE * 4)
+        _scale_to(wg[v * TILE:], xg[v * TILE:], qi, qo, 2.0, TILE)
+        asc.cross_core_set_flag(PEER, 1, asc.PipeID.PIPE_MTE3)
+        _scale_to(zg[v * TILE:], wg[sib * TILE:], qi, qo, 1.0, TILE)
+
+
+@asc.jit(kernel_type="MIX_AIC_1_2")
+def aic_ub_kernel(x: asc.GlobalAddress, buf: int):
+    """Allocates a VECIN queue (buf 0), a VECCALC TBuf (1) or a LocalTensorAuto (2) outside any
+    core branch, so its AIC allocates Unified Buffer too: the cube core has none."""
+    if buf == 2:
+        t = asc.LocalTensorAuto(x.dtype, 64)
+        asc.duplicate(t, 1.0, 64)
+        return
+    pipe = asc.TPipe()
+    if buf == 1:
+        tb = asc.TBuf(asc.TPosition.VECCALC)
+        pipe.init_buffer(tb, 256)
+    else:
+        q = asc.TQue(asc.TPosition.VECIN, 1)
+        pipe.init_buffer(q, 2, 256)

@@ -160,3 +160,59 @@ def test_an_op_execute_timeout_stops_a_mix_launch_blocked_on_a_flag():
             K.spin_kernel[2](np.zeros(8, np.float32), interpret=True)
     finally:
         rt.set_op_execute_timeout(0)
+
+
+# ---- unordered GM workspace (checked mode): the message names both sides ----------------------
+
+def test_a_handoff_waited_for_is_clean_and_one_not_waited_for_is_reported(interpret):
+    x = np.arange(4, dtype=np.float32)
+    z = np.zeros(8, np.float32)
+    K.handoff_maybe_kernel[4](x, z, 1, interpret=interpret)
+    np.testing.assert_array_equal(z, np.concatenate([x + 1, 2 * (x + 1)]))
+    with pytest.raises(rt.AclError) as ei:
+        K.handoff_maybe_kernel[4](x, np.zeros(8, np.float32), 0, interpret=interpret)
+    msg = str(ei.value)
+    assert "GM one core writes and another reads must be ordered by a cross-core flag " \
+           "(cross_core_set_flag after the write, cross_core_wait_flag before the read), " \
+           "ib_set -> ib_wait or sync_all (unordered GM workspace), got AIC " in msg
+    assert " writing GM bytes [0x" in msg or " writing [0x" in msg
+    assert "with no flag between them" in msg
+    # both sides' source lines: the AIC's write and the AIV's read
+    assert "(zg.set_value(g, xg.get_value(g) + 1.0))" in msg
+    assert "(zg.set_value(n + g, zg.get_value(g) * 2.0))" in msg
+    assert "and AIV " in msg and "reading" in msg
+
+
+def test_an_aiv_reading_its_siblings_tile_without_the_mode_1_wait_is_reported(interpret):
+    n = 2 * 3 * K.TILE
+    x = np.ones(n, np.float32)
+    with pytest.raises(rt.AclError, match=r"asc.data_copy: GM one core writes and another reads "
+                                          r"must be ordered .* got AIV \d+ \(group \d, sub-block "
+                                          r"\d\) writing .*mix_kernels.py:\d+ .* and AIV \d+ "
+                                          r"\(group \d, sub-block \d\) reading .*mix_kernels.py:"):
+        K.peer_nowait_kernel[3](x, np.zeros(n, np.float32), np.zeros(n, np.float32),
+                                interpret=interpret)
+
+
+def test_unchecked_launches_do_not_track_gm_order(interpret):
+    x = np.arange(4, dtype=np.float32)
+    z = np.zeros(8, np.float32)
+    K.handoff_maybe_kernel[4](x, z, 0, interpret=interpret, checked=False)
+    np.testing.assert_array_equal(z[:4], x + 1)
+
+
+@pytest.mark.parametrize("buf,what", [(0, r"VECIN TQue #0"), (1, r"VECCALC TBuf #0")])
+def test_an_aic_allocating_unified_buffer_is_an_error(interpret, buf, what):
+    with pytest.raises(rt.AclError, match=r"AIC 0: TPipe.init_buffer: an AIC of a MIX kernel "
+                                          r"must not allocate Unified Buffer \(the cube core has "
+                                          r"no UB on Atlas A2: vector work runs on the AIVs, "
+                                          r"under asc.ascend_is_aiv\(\)\), got init_buffer for "
+                                          + what + r" on AIC 0"):
+        K.aic_ub_kernel[1](np.zeros(8, np.float32), buf, interpret=interpret)
+
+
+def test_an_aic_allocating_a_local_tensor_auto_is_an_error(interpret):
+    with pytest.raises(rt.AclError, match=r"AIC 0: asc.LocalTensorAuto: an AIC of a MIX kernel "
+                                          r"must not allocate Unified Buffer .* got an allocation "
+                                          r"of 256 bytes on AIC 0"):
+        K.aic_ub_kernel[1](np.zeros(8, np.float32), 2, interpret=interpret)

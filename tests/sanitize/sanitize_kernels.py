@@ -154,3 +154,81 @@ def queue_kernel(x: asc.GlobalAddress, what: int):
     if what == 3:
         other.free_tensor(t)
     q.free_tensor(t)
+
+
+@asc.jit
+def overlap_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, bad: int):
+    """Two copy-ins whose UB destinations overlap: the second must come after the first has
+    landed (pipe_barrier(PIPE_MTE2)); bad=1 leaves the barrier out (Sync1)."""
+    xg = asc.GlobalTensor()
+    xg.set_global_buffer(x, 2 * TILE)
+    zg = asc.GlobalTensor()
+    zg.set_global_buffer(z, 2 * TILE)
+    pipe = asc.TPipe()
+    buf = asc.TBuf(asc.TPosition.VECCALC)
+    pipe.init_buffer(buf, TILE * 6)
+    a = buf.get(F32)
+    asc.data_copy(a, xg, TILE)
+    if bad != 1:
+        asc.pipe_barrier(asc.PipeID.PIPE_MTE2)
+    asc.data_copy(a[TILE // 2:], xg[TILE:], TILE)
+    asc.set_flag(asc.HardEvent.MTE2_MTE3, 0)
+    asc.wait_flag(asc.HardEvent.MTE2_MTE3, 0)
+    asc.data_copy(zg, a, TILE + TILE // 2)
+
+
+FULL, FREE = 1, 2       # cross-core flag ids
+
+
+@asc.jit(kernel_type="MIX_AIC_1_2")
+def xflag_kernel(x: asc.GlobalAddress, bad: int):
+    """The AIC hands each AIV of its group a flag (mode 2) that the AIV waits for. bad=1: the
+    AIC sets it once more than the AIVs wait (a set left pending, Sync3); bad=2: the AIVs wait
+    for a flag no core sets (Sync3, the launch stops there)."""
+    if asc.ascend_is_aic():
+        asc.cross_core_set_flag(FULL, 2, asc.PipeID.PIPE_FIX)
+        if bad == 1:
+            asc.cross_core_set_flag(FULL, 2, asc.PipeID.PIPE_FIX)
+    else:
+        asc.cross_core_wait_flag(FULL, 2, asc.PipeID.PIPE_MTE2)
+        if bad == 2:
+            asc.cross_core_wait_flag(FREE, 2, asc.PipeID.PIPE_MTE2)
+
+
+@asc.jit
+def cast_reduce_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, bad: int):
+    """z = x through a half-precision round trip, z[0] = sum(x[:TILE]). bad=1: the first cast
+    reads a scratch tensor nothing wrote (Read2); bad=2: so does the reduction (Read2)."""
+    xg = asc.GlobalTensor()
+    xg.set_global_buffer(x, TILE)
+    zg = asc.GlobalTensor()
+    zg.set_global_buffer(z, TILE)
+    pipe = asc.TPipe()
+    qi = asc.TQue(asc.TPosition.VECIN, 1)
+    qo = asc.TQue(asc.TPosition.VECOUT, 1)
+    tmp = asc.TBuf(asc.TPosition.VECCALC)
+    pipe.init_buffer(qi, 1, TILE * 4)
+    pipe.init_buffer(qo, 1, TILE * 4)
+    pipe.init_buffer(tmp, TILE * 12)
+    a = qi.alloc_tensor(F32)
+    asc.data_copy(a, xg, TILE)
+    qi.enque(a)
+    a = qi.deque(F32)
+    h = tmp.get_with_offset(TILE, 0, asc.float16)
+    w = tmp.get_with_offset(TILE, TILE * 4, F32)
+    scratch = tmp.get_with_offset(TILE, TILE * 8, F32)
+    if bad == 1:
+        asc.cast(h, w, asc.RoundMode.CAST_NONE, TILE)
+    else:
+        asc.cast(h, a, asc.RoundMode.CAST_NONE, TILE)
+    o = qo.alloc_tensor(F32)
+    asc.cast(o, h, asc.RoundMode.CAST_NONE, TILE)
+    if bad == 2:
+        asc.reduce_sum(o, w, scratch, TILE)
+    else:
+        asc.reduce_sum(o, a, scratch, TILE)
+    qi.free_tensor(a)
+    qo.enque(o)
+    o = qo.deque(F32)
+    asc.data_copy(zg, o, TILE)
+    qo.free_tensor(o)

@@ -158,7 +158,9 @@ def test_uninitialised_read_names_the_read_and_the_allocation(interpret):
 def test_raw_between_pipes_without_a_flag(interpret):
     x, z = data()
     rep = run(K.flags_kernel, 1, (x, z, 1), interpret, tool="racecheck")
-    f = only(rep, "Sync2")
+    # without the flag, MTE2 has not drained when it copies in again over the same bytes either
+    assert {f.cls for f in rep.findings} == {"Sync1", "Sync2"}, rep.format()
+    f = [f for f in rep.findings if f.cls == "Sync2"][0]
     assert f.kind == "potential RAW hazard between MTE2 and MTE3"
     assert f.where == line_of(K.flags_kernel, "asc.data_copy(zg, a, TILE)")
     assert f.other == ("MTE2 wrote at", line_of(K.flags_kernel, "asc.data_copy(a, xg, TILE)"))
@@ -222,3 +224,80 @@ def test_bad_tool_is_rejected():
     with pytest.raises(ValueError, match="tool must be one of memcheck, racecheck, initcheck, "
                                          "synccheck, got tool='addrcheck'"):
         asc.sanitize("addrcheck")
+
+
+# -- Sync1 and cross-core flags ------------------------------------------------------------------
+
+def test_overlapping_copies_of_one_pipe_without_its_barrier_are_sync1(interpret):
+    x, z = data()
+    rep = run(K.overlap_kernel, 1, (x, z, 1), interpret, tool="racecheck")
+    f = only(rep, "Sync1")
+    assert f.kind == "potential WAW hazard within MTE2"
+    assert f.where == line_of(K.overlap_kernel, "asc.data_copy(a[TILE // 2:], xg[TILE:], TILE)")
+    assert f.other == ("MTE2 wrote at", line_of(K.overlap_kernel, "asc.data_copy(a, xg, TILE)"))
+    assert f.address == "UB offset 128"
+    assert "no pipe_barrier(PIPE_MTE2) orders the two copies" in rep.format()
+    assert "ErrorSync1" in rep.format()
+
+
+def test_overlapping_copies_with_the_barrier_are_clean(interpret):
+    x, z = data()
+    z[:] = 0
+    rep = run(K.overlap_kernel, 1, (x, z, 0), interpret, check_all=True)
+    assert rep.count() == 0, rep.format()
+    np.testing.assert_array_equal(z[:TILE // 2], x[:TILE // 2])
+    np.testing.assert_array_equal(z[TILE // 2:TILE + TILE // 2], x[TILE:2 * TILE])
+
+
+def test_a_cross_core_set_never_waited_for_is_sync3(interpret):
+    x = np.zeros(8, np.float32)
+    rep = run(K.xflag_kernel, 2, (x, 1), interpret, tool="synccheck")
+    got = [f for f in rep.findings if f.cls == "Sync3"]
+    assert {f.cls for f in rep.findings} == {"Sync3"}, rep.format()
+    assert {f.kind for f in got} == {"cross_core_set_flag without its cross_core_wait_flag"}
+    assert {f.block for f in got} == {"aiv(0)", "aiv(1)", "aiv(2)", "aiv(3)"}
+    f = got[0]
+    assert f.where == line_of(K.xflag_kernel, "asc.cross_core_set_flag(FULL, 2, ", 1)
+    assert "1 set(s) of flag_id=1 for aiv(" in f.detail
+    assert rep.count() == 4
+    assert "ErrorSync3" in rep.format()
+
+
+def test_a_cross_core_wait_no_set_releases_is_sync3(interpret):
+    x = np.zeros(8, np.float32)
+    with asc.sanitize("synccheck") as san:
+        with pytest.raises(rt.AclError, match="cross-core deadlock"):
+            K.xflag_kernel[2](x, 2, interpret=interpret)
+    got = [f for f in san.report.findings if f.cls == "Sync3"]
+    assert got, san.report.format()
+    assert {f.kind for f in got} == {"cross_core_wait_flag never released by a set"}
+    assert {f.block for f in got} <= {"aiv(0)", "aiv(1)", "aiv(2)", "aiv(3)"}
+    assert got[0].where == line_of(K.xflag_kernel, "asc.cross_core_wait_flag(FREE, 2, ")
+
+
+def test_cross_core_flags_that_pair_up_are_clean(interpret):
+    x = np.zeros(8, np.float32)
+    rep = run(K.xflag_kernel, 2, (x, 0), interpret, check_all=True)
+    assert rep.count() == 0, rep.format()
+
+
+# -- casts and reductions record what they read and write -----------------------------------------
+
+@pytest.mark.parametrize("bad,line", [(1, "asc.cast(h, w, asc.RoundMode.CAST_NONE, TILE)"),
+                                      (2, "asc.reduce_sum(o, w, scratch, TILE)")])
+def test_casts_and_reductions_reading_unwritten_memory_are_read2(interpret, bad, line):
+    x, z = data()
+    rep = run(K.cast_reduce_kernel, 1, (x, z, bad), interpret, tool="initcheck")
+    f = only(rep, "Read2")
+    assert f.where == line_of(K.cast_reduce_kernel, line)
+    assert f.kind == f"uninitialized read of size {TILE * 4}"
+    assert f.other == ("allocated at",
+                       line_of(K.cast_reduce_kernel, "w = tmp.get_with_offset(TILE, TILE * 4"))
+
+
+def test_casts_and_reductions_of_written_memory_are_clean(interpret):
+    x, z = data()
+    rep = run(K.cast_reduce_kernel, 1, (x, z, 0), interpret, check_all=True)
+    assert rep.count() == 0, rep.format()
+    assert z[0] == x[:TILE].sum()
+    np.testing.assert_array_equal(z[1:TILE], x[1:TILE])

@@ -28,6 +28,7 @@ from numba.extending import overload
 
 from ..core import prim, level_of, local_offset
 from ..enums import HardEvent, PipeID
+from ..crosscore import ROLE_AIC
 from ..errors import FAULT, fault, KernelError
 from ..positions import LEVEL_NAMES, UB
 from ..state import MAX_AUTO, N_EVENT_IDS, MEM, STATE
@@ -104,6 +105,12 @@ def _auto_region(ctx, site, nbytes):
     if n >= MAX_AUTO:
         fault("asc.LocalTensorAuto: a kernel must have at most {} allocation sites, got "
               "one more", MAX_AUTO)
+        raise KernelError(FAULT)
+    if st.core_role == ROLE_AIC:
+        fault("asc.LocalTensorAuto: an AIC of a MIX kernel must not allocate Unified Buffer "
+              "(the cube core has no UB on Atlas A2: vector work runs on the AIVs, under "
+              "asc.ascend_is_aiv()), got an allocation of {} bytes on AIC {}", nbytes,
+              st.block_idx)
         raise KernelError(FAULT)
     cap = st.level_size[UB]
     used = st.level_used[UB]

@@ -164,6 +164,8 @@ def cast_count(ctx, dst, src, round_mode, count):
         _cast_one(dst, i, ld(src, i), round_mode, dk, sk, lo, hi)
     core.count(ctx, core.C_VEC_OPS, count)
     trace.vec(ctx, _OP_CAST, max(dst.itemsize, src.itemsize), count, False)
+    trace.tensor_access(ctx, _OP_CAST, src, count * src.itemsize, 0)
+    trace.tensor_access(ctx, _OP_CAST, dst, count * dst.itemsize, 1)
 
 
 @prim
@@ -194,5 +196,6 @@ def cast_rep(ctx, dst, src, round_mode, mask, repeat_times, repeat_params, is_se
             j, w0, w1 = next_lane(w0, w1)
     core.count(ctx, core.C_VEC_OPS, repeat_times * lanes_on(m0, m1, lanes))
     trace.vec(ctx, _OP_CAST, max(dst.itemsize, src.itemsize), repeat_times, True)
+    trace.tensor_access(ctx, _OP_CAST, dst, dst.size * dst.itemsize, 1)   # (its reach)
 
 

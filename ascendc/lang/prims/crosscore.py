@@ -14,7 +14,7 @@ launch's cores of the caller's kind).
 """
 from ..core import prim, FLAG_DEFER, flush_pending
 from ..crosscore import (call_xcore, OP_SET, OP_WAIT, OP_IB_SET, OP_IB_WAIT, OP_SYNC_ALL,
-                         ROLE_AIV)
+                         OP_GM, ROLE_AIV)
 from ..errors import FAULT, fault, KernelError
 from ..state import MEM, STATE
 from .. import trace
@@ -139,3 +139,16 @@ def mix_sync_all(ctx, is_aiv_only):
     st = ctx[STATE][0]
     _status(ctx, call_xcore(st.xcore_fn, st.xcore, OP_SYNC_ALL, 1 if is_aiv_only else 0, 0),
             "asc.sync_all")
+
+
+@prim
+def gm_order(st, api, addr, nbytes, write):
+    """Checked mode, a core of a launch whose cores synchronise (st.xcore set): this core reads
+    (`write` 0) or writes GM bytes [addr, addr + nbytes) in `api` (an index of
+    crosscore.GM_APIS); a fault when another core's access of them is not ordered by a flag."""
+    r = call_xcore(st.xcore_fn, st.xcore, OP_GM + 2 * api + write, addr, nbytes)
+    if r > 0:
+        raise KernelError(FAULT)      # the bridge recorded the message (rt.gmorder)
+    if r < 0:
+        raise KernelError("the launch was aborted because another core of it failed (that "
+                          "core's error is the one reported)")

@@ -147,7 +147,8 @@ def _load_impl(ctx, d, s, isz, start, rep, sstr, gap, trans):
     else:
         _transpose(t.view(np.uint64), sv.view(np.uint64), start, rep, sstr, gap)
     bump(st, C_MTE2 if sl < 0 else C_MTE1, rep * 512)
-    traced(ctx, _OP_LOAD_DATA, D, S, rep * 512, isz, (last + fe) * isz)
+    # (L1 -> L0: the destination's span tells the sanitizer whether its bytes are contiguous)
+    traced(ctx, _OP_LOAD_DATA, D, S, rep * 512, isz, (last + fe if sl < 0 else span) * isz)
 
 
 @prim
@@ -401,9 +402,24 @@ def _mmad(ctx, api, dst, fm, filt, bias, has_bias, p):
                             locate(st, ma, ms, np.int64(bias.ctypes.data),
                                    bias.size * bias.itemsize),
                             has_bias, _mm_info(dst, fm, filt, bias), fm.itemsize, m, n, k)
+    init = has_bias or p.cmatrix_init_val != 0
     if m > 0 and n > 0:
-        _compute(dst, fm, filt, bias, has_bias, m16, n16, k, has_bias or p.cmatrix_init_val != 0)
+        _compute(dst, fm, filt, bias, has_bias, m16, n16, k, init)
     trace.mmad(ctx, _OP_MMAD, m, n, k, fm.itemsize)
+    if m > 0 and n > 0:
+        # the sanitizer's rows: A (m16 x k in c0 columns), B (k x n16), C (m16 x n16, read
+        # first when it accumulates); the padding of A and B is read and discarded
+        c0 = 32 // fm.itemsize
+        kc = (k + c0 - 1) // c0 * c0
+        trace.read_unchecked(ctx, _OP_MMAD, fm.ctypes.data, min(m16 * kc, fm.size) * fm.itemsize)
+        trace.read_unchecked(ctx, _OP_MMAD, filt.ctypes.data,
+                             min(kc * n16, filt.size) * filt.itemsize)
+        cbytes = min(m16 * n16, dst.size) * dst.itemsize
+        if has_bias:
+            trace.access(ctx, _OP_MMAD, bias.ctypes.data, min(n, bias.size) * bias.itemsize, 0)
+        elif not init:
+            trace.access(ctx, _OP_MMAD, dst.ctypes.data, cbytes, 0)
+        trace.access(ctx, _OP_MMAD, dst.ctypes.data, cbytes, 1)
 
 
 @prim
@@ -537,4 +553,13 @@ def fixpipe(ctx, dst, src, p, config=0):
             isz = dst.itemsize
             last = (nd - 1) * dnd + ((msz - 1) * dstr + nsz if cfg == 0 else
                                      ((nsz + 15) // 16 - 1) * dstr * 16 + msz * 16)
-            traced(ctx, _OP_FIXPIPE, D, S, nd * msz * nsz * isz, isz, last * isz)
+            trace.copy(ctx, _OP_FIXPIPE, S[0], D[0], nd * msz * nsz * isz, isz,
+                       D[2] if D[0] < 0 else 0, last * isz)
+            # the sanitizer's rows: the m_size rows of each 16-column L0C strip it reads, the
+            # destination over its span
+            ssz, nstrip = src.itemsize, (nsz + 15) // 16
+            for i in range(nd):
+                for j in range(nstrip):
+                    trace.access(ctx, _OP_FIXPIPE, S[2] + (i * snd * 256 + j * sstr * 16) * ssz,
+                                 msz * 16 * ssz, 0)
+            trace.access(ctx, _OP_FIXPIPE, D[2], last * isz, 1)

@@ -11,7 +11,8 @@ from ..core import (BT, C_MTE1, C_MTE2, C_MTE3, C_MTE_UB2UB, FLAG_DEFER, L0A, L0
                     NLEVELS, UB, flush_pending, gm_to_local_target, gm_where, prim)
 from ..errors import FAULT, fault, GMReadError, GMWriteError, KernelError
 from ..gmreach import note as gm_note
-from ..state import FLAG_REPORT_OVERREACH, MEM, STATE
+from ..state import FLAG_GM_ORDER, FLAG_REPORT_OVERREACH, MEM, STATE
+from .crosscore import gm_order
 from .. import trace
 from ..visibility import PIPE_FIX, PIPE_MTE1, PIPE_MTE3, PIPE_V, vis_check
 
@@ -150,8 +151,10 @@ def traced(ctx, op_id, D, S, nbytes, isz, gm_span):
         # local destination over them when contiguous, else to the tensor's end
         if S[0] < 0 or (D[0] < 0 and gm_span == nbytes):
             trace.access(ctx, op_id, S[2], gm_span if S[0] < 0 else nbytes, 0)
-        trace.access(ctx, op_id, D[2], gm_span if D[0] < 0 else
-                     nbytes if gm_span == nbytes or S[0] >= 0 else max(D[3], nbytes), 1)
+        if D[0] < 0 or gm_span == nbytes:
+            trace.access(ctx, op_id, D[2], gm_span if D[0] < 0 else nbytes, 1)
+        else:           # (strided local -> local: its byte count, not its bytes)
+            trace.write_reach(ctx, op_id, D[2], nbytes if S[0] >= 0 else max(D[3], nbytes))
 
 
 @prim
@@ -198,8 +201,11 @@ def bound(st, api, what, loc, isz, first, n, write):
             _gm_fail(st, api, loc[2], isz, first, n, write)
         else:
             _local_fail(api, what, first + n, loc[3] // isz, loc[0])
-    elif loc[0] < 0 and st.options & FLAG_REPORT_OVERREACH:
-        gm_note(st, loc[2] + first * isz, n * isz)      # checked: past its end? (gmreach.py)
+    elif loc[0] < 0 and st.options & (FLAG_REPORT_OVERREACH | FLAG_GM_ORDER):
+        if st.options & FLAG_REPORT_OVERREACH:
+            gm_note(st, loc[2] + first * isz, n * isz)      # checked: past its end? (gmreach.py)
+        if st.options & FLAG_GM_ORDER and st.xcore != 0:   # ordered by the flags? (rt.gmorder)
+            gm_order(st, api, loc[2] + first * isz, n * isz, 1 if write else 0)
 
 
 # ---- copying -----------------------------------------------------------------------------------

@@ -17,8 +17,9 @@ from numba.extending import overload
 
 from ..core import (prim, FLAG_DEFER, FLAG_NAN_FILL, flush_pending, level_of,
                     local_offset)
+from ..crosscore import ROLE_AIC
 from ..errors import FAULT, fault, KernelError
-from ..positions import (NPOS, POS_LEVEL, POS_NOTE, POS_TQUE, POSITION_NAMES,
+from ..positions import (NPOS, POS_LEVEL, POS_NOTE, POS_TQUE, POSITION_NAMES, UB,
                          TQUE_POSITIONS_TEXT)
 from ..state import FLAG_SANITIZE, KIND_BUF, KIND_QUE, MAX_QUEUES, MAX_SLOTS, MEM, STAGE, STATE
 from .. import trace
@@ -28,6 +29,7 @@ from ..visibility import PIPE_M, PIPE_FIX, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, PIPE
 _OP_ALLOC, _OP_ENQUE, _OP_DEQUE, _OP_FREE = (trace.op("TQue.alloc_tensor"), trace.op("TQue.enque"),
                                              trace.op("TQue.deque"), trace.op("TQue.free_tensor"))
 _OP_GET = trace.op("TBuf.get")
+_OP_GET_OFF = trace.op("TBuf.get_with_offset")
 
 __all__ = ["tpipe_new", "tque_new", "tbuf_new", "init_buffer_que", "init_buffer_buf",
            "que_alloc_tensor", "que_enque", "que_deque", "que_free_tensor", "tbuf_get",
@@ -181,6 +183,12 @@ def _init(ctx, q, num, nbytes, api):
         raise KernelError(FAULT)
     slot = (nbytes + 31) // 32 * 32
     lv = q.level
+    if lv == UB and st.core_role == ROLE_AIC:
+        fault("{}: an AIC of a MIX kernel must not allocate Unified Buffer (the cube core has "
+              "no UB on Atlas A2: vector work runs on the AIVs, under asc.ascend_is_aiv()), got "
+              "init_buffer for {:pos} {} #{} on AIC {}", api, q.pos, _kind(q), q.id,
+              st.block_idx)
+        raise KernelError(FAULT)
     cap = st.level_size[lv]
     used = st.level_used[lv]
     if used + num * slot > cap:
@@ -394,6 +402,7 @@ def tbuf_get_with_offset(ctx, b, size, offset, dtype):
         fault("TBuf.get_with_offset: offset + size must fit the buffer's {} bytes, "
               "got {}", v.size, offset + size * isz)
         raise KernelError(FAULT)
+    trace.region(ctx, _OP_GET_OFF, b.mem_off + offset, size * isz, trace.REGION_VIEW)
     return v[offset:offset + size * isz].view(dtype)
 
 

@@ -192,6 +192,8 @@ def reduce_sum_count(ctx, dst, src, shared_tmp_buffer, count):
     st(dst, 0, total)
     core.count(ctx, core.C_VEC_OPS, count)
     trace.vec(ctx, _OP_RSUM, src.itemsize, count, False)
+    trace.tensor_access(ctx, _OP_RSUM, src, count * src.itemsize, 0)
+    trace.tensor_access(ctx, _OP_RSUM, dst, 1 * dst.itemsize, 1)
 
 
 @_jit
@@ -210,6 +212,8 @@ def reduce_max_count(ctx, dst, src, shared_tmp_buffer, count, cal_index):
         put_bits(dst, 1, idx)
     core.count(ctx, core.C_VEC_OPS, count)
     trace.vec(ctx, _OP_RMAX, src.itemsize, count, False)
+    trace.tensor_access(ctx, _OP_RMAX, src, count * src.itemsize, 0)
+    trace.tensor_access(ctx, _OP_RMAX, dst, (2 if cal_index else 1) * dst.itemsize, 1)
 
 
 @_jit
@@ -228,6 +232,8 @@ def reduce_min_count(ctx, dst, src, shared_tmp_buffer, count, cal_index):
         put_bits(dst, 1, idx)
     core.count(ctx, core.C_VEC_OPS, count)
     trace.vec(ctx, _OP_RMIN, src.itemsize, count, False)
+    trace.tensor_access(ctx, _OP_RMIN, src, count * src.itemsize, 0)
+    trace.tensor_access(ctx, _OP_RMIN, dst, (2 if cal_index else 1) * dst.itemsize, 1)
 
 
 # ---- repeat forms ----------------------------------------------------------------------------
@@ -290,6 +296,7 @@ def reduce_sum_rep(ctx, dst, src, shared_tmp_buffer, mask, repeat_time, src_rep_
     st(dst, 0, t)
     core.count(ctx, core.C_VEC_OPS, repeat_time * lanes_on(m0, m1, 256 // src.itemsize))
     trace.vec(ctx, _OP_RSUM, src.itemsize, repeat_time, True)
+    trace.tensor_access(ctx, _OP_RSUM, dst, dst.itemsize, 1)
 
 
 @_rj
@@ -313,6 +320,7 @@ def reduce_max_rep(ctx, dst, src, shared_tmp_buffer, mask, repeat_time, src_rep_
     _reduce_mm_rep(ctx, "reduce_max", dst, src, shared_tmp_buffer, mask, repeat_time,
                    src_rep_stride, cal_index, True)
     trace.vec(ctx, _OP_RMAX, src.itemsize, repeat_time, True)
+    trace.tensor_access(ctx, _OP_RMAX, dst, (2 if cal_index else 1) * dst.itemsize, 1)
 
 
 @_jit
@@ -322,6 +330,7 @@ def reduce_min_rep(ctx, dst, src, shared_tmp_buffer, mask, repeat_time, src_rep_
     _reduce_mm_rep(ctx, "reduce_min", dst, src, shared_tmp_buffer, mask, repeat_time,
                    src_rep_stride, cal_index, False)
     trace.vec(ctx, _OP_RMIN, src.itemsize, repeat_time, True)
+    trace.tensor_access(ctx, _OP_RMIN, dst, (2 if cal_index else 1) * dst.itemsize, 1)
 
 
 # ---- whole reduce: one result per repeat ---------------------------------------------------------
@@ -411,6 +420,7 @@ def whole_reduce_sum(ctx, dst, src, mask, repeat_time, dst_rep_stride, src_blk_s
         st(dst, r * dst_rep_stride, t)
     core.count(ctx, core.C_VEC_OPS, repeat_time * lanes_on(m0, m1, 256 // src.itemsize))
     trace.vec(ctx, _OP_WSUM, src.itemsize, repeat_time, True)
+    trace.tensor_access(ctx, _OP_WSUM, dst, dst.size * dst.itemsize, 1)   # (its reach)
 
 
 @_rj
@@ -524,6 +534,7 @@ def whole_reduce_max(ctx, dst, src, mask, repeat_time, dst_rep_stride, src_blk_s
     _whole_mm(ctx, "whole_reduce_max", dst, src, mask, repeat_time, dst_rep_stride,
               src_blk_stride, src_rep_stride, order, True)
     trace.vec(ctx, _OP_WMAX, src.itemsize, repeat_time, True)
+    trace.tensor_access(ctx, _OP_WMAX, dst, dst.size * dst.itemsize, 1)   # (its reach)
 
 
 @_jit
@@ -534,3 +545,4 @@ def whole_reduce_min(ctx, dst, src, mask, repeat_time, dst_rep_stride, src_blk_s
     _whole_mm(ctx, "whole_reduce_min", dst, src, mask, repeat_time, dst_rep_stride,
               src_blk_stride, src_rep_stride, order, False)
     trace.vec(ctx, _OP_WMIN, src.itemsize, repeat_time, True)
+    trace.tensor_access(ctx, _OP_WMIN, dst, dst.size * dst.itemsize, 1)   # (its reach)

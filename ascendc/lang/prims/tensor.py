@@ -8,7 +8,8 @@ from ..dtypes import ld, st
 from ..errors import FAULT, fault, KernelError
 from .. import trace
 from ..gmreach import note as gm_note
-from ..state import FLAG_REPORT_OVERREACH, MEM, STATE
+from ..state import FLAG_GM_ORDER, FLAG_REPORT_OVERREACH, MEM, STATE
+from .crosscore import gm_order
 from .movecore import pair_info
 from ..visibility import PIPE_S, vis_check
 from ..positions import NPOS, POS_LEVEL
@@ -73,8 +74,13 @@ def _check_index(ctx, t, i, api, write):
         fault("{}: index must be in [0, {}), got index={} on a {:level} tensor", api,
               t.size, i, level_of(ctx, t))
         raise KernelError(FAULT)
-    if ctx[STATE][0].options & FLAG_REPORT_OVERREACH and local_offset(ctx, t) < 0:
-        gm_note(ctx[STATE][0], np.int64(t.ctypes.data) + i * t.itemsize, t.itemsize)   # gmreach.py
+    cs = ctx[STATE][0]
+    if cs.options & (FLAG_REPORT_OVERREACH | FLAG_GM_ORDER) and local_offset(ctx, t) < 0:
+        addr = np.int64(t.ctypes.data) + i * t.itemsize
+        if cs.options & FLAG_REPORT_OVERREACH:
+            gm_note(cs, addr, t.itemsize)        # gmreach.py
+        if cs.options & FLAG_GM_ORDER and cs.xcore != 0:
+            gm_order(cs, 6 if write else 5, addr, t.itemsize, 1 if write else 0)   # rt.gmorder
 
 
 @prim

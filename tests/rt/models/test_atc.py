@@ -153,3 +153,51 @@ def test_parse_input_shape_takes_static_dims_only():
         parse_input_shape("x:1,-1")
     with pytest.raises(AtcError, match=r"--input_shape must look like .* got 'x1,2'"):
         parse_input_shape("x1,2")
+
+
+def _padded_model(auto_pad, conv_pads=None, pool_pads=None):
+    """Conv (3x3 stride 2) -> MaxPool (2x2 stride 2) -> MaxPool (3x3 stride 2, ceil_mode) on a
+    1x3x21x18 input; `auto_pad`, or explicit pads when given."""
+    from onnx import TensorProto, helper, numpy_helper
+    w = numpy_helper.from_array(np.random.default_rng(5).standard_normal((4, 3, 3, 3))
+                                .astype(np.float32), "w")
+    pad = (lambda p: {"pads": p}) if conv_pads else (lambda p: {"auto_pad": auto_pad})
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], strides=[2, 2], **pad(conv_pads)),
+             helper.make_node("MaxPool", ["c"], ["p"], kernel_shape=[2, 2], strides=[2, 2],
+                              **pad(pool_pads)),
+             helper.make_node("MaxPool", ["p"], ["y"], ceil_mode=1, kernel_shape=[3, 3],
+                              strides=[2, 2])]
+    graph = helper.make_graph(nodes, "pads", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, [1, 3, 21, 18])], [helper.make_tensor_value_info(
+            "y", TensorProto.FLOAT, None)], [w])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+
+
+# ONNX's rule by hand: Conv H 21 -> 11 needs 2 (1 + 1), W 18 -> 9 needs 1; MaxPool 11x9 -> 6x5
+# needs 1 in each; the odd element at the end (UPPER) or the start (LOWER); pads are
+# [h_begin, w_begin, h_end, w_end]
+PADS = {"SAME_UPPER": ([1, 0, 1, 1], [0, 0, 1, 1]), "SAME_LOWER": ([1, 1, 1, 0], [1, 1, 0, 0])}
+
+
+@pytest.mark.parametrize("auto_pad", ["SAME_UPPER", "SAME_LOWER"])
+def test_auto_pad_and_ceil_mode_become_explicit_pads(tmp_path, auto_pad):
+    """Conv and MaxPool with auto_pad SAME_* (odd totals, so UPPER and LOWER differ) and MaxPool
+    with ceil_mode run as ONNX's reference computes the same model with the pads written out
+    (onnx.reference itself sizes MaxPool's SAME_LOWER output one short of ONNX shape inference)."""
+    from onnx.reference import ReferenceEvaluator
+    m = _padded_model(auto_pad)
+    onnx.save(m, tmp_path / "pads.onnx")
+    s = convert(str(tmp_path / "pads.onnx"), str(tmp_path / "pads"), "Ascend910B2")
+    header, _ = fmt.parse(open(s["path"], "rb").read())
+    conv, pool = (next(n for n in header["nodes"] if n["op"] == op)
+                  for op in ("Conv", "MaxPool"))
+    assert conv["attrs"]["auto_pad"] == "NOTSET" == pool["attrs"]["auto_pad"]
+    assert (conv["attrs"]["pads"], pool["attrs"]["pads"]) == PADS[auto_pad]
+    x = np.random.default_rng(6).standard_normal((1, 3, 21, 18)).astype(np.float32)
+    (y,) = rt.Model.load(s["path"]).execute([x])
+    ref = ReferenceEvaluator(_padded_model(None, *PADS[auto_pad])).run(None, {"x": x})[0]
+    assert y.shape == ref.shape == (1, 4, 3, 2)         # ceil_mode: 6 -> 3 rows (2 without)
+    np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-5)
+    if auto_pad == "SAME_UPPER":
+        np.testing.assert_allclose(y, ReferenceEvaluator(m).run(None, {"x": x})[0],
+                                   rtol=1e-4, atol=1e-5)

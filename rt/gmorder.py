@@ -1,0 +1,75 @@
+"""Unordered GM workspace between the cores of one launch (checked mode).
+
+On the NPU, GM that one core (an AIC or AIV instance) writes is seen by another only once a
+synchronisation orders the two: a cross-core flag set after the write and waited on before the
+read, an ib_set -> ib_wait, or a SyncAll. A kernel that reads the workspace without that order
+reads stale or half-written data depending on timing. Here each instance carries a vector clock
+(`Instance.vc`, advanced by rt.crossflags at each set / wait / barrier: the happens-before order
+the flags give), and each GM range an instance of the launch accesses is recorded with the
+instance's clock and source line. A read of bytes another instance wrote, or a write of bytes
+another instance read, that the flags do not order is reported, naming both sides, whichever
+of the two ran first on this machine (so the report does not depend on thread timing).
+
+Only reads and writes of one range by different instances are compared: two instances writing
+one range (atomic accumulation) are not reported. A record is kept per (instance, range, kind),
+its latest clock only (an access ordered after the latest one of an instance is ordered after
+its earlier ones), in buckets of `PAGE` bytes.
+"""
+from __future__ import annotations
+
+__all__ = ["GMOrder", "join", "PAGE_BITS"]
+
+PAGE_BITS = 16          # records are bucketed by 64 KiB of GM
+
+
+def join(into: list, other) -> None:
+    """Vector clock `into` = max(into, other), element-wise."""
+    if other is None:
+        return
+    for k, c in enumerate(other):
+        if c > into[k]:
+            into[k] = c
+
+
+class GMOrder:
+    """The GM accesses of one launch's instances (called under the launch's lock)."""
+
+    def __init__(self):
+        self._pages = {}      # page -> {(instance index, lo, hi, write): (clock, instance, line)}
+
+    def access(self, inst, lo: int, nbytes: int, write: bool, api: str, where) -> str:
+        """Record instance `inst` reading (or writing) GM bytes [lo, lo + nbytes) in `api`;
+        returns the error message of an access by another instance it is unordered with, or
+        ''. `where()` gives the source line of this access (called only for a message: the
+        record keeps the callable)."""
+        if nbytes <= 0:
+            return ""
+        hi = lo + nbytes
+        i, vc = inst.index, inst.vc
+        pages = range(lo >> PAGE_BITS, ((hi - 1) >> PAGE_BITS) + 1)
+        for p in pages:
+            recs = self._pages.get(p)
+            if not recs:
+                continue
+            for (j, a, b, w), (clock, other, line) in recs.items():
+                if j != i and w != write and a < hi and lo < b and clock > vc[j]:
+                    return self._message(api, inst, lo, hi, write, where, other, a, b, line)
+        rec = (vc[i], inst, where)
+        key = (i, lo, hi, write)
+        for p in pages:
+            self._pages.setdefault(p, {})[key] = rec
+        return ""
+
+    @staticmethod
+    def _message(api, inst, lo, hi, write, where, other, a, b, line) -> str:
+        here = where() if where is not None else None
+        line = line() if line is not None else None
+        this = (f"{inst.name} {'writing' if write else 'reading'} GM bytes [{lo:#x}, {hi:#x}) "
+                f"at {here or '?'}")
+        that = (f"{other.name} {'reading' if write else 'writing'} [{a:#x}, {b:#x}) at "
+                f"{line or '?'}")
+        first, second = (this, that) if write else (that, this)     # the writer first
+        return (f"{api}: GM one core writes and another reads must be ordered by a "
+                f"cross-core flag (cross_core_set_flag after the write, cross_core_wait_flag "
+                f"before the read), ib_set -> ib_wait or sync_all (unordered GM workspace), got "
+                f"{first} and {second} with no flag between them")
