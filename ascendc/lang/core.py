@@ -78,7 +78,8 @@ def _state(ctx):
 
 @njit(nogil=True, cache=True)
 def begin_block(ctx, block_idx, block_num):
-    """Reset per-block state: pipe, queues, buffers, pending copies; NaN-fill if asked."""
+    """Reset per-block state: pipe, queues, buffers, pending and partly visible copies; NaN-fill
+    if asked."""
     mem, stage, st = ctx[MEM], ctx[STAGE], ctx[STATE][0]
     st.block_idx = block_idx
     st.block_num = block_num
@@ -88,6 +89,7 @@ def begin_block(ctx, block_idx, block_num):
     st.nque = 0
     st.ngm = 0
     st.npending = 0
+    st.nvis = 0
     st.nshape = 0
     st.level_used[:] = 0
     st.events[:, :] = 0

@@ -139,3 +139,4 @@ def test_unchecked_mode_keeps_the_fast_path(interpret):
     """Without checked mode nothing is deferred or recorded: the copy is simply there."""
     x, z = _run(MTE2_V_THEN_MTE3, interpret, checked=False)
     np.testing.assert_array_equal(z, x)
+
