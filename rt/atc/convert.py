@@ -19,6 +19,7 @@ from ..graph import aicpu
 from ..graph.format import ALIGN, DTYPES, align, pack
 from ..graph.onnx_types import numpy_dtype
 from ..soc import SOCS
+from . import windows
 
 
 class AtcError(ValueError):
@@ -285,57 +286,6 @@ def fold_batchnorm(g: Graph) -> int:
     return count
 
 
-_WINDOW_OPS = ("Conv", "MaxPool", "AveragePool")
-
-
-def resolve_auto_pad(g: Graph) -> int:
-    """Conv / MaxPool / AveragePool: auto_pad SAME_UPPER / SAME_LOWER / VALID become explicit
-    `pads` (ONNX's rule: output = ceil(in / stride), the total padding split evenly, the odd
-    element at the end for SAME_UPPER and at the start for SAME_LOWER); MaxPool's `ceil_mode`
-    becomes extra padding at the end (filled with -inf, so it never wins), as ONNX sizes the
-    output: a last window must start inside the input or its leading padding. A Conv without
-    `kernel_shape` gets W's spatial dims. Returns the nodes rewritten."""
-    count = 0
-    for n in g.nodes:
-        a = n["attrs"]
-        if n["op"] == "Conv" and not a.get("kernel_shape"):     # optional: W's spatial dims
-            w = g.consts.get(n["inputs"][1])
-            shape = w.shape if w is not None else g.specs.get(n["inputs"][1], ((),))[0]
-            if len(shape) == 4:
-                a["kernel_shape"] = list(shape[2:])
-        mode = a.get("auto_pad", "NOTSET")
-        ceil = n["op"] == "MaxPool" and a.get("ceil_mode", 0)
-        if n["op"] not in _WINDOW_OPS or (mode == "NOTSET" and not ceil):
-            continue
-        shape = g.specs.get(n["inputs"][0], ((),))[0]
-        if len(shape) != 4:
-            continue                    # the op refuses it with its own message
-        k = list(a["kernel_shape"])
-        strides, dil = list(a.get("strides") or [1, 1]), list(a.get("dilations") or [1, 1])
-        pads = list(a.get("pads") or [0, 0, 0, 0])
-        for d in range(2):
-            size, span = shape[2 + d], (k[d] - 1) * dil[d] + 1
-            if mode in ("SAME_UPPER", "SAME_LOWER"):
-                out = -(-size // strides[d])
-                total = max((out - 1) * strides[d] + span - size, 0)
-                small = total // 2
-                pads[d], pads[d + 2] = (small, total - small) if mode == "SAME_UPPER" \
-                    else (total - small, small)
-            elif mode == "VALID":
-                pads[d] = pads[d + 2] = 0
-            if ceil:
-                room = size + pads[d] + pads[d + 2] - span
-                out = -(-room // strides[d]) + 1
-                if (out - 1) * strides[d] >= size + pads[d]:
-                    out -= 1
-                pads[d + 2] += max((out - 1) * strides[d] + span - (size + pads[d] + pads[d + 2]),
-                                   0)
-        a["pads"], a["auto_pad"] = pads, "NOTSET"
-        a.pop("ceil_mode", None)
-        count += 1
-    return count
-
-
 def normalise_gemm(g: Graph) -> int:
     """Gemm with constant B (and C): B stored K x N, alpha/beta folded, C as a length-N bias."""
     count = 0
@@ -539,7 +489,7 @@ def build(model, soc_version: str, shapes: dict, insert_op_conf=None,
     folded = fold_constants(g)
     bn = fold_batchnorm(g)
     gemm = normalise_gemm(g)
-    resolve_auto_pad(g)
+    windows.resolve_auto_pad(g)
     options.apply_precision_mode(g, opts.get("precision_mode"), AtcError)
     remove_dead(g)
     if insert_op_conf:              # AIPP (docs/dvpp.md): Aipp node(s) in front of model input(s)
