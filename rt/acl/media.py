@@ -9,15 +9,12 @@ the message. Streams are acl.rt handles (0: the default stream).
 """
 from __future__ import annotations
 
-import functools
-
 from .. import dvpp as _dv
 from ..errors import AclError, ACL_ERROR_INVALID_PARAM
 from . import constants as C
-from . import rt as _acl_rt
-from .handles import HandleTable, api_name, fail, returns_ret, returns_value
-
-_handles = HandleTable("media.", 0x5D0000001000, ACL_ERROR_INVALID_PARAM)
+from .handles import fail
+from .media_common import _drop, _get, _handle, _handles, _new, _plain, _ret, _stream, _value
+from .media_video import *  # noqa: F401,F403 - the venc_* / vdec_* / dvpp_*stream_desc* calls
 
 # acldvppPixelFormat / acldvppChannelMode / acldvppJpegFormat values, as pyACL scripts spell them
 for _f in _dv.PixelFormat:
@@ -26,54 +23,6 @@ for _f in _dv.ChannelMode:
     globals()[f"DVPP_CHNMODE_{_f.name}"] = int(_f)
 for _f in _dv.JpegFormat:
     globals()[f"ACL_JPEG_{_f.name}"] = int(_f)
-
-
-_new = _handles.new
-
-
-def _get(handle, cls, api: str):
-    return _handles.get(handle, cls, api)
-
-
-def _drop(handle, cls, api: str):
-    obj = _handles.get(handle, cls, api)
-    _handles.drop(handle)
-    return obj
-
-
-def _stream(handle, api: str):
-    """The rt.Stream of an acl.rt stream handle (acl.rt keeps its table private and exports no
-    resolver yet; read through its resolver as acl.mdl does)."""
-    return _acl_rt.stream_of(handle, api)
-
-
-_ret, _value = returns_ret, returns_value
-
-
-def _handle(fn):
-    """Creators: the handle, or 0 when the call fails (pyACL's null)."""
-    @functools.wraps(fn)
-    def wrapper(*args):
-        try:
-            return fn(*args)
-        except AclError as e:
-            fail(e, api_name(fn))
-            return 0
-    return wrapper
-
-
-def _plain(default=0):
-    """Getters: the value, or `default` for a bad handle."""
-    def deco(fn):
-        @functools.wraps(fn)
-        def wrapper(*args):
-            try:
-                return fn(*args)
-            except AclError as e:
-                fail(e, api_name(fn))
-                return default
-        return wrapper
-    return deco
 
 
 # -- memory ----------------------------------------------------------------------------------------
