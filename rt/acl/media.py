@@ -4,8 +4,10 @@ acl.media.dvpp_jpeg_decode_async(...)`).
 pyACL's forms: creators return a handle (an int; 0 on failure), setters and operations `ret`,
 getters the value (0 for a bad handle), `dvpp_malloc` `(ptr, ret)`, the info calls
 `(width, height, components, ret)`, the predictions `(size, ret)`, `dvpp_vpc_batch_crop_async`
-`(dst_batch_pic_descs, ret)`. Nothing raises for an API error; `acl.get_recent_err_msg()` holds
-the message. Streams are acl.rt handles (0: the default stream).
+and `dvpp_vpc_batch_crop_and_paste_async` `(dst_batch_pic_descs, ret)`. The video calls
+(`vdec_*`, `venc_*`, `dvpp_*stream_desc*`) are in `rt/acl/media_video.py`. Nothing raises for
+an API error; `acl.get_recent_err_msg()` holds the message. Streams are acl.rt handles (0: the
+default stream).
 """
 from __future__ import annotations
 
@@ -318,6 +320,57 @@ def dvpp_vpc_batch_crop_async(channel_desc: int, src_batch_pic_descs: int, roi_n
     except AclError as e:
         return dst_batch_pic_descs, fail(e, f"acl.media.{api}")
     return dst_batch_pic_descs, C.ACL_SUCCESS
+
+
+@_ret
+def dvpp_vpc_crop_resize_paste_async(channel_desc: int, input_desc: int, output_desc: int,
+                                     crop_area: int, paste_area: int, resize_config: int,
+                                     stream: int):
+    """Crop-and-paste whose scaling uses `resize_config`'s interpolation."""
+    api = "dvpp_vpc_crop_resize_paste_async"
+    _dv.vpc_crop_and_paste_async(_get(channel_desc, _dv.ChannelDesc, api),
+                                 _get(input_desc, _dv.PicDesc, api),
+                                 _get(output_desc, _dv.PicDesc, api),
+                                 _get(crop_area, _dv.RoiConfig, api),
+                                 _get(paste_area, _dv.RoiConfig, api), _stream(stream, api),
+                                 _get(resize_config, _dv.ResizeConfig, api))
+
+
+def _batch_paste(api: str, channel_desc, src, roi_nums_list, dst, crop_area_list,
+                 paste_area_list, resize_config, stream) -> None:
+    crops = [_get(a, _dv.RoiConfig, api) for a in (crop_area_list or [])]
+    pastes = [_get(a, _dv.RoiConfig, api) for a in (paste_area_list or [])]
+    cfg = _get(resize_config, _dv.ResizeConfig, api) if resize_config is not None else None
+    _dv.vpc_batch_crop_and_paste_async(_get(channel_desc, _dv.ChannelDesc, api),
+                                       _get(src, _dv.BatchPicDesc, api), roi_nums_list,
+                                       _get(dst, _dv.BatchPicDesc, api), crops, pastes,
+                                       _stream(stream, api), cfg)
+
+
+def dvpp_vpc_batch_crop_and_paste_async(channel_desc: int, src_batch_pic_descs: int,
+                                        roi_nums_list, dst_batch_pic_descs: int, crop_area_list,
+                                        paste_area_list, stream: int):
+    """`dst_batch_pic_descs, ret = acl.media.dvpp_vpc_batch_crop_and_paste_async(channel_desc,
+    src_batch_pic_descs, roi_nums_list, dst_batch_pic_descs, crop_area_list, paste_area_list,
+    stream)`."""
+    api = "dvpp_vpc_batch_crop_and_paste_async"
+    try:
+        _batch_paste(api, channel_desc, src_batch_pic_descs, roi_nums_list, dst_batch_pic_descs,
+                     crop_area_list, paste_area_list, None, stream)
+    except AclError as e:
+        return dst_batch_pic_descs, fail(e, f"acl.media.{api}")
+    return dst_batch_pic_descs, C.ACL_SUCCESS
+
+
+@_ret
+def dvpp_vpc_batch_crop_resize_paste_async(channel_desc: int, src_batch_pic_descs: int,
+                                           roi_nums_list, dst_batch_pic_descs: int,
+                                           crop_area_list, paste_area_list, resize_config: int,
+                                           stream: int):
+    """`ret = ...`: batch crop-and-paste scaling with `resize_config`'s interpolation."""
+    _batch_paste("dvpp_vpc_batch_crop_resize_paste_async", channel_desc, src_batch_pic_descs,
+                 roi_nums_list, dst_batch_pic_descs, crop_area_list, paste_area_list,
+                 resize_config, stream)
 
 
 @_ret
