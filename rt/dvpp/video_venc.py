@@ -126,8 +126,8 @@ class VencChannel:
         rate = f"bitrate={kbps}:vbv-maxrate={kbps}:vbv-bufsize={kbps}"
         if d.entype == StreamFormat.H265_MAIN_LEVEL:
             ctx = self.av.CodecContext.create("libx265", "w")
-            params = (f"log-level=error:bframes=0:keyint={d.key_frame_interval}:{rate}"
-                      f"{':strict-cbr=1' if d.rc_mode == 2 else ''}")
+            params = (f"log-level=error:bframes=0:open-gop=0:keyint={d.key_frame_interval}:"
+                      f"{rate}{':strict-cbr=1' if d.rc_mode == 2 else ''}")    # IDRs, no CRAs
             opts = {"preset": "ultrafast", "tune": "zerolatency", "x265-params": params}
         else:
             ctx = self.av.CodecContext.create("libx264", "w")
