@@ -7,15 +7,15 @@ decode tasks and one for the callbacks, and subscribes the thread set with
 `process_report` loop runs the user's callback `(input_stream_desc, output_pic_desc,
 user_data)` once per frame sent. Each `send_frame` checks its arguments at once (100000), then
 queues a task on the device's VDEC unit that decodes the frame (one whole frame of an Annex B
-elementary stream per call). Pictures come out in display order, each into the oldest output
-desc still waiting, and its callback is launched (blocking) on the callback stream. A frame the
-decoder refuses gets its callback with the output desc's `ret_code` set (507018); a frame still
-without a picture at the end of the stream gets ERR_DECODE_NOPIC (0x20000). `send_frame` with
+elementary stream per call). Pictures come out in display order, each into the output desc sent
+with the frame that carried it, and its callback is launched (blocking) on the callback stream.
+A frame the decoder refuses gets its callback with the output desc's `ret_code` set (507018); a
+packet without a coded slice (parameter sets only), and a frame still without a picture at the
+end of the stream, get ERR_DECODE_NOPIC (0x20000). `send_frame` with
 `eos=1` flushes the decoder and returns once every earlier frame's callback has returned.
 """
 from __future__ import annotations
 
-import collections
 import threading
 
 from .. import callback as _cb
@@ -121,6 +121,18 @@ def check_video_dims(api: str, w: int, h: int, ws: int, hs: int, fmt: int, size:
     F.check_size(api, "output", fmt, ws, hs, size)
 
 
+def has_picture(raw: bytes, hevc: bool) -> bool:
+    """Whether an Annex B packet holds a coded slice (VCL NAL unit), not only parameter sets,
+    SEI or delimiters."""
+    k = raw.find(b"\0\0\1")
+    while 0 <= k < len(raw) - 3:
+        head = raw[k + 3]
+        if ((head >> 1) & 0x3F) < 32 if hevc else 1 <= (head & 0x1F) <= 5:
+            return True
+        k = raw.find(b"\0\0\1", k + 3)
+    return False
+
+
 def default_strides(w: int, h: int) -> tuple[int, int]:
     return max(F.align_up(w, VIDEO_WIDTH_ALIGN), VIDEO_MIN_WIDTH_STRIDE if w < 16 else 0), \
         F.align_up(h, VIDEO_HEIGHT_ALIGN)
@@ -156,7 +168,8 @@ class VdecChannel:
                 _vdec_ids.pop(self.key, None)
             raise
         self.desc, self.entype, self.out_format = desc, desc.entype, desc.out_pic_format
-        self.pending: collections.deque = collections.deque()
+        self.pending: dict = {}               # send number -> frame waiting for its picture
+        self.seq = 0
         self.ctx = self._decoder()
         self.closed = False
         desc.channel = self
@@ -202,23 +215,35 @@ class VdecChannel:
                 o.format = self.out_format      # unset on the desc: the channel's format
             check_video_out(api, o)
         entry = (input, output if not skip else None, o, user_data)
-        av = self.av
+        av, hevc = self.av, self.entype == StreamFormat.H265_MAIN_LEVEL
 
         def run():
             raw = ops._view(s.data, s.size, api).tobytes()
-            self.pending.append(entry)
+            seq, self.seq = self.seq, self.seq + 1
+            self.pending[seq] = entry
+            packet = av.Packet(raw)
+            packet.pts = seq                    # the picture carries it out: its own desc
+            slice_in = has_picture(raw, hevc)
             try:
-                frames = self.ctx.decode(av.Packet(raw))
-            except av.FFmpegError:
-                self.pending.remove(entry)
-                self._deliver(entry, None, ACL_ERROR_RT_AICPU_EXCEPTION)
-                return
-            for fr in frames:
-                self._deliver(self.pending.popleft(), fr)
+                frames = self.ctx.decode(packet)
+            except av.FFmpegError:              # FFmpeg also complains of a packet without one
+                frames = []
+                if slice_in:
+                    self._deliver(self.pending.pop(seq), None, ACL_ERROR_RT_AICPU_EXCEPTION)
+            self._pictures(frames)
+            if seq in self.pending and not slice_in:
+                self._deliver(self.pending.pop(seq), None, ERR_DECODE_NOPIC)
 
         ops._submit(self.streams.stream, self, "VDEC", api, "vdec_decode", run, [s.data],
                     [o.data] if o is not None else [], s.size,
                     {"channel_id": self.desc.channel_id})
+
+    def _pictures(self, frames) -> None:
+        """Each decoded picture (display order) into the desc of the frame that carried it."""
+        for fr in frames:
+            key = fr.pts if fr.pts in self.pending else next(iter(self.pending), None)
+            if key is not None:
+                self._deliver(self.pending.pop(key), fr)
 
     def _flush(self, api: str) -> None:
         def run():
@@ -226,11 +251,9 @@ class VdecChannel:
                 frames = self.ctx.decode(None)
             except self.av.FFmpegError:
                 frames = []
-            for fr in frames:
-                if self.pending:
-                    self._deliver(self.pending.popleft(), fr)
-            while self.pending:
-                self._deliver(self.pending.popleft(), None, ERR_DECODE_NOPIC)
+            self._pictures(frames)
+            for seq in list(self.pending):
+                self._deliver(self.pending.pop(seq), None, ERR_DECODE_NOPIC)
             self.ctx = self._decoder()            # the channel takes a new stream after EOS
 
         ops._submit(self.streams.stream, self, "VDEC", api, "vdec_eos", run, [], [], 0,

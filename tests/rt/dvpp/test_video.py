@@ -347,3 +347,47 @@ def test_pyacl_video_names_are_there():
               "venc_send_frame", "venc_destroy_channel"):
         assert n in names
     assert len(names) == 63         # 28 vdec_* + 35 venc_*
+
+
+def test_b_frames_reach_the_desc_of_their_own_packet(soc310p):
+    """A stream with B frames (not VENC's: PyAV's libx264 with bframes=2): pictures come out in
+    display order, each in the output desc sent with its own packet."""
+    import av
+    from fractions import Fraction
+    w, h = 128, 128
+    src = frames_of(w, h, 8)
+    enc = av.CodecContext.create("libx264", "w")
+    enc.width, enc.height, enc.pix_fmt = w, h, "yuv420p"
+    enc.time_base, enc.framerate = Fraction(1, 30), Fraction(30, 1)
+    enc.options = {"bframes": "2", "crf": "12"}
+    packets, shown = [], []
+    for i, (Y, UV) in enumerate(src):
+        planar = np.concatenate([Y.reshape(-1), UV[:, 0::2].reshape(-1),
+                                 UV[:, 1::2].reshape(-1)]).reshape(h * 3 // 2, w)
+        f = av.VideoFrame.from_ndarray(planar, format="yuv420p")
+        f.pts = i
+        for p in enc.encode(f):
+            packets.append(bytes(p))
+            shown.append(p.pts)
+    for p in enc.encode(None):
+        packets.append(bytes(p))
+        shown.append(p.pts)
+    assert shown != sorted(shown)                         # decode order != display order
+    results, _ = decode(soc310p, packets, H264_HIGH)
+    callback_order = [shown[r[0]] for r in results]
+    assert callback_order == list(range(8))               # display order
+    for k, code, f, data, _ in results:
+        assert code == 0
+        gY, _ = planes(data, *f)
+        assert psnr(gY, src[shown[k]][0]) > 35
+
+
+def test_parameter_sets_alone_get_no_picture(soc310p):
+    w, h = 176, 144
+    packets, _, _ = encode(soc310p, frames_of(w, h, 2), w, h, H264_MAIN)
+    first = packets[0]
+    cut = next(k for k in range(len(first) - 3)            # the IDR slice after SPS / PPS
+               if first[k:k + 3] == b"\0\0\1" and first[k + 3] & 0x1F == 5)
+    assert nal_types(first[:cut], H264_MAIN) == [7, 8] or 6 in nal_types(first[:cut], H264_MAIN)
+    results, _ = decode(soc310p, [first[:cut], first[cut:], packets[1]], H264_MAIN)
+    assert [(r[0], r[1]) for r in results] == [(0, 0x20000), (1, 0), (2, 0)]
