@@ -14,8 +14,10 @@ from __future__ import annotations
 from .. import dvpp as _dv
 from ..errors import AclError, ACL_ERROR_INVALID_PARAM
 from . import constants as C
-from .handles import fail
-from .media_common import _drop, _get, _handle, _handles, _new, _plain, _ret, _stream, _value
+from .handles import fail, returns_ret as _ret, returns_value as _value
+from .media_common import (HANDLES as _handles, drop_obj as _drop, get_obj as _get,
+                           new_handle as _new, returns_handle as _handle,
+                           returns_plain as _plain, stream_of as _stream)
 from .media_video import *  # noqa: F401,F403 - the venc_* / vdec_* / dvpp_*stream_desc* calls
 
 # acldvppPixelFormat / acldvppChannelMode / acldvppJpegFormat values, as pyACL scripts spell them

@@ -6,33 +6,30 @@ import functools
 
 from ..errors import AclError, ACL_ERROR_INVALID_PARAM
 from . import rt as _acl_rt
-from .handles import HandleTable, api_name, fail, returns_ret, returns_value
+from .handles import HandleTable, api_name, fail
 
-_handles = HandleTable("media.", 0x5D0000001000, ACL_ERROR_INVALID_PARAM)
+HANDLES = HandleTable("media.", 0x5D0000001000, ACL_ERROR_INVALID_PARAM)
 
-_new = _handles.new
-
-
-def _get(handle, cls, api: str):
-    return _handles.get(handle, cls, api)
+new_handle = HANDLES.new
 
 
-def _drop(handle, cls, api: str):
-    obj = _handles.get(handle, cls, api)
-    _handles.drop(handle)
+def get_obj(handle, cls, api: str):
+    return HANDLES.get(handle, cls, api)
+
+
+def drop_obj(handle, cls, api: str):
+    obj = HANDLES.get(handle, cls, api)
+    HANDLES.drop(handle)
     return obj
 
 
-def _stream(handle, api: str):
+def stream_of(handle, api: str):
     """The rt.Stream of an acl.rt stream handle (acl.rt keeps its table private and exports no
     resolver yet; read through its resolver as acl.mdl does)."""
     return _acl_rt.stream_of(handle, api)
 
 
-_ret, _value = returns_ret, returns_value
-
-
-def _handle(fn):
+def returns_handle(fn):
     """Creators: the handle, or 0 when the call fails (pyACL's null)."""
     @functools.wraps(fn)
     def wrapper(*args):
@@ -44,7 +41,7 @@ def _handle(fn):
     return wrapper
 
 
-def _plain(default=0):
+def returns_plain(default=0):
     """Getters: the value, or `default` for a bad handle."""
     def deco(fn):
         @functools.wraps(fn)

@@ -12,7 +12,10 @@ from .. import dvpp as _dv
 from ..dvpp import video as _vd
 from ..dvpp import video_desc as _vdesc
 from ..dvpp import video_venc as _ve
-from .media_common import _drop, _get, _handle, _handles, _new, _plain, _ret
+from .handles import returns_ret as _ret
+from .media_common import (HANDLES as _handles, drop_obj as _drop, get_obj as _get,
+                           new_handle as _new, returns_handle as _handle,
+                           returns_plain as _plain)
 
 __all__: list = []
 

@@ -111,6 +111,9 @@ class _Handle:
         self.destroyed = True
 
 
+Handle, checked_int = _Handle, _int       # for the video descs (rt.dvpp.video_desc)
+
+
 class PicDesc(_Handle):
     """Mirrors `acldvppPicDesc`: where a picture is and how it is laid out. `ret_code` is the
     per-picture result an operation leaves (0 = ok), as `acldvppGetPicDescRetCode`."""

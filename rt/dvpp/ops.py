@@ -116,6 +116,11 @@ def _view(addr: int, n: int, api: str) -> np.ndarray:
     return _mem.device_view(int(addr), n, api, ACL_ERROR_INVALID_PARAM)
 
 
+# what rt.dvpp.vpc_batch and the video channels build on (public names of the helpers above)
+submit, device_bytes, channel_of, stream_of, live_obj, guard = \
+    _submit, _view, _channel, _stream, _obj, _guard
+
+
 # -- JPEG decode -----------------------------------------------------------------------------------
 def jpeg_get_image_info(data, size: int | None = None, api: str = "dvpp_jpeg_get_image_info"):
     """Mirrors `acldvppJpegGetImageInfo`: (width, height, components) of a JPEG's header."""
@@ -356,6 +361,12 @@ def _write_pic(d: PicDesc, fmt_in: int, planes, api: str, x: int = 0, y: int = 0
 
 def _nearest(cfg) -> bool:
     return cfg is not None and cfg.interpolation == 2
+
+
+def vpc_rules():
+    """(check_vpc_pic, check_pair, check_roi, check_scale, is_nearest): the VPC rules the single
+    calls check, for the batch calls."""
+    return _check_vpc_pic, _check_pair, _check_roi, _check_scale, _nearest
 
 
 def crop_and_paste(i: PicDesc, crop, o: PicDesc, dst, nearest: bool, api: str) -> None:

@@ -218,7 +218,7 @@ class VdecChannel:
         av, hevc = self.av, self.entype == StreamFormat.H265_MAIN_LEVEL
 
         def run():
-            raw = ops._view(s.data, s.size, api).tobytes()
+            raw = ops.device_bytes(s.data, s.size, api).tobytes()
             seq, self.seq = self.seq, self.seq + 1
             self.pending[seq] = entry
             packet = av.Packet(raw)
@@ -234,7 +234,7 @@ class VdecChannel:
             if seq in self.pending and not slice_in:
                 self._deliver(self.pending.pop(seq), None, ERR_DECODE_NOPIC)
 
-        ops._submit(self.streams.stream, self, "VDEC", api, "vdec_decode", run, [s.data],
+        ops.submit(self.streams.stream, self, "VDEC", api, "vdec_decode", run, [s.data],
                     [o.data] if o is not None else [], s.size,
                     {"channel_id": self.desc.channel_id})
 
@@ -256,7 +256,7 @@ class VdecChannel:
                 self._deliver(self.pending.pop(seq), None, ERR_DECODE_NOPIC)
             self.ctx = self._decoder()            # the channel takes a new stream after EOS
 
-        ops._submit(self.streams.stream, self, "VDEC", api, "vdec_eos", run, [], [], 0,
+        ops.submit(self.streams.stream, self, "VDEC", api, "vdec_eos", run, [], [], 0,
                     {"channel_id": self.desc.channel_id, "eos": 1})
 
     def _deliver(self, entry, frame, code: int = 0) -> None:
@@ -291,7 +291,7 @@ class VdecChannel:
             y, uv = color.scale_yuv420sp(y, uv, ow, oh)
         if o.format == PixelFormat.YVU_SEMIPLANAR_420:
             uv = color.swap_uv(uv)
-        color.write_yuv420sp(ops._view(o.data, o.size, api), ws, hs, y, uv)
+        color.write_yuv420sp(ops.device_bytes(o.data, o.size, api), ws, hs, y, uv)
         live.width, live.height, live.width_stride, live.height_stride = ow, oh, ws, hs
         live.format = int(o.format)
 

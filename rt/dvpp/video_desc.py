@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import enum
 
-from .desc import _Handle, _int
+from .desc import Handle, checked_int
 from .formats import PixelFormat, bad
 
 
@@ -51,7 +51,7 @@ def _callback(api: str, v):
     return v
 
 
-class _Fields(_Handle):
+class _Fields(Handle):
     """A desc whose setters go through `RULES[field](api, value)`."""
     __slots__ = ()
     RULES: dict = {}
@@ -64,7 +64,7 @@ class _Fields(_Handle):
 
 
 def _range(lo: int, hi: int, name: str):
-    return lambda api, v: _int(api, name, v, lo, hi)
+    return lambda api, v: checked_int(api, name, v, lo, hi)
 
 
 class StreamDesc(_Fields):
@@ -121,7 +121,7 @@ class VdecChannelDesc(_Fields):
         super().destroy()
 
 
-class VdecFrameConfig(_Handle):
+class VdecFrameConfig(Handle):
     """Mirrors `aclvdecFrameConfig` (reserved by CANN: no fields)."""
     __slots__ = ()
     kind = "vdec frame config"

@@ -178,7 +178,7 @@ class VencChannel:
         av, w, h = self.av, self.w, self.h
 
         def run():
-            buf = ops._view(i.data, need, api)
+            buf = ops.device_bytes(i.data, need, api)
             frame_bytes = buf.reshape(h * 3 // 2, ws)[:, :w]
             y, uv = frame_bytes[:h], frame_bytes[h:]
             if self.format == PixelFormat.YVU_SEMIPLANAR_420:
@@ -200,7 +200,7 @@ class VencChannel:
             for p in packets:
                 self._deliver(self.pending.popleft(), p)
 
-        ops._submit(self.streams.stream, self, "VENC", api, "venc_encode", run, [i.data], [],
+        ops.submit(self.streams.stream, self, "VENC", api, "venc_encode", run, [i.data], [],
                     need, {"force_i_frame": int(force_i)})
 
     def _flush(self, api: str) -> None:
@@ -216,7 +216,7 @@ class VencChannel:
                 self._deliver(self.pending.popleft(), None, ACL_ERROR_RT_AICPU_EXCEPTION)
             self.ctx, self.pts = self._encoder(), 0     # a new stream may follow
 
-        ops._submit(self.streams.stream, self, "VENC", api, "venc_eos", run, [], [], 0,
+        ops.submit(self.streams.stream, self, "VENC", api, "venc_eos", run, [], [], 0,
                     {"eos": 1})
 
     def _deliver(self, entry, packet, code: int = 0) -> None:
@@ -229,7 +229,8 @@ class VencChannel:
                 code = ACL_ERROR_RT_AICPU_EXCEPTION
             else:
                 addr = self.ring.take(len(data))
-                ops._view(addr, len(data), "venc_send_frame")[:] = np.frombuffer(data, np.uint8)
+                dst = ops.device_bytes(addr, len(data), "venc_send_frame")
+                dst[:] = np.frombuffer(data, np.uint8)
                 out.data, out.size = addr, len(data)
                 out.timestamp = int(packet.pts or 0)
                 after = self.ring.give_back

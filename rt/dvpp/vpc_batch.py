@@ -10,8 +10,10 @@ from ..stream import Stream
 from . import formats as F
 from .desc import BatchPicDesc, ChannelDesc, PicDesc, ResizeConfig, RoiConfig
 from .formats import bad
-from .ops import (_channel, _check_pair, _check_roi, _check_scale, _check_vpc_pic, _guard,
-                  _nearest, _obj, _stream, _submit, crop_and_paste)
+from .ops import (channel_of, crop_and_paste, guard, live_obj, stream_of, submit,
+                  vpc_rules)
+
+check_vpc_pic, check_pair, check_roi, check_scale, is_nearest = vpc_rules()
 
 
 def _pics(x, api: str, role: str) -> list:
@@ -19,7 +21,7 @@ def _pics(x, api: str, role: str) -> list:
         x.live(api, role)
         return list(x.pics)
     if isinstance(x, (list, tuple)) and x:
-        return [_obj(d, PicDesc, api, f"{role}[{k}]") for k, d in enumerate(x)]
+        return [live_obj(d, PicDesc, api, f"{role}[{k}]") for k, d in enumerate(x)]
     raise bad(api, f"{role} must be a batch pic desc or a non-empty list of pic descs, got "
                    f"{role}={x!r}")
 
@@ -40,16 +42,16 @@ def _areas(api: str, role: str, areas, total: int, n_dst: int) -> list:
     if total != n_dst or total != len(got):
         raise bad(api, f"sum(roi_nums) must equal the number of destination pictures and of "
                        f"{role}s, got sum={total}, {n_dst} destination(s), {len(got)} {role}(s)")
-    return [_obj(a, RoiConfig, api, f"{role}s[{j}]") for j, a in enumerate(got)]
+    return [live_obj(a, RoiConfig, api, f"{role}s[{j}]") for j, a in enumerate(got)]
 
 
 def _batch(api: str, name: str, channel, src_batch, roi_nums, dst_batch, crop_areas,
            paste_areas, resize_config, stream) -> Task:
-    ch = _channel(channel, api, "VPC")
-    s = _stream(stream, api)
+    ch = channel_of(channel, api, "VPC")
+    s = stream_of(stream, api)
     if resize_config is not None:
-        _obj(resize_config, ResizeConfig, api, "resize_config")
-    nearest = _nearest(resize_config)
+        live_obj(resize_config, ResizeConfig, api, "resize_config")
+    nearest = is_nearest(resize_config)
     srcs = _pics(src_batch, api, "src_batch_pic_descs")
     dsts = _pics(dst_batch, api, "dst_batch_pic_descs")
     nums = _counts(api, roi_nums, len(srcs))
@@ -59,7 +61,7 @@ def _batch(api: str, name: str, channel, src_batch, roi_nums, dst_batch, crop_ar
         if paste_areas is not None else None
     src_snaps = [d.snapshot() for d in srcs]
     for k, d in enumerate(src_snaps):
-        _check_vpc_pic(api, f"src_batch_pic_descs[{k}]", d, False)
+        check_vpc_pic(api, f"src_batch_pic_descs[{k}]", d, False)
     jobs = []
     j = 0
     for k, cnt in enumerate(nums):
@@ -69,17 +71,17 @@ def _batch(api: str, name: str, channel, src_batch, roi_nums, dst_batch, crop_ar
             role = f"dst_batch_pic_descs[{j}]"
             o = dsts[j].live(api, role).snapshot()
             r = crops[j]
-            _check_vpc_pic(api, role, o, True)
-            _check_pair(api, src, o)
-            _check_roi(api, f"crop_areas[{j}]", r, src.width, src.height, yuv)
+            check_vpc_pic(api, role, o, True)
+            check_pair(api, src, o)
+            check_roi(api, f"crop_areas[{j}]", r, src.width, src.height, yuv)
             if pastes is None:
                 dst = (0, 0, o.width, o.height)
             else:
                 p = pastes[j]
-                _check_roi(api, f"paste_areas[{j}]", p, o.width, o.height, yuv, paste=True,
+                check_roi(api, f"paste_areas[{j}]", p, o.width, o.height, yuv, paste=True,
                            pic="output picture")
                 dst = (p.left, p.top, p.width, p.height)
-            _check_scale(api, f"crop {j}", r.width, r.height, dst[2], dst[3])
+            check_scale(api, f"crop {j}", r.width, r.height, dst[2], dst[3])
             jobs.append((src, (r.left, r.top, r.width, r.height), o, dst))
             j += 1
 
@@ -88,7 +90,7 @@ def _batch(api: str, name: str, channel, src_batch, roi_nums, dst_batch, crop_ar
             crop_and_paste(src, crop, o, dst, nearest, api)
 
     nbytes = sum(F.frame_size(o.format, o.width_stride, o.height_stride) for _, _, o, _ in jobs)
-    return _submit(s, ch, "VPC", api, name, _guard(dsts, run), [d.data for d in src_snaps],
+    return submit(s, ch, "VPC", api, name, guard(dsts, run), [d.data for d in src_snaps],
                    [o.data for _, _, o, _ in jobs], nbytes, {"rois": total})
 
 
