@@ -21,7 +21,7 @@ from .. import memory as _mem
 from ..errors import AclError, ACL_ERROR_INVALID_PARAM
 from ..sched import Task
 from ..stream import Stream, current_stream
-from . import codec, color, engine
+from . import codec, color, engine, exif
 from . import formats as F
 from .desc import (ChannelDesc, JpegeConfig, PicDesc, ResizeConfig, RoiConfig,
                    check_span)
@@ -143,8 +143,11 @@ def jpeg_predict_dec_size(data, size: int | None, output_format: int) -> int:
         raise bad(api, f"output_pixel_format must be PIXEL_FORMAT_YUV_SEMIPLANAR_420 (1), "
                        f"PIXEL_FORMAT_YVU_SEMIPLANAR_420 (2) or PIXEL_FORMAT_UNKNOWN (10000), "
                        f"got {F.fmt_name(output_format)}")
-    w, h, _, _ = codec.jpeg_info(read_input(data, size, api), api)
+    raw = read_input(data, size, api)
+    w, h, _, _ = codec.jpeg_info(raw, api)
     F.check_resolution(api, "JPEG", w, h, F.JPEGD_MIN, F.JPEGD_MAX)   # what JPEGD decodes
+    if exif.orientation(raw) in exif.SWAPS_SIDES:                     # the rotated output's
+        w, h = h, w
     return F.yuv420sp_size(F.align_up(w, F.JPEGD_PREDICT_WIDTH_ALIGN),
                            F.align_up(h, F.JPEGD_HEIGHT_ALIGN))
 
@@ -181,7 +184,8 @@ def jpeg_decode_async(channel: ChannelDesc, data: int, size: int, output_desc: P
     live = output_desc
 
     def run():
-        img = codec.decode_jpeg(_view(data, n, api).tobytes(), api)
+        raw = _view(data, n, api).tobytes()
+        img = exif.upright(codec.decode_jpeg(raw, api), exif.orientation(raw))
         h, w = img.shape[:2]
         F.check_resolution(api, "JPEG", w, h, F.JPEGD_MIN, F.JPEGD_MAX)
         # YUV420SP output: an odd source width/height is rounded down to even (CANN's default
