@@ -58,8 +58,7 @@ class CallbackStreams:
     """The two streams of a video channel and the callback thread's subscription."""
 
     def __init__(self, thread_id: int, callback):
-        self.device = _dev.current_device()
-        self.stream, self.cb_stream = Stream(), Stream()
+        self.stream, self.cb_stream = Stream(), Stream()      # on the current device
         self.thread_id, self.callback = thread_id, callback
         try:
             _cb.subscribe_report(thread_id, self.cb_stream)

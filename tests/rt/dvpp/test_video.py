@@ -391,3 +391,18 @@ def test_parameter_sets_alone_get_no_picture(soc310p):
     assert nal_types(first[:cut], H264_MAIN) == [7, 8] or 6 in nal_types(first[:cut], H264_MAIN)
     results, _ = decode(soc310p, [first[:cut], first[cut:], packets[1]], H264_MAIN)
     assert [(r[0], r[1]) for r in results] == [(0, 0x20000), (1, 0), (2, 0)]
+
+
+def test_video_tasks_on_their_unit_tracks(soc310p):
+    from rt.profiler import DVPP_TID_BASE, DVPP_UNITS
+    w, h = 128, 128
+    with rt.profile() as prof:
+        packets, _, _ = encode(soc310p, frames_of(w, h, 2), w, h, H264_BASE)
+        decode(soc310p, packets, H264_BASE)
+    ev = [e for e in prof.chrome_trace()["traceEvents"] if e.get("ph") == "X"]
+    on = {}
+    for e in ev:
+        if e["tid"] >= DVPP_TID_BASE:
+            on.setdefault(DVPP_UNITS[e["tid"] - DVPP_TID_BASE], []).append(e["name"])
+    assert on["VENC"] == ["venc_encode", "venc_encode", "venc_eos"]
+    assert on["VDEC"] == ["vdec_decode", "vdec_decode", "vdec_eos"]
