@@ -406,3 +406,17 @@ def test_video_tasks_on_their_unit_tracks(soc310p):
             on.setdefault(DVPP_UNITS[e["tid"] - DVPP_TID_BASE], []).append(e["name"])
     assert on["VENC"] == ["venc_encode", "venc_encode", "venc_eos"]
     assert on["VDEC"] == ["vdec_decode", "vdec_decode", "vdec_eos"]
+
+
+def test_a_stream_below_vdec_minimum_resolution_fails_its_frames(soc310p):
+    import av
+    from fractions import Fraction
+    enc = av.CodecContext.create("libx264", "w")
+    enc.width, enc.height, enc.pix_fmt = 96, 64, "yuv420p"        # VDEC decodes >= 128x128
+    enc.time_base = Fraction(1, 30)
+    enc.options = {"tune": "zerolatency"}
+    f = av.VideoFrame.from_ndarray(np.full((96, 96), 128, np.uint8), format="yuv420p")
+    f.pts = 0
+    packets = [bytes(p) for p in enc.encode(f)] + [bytes(p) for p in enc.encode(None)]
+    results, _ = decode(soc310p, packets, H264_MAIN)
+    assert [r[1] for r in results] == [ACL_ERROR_INVALID_PARAM]
