@@ -58,26 +58,35 @@ def dvpp_destroy_stream_desc(stream_desc: int):
     _drop(stream_desc, _vdesc.StreamDesc, "dvpp_destroy_stream_desc").destroy()
 
 
-for _field in ("data", "size", "format", "timestamp", "ret_code", "eos"):
-    def _stream_desc_calls(field=_field):
-        set_api, get_api = f"dvpp_set_stream_desc_{field}", f"dvpp_get_stream_desc_{field}"
+def _field_calls(cls, head: str, tail: str, fields, callback_wrap=None):
+    """`<head>_set_<tail><field>(handle, value)` -> ret and `<head>_get_<tail><field>(handle)`
+    -> value for each field of `cls` (a callback is stored wrapped, read back as given)."""
+    for field in fields:
+        def make(field=field):
+            set_api, get_api = f"{head}_set_{tail}{field}", f"{head}_get_{tail}{field}"
 
-        @_ret
-        def setter(stream_desc: int, value: int):
-            _get(stream_desc, _vdesc.StreamDesc, set_api).set(field, value)
-        setter.__name__ = set_api
-        _public(setter)
+            @_ret
+            def setter(handle: int, value):
+                obj = _get(handle, cls, set_api)
+                obj.set(field, callback_wrap(value) if field == "callback" else value)
+            setter.__name__ = set_api
+            _public(setter)
 
-        @_plain()
-        def getter(stream_desc: int):
-            return getattr(_get(stream_desc, _vdesc.StreamDesc, get_api), field)
-        getter.__name__ = get_api
-        _public(getter)
-    _stream_desc_calls()
+            @_plain()
+            def getter(handle: int):
+                v = getattr(_get(handle, cls, get_api), field)
+                return getattr(v, "user_fn", v) if field == "callback" else v
+            getter.__name__ = get_api
+            _public(getter)
+        make()
+
+
+_field_calls(_vdesc.StreamDesc, "dvpp", "stream_desc_",
+             ("data", "size", "format", "timestamp", "ret_code", "eos"))
 
 
 # -- channel descs ---------------------------------------------------------------------------------
-def _desc_calls(cls, kind: str, fields):
+def _desc_calls(cls, kind: str, fields, callback_wrap):
     """`<kind>_create_channel_desc`, `_destroy_channel_desc`, `_set/get_channel_desc_<field>`."""
     @_handle
     def creator():
@@ -91,28 +100,7 @@ def _desc_calls(cls, kind: str, fields):
         _handles.drop(channel_desc)
     destroyer.__name__ = f"{kind}_destroy_channel_desc"
     _public(destroyer)
-
-    for field in fields:
-        def make(field=field):
-            set_api = f"{kind}_set_channel_desc_{field}"
-            get_api = f"{kind}_get_channel_desc_{field}"
-
-            @_ret
-            def setter(channel_desc: int, value):
-                d = _get(channel_desc, cls, set_api)
-                if field == "callback":
-                    value = _vdec_callback(value) if kind == "vdec" else _venc_callback(value)
-                d.set(field, value)
-            setter.__name__ = set_api
-            _public(setter)
-
-            @_plain()
-            def getter(channel_desc: int):
-                v = getattr(_get(channel_desc, cls, get_api), field)
-                return getattr(v, "user_fn", v) if field == "callback" else v
-            getter.__name__ = get_api
-            _public(getter)
-        make()
+    _field_calls(cls, kind, "channel_desc_", fields, callback_wrap)
 
 
 def _vdec_callback(fn):
@@ -145,11 +133,11 @@ def _venc_callback(fn):
 
 _desc_calls(_vdesc.VdecChannelDesc, "vdec",
             ("channel_id", "thread_id", "callback", "entype", "out_pic_format", "out_pic_width",
-             "out_pic_height", "ref_frame_num", "out_mode", "bit_depth"))
+             "out_pic_height", "ref_frame_num", "out_mode", "bit_depth"), _vdec_callback)
 _desc_calls(_vdesc.VencChannelDesc, "venc",
             ("thread_id", "callback", "entype", "pic_format", "pic_width", "pic_height",
              "key_frame_interval", "buf_addr", "buf_size", "rc_mode", "src_rate",
-             "max_bit_rate"))
+             "max_bit_rate"), _venc_callback)
 
 
 # -- frame configs ---------------------------------------------------------------------------------
@@ -177,22 +165,7 @@ def venc_destroy_frame_config(venc_frame_config: int):
     _drop(venc_frame_config, _vdesc.VencFrameConfig, "venc_destroy_frame_config").destroy()
 
 
-for _field in ("force_i_frame", "eos"):
-    def _frame_config_calls(field=_field):
-        set_api, get_api = f"venc_set_frame_config_{field}", f"venc_get_frame_config_{field}"
-
-        @_ret
-        def setter(config: int, value: int):
-            _get(config, _vdesc.VencFrameConfig, set_api).set(field, value)
-        setter.__name__ = set_api
-        _public(setter)
-
-        @_plain()
-        def getter(config: int):
-            return getattr(_get(config, _vdesc.VencFrameConfig, get_api), field)
-        getter.__name__ = get_api
-        _public(getter)
-    _frame_config_calls()
+_field_calls(_vdesc.VencFrameConfig, "venc", "frame_config_", ("force_i_frame", "eos"))
 
 
 # -- channels and frames ---------------------------------------------------------------------------
@@ -206,7 +179,8 @@ def vdec_create_channel(vdec_channel_desc: int):
 @_ret
 def vdec_destroy_channel(vdec_channel_desc: int):
     api = "vdec_destroy_channel"
-    _vd.vdec_channel(_get(vdec_channel_desc, _vdesc.VdecChannelDesc, api), api).close()
+    _vd.live_channel(_get(vdec_channel_desc, _vdesc.VdecChannelDesc, api),
+                       _vdesc.VdecChannelDesc, "vdec", api).close()
 
 
 @_public
@@ -215,7 +189,8 @@ def vdec_send_frame(vdec_channel_desc: int, input: int, output: int, config: int
     """`ret = acl.media.vdec_send_frame(vdec_channel_desc, input_stream_desc, output_pic_desc,
     vdec_frame_config, user_data)` (output and config may be 0 with eos=1)."""
     api = "vdec_send_frame"
-    ch = _vd.vdec_channel(_get(vdec_channel_desc, _vdesc.VdecChannelDesc, api), api)
+    ch = _vd.live_channel(_get(vdec_channel_desc, _vdesc.VdecChannelDesc, api),
+                       _vdesc.VdecChannelDesc, "vdec", api)
     ch.send_frame(_get(input, _vdesc.StreamDesc, api), _opt(output, _dv.PicDesc, api),
                   _opt(config, _vdesc.VdecFrameConfig, api), user_data)
 
@@ -226,7 +201,8 @@ def vdec_send_skipped_frame(vdec_channel_desc: int, input: int, config: int, use
     """`ret = acl.media.vdec_send_skipped_frame(vdec_channel_desc, input, config, user_data)`:
     decoded (a reference for later frames) but not output; its callback gets output 0."""
     api = "vdec_send_skipped_frame"
-    ch = _vd.vdec_channel(_get(vdec_channel_desc, _vdesc.VdecChannelDesc, api), api)
+    ch = _vd.live_channel(_get(vdec_channel_desc, _vdesc.VdecChannelDesc, api),
+                       _vdesc.VdecChannelDesc, "vdec", api)
     ch.send_frame(_get(input, _vdesc.StreamDesc, api), None,
                   _opt(config, _vdesc.VdecFrameConfig, api), user_data, skip=True)
 
@@ -241,7 +217,8 @@ def venc_create_channel(venc_channel_desc: int):
 @_ret
 def venc_destroy_channel(venc_channel_desc: int):
     api = "venc_destroy_channel"
-    _ve.venc_channel(_get(venc_channel_desc, _vdesc.VencChannelDesc, api), api).close()
+    _vd.live_channel(_get(venc_channel_desc, _vdesc.VencChannelDesc, api),
+                       _vdesc.VencChannelDesc, "venc", api).close()
 
 
 @_public
@@ -250,7 +227,8 @@ def venc_send_frame(venc_channel_desc: int, input: int, reserve, config: int, us
     """`ret = acl.media.venc_send_frame(venc_channel_desc, input_pic_desc, reserve, config,
     user_data)` (`reserve` is 0; input may be 0 when config has eos=1)."""
     api = "venc_send_frame"
-    ch = _ve.venc_channel(_get(venc_channel_desc, _vdesc.VencChannelDesc, api), api)
+    ch = _vd.live_channel(_get(venc_channel_desc, _vdesc.VencChannelDesc, api),
+                       _vdesc.VencChannelDesc, "venc", api)
     ch.send_frame(_opt(input, _dv.PicDesc, api), _opt(config, _vdesc.VencFrameConfig, api),
                   user_data)
 

@@ -307,15 +307,12 @@ class VdecChannel:
             self.desc.channel = None
 
 
-def vdec_create_channel(desc: VdecChannelDesc) -> VdecChannel:
-    return VdecChannel(desc)
-
-
-def vdec_channel(desc, api: str) -> VdecChannel:
-    """The live channel of a VdecChannelDesc, or 100000."""
-    if not isinstance(desc, VdecChannelDesc):
-        raise bad(api, f"vdec_channel_desc must be a vdec channel desc, got {desc!r}")
-    desc.live(api, "vdec_channel_desc")
+def live_channel(desc, desc_cls, kind: str, api: str):
+    """The live channel of a VDEC/VENC channel desc (`kind` "vdec" / "venc"), or 100000."""
+    if not isinstance(desc, desc_cls):
+        raise bad(api, f"{kind}_channel_desc must be a {kind} channel desc, got {desc!r}")
+    desc.live(api, f"{kind}_channel_desc")
     if desc.channel is None:
-        raise bad(api, "vdec_channel_desc must have a channel (vdec_create_channel), got none")
+        raise bad(api, f"{kind}_channel_desc must have a channel ({kind}_create_channel), got "
+                       f"none")
     return desc.channel.live(api)

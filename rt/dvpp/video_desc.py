@@ -63,6 +63,18 @@ class _Fields(Handle):
         setattr(self, field, self.RULES[field](api, value))
 
 
+class _ChannelDesc(_Fields):
+    """A VDEC/VENC channel desc: not destroyed while its channel is open."""
+    __slots__ = ()
+
+    def destroy(self) -> None:
+        kind = self.prefix.split("_")[0]
+        if self.channel is not None:
+            raise bad(f"{kind}_destroy_channel_desc", f"{kind}_channel_desc must not have a live "
+                      f"channel ({kind}_destroy_channel first)")
+        super().destroy()
+
+
 def _range(lo: int, hi: int, name: str):
     return lambda api, v: checked_int(api, name, v, lo, hi)
 
@@ -91,7 +103,7 @@ class StreamDesc(_Fields):
                 f"eos={self.eos}>")
 
 
-class VdecChannelDesc(_Fields):
+class VdecChannelDesc(_ChannelDesc):
     """Mirrors `aclvdecChannelDesc` (and the channel `aclvdecCreateChannel` opens on it)."""
     __slots__ = ("channel_id", "thread_id", "callback", "entype", "out_pic_format",
                  "out_pic_width", "out_pic_height", "ref_frame_num", "out_mode", "bit_depth",
@@ -114,12 +126,6 @@ class VdecChannelDesc(_Fields):
         self.ref_frame_num = self.out_mode = self.bit_depth = 0
         self.channel = None
 
-    def destroy(self) -> None:
-        if self.channel is not None:
-            raise bad("vdec_destroy_channel_desc", "vdec_channel_desc must not have a live "
-                                                   "channel (vdec_destroy_channel first)")
-        super().destroy()
-
 
 class VdecFrameConfig(Handle):
     """Mirrors `aclvdecFrameConfig` (reserved by CANN: no fields)."""
@@ -131,7 +137,7 @@ VENC_DEFAULT_BUF_SIZE = 8 << 20
 VENC_MIN_BUF_SIZE = 5 << 20
 
 
-class VencChannelDesc(_Fields):
+class VencChannelDesc(_ChannelDesc):
     """Mirrors `aclvencChannelDesc` (and the channel `aclvencCreateChannel` opens on it).
     Defaults as CANN documents them: key frame interval 16 (ours; CANN leaves it to the
     driver), output buffer 8 MiB (>= 5 MiB when set), rc mode 0 (VBR), 30 fps, 2000 kbps."""
@@ -158,12 +164,6 @@ class VencChannelDesc(_Fields):
         self.key_frame_interval, self.buf_addr, self.buf_size = 16, 0, VENC_DEFAULT_BUF_SIZE
         self.rc_mode, self.src_rate, self.max_bit_rate = 0, 30, 2000
         self.channel = None
-
-    def destroy(self) -> None:
-        if self.channel is not None:
-            raise bad("venc_destroy_channel_desc", "venc_channel_desc must not have a live "
-                                                   "channel (venc_destroy_channel first)")
-        super().destroy()
 
 
 def _bitrate(api: str, v) -> int:

@@ -247,13 +247,3 @@ class VencChannel:
             if self.own_buf is not None:
                 _dvpp_free(self.own_buf)
             self.desc.channel = None
-
-
-def venc_channel(desc, api: str) -> VencChannel:
-    """The live channel of a VencChannelDesc, or 100000."""
-    if not isinstance(desc, VencChannelDesc):
-        raise bad(api, f"venc_channel_desc must be a venc channel desc, got {desc!r}")
-    desc.live(api, "venc_channel_desc")
-    if desc.channel is None:
-        raise bad(api, "venc_channel_desc must have a channel (venc_create_channel), got none")
-    return desc.channel.live(api)
