@@ -137,21 +137,27 @@ def default_strides(w: int, h: int) -> tuple[int, int]:
         F.align_up(h, VIDEO_HEIGHT_ALIGN)
 
 
+def check_new_channel(desc, desc_cls, kind: str, api: str) -> None:
+    """A channel desc ready for `<kind>_create_channel`: live, no channel yet, its callback
+    thread and callback set."""
+    if not isinstance(desc, desc_cls):
+        raise bad(api, f"{kind}_channel_desc must be a {kind} channel desc, got {desc!r}")
+    desc.live(api, f"{kind}_channel_desc")
+    if desc.channel is not None:
+        raise bad(api, f"{kind}_channel_desc must not have a channel yet, got one created")
+    if not desc.thread_id or desc.callback is None:
+        raise bad(api, f"{kind}_channel_desc thread_id and callback must be set "
+                       f"({kind}_set_channel_desc_thread_id / _callback), got "
+                       f"thread_id={desc.thread_id}, callback={desc.callback!r}")
+
+
 class VdecChannel:
     """The channel `aclvdecCreateChannel` opens on a VdecChannelDesc (its settings are read
     at creation)."""
 
     def __init__(self, desc: VdecChannelDesc):
         api = "vdec_create_channel"
-        if not isinstance(desc, VdecChannelDesc):
-            raise bad(api, f"vdec_channel_desc must be a vdec channel desc, got {desc!r}")
-        desc.live(api, "vdec_channel_desc")
-        if desc.channel is not None:
-            raise bad(api, "vdec_channel_desc must not have a channel yet, got one created")
-        if not desc.thread_id or desc.callback is None:
-            raise bad(api, f"vdec_channel_desc thread_id and callback must be set "
-                           f"(vdec_set_channel_desc_thread_id / _callback), got "
-                           f"thread_id={desc.thread_id}, callback={desc.callback!r}")
+        check_new_channel(desc, VdecChannelDesc, "vdec", api)
         self.av = load_av(api)
         self.device = _dev.current_device()
         self.key = (self.device, desc.channel_id)

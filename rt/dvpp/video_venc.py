@@ -30,7 +30,7 @@ from . import formats as F
 from .codec import ACL_ERROR_RT_AICPU_EXCEPTION
 from .desc import PicDesc, check_span, free as _dvpp_free, malloc as _dvpp_malloc
 from .formats import PixelFormat, bad
-from .video import CallbackStreams, VIDEO_WIDTH_ALIGN, load_av
+from .video import CallbackStreams, VIDEO_WIDTH_ALIGN, check_new_channel, load_av
 from .video_desc import StreamDesc, StreamFormat, VencChannelDesc, VencFrameConfig
 
 VENC_MIN, VENC_MAX = (128, 128), (4096, 4096)
@@ -76,20 +76,12 @@ class VencChannel:
 
     def __init__(self, desc: VencChannelDesc):
         api = "venc_create_channel"
-        if not isinstance(desc, VencChannelDesc):
-            raise bad(api, f"venc_channel_desc must be a venc channel desc, got {desc!r}")
-        desc.live(api, "venc_channel_desc")
         soc = _dev.get_soc_name()
         if soc.startswith("Ascend910"):
             raise AclError(ACL_ERROR_FEATURE_UNSUPPORTED,
                            f"{api}: VENC must run on an SoC that has it (Atlas inference series "
                            f"Ascend310P*, Atlas 200I/500 A2), got {soc} (ASCEND_EMU_SOC)")
-        if desc.channel is not None:
-            raise bad(api, "venc_channel_desc must not have a channel yet, got one created")
-        if not desc.thread_id or desc.callback is None:
-            raise bad(api, f"venc_channel_desc thread_id and callback must be set "
-                           f"(venc_set_channel_desc_thread_id / _callback), got "
-                           f"thread_id={desc.thread_id}, callback={desc.callback!r}")
+        check_new_channel(desc, VencChannelDesc, "venc", api)
         w, h = desc.pic_width, desc.pic_height
         F.check_resolution(api, "venc_channel_desc picture", w, h, VENC_MIN, VENC_MAX)
         if w % 2 or h % 2:
