@@ -87,10 +87,11 @@ def set_all(obj, calls):
 def encode(rep, frames, w, h, entype, fmt=NV12, force_i=(), key_frame_interval=8):
     """Send every frame at once (each in its own buffer), then EOS; returns (packets, callback
     thread ids, user_data order)."""
-    packets, tids, order = [], [], []
+    packets, tids, order, sent = [], [], [], {}
 
     def cb(inp, out, user_data):
         tids.append(threading.get_ident())
+        assert inp == sent[user_data]                # the pic desc handle sent with the frame
         assert m.dvpp_get_stream_desc_ret_code(out) == 0
         n = m.dvpp_get_stream_desc_size(out)
         packets.append(from_dev(m.dvpp_get_stream_desc_data(out), n).tobytes())
@@ -117,6 +118,7 @@ def encode(rep, frames, w, h, entype, fmt=NV12, force_i=(), key_frame_interval=8
                       (m.dvpp_set_pic_desc_width_stride, ws),
                       (m.dvpp_set_pic_desc_height_stride, h)])
         cfg = forced if i in force_i else plain
+        sent[i] = pic
         assert m.venc_send_frame(ch, pic, 0, cfg, i) == 0, acl.get_recent_err_msg()
     eos = m.venc_create_frame_config()
     assert m.venc_set_frame_config_eos(eos, 1) == 0
@@ -130,10 +132,11 @@ def encode(rep, frames, w, h, entype, fmt=NV12, force_i=(), key_frame_interval=8
 def decode(rep, packets, entype, out_fmt=NV12, dims=None, channel_id=0, skip=()):
     """Send every packet at once, then EOS; returns [(user_data, ret_code, (w, h, ws, hs),
     frame bytes or None, output handle)] in callback order, and the callback thread ids."""
-    results, tids = [], []
+    results, tids, sent = [], [], {}
 
     def cb(inp, out, user_data):
         tids.append(threading.get_ident())
+        assert (inp, out) == sent[user_data]          # the handles sent with the frame
         if out == 0:
             results.append((user_data, None, None, None, 0))
             return
@@ -155,6 +158,7 @@ def decode(rep, packets, entype, out_fmt=NV12, dims=None, channel_id=0, skip=())
         set_all(sd, [(m.dvpp_set_stream_desc_data, to_dev(np.frombuffer(p, np.uint8).copy())),
                      (m.dvpp_set_stream_desc_size, len(p))])
         if i in skip:
+            sent[i] = (sd, 0)
             assert m.vdec_send_skipped_frame(ch, sd, 0, i) == 0, acl.get_recent_err_msg()
             continue
         n = 4 << 20
@@ -164,6 +168,7 @@ def decode(rep, packets, entype, out_fmt=NV12, dims=None, channel_id=0, skip=())
         if dims:
             set_all(out, [(getattr(m, f"dvpp_set_pic_desc_{k}"), v) for k, v in
                           zip(("width", "height", "width_stride", "height_stride"), dims)])
+        sent[i] = (sd, out)
         assert m.vdec_send_frame(ch, sd, out, 0, i) == 0, acl.get_recent_err_msg()
     eos = m.dvpp_create_stream_desc()
     assert m.dvpp_set_stream_desc_eos(eos, 1) == 0
