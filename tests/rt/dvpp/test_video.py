@@ -425,3 +425,50 @@ def test_a_stream_below_vdec_minimum_resolution_fails_its_frames(soc310p):
     packets = [bytes(p) for p in enc.encode(f)] + [bytes(p) for p in enc.encode(None)]
     results, _ = decode(soc310p, packets, H264_MAIN)
     assert [r[1] for r in results] == [ACL_ERROR_INVALID_PARAM]
+
+
+def test_venc_output_ring_hands_out_in_order_and_waits_when_full():
+    from rt.dvpp.video_venc import OutputRing
+    ring = OutputRing(1000, 100)
+    assert [ring.take(60) - 1000, ring.take(30) - 1000] == [0, 60]
+    got = []
+    t = threading.Thread(target=lambda: got.append(ring.take(20) - 1000))
+    t.start()
+    time.sleep(0.05)
+    assert got == []                    # 20 bytes fit neither after 90 nor before 0: it waits
+    ring.give_back()                    # the first packet's callback returned: [0, 60) free
+    t.join()
+    assert got == [0]                   # wrapped to the start
+    assert ring.take(40) - 1000 == 20   # after the wrapped one, before the held [60, 90)
+    ring.give_back()
+    ring.give_back()
+    ring.give_back()
+    assert ring.take(100) - 1000 == 0   # all given back: the whole buffer
+
+
+def test_venc_writes_into_the_callers_buffer(soc310p):
+    w, h = 128, 128
+    buf_size = 5 << 20
+    buf, _ = m.dvpp_malloc(buf_size)
+    seen = []
+    ch = m.venc_create_channel_desc()
+    set_all(ch, [(m.venc_set_channel_desc_thread_id, soc310p.tid),
+                 (m.venc_set_channel_desc_callback,
+                  lambda i, o, u: seen.append(m.dvpp_get_stream_desc_data(o))),
+                 (m.venc_set_channel_desc_pic_width, w), (m.venc_set_channel_desc_pic_height, h),
+                 (m.venc_set_channel_desc_buf_addr, buf),
+                 (m.venc_set_channel_desc_buf_size, buf_size)])
+    assert m.venc_create_channel(ch) == 0
+    Y, UV = frames_of(w, h, 1)[0]
+    frame = np.concatenate([Y.reshape(-1), UV.reshape(-1)])
+    pic = m.dvpp_create_pic_desc()
+    set_all(pic, [(m.dvpp_set_pic_desc_data, to_dev(frame)),
+                  (m.dvpp_set_pic_desc_size, frame.size), (m.dvpp_set_pic_desc_width, w),
+                  (m.dvpp_set_pic_desc_height, h), (m.dvpp_set_pic_desc_width_stride, w)])
+    for _ in range(3):
+        assert m.venc_send_frame(ch, pic, 0, 0, None) == 0
+    eos = m.venc_create_frame_config()
+    assert m.venc_set_frame_config_eos(eos, 1) == 0
+    assert m.venc_send_frame(ch, 0, 0, eos, None) == 0
+    assert len(seen) == 3 and seen[0] == buf and all(buf <= a < buf + buf_size for a in seen)
+    assert m.venc_destroy_channel(ch) == 0
