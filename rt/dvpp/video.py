@@ -32,7 +32,7 @@ from .video_desc import StreamDesc, StreamFormat, VdecChannelDesc, VdecFrameConf
 VDEC_IN_MIN, VDEC_IN_MAX = (128, 128), (4096, 4096)
 VDEC_OUT_MIN, VDEC_OUT_MAX = (10, 6), (4096, 4096)
 VIDEO_WIDTH_ALIGN, VIDEO_HEIGHT_ALIGN = 16, 2
-VIDEO_MIN_WIDTH_STRIDE = 32               # for a width under 16
+VIDEO_MIN_WIDTH_STRIDE = 32               # a width under 16 takes a multiple of 32
 ERR_DECODE_NOPIC = 0x20000                # no picture for this frame (CANN's VDEC result code)
 
 _lock = threading.Lock()
@@ -114,9 +114,9 @@ def check_video_dims(api: str, w: int, h: int, ws: int, hs: int, fmt: int, size:
     if w % 2 or h % 2:
         raise bad(api, f"output width and height must be even, got {w}x{h}")
     F.check_strides(api, "output", fmt, w, h, ws, hs, VIDEO_WIDTH_ALIGN, VIDEO_HEIGHT_ALIGN)
-    if w < 16 and ws < VIDEO_MIN_WIDTH_STRIDE:
-        raise bad(api, f"output width_stride must be >= {VIDEO_MIN_WIDTH_STRIDE} for a width "
-                       f"under 16, got width_stride={ws} (width={w})")
+    if w < 16 and ws % VIDEO_MIN_WIDTH_STRIDE:
+        raise bad(api, f"output width_stride must be a multiple of {VIDEO_MIN_WIDTH_STRIDE} for "
+                       f"a width under 16, got width_stride={ws} (width={w})")
     F.check_size(api, "output", fmt, ws, hs, size)
 
 
@@ -133,8 +133,8 @@ def has_picture(raw: bytes, hevc: bool) -> bool:
 
 
 def default_strides(w: int, h: int) -> tuple[int, int]:
-    return max(F.align_up(w, VIDEO_WIDTH_ALIGN), VIDEO_MIN_WIDTH_STRIDE if w < 16 else 0), \
-        F.align_up(h, VIDEO_HEIGHT_ALIGN)
+    """The strides VDEC gives a picture of the stream's size (>= 128 wide)."""
+    return F.align_up(w, VIDEO_WIDTH_ALIGN), F.align_up(h, VIDEO_HEIGHT_ALIGN)
 
 
 def check_new_channel(desc, desc_cls, kind: str, api: str) -> None:
