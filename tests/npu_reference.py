@@ -25,6 +25,7 @@ from rt.npu.l2 import L2Cache
 from rt.npu.mix import is_work
 from rt.npu.pipe import (DONE, FIXED, HBM, INFLIGHT, L2, PARKED, STREAMING, Pipe, waterfill)
 from rt.npu.sim import launch_view, open_op, plan_launch
+from rt.npu.xcore import FLAG_LIMIT, instance_name, launch_cycles
 
 
 class _Core:
@@ -63,7 +64,7 @@ class _Scan:
         self.taken = {}             # (instance, flag id) or ib word -> waits that took
         self.ib_started = {}        # ib word -> ib_sets started
         self.tl = Timeline(model.soc, n_cores, model.clock_hz,
-                           launch_cycles=model.launch_overhead_cycles,
+                           launch_cycles=launch_cycles(model, self.roles, len(work), n_cores),
                            core_kinds={c.idx: c.kind for c in self.cores}, mix=self.mix,
                            view=launch_view(self.mix, self.roles), roles=self.roles)
         self.l2 = L2Cache(model, blocks) if model.l2_bytes > 0 else None
@@ -145,6 +146,15 @@ class _Scan:
             out += rounds(aivs, 2)
         return sorted(out)
 
+    def check_limit(self, flag):
+        """No instance holds more than FLAG_LIMIT counts of `flag` not taken yet."""
+        for g in range(self.groups):
+            for k in range(len(self.roles)):
+                held = len(self.credits((g, k), flag)) - self.taken.get(((g, k), flag), 0)
+                if held > FLAG_LIMIT:
+                    raise ValueError(f"simulate: {flag} of {instance_name(self.roles, g, k)} "
+                                     f"holds {held} counts")
+
     @staticmethod
     def pipes_inflight(c, pipe):
         return c.pipes[pipe].inflight
@@ -221,6 +231,8 @@ class _Scan:
             c.fired.setdefault(ins.set_flag, deque()).append((rec, t, c.idx))
         elif ins.cross and ins.cross[0] in ("set", "ib_set"):
             self.xlog.append((c.inst, ins.cross, t, rec))
+            if ins.cross[0] == "set":
+                self.check_limit(ins.cross[1])
         elif is_work(ins):
             op.pipe.last_end = t
         if isinstance(op.partner, tuple):

@@ -17,10 +17,15 @@ gives counts by its mode:
   launch; a set starts only once every earlier set of the word has been taken by a wait, a wait
   takes the earliest set not taken yet.
 
+A counter holds at most `FLAG_LIMIT` (16) counts not yet taken, as in the execution's checked
+mode (rt/crossflags.py, CrossCoreSetFlag's "at most 16 times"): a set that would give a 17th
+is a ValueError with the execution's message.
+
 Timing: a count (or a set word) is usable `cross_core_flag_cycles` (docs/npu-model.md §1.6) after
 the end of the set that completed it (the last set of its round); the wait cannot start before.
 A set runs on its pipe once the pipe's copies have landed, as `set_flag` does; sets and waits
-cost `flag_latency_cycles` on their pipe.
+cost `flag_latency_cycles` on their pipe. A MIX launch (an AIC and AIVs per group) pays the MIX
+head cost on top of the launch overhead (`launch_cycles`, docs/npu-model.md §1.7).
 """
 from __future__ import annotations
 
@@ -29,6 +34,32 @@ from collections import deque
 from .instr import AIC, AIV
 
 SETS = ("set", "ib_set")
+FLAG_LIMIT = 16          # counts one flag counter holds (rt/crossflags.py's FLAG_LIMIT)
+MIX_HEAD_US = 7.0        # §1.7 CATLASS headCost: 1 + 7 x usedAIC / coreNum us per MIX launch
+
+
+def launch_cycles(model, roles: tuple, groups: int, n_cores: int) -> float:
+    """The launch overhead of a launch of `groups` groups of `roles` on `n_cores` AI Cores:
+    `model.launch_overhead_cycles` (headCost's 1 us), plus for a MIX launch (an AIC and AIVs per
+    group) 7 us x usedAIC / coreNum, usedAIC = the AICs the groups occupy (at most n_cores) and
+    coreNum = the SoC's AI Cores."""
+    base = model.launch_overhead_cycles
+    if AIC not in roles or AIV not in roles or not model.aic_cores:
+        return base
+    used = min(groups, n_cores)
+    return base + round(MIX_HEAD_US * 1e-6 * model.clock_hz * used / model.aic_cores)
+
+
+def instance_name(roles: tuple, group: int, slot: int) -> str:
+    """An instance as the execution names it (rt/crossflags.Instance.name)."""
+    role = roles[slot]
+    n_aiv = roles.count(AIV)
+    if role == AIC or len(roles) == 1:
+        return f"{role} {group}"
+    sub = roles[:slot].count(AIV)
+    if n_aiv == 1:
+        return f"AIV {group} (group {group})"
+    return f"AIV {group * n_aiv + sub} (group {group}, sub-block {sub})"
 
 
 def group_layout(roles: tuple, n_cores: int) -> tuple:
@@ -177,5 +208,11 @@ class CrossFlags:
                 got += [(m, at, recs) for m in targets]
             self.released[(scope, a)] = max(done, self.released.get((scope, a), 0))
         for m, at, recs in got:
-            self.credits.setdefault((m, a), deque()).append((at, recs))
+            q = self.credits.setdefault((m, a), deque())
+            q.append((at, recs))
+            if len(q) > FLAG_LIMIT:
+                raise ValueError(f"simulate: asc.cross_core_set_flag: a flag's counter must "
+                                 f"hold at most {FLAG_LIMIT} pending sets (CrossCoreSetFlag's "
+                                 f"limit), got flag_id={a} of {instance_name(self.roles, *m)} "
+                                 f"at {len(q)}")
         self.woken = tuple(self.core_of[m] for m, _, _ in got if m in self.core_of)
