@@ -14,13 +14,15 @@ launch's cores of the caller's kind).
 """
 from ..core import prim, FLAG_DEFER, flush_pending
 from ..crosscore import (call_xcore, OP_SET, OP_WAIT, OP_IB_SET, OP_IB_WAIT, OP_SYNC_ALL,
-                         OP_GM, ROLE_AIV)
+                         OP_GM, OP_GM_ROWS, ROLE_AIV, ROW_BITS, STEP_BITS, ROWS_BITS, STEP_SHIFT,
+                         ROWS_SHIFT)
 from ..errors import FAULT, fault, KernelError
 from ..state import MEM, STATE
 from .. import trace
 from .ktype import core_kernel_type, MIX_AIC_1_2
 
-__all__ = ["cross_core_set_flag", "cross_core_wait_flag", "ib_set", "ib_wait", "mix_sync_all"]
+__all__ = ["cross_core_set_flag", "cross_core_wait_flag", "ib_set", "ib_wait", "mix_sync_all",
+           "gm_order", "gm_order_rows"]
 
 N_FLAG_IDS = 11       # Atlas A2: flagId 0..10
 _OP_XSET, _OP_XWAIT, _OP_IB_SET, _OP_IB_WAIT = (
@@ -152,3 +154,24 @@ def gm_order(st, api, addr, nbytes, write):
     if r < 0:
         raise KernelError("the launch was aborted because another core of it failed (that "
                           "core's error is the one reported)")
+
+
+@prim
+def gm_order_rows(st, api, addr, nbytes, step, rows, write):
+    """gm_order for `rows` rows of `nbytes` bytes, each `step` bytes after the previous (a
+    strided copy: the bytes between its rows are not accessed), in one call when the numbers
+    fit the packed form, else a call per row."""
+    if rows <= 1:
+        gm_order(st, api, addr, nbytes, write)
+    elif 0 <= nbytes < (1 << ROW_BITS) and 0 <= step < (1 << STEP_BITS) and \
+            rows < (1 << ROWS_BITS):
+        b = nbytes | (step << STEP_SHIFT) | (rows << ROWS_SHIFT)
+        r = call_xcore(st.xcore_fn, st.xcore, OP_GM_ROWS + 2 * api + write, addr, b)
+        if r > 0:
+            raise KernelError(FAULT)      # the bridge recorded the message (rt.gmorder)
+        if r < 0:
+            raise KernelError("the launch was aborted because another core of it failed (that "
+                              "core's error is the one reported)")
+    else:
+        for i in range(rows):
+            gm_order(st, api, addr + i * step, nbytes, write)
