@@ -191,7 +191,6 @@ class CrossCoreLaunch:
         with self._cv:
             inst.state = _DONE
             self._check_stuck(inst)
-            self._cv.notify_all()   # a wait on a GM word it wrote by a plain copy may pass now
 
     def abort(self) -> None:
         with self._cv:
@@ -422,9 +421,12 @@ class CrossCoreLaunch:
             base = inst.group * len(self.roles)
             scope, what = self.instances[base:base + len(self.roles)], f"group {inst.group}"
         blocked = [i for i in scope if i.state == _BLOCKED and not i.error]
-        # a blocked core whose wait passes now (not woken yet) can still run
-        if not blocked or any(i.state in (_NEW, _RUN) for i in scope) or \
-                any(i.ready() for i in blocked):
+        if not blocked or any(i.state in (_NEW, _RUN) for i in scope):
+            return
+        if any(i.ready() for i in blocked):
+            # a blocked core whose wait passes now can still run: wake it (an ib word may have
+            # been written by a plain copy, which notifies nobody)
+            self._cv.notify_all()
             return
         if self.across_groups and self.unstarted:
             return
