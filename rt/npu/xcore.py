@@ -15,7 +15,9 @@ gives counts by its mode:
   its n-th set, the group's AIC gets one;
 - `ib_set` / `ib_wait` (block_idx, event_id): a one-word handshake between any cores of the
   launch; a set starts only once every earlier set of the word has been taken by a wait, a wait
-  takes the earliest set not taken yet.
+  takes the earliest set not taken yet. The word is the GM word the call names (`Instr.gm`: the
+  word of (block_idx, event_id) in its workspace, as the execution keys it), or (block_idx,
+  event_id) for a stream recorded without it.
 
 A counter holds at most `FLAG_LIMIT` (16) counts not yet taken, as in the execution's checked
 mode (rt/crossflags.py, CrossCoreSetFlag's "at most 16 times"): a set that would give a 17th
@@ -36,6 +38,11 @@ from .instr import AIC, AIV
 SETS = ("set", "ib_set")
 FLAG_LIMIT = 16          # counts one flag counter holds (rt/crossflags.py's FLAG_LIMIT)
 MIX_HEAD_US = 7.0        # §1.7 CATLASS headCost: 1 + 7 x usedAIC / coreNum us per MIX launch
+
+
+def ib_word(ins) -> tuple:
+    """The key of an ib_set / ib_wait's word: its GM range, else (block_idx, event_id)."""
+    return ins.gm or ins.cross[1:]
 
 
 def launch_cycles(model, roles: tuple, groups: int, n_cores: int) -> float:
@@ -135,8 +142,8 @@ class CrossFlags:
         self.credits: dict = {}         # (instance, flag) -> deque of (usable at, set records)
         self.arrivals: dict = {}        # (scope, flag) -> {instance: [(end, record), ...]}
         self.released: dict = {}        # (scope, flag) -> rounds completed
-        self.ib: dict = {}              # (block_idx, event_id) -> [sets started, deque]
-        self.ib_taken: dict = {}        # (block_idx, event_id) -> sets taken by waits
+        self.ib: dict = {}              # ib word (ib_word) -> [sets started, deque]
+        self.ib_taken: dict = {}        # ib word -> sets taken by waits
         self.core_of: dict = {}
         self.woken = ()
 
@@ -155,14 +162,15 @@ class CrossFlags:
     def may_set(self, inst, ins) -> bool:
         """A set may start (its pipe's copies have landed: the caller checks)."""
         if ins.cross[0] == "ib_set":
-            word = self.ib.get(ins.cross[1:])
-            return word is None or word[0] == self.ib_taken.get(ins.cross[1:], 0)
+            key = ib_word(ins)
+            word = self.ib.get(key)
+            return word is None or word[0] == self.ib_taken.get(key, 0)
         return True
 
     def due(self, inst, ins):
         """When wait `ins` of instance `inst` may start, or None if nothing released it yet."""
         if ins.cross[0] == "ib_wait":
-            word = self.ib.get(ins.cross[1:])
+            word = self.ib.get(ib_word(ins))
             q = word[1] if word is not None else None
         else:
             q = self.credits.get((inst, ins.cross[1]))
@@ -172,13 +180,14 @@ class CrossFlags:
         """`ins` starts: a wait takes its count (returns the set records that released it)."""
         kind, a, b = ins.cross
         if kind == "ib_set":
-            self.ib.setdefault((a, b), [0, deque()])[0] += 1
+            self.ib.setdefault(ib_word(ins), [0, deque()])[0] += 1
             return None
         if kind == "set":
             return None
         if kind == "ib_wait":
-            rec = self.ib[(a, b)][1].popleft()[1]
-            self.ib_taken[(a, b)] = self.ib_taken.get((a, b), 0) + 1
+            key = ib_word(ins)
+            rec = self.ib[key][1].popleft()[1]
+            self.ib_taken[key] = self.ib_taken.get(key, 0) + 1
             self.touch_all()
             return rec
         return self.credits[(inst, a)].popleft()[1]
@@ -188,7 +197,7 @@ class CrossFlags:
         that got counts."""
         kind, a, mode = ins.cross
         if kind == "ib_set":
-            self.ib[(a, mode)][1].append((t + self.lat, (rec,)))
+            self.ib[ib_word(ins)][1].append((t + self.lat, (rec,)))
             self.woken = tuple(self.core_of.values())
             return
         g, k = inst

@@ -183,3 +183,16 @@ def test_a_mix_launch_pays_the_mix_head_cost_by_the_aics_it_uses():
     # a launch of one core kind (cross-core flags, not MIX) pays only the launch overhead
     tl = simulate([[work(b)] for b in range(4)], M, 48, roles=("AIV",))
     assert tl.launch_cycles == M.launch_overhead_cycles == round(us)
+
+
+def test_ib_words_are_keyed_by_their_gm_word_when_recorded_with_it():
+    def ib(b, kind, word):
+        return Instr(b, "SCALAR", kind, cross=(kind, 0, 0), gm=(word, word + 4))
+    # one (block_idx, event_id) in one workspace: the wait takes the set
+    tl = simulate([[ib(0, "ib_set", 4096)], [ib(1, "ib_wait", 4096)]], M, 48, roles=("AIV",))
+    assert at(tl, "ib_wait", 1) == [(1 + LAT, 2 + LAT)]
+    # the same pair in another workspace is another word: nothing sets it
+    with pytest.raises(ValueError, match=r"simulate: every wait_flag must have a matching "
+                                         r"set_flag, got a deadlock at ib_wait\(block_idx=0, "
+                                         r"event_id=0\) of block 1"):
+        simulate([[ib(0, "ib_set", 4096)], [ib(1, "ib_wait", 8192)]], M, 48, roles=("AIV",))

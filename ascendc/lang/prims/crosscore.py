@@ -117,8 +117,9 @@ def ib_set(ctx, gm, ub, block_idx, event_id):
     i = _ib_word(ctx, "asc.ib_set", gm, block_idx, event_id)
     _flush(ctx)
     st = ctx[STATE][0]
-    trace.event(ctx, _OP_IB_SET, trace.K_OP, block_idx, event_id, 0)
-    _status(ctx, call_xcore(st.xcore_fn, st.xcore, OP_IB_SET, gm.ctypes.data + i * 4,
+    word = gm.ctypes.data + i * 4
+    trace.event_gm(ctx, _OP_IB_SET, trace.K_OP, block_idx, event_id, word, word + 4)
+    _status(ctx, call_xcore(st.xcore_fn, st.xcore, OP_IB_SET, word,
                             (block_idx << 16) | event_id), "asc.ib_set")
     ub[0] = 1          # the launch wrote the GM word under its lock (ascendc/lang/crosscore.py)
 
@@ -128,8 +129,9 @@ def ib_wait(ctx, gm, ub, block_idx, event_id):
     """IBWait: wait until the GM word of (block_idx, event_id) is 1, then make it 0."""
     i = _ib_word(ctx, "asc.ib_wait", gm, block_idx, event_id)
     st = ctx[STATE][0]
-    trace.event(ctx, _OP_IB_WAIT, trace.K_OP, block_idx, event_id, 0)
-    _status(ctx, call_xcore(st.xcore_fn, st.xcore, OP_IB_WAIT, gm.ctypes.data + i * 4,
+    word = gm.ctypes.data + i * 4
+    trace.event_gm(ctx, _OP_IB_WAIT, trace.K_OP, block_idx, event_id, word, word + 4)
+    _status(ctx, call_xcore(st.xcore_fn, st.xcore, OP_IB_WAIT, word,
                             (block_idx << 16) | event_id), "asc.ib_wait")
     ub[0] = 0
     _flush(ctx)
