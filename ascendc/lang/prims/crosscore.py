@@ -146,16 +146,23 @@ def mix_sync_all(ctx, is_aiv_only):
 
 
 @prim
+def _gm_call(st, op, a, b):
+    """One GM-order call through the bridge: a fault (its message recorded by the bridge,
+    rt.gmorder) or the launch aborted raise."""
+    r = call_xcore(st.xcore_fn, st.xcore, op, a, b)
+    if r > 0:
+        raise KernelError(FAULT)
+    if r < 0:
+        raise KernelError("the launch was aborted because another core of it failed (that "
+                          "core's error is the one reported)")
+
+
+@prim
 def gm_order(st, api, addr, nbytes, write):
     """Checked mode, a core of a launch whose cores synchronise (st.xcore set): this core reads
     (`write` 0) or writes GM bytes [addr, addr + nbytes) in `api` (an index of
     crosscore.GM_APIS); a fault when another core's access of them is not ordered by a flag."""
-    r = call_xcore(st.xcore_fn, st.xcore, OP_GM + 2 * api + write, addr, nbytes)
-    if r > 0:
-        raise KernelError(FAULT)      # the bridge recorded the message (rt.gmorder)
-    if r < 0:
-        raise KernelError("the launch was aborted because another core of it failed (that "
-                          "core's error is the one reported)")
+    _gm_call(st, OP_GM + 2 * api + write, addr, nbytes)
 
 
 @prim
@@ -167,13 +174,8 @@ def gm_order_rows(st, api, addr, nbytes, step, rows, write):
         gm_order(st, api, addr, nbytes, write)
     elif 0 <= nbytes < (1 << ROW_BITS) and 0 <= step < (1 << STEP_BITS) and \
             rows < (1 << ROWS_BITS):
-        b = nbytes | (step << STEP_SHIFT) | (rows << ROWS_SHIFT)
-        r = call_xcore(st.xcore_fn, st.xcore, OP_GM_ROWS + 2 * api + write, addr, b)
-        if r > 0:
-            raise KernelError(FAULT)      # the bridge recorded the message (rt.gmorder)
-        if r < 0:
-            raise KernelError("the launch was aborted because another core of it failed (that "
-                              "core's error is the one reported)")
+        _gm_call(st, OP_GM_ROWS + 2 * api + write, addr,
+                 nbytes | (step << STEP_SHIFT) | (rows << ROWS_SHIFT))
     else:
         for i in range(rows):
             gm_order(st, api, addr + i * step, nbytes, write)
