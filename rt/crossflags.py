@@ -17,8 +17,11 @@ CrossCoreWaitFlag documentation for Atlas A2:
 - a counter holds at most `FLAG_LIMIT` pending sets ("the counter of one flagId can be set at
   most 16 times"); going past it is reported when the launch is checked;
 - `ib_set(ws, ub, block_idx, event_id)` / `ib_wait(...)` hand a one-shot flag through a GM
-  workspace word: a set waits until the word is 0 and makes it 1, a wait waits until it is 1 and
-  makes it 0 (words keyed by their address);
+  workspace word, as Ascend C's IBSet / IBWait do (they poll the int32 word of (block_idx,
+  event_id) in the workspace): a set waits until the word is 0 and makes it 1, a wait waits
+  until it is 1 and makes it 0. The word in GM is the state (read and written under the
+  launch's lock), so pairs meet exactly when they name one word of one workspace, and a
+  workspace not initialised to 0 behaves as on the NPU (a set on a word left at 1 waits);
 - SyncAll: a barrier over the AIVs of the launch (`is_aiv_only`, the default) or over all its
   cores.
 
@@ -101,6 +104,21 @@ class Instance:
         return self.launch.sync_all(self, aiv_only, where)
 
 
+class _KeyedWord:
+    """An ib word with no GM behind it: an entry of its launch's table (0 until set)."""
+
+    __slots__ = ("key", "_table")
+
+    def __init__(self, table, key):
+        self.key, self._table = key, table
+
+    def read(self) -> int:
+        return self._table.get(self.key, 0)
+
+    def write(self, v) -> None:
+        self._table[self.key] = v
+
+
 class CrossCoreLaunch:
     """The synchronisation state of one launch: `groups` groups of the cores in `roles` (e.g.
     ("AIC", "AIV", "AIV") for MIX_AIC_1_2, ("AIV",) for a vector-only kernel); `across_groups`:
@@ -131,7 +149,7 @@ class CrossCoreLaunch:
                       AIV: [i for i in self.instances if i.role == AIV]}
         self._arrivals = {}      # (scope, flag) -> {instance: sets}
         self._released = {}      # (scope, flag) -> sets every member has made
-        self._ib = {}            # GM workspace word address -> 0/1
+        self._words = {}         # ib words given by key alone (no GM behind them): key -> 0/1
         self._sync = {}          # aiv_only -> [arrived, generation]
         self.unstarted = len(self.instances)
         self._cancel_taken = False
@@ -294,35 +312,31 @@ class CrossCoreLaunch:
             return PASSED
 
     # ---- inter-block flags (ib_set / ib_wait) ----------------------------------------------
-    def ib_set(self, inst: Instance, word: int, block_idx: int, event_id: int, where=None,
-               write=None) -> int:
-        """IBSet; `write(v)`, if given, stores the word's new value (under the lock)."""
-        with self._cv:
-            if self._needs_across(inst, "asc.ib_set"):
-                return FAILED
-            st = self._block(inst, lambda: self._ib.get(word, 0) == 0,
-                             f"ib_set(block_idx={block_idx}, event_id={event_id}) (its previous "
-                             f"set not yet waited for)", where)
-            if st == PASSED:
-                self._ib[word] = 1
-                self._ib_order(inst, word)
-                if write is not None:
-                    write(1)
-                self._cv.notify_all()
-            return st
+    def ib_set(self, inst: Instance, word, block_idx: int, event_id: int, where=None) -> int:
+        """IBSet on `word` (an object with `key`, `read()` and `write(v)`: the int32 GM word of
+        (block_idx, event_id) in the caller's workspace)."""
+        return self._ib_step(inst, "asc.ib_set", word, 0, block_idx, event_id, where,
+                             " (the word is 1: its previous set not yet waited for, or the "
+                             "workspace not initialised to 0)")
 
-    def ib_wait(self, inst: Instance, word: int, block_idx: int, event_id: int,
-                where=None, write=None) -> int:
+    def ib_wait(self, inst: Instance, word, block_idx: int, event_id: int, where=None) -> int:
+        """IBWait on `word` (see ib_set)."""
+        return self._ib_step(inst, "asc.ib_wait", word, 1, block_idx, event_id, where, "")
+
+    def _ib_step(self, inst, api, word, want, block_idx, event_id, where, why) -> int:
+        """Wait until the word holds `want`, then store 1 - want. A `word` given as a plain key
+        is a word of this launch starting at 0."""
+        if not hasattr(word, "read"):
+            word = _KeyedWord(self._words, word)
         with self._cv:
-            if self._needs_across(inst, "asc.ib_wait"):
+            if self._needs_across(inst, api):
                 return FAILED
-            st = self._block(inst, lambda: self._ib.get(word, 0) == 1,
-                             f"ib_wait(block_idx={block_idx}, event_id={event_id})", where)
+            st = self._block(inst, lambda: word.read() == want,
+                             f"{api[4:]}(block_idx={block_idx}, event_id={event_id}){why}",
+                             where)
             if st == PASSED:
-                self._ib[word] = 0
-                self._ib_order(inst, word)
-                if write is not None:
-                    write(0)
+                word.write(1 - want)
+                self._ib_order(inst, word.key)
                 self._cv.notify_all()
             return st
 
@@ -365,13 +379,14 @@ class CrossCoreLaunch:
 
     # ---- GM order (checked mode) -----------------------------------------------------------
     def gm_access(self, inst: Instance, addr: int, nbytes: int, write: bool, api: str,
-                  where=None) -> int:
-        """Instance `inst` reads (writes) GM bytes [addr, addr + nbytes): FAILED with
-        `inst.error` when another instance's access of them is not ordered by the flags."""
+                  where=None, rows: int = 1, step: int = 0) -> int:
+        """Instance `inst` reads (writes) GM bytes [addr, addr + nbytes) (and `rows` - 1 more
+        rows, `step` bytes apart): FAILED with `inst.error` when another instance's access of
+        them is not ordered by the flags."""
         if self.gm is None:
             return PASSED
         with self._cv:
-            msg = self.gm.access(inst, addr, nbytes, write, api, where)
+            msg = self.gm.access(inst, addr, nbytes, write, api, where, rows, step)
         if msg:
             inst.error = msg
             return FAILED
@@ -406,9 +421,12 @@ class CrossCoreLaunch:
             base = inst.group * len(self.roles)
             scope, what = self.instances[base:base + len(self.roles)], f"group {inst.group}"
         blocked = [i for i in scope if i.state == _BLOCKED and not i.error]
-        # a blocked core whose wait passes now (not woken yet) can still run
-        if not blocked or any(i.state in (_NEW, _RUN) for i in scope) or \
-                any(i.ready() for i in blocked):
+        if not blocked or any(i.state in (_NEW, _RUN) for i in scope):
+            return
+        if any(i.ready() for i in blocked):
+            # a blocked core whose wait passes now can still run: wake it (an ib word may have
+            # been written by a plain copy, which notifies nobody)
+            self._cv.notify_all()
             return
         if self.across_groups and self.unstarted:
             return

@@ -6,14 +6,18 @@ read, an ib_set -> ib_wait, or a SyncAll. A kernel that reads the workspace with
 reads stale or half-written data depending on timing. Here each instance carries a vector clock
 (`Instance.vc`, advanced by rt.crossflags at each set / wait / barrier: the happens-before order
 the flags give), and each GM range an instance of the launch accesses is recorded with the
-instance's clock and source line. A read of bytes another instance wrote, or a write of bytes
-another instance read, that the flags do not order is reported, naming both sides, whichever
-of the two ran first on this machine (so the report does not depend on thread timing).
+instance's clock and source line. A read of bytes another instance wrote, a write of bytes
+another instance read, or a write of bytes another instance wrote, that the flags do not order
+is reported, naming both sides, whichever of the two ran first on this machine (so the report
+does not depend on thread timing).
 
-Only reads and writes of one range by different instances are compared: two instances writing
-one range (atomic accumulation) are not reported. A record is kept per (instance, range, kind),
-its latest clock only (an access ordered after the latest one of an instance is ordered after
-its earlier ones), in buckets of `PAGE` bytes.
+Two writes of one range count: the kernel language has no atomic accumulation (no
+SetAtomicAdd), so two cores writing the same bytes with no flag between them leave whichever
+landed last, a race. Reads of one range by several cores never conflict. A strided access is
+recorded row by row (`rows` rows `step` bytes apart), so cores writing interleaved rows or
+column blocks of one matrix do not overlap. A record is kept per (instance, range, kind), its
+latest clock only (an access ordered after the latest one of an instance is ordered after its
+earlier ones), in buckets of `PAGE` bytes.
 """
 from __future__ import annotations
 
@@ -37,13 +41,22 @@ class GMOrder:
     def __init__(self):
         self._pages = {}      # page -> {(instance index, lo, hi, write): (clock, instance, line)}
 
-    def access(self, inst, lo: int, nbytes: int, write: bool, api: str, where) -> str:
-        """Record instance `inst` reading (or writing) GM bytes [lo, lo + nbytes) in `api`;
-        returns the error message of an access by another instance it is unordered with, or
-        ''. `where()` gives the source line of this access (called only for a message: the
-        record keeps the callable)."""
+    def access(self, inst, lo: int, nbytes: int, write: bool, api: str, where, rows: int = 1,
+               step: int = 0) -> str:
+        """Record instance `inst` reading (or writing) GM bytes [lo, lo + nbytes) in `api` (and
+        `rows` - 1 more rows of nbytes, each `step` bytes after the previous); returns the error
+        message of an access by another instance it is unordered with, or ''. `where()` gives
+        the source line of this access (called only for a message: the record keeps the
+        callable)."""
         if nbytes <= 0:
             return ""
+        for r in range(max(rows, 1)):
+            msg = self._row(inst, lo + r * step, nbytes, write, api, where)
+            if msg:
+                return msg
+        return ""
+
+    def _row(self, inst, lo, nbytes, write, api, where) -> str:
         hi = lo + nbytes
         i, vc = inst.index, inst.vc
         pages = range(lo >> PAGE_BITS, ((hi - 1) >> PAGE_BITS) + 1)
@@ -52,8 +65,8 @@ class GMOrder:
             if not recs:
                 continue
             for (j, a, b, w), (clock, other, line) in recs.items():
-                if j != i and w != write and a < hi and lo < b and clock > vc[j]:
-                    return self._message(api, inst, lo, hi, write, where, other, a, b, line)
+                if j != i and (w or write) and a < hi and lo < b and clock > vc[j]:
+                    return self._message(api, inst, lo, hi, write, where, other, a, b, w, line)
         rec = (vc[i], inst, where)
         key = (i, lo, hi, write)
         for p in pages:
@@ -61,13 +74,19 @@ class GMOrder:
         return ""
 
     @staticmethod
-    def _message(api, inst, lo, hi, write, where, other, a, b, line) -> str:
+    def _message(api, inst, lo, hi, write, where, other, a, b, other_write, line) -> str:
         here = where() if where is not None else None
         line = line() if line is not None else None
         this = (f"{inst.name} {'writing' if write else 'reading'} GM bytes [{lo:#x}, {hi:#x}) "
                 f"at {here or '?'}")
-        that = (f"{other.name} {'reading' if write else 'writing'} [{a:#x}, {b:#x}) at "
+        that = (f"{other.name} {'writing' if other_write else 'reading'} [{a:#x}, {b:#x}) at "
                 f"{line or '?'}")
+        if write and other_write:
+            return (f"{api}: GM two cores write must be ordered by a cross-core flag "
+                    f"(cross_core_set_flag after one write, cross_core_wait_flag before the "
+                    f"other), ib_set -> ib_wait or sync_all (the language has no atomic "
+                    f"accumulation: the later write wins, a race), got {that} and {this} with "
+                    f"no flag between them")
         first, second = (this, that) if write else (that, this)     # the writer first
         return (f"{api}: GM one core writes and another reads must be ordered by a "
                 f"cross-core flag (cross_core_set_flag after the write, cross_core_wait_flag "

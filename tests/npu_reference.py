@@ -25,6 +25,7 @@ from rt.npu.l2 import L2Cache
 from rt.npu.mix import is_work
 from rt.npu.pipe import (DONE, FIXED, HBM, INFLIGHT, L2, PARKED, STREAMING, Pipe, waterfill)
 from rt.npu.sim import launch_view, open_op, plan_launch
+from rt.npu.xcore import FLAG_LIMIT, ib_word, instance_name, launch_cycles
 
 
 class _Core:
@@ -59,11 +60,12 @@ class _Scan:
         self.slots = [tuple(self.cores[i] for i in s) for s in slots]
         self.pending = deque(work)
         self.groups, self.loaded_groups = len(work), 0
-        self.xlog = []              # cross-core sets ended: (instance, Instr.cross, end, record)
+        self.xlog = []              # cross-core sets ended: (instance, Instr.cross, end, record,
+        #                             ib word)
         self.taken = {}             # (instance, flag id) or ib word -> waits that took
         self.ib_started = {}        # ib word -> ib_sets started
         self.tl = Timeline(model.soc, n_cores, model.clock_hz,
-                           launch_cycles=model.launch_overhead_cycles,
+                           launch_cycles=launch_cycles(model, self.roles, len(work), n_cores),
                            core_kinds={c.idx: c.kind for c in self.cores}, mix=self.mix,
                            view=launch_view(self.mix, self.roles), roles=self.roles)
         self.l2 = L2Cache(model, blocks) if model.l2_bytes > 0 else None
@@ -108,18 +110,20 @@ class _Scan:
 
     def cross_due(self, c, ins):
         kind, a, b = ins.cross
+        word = ib_word(ins)
         if kind in ("set", "ib_set"):
             if self.pipes_inflight(c, ins.pipe):
                 return None
-            busy = kind == "ib_set" and self.ib_started.get((a, b), 0) != self.taken.get((a, b), 0)
+            busy = kind == "ib_set" and self.ib_started.get(word, 0) != self.taken.get(word, 0)
             return None if busy else self.t
-        credits = self.ib_credits((a, b)) if kind == "ib_wait" else self.credits(c.inst, a)
-        k = self.taken.get((a, b) if kind == "ib_wait" else (c.inst, a), 0)
+        credits = self.ib_credits(word) if kind == "ib_wait" else self.credits(c.inst, a)
+        k = self.taken.get(word if kind == "ib_wait" else (c.inst, a), 0)
         return credits[k][1] if k < len(credits) else None
 
     def ib_credits(self, word):
         lat = self.model.cross_core_flag_cycles
-        return [(r, e + lat, (r,)) for _i, x, e, r in self.xlog if x == ("ib_set",) + word]
+        return [(r, e + lat, (r,)) for _i, x, e, r, w in self.xlog
+                if x[0] == "ib_set" and w == word]
 
     def credits(self, inst, flag):
         """The counts instance `inst` got for `flag` so far: (releasing record, usable at, set
@@ -128,7 +132,7 @@ class _Scan:
         aivs = [(g, j) for j, r in enumerate(roles) if r == AIV]
 
         def sets(m, mode):
-            return [(e, r) for i, x, e, r in self.xlog if i == m and x == ("set", flag, mode)]
+            return [(e, r) for i, x, e, r, _w in self.xlog if i == m and x == ("set", flag, mode)]
 
         def rounds(members, mode):
             per = [sets(m, mode) for m in members]
@@ -145,6 +149,15 @@ class _Scan:
             out += rounds(aivs, 2)
         return sorted(out)
 
+    def check_limit(self, flag):
+        """No instance holds more than FLAG_LIMIT counts of `flag` not taken yet."""
+        for g in range(self.groups):
+            for k in range(len(self.roles)):
+                held = len(self.credits((g, k), flag)) - self.taken.get(((g, k), flag), 0)
+                if held > FLAG_LIMIT:
+                    raise ValueError(f"simulate: {flag} of {instance_name(self.roles, g, k)} "
+                                     f"holds {held} counts")
+
     @staticmethod
     def pipes_inflight(c, pipe):
         return c.pipes[pipe].inflight
@@ -152,11 +165,12 @@ class _Scan:
     def consume(self, c, idx, ins):
         if ins.cross:
             kind, a, b = ins.cross
+            word = ib_word(ins)
             if kind == "ib_set":
-                self.ib_started[(a, b)] = self.ib_started.get((a, b), 0) + 1
+                self.ib_started[word] = self.ib_started.get(word, 0) + 1
             if kind in ("set", "ib_set"):
                 return None, None
-            key = (a, b) if kind == "ib_wait" else (c.inst, a)
+            key = word if kind == "ib_wait" else (c.inst, a)
             credits = self.ib_credits(key) if kind == "ib_wait" else self.credits(c.inst, a)
             k = self.taken.get(key, 0)
             self.taken[key] = k + 1
@@ -220,7 +234,9 @@ class _Scan:
         if ins.set_flag:
             c.fired.setdefault(ins.set_flag, deque()).append((rec, t, c.idx))
         elif ins.cross and ins.cross[0] in ("set", "ib_set"):
-            self.xlog.append((c.inst, ins.cross, t, rec))
+            self.xlog.append((c.inst, ins.cross, t, rec, ib_word(ins)))
+            if ins.cross[0] == "set":
+                self.check_limit(ins.cross[1])
         elif is_work(ins):
             op.pipe.last_end = t
         if isinstance(op.partner, tuple):

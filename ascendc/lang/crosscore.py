@@ -28,12 +28,18 @@ from numba.extending import intrinsic
 from .errors import fault
 
 __all__ = ["attach_instance", "call_xcore", "CALL_ADDR", "OP_SET", "OP_WAIT", "OP_IB_SET",
-           "OP_IB_WAIT", "OP_SYNC_ALL", "OP_GM", "GM_APIS", "ROLE_AIV", "ROLE_AIC"]
+           "OP_IB_WAIT", "OP_SYNC_ALL", "OP_GM", "OP_GM_ROWS", "ROW_BITS",
+           "STEP_BITS", "ROWS_BITS", "STEP_SHIFT", "ROWS_SHIFT", "GM_APIS", "ROLE_AIV", "ROLE_AIC"]
 
 OP_SET, OP_WAIT, OP_IB_SET, OP_IB_WAIT, OP_SYNC_ALL = 1, 2, 3, 4, 5
 # a GM access (checked mode, rt.gmorder): op OP_GM + 2 * api + write, a = address, b = bytes;
 # api indexes GM_APIS (its first names are prims/movecore.APIS, in order)
 OP_GM = 8
+# ... and a strided one (rows of b & ROW_MASK bytes, (b >> STEP_SHIFT) & STEP_MASK apart,
+# b >> ROWS_SHIFT of them): op OP_GM_ROWS + 2 * api + write
+OP_GM_ROWS = 32
+ROW_BITS, STEP_BITS, ROWS_BITS = 22, 26, 14
+STEP_SHIFT, ROWS_SHIFT = ROW_BITS, ROW_BITS + STEP_BITS
 GM_APIS = ("asc.data_copy", "asc.data_copy_pad", "asc.load_data", "asc.mmad", "asc.fixpipe",
            "GlobalTensor.get_value", "GlobalTensor.set_value")
 ROLE_AIV, ROLE_AIC = 1, 2          # CORE_STATE.core_role of an instance of a MIX launch
@@ -79,11 +85,21 @@ def _here(port):
     return functools.partial(m[1], m[0]())
 
 
-def _gm_word(addr):
-    """A writer of the int32 GM word at `addr` (an ib_set / ib_wait flag)."""
-    def write(v):
-        ctypes.c_int32.from_address(addr).value = v
-    return write
+class _GMWord:
+    """The int32 GM word at `addr` (an ib_set / ib_wait flag): rt.crossflags reads and writes
+    it under the launch's lock; `key` identifies it (its address)."""
+
+    __slots__ = ("key", "_cell")
+
+    def __init__(self, addr):
+        self.key = addr
+        self._cell = ctypes.c_int32.from_address(addr)
+
+    def read(self) -> int:
+        return self._cell.value
+
+    def write(self, v) -> None:
+        self._cell.value = v
 
 
 def _call(key, op, a, b):
@@ -99,9 +115,15 @@ def _call(key, op, a, b):
         elif op == OP_WAIT:
             st = launch.wait_flag(port, a, b, where)
         elif op == OP_IB_SET:
-            st = launch.ib_set(port, a, b >> 16, b & 0xFFFF, where, _gm_word(a))
+            st = launch.ib_set(port, _GMWord(a), b >> 16, b & 0xFFFF, where)
         elif op == OP_IB_WAIT:
-            st = launch.ib_wait(port, a, b >> 16, b & 0xFFFF, where, _gm_word(a))
+            st = launch.ib_wait(port, _GMWord(a), b >> 16, b & 0xFFFF, where)
+        elif op >= OP_GM_ROWS:
+            nbytes = b & ((1 << ROW_BITS) - 1)
+            step = (b >> STEP_SHIFT) & ((1 << STEP_BITS) - 1)
+            st = launch.gm_access(port, a, nbytes, bool((op - OP_GM_ROWS) & 1),
+                                  GM_APIS[(op - OP_GM_ROWS) >> 1], _here(port),
+                                  b >> ROWS_SHIFT, step)
         elif op >= OP_GM:
             st = launch.gm_access(port, a, b, bool((op - OP_GM) & 1), GM_APIS[(op - OP_GM) >> 1],
                                   _here(port))

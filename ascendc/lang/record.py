@@ -11,7 +11,8 @@ The primitives record numbers; this module says what the NPU makes of them:
   A2/B2 MTE1 -> CUBE, CO1 CUBE -> FIXPIPE; VECCALC and TBuf buffers need no flags);
 - `cross_core_set_flag` / `cross_core_wait_flag` run on the pipe the call names (`Instr.cross`:
   "set" / "wait", flag id, mode), `ib_set` / `ib_wait` on the scalar unit ("ib_set" / "ib_wait",
-  block_idx, event_id): rt/npu/xcore.py replays them between the instances of a MIX launch;
+  block_idx, event_id; `Instr.gm` its workspace word): rt/npu/xcore.py replays them between the
+  instances of a MIX launch;
 - `set_flag` / `wait_flag` name their pipes by HardEvent; `pipe_barrier(PIPE_X)` waits for pipe X
   to drain, `PIPE_ALL` for every pipe; `sync_all` is a barrier across the launch's blocks;
 - the source line is the id the kernel stored in `st.src_line` (compiled kernels: the generated
@@ -150,7 +151,9 @@ class _Decoder:
         if cross is not None:
             pipe = "SCALAR" if cross.startswith("ib_") else PIPE_NAMES.get(int(r[T.C_ID]),
                                                                           "SCALAR")
-            return Instr(b, pipe, name, cross=(cross, int(r[T.C_A]), int(r[T.C_B])), src=src)
+            word = (int(r[T.C_GM0]), int(r[T.C_GM1])) if cross.startswith("ib_") else ()
+            return Instr(b, pipe, name, cross=(cross, int(r[T.C_A]), int(r[T.C_B])), gm=word,
+                         src=src)
         if name == "mmad":
             m, n, k = int(r[T.C_M]), int(r[T.C_N]), int(r[T.C_K])
             return Instr(b, "CUBE", name, macs=m * n * k, elements=m * n, dtype_bytes=dsz,

@@ -149,6 +149,14 @@ def event(ctx, op_id, kind, a, b, ident):
 
 
 @njit(nogil=True, cache=True, inline="always")
+def event_gm(ctx, op_id, kind, a, b, gm0, gm1):
+    """An event on the GM bytes [gm0, gm1) (an ib_set / ib_wait: its workspace word)."""
+    if ctx[STATE][0].options & FLAG_TRACE:
+        _append(ctx, op_id, kind, 0, 0, 0, 0, 0, 0, 0, 0, 0, np.int64(a), np.int64(b), 0,
+                np.int64(gm0), np.int64(gm1))
+
+
+@njit(nogil=True, cache=True, inline="always")
 def scalar(ctx, op_id):
     """A scalar-unit instruction (an element read or write, a system value)."""
     if ctx[STATE][0].options & FLAG_TRACE:

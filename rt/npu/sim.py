@@ -62,7 +62,7 @@ from .l2 import L2Cache
 from .mix import is_work, side_of, split_block  # noqa: F401  (rt.npu exports side_of)
 from .model import PipeModel
 from .pipe import DONE, HBM, INFLIGHT, L2, PARKED, STREAMING, Op, op_cost, waterfill
-from .xcore import CrossFlags, plan_streams
+from .xcore import CrossFlags, launch_cycles, plan_streams
 
 _seq_of = attrgetter("seq")
 
@@ -199,7 +199,7 @@ class Simulator:
         self.pending = deque(work)
         self.arrivals: dict = {}                    # n-th sync_all -> cores arrived
         self.tl = Timeline(model.soc, n_cores, model.clock_hz,
-                           launch_cycles=model.launch_overhead_cycles,
+                           launch_cycles=launch_cycles(model, self.roles, len(work), n_cores),
                            core_kinds={c.idx: c.kind for c in cores}, mix=self.mix,
                            view=launch_view(self.mix, self.roles), roles=self.roles)
         self.l2 = L2Cache(model, blocks) if model.l2_bytes > 0 else None

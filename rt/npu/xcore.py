@@ -15,12 +15,19 @@ gives counts by its mode:
   its n-th set, the group's AIC gets one;
 - `ib_set` / `ib_wait` (block_idx, event_id): a one-word handshake between any cores of the
   launch; a set starts only once every earlier set of the word has been taken by a wait, a wait
-  takes the earliest set not taken yet.
+  takes the earliest set not taken yet. The word is the GM word the call names (`Instr.gm`: the
+  word of (block_idx, event_id) in its workspace, as the execution keys it), or (block_idx,
+  event_id) for a stream recorded without it.
+
+A counter holds at most `FLAG_LIMIT` (16) counts not yet taken, as in the execution's checked
+mode (rt/crossflags.py, CrossCoreSetFlag's "at most 16 times"): a set that would give a 17th
+is a ValueError with the execution's message.
 
 Timing: a count (or a set word) is usable `cross_core_flag_cycles` (docs/npu-model.md §1.6) after
 the end of the set that completed it (the last set of its round); the wait cannot start before.
 A set runs on its pipe once the pipe's copies have landed, as `set_flag` does; sets and waits
-cost `flag_latency_cycles` on their pipe.
+cost `flag_latency_cycles` on their pipe. A MIX launch (an AIC and AIVs per group) pays the MIX
+head cost on top of the launch overhead (`launch_cycles`, docs/npu-model.md §1.7).
 """
 from __future__ import annotations
 
@@ -29,6 +36,37 @@ from collections import deque
 from .instr import AIC, AIV
 
 SETS = ("set", "ib_set")
+FLAG_LIMIT = 16          # counts one flag counter holds (rt/crossflags.py's FLAG_LIMIT)
+MIX_HEAD_US = 7.0        # §1.7 CATLASS headCost: 1 + 7 x usedAIC / coreNum us per MIX launch
+
+
+def ib_word(ins) -> tuple:
+    """The key of an ib_set / ib_wait's word: its GM range, else (block_idx, event_id)."""
+    return ins.gm or ins.cross[1:]
+
+
+def launch_cycles(model, roles: tuple, groups: int, n_cores: int) -> float:
+    """The launch overhead of a launch of `groups` groups of `roles` on `n_cores` AI Cores:
+    `model.launch_overhead_cycles` (headCost's 1 us), plus for a MIX launch (an AIC and AIVs per
+    group) 7 us x usedAIC / coreNum, usedAIC = the AICs the groups occupy (at most n_cores) and
+    coreNum = the SoC's AI Cores."""
+    base = model.launch_overhead_cycles
+    if AIC not in roles or AIV not in roles or not model.aic_cores:
+        return base
+    used = min(groups, n_cores)
+    return base + round(MIX_HEAD_US * 1e-6 * model.clock_hz * used / model.aic_cores)
+
+
+def instance_name(roles: tuple, group: int, slot: int) -> str:
+    """An instance as the execution names it (rt/crossflags.Instance.name)."""
+    role = roles[slot]
+    n_aiv = roles.count(AIV)
+    if role == AIC or len(roles) == 1:
+        return f"{role} {group}"
+    sub = roles[:slot].count(AIV)
+    if n_aiv == 1:
+        return f"AIV {group} (group {group})"
+    return f"AIV {group * n_aiv + sub} (group {group}, sub-block {sub})"
 
 
 def group_layout(roles: tuple, n_cores: int) -> tuple:
@@ -104,8 +142,8 @@ class CrossFlags:
         self.credits: dict = {}         # (instance, flag) -> deque of (usable at, set records)
         self.arrivals: dict = {}        # (scope, flag) -> {instance: [(end, record), ...]}
         self.released: dict = {}        # (scope, flag) -> rounds completed
-        self.ib: dict = {}              # (block_idx, event_id) -> [sets started, deque]
-        self.ib_taken: dict = {}        # (block_idx, event_id) -> sets taken by waits
+        self.ib: dict = {}              # ib word (ib_word) -> [sets started, deque]
+        self.ib_taken: dict = {}        # ib word -> sets taken by waits
         self.core_of: dict = {}
         self.woken = ()
 
@@ -124,14 +162,15 @@ class CrossFlags:
     def may_set(self, inst, ins) -> bool:
         """A set may start (its pipe's copies have landed: the caller checks)."""
         if ins.cross[0] == "ib_set":
-            word = self.ib.get(ins.cross[1:])
-            return word is None or word[0] == self.ib_taken.get(ins.cross[1:], 0)
+            key = ib_word(ins)
+            word = self.ib.get(key)
+            return word is None or word[0] == self.ib_taken.get(key, 0)
         return True
 
     def due(self, inst, ins):
         """When wait `ins` of instance `inst` may start, or None if nothing released it yet."""
         if ins.cross[0] == "ib_wait":
-            word = self.ib.get(ins.cross[1:])
+            word = self.ib.get(ib_word(ins))
             q = word[1] if word is not None else None
         else:
             q = self.credits.get((inst, ins.cross[1]))
@@ -141,13 +180,14 @@ class CrossFlags:
         """`ins` starts: a wait takes its count (returns the set records that released it)."""
         kind, a, b = ins.cross
         if kind == "ib_set":
-            self.ib.setdefault((a, b), [0, deque()])[0] += 1
+            self.ib.setdefault(ib_word(ins), [0, deque()])[0] += 1
             return None
         if kind == "set":
             return None
         if kind == "ib_wait":
-            rec = self.ib[(a, b)][1].popleft()[1]
-            self.ib_taken[(a, b)] = self.ib_taken.get((a, b), 0) + 1
+            key = ib_word(ins)
+            rec = self.ib[key][1].popleft()[1]
+            self.ib_taken[key] = self.ib_taken.get(key, 0) + 1
             self.touch_all()
             return rec
         return self.credits[(inst, a)].popleft()[1]
@@ -157,7 +197,7 @@ class CrossFlags:
         that got counts."""
         kind, a, mode = ins.cross
         if kind == "ib_set":
-            self.ib[(a, mode)][1].append((t + self.lat, (rec,)))
+            self.ib[ib_word(ins)][1].append((t + self.lat, (rec,)))
             self.woken = tuple(self.core_of.values())
             return
         g, k = inst
@@ -177,5 +217,11 @@ class CrossFlags:
                 got += [(m, at, recs) for m in targets]
             self.released[(scope, a)] = max(done, self.released.get((scope, a), 0))
         for m, at, recs in got:
-            self.credits.setdefault((m, a), deque()).append((at, recs))
+            q = self.credits.setdefault((m, a), deque())
+            q.append((at, recs))
+            if len(q) > FLAG_LIMIT:
+                raise ValueError(f"simulate: asc.cross_core_set_flag: a flag's counter must "
+                                 f"hold at most {FLAG_LIMIT} pending sets (CrossCoreSetFlag's "
+                                 f"limit), got flag_id={a} of {instance_name(self.roles, *m)} "
+                                 f"at {len(q)}")
         self.woken = tuple(self.core_of[m] for m, _, _ in got if m in self.core_of)

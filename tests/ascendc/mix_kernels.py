@@ -463,3 +463,67 @@ def aic_ub_kernel(x: asc.GlobalAddress, buf: int):
     else:
         q = asc.TQue(asc.TPosition.VECIN, 1)
         pipe.init_buffer(q, 2, 256)
+
+
+ROWS, HALF = 4, 8                   # shared_rows_kernel: rows of z, columns each AIV writes
+
+
+@asc.jit(kernel_type="MIX_AIC_1_2")
+def shared_rows_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, how: int):
+    """The two AIVs of group g write ROWS rows of z (2 * HALF columns, at row 4g) from x,
+    through one strided data_copy each. how 0: sub-block s writes columns [s*HALF, (s+1)*HALF)
+    of every row (interleaved, no byte in common); 1: both write whole rows with no flag
+    between them (a race: the later write wins); 2: both write whole rows, sub-block 1 after a
+    mode-1 flag round that follows sub-block 0's write."""
+    if asc.ascend_is_aiv():
+        s = asc.get_sub_block_idx()
+        base = asc.get_block_idx() // 2 * ROWS * 2 * HALF
+        xg = asc.GlobalTensor()
+        xg.set_global_buffer(x)
+        zg = asc.GlobalTensor()
+        zg.set_global_buffer(z)
+        pipe = asc.TPipe()
+        q = asc.TQue(asc.TPosition.VECOUT, 1)
+        pipe.init_buffer(q, 1, ROWS * 2 * HALF * 4)
+        t = q.alloc_tensor(x.dtype)
+        asc.data_copy(t, xg[s * ROWS * 2 * HALF:], ROWS * 2 * HALF)
+        q.enque(t)
+        t = q.deque(x.dtype)
+        if how == 0:
+            asc.data_copy(zg[base + s * HALF:], t, asc.DataCopyParams(ROWS, HALF * 4 // 32, 0,
+                                                                      HALF * 4 // 32))
+        else:
+            if how == 2 and s == 1:
+                asc.cross_core_set_flag(PEER, 1, asc.PipeID.PIPE_MTE3)
+                asc.cross_core_wait_flag(PEER, 1, asc.PipeID.PIPE_MTE3)
+            asc.data_copy(zg[base:], t, ROWS * 2 * HALF)
+            if how == 2 and s == 0:
+                asc.cross_core_set_flag(PEER, 1, asc.PipeID.PIPE_MTE3)
+                asc.cross_core_wait_flag(PEER, 1, asc.PipeID.PIPE_MTE3)
+        q.free_tensor(t)
+
+
+@asc.jit
+def ib_word_kernel(ws: asc.GlobalAddress, ws2: asc.GlobalAddress, z: asc.GlobalAddress,
+                   which: int):
+    """Block 0 writes z[0] and ib_sets (block_idx 0, event_id 0) in `ws`; block 1 then ib_waits
+    for (0, 0) in `ws` (which 0) or in `ws2` (which 1: another workspace, so another word), or
+    does nothing (which 2), and copies z[0] to z[1]."""
+    wg = asc.GlobalTensor()
+    zg = asc.GlobalTensor()
+    zg.set_global_buffer(z)
+    pipe = asc.TPipe()
+    qu = asc.TBuf(asc.TPosition.VECCALC)
+    pipe.init_buffer(qu, 32)
+    ub = qu.get(asc.int32)
+    if asc.get_block_idx() == 0:
+        wg.set_global_buffer(ws)
+        zg.set_value(0, 5.0)
+        asc.ib_set(wg, ub, 0, 0)
+    elif which != 2:
+        if which == 0:
+            wg.set_global_buffer(ws)
+        else:
+            wg.set_global_buffer(ws2)
+        asc.ib_wait(wg, ub, 0, 0)
+        zg.set_value(1, zg.get_value(0))

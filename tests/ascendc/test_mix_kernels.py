@@ -216,3 +216,50 @@ def test_an_aic_allocating_a_local_tensor_auto_is_an_error(interpret):
                                           r"must not allocate Unified Buffer .* got an allocation "
                                           r"of 256 bytes on AIC 0"):
         K.aic_ub_kernel[1](np.zeros(8, np.float32), 2, interpret=interpret)
+
+
+def test_two_cores_writing_one_range_unordered_is_reported_and_interleaved_rows_are_not(
+        interpret):
+    rows, half, groups = K.ROWS, K.HALF, 3
+    x = np.arange(2 * rows * 2 * half, dtype=np.float32)
+    z = np.zeros(groups * rows * 2 * half, np.float32)
+    # interleaved column blocks (one strided copy each; their spans overlap, their rows don't)
+    K.shared_rows_kernel[groups](x, z, 0, interpret=interpret)
+    # sub-block s: the first rows * half elements it loaded (x[s * 2 * rows * half:]), a
+    # half-row each
+    per = [x[s * 2 * rows * half:][:rows * half].reshape(rows, half) for s in (0, 1)]
+    want = np.concatenate(per, axis=1).ravel()
+    np.testing.assert_array_equal(z, np.tile(want, groups))
+    # both whole rows, the second ordered after the first by a mode-1 flag round: clean, and
+    # sub-block 1's rows are the ones left
+    K.shared_rows_kernel[groups](x, z, 2, interpret=interpret)
+    np.testing.assert_array_equal(z, np.tile(x[rows * 2 * half:], groups))
+    with pytest.raises(rt.AclError, match=r"asc.data_copy: GM two cores write must be ordered "
+                                          r"by a cross-core flag .*no atomic accumulation.* got "
+                                          r"AIV \d+ \(group \d, sub-block \d\) writing \[0x.* at "
+                                          r".*mix_kernels.py:\d+ .* and AIV \d+ \(group \d, "
+                                          r"sub-block \d\) writing GM bytes .*with no flag "
+                                          r"between them"):
+        K.shared_rows_kernel[groups](x, np.zeros_like(z), 1, interpret=interpret)
+
+
+def test_ib_words_are_the_gm_words_of_block_and_event_in_their_workspace(interpret):
+    ws, ws2 = np.zeros(16, np.int32), np.zeros(16, np.int32)
+    z = np.zeros(2, np.float32)
+    K.ib_word_kernel[2](ws, ws2, z, 0, interpret=interpret)
+    assert list(z) == [5.0, 5.0] and ws[0] == 0         # the set was taken by the wait
+    # the same (block_idx, event_id) in another workspace is another word: nothing sets it
+    with pytest.raises(rt.AclError, match=r"cross-core deadlock: .* got every core of the launch "
+                                          r"blocked or finished:\n    AIV 1 waits on "
+                                          r"ib_wait\(block_idx=0, event_id=0\) at .*"
+                                          r"mix_kernels.py:\d+"):
+        K.ib_word_kernel[2](np.zeros(16, np.int32), np.zeros(16, np.int32),
+                            np.zeros(2, np.float32), 1, interpret=interpret)
+    # the word is what GM holds: a workspace not initialised to 0 makes the set wait for ever
+    ws = np.zeros(16, np.int32)
+    ws[0] = 1
+    with pytest.raises(rt.AclError, match=r"AIV 0 waits on ib_set\(block_idx=0, event_id=0\) "
+                                          r"\(the word is 1: its previous set not yet waited "
+                                          r"for, or the workspace not initialised to 0\)"):
+        K.ib_word_kernel[2](ws, np.zeros(16, np.int32), np.zeros(2, np.float32), 2,
+                            interpret=interpret)

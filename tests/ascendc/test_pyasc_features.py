@@ -193,9 +193,24 @@ def test_launch_keyword_errors():
 # ---- 5. kernel types and block numbering --------------------------------------------------------
 @asc.jit
 def numbering_kernel(out: asc.GlobalAddress):
+    _numbers_at(out, asc.get_block_idx())
+
+
+@asc.jit
+def mix_numbering_kernel(out: asc.GlobalAddress):
+    """numbering_kernel for MIX launches: the AIV rows after the AIC rows (with one row per
+    block_idx, the AIC and AIV of a group would write one row with no flag between them)."""
+    row = asc.get_block_idx()
+    if asc.ascend_is_aiv():
+        row = row + asc.get_block_num()
+    _numbers_at(out, row)
+
+
+@asc.jit
+def _numbers_at(out, row):
     og = asc.GlobalTensor()
     i = asc.get_block_idx()
-    og.set_global_buffer(out + i * 8, 8)
+    og.set_global_buffer(out + row * 8, 8)
     og.set_value(0, 1)
     og.set_value(1, i)
     og.set_value(2, asc.get_block_num())
@@ -207,8 +222,9 @@ def numbering_kernel(out: asc.GlobalAddress):
 
 
 def _numbering(kernel_type, block_dim, interpret):
-    out = np.zeros((2 * block_dim + 1, 8), np.int32)
-    numbering_kernel[block_dim](out, kernel_type=kernel_type, interpret=interpret)
+    out = np.zeros((3 * block_dim + 1, 8), np.int32)
+    kernel = mix_numbering_kernel if str(kernel_type).startswith("MIX") else numbering_kernel
+    kernel[block_dim](out, kernel_type=kernel_type, interpret=interpret)
     return out
 
 
@@ -223,7 +239,7 @@ def test_kernel_type_numbering(interpret):
     assert out[:bd].tolist() == [[1, i, bd, 0, 1, 1, 1, 0] for i in range(bd)]
     assert not out[bd:].any()
     # MIX_AIC_1_2 / MIX_AIC_1_1 run an AIC and 2 / 1 AIVs per block: their numbering is tested
-    # in tests/ascendc/test_mix_kernels.py (this kernel's rows would collide between the sides)
+    # in tests/ascendc/test_mix_kernels.py
 
 
 @pytest.mark.parametrize("interpret", MODES)
@@ -241,9 +257,9 @@ def test_mix_kernels_run_their_aic_side_without_a_warning(interpret, kt, monkeyp
 
 @pytest.mark.parametrize("interpret", MODES)
 def test_the_kernel_type_shows_in_the_profile(interpret):
-    out = np.zeros((2 * 2 + 1, 8), np.int32)
+    out = np.zeros((3 * 2 + 1, 8), np.int32)
     with rt.profile() as prof:
-        numbering_kernel[2](out, kernel_type="MIX_AIC_1_2", interpret=interpret)
+        mix_numbering_kernel[2](out, kernel_type="MIX_AIC_1_2", interpret=interpret)
         numbering_kernel[2](out, interpret=interpret)
     kinds = [r.args.get("kernel_type") for r in prof.records if r.kind == "kernel"]
     assert kinds == ["MIX_AIC_1_2", "AIV_ONLY"]

@@ -150,3 +150,49 @@ def test_errors_name_the_rule():
     with pytest.raises(ValueError, match=r"simulate: cross-core flags \(Instr.cross\) need the "
                                          r"launch's roles"):
         simulate([[xset(0, 1, 2)]], M, 1)
+
+
+def test_a_counter_past_16_pending_sets_is_the_executions_error():
+    # the AIC sets flag 3 seventeen times before either AIV takes one: the 17th count of
+    # AIV 0 is past CrossCoreSetFlag's limit (the AIVs wait only after long work)
+    aic = [xset(0, 3, 2)] * 17
+    aivs = [[work(b)] * 50 + [xwait(b, 3)] * 17 for b in (1, 2)]
+    with pytest.raises(ValueError, match=r"simulate: asc.cross_core_set_flag: a flag's counter "
+                                         r"must hold at most 16 pending sets \(CrossCoreSetFlag's "
+                                         r"limit\), got flag_id=3 of AIV 0 \(group 0, sub-block "
+                                         r"0\) at 17"):
+        simulate([aic] + aivs, M, 1, roles=ROLES)
+    # 16 pending, then taken one by one: allowed, and counts taken free the counter again
+    aic = [xset(0, 3, 2)] * 16 + [work(0)] * 5000 + [xset(0, 3, 2)] * 16
+    aivs = [[work(b)] * 50 + [xwait(b, 3)] * 32 for b in (1, 2)]
+    tl = simulate([aic] + aivs, M, 1, roles=ROLES)
+    waits = at(tl, "cross_core_wait_flag", 1)
+    assert len(waits) == 32 and waits[15][1] < 5000 < waits[16][0]
+
+
+def test_a_mix_launch_pays_the_mix_head_cost_by_the_aics_it_uses():
+    us = M.clock_hz * 1e-6
+    blocks = [[work(b)] for b in range(18)]              # 6 groups of AIC + 2 AIVs
+    tl = simulate(blocks, M, 24, roles=ROLES)
+    # headCost 1 + 7 x usedAIC / coreNum us: 6 of the 910B2's 24 AICs
+    assert tl.launch_cycles == round(us) + round(7 * us * 6 / 24)
+    assert tl.total_cycles == tl.makespan + tl.launch_cycles
+    # more groups than AI Cores: usedAIC is every AIC
+    tl = simulate([[work(b)] for b in range(3 * 30)], M, 24, roles=ROLES)
+    assert tl.launch_cycles == round(us) + round(7 * us)
+    # a launch of one core kind (cross-core flags, not MIX) pays only the launch overhead
+    tl = simulate([[work(b)] for b in range(4)], M, 48, roles=("AIV",))
+    assert tl.launch_cycles == M.launch_overhead_cycles == round(us)
+
+
+def test_ib_words_are_keyed_by_their_gm_word_when_recorded_with_it():
+    def ib(b, kind, word):
+        return Instr(b, "SCALAR", kind, cross=(kind, 0, 0), gm=(word, word + 4))
+    # one (block_idx, event_id) in one workspace: the wait takes the set
+    tl = simulate([[ib(0, "ib_set", 4096)], [ib(1, "ib_wait", 4096)]], M, 48, roles=("AIV",))
+    assert at(tl, "ib_wait", 1) == [(1 + LAT, 2 + LAT)]
+    # the same pair in another workspace is another word: nothing sets it
+    with pytest.raises(ValueError, match=r"simulate: every wait_flag must have a matching "
+                                         r"set_flag, got a deadlock at ib_wait\(block_idx=0, "
+                                         r"event_id=0\) of block 1"):
+        simulate([[ib(0, "ib_set", 4096)], [ib(1, "ib_wait", 8192)]], M, 48, roles=("AIV",))

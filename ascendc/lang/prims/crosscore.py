@@ -14,13 +14,15 @@ launch's cores of the caller's kind).
 """
 from ..core import prim, FLAG_DEFER, flush_pending
 from ..crosscore import (call_xcore, OP_SET, OP_WAIT, OP_IB_SET, OP_IB_WAIT, OP_SYNC_ALL,
-                         OP_GM, ROLE_AIV)
+                         OP_GM, OP_GM_ROWS, ROLE_AIV, ROW_BITS, STEP_BITS, ROWS_BITS, STEP_SHIFT,
+                         ROWS_SHIFT)
 from ..errors import FAULT, fault, KernelError
 from ..state import MEM, STATE
 from .. import trace
 from .ktype import core_kernel_type, MIX_AIC_1_2
 
-__all__ = ["cross_core_set_flag", "cross_core_wait_flag", "ib_set", "ib_wait", "mix_sync_all"]
+__all__ = ["cross_core_set_flag", "cross_core_wait_flag", "ib_set", "ib_wait", "mix_sync_all",
+           "gm_order", "gm_order_rows"]
 
 N_FLAG_IDS = 11       # Atlas A2: flagId 0..10
 _OP_XSET, _OP_XWAIT, _OP_IB_SET, _OP_IB_WAIT = (
@@ -115,8 +117,9 @@ def ib_set(ctx, gm, ub, block_idx, event_id):
     i = _ib_word(ctx, "asc.ib_set", gm, block_idx, event_id)
     _flush(ctx)
     st = ctx[STATE][0]
-    trace.event(ctx, _OP_IB_SET, trace.K_OP, block_idx, event_id, 0)
-    _status(ctx, call_xcore(st.xcore_fn, st.xcore, OP_IB_SET, gm.ctypes.data + i * 4,
+    word = gm.ctypes.data + i * 4
+    trace.event_gm(ctx, _OP_IB_SET, trace.K_OP, block_idx, event_id, word, word + 4)
+    _status(ctx, call_xcore(st.xcore_fn, st.xcore, OP_IB_SET, word,
                             (block_idx << 16) | event_id), "asc.ib_set")
     ub[0] = 1          # the launch wrote the GM word under its lock (ascendc/lang/crosscore.py)
 
@@ -126,8 +129,9 @@ def ib_wait(ctx, gm, ub, block_idx, event_id):
     """IBWait: wait until the GM word of (block_idx, event_id) is 1, then make it 0."""
     i = _ib_word(ctx, "asc.ib_wait", gm, block_idx, event_id)
     st = ctx[STATE][0]
-    trace.event(ctx, _OP_IB_WAIT, trace.K_OP, block_idx, event_id, 0)
-    _status(ctx, call_xcore(st.xcore_fn, st.xcore, OP_IB_WAIT, gm.ctypes.data + i * 4,
+    word = gm.ctypes.data + i * 4
+    trace.event_gm(ctx, _OP_IB_WAIT, trace.K_OP, block_idx, event_id, word, word + 4)
+    _status(ctx, call_xcore(st.xcore_fn, st.xcore, OP_IB_WAIT, word,
                             (block_idx << 16) | event_id), "asc.ib_wait")
     ub[0] = 0
     _flush(ctx)
@@ -142,13 +146,36 @@ def mix_sync_all(ctx, is_aiv_only):
 
 
 @prim
+def _gm_call(st, op, a, b):
+    """One GM-order call through the bridge: a fault (its message recorded by the bridge,
+    rt.gmorder) or the launch aborted raise."""
+    r = call_xcore(st.xcore_fn, st.xcore, op, a, b)
+    if r > 0:
+        raise KernelError(FAULT)
+    if r < 0:
+        raise KernelError("the launch was aborted because another core of it failed (that "
+                          "core's error is the one reported)")
+
+
+@prim
 def gm_order(st, api, addr, nbytes, write):
     """Checked mode, a core of a launch whose cores synchronise (st.xcore set): this core reads
     (`write` 0) or writes GM bytes [addr, addr + nbytes) in `api` (an index of
     crosscore.GM_APIS); a fault when another core's access of them is not ordered by a flag."""
-    r = call_xcore(st.xcore_fn, st.xcore, OP_GM + 2 * api + write, addr, nbytes)
-    if r > 0:
-        raise KernelError(FAULT)      # the bridge recorded the message (rt.gmorder)
-    if r < 0:
-        raise KernelError("the launch was aborted because another core of it failed (that "
-                          "core's error is the one reported)")
+    _gm_call(st, OP_GM + 2 * api + write, addr, nbytes)
+
+
+@prim
+def gm_order_rows(st, api, addr, nbytes, step, rows, write):
+    """gm_order for `rows` rows of `nbytes` bytes, each `step` bytes after the previous (a
+    strided copy: the bytes between its rows are not accessed), in one call when the numbers
+    fit the packed form, else a call per row."""
+    if rows <= 1:
+        gm_order(st, api, addr, nbytes, write)
+    elif 0 <= nbytes < (1 << ROW_BITS) and 0 <= step < (1 << STEP_BITS) and \
+            rows < (1 << ROWS_BITS):
+        _gm_call(st, OP_GM_ROWS + 2 * api + write, addr,
+                 nbytes | (step << STEP_SHIFT) | (rows << ROWS_SHIFT))
+    else:
+        for i in range(rows):
+            gm_order(st, api, addr + i * step, nbytes, write)

@@ -70,8 +70,8 @@ from .datacopy import py_bytes
 from .movecore import (A_FIXPIPE, A_LOAD_DATA, A_MMAD, APIS, W_BIAS, W_CONFIG, W_DST, W_DST_GAP,
                        W_FILTER, W_FM, W_K, W_M, W_M_SIZE, W_N, W_N_SIZE, W_ND_NUM,
                        W_REPEAT_TIMES, W_SRC, W_SRC_STRIDE, W_START_INDEX, dtype_name_of, aligned,
-                       bcopy, bound, bump, check_dtypes, in_range, locate, locate2, pair_info,
-                       traced, write_target)
+                       bcopy, bound, bound_rows, bump, check_dtypes, in_range, locate, locate2,
+                       pair_info, traced, write_target)
 from ..state import MEM, STATE
 
 __all__ = ["load_data", "load_data_typed", "mmad", "mmad_bias", "fixpipe"]
@@ -131,7 +131,7 @@ def _load_impl(ctx, d, s, isz, start, rep, sstr, gap, trans):
     fe = 512 // isz
     last = (start + (rep - 1) * sstr) * fe
     span = ((rep - 1) * (1 + gap) + 1) * fe
-    bound(st, api, W_SRC, S, isz, last, fe, False)
+    bound_rows(st, api, W_SRC, S, isz, start * fe, fe, sstr * fe, rep, False)
     bound(st, api, W_DST, D, isz, 0, span, True)
     t = write_target(ctx, d, span * isz, gap == 0) if sl < 0 else d[:span * isz]
     sv = s[:(last + fe) * isz]
@@ -504,7 +504,12 @@ def _fix_checks(st, D, S, disz, info, nsz, msz, sstr, dstr, q, nd, snd, dnd, cfg
             nel = (msz - 1) * dstr + nsz
         else:
             nel = (nstrip - 1) * dstr * 16 + msz * 16
-        bound(st, api, W_DST, D, disz, i * dnd, nel, True)
+        if (i * dnd + nel) * disz > D[3]:
+            bound(st, api, W_DST, D, disz, i * dnd, nel, True)     # fails, naming the span
+        if cfg == 0:          # msz rows of nsz elements, dst_stride apart
+            bound_rows(st, api, W_DST, D, disz, i * dnd, nsz, dstr, msz, True)
+        else:                 # nstrip strips of msz x 16, dst_stride x 16 apart
+            bound_rows(st, api, W_DST, D, disz, i * dnd, msz * 16, dstr * 16, nstrip, True)
     bump(st, C_FIX, nd * msz * nsz * disz)
     return True
 

@@ -90,7 +90,7 @@ def _count_impl(ctx, d, s, isz, count):
     nb = count * isz // 32 * 32
     if nb != count * isz:
         st.rounded += 1
-    sides(st, api, D, S, isz, 0, 0, nb // isz)
+    sides(st, api, D, S, isz, 0, 0, nb // isz, 1)
     if nb == 0:
         return
     t = write_target(ctx, d, nb, True) if S[0] < 0 else d[:nb]
@@ -121,12 +121,12 @@ def _blocks_impl(ctx, d, s, isz, bc, bl, sg, dg):
     D, S = locate2(ctx, d, s)
     ctr = copy_path(api, D[0], S[0])
     if bc == 0 or bl == 0:
-        sides(st, api, D, S, isz, 0, 0, 0)
+        sides(st, api, D, S, isz, 0, 0, 0, 1)
         return
     nb = bl * 32
     sstep = (bl + sg) * 32
     dstep = (bl + dg) * 32
-    sides(st, api, D, S, isz, (bc - 1) * dstep // isz, (bc - 1) * sstep // isz, nb // isz)
+    sides(st, api, D, S, isz, dstep // isz, sstep // isz, nb // isz, bc)
     span = (bc - 1) * dstep + nb
     t = write_target(ctx, d, span, dg == 0) if S[0] < 0 else d[:span]
     for i in range(bc):
@@ -196,7 +196,7 @@ def _nd2nz_impl(ctx, d, s, isz, nd, nv, dv, sms, sdv, c0s, ns, dms):
     span = (nd - 1) * dms + (nstrip - 1) * c0s * c0 + (nv - 1) * ns * c0 + dv - (nstrip - 1) * c0
     bound(st, api, W_DST, D, isz, 0, span, True)
     for m in range(nd):
-        bound(st, api, W_SRC, S, isz, m * sms + (nv - 1) * sdv, dv, False)
+        bound_rows(st, api, W_SRC, S, isz, m * sms, dv, sdv, nv, False)
     t = write_target(ctx, d, span * isz, False)
     sv = s[:((nd - 1) * sms + (nv - 1) * sdv + dv) * isz]
     if isz == 1:

@@ -12,7 +12,7 @@ from ..core import (BT, C_MTE1, C_MTE2, C_MTE3, C_MTE_UB2UB, FLAG_DEFER, L0A, L0
 from ..errors import FAULT, fault, GMReadError, GMWriteError, KernelError
 from ..gmreach import note as gm_note
 from ..state import FLAG_GM_ORDER, FLAG_REPORT_OVERREACH, MEM, STATE
-from .crosscore import gm_order
+from .crosscore import gm_order, gm_order_rows
 from .. import trace
 from ..visibility import PIPE_FIX, PIPE_MTE1, PIPE_MTE3, PIPE_V, vis_check
 
@@ -208,6 +208,29 @@ def bound(st, api, what, loc, isz, first, n, write):
             gm_order(st, api, loc[2] + first * isz, n * isz, 1 if write else 0)
 
 
+@inline
+def bound_rows(st, api, what, loc, isz, first, n, step, rows, write):
+    """bound() of `rows` >= 1 rows of n elements, `step` elements apart from element `first`:
+    checked on the last row (the furthest; an error names it), with the GM-order record made
+    row by row (rt.gmorder: the bytes between the rows are not accessed,
+    so cores writing interleaved rows or column blocks of one matrix do not overlap)."""
+    last = first + (rows - 1) * step
+    if first < 0:
+        bound(st, api, what, loc, isz, first, n, write)         # fails: before the start
+    elif n < 0 or (last + n) * isz > loc[3]:
+        bound(st, api, what, loc, isz, last, n, write)          # fails: past the end
+    elif loc[0] < 0 and st.options & (FLAG_REPORT_OVERREACH | FLAG_GM_ORDER):
+        if st.options & FLAG_REPORT_OVERREACH:
+            gm_note(st, loc[2] + last * isz, n * isz)       # checked: past its end? (gmreach.py)
+        if st.options & FLAG_GM_ORDER and st.xcore != 0:   # ordered by the flags? (rt.gmorder)
+            if rows <= 1 or step == n:
+                gm_order(st, api, loc[2] + first * isz, (last + n - first) * isz,
+                         1 if write else 0)
+            else:
+                gm_order_rows(st, api, loc[2] + first * isz, n * isz, step * isz, rows,
+                              1 if write else 0)
+
+
 # ---- copying -----------------------------------------------------------------------------------
 
 @prim
@@ -276,15 +299,15 @@ def copy_path(api, dl, sl):
 
 
 @inline
-def sides(st, api, D, S, isz, d_first, s_first, n):
-    """Alignment of local sides and bounds of one block of n elements at dst[d_first:],
-    src[s_first:] (D, S: located dst and src)."""
+def sides(st, api, D, S, isz, d_step, s_step, n, rows):
+    """Alignment of local sides and bounds of `rows` blocks of n elements, block i at
+    dst[i * d_step:], src[i * s_step:] (D, S: located dst and src)."""
     if D[0] >= 0:
         aligned(api, W_DST, D, 32)
     if S[0] >= 0:
         aligned(api, W_SRC, S, 32)
-    bound(st, api, W_SRC, S, isz, s_first, n, False)
-    bound(st, api, W_DST, D, isz, d_first, n, True)
+    bound_rows(st, api, W_SRC, S, isz, 0, n, s_step, rows, False)
+    bound_rows(st, api, W_DST, D, isz, 0, n, d_step, rows, True)
 
 
 STREAM_MIN_COPY = 4096          # bytes of one UB->GM copy
