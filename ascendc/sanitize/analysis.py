@@ -35,6 +35,8 @@ _LANE = {n: i for i, n in enumerate(LANES)}
 _BARRIER_LANE = {int(p): _LANE[n] for p, n in record.PIPE_NAMES.items()}
 _ALL = (int(PipeID.PIPE_ALL),)
 _XSET, _XWAIT = T.op("cross_core_set_flag"), T.op("cross_core_wait_flag")
+_IB_SET, _IB_WAIT = T.op("ib_set"), T.op("ib_wait")
+_XPIPE = {int(p): _LANE[n] for p, n in record.PIPE_NAMES.items()}   # a cross op's named pipe
 _DMA = frozenset(_LANE[n] for n in ("MTE1", "MTE2", "MTE3", "FIXPIPE"))     # Sync1's pipes
 _BARRIER_NAME = {lane: PipeID(p).name for p, lane in _BARRIER_LANE.items()}
 
@@ -79,8 +81,8 @@ def _shadow(size: int) -> _Shadow:
 
 
 class BlockPass:
-    """The analysis of one block: `run(rows)`, then `findings` and `gm_writes` (for the
-    multi-core stomp check: (lo, hi, sync_all epoch, line) of each GM write)."""
+    """The analysis of one block: `run(rows)`, then `findings`, and with racecheck `gm` and
+    `points` (its GM accesses and synchronising calls, for the launch's check: gmrace.py)."""
 
     def __init__(self, tools, kernel: str, block: str, lines, levels):
         self.tools = tools
@@ -93,9 +95,12 @@ class BlockPass:
         self.flags: dict = {}           # (src lane, dst lane, key) -> [clock snapshots]
         self.pending: dict = {}         # (event, id) -> [lines of set_flags not yet waited]
         self.findings: list = []
-        self.gm_writes: list = []
         self.xsets: list = []           # (flag id, mode, line) of each cross_core_set_flag
         self.xwaits: list = []          # (flag id, line) of each cross_core_wait_flag
+        # for the launch's cross-core GM check (gmrace.py), with racecheck on:
+        self.gm: list = []              # (lo, hi, write, lane, lane clock, line) per GM access
+        self.points: list = []          # (kind, key, lane, lane clock) per synchronising call
+        self._track = "racecheck" in tools
         self.epoch = 0
         self.pipe = 0
         self._seen: set = set()
@@ -124,13 +129,26 @@ class BlockPass:
         for r in rows:
             kind = int(r[T.C_KIND])
             if kind == T.K_OP:
-                self.pipe = _LANE.get(record.op_pipe(r), 0)
-                self.clk[self.pipe, self.pipe] += 1
                 op = int(r[T.C_OP])
+                if op == _XSET or op == _XWAIT:     # they run on the pipe they name
+                    self.pipe = _XPIPE.get(int(r[T.C_ID]), 0)
+                else:
+                    self.pipe = _LANE.get(record.op_pipe(r), 0)
+                clk = self.clk
+                clk[self.pipe, self.pipe] += 1
+                # the scalar unit issues in order: an op issued after a scalar op (a scalar
+                # cross-core wait among them) runs after it
+                clk[self.pipe, 0] = clk[0, 0]
                 if op == _XSET:
                     self.xsets.append((int(r[T.C_A]), int(r[T.C_B]), int(r[T.C_LINE])))
+                    self.done[self.pipe] = clk[self.pipe, self.pipe]   # fires once drained
+                    self._point("set", (int(r[T.C_A]), int(r[T.C_B])))
                 elif op == _XWAIT:
                     self.xwaits.append((int(r[T.C_A]), int(r[T.C_LINE])))
+                    self._point("wait", int(r[T.C_A]))
+                elif op == _IB_SET or op == _IB_WAIT:
+                    self._point("ib_set" if op == _IB_SET else "ib_wait",
+                                (int(r[T.C_A]), int(r[T.C_B])))
             elif kind == T.K_ACCESS:
                 self._access(r)
             elif kind == T.K_REGION:
@@ -146,8 +164,11 @@ class BlockPass:
                     self.clk[:] = np.maximum(self.clk, self.clk[lane])
                     self.done[lane] = self.clk[lane, lane]
             elif kind == T.K_SYNC_ALL:
+                self.clk[0, 0] += 1             # a scalar step every later op comes after
                 self._join_all()
                 self.epoch += 1
+                self.pipe = 0
+                self._point("sync_all", self.epoch)
             else:
                 self._queue(r, kind)
         if "synccheck" in self.tools:
@@ -157,6 +178,11 @@ class BlockPass:
                              detail=f"set_flag(event={_event_name(ev)}, event_id={ident}) is "
                                     f"never waited for before the block ends")
         return self
+
+    def _point(self, kind, key):
+        if self._track:
+            p = self.pipe
+            self.points.append((kind, key, p, tuple(self.clk[p].tolist())))
 
     def _join_all(self):
         self.clk[:] = self.clk.max(axis=0)
@@ -228,9 +254,9 @@ class BlockPass:
     def _access(self, r):
         write, nbytes, line = bool(r[T.C_ID]), int(r[T.C_BYTES]), int(r[T.C_LINE])
         if int(r[T.C_DST_LV]) < 0:
-            if write:
-                a = int(r[T.C_A])
-                self.gm_writes.append((a, a + nbytes, self.epoch, line))
+            if self._track:
+                a, p = int(r[T.C_A]), self.pipe
+                self.gm.append((a, a + nbytes, write, p, tuple(self.clk[p].tolist()), line))
             return
         sh = self.sh
         lo = int(r[T.C_A])
