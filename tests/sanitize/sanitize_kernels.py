@@ -322,3 +322,70 @@ def compare_select_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, bad: int):
     o = qo.deque(F32)
     asc.data_copy(zg, o, TILE)
     qo.free_tensor(o)
+
+
+@asc.jit
+def softmax_rows_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, bad: int):
+    """z = softmax over 8 rows of TILE floats (asc.adv.softmax). bad=1: it reads a scratch
+    tensor nothing wrote (Read2)."""
+    xg = asc.GlobalTensor()
+    xg.set_global_buffer(x, 8 * TILE)
+    zg = asc.GlobalTensor()
+    zg.set_global_buffer(z, 8 * TILE)
+    pipe = asc.TPipe()
+    qi = asc.TQue(asc.TPosition.VECIN, 1)
+    qo = asc.TQue(asc.TPosition.VECOUT, 1)
+    tmp = asc.TBuf(asc.TPosition.VECCALC)
+    pipe.init_buffer(qi, 1, 8 * TILE * 4)
+    pipe.init_buffer(qo, 1, 8 * TILE * 4)
+    pipe.init_buffer(tmp, 8 * TILE * 4 + 2 * 8 * 32)
+    a = qi.alloc_tensor(F32)
+    asc.data_copy(a, xg, 8 * TILE)
+    qi.enque(a)
+    a = qi.deque(F32)
+    sm = tmp.get_with_offset(8 * 8, 0, F32)
+    mx = tmp.get_with_offset(8 * 8, 8 * 32, F32)
+    other = tmp.get_with_offset(8 * TILE, 2 * 8 * 32, F32)
+    src = a
+    if bad == 1:
+        src = other
+    src.set_shape_info(asc.ShapeInfo(asc.array(asc.int32, (8, TILE)),
+                                     asc.array(asc.int32, (8, TILE))))
+    o = qo.alloc_tensor(F32)
+    asc.adv.softmax(o, sm, mx, src, asc.adv.SoftmaxTiling())
+    qo.enque(o)
+    qi.free_tensor(a)
+    o = qo.deque(F32)
+    asc.data_copy(zg, o, 8 * TILE)
+    qo.free_tensor(o)
+
+
+@asc.jit
+def transpose_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, bad: int):
+    """z = the 16 x 16 float16 block x transposed (asc.transpose). bad=1: it transposes a
+    scratch tensor nothing wrote (Read2)."""
+    xg = asc.GlobalTensor()
+    xg.set_global_buffer(x, 256)
+    zg = asc.GlobalTensor()
+    zg.set_global_buffer(z, 256)
+    pipe = asc.TPipe()
+    qi = asc.TQue(asc.TPosition.VECIN, 1)
+    qo = asc.TQue(asc.TPosition.VECOUT, 1)
+    tmp = asc.TBuf(asc.TPosition.VECCALC)
+    pipe.init_buffer(qi, 1, 512)
+    pipe.init_buffer(qo, 1, 512)
+    pipe.init_buffer(tmp, 512)
+    a = qi.alloc_tensor(asc.float16)
+    asc.data_copy(a, xg, 256)
+    qi.enque(a)
+    a = qi.deque(asc.float16)
+    src = a
+    if bad == 1:
+        src = tmp.get(asc.float16)
+    o = qo.alloc_tensor(asc.float16)
+    asc.transpose(o, src)
+    qo.enque(o)
+    qi.free_tensor(a)
+    o = qo.deque(asc.float16)
+    asc.data_copy(zg, o, 256)
+    qo.free_tensor(o)

@@ -354,3 +354,33 @@ def test_compare_and_select_of_written_memory_are_clean(interpret, bad):
     rep = run(K.compare_select_kernel, 1, (x, z, bad), interpret, check_all=True)
     assert rep.count() == 0, rep.format()
     np.testing.assert_array_equal(z, np.maximum(x, 0))
+
+
+def test_softmax_and_transpose_record_their_reads_and_writes(interpret):
+    x = np.random.default_rng(1).standard_normal((8, TILE)).astype(np.float32)
+    z = np.zeros_like(x)
+    rep = run(K.softmax_rows_kernel, 1, (x, z, 0), interpret, check_all=True)
+    assert rep.count() == 0, rep.format()
+    e = np.exp(x - x.max(1, keepdims=True))
+    np.testing.assert_allclose(z, e / e.sum(1, keepdims=True), rtol=1e-6)
+    h = np.arange(256).astype(np.float16)
+    zh = np.zeros_like(h)
+    rep = run(K.transpose_kernel, 1, (h, zh, 0), interpret, check_all=True)
+    assert rep.count() == 0, rep.format()
+    np.testing.assert_array_equal(zh, h.reshape(16, 16).T.reshape(-1))
+
+
+def test_softmax_and_transpose_of_unwritten_memory_are_read2(interpret):
+    x = np.ones((8, TILE), np.float32)
+    rep = run(K.softmax_rows_kernel, 1, (x, np.zeros_like(x), 1), interpret, tool="initcheck")
+    f = only(rep, "Read2")
+    assert f.other == ("allocated at", line_of(K.softmax_rows_kernel,
+                                               "other = tmp.get_with_offset("))
+    assert f.kind == f"uninitialized read of size {TILE * 4}"      # one per row
+    if not interpret:       # (interpreted, asc.adv calls are placed at the line before)
+        assert f.where == line_of(K.softmax_rows_kernel, "asc.adv.softmax(")
+    h = np.ones(256, np.float16)
+    rep = run(K.transpose_kernel, 1, (h, np.zeros_like(h), 1), interpret, tool="initcheck")
+    f = only(rep, "Read2")
+    assert f.where == line_of(K.transpose_kernel, "asc.transpose(o, src)")
+    assert f.kind == "uninitialized read of size 512"
