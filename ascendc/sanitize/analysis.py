@@ -19,6 +19,10 @@ barriers and queue steps. What the pass keeps per byte of the core's local memor
   bytes an earlier copy of that pipe wrote conflicts (Sync1) unless the pipe is known to have
   drained since: a pipe_barrier of it, a set_flag / queue step it sent, or a clock it receives
   back that holds the earlier copy.
+  Every op knows the scalar unit's time at its issue (the scalar unit issues in order, so a
+  cross-core wait on PIPE_S orders every later op). Cross-core sets and waits run on the pipe
+  they name; the pass keeps each GM access and each synchronising call with its pipe's clock
+  for the launch's cross-core check (gmrace.py).
 """
 from __future__ import annotations
 
