@@ -19,6 +19,10 @@ barriers and queue steps. What the pass keeps per byte of the core's local memor
   bytes an earlier copy of that pipe wrote conflicts (Sync1) unless the pipe is known to have
   drained since: a pipe_barrier of it, a set_flag / queue step it sent, or a clock it receives
   back that holds the earlier copy.
+  Every op knows the scalar unit's time at its issue (the scalar unit issues in order, so a
+  cross-core wait on PIPE_S orders every later op). Cross-core sets and waits run on the pipe
+  they name; the pass keeps each GM access and each synchronising call with its pipe's clock
+  for the launch's cross-core check (gmrace.py).
 """
 from __future__ import annotations
 
@@ -29,42 +33,59 @@ import numpy as np
 from ..lang import record, trace as T
 from ..lang.enums import HardEvent, PipeID
 from .report import Finding
+from .scan import first_above, first_in_flight, first_unseen_write
 
 LANES = ("SCALAR", "VECTOR", "CUBE", "MTE1", "MTE2", "MTE3", "FIXPIPE")
 _LANE = {n: i for i, n in enumerate(LANES)}
 _BARRIER_LANE = {int(p): _LANE[n] for p, n in record.PIPE_NAMES.items()}
 _ALL = (int(PipeID.PIPE_ALL),)
 _XSET, _XWAIT = T.op("cross_core_set_flag"), T.op("cross_core_wait_flag")
+_IB_SET, _IB_WAIT = T.op("ib_set"), T.op("ib_wait")
+_XPIPE = {int(p): _LANE[n] for p, n in record.PIPE_NAMES.items()}   # a cross op's named pipe
 _DMA = frozenset(_LANE[n] for n in ("MTE1", "MTE2", "MTE3", "FIXPIPE"))     # Sync1's pipes
 _BARRIER_NAME = {lane: PipeID(p).name for p, lane in _BARRIER_LANE.items()}
 
 
+_NEVER = np.iinfo(np.int32).max       # a clock no write or read reaches
+_REACH = 8                              # w_pipe of a write recorded by its reach: pipe + 8
+
+
 class _Shadow:
-    """Per-byte state of a core's local memory, reused across blocks (reset where touched)."""
+    """Per-byte state of a core's local memory, reused across blocks (reset where touched).
+    Times and lines are int32 and pipes int8 (a block issues far fewer than 2**31 ops): the
+    per-access passes move half the bytes."""
 
     def __init__(self, size: int):
         self.size = size
         self.written = np.zeros(size, bool)
         self.freed = np.zeros(size, bool)
-        self.region_line = np.zeros(size, np.int64)
-        self.w_pipe = np.full(size, -1, np.int64)
-        self.w_time = np.zeros(size, np.int64)
-        self.w_line = np.zeros(size, np.int64)
-        self.w_reach = np.zeros(size, bool)     # the last write's record was its reach only
-        self.r_time = np.zeros((len(LANES), size), np.int64)
-        self.r_line = np.zeros((len(LANES), size), np.int64)
+        self.region_line = np.zeros(size, np.int32)
+        self.w_pipe = np.full(size, -1, np.int8)    # last writer's pipe (+ _REACH: a reach)
+        self.w_time = np.zeros(size, np.int32)
+        self.w_line = np.zeros(size, np.int32)
+        self.r_time = np.zeros((len(LANES), size), np.int32)
+        self.r_line = np.zeros((len(LANES), size), np.int32)
         self.dirty: list = []
 
     def reset(self):
-        for lo, hi in self.dirty:
-            self.written[lo:hi] = False
-            self.freed[lo:hi] = False
-            self.region_line[lo:hi] = 0
-            self.w_pipe[lo:hi] = -1
-            self.w_time[lo:hi] = 0
-            self.w_reach[lo:hi] = False
-            self.r_time[:, lo:hi] = 0
+        # each touched byte once: the ranges (one per access) merged first
+        lo_run = hi_run = -1
+        for lo, hi in sorted(self.dirty) + [(self.size + 1, self.size + 1)]:
+            if lo <= hi_run:
+                hi_run = max(hi_run, hi)
+                continue
+            if hi_run > lo_run:
+                self._clear(lo_run, hi_run)
+            lo_run, hi_run = lo, hi
         self.dirty = []
+
+    def _clear(self, lo, hi):
+        self.written[lo:hi] = False
+        self.freed[lo:hi] = False
+        self.region_line[lo:hi] = 0
+        self.w_pipe[lo:hi] = -1
+        self.w_time[lo:hi] = 0
+        self.r_time[:, lo:hi] = 0
 
 
 _TLS = threading.local()
@@ -79,8 +100,8 @@ def _shadow(size: int) -> _Shadow:
 
 
 class BlockPass:
-    """The analysis of one block: `run(rows)`, then `findings` and `gm_writes` (for the
-    multi-core stomp check: (lo, hi, sync_all epoch, line) of each GM write)."""
+    """The analysis of one block: `run(rows)`, then `findings`, and with racecheck `gm` and
+    `points` (its GM accesses and synchronising calls, for the launch's check: gmrace.py)."""
 
     def __init__(self, tools, kernel: str, block: str, lines, levels):
         self.tools = tools
@@ -90,12 +111,19 @@ class BlockPass:
         self.sh = _shadow(mem_size)
         self.clk = np.zeros((len(LANES), len(LANES)), np.int64)
         self.done = np.zeros(len(LANES), np.int64)  # per pipe: its last op known complete
+        # per pipe: the time of its latest local write / read (a scan over an access's bytes
+        # is needed only where they are later than what the accessing pipe has seen)
+        self.w_max = [0] * len(LANES)
+        self.r_max = [0] * len(LANES)
         self.flags: dict = {}           # (src lane, dst lane, key) -> [clock snapshots]
         self.pending: dict = {}         # (event, id) -> [lines of set_flags not yet waited]
         self.findings: list = []
-        self.gm_writes: list = []
         self.xsets: list = []           # (flag id, mode, line) of each cross_core_set_flag
         self.xwaits: list = []          # (flag id, line) of each cross_core_wait_flag
+        # for the launch's cross-core GM check (gmrace.py), with racecheck on:
+        self.gm: list = []              # (lo, hi, write, lane, lane clock, line) per GM access
+        self.points: list = []          # (kind, key, lane, lane clock) per synchronising call
+        self._track = "racecheck" in tools
         self.epoch = 0
         self.pipe = 0
         self._seen: set = set()
@@ -124,13 +152,26 @@ class BlockPass:
         for r in rows:
             kind = int(r[T.C_KIND])
             if kind == T.K_OP:
-                self.pipe = _LANE.get(record.op_pipe(r), 0)
-                self.clk[self.pipe, self.pipe] += 1
                 op = int(r[T.C_OP])
+                if op == _XSET or op == _XWAIT:     # they run on the pipe they name
+                    self.pipe = _XPIPE.get(int(r[T.C_ID]), 0)
+                else:
+                    self.pipe = _LANE.get(record.op_pipe(r), 0)
+                clk = self.clk
+                clk[self.pipe, self.pipe] += 1
+                # the scalar unit issues in order: an op issued after a scalar op (a scalar
+                # cross-core wait among them) runs after it
+                clk[self.pipe, 0] = clk[0, 0]
                 if op == _XSET:
                     self.xsets.append((int(r[T.C_A]), int(r[T.C_B]), int(r[T.C_LINE])))
+                    self.done[self.pipe] = clk[self.pipe, self.pipe]   # fires once drained
+                    self._point("set", (int(r[T.C_A]), int(r[T.C_B])))
                 elif op == _XWAIT:
                     self.xwaits.append((int(r[T.C_A]), int(r[T.C_LINE])))
+                    self._point("wait", int(r[T.C_A]))
+                elif op == _IB_SET or op == _IB_WAIT:
+                    self._point("ib_set" if op == _IB_SET else "ib_wait",
+                                (int(r[T.C_A]), int(r[T.C_B])))
             elif kind == T.K_ACCESS:
                 self._access(r)
             elif kind == T.K_REGION:
@@ -146,8 +187,11 @@ class BlockPass:
                     self.clk[:] = np.maximum(self.clk, self.clk[lane])
                     self.done[lane] = self.clk[lane, lane]
             elif kind == T.K_SYNC_ALL:
+                self.clk[0, 0] += 1             # a scalar step every later op comes after
                 self._join_all()
                 self.epoch += 1
+                self.pipe = 0
+                self._point("sync_all", self.epoch)
             else:
                 self._queue(r, kind)
         if "synccheck" in self.tools:
@@ -157,6 +201,11 @@ class BlockPass:
                              detail=f"set_flag(event={_event_name(ev)}, event_id={ident}) is "
                                     f"never waited for before the block ends")
         return self
+
+    def _point(self, kind, key):
+        if self._track:
+            p = self.pipe
+            self.points.append((kind, key, p, tuple(self.clk[p].tolist())))
 
     def _join_all(self):
         self.clk[:] = self.clk.max(axis=0)
@@ -228,9 +277,9 @@ class BlockPass:
     def _access(self, r):
         write, nbytes, line = bool(r[T.C_ID]), int(r[T.C_BYTES]), int(r[T.C_LINE])
         if int(r[T.C_DST_LV]) < 0:
-            if write:
-                a = int(r[T.C_A])
-                self.gm_writes.append((a, a + nbytes, self.epoch, line))
+            if self._track:
+                a, p = int(r[T.C_A]), self.pipe
+                self.gm.append((a, a + nbytes, write, p, tuple(self.clk[p].tolist()), line))
             return
         sh = self.sh
         lo = int(r[T.C_A])
@@ -255,51 +304,55 @@ class BlockPass:
 
     def _race(self, lo, hi, write, line, reach):
         sh, p, clk = self.sh, self.pipe, self.clk[self.pipe]
-        wp = sh.w_pipe[lo:hi]
-        if p in _DMA and not reach:
-            self._same_pipe(lo, hi, write, line)
-        seen = np.where(wp >= 0, clk[np.maximum(wp, 0)], 0)
-        hazard = (wp > 0) & (wp != p) & (sh.w_time[lo:hi] > seen)
-        if hazard.any():
-            i = int(np.argmax(hazard))
-            other = int(wp[i])
-            self.add("Sync2", f"potential {'WAW' if write else 'RAW'} hazard between "
-                     f"{LANES[other]} and {LANES[p]}", line, address=self._at(lo, lo + i),
-                     other=(f"{LANES[other]} wrote at", self.where(sh.w_line[lo + i])),
-                     detail="no set_flag/wait_flag, queue step or barrier orders the two")
+        if p in _DMA and not reach and self.done[p] < min(clk[p] - 1, self.w_max[p]):
+            self._same_pipe(lo, hi, write, line)    # (the pipe has drained up to its last op:
+            # nothing of it can be in flight)
+        # Sync2: bytes whose last writer is another pipe (not the scalar unit) that this pipe's
+        # clock has not seen; by writer pipe, the time seen (never for none, scalar, this pipe)
+        seen = clk.tolist()
+        if any(self.w_max[q] > seen[q] for q in range(1, len(LANES)) if q != p):
+            table = np.full(2 * _REACH, _NEVER, np.int32)
+            table[1:len(LANES)] = clk[1:]
+            table[_REACH + 1:_REACH + len(LANES)] = clk[1:]
+            table[p] = table[_REACH + p] = _NEVER
+            at = first_unseen_write(sh.w_pipe, sh.w_time, lo, hi, table)
+            if at >= 0:
+                other = int(sh.w_pipe[at]) % _REACH
+                self.add("Sync2", f"potential {'WAW' if write else 'RAW'} hazard between "
+                         f"{LANES[other]} and {LANES[p]}", line, address=self._at(lo, at),
+                         other=(f"{LANES[other]} wrote at", self.where(sh.w_line[at])),
+                         detail="no set_flag/wait_flag, queue step or barrier orders the two")
         if write:
+            # Write3: reads of other pipes (not the scalar unit) this pipe has not seen
             for q in range(1, len(LANES)):
-                if q == p:
+                if q == p or self.r_max[q] <= seen[q]:
                     continue
-                rt = sh.r_time[q, lo:hi]
-                late = rt > clk[q]
-                if late.any():
-                    i = int(np.argmax(late))
+                at = first_above(sh.r_time[q], lo, hi, seen[q])
+                if at >= 0:
                     self.add("Write3", f"potential WAR hazard between {LANES[q]} and "
-                             f"{LANES[p]}", line, address=self._at(lo, lo + i),
-                             other=(f"{LANES[q]} read at", self.where(sh.r_line[q, lo + i])),
+                             f"{LANES[p]}", line, address=self._at(lo, at),
+                             other=(f"{LANES[q]} read at", self.where(sh.r_line[q, at])),
                              detail="the write may land before the read is done")
-            sh.w_pipe[lo:hi] = p
+            self.w_max[p] = seen[p]
+            sh.w_pipe[lo:hi] = p + _REACH if reach else p
             sh.w_time[lo:hi] = clk[p]
             sh.w_line[lo:hi] = line
-            sh.w_reach[lo:hi] = reach
         else:
             sh.r_time[p, lo:hi] = clk[p]
             sh.r_line[p, lo:hi] = line
-
+            self.r_max[p] = int(clk[p])
 
     def _same_pipe(self, lo, hi, write, line):
         """Sync1: a copy over bytes an earlier copy of its own pipe wrote, that pipe not known
         to have finished it (no pipe_barrier, nor a flag another pipe waited for it with): the
-        DMA queues of one pipe may land out of order."""
+        DMA queues of one pipe may land out of order. (A write recorded by its reach is not
+        judged: its w_pipe is pipe + _REACH.)"""
         sh, p = self.sh, self.pipe
-        hazard = ((sh.w_pipe[lo:hi] == p) & ~sh.w_reach[lo:hi] &
-                  (sh.w_time[lo:hi] > self.done[p]) & (sh.w_time[lo:hi] < self.clk[p, p]))
-        if hazard.any():
-            i = int(np.argmax(hazard))
+        at = first_in_flight(sh.w_pipe, sh.w_time, lo, hi, p, self.done[p], self.clk[p, p])
+        if at >= 0:
             self.add("Sync1", f"potential {'WAW' if write else 'RAW'} hazard within "
-                     f"{LANES[p]}", line, address=self._at(lo, lo + i),
-                     other=(f"{LANES[p]} wrote at", self.where(sh.w_line[lo + i])),
+                     f"{LANES[p]}", line, address=self._at(lo, at),
+                     other=(f"{LANES[p]} wrote at", self.where(sh.w_line[at])),
                      detail=f"no pipe_barrier({_BARRIER_NAME[p]}) orders the two copies")
 
 

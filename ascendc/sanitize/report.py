@@ -42,15 +42,19 @@ CLASSES = {
     "Free": ("memcheck", "tensor freed twice"),
     "Leak": ("memcheck", "tensor or device memory never freed"),
     "Stomp": ("racecheck", "two blocks write the same GM bytes without ordering"),
+    "GMRace": ("racecheck", "one block reads GM bytes another writes without ordering"),
     "Fault": ("memcheck", "another kernel fault (the block stopped there)"),
 }
 TOOLS = ("memcheck", "racecheck", "initcheck", "synccheck")
 
 
 def npu_check_name(cls: str) -> str:
-    """'Read3' -> 'ErrorRead3', 'Stomp' -> 'multi-core GM stomp' (the CPU npu check's names)."""
+    """'Read3' -> 'ErrorRead3', 'Stomp' -> 'multi-core GM stomp' (the CPU npu check's names;
+    'GMRace', a read and a write of two blocks, is this sanitizer's)."""
     if cls == "Stomp":
         return "multi-core GM stomp"
+    if cls == "GMRace":
+        return "multi-core GM race"
     if cls == "Fault":
         return "kernel fault"
     return "Error" + cls

@@ -22,6 +22,7 @@ from ..lang.prims import ktype as KT
 from .analysis import BlockPass
 from .crosscore import Instance, pending_sets
 from .faults import classify
+from .gmrace import Track, check as gm_races
 from .report import TOOLS, Finding, Report
 
 _PACKAGE_DIRS = tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep
@@ -73,54 +74,38 @@ class Session:
                                     label, None, detail=f"{lost} instructions were not "
                                     f"recorded (raise ASCEND_EMU_NPU_TRACE_ROWS)"))
         inst = Instance(role, group, label, bp.xsets, bp.xwaits) if role is not None else None
-        self._collect(binary, launch, label, bp.gm_writes, gms, inst)
+        track = Track(label, role, group, bp.gm, bp.points) if "racecheck" in self.tools else None
+        self._collect(binary, launch, track, gms, inst)
 
     def _levels(self, soc):
         offs, sizes, _ = core.layout(soc)
         return [(LEVEL_NAMES[i], offs[i], sizes[i]) for i in range(len(sizes))]
 
     # -- what the launch's blocks found together: GM stomps, cross-core flags left pending ------
-    def _collect(self, binary, launch, label, writes, gms, inst):
+    def _collect(self, binary, launch, track, gms, inst):
         key = (id(binary), launch[0])
         with self._lock:
             acc = self._launches.setdefault(key, [[], 0, []])
-            if "racecheck" in self.tools:
-                acc[0] += [(lo, hi, ep, line, label) for lo, hi, ep, line in writes]
+            if track is not None:
+                acc[0].append(track)
             if inst is not None:
                 acc[2].append(inst)
             acc[1] += 1
             if acc[1] < launch[1]:
                 return
             del self._launches[key]
-        if "racecheck" in self.tools:
-            self._stomps(binary, acc[0], gms)
-        if "synccheck" in self.tools and acc[2]:
-            lines = binary.trace_lines()
-            for f in pending_sets(binary.name, acc[2],
-                                  lambda i: lines[i] if 0 < i < len(lines) else None):
-                self.report.add(f)
-
-    def _stomps(self, binary, writes, gms):
-        writes.sort()
         lines = binary.trace_lines()
 
         def at(i):
             return lines[i] if 0 < i < len(lines) else None
-        open_: list = []           # writes whose end is past the current start
-        for w in writes:
-            lo, hi, ep, line, label = w
-            open_ = [o for o in open_ if o[1] > lo]
-            for o in open_:
-                if o[4] != label and o[2] == ep:
-                    name, off = _gm_name(gms, lo)
-                    self.report.add(Finding(
-                        "Stomp", f"write of size {min(hi, o[1]) - lo} to GM bytes another block "
-                        f"writes", binary.name, label, at(line),
-                        f"GM argument {name!r} offset {off}" if name else f"GM address {lo:#x}",
-                        other=(f"block {o[4]} wrote at", at(o[3])),
-                        detail="no sync_all orders the two blocks' writes"))
-                    break
-            open_.append(w)
+        if "racecheck" in self.tools:
+            # the launch's instances in a fixed order: the report does not depend on threads
+            tracks = sorted(acc[0], key=lambda t: (t.role != "AIC", t.group, t.label))
+            for f in gm_races(binary.name, tracks, at, lambda a: _gm_name(gms, a)):
+                self.report.add(f)
+        if "synccheck" in self.tools and acc[2]:
+            for f in pending_sets(binary.name, acc[2], at):
+                self.report.add(f)
 
     # -- install / remove -----------------------------------------------------------------------
     def start(self):

@@ -232,3 +232,160 @@ def cast_reduce_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, bad: int):
     o = qo.deque(F32)
     asc.data_copy(zg, o, TILE)
     qo.free_tensor(o)
+
+
+@asc.jit
+def cube_flags_kernel(a: asc.GlobalAddress, b: asc.GlobalAddress, c: asc.GlobalAddress,
+                      bad: int):
+    """c = a @ b for one 16 x 16 x 16 float16 fractal, the cube pipes ordered by explicit flags
+    over TBuf buffers: MTE2 (GM -> L1), MTE1 (L1 -> L0A/L0B), CUBE (mmad), FIXPIPE (L0C -> GM).
+    bad=1 drops the MTE2 -> MTE1 flag, bad=2 the MTE1 -> M flag, bad=3 the M -> FIX flag (Sync2
+    with the two pipes named)."""
+    ag = asc.GlobalTensor()
+    ag.set_global_buffer(a, 256)
+    bg = asc.GlobalTensor()
+    bg.set_global_buffer(b, 256)
+    cg = asc.GlobalTensor()
+    cg.set_global_buffer(c, 256)
+    pipe = asc.TPipe()
+    ba1 = asc.TBuf(asc.TPosition.A1)
+    bb1 = asc.TBuf(asc.TPosition.B1)
+    ba2 = asc.TBuf(asc.TPosition.A2)
+    bb2 = asc.TBuf(asc.TPosition.B2)
+    bc = asc.TBuf(asc.TPosition.CO1)
+    pipe.init_buffer(ba1, 512)
+    pipe.init_buffer(bb1, 512)
+    pipe.init_buffer(ba2, 512)
+    pipe.init_buffer(bb2, 512)
+    pipe.init_buffer(bc, 1024)
+    a1 = ba1.get(asc.float16)
+    b1 = bb1.get(asc.float16)
+    a2 = ba2.get(asc.float16)
+    b2 = bb2.get(asc.float16)
+    cl = bc.get(F32)
+    asc.data_copy(a1, ag, asc.Nd2NzParams(1, 16, 16, 0, 16, 16, 1, 0))
+    asc.data_copy(b1, bg, asc.Nd2NzParams(1, 16, 16, 0, 16, 16, 1, 0))
+    if bad != 1:
+        asc.set_flag(asc.HardEvent.MTE2_MTE1, 0)
+        asc.wait_flag(asc.HardEvent.MTE2_MTE1, 0)
+    asc.load_data(a2, a1, asc.LoadData2DParams(0, 1, 1, 0, 0, False, 0))
+    asc.load_data(b2, b1, asc.LoadData2DParams(0, 1, 1, 0, 0, True, 0))
+    if bad != 2:
+        asc.set_flag(asc.HardEvent.MTE1_M, 0)
+        asc.wait_flag(asc.HardEvent.MTE1_M, 0)
+    asc.mmad(cl, a2, b2, asc.MmadParams(m=16, n=16, k=16, unit_flag=0, cmatrix_source=False,
+                                         cmatrix_init_val=True))
+    if bad != 3:
+        asc.set_flag(asc.HardEvent.M_FIX, 0)
+        asc.wait_flag(asc.HardEvent.M_FIX, 0)
+    asc.fixpipe(cg, cl, asc.FixpipeParamsV220(16, 16, 16, 16))
+
+
+@asc.jit
+def compare_select_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, bad: int):
+    """z = max(x, 0) on TILE elements by compare_scalar (a bit mask) and select (count forms;
+    the repeat forms when bad=3). bad=1: the compare reads a scratch tensor nothing wrote; bad=2:
+    the select does (Read2 both)."""
+    xg = asc.GlobalTensor()
+    xg.set_global_buffer(x, TILE)
+    zg = asc.GlobalTensor()
+    zg.set_global_buffer(z, TILE)
+    pipe = asc.TPipe()
+    qi = asc.TQue(asc.TPosition.VECIN, 1)
+    qo = asc.TQue(asc.TPosition.VECOUT, 1)
+    tmp = asc.TBuf(asc.TPosition.VECCALC)
+    pipe.init_buffer(qi, 1, TILE * 4)
+    pipe.init_buffer(qo, 1, TILE * 4)
+    pipe.init_buffer(tmp, TILE * 4 + 32)
+    a = qi.alloc_tensor(F32)
+    asc.data_copy(a, xg, TILE)
+    qi.enque(a)
+    a = qi.deque(F32)
+    mask = tmp.get_with_offset(32, 0, asc.uint8)
+    other = tmp.get_with_offset(TILE, 32, F32)
+    o = qo.alloc_tensor(F32)
+    if bad == 3:
+        asc.compare_scalar(mask, a, 0.0, asc.CMPMODE.GT, TILE, 1, asc.UnaryRepeatParams())
+        asc.select(o, mask, a, 0.0, asc.SELMODE.VSEL_TENSOR_SCALAR_MODE, TILE, 1,
+                   asc.BinaryRepeatParams())
+    elif bad == 1:
+        asc.compare_scalar(mask, other, 0.0, asc.CMPMODE.GT, TILE)
+        asc.select(o, mask, a, 0.0, asc.SELMODE.VSEL_TENSOR_SCALAR_MODE, TILE)
+    elif bad == 2:
+        asc.compare_scalar(mask, a, 0.0, asc.CMPMODE.GT, TILE)
+        asc.select(o, mask, other, 0.0, asc.SELMODE.VSEL_TENSOR_SCALAR_MODE, TILE)
+    else:
+        asc.compare_scalar(mask, a, 0.0, asc.CMPMODE.GT, TILE)
+        asc.select(o, mask, a, 0.0, asc.SELMODE.VSEL_TENSOR_SCALAR_MODE, TILE)
+    qo.enque(o)
+    qi.free_tensor(a)
+    o = qo.deque(F32)
+    asc.data_copy(zg, o, TILE)
+    qo.free_tensor(o)
+
+
+@asc.jit
+def softmax_rows_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, bad: int):
+    """z = softmax over 8 rows of TILE floats (asc.adv.softmax). bad=1: it reads a scratch
+    tensor nothing wrote (Read2)."""
+    xg = asc.GlobalTensor()
+    xg.set_global_buffer(x, 8 * TILE)
+    zg = asc.GlobalTensor()
+    zg.set_global_buffer(z, 8 * TILE)
+    pipe = asc.TPipe()
+    qi = asc.TQue(asc.TPosition.VECIN, 1)
+    qo = asc.TQue(asc.TPosition.VECOUT, 1)
+    tmp = asc.TBuf(asc.TPosition.VECCALC)
+    pipe.init_buffer(qi, 1, 8 * TILE * 4)
+    pipe.init_buffer(qo, 1, 8 * TILE * 4)
+    pipe.init_buffer(tmp, 8 * TILE * 4 + 2 * 8 * 32)
+    a = qi.alloc_tensor(F32)
+    asc.data_copy(a, xg, 8 * TILE)
+    qi.enque(a)
+    a = qi.deque(F32)
+    sm = tmp.get_with_offset(8 * 8, 0, F32)
+    mx = tmp.get_with_offset(8 * 8, 8 * 32, F32)
+    other = tmp.get_with_offset(8 * TILE, 2 * 8 * 32, F32)
+    src = a
+    if bad == 1:
+        src = other
+    src.set_shape_info(asc.ShapeInfo(asc.array(asc.int32, (8, TILE)),
+                                     asc.array(asc.int32, (8, TILE))))
+    o = qo.alloc_tensor(F32)
+    asc.adv.softmax(o, sm, mx, src, asc.adv.SoftmaxTiling())
+    qo.enque(o)
+    qi.free_tensor(a)
+    o = qo.deque(F32)
+    asc.data_copy(zg, o, 8 * TILE)
+    qo.free_tensor(o)
+
+
+@asc.jit
+def transpose_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, bad: int):
+    """z = the 16 x 16 float16 block x transposed (asc.transpose). bad=1: it transposes a
+    scratch tensor nothing wrote (Read2)."""
+    xg = asc.GlobalTensor()
+    xg.set_global_buffer(x, 256)
+    zg = asc.GlobalTensor()
+    zg.set_global_buffer(z, 256)
+    pipe = asc.TPipe()
+    qi = asc.TQue(asc.TPosition.VECIN, 1)
+    qo = asc.TQue(asc.TPosition.VECOUT, 1)
+    tmp = asc.TBuf(asc.TPosition.VECCALC)
+    pipe.init_buffer(qi, 1, 512)
+    pipe.init_buffer(qo, 1, 512)
+    pipe.init_buffer(tmp, 512)
+    a = qi.alloc_tensor(asc.float16)
+    asc.data_copy(a, xg, 256)
+    qi.enque(a)
+    a = qi.deque(asc.float16)
+    src = a
+    if bad == 1:
+        src = tmp.get(asc.float16)
+    o = qo.alloc_tensor(asc.float16)
+    asc.transpose(o, src)
+    qo.enque(o)
+    qi.free_tensor(a)
+    o = qo.deque(asc.float16)
+    asc.data_copy(zg, o, 256)
+    qo.free_tensor(o)

@@ -61,6 +61,35 @@ def _ov_scalar_or_zero(a, x):
     return lambda a, x: as_elem(a, x)
 
 
+def _read_if_tensor(ctx, op_id, x, nbytes):
+    """The sanitizer's read record of operand x when it is a tensor (nothing for a scalar)."""
+    raise NotImplementedError
+
+
+@overload(_read_if_tensor)
+def _ov_read_if_tensor(ctx, op_id, x, nbytes):
+    if isinstance(x, types.Array):
+        return lambda ctx, op_id, x, nbytes: trace.tensor_access(ctx, op_id, x, nbytes, 0)
+    return lambda ctx, op_id, x, nbytes: None
+
+
+def _reach_if_tensor(ctx, op_id, x, repeat, lanes, pb, blk, rep):
+    """A repeat form's read of tensor operand x over its reach (the farthest lane of its last
+    repeat; strides may leave gaps, so initcheck does not judge it); nothing for a scalar."""
+    raise NotImplementedError
+
+
+@overload(_reach_if_tensor)
+def _ov_reach_if_tensor(ctx, op_id, x, repeat, lanes, pb, blk, rep):
+    if isinstance(x, types.Array):
+        def impl(ctx, op_id, x, repeat, lanes, pb, blk, rep):
+            if repeat > 0:
+                last = rep_index(repeat - 1, lanes - 1, pb, blk, rep) + 1
+                trace.read_unchecked(ctx, op_id, x.ctypes.data, last * x.itemsize)
+        return impl
+    return lambda ctx, op_id, x, repeat, lanes, pb, blk, rep: None
+
+
 @jitable
 def _cmp_setup(ctx, api, dst, src0, src1, cmp_mode):
     check_range(api, "cmp_mode", cmp_mode, 0, 5)
@@ -130,6 +159,25 @@ def compare_count(ctx, dst, src0, src1, cmp_mode, count):
     `src0[i] <cmp_mode> src1[i]`; only the 256-byte-aligned part of `count` is compared."""
     _cmp_count(ctx, "compare", dst, src0, src1, cmp_mode, count)
     trace.vec(ctx, _OP_COMPARE, src0.itemsize, count, False)
+    _cmp_count_access(ctx, _OP_COMPARE, dst, src0, src1, count)
+
+
+@jitable
+def _cmp_count_access(ctx, op_id, dst, src0, src1, count):
+    """The sanitizer's records of a compare's count form: the 256-byte-aligned part read, one
+    bit per element of it written."""
+    n = (count * src0.itemsize // 256) * 256 // src0.itemsize
+    trace.tensor_access(ctx, op_id, src0, n * src0.itemsize, 0)
+    _read_if_tensor(ctx, op_id, src1, n * src0.itemsize)
+    trace.tensor_access(ctx, op_id, dst, n // 8, 1)
+
+
+@jitable
+def _cmp_rep_access(ctx, op_id, dst, src0, src1, repeat, s0b, s0r, s1b, s1r):
+    lanes = 256 // src0.itemsize
+    _reach_if_tensor(ctx, op_id, src0, repeat, lanes, 32 // src0.itemsize, s0b, s0r)
+    _reach_if_tensor(ctx, op_id, src1, repeat, lanes, 32 // src0.itemsize, s1b, s1r)
+    trace.tensor_access(ctx, op_id, dst, repeat * (lanes // 8), 1)
 
 
 @prim
@@ -141,6 +189,8 @@ def compare_rep(ctx, dst, src0, src1, cmp_mode, mask, repeat_times, repeat_param
     _cmp_rep(ctx, "compare", dst, src0, src1, cmp_mode, repeat_times, p.src0_blk_stride,
              p.src0_rep_stride, p.src1_blk_stride, p.src1_rep_stride)
     trace.vec(ctx, _OP_COMPARE, src0.itemsize, repeat_times, True)
+    _cmp_rep_access(ctx, _OP_COMPARE, dst, src0, src1, repeat_times, p.src0_blk_stride,
+                    p.src0_rep_stride, p.src1_blk_stride, p.src1_rep_stride)
 
 
 @prim
@@ -148,6 +198,7 @@ def compare_scalar_count(ctx, dst, src0, src1, cmp_mode, count):
     """Mirrors `AscendC::CompareScalar` (count form): bit i = `src0[i] <cmp_mode> src1`."""
     _cmp_count(ctx, "compare_scalar", dst, src0, src1, cmp_mode, count)
     trace.vec(ctx, _OP_COMPARE_SCALAR, src0.itemsize, count, False)
+    _cmp_count_access(ctx, _OP_COMPARE_SCALAR, dst, src0, src1, count)
 
 
 @prim
@@ -159,6 +210,8 @@ def compare_scalar_rep(ctx, dst, src0, src1, cmp_mode, mask, repeat_times, repea
     _cmp_rep(ctx, "compare_scalar", dst, src0, src1, cmp_mode, repeat_times, p.src_blk_stride,
              p.src_rep_stride, 0, 0)
     trace.vec(ctx, _OP_COMPARE_SCALAR, src0.itemsize, repeat_times, True)
+    _cmp_rep_access(ctx, _OP_COMPARE_SCALAR, dst, src0, src1, repeat_times, p.src_blk_stride,
+                    p.src_rep_stride, 0, 0)
 
 
 @jitable
@@ -209,6 +262,11 @@ def select_count(ctx, dst, sel_mask, src0, src1, sel_mode, count):
         st(dst, i, ld(src0, i) if bit != 0 else ld_or(src1, i, s))
     core.count(ctx, core.C_VEC_OPS, count)
     trace.vec(ctx, _OP_SELECT, dst.itemsize, count, False)
+    bits = min(count, lanes) if sel_mode == 0 else count
+    trace.tensor_access(ctx, _OP_SELECT, sel_mask, (bits + nb - 1) // nb * sel_mask.itemsize, 0)
+    trace.tensor_access(ctx, _OP_SELECT, src0, count * dst.itemsize, 0)
+    _read_if_tensor(ctx, _OP_SELECT, src1, count * dst.itemsize)
+    trace.tensor_access(ctx, _OP_SELECT, dst, count * dst.itemsize, 1)
 
 
 @prim
@@ -249,3 +307,14 @@ def select_rep(ctx, dst, sel_mask, src0, src1, sel_mode, mask, repeat_times, rep
             j, w0, w1 = next_lane(w0, w1)
     core.count(ctx, core.C_VEC_OPS, repeat_times * lanes_on(m0, m1, lanes))
     trace.vec(ctx, _OP_SELECT, dst.itemsize, repeat_times, True)
+    if repeat_times > 0 and jmax >= 0:      # the sanitizer's records (reads over their reach)
+        top = jmax if sel_mode == 0 else (repeat_times - 1) * lanes + jmax
+        trace.read_unchecked(ctx, _OP_SELECT, sel_mask.ctypes.data,
+                             (top // nb + 1) * sel_mask.itemsize)
+        _reach_if_tensor(ctx, _OP_SELECT, src0, repeat_times, lanes, pb, p.src0_blk_stride,
+                         p.src0_rep_stride)
+        _reach_if_tensor(ctx, _OP_SELECT, src1, repeat_times, lanes, pb, p.src1_blk_stride,
+                         p.src1_rep_stride)
+        trace.write_reach(ctx, _OP_SELECT, dst.ctypes.data,
+                          (rep_index(repeat_times - 1, lanes - 1, pb, p.dst_blk_stride,
+                                     p.dst_rep_stride) + 1) * dst.itemsize)

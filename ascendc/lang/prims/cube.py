@@ -149,6 +149,14 @@ def _load_impl(ctx, d, s, isz, start, rep, sstr, gap, trans):
     bump(st, C_MTE2 if sl < 0 else C_MTE1, rep * 512)
     # (L1 -> L0: the destination's span tells the sanitizer whether its bytes are contiguous)
     traced(ctx, _OP_LOAD_DATA, D, S, rep * 512, isz, (last + fe if sl < 0 else span) * isz)
+    if sl >= 0:         # the sanitizer's reads of the L1 fractals (MTE1 as a consumer); not
+        # judged by initcheck: a fractal's padding rows are read and discarded
+        if sstr <= 1:
+            trace.read_unchecked(ctx, _OP_LOAD_DATA, S[2] + start * 512,
+                                 ((rep - 1) * sstr + 1) * 512)
+        else:
+            for i in range(rep):
+                trace.read_unchecked(ctx, _OP_LOAD_DATA, S[2] + (start + i * sstr) * 512, 512)
 
 
 @prim

@@ -232,6 +232,14 @@ def softmax_nd(ctx, dst, sm, mx, src, work, work_given, tiling, basic_block, dat
             trace.vec(ctx, _OP_DIV, 4, rows * k, False)
             if isz == 2:
                 trace.vec(ctx, _OP_CAST, 4, rows * k, False)
+        # the sanitizer's records (with the last vector op): each row's ok columns read (the
+        # padding columns are read too but discarded), dst's rows, sum and max written
+        a = np.int64(src.ctypes.data)
+        for r in range(om):
+            trace.access(ctx, _OP_DIV, a + r * k * isz, ok * isz, 0)
+        trace.tensor_access(ctx, _OP_DIV, dst, om * k * isz, 1)
+        trace.tensor_access(ctx, _OP_DIV, sm, om * blk * sm.itemsize, 1)
+        trace.tensor_access(ctx, _OP_DIV, mx, om * blk * mx.itemsize, 1)
 
 
 def tiling_record(t) -> SoftmaxTilingRecord:

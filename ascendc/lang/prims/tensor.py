@@ -252,3 +252,5 @@ def transpose16(ctx, dst, src):
             dst[j * 16 + i] = block[i * 16 + j]
     core.count(ctx, core.C_VEC_OPS, 256)
     trace.vec(ctx, _OP_TRANSPOSE, 2, 2, True)
+    trace.tensor_access(ctx, _OP_TRANSPOSE, src, 512, 0)       # (the sanitizer's records)
+    trace.tensor_access(ctx, _OP_TRANSPOSE, dst, 512, 1)

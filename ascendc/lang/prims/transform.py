@@ -137,6 +137,8 @@ def transpose_ext(ctx, dst, src, shared_tmp_buffer, params):
                 dst[j * 16 + i] = block[i * 16 + j]
         core.count(ctx, core.C_VEC_OPS, 256)
         trace.vec(ctx, _OP_TRANSPOSE_EXT, 2, 1, True)
+        trace.tensor_access(ctx, _OP_TRANSPOSE_EXT, src, 512, 0)   # (the sanitizer's records)
+        trace.tensor_access(ctx, _OP_TRANSPOSE_EXT, dst, 512, 1)
         return
     n, c, h, w = params.n_size, params.c_size, params.h_size, params.w_size
     check_range(api, "params.n_size", n, 0, 65535)
@@ -159,3 +161,5 @@ def transpose_ext(ctx, dst, src, shared_tmp_buffer, params):
                     dst[base + ch * hw + p] = src[base + p * c + ch]
     core.count(ctx, core.C_VEC_OPS, total)
     trace.vec(ctx, _OP_TRANSPOSE_EXT, dst.itemsize, (total * dst.itemsize + 255) // 256, True)
+    trace.tensor_access(ctx, _OP_TRANSPOSE_EXT, src, total * src.itemsize, 0)
+    trace.tensor_access(ctx, _OP_TRANSPOSE_EXT, dst, total * dst.itemsize, 1)

@@ -1,0 +1,268 @@
+"""racecheck across the instances of one launch: GM bytes one instance (a block, or an AIC / AIV
+of a MIX kernel's group) writes and another reads or writes, with nothing ordering the two.
+
+Each instance's pass (analysis.BlockPass) gives its GM accesses and its synchronising calls
+(cross_core_set_flag / cross_core_wait_flag, ib_set / ib_wait, sync_all), each with the vector
+clock of the pipe that ran it over the instance's own pipes. This module replays the calls of
+the launch's instances together with the counting rules of the execution (rt/crossflags.py,
+CrossCoreSetFlag on Atlas A2):
+  mode 0: once every core of the setter's kind has made its n-th set of the id, each gets a count;
+  mode 1: the same over the AIVs of the setter's group;
+  mode 2: an AIC's set gives each AIV of its group a count; once every AIV of the group has made
+          its n-th set, the group's AIC gets one;
+  a wait takes the counts of its id in the order they came; ib_set / ib_wait hand one word over
+  (a set only once the word's earlier set was taken); the n-th sync_all of every instance that
+  calls it is one barrier.
+A set carries what its pipe has seen (its clock over its instance's pipes, and what earlier waits
+it has seen brought in from other instances); the wait that takes its count brings that in, for
+the ops of the wait's pipe issued after it (a wait on the scalar unit, as cross_core_wait_flag's
+default PIPE_S, ib_wait and sync_all: every later op). Knowledge is an array (instances x pipes)
+of the latest op of each pipe of each instance known complete.
+
+Two accesses of different instances to overlapping bytes, one a write, conflict unless one is
+known complete before the other: WAW is the multi-core GM stomp, RAW / WAR a multi-core GM race.
+Approximations: a core receiving counts of one flag id from two kinds of set (e.g. mode 1 and
+mode 2) takes them in the order the replay met them (one order the hardware could take); waits
+the replay cannot release (the launch stopped on a fault) are taken to know everything, so they
+cause no report; `sync_all(is_aiv_only)` is a barrier over the instances that call it.
+"""
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .analysis import LANES
+from .report import Finding
+
+_NL = len(LANES)
+_EVERYTHING = np.iinfo(np.int64).max // 2
+
+
+@dataclass
+class Track:
+    """What one instance's pass recorded for this check."""
+    label: str                  # aic(0), aiv(1), aiv(3)
+    role: str | None            # "AIC" / "AIV" in a MIX-style launch, None for a plain block
+    group: int
+    gm: list                    # (lo, hi, write, lane, lane clock, line)
+    points: list                # (kind, key, lane, lane clock)
+    index: int = 0
+    # filled by the replay: per lane, the clock values of its waits and the knowledge brought in
+    # by the first k of them (joined)
+    wait_t: list = field(default_factory=lambda: [[] for _ in range(_NL)])
+    wait_k: list = field(default_factory=lambda: [[] for _ in range(_NL)])
+
+
+class _Replay:
+    def __init__(self, tracks):
+        self.tracks = tracks
+        self.n = len(tracks)
+        for i, t in enumerate(tracks):
+            t.index = i
+        self.cursor = [0] * self.n
+        self.gains: dict = {}           # (instance, flag) -> deque of knowledge arrays
+        self.rounds: dict = {}          # (mode, scope, flag) -> {instance: [exports]}
+        self.done_rounds: dict = {}     # (mode, scope, flag) -> rounds completed
+        self.words: dict = {}           # ib word -> [pending export or None, last taker's]
+        self.syncs: dict = {}           # n-th sync_all -> {instance: export}
+        self.sync_parties = {t.index for t in tracks
+                             if any(p[0] == "sync_all" for p in t.points)}
+        self._cache: dict = {}
+
+    # -- knowledge --------------------------------------------------------------------------
+    def known(self, t: Track, clock) -> np.ndarray | None:
+        """What an op of instance `t` whose pipe clock is `clock` knows of the other instances
+        (None: nothing)."""
+        counts = tuple(bisect_right(t.wait_t[q], clock[q]) for q in range(_NL))
+        key = (t.index, counts)
+        got = self._cache.get(key, False)
+        if got is not False:
+            return got
+        k = None
+        for q, c in enumerate(counts):
+            if c:
+                imp = t.wait_k[q][c - 1]
+                k = imp.copy() if k is None else np.maximum(k, imp, out=k)
+        self._cache[key] = k
+        return k
+
+    def export(self, t: Track, clock) -> np.ndarray:
+        k = self.known(t, clock)
+        out = np.zeros((self.n, _NL), np.int64) if k is None else k.copy()
+        out[t.index] = np.maximum(out[t.index], clock)
+        return out
+
+    def bring_in(self, t: Track, lane: int, tick: int, imp) -> None:
+        prev = t.wait_k[lane][-1] if t.wait_k[lane] else None
+        if imp is None:
+            imp = np.zeros((self.n, _NL), np.int64) if prev is None else prev
+        elif prev is not None:
+            imp = np.maximum(prev, imp)
+        t.wait_t[lane].append(tick)
+        t.wait_k[lane].append(imp)
+        self._cache = {k: v for k, v in self._cache.items() if k[0] != t.index}
+
+    # -- the replay -------------------------------------------------------------------------
+    def run(self):
+        progress = True
+        while progress:
+            progress = False
+            for t in self.tracks:
+                while self.cursor[t.index] < len(t.points) and self.step(t):
+                    self.cursor[t.index] += 1
+                    progress = True
+        for t in self.tracks:       # stalled (the launch stopped): assume these waits know all
+            for kind, _, lane, clock in t.points[self.cursor[t.index]:]:
+                if kind != "set":
+                    self.bring_in(t, lane, clock[lane],
+                                  np.full((self.n, _NL), _EVERYTHING, np.int64))
+
+    def step(self, t: Track) -> bool:
+        kind, key, lane, clock = t.points[self.cursor[t.index]]
+        tick = clock[lane]
+        if kind == "set":
+            flag, mode = key
+            self.set_flag(t, flag, mode, self.export(t, clock))
+            return True
+        if kind == "wait":
+            q = self.gains.get((t.index, key))
+            if not q:
+                return False
+            self.bring_in(t, lane, tick, q.popleft())
+            return True
+        if kind == "ib_set":
+            word = self.words.setdefault(key, [None, None])
+            if word[0] is not None:
+                return False
+            self.bring_in(t, lane, tick, word[1])
+            word[0] = self.export(t, clock)
+            return True
+        if kind == "ib_wait":
+            word = self.words.get(key)
+            if word is None or word[0] is None:
+                return False
+            self.bring_in(t, lane, tick, word[0])
+            word[0], word[1] = None, self.export(t, clock)
+            return True
+        # sync_all: the key-th barrier of every instance calling it
+        got = self.syncs.setdefault(key, {})
+        if t.index not in got:
+            got[t.index] = self.export(t, clock)
+        if len(got) < len(self.sync_parties):
+            return False
+        imp = None
+        for e in got.values():
+            imp = e.copy() if imp is None else np.maximum(imp, e, out=imp)
+        self.bring_in(t, lane, tick, imp)
+        return True
+
+    def set_flag(self, t: Track, flag: int, mode: int, exp) -> None:
+        if mode == 2 and t.role == "AIC":
+            for r in self.tracks:
+                if r.role == "AIV" and r.group == t.group:
+                    self.gains.setdefault((r.index, flag), deque()).append(exp)
+            return
+        if mode == 0:
+            parties = [r for r in self.tracks if r.role == t.role]
+            receivers, scope = parties, t.role
+        else:
+            parties = [r for r in self.tracks if r.role == "AIV" and r.group == t.group]
+            receivers = parties if mode == 1 else [r for r in self.tracks if r.role == "AIC"
+                                                   and r.group == t.group]
+            scope = t.group
+        rkey = (mode, scope, flag)
+        got = self.rounds.setdefault(rkey, {})
+        got.setdefault(t.index, []).append(exp)
+        n = self.done_rounds.get(rkey, 0)
+        while all(len(got.get(r.index, ())) > n for r in parties):
+            imp = None
+            for r in parties:
+                e = got[r.index][n]
+                imp = e.copy() if imp is None else np.maximum(imp, e, out=imp)
+            for r in receivers:
+                self.gains.setdefault((r.index, flag), deque()).append(imp)
+            n += 1
+        self.done_rounds[rkey] = n
+
+
+def check(kernel: str, tracks: list, where, gm_name) -> list:
+    """Findings of the GM accesses of `tracks` (one launch's instances) no synchronisation
+    orders; where(line id) -> (file, line); gm_name(address) -> (argument name, offset)."""
+    if len(tracks) < 2 or not any(t.gm for t in tracks):
+        return []
+    rp = _Replay(tracks)
+    rp.run()
+    groups: dict = {}       # (instance, lane, lo, hi, write) -> [(tick, clock, line)]
+    for t in tracks:
+        for lo, hi, write, lane, clock, line in t.gm:
+            if hi > lo:
+                groups.setdefault((t.index, lane, lo, hi, write), []).append(
+                    (clock[lane], clock, line))
+    found, seen = [], set()
+    open_w: list = []
+    open_r: list = []
+    for key in sorted(groups, key=lambda k: (k[2], k[3])):
+        inst, lane, lo, hi, write = key
+        open_w = [g for g in open_w if g[3] > lo]
+        open_r = [g for g in open_r if g[3] > lo]
+        for other in (open_w + open_r) if write else open_w:
+            if other[0] == inst:
+                continue
+            hit = _unordered(rp, groups[other], other, groups[key], key)
+            if hit is None:
+                continue
+            a, b = hit      # one report per pair of instances and lines (not per address)
+            sig = tuple(sorted(((other[0], other[4], a[2]), (inst, write, b[2]))))
+            if sig not in seen:
+                seen.add(sig)
+                found.append(_finding(kernel, tracks, other, a, key, b, where, gm_name))
+        (open_w if write else open_r).append(key)
+    return found
+
+
+def _unordered(rp, accs_a, key_a, accs_b, key_b):
+    """(access of group a, access of group b) that no synchronisation orders, or None. The
+    accesses of one group (one instance's pipe) are in issue order, so those known complete
+    before an access b are a prefix and those that know b is complete a suffix."""
+    ta, tb = rp.tracks[key_a[0]], rp.tracks[key_b[0]]
+    ticks = [a[0] for a in accs_a]
+    for b in accs_b:
+        kb = rp.known(tb, b[1])
+        seen_a = int(kb[ta.index, key_a[1]]) if kb is not None else 0
+        k = bisect_right(ticks, seen_a)
+        if k == len(accs_a):
+            continue
+        a = accs_a[k]
+        ka = rp.known(ta, a[1])
+        if ka is None or ka[tb.index, key_b[1]] < b[0]:
+            return a, b
+    return None
+
+
+def _finding(kernel, tracks, key_a, a, key_b, b, where, gm_name):
+    ia, la, wa = key_a[0], key_a[1], key_a[4]
+    ib, lb, wb = key_b[0], key_b[1], key_b[4]
+    lo = max(key_a[2], key_b[2])
+    size = min(key_a[3], key_b[3]) - lo
+    name, off = gm_name(lo)
+    address = f"GM argument {name!r} offset {off}" if name else f"GM address {lo:#x}"
+    la_name, lb_name = tracks[ia].label, tracks[ib].label
+    if wa and wb:
+        return Finding("Stomp", f"write of size {size} to GM bytes another block writes",
+                       kernel, lb_name, where(b[2]), address,
+                       other=(f"block {la_name} ({LANES[la]}) wrote at", where(a[2])),
+                       detail=f"nothing orders the two blocks' writes: {_HOW}")
+    # name the writer first (which of the two ran first is what nothing decides)
+    (iw, lw, w), (ir, lr, r) = ((ia, la, a), (ib, lb, b)) if wa else ((ib, lb, b), (ia, la, a))
+    return Finding("GMRace", f"potential RAW/WAR hazard on GM between {tracks[iw].label} and "
+                   f"{tracks[ir].label}", kernel, tracks[ir].label, where(r[2]), address,
+                   other=(f"{tracks[iw].label} ({LANES[lw]}) wrote at", where(w[2])),
+                   detail=f"{tracks[ir].label} ({LANES[lr]}) reads {size} bytes "
+                          f"{tracks[iw].label} writes and nothing orders the two: {_HOW}")
+
+
+_HOW = ("a cross_core_set_flag on the writing pipe after the write and a cross_core_wait_flag "
+        "on the other side's pipe before its access (or ib_set -> ib_wait, sync_all) orders them")

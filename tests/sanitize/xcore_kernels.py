@@ -1,0 +1,105 @@
+"""MIX kernels for racecheck across cores: an AIC and its AIVs (or the AIVs of several groups)
+hand data over through GM ordered by cross-core flags or sync_all; each takes a `bad` argument:
+0 is the correct kernel, the others leave out (or misplace) one step of the ordering."""
+import ascendc as asc
+
+TILE = 64               # floats per AIV
+F32 = asc.float32
+FULL, FREE, PEER = 1, 2, 3      # cross-core flag ids
+
+
+@asc.jit
+def _add_to(dst, src, q_in, q_out, value, n):
+    """dst[:n] = src[:n] + value through UB (MTE2 read, vector add, MTE3 write)."""
+    a = q_in.alloc_tensor(F32)
+    asc.data_copy(a, src, n)
+    q_in.enque(a)
+    a = q_in.deque(F32)
+    b = q_out.alloc_tensor(F32)
+    asc.adds(b, a, value, n)
+    q_out.enque(b)
+    q_in.free_tensor(a)
+    b = q_out.deque(F32)
+    asc.data_copy(dst, b, n)
+    q_out.free_tensor(b)
+
+
+@asc.jit(kernel_type="MIX_AIC_1_2")
+def handoff_kernel(x: asc.GlobalAddress, ws: asc.GlobalAddress, z: asc.GlobalAddress,
+                   bad: int):
+    """Two rounds r = 0, 1: group g's AIC stores x[i] * (2 + r) into its workspace tile (scalar
+    stores) and sets FULL (mode 2); each AIV waits for FULL on MTE2, copies its half of the tile
+    in, adds 1 and writes it to z (round r's half), then sets FREE, which the AIC waits for
+    before the next round's stores. bad=1: the AIVs do not wait for FULL (their reads race with
+    the stores); bad=2: they wait on the vector pipe, which does not hold their MTE2 copy;
+    bad=3: the AIC does not wait for FREE (its second stores race with the first reads)."""
+    g = asc.get_block_idx()
+    if asc.ascend_is_aiv():
+        g = asc.get_block_idx() // 2
+    wg = asc.GlobalTensor()
+    wg.set_global_buffer(ws[g * 2 * TILE:], 2 * TILE)
+    if asc.ascend_is_aic():
+        xg = asc.GlobalTensor()
+        xg.set_global_buffer(x[g * 2 * TILE:], 2 * TILE)
+        for r in range(2):
+            if r == 1 and bad != 3:
+                asc.cross_core_wait_flag(FREE, 2, asc.PipeID.PIPE_S)
+            for i in range(2 * TILE):
+                wg.set_value(i, xg.get_value(i) * (2.0 + r))
+            asc.cross_core_set_flag(FULL, 2, asc.PipeID.PIPE_FIX)
+        if bad != 3:
+            asc.cross_core_wait_flag(FREE, 2, asc.PipeID.PIPE_S)
+    else:
+        s = asc.get_sub_block_idx()
+        zg = asc.GlobalTensor()
+        zg.set_global_buffer(z)
+        pipe = asc.TPipe()
+        qi = asc.TQue(asc.TPosition.VECIN, 1)
+        qo = asc.TQue(asc.TPosition.VECOUT, 1)
+        pipe.init_buffer(qi, 1, TILE * 4)
+        pipe.init_buffer(qo, 1, TILE * 4)
+        groups = asc.get_block_num()
+        for r in range(2):
+            if bad == 2:
+                asc.cross_core_wait_flag(FULL, 2, asc.PipeID.PIPE_V)
+            elif bad != 1:
+                asc.cross_core_wait_flag(FULL, 2, asc.PipeID.PIPE_MTE2)
+            _add_to(zg[(r * groups * 2 + 2 * g + s) * TILE:], wg[s * TILE:], qi, qo, 1.0, TILE)
+            asc.cross_core_set_flag(FREE, 2, asc.PipeID.PIPE_MTE3)
+
+
+@asc.jit(kernel_type="MIX_AIC_1_2")
+def neighbour_kernel(x: asc.GlobalAddress, ws: asc.GlobalAddress, z: asc.GlobalAddress,
+                     bad: int):
+    """Each AIV v writes x[v] + 1 (its tile) to the workspace, then, ordered by a barrier,
+    reads the tile of another AIV and writes it + 1 to z[v]. bad=0: its sibling's tile after a
+    mode-1 flag waited for on MTE2; bad=1: the same, waited for on MTE3 (which does not hold the
+    MTE2 read); bad=2: the next AIV's tile (another group for odd v) after sync_all; bad=3: the
+    next AIV's tile with no barrier."""
+    if asc.ascend_is_aiv():
+        v = asc.get_block_idx()
+        n = 2 * asc.get_block_num()
+        other = v + 1 - 2 * asc.get_sub_block_idx()
+        if bad >= 2:
+            other = (v + 1) % n
+        xg = asc.GlobalTensor()
+        xg.set_global_buffer(x)
+        wg = asc.GlobalTensor()
+        wg.set_global_buffer(ws)
+        zg = asc.GlobalTensor()
+        zg.set_global_buffer(z)
+        pipe = asc.TPipe()
+        qi = asc.TQue(asc.TPosition.VECIN, 1)
+        qo = asc.TQue(asc.TPosition.VECOUT, 1)
+        pipe.init_buffer(qi, 1, TILE * 4)
+        pipe.init_buffer(qo, 1, TILE * 4)
+        _add_to(wg[v * TILE:], xg[v * TILE:], qi, qo, 1.0, TILE)
+        if bad == 0:
+            asc.cross_core_set_flag(PEER, 1, asc.PipeID.PIPE_MTE3)
+            asc.cross_core_wait_flag(PEER, 1, asc.PipeID.PIPE_MTE2)
+        elif bad == 1:
+            asc.cross_core_set_flag(PEER, 1, asc.PipeID.PIPE_MTE3)
+            asc.cross_core_wait_flag(PEER, 1, asc.PipeID.PIPE_MTE3)
+        elif bad == 2:
+            asc.sync_all()
+        _add_to(zg[v * TILE:], wg[other * TILE:], qi, qo, 1.0, TILE)
