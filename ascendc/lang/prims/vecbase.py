@@ -13,12 +13,13 @@ import warnings
 
 import llvmlite.binding as _llvm
 import numpy as np
-from numba import njit, types
+from numba import types
 from numba.extending import overload, register_jitable
 
 from .. import core
 from ..core import lane_on, mask_words  # noqa: F401  (lane_on: for the vector modules)
 from ..dtypes import bf16_bits_to_f32, f16_bits_to_f32, f32_to_bf16_bits, f32_to_f16_bits
+from ..numba_link import cached_njit
 from ..errors import FAULT, fault, KernelError, recorded_fault
 from ..state import MEM, STATE
 from ..visibility import PIPE_V, vis_check_tensor
@@ -26,7 +27,7 @@ from ..visibility import PIPE_V, vis_check_tensor
 jitable = register_jitable(nogil=True, error_model="numpy")
 # Generic kernels take the element operation as a first-class function: they must be IR-inlined
 # (a dispatcher passed as a value to a separately compiled function makes the caller uncacheable).
-inline = njit(nogil=True, cache=True, inline="always", error_model="numpy")
+inline = cached_njit(nogil=True, inline="always", error_model="numpy")
 
 # ---- dtype facts, decided at compile time -------------------------------------------------------
 
