@@ -10,7 +10,9 @@ there, plain ints are accepted too:
                                   "rank_id": "0"}, ...]}]}
 
 Rules checked (HCCL_E_PARA unless said): the file must be readable (HCCL_E_OPEN_FILE_FAILURE)
-JSON; version "1.0"; status "completed" (anything else means the operator is still writing it);
+JSON of at most MAX_RANK_TABLE_BYTES (checked before reading more) nesting at most
+MAX_RANK_TABLE_DEPTH arrays/objects (checked before parsing; the format needs 4); version "1.0";
+status "completed" (anything else means the operator is still writing it);
 server_count = len(server_list) >= 1; every server a distinct non-empty server_id and a non-empty
 device list; every device an int device_id >= 0 (distinct within its server), an IPv4
 device_ip (distinct over the table) and an int rank_id; the rank_ids exactly 0..n-1.
@@ -22,11 +24,19 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import json
+import re
 from dataclasses import dataclass
+
+import numpy as np
 
 from .types import HcclError, HcclResult
 
 E_PARA = HcclResult.HCCL_E_PARA
+#: a rank table of 100,000 devices is about 12 MB; anything past this is not a rank table
+MAX_RANK_TABLE_BYTES = 16 << 20
+#: the format nests 4 deep (table, server_list, server, device list, device); room for extras
+MAX_RANK_TABLE_DEPTH = 16
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
 
 
 @dataclass(frozen=True)
@@ -72,6 +82,14 @@ def _field(d: dict, key: str, api: str, where: str):
     return d[key]
 
 
+def _nesting_depth(raw: bytes) -> int:
+    """The deepest nesting of [ and { in JSON text `raw` (brackets inside strings not counted),
+    found without parsing (json.loads recurses once per level)."""
+    b = np.frombuffer(_JSON_STRING.sub(b'""', raw), np.uint8)
+    step = np.isin(b, (ord("["), ord("{"))).astype(np.int64) - np.isin(b, (ord("]"), ord("}")))
+    return int(np.cumsum(step).max(initial=0))
+
+
 def load_rank_table(path, api: str = "comm_init_cluster_info") -> RankTable:
     """Read and check the rank table at `path` (see the module docstring for the rules)."""
     if not isinstance(path, (str, bytes)) and not hasattr(path, "__fspath__"):
@@ -79,11 +97,19 @@ def load_rank_table(path, api: str = "comm_init_cluster_info") -> RankTable:
                                 f"rank_table_path={path!r}")
     try:
         with open(path, "rb") as f:
-            raw = f.read()
+            raw = f.read(MAX_RANK_TABLE_BYTES + 1)      # never more, whatever the file claims
     except OSError as e:
         raise HcclError(HcclResult.HCCL_E_OPEN_FILE_FAILURE,
                         f"{api}: rank_table_path must name a readable file, got "
                         f"rank_table_path={str(path)!r} ({e.strerror})") from None
+    if len(raw) > MAX_RANK_TABLE_BYTES:
+        raise HcclError(E_PARA, f"{api}: the rank table must be at most {MAX_RANK_TABLE_BYTES} "
+                                f"bytes, got rank_table_path={str(path)!r} (larger)")
+    depth = _nesting_depth(raw)
+    if depth > MAX_RANK_TABLE_DEPTH:
+        raise HcclError(E_PARA, f"{api}: the rank table must nest at most "
+                                f"{MAX_RANK_TABLE_DEPTH} arrays/objects deep, got depth={depth} "
+                                f"in {str(path)!r}")
     try:
         doc = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as e:
