@@ -8,7 +8,6 @@ LLVM time in every primitive that links it).
 """
 from __future__ import annotations
 
-import ctypes
 import warnings
 
 import llvmlite.binding as _llvm
@@ -19,6 +18,7 @@ from numba.extending import overload, register_jitable
 from .. import core
 from ..core import lane_on, mask_words  # noqa: F401  (lane_on: for the vector modules)
 from ..dtypes import bf16_bits_to_f32, f16_bits_to_f32, f32_to_bf16_bits, f32_to_f16_bits
+from ..ccallback import guarded_callback
 from ..numba_link import cached_njit
 from ..errors import FAULT, fault, KernelError, recorded_fault
 from ..state import MEM, STATE
@@ -252,8 +252,7 @@ def _warn_recorded():
 
 
 _WARN_SYM = "ascend_emu_warn_recorded"
-_WARN_THUNK = ctypes.CFUNCTYPE(None)(_warn_recorded)    # lives as long as the module
-_llvm.add_symbol(_WARN_SYM, ctypes.cast(_WARN_THUNK, ctypes.c_void_p).value)
+_llvm.add_symbol(_WARN_SYM, guarded_callback(_warn_recorded, "void"))    # ccallback.py
 _c_warn = types.ExternalFunction(_WARN_SYM, types.void())
 
 
