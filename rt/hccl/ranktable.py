@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import json
-import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,7 +35,6 @@ E_PARA = HcclResult.HCCL_E_PARA
 MAX_RANK_TABLE_BYTES = 16 << 20
 #: the format nests 4 deep (table, server_list, server, device list, device); room for extras
 MAX_RANK_TABLE_DEPTH = 16
-_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
 
 
 @dataclass(frozen=True)
@@ -82,12 +80,32 @@ def _field(d: dict, key: str, api: str, where: str):
     return d[key]
 
 
-def _nesting_depth(raw: bytes) -> int:
+def _nesting_depth(raw: bytes, chunk: int = 1 << 20) -> int:
     """The deepest nesting of [ and { in JSON text `raw` (brackets inside strings not counted),
-    found without parsing (json.loads recurses once per level)."""
-    b = np.frombuffer(_JSON_STRING.sub(b'""', raw), np.uint8)
-    step = np.isin(b, (ord("["), ord("{"))).astype(np.int64) - np.isin(b, (ord("]"), ord("}")))
-    return int(np.cumsum(step).max(initial=0))
+    found without parsing (json.loads recurses once per level): vectorised over chunks, carrying
+    whether a string is open, the backslashes just before the chunk and the depth."""
+    inside, run, depth, deepest = False, 0, 0, 0
+    for start in range(0, len(raw), chunk):
+        b = np.frombuffer(raw, np.uint8, min(chunk, len(raw) - start), start)
+        pos = np.arange(b.size, dtype=np.int64)
+        bs = b == 0x5C
+        # position of the last non-backslash at or before each byte (-1 - run: before the chunk)
+        last = np.maximum.accumulate(np.where(bs, -1 - run, pos))
+        quotes = np.flatnonzero(b == 0x22)
+        before = np.where(quotes > 0, quotes - 1 - last[np.maximum(quotes - 1, 0)], run)
+        real = quotes[before % 2 == 0]              # quotes not escaped by a backslash
+        toggles = np.zeros(b.size, np.int8)
+        toggles[real] = 1
+        in_str = (np.cumsum(toggles, dtype=np.int64) + inside) % 2 == 1
+        step = (np.isin(b, (0x5B, 0x7B)).astype(np.int64) - np.isin(b, (0x5D, 0x7D)))
+        step[in_str] = 0
+        levels = np.cumsum(step) + depth
+        if levels.size:
+            deepest = max(deepest, int(levels.max()))
+            depth = int(levels[-1])
+        inside = bool(in_str[-1])
+        run = int(b.size - 1 - last[-1])
+    return deepest
 
 
 def load_rank_table(path, api: str = "comm_init_cluster_info") -> RankTable:

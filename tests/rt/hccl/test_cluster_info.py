@@ -255,3 +255,14 @@ def test_brackets_in_strings_do_not_count_as_nesting(tmp_path):
     h = hccl.comm_init_cluster_info(write(tmp_path, doc), 0)
     assert h.rank_size() == 1
     h.destroy()
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 1 << 20])
+def test_nesting_depth_counts_what_json_nests(chunk):
+    """The pre-parse scan agrees with the parsed nesting, across chunk boundaries (escaped
+    quotes and backslash runs in strings, brackets inside strings)."""
+    from rt.hccl.ranktable import _nesting_depth
+    docs = [[], {}, [[["a"]]], {"k[": ["\\", {"x": "\\\"[[{"}]}, ["\\\\", [1, {"]": []}]],
+            {"a": "\"" * 5 + "[" * 9}, [[], [[]], [[[]]]]]
+    for doc, depth in zip(docs, [1, 1, 3, 3, 4, 1, 4]):
+        assert _nesting_depth(json.dumps(doc).encode(), chunk) == depth, doc
