@@ -11,7 +11,7 @@ there, plain ints are accepted too:
 
 Rules checked (HCCL_E_PARA unless said): the file must be readable (HCCL_E_OPEN_FILE_FAILURE)
 JSON of at most MAX_RANK_TABLE_BYTES (checked before reading more) nesting at most
-MAX_RANK_TABLE_DEPTH arrays/objects (checked before parsing; the format needs 4); version "1.0";
+MAX_RANK_TABLE_DEPTH arrays/objects (checked before parsing; the format needs 5); version "1.0";
 status "completed" (anything else means the operator is still writing it);
 server_count = len(server_list) >= 1; every server a distinct non-empty server_id and a non-empty
 device list; every device an int device_id >= 0 (distinct within its server), an IPv4
@@ -33,7 +33,7 @@ from .types import HcclError, HcclResult
 E_PARA = HcclResult.HCCL_E_PARA
 #: a rank table of 100,000 devices is about 12 MB; anything past this is not a rank table
 MAX_RANK_TABLE_BYTES = 16 << 20
-#: the format nests 4 deep (table, server_list, server, device list, device); room for extras
+#: the format nests 5 deep (table, server_list, server, device list, device); room for extras
 MAX_RANK_TABLE_DEPTH = 16
 
 
