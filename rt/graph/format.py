@@ -166,6 +166,8 @@ def validate(h, blob_len: int, where: str) -> None:
               f"its shape's size, got offset={w['offset']} nbytes={w['nbytes']}", where)
         names.add(w["name"])
     ws = h["workspace_bytes"]
+    _need(0 <= ws <= MAX_TENSOR_BYTES, f"workspace_bytes must be in [0, {MAX_TENSOR_BYTES}] (the "
+          f"largest device memory), got workspace_bytes={ws}", where)
     for name, t in h["tensors"].items():
         _need(isinstance(t, dict) and t.get("dtype") in DTYPES and _is_shape(t.get("shape")),
               f"tensor {name!r} must have dtype in {DTYPES} and a shape, got {t!r}", where)

@@ -71,6 +71,16 @@ HUGE = {
 }
 
 
+def test_a_header_claiming_a_huge_workspace_is_refused(dev0):
+    data = _lie(lambda h: h.__setitem__("workspace_bytes", 2 ** 100))
+    with pytest.raises(rt.AclError, match=r"header: workspace_bytes must be in \[0, 68719476736\] "
+                                          rf"\(the largest device memory\), got "
+                                          rf"workspace_bytes={2 ** 100}") as e:
+        rt.Model.load(data)
+    assert e.value.code == 100012
+    assert acl.mdl.load_from_mem(data, len(data)) == (0, 100012)
+
+
 @pytest.mark.parametrize("case", list(HUGE))
 def test_a_header_claiming_a_huge_tensor_is_refused_before_sizing(case, dev0, tmp_path):
     """Shapes whose element count overflows int64 (or passes any device's memory) used to load:
