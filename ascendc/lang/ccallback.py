@@ -41,22 +41,22 @@ declare void @PyErr_WriteUnraisable(i8*)
 """
 _C_API = [line.split("@")[1].split("(")[0] for line in _DECLS.split("\n") if "@" in line]
 _LOCK = threading.Lock()
-_KEEP: list = []        # callables, stop class and execution engines: alive for the process
-_TARGET: list = []
+_KEEP: list = []        # the callables: alive for the process, like the engine
+_ENGINE: list = []      # one MCJIT engine (it owns its target machine) holding every trampoline
 
 
 def _target_machine():
-    if not _TARGET:
-        llvm.initialize_native_target()
-        llvm.initialize_native_asmprinter()
-        for name in _C_API:                     # the C API functions of this process
-            llvm.add_symbol(name, ctypes.cast(getattr(ctypes.pythonapi, name),
-                                              ctypes.c_void_p).value)
-        _TARGET.append(llvm.Target.from_default_triple().create_target_machine())
-    return _TARGET[0]
+    """The target machine of the one engine (called once: the engine takes it over)."""
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    for name in _C_API:                         # the C API functions of this process
+        llvm.add_symbol(name, ctypes.cast(getattr(ctypes.pythonapi, name),
+                                          ctypes.c_void_p).value)
+    return llvm.Target.from_default_triple().create_target_machine(opt=0)   # a few calls
 
 
-def _ir(fn_addr: int, stop_addr: int, restype: str, argtypes: tuple, on_stop: int) -> str:
+def _ir(name: str, fn_addr: int, stop_addr: int, restype: str, argtypes: tuple,
+        on_stop: int) -> str:
     params = ", ".join(f"{_BOX[k][0]} %a{i}" for i, k in enumerate(argtypes))
     ret = "i64" if restype == "i64" else "void"
     body = ["  %g = call i32 @PyGILState_Ensure()",
@@ -90,7 +90,7 @@ def _ir(fn_addr: int, stop_addr: int, restype: str, argtypes: tuple, on_stop: in
              "out:",
              "  call void @PyGILState_Release(i32 %g)",
              f"  ret i64 {on_stop}" if ret == "i64" else "  ret void"]
-    return (_DECLS + f"define {ret} @guarded({params}) {{\nentry:\n" + "\n".join(body) +
+    return (_DECLS + f"define {ret} @{name}({params}) {{\nentry:\n" + "\n".join(body) +
             "\n}\n")
 
 
@@ -99,13 +99,17 @@ def guarded_callback(fn, restype: str, argtypes: tuple = (), on_stop: int = 0) -
     "void"; argtypes of "i64", "u64", "f64", "ptr"; `on_stop` is returned (i64) when the call
     ended in a KernelStop."""
     with _LOCK:
-        mod = llvm.parse_assembly(_ir(id(fn), id(KernelStop), restype, tuple(argtypes),
+        name = f"ascend_emu_guarded_{len(_KEEP)}"
+        mod = llvm.parse_assembly(_ir(name, id(fn), id(KernelStop), restype, tuple(argtypes),
                                       int(on_stop)))
         mod.verify()
-        engine = llvm.create_mcjit_compiler(mod, _target_machine())
-        engine.finalize_object()
-        _KEEP.append((fn, engine))
-        return engine.get_function_address("guarded")
+        if not _ENGINE:
+            _ENGINE.append(llvm.create_mcjit_compiler(mod, _target_machine()))
+        else:
+            _ENGINE[0].add_module(mod)
+        _ENGINE[0].finalize_object()
+        _KEEP.append(fn)
+        return _ENGINE[0].get_function_address(name)
 
 
 def call_address(addr: int, restype, *argtypes):
