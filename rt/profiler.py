@@ -242,7 +242,7 @@ class Profiler:
 
 CORE_TID_BASE = 1_000_000
 DVPP_TID_BASE = 2_000_000                          # + index in DVPP_UNITS (rt.dvpp.engine.UNITS)
-DVPP_UNITS = ("JPEGD", "PNGD", "VPC", "JPEGE")
+DVPP_UNITS = ("JPEGD", "PNGD", "VPC", "JPEGE", "VDEC", "VENC")
 
 
 def _jsonable(v):

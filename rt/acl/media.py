@@ -4,20 +4,21 @@ acl.media.dvpp_jpeg_decode_async(...)`).
 pyACL's forms: creators return a handle (an int; 0 on failure), setters and operations `ret`,
 getters the value (0 for a bad handle), `dvpp_malloc` `(ptr, ret)`, the info calls
 `(width, height, components, ret)`, the predictions `(size, ret)`, `dvpp_vpc_batch_crop_async`
-`(dst_batch_pic_descs, ret)`. Nothing raises for an API error; `acl.get_recent_err_msg()` holds
-the message. Streams are acl.rt handles (0: the default stream).
+and `dvpp_vpc_batch_crop_and_paste_async` `(dst_batch_pic_descs, ret)`. The video calls
+(`vdec_*`, `venc_*`, `dvpp_*stream_desc*`) are in `rt/acl/media_video.py`. Nothing raises for
+an API error; `acl.get_recent_err_msg()` holds the message. Streams are acl.rt handles (0: the
+default stream).
 """
 from __future__ import annotations
-
-import functools
 
 from .. import dvpp as _dv
 from ..errors import AclError, ACL_ERROR_INVALID_PARAM
 from . import constants as C
-from . import rt as _acl_rt
-from .handles import HandleTable, api_name, fail, returns_ret, returns_value
-
-_handles = HandleTable("media.", 0x5D0000001000, ACL_ERROR_INVALID_PARAM)
+from .handles import fail, returns_ret as _ret, returns_value as _value
+from .media_common import (HANDLES as _handles, drop_obj as _drop, get_obj as _get,
+                           new_handle as _new, returns_handle as _handle,
+                           returns_plain as _plain, stream_of as _stream)
+from .media_video import *  # noqa: F401,F403 - the venc_* / vdec_* / dvpp_*stream_desc* calls
 
 # acldvppPixelFormat / acldvppChannelMode / acldvppJpegFormat values, as pyACL scripts spell them
 for _f in _dv.PixelFormat:
@@ -26,54 +27,6 @@ for _f in _dv.ChannelMode:
     globals()[f"DVPP_CHNMODE_{_f.name}"] = int(_f)
 for _f in _dv.JpegFormat:
     globals()[f"ACL_JPEG_{_f.name}"] = int(_f)
-
-
-_new = _handles.new
-
-
-def _get(handle, cls, api: str):
-    return _handles.get(handle, cls, api)
-
-
-def _drop(handle, cls, api: str):
-    obj = _handles.get(handle, cls, api)
-    _handles.drop(handle)
-    return obj
-
-
-def _stream(handle, api: str):
-    """The rt.Stream of an acl.rt stream handle (acl.rt keeps its table private and exports no
-    resolver yet; read through its resolver as acl.mdl does)."""
-    return _acl_rt.stream_of(handle, api)
-
-
-_ret, _value = returns_ret, returns_value
-
-
-def _handle(fn):
-    """Creators: the handle, or 0 when the call fails (pyACL's null)."""
-    @functools.wraps(fn)
-    def wrapper(*args):
-        try:
-            return fn(*args)
-        except AclError as e:
-            fail(e, api_name(fn))
-            return 0
-    return wrapper
-
-
-def _plain(default=0):
-    """Getters: the value, or `default` for a bad handle."""
-    def deco(fn):
-        @functools.wraps(fn)
-        def wrapper(*args):
-            try:
-                return fn(*args)
-            except AclError as e:
-                fail(e, api_name(fn))
-                return default
-        return wrapper
-    return deco
 
 
 # -- memory ----------------------------------------------------------------------------------------
@@ -369,6 +322,57 @@ def dvpp_vpc_batch_crop_async(channel_desc: int, src_batch_pic_descs: int, roi_n
     except AclError as e:
         return dst_batch_pic_descs, fail(e, f"acl.media.{api}")
     return dst_batch_pic_descs, C.ACL_SUCCESS
+
+
+@_ret
+def dvpp_vpc_crop_resize_paste_async(channel_desc: int, input_desc: int, output_desc: int,
+                                     crop_area: int, paste_area: int, resize_config: int,
+                                     stream: int):
+    """Crop-and-paste whose scaling uses `resize_config`'s interpolation."""
+    api = "dvpp_vpc_crop_resize_paste_async"
+    _dv.vpc_crop_and_paste_async(_get(channel_desc, _dv.ChannelDesc, api),
+                                 _get(input_desc, _dv.PicDesc, api),
+                                 _get(output_desc, _dv.PicDesc, api),
+                                 _get(crop_area, _dv.RoiConfig, api),
+                                 _get(paste_area, _dv.RoiConfig, api), _stream(stream, api),
+                                 _get(resize_config, _dv.ResizeConfig, api))
+
+
+def _batch_paste(api: str, channel_desc, src, roi_nums_list, dst, crop_area_list,
+                 paste_area_list, resize_config, stream) -> None:
+    crops = [_get(a, _dv.RoiConfig, api) for a in (crop_area_list or [])]
+    pastes = [_get(a, _dv.RoiConfig, api) for a in (paste_area_list or [])]
+    cfg = _get(resize_config, _dv.ResizeConfig, api) if resize_config is not None else None
+    _dv.vpc_batch_crop_and_paste_async(_get(channel_desc, _dv.ChannelDesc, api),
+                                       _get(src, _dv.BatchPicDesc, api), roi_nums_list,
+                                       _get(dst, _dv.BatchPicDesc, api), crops, pastes,
+                                       _stream(stream, api), cfg)
+
+
+def dvpp_vpc_batch_crop_and_paste_async(channel_desc: int, src_batch_pic_descs: int,
+                                        roi_nums_list, dst_batch_pic_descs: int, crop_area_list,
+                                        paste_area_list, stream: int):
+    """`dst_batch_pic_descs, ret = acl.media.dvpp_vpc_batch_crop_and_paste_async(channel_desc,
+    src_batch_pic_descs, roi_nums_list, dst_batch_pic_descs, crop_area_list, paste_area_list,
+    stream)`."""
+    api = "dvpp_vpc_batch_crop_and_paste_async"
+    try:
+        _batch_paste(api, channel_desc, src_batch_pic_descs, roi_nums_list, dst_batch_pic_descs,
+                     crop_area_list, paste_area_list, None, stream)
+    except AclError as e:
+        return dst_batch_pic_descs, fail(e, f"acl.media.{api}")
+    return dst_batch_pic_descs, C.ACL_SUCCESS
+
+
+@_ret
+def dvpp_vpc_batch_crop_resize_paste_async(channel_desc: int, src_batch_pic_descs: int,
+                                           roi_nums_list, dst_batch_pic_descs: int,
+                                           crop_area_list, paste_area_list, resize_config: int,
+                                           stream: int):
+    """`ret = ...`: batch crop-and-paste scaling with `resize_config`'s interpolation."""
+    _batch_paste("dvpp_vpc_batch_crop_resize_paste_async", channel_desc, src_batch_pic_descs,
+                 roi_nums_list, dst_batch_pic_descs, crop_area_list, paste_area_list,
+                 resize_config, stream)
 
 
 @_ret

@@ -1,7 +1,8 @@
 """rt.dvpp: the emulated DVPP (Digital Vision Pre-Processing) of each device (docs/dvpp.md).
 
-JPEG/PNG decoding (JPEGD, PNGD, on Pillow), VPC resize / crop / crop-and-paste / batch crop, and
-JPEG encoding (JPEGE), as asynchronous tasks of kind "dvpp" on streams, with DVPP's rules on
+JPEG/PNG decoding (JPEGD, PNGD, on Pillow), VPC resize / crop / crop-and-paste / batch crop (and
+batch crop-and-paste), JPEG encoding (JPEGE), and H.264/H.265 video decoding and encoding (VDEC,
+VENC, on PyAV), as asynchronous tasks of kind "dvpp" on streams, with DVPP's rules on
 strides, alignments, resolutions and buffer sizes checked with CANN's error codes. `acl.media`
 (`rt/acl/media.py`) is the pyACL facade over this package.
 
@@ -16,7 +17,12 @@ from .desc import (malloc, free, PicDesc, BatchPicDesc, ChannelDesc, ResizeConfi
 from .ops import (jpeg_get_image_info, jpeg_get_image_info_v2, jpeg_predict_dec_size,
                   jpeg_decode_async, png_get_image_info, png_predict_dec_size, png_decode_async,
                   vpc_resize_async, vpc_crop_async, vpc_crop_and_paste_async,
-                  vpc_batch_crop_async, jpeg_predict_enc_size, jpeg_encode_async)
+                  jpeg_predict_enc_size, jpeg_encode_async)
+from .vpc_batch import vpc_batch_crop_async, vpc_batch_crop_and_paste_async
+from .video_desc import (StreamFormat, StreamDesc, VdecChannelDesc, VdecFrameConfig,
+                         VencChannelDesc, VencFrameConfig)
+from .video import VdecChannel
+from .video_venc import VencChannel
 from .color import rgb_to_yuv420sp, scale_plane
 from .engine import UNITS, utilization, chrome_trace, export_chrome_trace
 from .codec import ACL_ERROR_RT_AICPU_EXCEPTION
@@ -28,6 +34,8 @@ __all__ = [
     "JpegeConfig", "jpeg_get_image_info", "jpeg_get_image_info_v2", "jpeg_predict_dec_size",
     "jpeg_decode_async", "png_get_image_info", "png_predict_dec_size", "png_decode_async",
     "vpc_resize_async", "vpc_crop_async", "vpc_crop_and_paste_async", "vpc_batch_crop_async",
+    "vpc_batch_crop_and_paste_async", "StreamFormat", "StreamDesc", "VdecChannelDesc",
+    "VdecFrameConfig", "VencChannelDesc", "VencFrameConfig", "VdecChannel", "VencChannel",
     "jpeg_predict_enc_size", "jpeg_encode_async", "rgb_to_yuv420sp", "scale_plane", "UNITS",
     "utilization", "chrome_trace", "export_chrome_trace", "ACL_ERROR_RT_AICPU_EXCEPTION", "aipp",
 ]

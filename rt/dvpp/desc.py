@@ -111,11 +111,14 @@ class _Handle:
         self.destroyed = True
 
 
+Handle, checked_int = _Handle, _int       # for the video descs (rt.dvpp.video_desc)
+
+
 class PicDesc(_Handle):
     """Mirrors `acldvppPicDesc`: where a picture is and how it is laid out. `ret_code` is the
     per-picture result an operation leaves (0 = ok), as `acldvppGetPicDescRetCode`."""
     __slots__ = ("data", "size", "format", "width", "height", "width_stride", "height_stride",
-                 "ret_code")
+                 "ret_code", "explicit")
     kind = "pic desc"
     FIELDS = ("data", "size", "format", "width", "height", "width_stride", "height_stride")
 
@@ -126,16 +129,19 @@ class PicDesc(_Handle):
         self.width, self.height = int(width), int(height)
         self.width_stride, self.height_stride = int(width_stride), int(height_stride)
         self.ret_code = 0
+        self.explicit = frozenset()     # fields a setter gave (VDEC: an unset format -> channel's)
 
     def set(self, field: str, value: int, api: str = "dvpp_set_pic_desc") -> None:
         self.live(api, "pic_desc")
         hi = (1 << 64) - 1 if field == "data" else (1 << 32) - 1
         setattr(self, field, _int(api, field, value, 0, hi))
+        self.explicit |= {field}
 
     def snapshot(self) -> "PicDesc":
         """A copy of the fields as they are now (operations capture their descs when queued)."""
         c = PicDesc(self.data, self.size, self.format, self.width, self.height,
                     self.width_stride, self.height_stride)
+        c.explicit = self.explicit
         return c
 
     def __repr__(self):

@@ -21,9 +21,9 @@ from .. import memory as _mem
 from ..errors import AclError, ACL_ERROR_INVALID_PARAM
 from ..sched import Task
 from ..stream import Stream, current_stream
-from . import codec, color, engine
+from . import codec, color, engine, exif
 from . import formats as F
-from .desc import (BatchPicDesc, ChannelDesc, JpegeConfig, PicDesc, ResizeConfig, RoiConfig,
+from .desc import (ChannelDesc, JpegeConfig, PicDesc, ResizeConfig, RoiConfig,
                    check_span)
 from .formats import PixelFormat, bad
 
@@ -116,6 +116,11 @@ def _view(addr: int, n: int, api: str) -> np.ndarray:
     return _mem.device_view(int(addr), n, api, ACL_ERROR_INVALID_PARAM)
 
 
+# what rt.dvpp.vpc_batch and the video channels build on (public names of the helpers above)
+submit, device_bytes, channel_of, stream_of, live_obj, guard = \
+    _submit, _view, _channel, _stream, _obj, _guard
+
+
 # -- JPEG decode -----------------------------------------------------------------------------------
 def jpeg_get_image_info(data, size: int | None = None, api: str = "dvpp_jpeg_get_image_info"):
     """Mirrors `acldvppJpegGetImageInfo`: (width, height, components) of a JPEG's header."""
@@ -138,8 +143,11 @@ def jpeg_predict_dec_size(data, size: int | None, output_format: int) -> int:
         raise bad(api, f"output_pixel_format must be PIXEL_FORMAT_YUV_SEMIPLANAR_420 (1), "
                        f"PIXEL_FORMAT_YVU_SEMIPLANAR_420 (2) or PIXEL_FORMAT_UNKNOWN (10000), "
                        f"got {F.fmt_name(output_format)}")
-    w, h, _, _ = codec.jpeg_info(read_input(data, size, api), api)
+    raw = read_input(data, size, api)
+    w, h, _, _ = codec.jpeg_info(raw, api)
     F.check_resolution(api, "JPEG", w, h, F.JPEGD_MIN, F.JPEGD_MAX)   # what JPEGD decodes
+    if exif.orientation(raw) in exif.SWAPS_SIDES:                     # the rotated output's
+        w, h = h, w
     return F.yuv420sp_size(F.align_up(w, F.JPEGD_PREDICT_WIDTH_ALIGN),
                            F.align_up(h, F.JPEGD_HEIGHT_ALIGN))
 
@@ -176,7 +184,9 @@ def jpeg_decode_async(channel: ChannelDesc, data: int, size: int, output_desc: P
     live = output_desc
 
     def run():
-        img = codec.decode_jpeg(_view(data, n, api).tobytes(), api, F.JPEGD_MIN, F.JPEGD_MAX)
+        raw = _view(data, n, api).tobytes()
+        img = exif.upright(codec.decode_jpeg(raw, api, F.JPEGD_MIN, F.JPEGD_MAX),
+                           exif.orientation(raw))
         h, w = img.shape[:2]
         # YUV420SP output: an odd source width/height is rounded down to even (CANN's default
         # JPEGD precision mode, ACL_YUVOUT_ALIGN_DOWN_COMPAT)
@@ -357,6 +367,19 @@ def _nearest(cfg) -> bool:
     return cfg is not None and cfg.interpolation == 2
 
 
+def vpc_rules():
+    """(check_vpc_pic, check_pair, check_roi, check_scale, is_nearest): the VPC rules the single
+    calls check, for the batch calls."""
+    return _check_vpc_pic, _check_pair, _check_roi, _check_scale, _nearest
+
+
+def crop_and_paste(i: PicDesc, crop, o: PicDesc, dst, nearest: bool, api: str) -> None:
+    """The VPC work of one crop (x, y, w, h) of `i` scaled into `dst` (x, y, w, h) of `o`."""
+    x, y, w, h = crop
+    planes = _scaled(_read_pic(i, api, x, y, w, h), dst[2], dst[3], nearest)
+    _write_pic(o, i.format, planes, api, dst[0], dst[1])
+
+
 def vpc_resize_async(channel: ChannelDesc, input_desc: PicDesc, output_desc: PicDesc,
                      resize_config: ResizeConfig | None = None,
                      stream: Stream | None = None) -> Task:
@@ -408,13 +431,19 @@ def vpc_crop_async(channel: ChannelDesc, input_desc: PicDesc, output_desc: PicDe
 
 def vpc_crop_and_paste_async(channel: ChannelDesc, input_desc: PicDesc, output_desc: PicDesc,
                              crop_area: RoiConfig, paste_area: RoiConfig,
-                             stream: Stream | None = None) -> Task:
-    """Mirrors `acldvppVpcCropAndPasteAsync`: cut `crop_area` out of the input, scale it to
-    `paste_area`'s size, and write it there in the output picture; the rest of the output is
-    left as it was (the caller's canvas)."""
-    api = "dvpp_vpc_crop_and_paste_async"
+                             stream: Stream | None = None,
+                             resize_config: ResizeConfig | None = None) -> Task:
+    """Mirrors `acldvppVpcCropAndPasteAsync` (with `resize_config`:
+    `acldvppVpcCropResizePasteAsync`): cut `crop_area` out of the input, scale it to
+    `paste_area`'s size (the config's interpolation; default bilinear), and write it there in
+    the output picture; the rest of the output is left as it was (the caller's canvas)."""
+    api = "dvpp_vpc_crop_resize_paste_async" if resize_config is not None else \
+        "dvpp_vpc_crop_and_paste_async"
     ch = _channel(channel, api, "VPC")
     s = _stream(stream, api)
+    if resize_config is not None:
+        _obj(resize_config, ResizeConfig, api, "resize_config")
+    nearest = _nearest(resize_config)
     i, o = _pic(input_desc, api, "input_desc"), _pic(output_desc, api, "output_desc")
     r = _obj(crop_area, RoiConfig, api, "crop_area")
     p = _obj(paste_area, RoiConfig, api, "paste_area")
@@ -429,74 +458,10 @@ def vpc_crop_and_paste_async(channel: ChannelDesc, input_desc: PicDesc, output_d
     dst = (p.left, p.top, p.width, p.height)
 
     def run():
-        x, y, w, h = crop
-        planes = _scaled(_read_pic(i, api, x, y, w, h), dst[2], dst[3], False)
-        _write_pic(o, i.format, planes, api, dst[0], dst[1])
+        crop_and_paste(i, crop, o, dst, nearest, api)
 
     return _submit(s, ch, "VPC", api, "vpc_crop_and_paste", _guard([output_desc], run),
                    [i.data], [o.data], F.frame_size(o.format, o.width_stride, o.height_stride))
-
-
-def _pics(x, api: str, role: str) -> list:
-    if isinstance(x, BatchPicDesc):
-        x.live(api, role)
-        return list(x.pics)
-    if isinstance(x, (list, tuple)) and x:
-        return [_obj(d, PicDesc, api, f"{role}[{k}]") for k, d in enumerate(x)]
-    raise bad(api, f"{role} must be a batch pic desc or a non-empty list of pic descs, got "
-                   f"{role}={x!r}")
-
-
-def vpc_batch_crop_async(channel: ChannelDesc, src_batch, roi_nums, dst_batch, crop_areas,
-                         stream: Stream | None = None) -> Task:
-    """Mirrors `acldvppVpcBatchCropAsync(channel, srcBatch, roiNums, size, dstBatch, cropAreas,
-    stream)`: picture k of `src_batch` gives `roi_nums[k]` crops, in order, each scaled to its
-    destination picture's size; sum(roi_nums) = len(dst_batch) = len(crop_areas) <= 256."""
-    api = "dvpp_vpc_batch_crop_async"
-    ch = _channel(channel, api, "VPC")
-    s = _stream(stream, api)
-    srcs, dsts = _pics(src_batch, api, "src_batch_pic_descs"), _pics(dst_batch, api,
-                                                                      "dst_batch_pic_descs")
-    nums = list(roi_nums) if isinstance(roi_nums, (list, tuple)) else None
-    if not nums or len(nums) != len(srcs) or any(
-            isinstance(k, bool) or not isinstance(k, int) or k < 0 for k in nums):
-        raise bad(api, f"roi_nums must list one count >= 0 per source picture ({len(srcs)}), got "
-                       f"roi_nums={roi_nums!r}")
-    total = sum(nums)
-    if total > F.MAX_BATCH_ROIS:
-        raise bad(api, f"sum(roi_nums) must be <= {F.MAX_BATCH_ROIS}, got {total}")
-    areas = list(crop_areas) if isinstance(crop_areas, (list, tuple)) else []
-    if total != len(dsts) or total != len(areas):
-        raise bad(api, f"sum(roi_nums) must equal the number of destination pictures and of crop "
-                       f"areas, got sum={total}, {len(dsts)} destination(s), {len(areas)} "
-                       f"crop area(s)")
-    src_snaps = [d.snapshot() for d in srcs]
-    for k, d in enumerate(src_snaps):
-        _check_vpc_pic(api, f"src_batch_pic_descs[{k}]", d, False)
-    jobs = []
-    j = 0
-    for k, cnt in enumerate(nums):
-        for _ in range(cnt):
-            r = _obj(areas[j], RoiConfig, api, f"crop_areas[{j}]")
-            o = dsts[j].live(api, f"dst_batch_pic_descs[{j}]").snapshot()
-            role = f"dst_batch_pic_descs[{j}]"
-            _check_vpc_pic(api, role, o, True)
-            _check_pair(api, src_snaps[k], o)
-            _check_roi(api, f"crop_areas[{j}]", r, src_snaps[k].width, src_snaps[k].height,
-                       src_snaps[k].format in _YUV)
-            _check_scale(api, f"crop {j}", r.width, r.height, o.width, o.height)
-            jobs.append((src_snaps[k], (r.left, r.top, r.width, r.height), o))
-            j += 1
-
-    def run():
-        for src, (x, y, w, h), o in jobs:
-            _write_pic(o, src.format, _scaled(_read_pic(src, api, x, y, w, h), o.width, o.height,
-                                              False), api)
-
-    nbytes = sum(F.frame_size(o.format, o.width_stride, o.height_stride) for _, _, o in jobs)
-    return _submit(s, ch, "VPC", api, "vpc_batch_crop", _guard(dsts, run),
-                   [d.data for d in src_snaps], [o.data for _, _, o in jobs], nbytes,
-                   {"rois": total})
 
 
 # -- JPEG encode -----------------------------------------------------------------------------------
