@@ -122,6 +122,13 @@ class AclError(RuntimeError):
         return (type(self), (self.code, self.message))
 
 
+class KernelStop(BaseException):
+    """Raised asynchronously in a thread running a range of a cancelled kernel (op execute
+    timeout, device reset). A BaseException, so kernel code catching Exception does not eat it;
+    the kernel language's C callbacks clear it (ascendc/lang/ccallback.py) instead of letting
+    it escape into compiled code."""
+
+
 class KernelFault(AclError):
     """A fault in one block of a kernel launch: the exception contract of kernel binaries and rt.
 

@@ -30,7 +30,7 @@ from typing import NamedTuple
 
 from . import memory as _mem
 from . import optimeout as _opt
-from .errors import (AclError, KernelFault, ACL_ERROR_RT_PARAM_INVALID,
+from .errors import (AclError, KernelFault, KernelStop, ACL_ERROR_RT_PARAM_INVALID,
                      ACL_ERROR_RT_AICORE_EXCEPTION, ACL_ERROR_RT_AICORE_TRAP_READ_OVERFLOW)
 from .hostmem import is_mapped_address, mapped_view
 from .kernel import KernelBinary, missing_members
@@ -73,9 +73,7 @@ _IDLE, _RUNG, _RUN, _LENT_IDLE, _LENT_RUNG, _PARKED = range(6)
 _NO_LOCK = nullcontext()
 
 
-class _Stop(BaseException):
-    """Raised asynchronously in a thread running a range of a cancelled kernel (op execute
-    timeout, device reset). A BaseException, so kernel code catching Exception does not eat it."""
+_Stop = KernelStop       # raised asynchronously in the threads of a cancelled kernel
 
 
 _set_async_exc = ctypes.pythonapi.PyThreadState_SetAsyncExc

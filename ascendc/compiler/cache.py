@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import pickle
 import stat
 import sys
 import tempfile
@@ -33,6 +32,8 @@ import types
 import warnings
 from functools import lru_cache
 from pathlib import Path
+
+from ..lang.numba_link import read_sealed_index, unseal
 
 _LOCK = threading.RLock()
 _DIRS: dict = {}          # requested path -> the directory actually used
@@ -221,28 +222,24 @@ def load_module(source: str, stem: str):
 
 
 def _damaged_numba_cache(path: Path) -> str | None:
-    """What is wrong with Numba's cache files of module `path` (a truncated or unreadable index,
-    a data file it names missing or cut short), or None. Numba would raise the unpickling error
-    at the kernel's first launch, every time; the index is read here (the directory is one only
-    we can write), a data file only checked for its pickle's final STOP byte."""
+    """What is wrong with Numba's cache files of module `path` (an index or a data file it names
+    missing, cut short or with changed bytes: their SHA-256 seals, lang/numba_link.py's
+    CheckedCacheFile), or None. Numba would otherwise load a wrong object-code blob or raise an
+    unpickling error at the kernel's first launch, every time (the directory is one only we can
+    write, so reading the index here is safe)."""
     for idx in numba_cache_path(path).glob(f"{path.stem}.*.nbi"):
         try:
-            with open(idx, "rb") as f:
-                pickle.load(f)                                  # Numba's format version
-                _stamp, overloads = pickle.loads(f.read())
-            names = list(overloads.values())
+            _version, entry = read_sealed_index(idx)
         except Exception as e:      # noqa: BLE001 - any failure means Numba would fail too
             return f"{idx.name} unreadable ({type(e).__name__}: {e})"
-        for name in names:
+        for name in (entry[1].values() if entry is not None else ()):
             data = idx.parent / str(name)
             try:
-                with open(data, "rb") as f:
-                    f.seek(-1, os.SEEK_END)
-                    whole = f.read(1) == pickle.STOP
+                _payload, why = unseal(data.read_bytes())
             except OSError:
-                whole = False
-            if not whole:
-                return f"{data.name} missing or truncated"
+                why = "missing"
+            if why is not None:
+                return f"{data.name} {why}"
     return None
 
 

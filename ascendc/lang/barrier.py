@@ -5,20 +5,21 @@ be resident at once (whether a kernel calls `asc.sync_all` is read from its AST 
 A kernel that calls sync_all is launched with every block resident at once (one thread per
 block, see rt/resident.py), and rt hands each block the launch's barrier
 (`run_blocks(b, b + 1, block_dim, args, barrier=...)`). The binary stores a key for the barrier
-and the address of `WAIT`, a C callback into Python, in the core's state (`attach`); the
+and `WAIT_ADDR`, a C callback into Python (ccallback.py), in the core's state (`attach`); the
 `sync_all` primitive calls that address from nopython code (`call_i64`). The compiled kernel thus
 holds no Python object (Numba's disk cache still works) and runs without the GIL up to the call;
 the callback takes the GIL, waits on the barrier (releasing it while blocked) and returns a status.
 """
 from __future__ import annotations
 
-import ctypes
 import weakref
 
 from llvmlite import ir
 from numba import types
 from numba.core import config
 from numba.extending import intrinsic
+
+from .ccallback import guarded_callback
 
 __all__ = ["attach", "call_i64", "WAIT_ADDR", "resident_limit"]
 
@@ -38,8 +39,9 @@ def _wait(key):
         return WAIT_RAISED
 
 
-WAIT = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(_wait)
-WAIT_ADDR = ctypes.cast(WAIT, ctypes.c_void_p).value
+# a native function, not a ctypes thunk: a runtime stop pending when compiled code calls it must
+# not escape into the kernel (ccallback.py); it answers WAIT_RAISED then
+WAIT_ADDR = guarded_callback(_wait, "i64", ("i64",), on_stop=WAIT_RAISED)
 
 
 def attach(st, barrier) -> None:

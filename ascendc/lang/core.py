@@ -22,12 +22,12 @@ from Python. How they compile and link (`prim`, a PrimDispatcher) is numba_link.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, types
+from numba import types
 from numba.core import config
 from numba.extending import overload
 
 from .errors import FAULT, fault, GMReadError, GMWriteError, KernelError
-from .numba_link import prim
+from .numba_link import cached_njit, prim
 from .positions import BT, L0A, L0B, L0C, L1, LEVEL_NAMES, NLEVELS, UB, level_bytes  # noqa: F401
 from .state import (CORE_STATE, FLAG_DEFER, FLAG_NAN_FILL, FLAG_REPORT_ROUNDING,  # noqa: F401
                     MAX_GM, MAX_PENDING, N_EVENT_IDS)
@@ -76,7 +76,7 @@ def _state(ctx):
     return lambda ctx: ctx[STATE][0]
 
 
-@njit(nogil=True, cache=True)
+@cached_njit(nogil=True)
 def begin_block(ctx, block_idx, block_num):
     """Reset per-block state: pipe, queues, buffers, pending and partly visible copies; NaN-fill
     if asked."""

@@ -4,11 +4,12 @@ flags (`ib_set` / `ib_wait`) and `sync_all` in a MIX launch.
 
 As for sync_all (ascendc/lang/barrier.py), the compiled kernel holds no Python object: the core's
 state stores a key for the instance's port (an `rt.crossflags.Instance`) and the address of
-`CALL`, a C callback into Python (`attach_instance`); the primitives call that address from
-nopython code (`call_xcore`). The callback takes the GIL, runs the call (releasing the GIL while
-blocked) and returns a status: 0 passed, -1 aborted (another core of the launch failed: that
-core's error is the one reported), 1 failed (a fault recorded for the calling thread with
-`errors.fault`, so the primitive raises it: a deadlock, a counter past its limit, ...).
+`CALL_ADDR`, a C callback into Python (ccallback.py; `attach_instance`); the primitives call
+that address from nopython code (`call_xcore`). The callback takes the GIL, runs the call
+(releasing the GIL while blocked) and returns a status: 0 passed, -1 aborted (another core of
+the launch failed: that core's error is the one reported), 1 failed (a fault recorded for the
+calling thread with `errors.fault`, so the primitive raises it: a deadlock, a counter past its
+limit, ...).
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from numba import types
 from numba.core import config
 from numba.extending import intrinsic
 
+from .ccallback import guarded_callback
 from .errors import fault
 
 __all__ = ["attach_instance", "call_xcore", "CALL_ADDR", "OP_SET", "OP_WAIT", "OP_IB_SET",
@@ -137,9 +139,8 @@ def _call(key, op, a, b):
         return 1
 
 
-CALL = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
-                        ctypes.c_int64)(_call)
-CALL_ADDR = ctypes.cast(CALL, ctypes.c_void_p).value
+# a native function calling _call (ccallback.py: a pending runtime stop answers 1, a fault)
+CALL_ADDR = guarded_callback(_call, "i64", ("i64", "i64", "i64", "i64"), on_stop=1)
 
 
 def attach_instance(st, port, where=None, mix_role=True, mark=None) -> None:

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
-from numba import njit, types
+from numba import types
 from numba.extending import overload
+
+from .numba_link import cached_njit
 
 F16_STORAGE = np.dtype([("f16", np.uint16)], align=True)
 BF16_STORAGE = np.dtype([("bf16", np.uint16)], align=True)
@@ -104,7 +106,7 @@ def logical_view(arr: np.ndarray) -> np.ndarray:
 
 # ---- float16 / bfloat16 bit conversions (round to nearest even) -------------------------------
 
-@njit(nogil=True, cache=True)
+@cached_njit(nogil=True)
 def f16_bits_to_f32(h):
     h = np.uint32(h)
     sign = (h >> np.uint32(15)) << np.uint32(31)
@@ -120,7 +122,7 @@ def f16_bits_to_f32(h):
     return np.uint32(bits).view(np.float32)
 
 
-@njit(nogil=True, cache=True)
+@cached_njit(nogil=True)
 def f32_to_f16_bits(f):
     x = np.float32(f).view(np.uint32)
     sign = (x >> np.uint32(16)) & np.uint32(0x8000)
@@ -149,12 +151,12 @@ def f32_to_f16_bits(f):
     return np.uint16(sign | r)
 
 
-@njit(nogil=True, cache=True)
+@cached_njit(nogil=True)
 def bf16_bits_to_f32(h):
     return np.uint32(np.uint32(h) << np.uint32(16)).view(np.float32)
 
 
-@njit(nogil=True, cache=True)
+@cached_njit(nogil=True)
 def f32_to_bf16_bits(f):
     x = np.float32(f).view(np.uint32)
     if (x & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000):  # nan

@@ -16,9 +16,9 @@ The template is filled in when the message is read; ``{:level}``, ``{:pos}``, ``
 ``{:pipe}`` print a number as a memory level, TPosition, HardEvent or pipe name, ``{:pipes}`` a
 mask of PipeID bits as pipe names.
 
-In njit code `fault` reaches the thread's record through C callbacks (ctypes functions exported
-to LLVM under fixed symbol names, so Numba's cache holds no addresses); in Python (the
-interpreter's own code, NUMBA_DISABLE_JIT) it writes the record directly.
+In njit code `fault` reaches the thread's record through C callbacks (native functions from
+ccallback.py exported to LLVM under fixed symbol names, so Numba's cache holds no addresses); in
+Python (the interpreter's own code, NUMBA_DISABLE_JIT) it writes the record directly.
 """
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ import numpy as np
 from numba import types
 from numba.core.extending import overload
 
+from .ccallback import guarded_callback
 from .positions import LEVEL_NAMES, POSITION_NAMES
 
 __all__ = ["KernelError", "GMReadError", "GMWriteError", "CompileError", "fault", "FAULT"]
@@ -141,23 +142,20 @@ def _cb_str(data, kind, length):
     _PENDING.values.append(ctypes.string_at(data, kind * length).decode(_ENCODING[kind]))
 
 
-_I64, _U64, _F64, _P = ctypes.c_int64, ctypes.c_uint64, ctypes.c_double, ctypes.c_void_p
-_CALLBACKS = (   # (symbol, ctypes prototype, Python function, Numba signature)
-    ("ascend_emu_fault_begin", ctypes.CFUNCTYPE(None), _cb_begin, types.void()),
-    ("ascend_emu_fault_end", ctypes.CFUNCTYPE(None), _cb_end, types.void()),
-    ("ascend_emu_fault_int", ctypes.CFUNCTYPE(None, _I64), _cb_int, types.void(types.int64)),
-    ("ascend_emu_fault_uint", ctypes.CFUNCTYPE(None, _U64), _cb_int, types.void(types.uint64)),
-    ("ascend_emu_fault_float", ctypes.CFUNCTYPE(None, _F64), _cb_float,
-     types.void(types.float64)),
-    ("ascend_emu_fault_str", ctypes.CFUNCTYPE(None, _P, _I64, _I64), _cb_str,
+_CALLBACKS = (   # (symbol, argument kinds, Python function, Numba signature)
+    ("ascend_emu_fault_begin", (), _cb_begin, types.void()),
+    ("ascend_emu_fault_end", (), _cb_end, types.void()),
+    ("ascend_emu_fault_int", ("i64",), _cb_int, types.void(types.int64)),
+    ("ascend_emu_fault_uint", ("u64",), _cb_int, types.void(types.uint64)),
+    ("ascend_emu_fault_float", ("f64",), _cb_float, types.void(types.float64)),
+    ("ascend_emu_fault_str", ("ptr", "i64", "i64"), _cb_str,
      types.void(types.voidptr, types.int64, types.int64)),
 )
-_KEEP = []      # the ctypes thunks must live as long as the process
 _EXT = {}
-for _sym, _proto, _fn, _sig in _CALLBACKS:
-    _thunk = _proto(_fn)
-    _KEEP.append(_thunk)
-    _llvm.add_symbol(_sym, ctypes.cast(_thunk, ctypes.c_void_p).value)
+for _sym, _kinds, _fn, _sig in _CALLBACKS:
+    # native functions calling the Python ones (ccallback.py: a runtime stop pending when compiled
+    # code records a fault is cleared there, not printed as an unraisable ctypes error)
+    _llvm.add_symbol(_sym, guarded_callback(_fn, "void", _kinds))
     _EXT[_sym] = types.ExternalFunction(_sym, _sig)
 _c_begin, _c_end = _EXT["ascend_emu_fault_begin"], _EXT["ascend_emu_fault_end"]
 _c_int, _c_uint = _EXT["ascend_emu_fault_int"], _EXT["ascend_emu_fault_uint"]

@@ -21,6 +21,9 @@ checked against the Numba and llvmlite versions in TESTED_NUMBA / TESTED_LLVMLIT
   `.entry_point`, `.signature`;
 - `numba.core.caching.FunctionCache`: `_index_key(sig, codegen)` (its `(sig, magic,
   (code_hash, cells_hash))` shape), `_cache_file._source_stamp`, `_py_func`;
+- `numba.core.caching.IndexDataCacheFile` (the dispatcher cache's `_cache_file`), overriding
+  `_save_data` / `_load_data` / `_save_index` / `_load_index` and using `_dump`,
+  `_open_for_write`, `_data_path`, `_index_path`, `_version`, `_source_stamp` (CheckedCacheFile);
 - `numba.core.serialize.dumps`, `numba.core.config.DISABLE_JIT`;
 and llvmlite's public `binding.add_symbol` and `binding.parse_assembly` (llvmlite is pinned to
 the release the tested Numba requires).
@@ -35,6 +38,7 @@ import hashlib
 import importlib
 import os
 import pathlib
+import pickle
 import re
 import threading
 import warnings
@@ -44,7 +48,7 @@ import numba
 from llvmlite import binding as llvm_binding
 from numba import types
 from numba.core import config, serialize
-from numba.core.caching import FunctionCache
+from numba.core.caching import FunctionCache, IndexDataCacheFile
 from numba.core.registry import CPUDispatcher
 
 from .errors import KernelError
@@ -257,10 +261,133 @@ class GlueDispatcher(CPUDispatcher):
         with compiling_as(GLUE):
             return super().compile(sig)
 
+    def enable_caching(self):
+        self._cache = CheckedFunctionCache(self.py_func)
+
 
 # ---- the disk cache of primitives --------------------------------------------------------------
 
-class PrimCache(FunctionCache):
+# ---- sealed cache files: a changed byte is detected, the entry dropped and rebuilt -------------
+
+SEAL_MAGIC = b"ascendc-sealed-sha256\n"
+_SEAL_LEN = len(SEAL_MAGIC) + 32
+
+
+def seal(payload: bytes) -> bytes:
+    """`payload` (a pickle) behind a magic line and its SHA-256."""
+    return SEAL_MAGIC + hashlib.sha256(payload).digest() + payload
+
+
+def unseal(blob: bytes) -> tuple:
+    """(payload, None) if `blob` is a sealed payload whose SHA-256 matches, else (None, why)."""
+    if not blob.startswith(SEAL_MAGIC):
+        return None, f"no ascendc seal in its first {len(SEAL_MAGIC)} bytes"
+    payload = blob[_SEAL_LEN:]
+    digest = blob[len(SEAL_MAGIC):_SEAL_LEN]
+    if len(blob) < _SEAL_LEN or hashlib.sha256(payload).digest() != digest:
+        return None, (f"a SHA-256 that does not match its {len(payload)} bytes (changed or cut "
+                      f"short)")
+    return payload, None
+
+
+def read_sealed_index(path) -> tuple:
+    """(numba version, (stamp, overloads)) of a CheckedCacheFile index; raises ValueError naming
+    the damage (or the unpickling error of a damaged version header)."""
+    with open(path, "rb") as f:
+        version = pickle.load(f)
+        blob = f.read()
+    if version != numba.__version__:
+        return version, None             # another Numba's index: not ours to judge
+    payload, why = unseal(blob)
+    if why is not None:
+        raise ValueError(why)
+    return version, pickle.loads(payload)
+
+
+def heal_warning(path, why: str) -> None:
+    warnings.warn(f"ascendc kernel cache: Numba's cache of {os.path.basename(path)} must be "
+                  f"whole, got {why}; dropping it (it is rebuilt once)", RuntimeWarning,
+                  stacklevel=4)
+
+
+class CheckedCacheFile(IndexDataCacheFile):
+    """Numba's index and data files of a cached function, each pickle sealed with its SHA-256.
+
+    Numba trusts the bytes it reads back: a data file with a flipped byte unpickles into a
+    different object-code blob (a wrong result, or the same fault at every launch, for good),
+    a damaged index into an unpickling error. Here a file whose seal does not match is reported
+    with a warning and removed; the function compiles again and Numba's save rewrites it."""
+
+    def _save_data(self, name, data):
+        payload = self._dump(data)
+        with self._open_for_write(self._data_path(name)) as f:
+            f.write(seal(payload))
+
+    def _load_data(self, name):
+        path = self._data_path(name)
+        with open(path, "rb") as f:
+            blob = f.read()
+        payload, why = unseal(blob)
+        if why is None:
+            try:
+                return pickle.loads(payload)
+            except Exception as e:  # noqa: BLE001 - sealed by another writer of a wrong pickle
+                why = f"an unreadable pickle ({type(e).__name__})"
+        heal_warning(path, why)
+        _unlink(path)
+        return None                 # Numba compiles and `save` rewrites this entry
+
+    def _save_index(self, overloads):
+        payload = self._dump((self._source_stamp, overloads))
+        with self._open_for_write(self._index_path) as f:
+            pickle.dump(self._version, f, protocol=-1)
+            f.write(seal(payload))
+
+    def _load_index(self):
+        try:
+            version, entry = read_sealed_index(self._index_path)
+        except FileNotFoundError:
+            return {}
+        except Exception as e:      # noqa: BLE001 - any damage: drop and rebuild the index
+            heal_warning(self._index_path, f"{type(e).__name__}: {e}")
+            _unlink(self._index_path)
+            return {}
+        if version != self._version or entry[0] != self._source_stamp:
+            return {}               # another Numba, or stale: rewritten by the next save
+        return entry[1]
+
+
+def _unlink(path) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+class CheckedFunctionCache(FunctionCache):
+    """Numba's FunctionCache with sealed files (CheckedCacheFile)."""
+
+    def __init__(self, py_func):
+        super().__init__(py_func)
+        cf = self._cache_file
+        self._cache_file = CheckedCacheFile(cf._cache_path, self._impl.filename_base,
+                                            cf._source_stamp)
+
+
+def cached_njit(**options):
+    """`numba.njit(cache=True, **options)` with a CheckedFunctionCache (`cache=` is accepted, so
+    generated code can use it as `njit`)."""
+    options.pop("cache", None)
+
+    def deco(fn):
+        disp = numba.njit(cache=True, **options)(fn)
+        if not config.DISABLE_JIT:
+            disp._cache = CheckedFunctionCache(fn)
+        return disp
+    return deco
+
+
+class PrimCache(CheckedFunctionCache):
     """Numba's disk cache of a primitive, with closure variables keyed stably: Numba hashes a
     closure's pickled cells, and a pickled dispatcher carries a per-process uuid, so primitives
     made by a factory over other primitives (vector.py's add_count, ...) never hit the cache of

@@ -17,7 +17,7 @@ from __future__ import annotations
 import zlib
 
 import numpy as np
-from numba import njit
+from .numba_link import cached_njit
 
 from . import surface as S
 from .state import FLAG_SANITIZE, FLAG_TRACE, MEM, STATE, TRACE
@@ -72,7 +72,7 @@ def new_buffer(rows: int) -> np.ndarray:
     return np.zeros((max(int(rows), 1), NCOL), np.int64)
 
 
-@njit(nogil=True, cache=True)
+@cached_njit(nogil=True)
 def _append(ctx, op_id, kind, slv, dlv, nbytes, elems, reps, m, n, k, dsz, a, b, ident,
             gm0, gm1):
     st = ctx[STATE][0]
@@ -103,12 +103,12 @@ def _append(ctx, op_id, kind, slv, dlv, nbytes, elems, reps, m, n, k, dsz, a, b,
     r[C_GM1] = gm1
 
 
-@njit(nogil=True, cache=True, inline="always")
+@cached_njit(nogil=True, inline="always")
 def on(ctx):
     return ctx[STATE][0].options & FLAG_TRACE
 
 
-@njit(nogil=True, cache=True, inline="always")
+@cached_njit(nogil=True, inline="always")
 def vec(ctx, op_id, dsz, n, is_rep):
     """A vector instruction: `n` elements (count form) or `n` repeats of 256 B (repeat form) of
     `dsz`-byte elements."""
@@ -123,7 +123,7 @@ def vec(ctx, op_id, dsz, n, is_rep):
                     0, 0, 0, 0, 0)
 
 
-@njit(nogil=True, cache=True, inline="always")
+@cached_njit(nogil=True, inline="always")
 def copy(ctx, op_id, slv, dlv, nbytes, dsz, gm_addr, gm_span):
     """A data move of `nbytes` from level `slv` to `dlv` (-1 = GM); the GM side covers
     [gm_addr, gm_addr + gm_span)."""
@@ -133,14 +133,14 @@ def copy(ctx, op_id, slv, dlv, nbytes, dsz, gm_addr, gm_span):
                 np.int64(gm_addr) + np.int64(gm_span))
 
 
-@njit(nogil=True, cache=True, inline="always")
+@cached_njit(nogil=True, inline="always")
 def mmad(ctx, op_id, m, n, k, asz):
     if ctx[STATE][0].options & FLAG_TRACE:
         _append(ctx, op_id, K_OP, 4, 4, 0, np.int64(m) * np.int64(n), 0, np.int64(m),
                 np.int64(n), np.int64(k), np.int64(asz), 0, 0, 0, 0, 0)
 
 
-@njit(nogil=True, cache=True, inline="always")
+@cached_njit(nogil=True, inline="always")
 def event(ctx, op_id, kind, a, b, ident):
     """A flag, barrier or queue step (kind K_SET ... K_Q_FREE) with its operands."""
     if ctx[STATE][0].options & FLAG_TRACE:
@@ -148,7 +148,7 @@ def event(ctx, op_id, kind, a, b, ident):
                 np.int64(ident), 0, 0)
 
 
-@njit(nogil=True, cache=True, inline="always")
+@cached_njit(nogil=True, inline="always")
 def event_gm(ctx, op_id, kind, a, b, gm0, gm1):
     """An event on the GM bytes [gm0, gm1) (an ib_set / ib_wait: its workspace word)."""
     if ctx[STATE][0].options & FLAG_TRACE:
@@ -156,7 +156,7 @@ def event_gm(ctx, op_id, kind, a, b, gm0, gm1):
                 np.int64(gm0), np.int64(gm1))
 
 
-@njit(nogil=True, cache=True, inline="always")
+@cached_njit(nogil=True, inline="always")
 def scalar(ctx, op_id):
     """A scalar-unit instruction (an element read or write, a system value)."""
     if ctx[STATE][0].options & FLAG_TRACE:
@@ -165,7 +165,7 @@ def scalar(ctx, op_id):
 
 # ---- sanitizer rows (FLAG_SANITIZE): what an op reads and writes ------------------------------
 
-@njit(nogil=True, cache=True)
+@cached_njit(nogil=True)
 def _first_fresh(mem, off, nbytes):
     """Offset (from off) of the first 32-byte-aligned chunk inside [off, off + nbytes) whose
     bytes are all 0xFF, or -1."""
@@ -182,7 +182,7 @@ def _first_fresh(mem, off, nbytes):
     return -1
 
 
-@njit(nogil=True, cache=True)
+@cached_njit(nogil=True)
 def _access(ctx, op_id, addr, nbytes, write, reach):
     mem = ctx[MEM]
     off = addr - np.int64(mem.ctypes.data)
@@ -195,7 +195,7 @@ def _access(ctx, op_id, addr, nbytes, write, reach):
                 np.int64(write), 0, 0)
 
 
-@njit(nogil=True, cache=True)
+@cached_njit(nogil=True)
 def _access_unchecked(ctx, op_id, addr, nbytes):
     mem = ctx[MEM]
     off = addr - np.int64(mem.ctypes.data)
@@ -204,7 +204,7 @@ def _access_unchecked(ctx, op_id, addr, nbytes):
             0, 0, 0, 0)
 
 
-@njit(nogil=True, cache=True, inline="always")
+@cached_njit(nogil=True, inline="always")
 def read_unchecked(ctx, op_id, addr, nbytes):
     """A read that initcheck does not judge (racecheck and memcheck do): an op whose reach
     covers padding the hardware reads and discards (mmad's rows past m, columns past k)."""
@@ -213,7 +213,7 @@ def read_unchecked(ctx, op_id, addr, nbytes):
             _access_unchecked(ctx, op_id, np.int64(addr), np.int64(nbytes))
 
 
-@njit(nogil=True, cache=True, inline="always")
+@cached_njit(nogil=True, inline="always")
 def access(ctx, op_id, addr, nbytes, write):
     """The op reads (write=0) or writes (1) `nbytes` bytes at address `addr` (local or GM)."""
     if ctx[STATE][0].options & FLAG_SANITIZE:
@@ -221,7 +221,7 @@ def access(ctx, op_id, addr, nbytes, write):
             _access(ctx, op_id, np.int64(addr), np.int64(nbytes), write, 0)
 
 
-@njit(nogil=True, cache=True, inline="always")
+@cached_njit(nogil=True, inline="always")
 def write_reach(ctx, op_id, addr, nbytes):
     """A write whose bytes are not known exactly: `nbytes` from `addr` is what it may reach
     (a strided local destination recorded to its tensor's end); N = 1 marks it."""
@@ -230,7 +230,7 @@ def write_reach(ctx, op_id, addr, nbytes):
             _access(ctx, op_id, np.int64(addr), np.int64(nbytes), 1, 1)
 
 
-@njit(nogil=True, cache=True, inline="always")
+@cached_njit(nogil=True, inline="always")
 def tensor_access(ctx, op_id, t, nbytes, write):
     """access() of the first `nbytes` bytes of tensor `t`."""
     if ctx[STATE][0].options & FLAG_SANITIZE:
@@ -238,7 +238,7 @@ def tensor_access(ctx, op_id, t, nbytes, write):
             _access(ctx, op_id, np.int64(t.ctypes.data), np.int64(nbytes), write, 0)
 
 
-@njit(nogil=True, cache=True, inline="always")
+@cached_njit(nogil=True, inline="always")
 def region(ctx, op_id, off, nbytes, what):
     """Local bytes [off, off + nbytes) of the core's memory are handed out or taken back."""
     if ctx[STATE][0].options & FLAG_SANITIZE:

@@ -16,7 +16,7 @@ import os
 import numpy as np
 
 from ..graph import aicpu
-from ..graph.format import ALIGN, DTYPES, align, pack
+from ..graph.format import ALIGN, DTYPES, MAX_TENSOR_BYTES, align, pack
 from ..graph.onnx_types import numpy_dtype
 from ..soc import SOCS
 from . import windows
@@ -229,6 +229,14 @@ def load_onnx(model, input_shape: dict | None = None) -> Graph:
     return graph
 
 
+def check_tensor_size(name: str, shape, dtype) -> None:
+    """Refuse a tensor no device could hold (its bytes past the largest SoC memory)."""
+    nbytes = math.prod(shape) * np.dtype(dtype).itemsize
+    if nbytes > MAX_TENSOR_BYTES:
+        raise AtcError(f"atc: tensor {name!r} must fit in {MAX_TENSOR_BYTES} bytes (the largest "
+                       f"device memory), got shape={list(shape)} ({nbytes} bytes)")
+
+
 # ---- passes --------------------------------------------------------------------------------------
 
 def fold_constants(g: Graph) -> int:
@@ -237,10 +245,13 @@ def fold_constants(g: Graph) -> int:
     for n in g.nodes:
         if all((not i) or i in g.consts for i in n["inputs"]) and \
                 not any(o in g.outputs for o in n["outputs"]):
+            for o in n["outputs"]:      # sizes bounded before anything is materialised
+                if o in g.specs:
+                    check_tensor_size(o, *g.specs[o])
             try:
                 vals = aicpu.run(n["op"], n["attrs"], [g.consts[i] if i else None
                                                        for i in n["inputs"]])
-            except NotImplementedError as e:
+            except (NotImplementedError, ValueError, MemoryError) as e:
                 raise AtcError(f"atc: node {n['name']!r} ({n['op']}): {e}") from e
             for o, v in zip(n["outputs"], vals):
                 if o:
@@ -485,6 +496,8 @@ def build(model, soc_version: str, shapes: dict, insert_op_conf=None,
     from . import options
     opts = graph_options or {}
     g = load_onnx(model, shapes)
+    for name, (shape, dtype) in g.specs.items():
+        check_tensor_size(name, shape, dtype)
     options.apply_out_nodes(g, opts.get("out_nodes"), AtcError)
     folded = fold_constants(g)
     bn = fold_batchnorm(g)

@@ -4,7 +4,8 @@ What is ours is only the checks DVPP makes around the decoder: the stream must b
 JPEGD takes Huffman-coded sequential JPEGs only (baseline or extended, SOF0/SOF1: no progressive,
 no arithmetic coding, no lossless), YCbCr or grayscale (no CMYK), and truncated or corrupt data is
 an error (never a partly decoded picture). Header facts (size, components, chroma layout) come
-from a marker walk to the first SOF and from Pillow's parser.
+from a marker walk to the first SOF and from Pillow's parser; the resolution rules are checked on
+the header before a pixel is decoded (a small file may claim a huge picture).
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import numpy as np
 # The code of a DVPP task that failed on its data: DVPP V1 work runs as AI CPU tasks driving the
 # units, so a failed decode reports an AI CPU exception (rt_error_codes.h).
 from ..errors import AclError, ACL_ERROR_FEATURE_UNSUPPORTED, ACL_ERROR_RT_AICPU_EXCEPTION
-from .formats import JpegFormat, bad
+from .formats import JpegFormat, bad, check_resolution
 
 _SOF_KINDS = {0xC0: "baseline", 0xC1: "extended sequential", 0xC2: "progressive",
               0xC3: "lossless", 0xC5: "differential sequential", 0xC6: "differential progressive",
@@ -70,6 +71,36 @@ def sof_marker(data: bytes) -> int | None:
 _MAGIC = {"JPEG": b"\xff\xd8", "PNG": b"\x89PNG\r\n\x1a\n"}
 
 
+def check_claimed_size(data: bytes, kind: str, api: str, lo: tuple, hi: tuple) -> None:
+    """The resolution rule on the size the header claims, before Pillow parses the stream."""
+    claimed = header_size(data, kind)
+    if claimed is not None:
+        check_resolution(api, kind, *claimed, lo, hi)
+
+
+def header_size(data: bytes, kind: str) -> tuple | None:
+    """(width, height) a JPEG's first SOF or a PNG's IHDR claims, read from the bytes (before
+    Pillow, which refuses a claim past twice its MAX_IMAGE_PIXELS as a decompression bomb
+    without telling the size); None if the stream has no such header."""
+    if kind == "PNG":
+        if data[:8] != _MAGIC["PNG"] or data[12:16] != b"IHDR" or len(data) < 24:
+            return None
+        return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    n, i = len(data), 2
+    while data[:2] == _MAGIC["JPEG"] and i + 9 <= n and data[i] == 0xFF:
+        m = data[i + 1]
+        if m == 0xFF or m in (0xD8, 0x01) or 0xD0 <= m <= 0xD7:
+            i += 1 if m == 0xFF else 2
+            continue
+        if 0xC0 <= m <= 0xCF and m not in (0xC4, 0xC8, 0xCC):
+            return int.from_bytes(data[i + 7:i + 9], "big"), int.from_bytes(data[i + 5:i + 7],
+                                                                            "big")
+        if m in (0xD9, 0xDA):
+            return None
+        i += 2 + int.from_bytes(data[i + 2:i + 4], "big")
+    return None
+
+
 def _open(data: bytes, api: str, kind: str, err):
     Image = pil()
     try:
@@ -105,9 +136,11 @@ def jpeg_info(data: bytes, api: str, err=bad):
     return im.size[0], im.size[1], comps, fmt
 
 
-def decode_jpeg(data: bytes, api: str) -> np.ndarray:
+def decode_jpeg(data: bytes, api: str, lo: tuple, hi: tuple) -> np.ndarray:
     """Decode a JPEG as JPEGD would accept it: an (h, w, 3) RGB or (h, w) gray uint8 array.
-    Anything JPEGD refuses or cannot decode raises `data_error` (507018)."""
+    Its header's resolution must be within `lo` .. `hi` (checked before any pixel is decoded:
+    a 4 KB file may claim 12000x12000); anything else JPEGD refuses or cannot decode raises
+    `data_error` (507018)."""
     m = sof_marker(data) if data[:2] == b"\xff\xd8" else None
     if data[:2] == b"\xff\xd8" and m is None:
         raise data_error(api, "data must be a complete JPEG stream, got no frame header (SOF) "
@@ -119,9 +152,11 @@ def decode_jpeg(data: bytes, api: str) -> np.ndarray:
     if _truncation_tolerated() and not data.rstrip(b"\x00").endswith(b"\xff\xd9"):
         raise data_error(api, "data must be a complete JPEG stream, got no end-of-image marker "
                               "(truncated)")
+    check_claimed_size(data, "JPEG", api, lo, hi)
     im = _open(data, api, "JPEG", data_error)
     if im.mode not in ("RGB", "L"):
         raise data_error(api, f"JPEGD decodes YCbCr or grayscale JPEGs, got colour mode {im.mode}")
+    check_resolution(api, "JPEG", *im.size, lo, hi)        # Image.open read the header only
     try:
         im.load()
     except Exception as e:                   # noqa: BLE001 - truncated / corrupt entropy data
@@ -142,10 +177,13 @@ def png_info(data: bytes, api: str, err=bad):
     return im.size[0], im.size[1], comps
 
 
-def decode_png(data: bytes, api: str, alpha: bool) -> np.ndarray:
+def decode_png(data: bytes, api: str, alpha: bool, lo: tuple, hi: tuple) -> np.ndarray:
     """Decode a PNG to an (h, w, 3) RGB or (h, w, 4) RGBA uint8 array (gray expanded, missing
-    alpha = 255); errors raise `data_error`."""
+    alpha = 255); its header's resolution must be within `lo` .. `hi` (checked before
+    decoding); errors raise `data_error`."""
+    check_claimed_size(data, "PNG", api, lo, hi)
     im = _open(data, api, "PNG", data_error)
+    check_resolution(api, "PNG", *im.size, lo, hi)
     if im.mode in ("I;16", "I", "I;16B"):
         raise data_error(api, f"PNGD decodes 8-bit PNGs, got 16-bit mode {im.mode}")
     try:

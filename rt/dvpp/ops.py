@@ -185,9 +185,9 @@ def jpeg_decode_async(channel: ChannelDesc, data: int, size: int, output_desc: P
 
     def run():
         raw = _view(data, n, api).tobytes()
-        img = exif.upright(codec.decode_jpeg(raw, api), exif.orientation(raw))
+        img = exif.upright(codec.decode_jpeg(raw, api, F.JPEGD_MIN, F.JPEGD_MAX),
+                           exif.orientation(raw))
         h, w = img.shape[:2]
-        F.check_resolution(api, "JPEG", w, h, F.JPEGD_MIN, F.JPEGD_MAX)
         # YUV420SP output: an odd source width/height is rounded down to even (CANN's default
         # JPEGD precision mode, ACL_YUVOUT_ALIGN_DOWN_COMPAT)
         w, h = w & ~1, h & ~1
@@ -250,11 +250,11 @@ def png_decode_async(channel: ChannelDesc, data: int, size: int, output_desc: Pi
 
     def run():
         raw = _view(data, n, api).tobytes()
+        codec.check_claimed_size(raw, "PNG", api, F.PNGD_MIN, F.PNGD_MAX)
         _, _, comps = codec.png_info(raw, api, codec.data_error)
         chans = _png_channels(o.format, comps)
-        img = codec.decode_png(raw, api, alpha=chans == 4)
+        img = codec.decode_png(raw, api, chans == 4, F.PNGD_MIN, F.PNGD_MAX)
         h, w = img.shape[:2]
-        F.check_resolution(api, "PNG", w, h, F.PNGD_MIN, F.PNGD_MAX)
         fmt = PixelFormat.RGBA_8888 if chans == 4 else PixelFormat.RGB_888
         ws = o.width_stride or F.align_up(w, F.PNGD_WIDTH_ALIGN) * chans
         hs = o.height_stride or F.align_up(h, F.PNGD_HEIGHT_ALIGN)

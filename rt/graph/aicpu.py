@@ -15,6 +15,8 @@ import math
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from .format import MAX_TENSOR_BYTES
+
 OPS: dict = {}
 
 
@@ -330,7 +332,13 @@ def constant_of_shape(attrs, shape):
     v = np.asarray(attrs.get("value", np.zeros(1, np.float32)))
     if v.dtype == np.float64 and not isinstance(attrs.get("value"), np.ndarray):
         v = v.astype(np.float32)           # from the JSON header: ONNX's default element type
-    return [np.full([int(d) for d in shape], v.reshape(-1)[0] if v.size else 0, v.dtype)]
+    dims = [int(d) for d in shape]
+    nbytes = math.prod(dims) * v.dtype.itemsize
+    if any(d < 0 for d in dims) or nbytes > MAX_TENSOR_BYTES:   # checked before materialising
+        raise ValueError(f"ConstantOfShape: shape must be non-negative and fit in "
+                         f"{MAX_TENSOR_BYTES} bytes (the largest device memory), got "
+                         f"shape={dims} ({nbytes} bytes)")
+    return [np.full(dims, v.reshape(-1)[0] if v.size else 0, v.dtype)]
 
 
 @op("LRN")

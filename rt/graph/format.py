@@ -26,12 +26,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import struct
 
 import numpy as np
 
 from ..errors import (AclError, ACL_ERROR_DESERIALIZE_MODEL, ACL_ERROR_MODEL_SIZE_INVALID,
                       ACL_ERROR_PARSE_MODEL, ACL_ERROR_READ_MODEL_FAILURE)
+from ..soc import SOCS
 
 MAGIC = b"AEMUOM\x00\x01"
 FORMAT_VERSION = 1
@@ -39,6 +41,9 @@ PREAMBLE = struct.Struct("<8sIIQQ32s")          # 64 bytes
 ALIGN = 64
 DTYPES = ("float32", "float16", "float64", "int64", "int32", "int16", "int8", "uint64", "uint32",
           "uint16", "uint8", "bool")
+# no tensor of a model may be larger than the largest device memory of any SoC: a header claiming
+# more (2^124 elements, or a product that overflows int64) is refused before anything is sized
+MAX_TENSOR_BYTES = max(s.hbm_bytes for s in SOCS.values())
 
 
 def align(n: int, a: int = ALIGN) -> int:
@@ -133,6 +138,14 @@ def _is_shape(s) -> bool:
     return isinstance(s, list) and all(isinstance(d, int) and d >= 0 for d in s)
 
 
+def _nbytes(kind: str, name, entry: dict, where: str) -> int:
+    """Bytes of a weight or tensor entry (dtype and shape already checked), exact and bounded."""
+    n = math.prod(entry["shape"]) * np.dtype(entry["dtype"]).itemsize
+    _need(n <= MAX_TENSOR_BYTES, f"{kind} {name!r} must fit in {MAX_TENSOR_BYTES} bytes (the "
+          f"largest device memory), got shape={entry['shape']} ({n} bytes)", where)
+    return n
+
+
 def validate(h, blob_len: int, where: str) -> None:
     """Schema of the JSON header; every offset and size is checked against what it indexes."""
     _need(isinstance(h, dict), "must be a JSON object", where)
@@ -147,20 +160,22 @@ def validate(h, blob_len: int, where: str) -> None:
               isinstance(w.get("offset"), int) and isinstance(w.get("nbytes"), int),
               f"weight entry must have name, dtype in {DTYPES}, shape, offset, nbytes; got {w!r}",
               where)
-        size = int(np.prod(w["shape"], dtype=np.int64)) * np.dtype(w["dtype"]).itemsize
+        size = _nbytes("weight", w["name"], w, where)
         _need(w["nbytes"] == size and 0 <= w["offset"] and w["offset"] + size <= blob_len,
               f"weight {w['name']!r} must lie inside the {blob_len}-byte blob with nbytes = "
               f"its shape's size, got offset={w['offset']} nbytes={w['nbytes']}", where)
         names.add(w["name"])
     ws = h["workspace_bytes"]
+    _need(0 <= ws <= MAX_TENSOR_BYTES, f"workspace_bytes must be in [0, {MAX_TENSOR_BYTES}] (the "
+          f"largest device memory), got workspace_bytes={ws}", where)
     for name, t in h["tensors"].items():
         _need(isinstance(t, dict) and t.get("dtype") in DTYPES and _is_shape(t.get("shape")),
               f"tensor {name!r} must have dtype in {DTYPES} and a shape, got {t!r}", where)
         kind = t.get("kind")
         _need(kind in ("input", "output", "weight", "activation"),
               f"tensor {name!r} kind must be input/output/weight/activation, got {kind!r}", where)
+        size = _nbytes("tensor", name, t, where)
         if kind == "activation":
-            size = int(np.prod(t["shape"], dtype=np.int64)) * np.dtype(t["dtype"]).itemsize
             off = t.get("offset")
             _need(isinstance(off, int) and 0 <= off and off + size <= ws,
                   f"activation {name!r} must lie inside the {ws}-byte workspace, got "

@@ -10,7 +10,9 @@ there, plain ints are accepted too:
                                   "rank_id": "0"}, ...]}]}
 
 Rules checked (HCCL_E_PARA unless said): the file must be readable (HCCL_E_OPEN_FILE_FAILURE)
-JSON; version "1.0"; status "completed" (anything else means the operator is still writing it);
+JSON of at most MAX_RANK_TABLE_BYTES (checked before reading more) nesting at most
+MAX_RANK_TABLE_DEPTH arrays/objects (checked before parsing; the format needs 5); version "1.0";
+status "completed" (anything else means the operator is still writing it);
 server_count = len(server_list) >= 1; every server a distinct non-empty server_id and a non-empty
 device list; every device an int device_id >= 0 (distinct within its server), an IPv4
 device_ip (distinct over the table) and an int rank_id; the rank_ids exactly 0..n-1.
@@ -24,9 +26,15 @@ import ipaddress
 import json
 from dataclasses import dataclass
 
+import numpy as np
+
 from .types import HcclError, HcclResult
 
 E_PARA = HcclResult.HCCL_E_PARA
+#: a rank table of 100,000 devices is about 12 MB; anything past this is not a rank table
+MAX_RANK_TABLE_BYTES = 16 << 20
+#: the format nests 5 deep (table, server_list, server, device list, device); room for extras
+MAX_RANK_TABLE_DEPTH = 16
 
 
 @dataclass(frozen=True)
@@ -72,6 +80,34 @@ def _field(d: dict, key: str, api: str, where: str):
     return d[key]
 
 
+def _nesting_depth(raw: bytes, chunk: int = 1 << 20) -> int:
+    """The deepest nesting of [ and { in JSON text `raw` (brackets inside strings not counted),
+    found without parsing (json.loads recurses once per level): vectorised over chunks, carrying
+    whether a string is open, the backslashes just before the chunk and the depth."""
+    inside, run, depth, deepest = False, 0, 0, 0
+    for start in range(0, len(raw), chunk):
+        b = np.frombuffer(raw, np.uint8, min(chunk, len(raw) - start), start)
+        pos = np.arange(b.size, dtype=np.int64)
+        bs = b == 0x5C
+        # position of the last non-backslash at or before each byte (-1 - run: before the chunk)
+        last = np.maximum.accumulate(np.where(bs, -1 - run, pos))
+        quotes = np.flatnonzero(b == 0x22)
+        before = np.where(quotes > 0, quotes - 1 - last[np.maximum(quotes - 1, 0)], run)
+        real = quotes[before % 2 == 0]              # quotes not escaped by a backslash
+        toggles = np.zeros(b.size, np.int8)
+        toggles[real] = 1
+        in_str = (np.cumsum(toggles, dtype=np.int64) + inside) % 2 == 1
+        step = (np.isin(b, (0x5B, 0x7B)).astype(np.int64) - np.isin(b, (0x5D, 0x7D)))
+        step[in_str] = 0
+        levels = np.cumsum(step) + depth
+        if levels.size:
+            deepest = max(deepest, int(levels.max()))
+            depth = int(levels[-1])
+        inside = bool(in_str[-1])
+        run = int(b.size - 1 - last[-1])
+    return deepest
+
+
 def load_rank_table(path, api: str = "comm_init_cluster_info") -> RankTable:
     """Read and check the rank table at `path` (see the module docstring for the rules)."""
     if not isinstance(path, (str, bytes)) and not hasattr(path, "__fspath__"):
@@ -79,11 +115,19 @@ def load_rank_table(path, api: str = "comm_init_cluster_info") -> RankTable:
                                 f"rank_table_path={path!r}")
     try:
         with open(path, "rb") as f:
-            raw = f.read()
+            raw = f.read(MAX_RANK_TABLE_BYTES + 1)      # never more, whatever the file claims
     except OSError as e:
         raise HcclError(HcclResult.HCCL_E_OPEN_FILE_FAILURE,
                         f"{api}: rank_table_path must name a readable file, got "
                         f"rank_table_path={str(path)!r} ({e.strerror})") from None
+    if len(raw) > MAX_RANK_TABLE_BYTES:
+        raise HcclError(E_PARA, f"{api}: the rank table must be at most {MAX_RANK_TABLE_BYTES} "
+                                f"bytes, got rank_table_path={str(path)!r} (larger)")
+    depth = _nesting_depth(raw)
+    if depth > MAX_RANK_TABLE_DEPTH:
+        raise HcclError(E_PARA, f"{api}: the rank table must nest at most "
+                                f"{MAX_RANK_TABLE_DEPTH} arrays/objects deep, got depth={depth} "
+                                f"in {str(path)!r}")
     try:
         doc = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as e:

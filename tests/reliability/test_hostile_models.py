@@ -61,6 +61,43 @@ def test_lying_headers_are_refused_with_a_code(case, dev0):
     assert (model_id, ret) == (0, 100012)
 
 
+HUGE = {
+    "input-2^124-elements": (lambda h: h["tensors"]["x"].__setitem__("shape", [2 ** 31] * 4),
+                             "tensor 'x'", "[2147483648, 2147483648, 2147483648, 2147483648]"),
+    "output-int64-overflow": (lambda h: h["tensors"]["y"].__setitem__("shape", [2 ** 62, 4]),
+                              "tensor 'y'", "[4611686018427387904, 4]"),
+    "dim-past-int64": (lambda h: h["tensors"]["x"].__setitem__("shape", [2 ** 124]),
+                       "tensor 'x'", f"[{2 ** 124}]"),
+}
+
+
+def test_a_header_claiming_a_huge_workspace_is_refused(dev0):
+    data = _lie(lambda h: h.__setitem__("workspace_bytes", 2 ** 100))
+    with pytest.raises(rt.AclError, match=r"header: workspace_bytes must be in \[0, 68719476736\] "
+                                          rf"\(the largest device memory\), got "
+                                          rf"workspace_bytes={2 ** 100}") as e:
+        rt.Model.load(data)
+    assert e.value.code == 100012
+    assert acl.mdl.load_from_mem(data, len(data)) == (0, 100012)
+
+
+@pytest.mark.parametrize("case", list(HUGE))
+def test_a_header_claiming_a_huge_tensor_is_refused_before_sizing(case, dev0, tmp_path):
+    """Shapes whose element count overflows int64 (or passes any device's memory) used to load:
+    the model then claimed a 2^124-element input. Refused at load, through rt and acl."""
+    edit, what, shape = HUGE[case]
+    data = _lie(edit)
+    with pytest.raises(rt.AclError) as e:
+        rt.Model.load(data)
+    assert e.value.code == 100012                      # ACL_ERROR_DESERIALIZE_MODEL
+    assert f"load model <memory>: header: {what} must fit in 68719476736 bytes (the largest " \
+           f"device memory), got shape={shape}" in str(e.value)
+    assert acl.mdl.load_from_mem(data, len(data)) == (0, 100012)
+    path = tmp_path / "huge.om"
+    path.write_bytes(data)
+    assert acl.mdl.load_from_file(str(path)) == (0, 100012)
+
+
 def test_load_from_mem_never_raises(dev0):
     assert acl.mdl.load_from_mem(3.5, 4) == (0, 100000)          # ACL_ERROR_INVALID_PARAM
     assert acl.mdl.load_from_mem(None, 0) == (0, 100000)
@@ -132,3 +169,51 @@ def test_set_model_dir_answers_a_code_for_hostile_files(tmp_path, planted, dev0)
     ret = acl.op.set_model_dir(str(d))
     assert ret != 0
     assert "must be a readable JSON file" in acl.get_recent_err_msg()
+
+
+def _constant_of_shape_model(nbytes_f32: int, reduce: bool = True):
+    """x + ReduceSum(ConstantOfShape(shape)): folding would materialise the constant."""
+    from onnx import numpy_helper
+    shape = numpy_helper.from_array(np.array([nbytes_f32 // 4], np.int64), "shp")
+    nodes = [helper.make_node("ConstantOfShape", ["shp"], ["c"],
+                              value=helper.make_tensor("v", TensorProto.FLOAT, [1], [1.0])),
+             helper.make_node("ReduceSum", ["c"], ["s"], keepdims=0),
+             helper.make_node("Add", ["x", "s"], ["y"])]
+    g = helper.make_graph(nodes, "cos",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [8])],
+                          initializer=[shape])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+
+
+COS_149G = (r"atc: tensor 'c' must fit in 68719476736 bytes \(the largest device memory\), "
+            r"got shape=\[39996882944\] \(159987531776 bytes\)")
+
+
+def test_atc_refuses_a_149_gib_constant_of_shape_before_materialising(tmp_path, capsys):
+    """It used to end in numpy's MemoryError (or, with overcommit, fill 149 GiB)."""
+    import onnx
+    from rt.atc import AtcError
+    from rt.atc.__main__ import main as atc_main
+    model = _constant_of_shape_model(149 << 30)
+    with pytest.raises(AtcError, match=COS_149G):
+        convert_to_bytes(model, "Ascend910B2", "x:8")
+    path = tmp_path / "cos.onnx"
+    onnx.save(model, str(path))
+    assert atc_main(["--model", str(path), "--output", str(tmp_path / "cos"),
+                     "--soc_version", "Ascend910B2"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("ATC run failed: atc: tensor 'c' must fit in") and "Traceback" not in err
+    assert not (tmp_path / "cos.om").exists()
+    small = convert_to_bytes(_constant_of_shape_model(4096), "Ascend910B2", "x:8")[0]
+    assert rt.Model.load(small).inputs[0].shape == (8,)         # a small one still folds
+
+
+def test_constant_of_shape_checks_its_size_before_filling():
+    """The AI CPU implementation (what folding runs when shape inference gives no shape)."""
+    from rt.graph import aicpu
+    with pytest.raises(ValueError, match=r"ConstantOfShape: shape must be non-negative and fit "
+                                         r"in 68719476736 bytes \(the largest device memory\), "
+                                         r"got shape=\[39996882944\] \(159987531776 bytes\)"):
+        aicpu.run("ConstantOfShape", {}, [np.array([(149 << 30) // 4])])
+    assert aicpu.run("ConstantOfShape", {}, [np.array([2, 3])])[0].shape == (2, 3)

@@ -174,3 +174,62 @@ def test_destroyed_stream_drops_its_subscription(dev0):
     s.destroy()
     with raises(ACL_ERROR_RT_THREAD_SUBSCRIBE, "got thread_id=.* with no subscription"):
         rt.process_report(10)
+
+
+@pytest.mark.parametrize("via", ["rt", "acl"])
+def test_no_block_callback_runs_on_the_report_thread_while_the_stream_goes_on(dev0, via):
+    """CANN's NO_BLOCK: the subscribed thread runs the callback (in process_report) and the
+    stream's next task does not wait for it. The callback waits for that next task to have
+    run: with a stream that waited (BLOCK semantics) it would time out instead."""
+    import rt.acl as acl
+    s = rt.Stream()
+    later_ran = threading.Event()
+    log = {}
+    stop = threading.Event()
+
+    def serve(_args):
+        rt.set_device(0)
+        while not stop.is_set():
+            try:
+                rt.process_report(20)
+            except rt.AclError:
+                pass
+
+    def cb(data):
+        log["cb_start"] = (time.perf_counter_ns(), threading.get_ident(), data)
+        log["saw_later"] = later_ran.wait(30)
+        log["cb_end"] = time.perf_counter_ns()
+
+    def later():
+        log["later"] = time.perf_counter_ns()
+        later_ran.set()
+
+    if via == "acl":
+        tid, ret = acl.util.start_thread(serve, [])
+        assert ret == 0
+        handle = acl.rt.create_stream()[0]
+        s = acl.rt.stream_of(handle, "test")
+        assert acl.rt.subscribe_report(tid, handle) == 0
+        assert acl.rt.launch_callback(cb, "payload", acl.ACL_CALLBACK_NO_BLOCK, handle) == 0
+    else:
+        t = threading.Thread(target=serve, args=([],), daemon=True)
+        t.start()
+        tid = t.ident
+        rt.subscribe_report(tid, s)
+        rt.launch_callback(cb, "payload", ACL_CALLBACK_NO_BLOCK, s)
+    s.launch_host_func(later)
+    s.synchronize()                         # does not wait for the callback to finish
+    assert later_ran.wait(30)
+    deadline = time.monotonic() + 30        # bounded wait for the callback to return
+    while "cb_end" not in log and time.monotonic() < deadline:
+        time.sleep(0.001)
+    stop.set()
+    assert log["saw_later"] is True
+    start_ns, cb_thread, data = log["cb_start"]
+    assert cb_thread == tid and data == "payload"              # on the subscribed thread
+    assert start_ns <= log["later"] <= log["cb_end"]           # the stream went on meanwhile
+    if via == "acl":
+        assert acl.rt.unsubscribe_report(tid, handle) == 0
+        assert acl.util.stop_thread(tid) == 0
+    else:
+        rt.unsubscribe_report(tid, s)

@@ -8,17 +8,18 @@ LLVM time in every primitive that links it).
 """
 from __future__ import annotations
 
-import ctypes
 import warnings
 
 import llvmlite.binding as _llvm
 import numpy as np
-from numba import njit, types
+from numba import types
 from numba.extending import overload, register_jitable
 
 from .. import core
 from ..core import lane_on, mask_words  # noqa: F401  (lane_on: for the vector modules)
 from ..dtypes import bf16_bits_to_f32, f16_bits_to_f32, f32_to_bf16_bits, f32_to_f16_bits
+from ..ccallback import guarded_callback
+from ..numba_link import cached_njit
 from ..errors import FAULT, fault, KernelError, recorded_fault
 from ..state import MEM, STATE
 from ..visibility import PIPE_V, vis_check_tensor
@@ -26,7 +27,7 @@ from ..visibility import PIPE_V, vis_check_tensor
 jitable = register_jitable(nogil=True, error_model="numpy")
 # Generic kernels take the element operation as a first-class function: they must be IR-inlined
 # (a dispatcher passed as a value to a separately compiled function makes the caller uncacheable).
-inline = njit(nogil=True, cache=True, inline="always", error_model="numpy")
+inline = cached_njit(nogil=True, inline="always", error_model="numpy")
 
 # ---- dtype facts, decided at compile time -------------------------------------------------------
 
@@ -251,8 +252,7 @@ def _warn_recorded():
 
 
 _WARN_SYM = "ascend_emu_warn_recorded"
-_WARN_THUNK = ctypes.CFUNCTYPE(None)(_warn_recorded)    # lives as long as the module
-_llvm.add_symbol(_WARN_SYM, ctypes.cast(_WARN_THUNK, ctypes.c_void_p).value)
+_llvm.add_symbol(_WARN_SYM, guarded_callback(_warn_recorded, "void"))    # ccallback.py
 _c_warn = types.ExternalFunction(_WARN_SYM, types.void())
 
 

@@ -152,3 +152,50 @@ def test_predict_dec_size_refuses_what_jpegd_cannot_decode():
             rt.dvpp.jpeg_predict_dec_size(jpeg_bytes(picture(w, h)), None, NV12)
     assert rt.dvpp.jpeg_predict_dec_size(jpeg_bytes(picture(32, 32)), None, NV12) == \
         128 * 32 * 3 // 2
+
+
+def _claiming(data: bytes, kind: str, w: int, h: int) -> bytes:
+    """A small valid stream whose header claims w x h (JPEG: SOF0's fields; PNG: IHDR, CRC
+    fixed), as a hostile file would."""
+    import struct
+    import zlib
+    b = bytearray(data)
+    if kind == "JPEG":
+        i = b.index(b"\xff\xc0")
+        b[i + 5:i + 9] = struct.pack(">HH", h, w)
+    else:
+        i = b.index(b"IHDR")
+        b[i + 4:i + 12] = struct.pack(">II", w, h)
+        b[i + 17:i + 21] = struct.pack(">I", zlib.crc32(bytes(b[i:i + 17])))
+    return bytes(b)
+
+
+@pytest.fixture
+def no_pixel_decode(monkeypatch):
+    """Decoding the pixels of a hostile header would take ~1.6 GB: the test fails instead."""
+    from PIL import ImageFile
+
+    def refuse(self):
+        raise AssertionError(f"decoded {self.size[0]}x{self.size[1]} pixels")
+    monkeypatch.setattr(ImageFile.ImageFile, "load", refuse)
+
+
+@pytest.mark.parametrize("side", [12000, 20000])      # 20000^2: past Pillow's bomb limit too
+@pytest.mark.parametrize("kind,lim", [("JPEG", "32x32 .. 8192x8192"),
+                                      ("PNG", "32x32 .. 4096x4096")])
+def test_a_small_file_claiming_a_huge_picture_is_refused_from_its_header(channel, stream, kind,
+                                                                         lim, side,
+                                                                         no_pixel_decode):
+    img = picture(64, 48)
+    data = _claiming(jpeg_bytes(img) if kind == "JPEG" else png_bytes(img), kind, side, side)
+    assert len(data) < 16384
+    n = 64 * 64 * 4
+    out = rt.dvpp.PicDesc(data=rt.dvpp.malloc(n), size=n,
+                          format=NV12 if kind == "JPEG" else PF.RGB_888)
+    decode = rt.dvpp.jpeg_decode_async if kind == "JPEG" else rt.dvpp.png_decode_async
+    decode(channel, to_dvpp(data), len(data), out, stream)
+    api = "dvpp_jpeg_decode_async" if kind == "JPEG" else "dvpp_png_decode_async"
+    with raises(100000, rf"{api}: {kind} resolution must be within {lim}, got {side}x{side}"):
+        stream.synchronize()
+    assert out.ret_code == 100000
+    assert rt.dvpp.codec.header_size(data, kind) == (side, side)

@@ -208,3 +208,61 @@ def test_a_rank_that_never_joins_times_out(tmp_path, monkeypatch):
     for e in errs.values():
         assert isinstance(e, hccl.HcclError) and e.code == HcclResult.HCCL_E_TIMEOUT
         assert "got 2: missing ranks [1]" in str(e), str(e)
+
+
+def _oversized(tmp_path):
+    """A valid one-rank table padded with whitespace past the size limit (sparse: no disk)."""
+    from rt.hccl.ranktable import MAX_RANK_TABLE_BYTES
+    p = tmp_path / "huge.json"
+    with open(p, "wb") as f:
+        f.write(json.dumps(table(1, 1)).encode())
+        f.seek(MAX_RANK_TABLE_BYTES)
+        f.write(b" ")
+    return str(p)
+
+
+def _deep(tmp_path):
+    """200,000 nested arrays ("[" inside a string does not count) inside a valid table."""
+    doc = table(1, 1)
+    doc["note"] = "[[[[{{{{"
+    text = json.dumps(doc)[:-1] + ', "x": ' + "[" * 200_000 + "]" * 200_000 + "}"
+    return write(tmp_path, text, "deep.json")
+
+
+@pytest.mark.parametrize("make,msg", [
+    (_oversized, "comm_init_cluster_info: the rank table must be at most 16777216 bytes, got "
+                 "rank_table_path="),
+    (_deep, "comm_init_cluster_info: the rank table must nest at most 16 arrays/objects deep, "
+            "got depth=200001 in "),
+], ids=["size", "depth"])
+def test_hostile_rank_tables_are_bounded_before_reading_and_parsing(tmp_path, make, msg):
+    """A huge file used to be read whole (MemoryError), deep nesting to raise RecursionError;
+    both are refused with HCCL_E_PARA, through rt and the acl facade (codes, never a raise)."""
+    import rt.acl as acl
+    rt.init()
+    path = make(tmp_path)
+    with pytest.raises(hccl.HcclError) as ei:
+        hccl.comm_init_cluster_info(path, 0)
+    assert ei.value.code == HcclResult.HCCL_E_PARA and str(ei.value).startswith(msg), ei.value
+    assert acl.hccl.comm_init_cluster_info(path, 0) == (0, 1)
+    assert msg in acl.get_recent_err_msg()
+
+
+def test_brackets_in_strings_do_not_count_as_nesting(tmp_path):
+    rt.init()
+    doc = table(1, 1)
+    doc["server_list"][0]["server_id"] = "[" * 100 + "\\\"{" * 50
+    h = hccl.comm_init_cluster_info(write(tmp_path, doc), 0)
+    assert h.rank_size() == 1
+    h.destroy()
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 1 << 20])
+def test_nesting_depth_counts_what_json_nests(chunk):
+    """The pre-parse scan agrees with the parsed nesting, across chunk boundaries (escaped
+    quotes and backslash runs in strings, brackets inside strings)."""
+    from rt.hccl.ranktable import _nesting_depth
+    docs = [[], {}, [[["a"]]], {"k[": ["\\", {"x": "\\\"[[{"}]}, ["\\\\", [1, {"]": []}]],
+            {"a": "\"" * 5 + "[" * 9}, [[], [[]], [[[]]]]]
+    for doc, depth in zip(docs, [1, 1, 3, 3, 4, 1, 4]):
+        assert _nesting_depth(json.dumps(doc).encode(), chunk) == depth, doc
