@@ -2,10 +2,10 @@
 bytes that stops at the first hazard, instead of several numpy passes and temporaries each."""
 from __future__ import annotations
 
-from numba import njit
+from ..lang.numba_link import cached_njit
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def first_unseen_write(w_pipe, w_time, lo, hi, seen):
     """First byte in [lo, hi) whose last write is later than `seen[its writer's code]` (codes
     are w_pipe & 15: -1, none, is 15), or -1."""
@@ -15,7 +15,7 @@ def first_unseen_write(w_pipe, w_time, lo, hi, seen):
     return -1
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def first_above(row, lo, hi, bar):
     """First byte in [lo, hi) with row[i] > bar, or -1 (by chunks: a max the compiler
     vectorises, then a search only in a chunk that has one)."""
@@ -33,7 +33,7 @@ def first_above(row, lo, hi, bar):
     return -1
 
 
-@njit(cache=True, nogil=True)
+@cached_njit(nogil=True)
 def first_in_flight(w_pipe, w_time, lo, hi, pipe, done, now):
     """First byte in [lo, hi) last written by `pipe` (not by a reach) at a time in (done, now),
     or -1."""
