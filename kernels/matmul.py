@@ -164,6 +164,8 @@ def _copy_a(q, ag, zg, off, mt, kt, ka, m16, c0):
     t = q.alloc_tensor(ag.dtype)
     if kt % c0 != 0:
         asc.data_copy(t[(kt // c0) * m16 * c0:], zg, m16 * c0)
+        # the Nd2Nz copy rewrites part of the zeroed strip: MTE2 copies may land out of order
+        asc.pipe_barrier(asc.PipeID.PIPE_MTE2)
     asc.data_copy(t, ag[off:], asc.Nd2NzParams(1, mt, kt, 0, ka, m16, 1, 0))
     q.enque(t)
     return q.deque(ag.dtype)
@@ -180,6 +182,7 @@ def _copy_b(q, bg, zg, off, kt, nt, nb, k_pad):
         blk = 16 * bg.dtype.sizeof() // 32      # 32-byte blocks per 16-element row
         asc.data_copy(t[kt * 16:], zg, asc.DataCopyParams(strips, (k_pad - kt) * blk, 0,
                                                           kt * blk))
+        asc.pipe_barrier(asc.PipeID.PIPE_MTE2)   # before the strips' copies over the same rows
     nd2nz_strips(t, bg, off, kt, nt, nb, k_pad)
     q.enque(t)
     return q.deque(bg.dtype)

@@ -72,7 +72,7 @@ def peer_sum_kernel(x: asc.GlobalAddress, ws: asc.GlobalAddress, z: asc.GlobalAd
         pipe.init_buffer(qs, 1, TILE * 4)
         _scale_to(wg[v * TILE:], xg[v * TILE:], qi, qo, 2.0, TILE)
         asc.cross_core_set_flag(PEER, 1, asc.PipeID.PIPE_MTE3)
-        asc.cross_core_wait_flag(PEER, 1, asc.PipeID.PIPE_MTE3)
+        asc.cross_core_wait_flag(PEER, 1, asc.PipeID.PIPE_MTE2)   # the pipe that reads
         a = qi.alloc_tensor(x.dtype)
         asc.data_copy(a, wg[v * TILE:], TILE)
         qi.enque(a)
@@ -328,7 +328,7 @@ def phases_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, mode0: int):
         zg.set_value(v, xg.get_value(v) + 1.0)
         if mode0 == 1:
             asc.cross_core_set_flag(4, 0, asc.PipeID.PIPE_MTE3)
-            asc.cross_core_wait_flag(4, 0, asc.PipeID.PIPE_MTE3)
+            asc.cross_core_wait_flag(4, 0, asc.PipeID.PIPE_S)       # the scalar unit reads
         else:
             asc.sync_all()
         zg.set_value(n + v, zg.get_value(v) + zg.get_value((v + 1) % n))
