@@ -163,10 +163,18 @@ def flash_attention_tiling_candidates(d: int, dtype, s1: int, s2: int, soc=None,
 
 def flash_attention_tiling(d: int, dtype, s1: int, s2: int, soc=None) -> FlashAttentionTiling:
     """The default tiling: an S1 block of 128 rows per group (64 per AIV; fewer when S1 is
-    shorter), then the largest S2 block (DEFAULT_S2_BLOCKS, capped at S2 rounded up to 16) and
+    shorter), then the largest S2 block of DEFAULT_S2_BLOCKS (capped at S2 rounded up to 16) and
     with it the largest kv_chunk that fit the SoC (smaller S1 blocks if nothing fits, for a
-    large D). Tall S1 blocks reload K and V less often; long S2 blocks amortise each hand-off's
-    fixed costs (flags, the row reductions' whole_reduce, the O rescale) over more columns."""
+    large D). Tall S1 blocks reload K and V less often and give the cube large mmads.
+
+    Measured with `kernels.tune` (simulated Ascend910B2, rt.npu's model as of this change, B1 N8
+    S2048 D64 fp32, compiled): this rule's (128, 256, 64) 314.6 µs; (128, 512, 64) 324.1
+    (hence S2 blocks of at most 256: each step's fixed costs are FIXPIPE start-up latencies,
+    which a longer block does not amortise while its S chunks still go out one by one);
+    (64, 512, 64) 417.8. Only these three were ranked (the full grid is
+    `flash_attention_tiling_candidates`): `python -m bench.flash_attention --tune` ranks them all
+    for any shape, and ASCEND_EMU_TUNE_CHECK=1 runs tests/kernels/test_tune.py's full check
+    that the default is the tuner's choice."""
     soc = soc or rt.get_soc()
     isz = np.dtype(dtype).itemsize
     cap1, cap2 = min(128, round_up(s1, 32)), min(2032, round_up(s2, 16))
@@ -179,4 +187,4 @@ def flash_attention_tiling(d: int, dtype, s1: int, s2: int, soc=None) -> FlashAt
     raise ValueError(f"flash_attention: no tiling fits the SoC for D={d}, dtype={np.dtype(dtype)}")
 
 
-DEFAULT_S2_BLOCKS = (16, 32, 64, 128, 256, 512)
+DEFAULT_S2_BLOCKS = (16, 32, 64, 128, 256)
