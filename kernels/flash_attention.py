@@ -38,8 +38,8 @@ from .flash_attention_cube import O_READY, P_READY, S_READY, XMODE, load_q, pv_b
 from .flash_attention_tiling import (KV_CHUNKS, FlashAttentionBuffers,  # noqa: F401 (re-exported)
                                      FlashAttentionTiling, flash_attention_buffers,
                                      flash_attention_tiling, flash_attention_tiling_candidates)
-from .flash_attention_vector import (_add_o_part, _finish_rows, _load_scores,
-                                     _mask_above_diagonal, _softmax_step, _store_p)
+from .flash_attention_vector import (add_o_part, finish_rows, load_scores,
+                                     mask_above_diagonal, softmax_step, store_p)
 
 LAYOUTS = ("BNSD", "BSND", "BSH")
 NEG_INF = -math.inf
@@ -205,14 +205,14 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
                     s2_0 = j * s2b
                     asc.cross_core_wait_flag(S_READY + slot, XMODE, asc.PipeID.PIPE_MTE2)
                     if mr > 0:
-                        su = _load_scores(sin, wsg[slot * s1b * s2b + r0 * s2b:], mr * s2b,
+                        su = load_scores(sin, wsg[slot * s1b * s2b + r0 * s2b:], mr * s2b,
                                           scale)
                         n2 = min(s2b, shape.s2 - s2_0)
                         if variant.causal:
-                            _mask_above_diagonal(su, mr, n2, s1_0 + r0, s2_0, s2b)
-                        _softmax_step(su, row_m, row_l, alphas[(j % 2) * rows:], mnew, rowred,
+                            mask_above_diagonal(su, mr, n2, s1_0 + r0, s2_0, s2b)
+                        softmax_step(su, row_m, row_l, alphas[(j % 2) * rows:], mnew, rowred,
                                       fold, bc, mr, n2, s2b)
-                        _store_p(wpg[slot * s1b * s2b + r0 * s2b:], su, low, mr * s2b,
+                        store_p(wpg[slot * s1b * s2b + r0 * s2b:], su, low, mr * s2b,
                                  variant.low_precision)
                         sin.free_tensor(su)
                     asc.cross_core_set_flag(P_READY + slot, XMODE, asc.PipeID.PIPE_MTE3)
@@ -220,13 +220,13 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
                     slot = (i + j - 1) % 2
                     asc.cross_core_wait_flag(O_READY + slot, XMODE, asc.PipeID.PIPE_MTE2)
                     if mr > 0:
-                        _add_o_part(oacc, oin, wsg[2 * s1b * s2b + slot * s1b * d + r0 * d:],
+                        add_o_part(oacc, oin, wsg[2 * s1b * s2b + slot * s1b * d + r0 * d:],
                                     bc, alphas[((j - 1) % 2) * rows:], mr, d)
             i += n_s2
             if mr > 0:
                 st_off = (b * shape.heads + n) * shape.s1 + s1_0 + r0
                 q_off = b * layout.q.batch + n * layout.q.head + (s1_0 + r0) * layout.q.row
-                _finish_rows(out + q_off, smax + st_off, ssum + st_off, oacc, low, bc, row_m,
+                finish_rows(out + q_off, smax + st_off, ssum + st_off, oacc, low, bc, row_m,
                              row_l, mr, d, layout.q.row, variant.low_precision)
 
 

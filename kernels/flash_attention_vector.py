@@ -55,7 +55,7 @@ def _scale_rows(acc, bc, factors, rows, d, divide):
 
 
 @asc.jit
-def _load_scores(sin, s_ws, count, scale):
+def load_scores(sin, s_ws, count, scale):
     """S GM workspace -> UB, times the softmax scale; the dequeued tile."""
     su = sin.alloc_tensor(asc.float32)
     asc.data_copy(su, s_ws, count)
@@ -66,7 +66,7 @@ def _load_scores(sin, s_ws, count, scale):
 
 
 @asc.jit
-def _mask_above_diagonal(su, rows, n2, s1_0, s2_0, s2b):
+def mask_above_diagonal(su, rows, n2, s1_0, s2_0, s2b):
     """Causal mask: -inf above the diagonal, on the blocks that cross it (s1_0: the first row's
     query position)."""
     if s2_0 + n2 > s1_0 + 1:
@@ -77,7 +77,7 @@ def _mask_above_diagonal(su, rows, n2, s1_0, s2_0, s2b):
 
 
 @asc.jit
-def _softmax_step(su, row_m, row_l, row_a, mnew, rowred, fold, bc, rows, n2, s2b):
+def softmax_step(su, row_m, row_l, row_a, mnew, rowred, fold, bc, rows, n2, s2b):
     """Online softmax on the whole tile: P = exp(S - m_new) in place, alpha = exp(m_old -
     m_new), l = l * alpha + rowsum(P), m = m_new."""
     _row_reduce(rowred, fold, su, rows, n2, s2b, True)
@@ -97,7 +97,7 @@ def _softmax_step(su, row_m, row_l, row_a, mnew, rowred, fold, bc, rows, n2, s2b
 
 
 @asc.jit
-def _store_p(p_ws, su, plow, count, low_precision):
+def store_p(p_ws, su, plow, count, low_precision):
     """P (UB, f32; cast to the input dtype for 16-bit inputs) -> the P slot in GM; the copy has
     read UB before the vector unit or the next S copy rewrite it."""
     if low_precision:
@@ -115,7 +115,7 @@ def _store_p(p_ws, su, plow, count, low_precision):
 
 
 @asc.jit
-def _add_o_part(oacc, oin, o_ws, bc, alpha, rows, d):
+def add_o_part(oacc, oin, o_ws, bc, alpha, rows, d):
     """O_part GM -> UB;  O = O * alpha + O_part."""
     ou = oin.alloc_tensor(asc.float32)
     asc.data_copy(ou, o_ws, rows * d)
@@ -127,7 +127,7 @@ def _add_o_part(oacc, oin, o_ws, bc, alpha, rows, d):
 
 
 @asc.jit
-def _finish_rows(out_addr, m_addr, l_addr, oacc, olow, bc, row_m, row_l, rows, d, o_row,
+def finish_rows(out_addr, m_addr, l_addr, oacc, olow, bc, row_m, row_l, rows, d, o_row,
                  low_precision):
     """The deferred division O /= l; O (cast to the input dtype) and softmax_max = m,
     softmax_sum = l -> GM; the copies have read UB before the next block rewrites it."""
