@@ -176,7 +176,7 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
         bc = calc_buf.get_with_offset(rows * 8, bufs.brcb_ub, asc.float32)
         n_low = 0
         if variant.low_precision:
-            n_low = rows * max(s2b, d)
+            n_low = max(bufs.pass_rows * s2b, rows * d)
         low = calc_buf.get_with_offset(n_low, bufs.low_ub, out.dtype)
         g = asc.get_block_idx() // 2
         sub = asc.get_sub_block_idx()
@@ -204,16 +204,17 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
                     slot = (i + j) % 2
                     s2_0 = j * s2b
                     asc.cross_core_wait_flag(S_READY + slot, XMODE, asc.PipeID.PIPE_MTE2)
-                    if mr > 0:
-                        su = load_scores(sin, wsg[slot * s1b * s2b + r0 * s2b:], mr * s2b,
-                                          scale)
-                        n2 = min(s2b, shape.s2 - s2_0)
+                    n2 = min(s2b, shape.s2 - s2_0)
+                    for p0 in range(0, mr, bufs.pass_rows):    # rows in passes that fit UB
+                        pr = min(bufs.pass_rows, mr - p0)
+                        su = load_scores(sin, wsg[slot * s1b * s2b + (r0 + p0) * s2b:], pr * s2b,
+                                         scale)
                         if variant.causal:
-                            mask_above_diagonal(su, mr, n2, s1_0 + r0, s2_0, s2b)
-                        softmax_step(su, row_m, row_l, alphas[(j % 2) * rows:], mnew, rowred,
-                                      fold, bc, mr, n2, s2b)
-                        store_p(wpg[slot * s1b * s2b + r0 * s2b:], su, low, mr * s2b,
-                                 variant.low_precision)
+                            mask_above_diagonal(su, pr, n2, s1_0 + r0 + p0, s2_0, s2b)
+                        softmax_step(su, row_m[p0:], row_l[p0:], alphas[(j % 2) * rows + p0:],
+                                     mnew, rowred, fold, bc, pr, n2, s2b)
+                        store_p(wpg[slot * s1b * s2b + (r0 + p0) * s2b:], su, low, pr * s2b,
+                                variant.low_precision)
                         sin.free_tensor(su)
                     asc.cross_core_set_flag(P_READY + slot, XMODE, asc.PipeID.PIPE_MTE3)
                 if j > 0:                       # the O update of block j - 1

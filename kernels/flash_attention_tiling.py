@@ -34,7 +34,8 @@ class FlashAttentionBuffers(NamedTuple):
     s_l0c_num: int
     o_l0c: int          # CO1 queue: the O part of one S2 block, s1_block x D f32
     rows: int           # S1 rows of one AIV (half the S1 block)
-    s_ub: int           # VECIN queue: the f32 scores of the AIV's rows
+    pass_rows: int      # rows per softmax pass: an AIV works its rows in passes that fit UB
+    s_ub: int           # VECIN queue: the f32 scores of one pass
     o_ub: int           # VECIN queue: the f32 O part of the AIV's rows
     calc: int           # VECCALC: the views below
     acc_ub: int         # offsets in VECCALC: the f32 O accumulator (rows x D),
@@ -45,7 +46,7 @@ class FlashAttentionBuffers(NamedTuple):
     rowred_ub: int      #   a row max or row sum,
     fold_ub: int        #   the rows x 64 fold buffer of the row reductions,
     brcb_ub: int        #   a per-row value broadcast to 8 lanes by brcb,
-    low_ub: int         #   P, then O, in the input dtype (16-bit inputs only: 0 bytes for fp32)
+    low_ub: int         #   P of a pass, then O, in the input dtype (16-bit inputs only)
     ws_block: int       # f32 GM workspace elements per group: 2 S slots, then 2 O-part slots
     wsp_block: int      # GM workspace elements (input dtype) per group: 2 P slots
 
@@ -61,8 +62,18 @@ def _end_to_end(sizes):
 
 def flash_attention_buffers(tiling, d: int, itemsize: int, soc=None) -> FlashAttentionBuffers:
     """The kernel's buffer sizes and view offsets for `tiling`, head dim `d`, input itemsize:
-    double buffers wherever two fit the SoC (L1 chunks, L0A P chunks, L0B, L0C S chunks)."""
+    double buffers wherever two fit the SoC (L1 chunks, L0A P chunks, L0B, L0C S chunks); an
+    AIV's rows in as few softmax passes (of a multiple of 8 rows) as fit its UB."""
     soc = soc or rt.get_soc()
+    rows = tiling.s1_block // 2
+    for pass_rows in range(rows, 8, -8):
+        b = _buffers(tiling, d, itemsize, soc, pass_rows)
+        if b.s_ub + b.o_ub + b.calc <= soc.capacity("UB"):
+            return b
+    return _buffers(tiling, d, itemsize, soc, min(8, rows))
+
+
+def _buffers(tiling, d, itemsize, soc, pass_rows) -> FlashAttentionBuffers:
     s1b, s2b, kc = tiling.s1_block, tiling.s2_block, tiling.kv_chunk
     f32 = 4
     low = itemsize < 4          # a 16-bit copy of P (and of O at the end) for 16-bit inputs
@@ -76,12 +87,12 @@ def flash_attention_buffers(tiling, d: int, itemsize: int, soc=None) -> FlashAtt
     row = rows * f32             # one f32 per row of the AIV
     (acc_ub, m_ub, l_ub, alpha_ub, mnew_ub, rowred_ub, fold_ub, brcb_ub, low_ub), calc = \
         _end_to_end((rows * d * f32, row, row, 2 * row, row, row, 64 * row, 8 * row,
-                     rows * max(s2b, d) * itemsize if low else 0))
+                     max(pass_rows * s2b, rows * d) * itemsize if low else 0))
     return FlashAttentionBuffers(
         q_l1=q_l1, kv_l1=kv_l1, kv_l1_num=2, p_l1=p_l1, p_l1_num=2,
         q_l0a=q_l0a, p_l0a=p_l0a, p_l0a_num=p_l0a_num, l0b=l0b, l0b_num=l0b_num,
         s_l0c=s_l0c, s_l0c_num=s_l0c_num, o_l0c=o_l0c,
-        rows=rows, s_ub=rows * s2b * f32, o_ub=rows * d * f32, calc=calc,
+        rows=rows, pass_rows=pass_rows, s_ub=pass_rows * s2b * f32, o_ub=rows * d * f32, calc=calc,
         acc_ub=acc_ub, m_ub=m_ub, l_ub=l_ub, alpha_ub=alpha_ub, mnew_ub=mnew_ub,
         rowred_ub=rowred_ub, fold_ub=fold_ub, brcb_ub=brcb_ub, low_ub=low_ub,
         ws_block=2 * s1b * s2b + 2 * s1b * d, wsp_block=2 * s1b * s2b)
@@ -163,21 +174,22 @@ def flash_attention_tiling_candidates(d: int, dtype, s1: int, s2: int, soc=None,
 
 def flash_attention_tiling(d: int, dtype, s1: int, s2: int, soc=None) -> FlashAttentionTiling:
     """The default tiling: an S1 block of 128 rows per group (64 per AIV; fewer when S1 is
-    shorter), then the largest S2 block of DEFAULT_S2_BLOCKS (capped at S2 rounded up to 16) and
-    with it the largest kv_chunk that fit the SoC (smaller S1 blocks if nothing fits, for a
-    large D). Tall S1 blocks reload K and V less often and give the cube large mmads.
+    shorter), then the largest S2 block of DEFAULT_S2_BLOCKS up to MAX_DEFAULT_S2_BLOCK for the
+    input's itemsize (capped at S2 rounded up to 16) and with it the largest kv_chunk that fit
+    the SoC (smaller S1 blocks if nothing fits, for a large D). Tall S1 blocks reload K and V less
+    often and give the cube large mmads; a long S2 block hands fewer O parts over per key.
 
-    Measured with `kernels.tune` (simulated Ascend910B2, rt.npu's model as of this change, B1 N8
-    S2048 D64 fp32, compiled): this rule's (128, 256, 64) 314.6 µs; (128, 512, 64) 324.1
-    (hence S2 blocks of at most 256: each step's fixed costs are FIXPIPE start-up latencies,
-    which a longer block does not amortise while its S chunks still go out one by one);
-    (64, 512, 64) 417.8. Only these three were ranked (the full grid is
+    Measured with `kernels.tune` (simulated Ascend910B2, rt.npu's model as of this change,
+    compiled). B1 N8 S2048 D64 fp32: (128, 256, 64) 314.6 µs, (128, 512, 64) 324.1, (64, 512,
+    64) 417.8. B1 N1 S1=3072 S2=8192 D128 fp16 (one wave of 24 groups): (128, 512, 128) 162.8
+    µs, (128, 1024, 128) 168.0, (128, 256, 128) 182.4. Only these were ranked (the full grid is
     `flash_attention_tiling_candidates`): `python -m bench.flash_attention --tune` ranks them all
     for any shape, and ASCEND_EMU_TUNE_CHECK=1 runs tests/kernels/test_tune.py's full check
-    that the default is the tuner's choice."""
+    that the default is the tuner's choice for the main job's shape."""
     soc = soc or rt.get_soc()
     isz = np.dtype(dtype).itemsize
-    cap1, cap2 = min(128, round_up(s1, 32)), min(2032, round_up(s2, 16))
+    cap1 = min(128, round_up(s1, 32))
+    cap2 = min(MAX_DEFAULT_S2_BLOCK[min(isz, 4)], round_up(s2, 16))
     for s1b in sorted({min(b, cap1) for b in (128, 96, 64, 32)}, reverse=True):
         for s2b in sorted({min(b, cap2) for b in DEFAULT_S2_BLOCKS}, reverse=True):
             for kc in sorted({min(c, s2b) for c in (128, 64, 32, 16)}, reverse=True):
@@ -187,4 +199,5 @@ def flash_attention_tiling(d: int, dtype, s1: int, s2: int, soc=None) -> FlashAt
     raise ValueError(f"flash_attention: no tiling fits the SoC for D={d}, dtype={np.dtype(dtype)}")
 
 
-DEFAULT_S2_BLOCKS = (16, 32, 64, 128, 256)
+DEFAULT_S2_BLOCKS = (16, 32, 64, 128, 256, 512)
+MAX_DEFAULT_S2_BLOCK = {2: 512, 4: 256}     # by input itemsize (measured, see above)

@@ -58,6 +58,27 @@ def test_s1_and_s2_differ(interpret, s1, s2):
         np.testing.assert_allclose(sm, rsm, rtol=1e-4)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_rows_in_passes(interpret, dtype):
+    """An S2 block of 1024 f32 scores x 64 rows does not fit an AIV's UB: each AIV works its rows
+    in passes of 32 rows (16 for fp16, whose 16-bit P copy shares UB; S1 = 100: 50 rows per AIV,
+    full passes and a ragged one; S2 = 1100: a full S2 block and a ragged one), causal and not."""
+    tiling = FlashAttentionTiling(128, 1024, 64)
+    b = flash_attention_buffers(tiling, 64, np.dtype(dtype).itemsize)
+    assert (b.rows, b.pass_rows) == (64, 32 if dtype == np.float32 else 16)
+    rng = np.random.default_rng(5)
+    q = rng.standard_normal((1, 1, 100, 64)).astype(np.float32).astype(dtype)
+    k, v = (rng.standard_normal((1, 1, 1100, 64)).astype(np.float32).astype(dtype)
+            for _ in range(2))
+    for causal in (False, True):
+        o, mx, sm = flash_attention_with_stats(q, k, v, causal=causal, tiling=tiling,
+                                               interpret=interpret)
+        ro, rmx, rsm = flash_attention_reference(q, k, v, causal=causal)
+        assert_close(o, ro, dtype, scale=5)
+        np.testing.assert_allclose(mx, rmx, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(sm, rsm, rtol=1e-4)
+
+
 @pytest.mark.parametrize("layout", ["BSND", "BSH"])
 def test_layouts(interpret, layout):
     b, n, s, d = 2, 2, 40, 64
@@ -132,7 +153,7 @@ def test_buffer_layout():
     rows = s1b // 2
     for isz in (4, 2):
         b = flash_attention_buffers(TILING, d, isz)
-        assert b.rows == rows
+        assert b.rows == b.pass_rows == rows
         assert (b.m_ub, b.l_ub, b.alpha_ub, b.mnew_ub, b.fold_ub, b.brcb_ub, b.low_ub) == \
             tuple(rows * (d + r) * 4 for r in (0, 1, 2, 4, 6, 70, 78))
         low = rows * s2b * isz if isz < 4 else 0
