@@ -188,9 +188,9 @@ def flash_attention_tiling(d: int, dtype, s1: int, s2: int, soc=None) -> FlashAt
     that the default is the tuner's choice for the main job's shape."""
     soc = soc or rt.get_soc()
     isz = np.dtype(dtype).itemsize
-    cap1 = min(128, round_up(s1, 32))
+    cap1 = min(128, round_up(s1, 32))     # S1 rounded up to 16 rows per AIV
     cap2 = min(MAX_DEFAULT_S2_BLOCK[min(isz, 4)], round_up(s2, 16))
-    for s1b in sorted({min(b, cap1) for b in (128, 96, 64, 32)}, reverse=True):
+    for s1b in sorted({min(b, cap1) for b in (128, 96, 64, 32, 16)}, reverse=True):
         for s2b in sorted({min(b, cap2) for b in DEFAULT_S2_BLOCKS}, reverse=True):
             for kc in sorted({min(c, s2b) for c in (128, 64, 32, 16)}, reverse=True):
                 t = FlashAttentionTiling(s1b, s2b, kc)

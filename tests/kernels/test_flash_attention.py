@@ -121,6 +121,8 @@ def test_default_tiling_fits_the_soc():
         t = flash_attention_tiling(d, dt, 2048, 2048)
         t.validate(d, np.dtype(dt).itemsize, soc)
         assert t.s1_block % 16 == 0 and t.s1_block >= 64 and t.s2_block >= 64
+    # a large D: Q alone fills L0A at 32 rows of fp32, so the S1 block drops to 16 (8 per AIV)
+    assert flash_attention_tiling(512, np.float32, 2048, 2048).s1_block == 16
 
 
 def test_bad_inputs():
