@@ -2,16 +2,17 @@
 
     python -m bench.fa_steps [--repeats 200] [--detail]
 
-The kernel's inner step (one S1 block against one S2 block) at the main job's former default
-tiling (fp32, D=64, s1_block=64, s2_block=256, kv_chunk=128; the tuner's choice is now
-s1_block=80, see kernels/flash_attention.flash_attention_tiling), replayed as the same
-primitive calls with the same parameters on one emulated core, in four phases; each phase is
-timed in thread CPU time (so other load on the machine does not count), median of 5 runs of
-`--repeats` steps. Then the floor: np.dot on the same two products (what any CPU implementation
-must pay) and its share of the step. `--detail` times the vector phase's primitive groups one by
-one (the same calls on the same buffers; the ws workspace is rewritten, which the step does not
-read back). The step sequence mirrors
-kernels/flash_attention.py; keep them in step when the kernel changes.
+The kernel's inner step (one S1 block against one S2 block, fp32, D=64, S2 block 256) replayed
+as the same primitive calls with the same parameters on one emulated core, in four phases; each
+phase is timed in thread CPU time (so other load on the machine does not count), median of 5
+runs of `--repeats` steps. Since kernels/flash_attention.py became a MIX kernel, the vector
+phases are one AIV's share of the default tiling (64 rows of the 128-row S1 block, S2 block 256)
+and the cube phases the AIC's products on those 64 rows with K/V chunks of 128 (the kernel's AIC
+runs them on all 128 rows in chunks of 64: the same GEMM work per row). Then the floor: np.dot on
+the same two products (what any CPU implementation must pay) and its share of the step.
+`--detail` times the vector phase's primitive groups one by one (the same calls on the same
+buffers; the ws workspace is rewritten, which the step does not read back). Keep the step in
+step with kernels/flash_attention_cube.py and _vector.py when the kernel changes.
 """
 from __future__ import annotations
 

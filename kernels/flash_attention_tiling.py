@@ -1,7 +1,7 @@
 """FlashAttention's tiling (kernels/flash_attention.py): the `FlashAttentionTiling` dataclass,
-the buffer layout it implies on the SoC (`flash_attention_buffers`), the candidates that fit
-(`flash_attention_tiling_candidates`, ranked by kernels/tune.py) and the default rule
-(`flash_attention_tiling`, the tuner's choice for the main job's shape)."""
+the buffer layout it implies on the AIC and on each AIV of an AI Core group
+(`flash_attention_buffers`), the candidates that fit (`flash_attention_tiling_candidates`, ranked
+by kernels/tune.py) and the default rule (`flash_attention_tiling`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -15,33 +15,40 @@ from ._host import round_up
 
 
 class FlashAttentionBuffers(NamedTuple):
-    """Bytes of every on-chip buffer of `flash_attention_kernel` and byte offsets of the views
-    carved out of the shared ones, worked out on the host from the tiling (see
-    `flash_attention_buffers`). The kernel gets it as one ConstExpr and unpacks it in this field
-    order; `FlashAttentionTiling.validate` checks the same numbers against the SoC."""
-    q_l1: int           # A1 queue: the Q tile (NZ)
-    kv_l1: int          # B1 queue: a K block or a V chunk (NZ)
-    p_l1: int           # A1 queue: a P chunk (NZ)
-    s_ub: int           # VECIN queue: the f32 score tile S
-    o_ub: int           # VECIN queue: the f32 O part of one S2 block
-    l0a: int            # A2: Q (ZZ), then a P chunk
-    l0b: int            # B2: K^T or a V chunk
-    l0c: int            # CO1: S, then the O part
+    """Bytes (and buffer counts) of every on-chip buffer of `flash_attention_kernel` and byte
+    offsets of the views carved out of the shared ones, worked out on the host from the tiling
+    (see `flash_attention_buffers`). The kernel gets it as one ConstExpr;
+    `FlashAttentionTiling.validate` checks the same numbers against the SoC.
+    AIC (cube core): L1, L0A, L0B, L0C. Each AIV (vector core): UB for its share of the rows."""
+    q_l1: int           # A1 queue: the Q tile (NZ), s1_block x D
+    kv_l1: int          # B1 queue, kv_l1_num buffers: a K or V chunk (NZ), kv_chunk x D
+    kv_l1_num: int
+    p_l1: int           # A1 queue, p_l1_num buffers: a P chunk (NZ), s1_block x kv_chunk
+    p_l1_num: int
+    q_l0a: int          # A2: Q (ZZ), kept for the whole S1 block
+    p_l0a: int          # A2 queue, p_l0a_num buffers: a P chunk (ZZ)
+    p_l0a_num: int
+    l0b: int            # B2 queue, l0b_num buffers: a K^T or V chunk
+    l0b_num: int
+    s_l0c: int          # CO1 queue, s_l0c_num buffers: an S chunk, s1_block x kv_chunk f32
+    s_l0c_num: int
+    o_l0c: int          # CO1 queue: the O part of one S2 block, s1_block x D f32
+    rows: int           # S1 rows of one AIV (half the S1 block)
+    pass_rows: int      # rows per softmax pass: an AIV works its rows in passes that fit UB
+    s_ub: int           # VECIN queue: the f32 scores of one pass
+    o_ub: int           # VECIN queue: the f32 O part of the AIV's rows
     calc: int           # VECCALC: the views below
-    p_l0a: int          # offset of the P chunk in L0A
-    o_l0c: int          # offset of the O part in L0C
-    acc_ub: int         # offsets in VECCALC: the f32 O accumulator (S1 block x D),
+    acc_ub: int         # offsets in VECCALC: the f32 O accumulator (rows x D),
     m_ub: int           #   the running row max m,
     l_ub: int           #   the running row sum l,
-    alpha_ub: int       #   alpha = exp(m_old - m_new),
+    alpha_ub: int       #   alpha = exp(m_old - m_new) of two S2 blocks (the pipeline's depth),
     mnew_ub: int        #   m_new,
     rowred_ub: int      #   a row max or row sum,
     fold_ub: int        #   the rows x 64 fold buffer of the row reductions,
     brcb_ub: int        #   a per-row value broadcast to 8 lanes by brcb,
-    p16_ub: int         #   P in the input dtype (16-bit inputs only: 0 bytes for fp32),
-    o16_ub: int         #   O in the input dtype (16-bit inputs only)
-    ws_block: int       # f32 GM workspace elements per block: the S tile, then the O part
-    wsp_block: int      # GM workspace elements (input dtype) per block: P
+    low_ub: int         #   P of a pass, then O, in the input dtype (16-bit inputs only)
+    ws_block: int       # f32 GM workspace elements per group: 2 S slots, then 2 O-part slots
+    wsp_block: int      # GM workspace elements (input dtype) per group: 2 P slots
 
 
 def _end_to_end(sizes):
@@ -53,30 +60,50 @@ def _end_to_end(sizes):
     return offsets, pos
 
 
-def flash_attention_buffers(tiling, d: int, itemsize: int) -> FlashAttentionBuffers:
-    """The kernel's buffer sizes and view offsets for `tiling`, head dim `d`, input itemsize."""
+def flash_attention_buffers(tiling, d: int, itemsize: int, soc=None) -> FlashAttentionBuffers:
+    """The kernel's buffer sizes and view offsets for `tiling`, head dim `d`, input itemsize:
+    double buffers wherever two fit the SoC (L1 chunks, L0A P chunks, L0B, L0C S chunks); an
+    AIV's rows in as few softmax passes (of a multiple of 8 rows) as fit its UB."""
+    soc = soc or rt.get_soc()
+    rows = tiling.s1_block // 2
+    for pass_rows in range(rows, 8, -8):
+        b = _buffers(tiling, d, itemsize, soc, pass_rows)
+        if b.s_ub + b.o_ub + b.calc <= soc.capacity("UB"):
+            return b
+    return _buffers(tiling, d, itemsize, soc, min(8, rows))
+
+
+def _buffers(tiling, d, itemsize, soc, pass_rows) -> FlashAttentionBuffers:
     s1b, s2b, kc = tiling.s1_block, tiling.s2_block, tiling.kv_chunk
     f32 = 4
-    low = itemsize < 4          # 16-bit copies of P and O exist only for 16-bit inputs
-    row = s1b * f32             # one f32 per S1 row
-    (acc_ub, m_ub, l_ub, alpha_ub, mnew_ub, rowred_ub, fold_ub, brcb_ub, p16_ub, o16_ub), calc = \
-        _end_to_end((s1b * d * f32, row, row, row, row, row, 64 * row, 8 * row,
-                     s1b * s2b * itemsize if low else 0, s1b * d * itemsize if low else 0))
+    low = itemsize < 4          # a 16-bit copy of P (and of O at the end) for 16-bit inputs
+    rows = s1b // 2
+    q_l1, kv_l1, p_l1 = s1b * d * itemsize, kc * d * itemsize, s1b * kc * itemsize
+    q_l0a, p_l0a, l0b = s1b * d * itemsize, s1b * kc * itemsize, kc * d * itemsize
+    s_l0c, o_l0c = s1b * kc * f32, s1b * d * f32
+    p_l0a_num = 2 if q_l0a + 2 * p_l0a <= soc.capacity("L0A") else 1
+    l0b_num = 2 if 2 * l0b <= soc.capacity("L0B") else 1
+    s_l0c_num = 2 if 2 * s_l0c + o_l0c <= soc.capacity("L0C") else 1
+    row = rows * f32             # one f32 per row of the AIV
+    (acc_ub, m_ub, l_ub, alpha_ub, mnew_ub, rowred_ub, fold_ub, brcb_ub, low_ub), calc = \
+        _end_to_end((rows * d * f32, row, row, 2 * row, row, row, 64 * row, 8 * row,
+                     max(pass_rows * s2b, rows * d) * itemsize if low else 0))
     return FlashAttentionBuffers(
-        q_l1=s1b * d * itemsize, kv_l1=max(s2b * d, kc * d) * itemsize, p_l1=s1b * kc * itemsize,
-        s_ub=s1b * s2b * f32, o_ub=s1b * d * f32,
-        l0a=(s1b * d + s1b * kc) * itemsize, l0b=max(d * s2b, kc * d) * itemsize,
-        l0c=(s1b * s2b + s1b * d) * f32, calc=calc,
-        p_l0a=s1b * d * itemsize, o_l0c=s1b * s2b * f32,
+        q_l1=q_l1, kv_l1=kv_l1, kv_l1_num=2, p_l1=p_l1, p_l1_num=2,
+        q_l0a=q_l0a, p_l0a=p_l0a, p_l0a_num=p_l0a_num, l0b=l0b, l0b_num=l0b_num,
+        s_l0c=s_l0c, s_l0c_num=s_l0c_num, o_l0c=o_l0c,
+        rows=rows, pass_rows=pass_rows, s_ub=pass_rows * s2b * f32, o_ub=rows * d * f32, calc=calc,
         acc_ub=acc_ub, m_ub=m_ub, l_ub=l_ub, alpha_ub=alpha_ub, mnew_ub=mnew_ub,
-        rowred_ub=rowred_ub, fold_ub=fold_ub, brcb_ub=brcb_ub, p16_ub=p16_ub, o16_ub=o16_ub,
-        ws_block=s1b * s2b + s1b * d, wsp_block=s1b * s2b)
+        rowred_ub=rowred_ub, fold_ub=fold_ub, brcb_ub=brcb_ub, low_ub=low_ub,
+        ws_block=2 * s1b * s2b + 2 * s1b * d, wsp_block=2 * s1b * s2b)
 
 
 @dataclass(frozen=True)
 class FlashAttentionTiling:
-    """Block sizes: S1 rows per block (s1_block), S2 columns per inner step (s2_block), and the
-    K-chunk of the P·V product (kv_chunk) that fits L0A. All multiples of 16."""
+    """Block sizes of the MIX kernel: S1 rows per AI Core group and step (s1_block: the AIC's
+    mmad m; each of its two AIVs takes half the rows), S2 columns per pipeline step (s2_block:
+    one S tile handed from the AIC to the AIVs), and the S2 chunk of every mmad (kv_chunk: the
+    N of S = Q K^T and the K of O_part = P V, what L0B / L0C hold). All multiples of 16."""
     s1_block: int
     s2_block: int
     kv_chunk: int
@@ -88,21 +115,20 @@ class FlashAttentionTiling:
             if v <= 0 or v % 16:
                 raise ValueError(f"FlashAttentionTiling: {name} must be a positive multiple of 16, "
                                  f"got {name}={v}")
-        if self.s1_block > 240 or self.s2_block > 2032:
-            raise ValueError(f"FlashAttentionTiling: s1_block must be <= 240 and s2_block <= 2032 "
-                             f"(vector repeat limits: rows are repeats), got s1_block="
+        if self.s1_block > 256 or self.s2_block > 2032:
+            raise ValueError(f"FlashAttentionTiling: s1_block must be <= 256 and s2_block <= 2032 "
+                             f"(vector repeat limits: an AIV's rows are repeats), got s1_block="
                              f"{self.s1_block} s2_block={self.s2_block}")
         if self.kv_chunk > self.s2_block:
             raise ValueError(f"FlashAttentionTiling: kv_chunk must be <= s2_block, got "
                              f"kv_chunk={self.kv_chunk} s2_block={self.s2_block}")
-        b = flash_attention_buffers(self, d, itemsize)
+        b = flash_attention_buffers(self, d, itemsize, soc)
         need = {
-            "L0A": b.l0a,
-            "L0B": b.l0b,
-            "L0C": b.l0c,
-            "UB": b.s_ub + b.o_ub + b.calc,
-            # the queues, plus room for a V chunk next to a K block (the check always kept it)
-            "L1": b.q_l1 + b.kv_l1 + b.p_l1 + self.kv_chunk * d * itemsize,
+            "L0A": b.q_l0a + b.p_l0a_num * b.p_l0a,
+            "L0B": b.l0b_num * b.l0b,
+            "L0C": b.s_l0c_num * b.s_l0c + b.o_l0c,
+            "L1": b.q_l1 + b.kv_l1_num * b.kv_l1 + b.p_l1_num * b.p_l1,
+            "UB": b.s_ub + b.o_ub + b.calc,         # each AIV
         }
         for level, nbytes in need.items():
             if nbytes > soc.capacity(level):
@@ -115,73 +141,63 @@ class FlashAttentionTiling:
 S2_BLOCKS = (64, 128, 256, 512, 1024)     # the tuner's grid (flash_attention_tiling_candidates)
 KV_CHUNKS = (32, 64, 128)
 S1_BLOCKS = (32, 64, 128)
-MIN_S1_BLOCK = 64          # the default's floor (flash_attention_tiling)
 
 
-def _largest_s1_block(s2b: int, kc: int, d: int, isz: int, cap: int, soc) -> int | None:
-    """The largest S1 block (a multiple of 16, <= cap) that fits with (s2b, kc), or None."""
-    for s1b in range(cap, 0, -16):
-        try:
-            FlashAttentionTiling(s1b, s2b, kc).validate(d, isz, soc)
-            return s1b
-        except ValueError:
-            continue
-    return None
+def _fits(t, d, isz, soc) -> bool:
+    try:
+        t.validate(d, isz, soc)
+        return True
+    except ValueError:
+        return False
 
 
 def flash_attention_tiling_candidates(d: int, dtype, s1: int, s2: int, soc=None, *,
                                       fitting: bool = True) -> list:
-    """The tilings `kernels.tune` ranks: S2 block in S2_BLOCKS, kv_chunk in KV_CHUNKS (<= the
-    S2 block), S1 block in S1_BLOCKS plus the largest multiple of 16 that fits the SoC with that
-    S2 block and kv_chunk; blocks capped at S1 / S2 rounded up to 16. With `fitting` (default)
-    only those that fit `soc` (`FlashAttentionTiling.validate`), else the whole grid (the tuner
-    reports the others as skipped, with the reason)."""
+    """The tilings `kernels.tune` ranks: S1 block in S1_BLOCKS (plus 256), S2 block in S2_BLOCKS,
+    kv_chunk in KV_CHUNKS (<= the S2 block); blocks capped at S1 (rounded up to 32) and S2
+    (rounded up to 16). With `fitting` (default) only those that fit `soc`
+    (`FlashAttentionTiling.validate`), else the whole grid (the tuner reports the others as
+    skipped, with the reason)."""
     soc = soc or rt.get_soc()
     isz = np.dtype(dtype).itemsize
-    cap1, cap2 = min(240, round_up(s1, 16)), min(2032, round_up(s2, 16))
+    cap1, cap2 = min(256, round_up(s1, 32)), min(2032, round_up(s2, 16))
     out = []
-    for s2b in dict.fromkeys(min(b, cap2) for b in S2_BLOCKS):
-        for kc in dict.fromkeys(min(c, s2b) for c in KV_CHUNKS):
-            s1bs = [min(b, cap1) for b in S1_BLOCKS]
-            big = _largest_s1_block(s2b, kc, d, isz, cap1, soc)
-            if big is not None:
-                s1bs.append(big)
-            for s1b in sorted(set(s1bs)):
+    for s1b in dict.fromkeys(min(b, cap1) for b in S1_BLOCKS + (256,)):
+        for s2b in dict.fromkeys(min(b, cap2) for b in S2_BLOCKS):
+            for kc in dict.fromkeys(min(c, s2b) for c in KV_CHUNKS):
                 t = FlashAttentionTiling(s1b, s2b, kc)
-                if fitting:
-                    try:
-                        t.validate(d, isz, soc)
-                    except ValueError:
-                        continue
+                if fitting and not _fits(t, d, isz, soc):
+                    continue
                 out.append(t)
     return list(dict.fromkeys(out))
 
 
 def flash_attention_tiling(d: int, dtype, s1: int, s2: int, soc=None) -> FlashAttentionTiling:
-    """The default tiling: the largest S2 block (S2_BLOCKS, capped at S2 rounded up to 16) that
-    fits the SoC with an S1 block of at least MIN_S1_BLOCK rows (or all of S1; failing that, for
-    a large D, of any height); with it the largest kv_chunk (KV_CHUNKS) that still leaves such an
-    S1 block; then the largest S1 block (a multiple of 16, <= 240, capped at S1 rounded up to 16)
-    that fits. Long S2 blocks amortise the per-block fixpipe / softmax / copy overheads, a long
-    kv_chunk issues fewer, larger P.V mmads and copies, tall S1 blocks reload K and V less often.
+    """The default tiling: an S1 block of 128 rows per group (64 per AIV; fewer when S1 is
+    shorter), then the largest S2 block of DEFAULT_S2_BLOCKS up to MAX_DEFAULT_S2_BLOCK for the
+    input's itemsize (capped at S2 rounded up to 16) and with it the largest kv_chunk that fit
+    the SoC (smaller S1 blocks if nothing fits, for a large D). Tall S1 blocks reload K and V less
+    often and give the cube large mmads; a long S2 block hands fewer O parts over per key.
 
-    Measured with `kernels.tune` (simulated Ascend910B2, rt.npu's model as of this change, B1 N8
-    S2048 D64 fp32, the 26 `flash_attention_tiling_candidates`): this rule's (80, 256, 128)
-    ranks first at 227.5 µs; (64, 256, 64) 232.0, (64, 256, 128) 233.9, (96, 256, 32) 237.2,
-    (96, 256, 64) 238.5; every S2 block of 128 is >= 1.14x the best, every S1 block of 32
-    >= 1.39x (hence MIN_S1_BLOCK). The ranking moves with the pipe model: `python -m
-    bench.flash_attention --tune` prints it for any shape, and ASCEND_EMU_TUNE_CHECK=1 runs
-    tests/kernels/test_tune.py's full check that the default is still the tuner's choice."""
+    Measured with `kernels.tune` (simulated Ascend910B2, rt.npu's model as of this change,
+    compiled). B1 N8 S2048 D64 fp32: (128, 256, 64) 314.6 µs, (128, 512, 64) 324.1, (64, 512,
+    64) 417.8. B1 N1 S1=3072 S2=8192 D128 fp16 (one wave of 24 groups): (128, 512, 128) 162.8
+    µs, (128, 1024, 128) 168.0, (128, 256, 128) 182.4. Only these were ranked (the full grid is
+    `flash_attention_tiling_candidates`): `python -m bench.flash_attention --tune` ranks them all
+    for any shape, and ASCEND_EMU_TUNE_CHECK=1 runs tests/kernels/test_tune.py's full check
+    that the default is the tuner's choice for the main job's shape."""
     soc = soc or rt.get_soc()
     isz = np.dtype(dtype).itemsize
-    cap1, cap2 = min(240, round_up(s1, 16)), min(2032, round_up(s2, 16))
-    s2_blocks = sorted({min(b, cap2) for b in (16, 32) + S2_BLOCKS}, reverse=True)
-    for floor1 in (min(MIN_S1_BLOCK, cap1), 16):   # then: whatever fits (a large D)
-        for s2b in s2_blocks:
-            kcs = sorted({min(c, s2b) for c in (16,) + KV_CHUNKS}, reverse=True)
-            fits = [(kc, s1b) for kc in kcs
-                    if ((s1b := _largest_s1_block(s2b, kc, d, isz, cap1, soc)) or 0) >= floor1]
-            if fits:
-                kc, s1b = fits[0]           # the largest kv_chunk, then the tallest S1 block
-                return FlashAttentionTiling(s1b, s2b, kc)
+    cap1 = min(128, round_up(s1, 32))     # S1 rounded up to 16 rows per AIV
+    cap2 = min(MAX_DEFAULT_S2_BLOCK[min(isz, 4)], round_up(s2, 16))
+    for s1b in sorted({min(b, cap1) for b in (128, 96, 64, 32, 16)}, reverse=True):
+        for s2b in sorted({min(b, cap2) for b in DEFAULT_S2_BLOCKS}, reverse=True):
+            for kc in sorted({min(c, s2b) for c in (128, 64, 32, 16)}, reverse=True):
+                t = FlashAttentionTiling(s1b, s2b, kc)
+                if _fits(t, d, isz, soc):
+                    return t
     raise ValueError(f"flash_attention: no tiling fits the SoC for D={d}, dtype={np.dtype(dtype)}")
+
+
+DEFAULT_S2_BLOCKS = (16, 32, 64, 128, 256, 512)
+MAX_DEFAULT_S2_BLOCK = {2: 512, 4: 256}     # by input itemsize (measured, see above)

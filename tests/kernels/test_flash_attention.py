@@ -2,8 +2,9 @@
 
 One fixed tiling keeps the number of compiled specialisations small (tiles are ConstExprs). Its
 S2 block of 144 columns is two full 64-lane chunks plus a partial one, so the row folds run every
-path (S=45/64 fold one chunk, S=100 a full and a partial one), and S1 blocks of 32 rows against
-S2 blocks of 144 give causal blocks with fully masked rows (S=300)."""
+path (S=45/64 fold one chunk, S=100 a full and a partial one), S1 blocks of 32 rows (16 per
+AIV) against S2 blocks of 144 give causal blocks with fully masked rows (S=300), and kv_chunk 32
+cuts every S2 block into four full mmads and a partial one (S = 45, 100: only partial ones)."""
 import ast
 import inspect
 import textwrap
@@ -39,6 +40,43 @@ def test_fp32_bnsd(interpret, causal, s):
     assert_close(o, ro, np.float32, scale=5)
     np.testing.assert_allclose(mx, rmx, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(sm, rsm, rtol=1e-4)
+
+
+@pytest.mark.parametrize("s1,s2", [(1, 200), (70, 33), (33, 300)])
+def test_s1_and_s2_differ(interpret, s1, s2):
+    """S1 = 1 leaves one AIV of the group without rows (it still takes part in every hand-off);
+    causal masks are top-left aligned (row i sees keys 0..i)."""
+    rng = np.random.default_rng(s1 + s2)
+    q = rng.standard_normal((1, 1, s1, 64)).astype(np.float32)
+    k, v = (rng.standard_normal((1, 1, s2, 64)).astype(np.float32) for _ in range(2))
+    for causal in (False, True):
+        o, mx, sm = flash_attention_with_stats(q, k, v, causal=causal, tiling=TILING,
+                                               interpret=interpret)
+        ro, rmx, rsm = flash_attention_reference(q, k, v, causal=causal)
+        assert_close(o, ro, np.float32, scale=5)
+        np.testing.assert_allclose(mx, rmx, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(sm, rsm, rtol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_rows_in_passes(interpret, dtype):
+    """An S2 block of 1024 f32 scores x 64 rows does not fit an AIV's UB: each AIV works its rows
+    in passes of 32 rows (16 for fp16, whose 16-bit P copy shares UB; S1 = 100: 50 rows per AIV,
+    full passes and a ragged one; S2 = 1100: a full S2 block and a ragged one), causal and not."""
+    tiling = FlashAttentionTiling(128, 1024, 64)
+    b = flash_attention_buffers(tiling, 64, np.dtype(dtype).itemsize)
+    assert (b.rows, b.pass_rows) == (64, 32 if dtype == np.float32 else 16)
+    rng = np.random.default_rng(5)
+    q = rng.standard_normal((1, 1, 100, 64)).astype(np.float32).astype(dtype)
+    k, v = (rng.standard_normal((1, 1, 1100, 64)).astype(np.float32).astype(dtype)
+            for _ in range(2))
+    for causal in (False, True):
+        o, mx, sm = flash_attention_with_stats(q, k, v, causal=causal, tiling=tiling,
+                                               interpret=interpret)
+        ro, rmx, rsm = flash_attention_reference(q, k, v, causal=causal)
+        assert_close(o, ro, dtype, scale=5)
+        np.testing.assert_allclose(mx, rmx, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(sm, rsm, rtol=1e-4)
 
 
 @pytest.mark.parametrize("layout", ["BSND", "BSH"])
@@ -83,6 +121,8 @@ def test_default_tiling_fits_the_soc():
         t = flash_attention_tiling(d, dt, 2048, 2048)
         t.validate(d, np.dtype(dt).itemsize, soc)
         assert t.s1_block % 16 == 0 and t.s1_block >= 64 and t.s2_block >= 64
+    # a large D: Q alone fills L0A at 32 rows of fp32, so the S1 block drops to 16 (8 per AIV)
+    assert flash_attention_tiling(512, np.float32, 2048, 2048).s1_block == 16
 
 
 def test_bad_inputs():
@@ -92,8 +132,8 @@ def test_bad_inputs():
     with pytest.raises(ValueError,
                        match=r"L0A must hold the tiles, asked 98304 bytes .* got capacity 65536"):
         flash_attention(q, k, v, tiling=FlashAttentionTiling(128, 1024, 128))
-    with pytest.raises(ValueError, match="s1_block must be <= 240 .* got s1_block=256"):
-        flash_attention(q, k, v, tiling=FlashAttentionTiling(256, 64, 32))
+    with pytest.raises(ValueError, match="s1_block must be <= 256 .* got s1_block=272"):
+        flash_attention(q, k, v, tiling=FlashAttentionTiling(272, 64, 32))
     with pytest.raises(ValueError, match="layout must be one of"):
         flash_attention(q, k, v, layout="SBH")
     with pytest.raises(ValueError, match="N_kv dividing N"):
@@ -103,19 +143,22 @@ def test_bad_inputs():
 
 
 def test_buffer_layout():
-    """The kernel reads every field of FlashAttentionBuffers by name (and no other), and the
-    layout is the one the kernel used to hard-code: O, then 77 f32 per S1 row (m, l, alpha,
-    m_new, row max/sum, a 64-lane fold, 8 brcb lanes), then the 16-bit P and O of 16-bit
-    inputs."""
+    """The kernel reads every field of FlashAttentionBuffers by name (and no other), and each
+    AIV's UB layout is O (rows x D), then 78 f32 per row (m, l, two alphas, m_new, row max/sum,
+    a 64-lane fold, 8 brcb lanes), then the 16-bit P (or O) of 16-bit inputs; rows is half the
+    S1 block. The GM workspace holds two S, two O-part and two P slots per group."""
     tree = ast.parse(textwrap.dedent(inspect.getsource(flash_attention_kernel.__wrapped__)))
     read = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)
             and isinstance(n.value, ast.Name) and n.value.id == "bufs"}
     assert read == set(FlashAttentionBuffers._fields)
     s1b, s2b, d = TILING.s1_block, TILING.s2_block, 64
+    rows = s1b // 2
     for isz in (4, 2):
         b = flash_attention_buffers(TILING, d, isz)
-        assert (b.m_ub, b.l_ub, b.fold_ub, b.brcb_ub, b.p16_ub) == \
-            tuple(s1b * (d + r) * 4 for r in (0, 1, 5, 69, 77))
-        low = (s1b * s2b + s1b * d) * isz if isz < 4 else 0
-        assert b.o16_ub == b.p16_ub + (s1b * s2b * isz if isz < 4 else 0)
-        assert b.calc == s1b * (d + 77) * 4 + low
+        assert b.rows == b.pass_rows == rows
+        assert (b.m_ub, b.l_ub, b.alpha_ub, b.mnew_ub, b.fold_ub, b.brcb_ub, b.low_ub) == \
+            tuple(rows * (d + r) * 4 for r in (0, 1, 2, 4, 6, 70, 78))
+        low = rows * s2b * isz if isz < 4 else 0
+        assert b.calc == rows * (d + 78) * 4 + low
+        assert (b.ws_block, b.wsp_block) == (2 * s1b * (s2b + d), 2 * s1b * s2b)
+        assert b.s_ub == rows * s2b * 4 and b.o_ub == rows * d * 4

@@ -1,0 +1,147 @@
+"""FlashAttention forward, the AIC's side (kernels/flash_attention.py has the design): per S1 block
+Q GM -> L1 (NZ) -> L0A (ZZ) once; per S2 block `qk_block` (S = Q K^T, chunk by chunk through
+L0B / L0C, fixpipe into an S slot of the group's GM workspace) and `pv_block` (O_part = P V: P
+chunks from the GM workspace -> L1 -> L0A, V chunks -> L1 -> L0B, accumulated in L0C, fixpipe
+into an O slot). The AIC has no Unified Buffer: everything here is L1 / L0."""
+from __future__ import annotations
+
+import ascendc as asc
+
+# cross-core flag ids (mode 2, AIC <-> its AIVs); slot k of a double-buffered workspace uses id + k
+S_READY = 0         # AIC -> AIVs: S tile in S slot k
+P_READY = 2         # AIVs -> AIC: P tile in P slot k
+O_READY = 4         # AIC -> AIVs: O part in O slot k
+XMODE = 2
+
+
+@asc.jit
+def _load_rows_nz(que, g, rows, cols, row_stride, strip_rows, dtype):
+    """GM (rows x cols, row stride) -> L1 NZ with `strip_rows` rows per C0 strip; dequeued."""
+    t = que.alloc_tensor(dtype)
+    asc.data_copy(t, g, asc.Nd2NzParams(nd_num=1, n_value=rows, d_value=cols,
+                                        src_d_value=row_stride, dst_nz_c0_stride=strip_rows,
+                                        dst_nz_n_stride=1))
+    que.enque(t)
+    return que.deque(dtype)
+
+
+@asc.jit
+def _nz_to_zz(a2, a1, rows16, kpad, c0):
+    """L1 NZ (strips of rows16*16 rows) -> L0A ZZ, one 16-row block per load."""
+    for r in range(rows16):
+        asc.load_data(a2[r * 16 * kpad:], a1[r * 16 * c0:],
+                      asc.LoadData2DParams(repeat_times=kpad // c0, src_stride=rows16))
+
+
+@asc.jit
+def load_q(qa1, qa2, q_addr, m, m16, q_row, d, c0):
+    """Q: m rows of d (q_row apart) GM -> L1 NZ -> L0A ZZ; the previous block's mmads have read
+    L0A before it is overwritten, and the load lands before the next mmad."""
+    qg = asc.GlobalTensor()
+    qg.set_global_buffer(q_addr, (m - 1) * q_row + d)
+    q1 = _load_rows_nz(qa1, qg, m, d, q_row, m16, q_addr.dtype)
+    asc.set_flag(asc.HardEvent.M_MTE1, 0)
+    asc.wait_flag(asc.HardEvent.M_MTE1, 0)
+    _nz_to_zz(qa2, q1, m16 // 16, d, c0)
+    qa1.free_tensor(q1)
+    asc.set_flag(asc.HardEvent.MTE1_M, 0)
+    asc.wait_flag(asc.HardEvent.MTE1_M, 0)
+
+
+@asc.jit
+def qk_block(s_ws, qa2, kv1, b2, sc, k_addr, m, m16, n2, kv_row, d, s2b, kc, c0):
+    """S = Q K^T for one S2 block of n2 keys, kc keys per mmad: K chunk GM -> L1 NZ (== ZN of
+    K^T) -> L0B, mmad into an L0C buffer, fixpipe to the S slot (rows s2b apart)."""
+    for c in range(0, n2, kc):
+        kk = min(kc, n2 - c)
+        k16 = (kk + 15) // 16 * 16
+        kg = asc.GlobalTensor()
+        kg.set_global_buffer(k_addr + c * kv_row, (kk - 1) * kv_row + d)
+        k1 = _load_rows_nz(kv1, kg, kk, d, kv_row, k16, k_addr.dtype)
+        kb = b2.alloc_tensor(k_addr.dtype)
+        asc.load_data(kb, k1, asc.LoadData2DParams(repeat_times=(d // c0) * (k16 // 16),
+                                                   src_stride=1))
+        b2.enque(kb)
+        kv1.free_tensor(k1)
+        kb = b2.deque(k_addr.dtype)
+        st = sc.alloc_tensor(asc.float32)
+        asc.mmad(st, qa2, kb, asc.MmadParams(m=m, n=kk, k=d, cmatrix_init_val=True))
+        b2.free_tensor(kb)
+        sc.enque(st)
+        st = sc.deque(asc.float32)
+        asc.fixpipe(s_ws[c:], st, asc.FixpipeParamsV220(n_size=kk, m_size=m, src_stride=m16,
+                                                        dst_stride=s2b))
+        sc.free_tensor(st)
+
+
+@asc.jit
+def _load_v_chunk_16(kv1, b2, v_addr, kk, kv_row, d):
+    """kk rows of 16-bit V -> L1 NZ -> L0B as transposed 16 x 16 fractals; dequeued."""
+    vg = asc.GlobalTensor()
+    vg.set_global_buffer(v_addr, (kk - 1) * kv_row + d)
+    v1 = kv1.alloc_tensor(v_addr.dtype)
+    k16 = (kk + 15) // 16 * 16
+    asc.data_copy(v1, vg, asc.Nd2NzParams(nd_num=1, n_value=kk, d_value=d, src_d_value=kv_row,
+                                          dst_nz_c0_stride=k16, dst_nz_n_stride=1))
+    kv1.enque(v1)
+    v1 = kv1.deque(v_addr.dtype)
+    vb = b2.alloc_tensor(v_addr.dtype)
+    for kb in range(k16 // 16):
+        asc.load_data(vb[kb * 16 * d:], v1[kb * 256:],
+                      asc.LoadData2DParams(repeat_times=d // 16, src_stride=k16 // 16,
+                                           if_transpose=True))
+    b2.enque(vb)
+    kv1.free_tensor(v1)
+    return b2.deque(v_addr.dtype)
+
+
+@asc.jit
+def _load_v_chunk_32(kv1, b2, v_addr, kk, kv_row, d):
+    """kk rows of fp32 V -> L1 (16-column matrices, 8-row fractals) -> L0B transposed."""
+    vg = asc.GlobalTensor()
+    vg.set_global_buffer(v_addr, (kk - 1) * kv_row + d)
+    v1 = kv1.alloc_tensor(v_addr.dtype)
+    k8 = (kk + 7) // 8 * 8
+    asc.data_copy(v1, vg, asc.Nd2NzParams(nd_num=d // 16, n_value=kk, d_value=16,
+                                          src_nd_matrix_stride=16, src_d_value=kv_row,
+                                          dst_nz_c0_stride=1, dst_nz_n_stride=2,
+                                          dst_nz_matrix_stride=k8 * 16))
+    kv1.enque(v1)
+    v1 = kv1.deque(v_addr.dtype)
+    vb = b2.alloc_tensor(v_addr.dtype)
+    for kb in range(k8 // 8):
+        asc.load_data(vb[kb * 8 * d:], v1[kb * 128:],
+                      asc.LoadData2DParams(repeat_times=d // 16, src_stride=k8 // 8,
+                                           if_transpose=True))
+    b2.enque(vb)
+    kv1.free_tensor(v1)
+    return b2.deque(v_addr.dtype)
+
+
+@asc.jit
+def pv_block(o_ws, p_ws, p1, pa2, kv1, b2, oc, v_addr, m, m16, n2, kv_row, d, s2b, kc, c0,
+             low_precision):
+    """O_part = P V for one S2 block, kc keys per mmad accumulated in L0C; fixpipe to the O slot
+    (rows d apart)."""
+    ot = oc.alloc_tensor(asc.float32)
+    for c in range(0, n2, kc):
+        kk = min(kc, n2 - c)
+        kpad = (kk + c0 - 1) // c0 * c0
+        pt1 = _load_rows_nz(p1, p_ws[c:], m, kk, s2b, m16, p_ws.dtype)
+        pt2 = pa2.alloc_tensor(p_ws.dtype)
+        _nz_to_zz(pt2, pt1, m16 // 16, kpad, c0)
+        pa2.enque(pt2)
+        p1.free_tensor(pt1)
+        pt2 = pa2.deque(p_ws.dtype)
+        if low_precision:
+            vb = _load_v_chunk_16(kv1, b2, v_addr + c * kv_row, kk, kv_row, d)
+        else:
+            vb = _load_v_chunk_32(kv1, b2, v_addr + c * kv_row, kk, kv_row, d)
+        asc.mmad(ot, pt2, vb, asc.MmadParams(m=m, n=d, k=kk, cmatrix_init_val=c == 0))
+        pa2.free_tensor(pt2)
+        b2.free_tensor(vb)
+    oc.enque(ot)
+    ot = oc.deque(asc.float32)
+    asc.fixpipe(o_ws, ot, asc.FixpipeParamsV220(n_size=d, m_size=m, src_stride=m16,
+                                                dst_stride=d))
+    oc.free_tensor(ot)
