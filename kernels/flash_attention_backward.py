@@ -1,0 +1,730 @@
+"""FlashAttention backward (aclnnFlashAttentionScoreGrad) as a MIX kernel (MIX_AIC_1_2): in each
+AI Core group the AIC runs the matmuls and its two AIVs the softmax gradient, each AIV on half
+of the rows of the score tile, handing tiles over through a GM workspace ordered by cross-core
+flags (mode 2). From the forward's saved stats, per (S1 block i, S2 block j) tile:
+
+  AIC  S = Q_i K_j^T, dP = dO_i V_j^T  -> L0C -> fixpipe -> workspace slot;  set SCORES
+  AIV  wait SCORES;  P = exp(scale S - lse) (lse = row max + ln(row sum), masked: 0),
+       dS = scale * P * (dP - D) (D = rowsum(dO * O));  P, dS -> workspace;  set GRADS
+  AIC  wait GRADS;  then the products of the pass:
+       dQ pass  (one group per (b, n, S1 block)):     dQ_i += dS K_j
+       dKV pass (one group per (b, n_kv, S2 block)):  dV_j += P^T dO_i,  dK_j += dS^T Q_i
+            (over every query head of the KV head's group: GQA sums in L0C)
+
+Every accumulator stays in L0C and is written once by its owner: no atomics, a fixed order,
+deterministic results. The recompute of S and dP in the second pass is the price (7 matmuls
+where an atomic dQ would take 5). The AIC runs one tile ahead of its AIVs (two workspace slots),
+so the cube computes S, dP of tile t+1 while the vector units work on tile t. The dQ pass also
+writes D and lse per row (GM), which the dKV pass reads. Fully masked (causal) tiles are
+skipped; an S2 block no query row sees gets dK = dV = 0 from its AIVs.
+
+P^T and dS^T reach L0A by the transposing load_data of 16-column strips of P / dS, and dO, Q
+(dKV) or K (dQ) reach L0B the same way from row strips: "16-column strips" in L1 means element
+(r, c) at (c // 16) * kpad * 16 + r * 16 + c % 16 (kpad = rows rounded up to C0), the NZ layout
+for 16-bit types and the 8 x 16-fractal layout ascendc/lang/prims/cube.py describes for f32.
+"""
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+import ascendc as asc
+import rt
+
+from ._host import ceil_div, is_device
+from .flash_attention import LAYOUTS, _strides, flash_attention_with_stats
+from .flash_attention_backward_tiling import (  # noqa: F401 (re-exported)
+    FlashAttentionBackwardBuffers, FlashAttentionBackwardTiling,
+    flash_attention_backward_buffers, flash_attention_backward_tiling,
+    flash_attention_backward_tiling_candidates)
+
+NEG_INF = -math.inf
+SCORES, GRADS = 1, 2        # cross-core flag ids (mode 2): AIC -> AIVs, AIVs -> AIC
+API = "flash_attention_backward"
+
+
+class BackwardShape(NamedTuple):
+    heads: int          # N
+    kv_heads: int       # N_kv (divides N)
+    s1: int
+    s2: int
+    items: int          # the work the groups stride over (per pass)
+
+
+class RowStrides(NamedTuple):
+    row: int
+    head: int
+    batch: int
+
+
+class BackwardLayout(NamedTuple):
+    q: RowStrides       # q, out, dout, dq
+    kv: RowStrides      # k, v, dk, dv
+
+
+class BackwardVariant(NamedTuple):
+    head_dim: int
+    causal: bool
+    low_precision: bool     # 16-bit inputs: P and dS go to the cube in the input dtype
+    c0: int
+    dq_pass: bool           # True: the dQ pass (also writes D and lse); False: dK / dV
+
+
+# ---- AIC helpers ------------------------------------------------------------------------------
+
+@asc.jit
+def _load_nz(que, g, rows, cols, row_stride, strip_rows, dtype):
+    """GM (rows x cols) -> L1 NZ (C0-wide strips of strip_rows rows); dequeued."""
+    t = que.alloc_tensor(dtype)
+    asc.data_copy(t, g, asc.Nd2NzParams(nd_num=1, n_value=rows, d_value=cols,
+                                        src_d_value=row_stride, dst_nz_c0_stride=strip_rows,
+                                        dst_nz_n_stride=1))
+    que.enque(t)
+    return que.deque(dtype)
+
+
+@asc.jit
+def _load_strips16(que, g, rows, cols16, row_stride, kpad, c0, dtype):
+    """GM (rows x cols16) -> L1 as 16-column strips, each row-major kpad x 16; dequeued."""
+    t = que.alloc_tensor(dtype)
+    if c0 == 16:
+        asc.data_copy(t, g, asc.Nd2NzParams(nd_num=1, n_value=rows, d_value=cols16,
+                                            src_d_value=row_stride, dst_nz_c0_stride=kpad,
+                                            dst_nz_n_stride=1))
+    else:
+        asc.data_copy(t, g, asc.Nd2NzParams(nd_num=cols16 // 16, n_value=rows, d_value=16,
+                                            src_nd_matrix_stride=16, src_d_value=row_stride,
+                                            dst_nz_c0_stride=1, dst_nz_n_stride=2,
+                                            dst_nz_matrix_stride=kpad * 16))
+    que.enque(t)
+    return que.deque(dtype)
+
+
+@asc.jit
+def _nz_to_zz(a2, a1, rows16, kpad, c0):
+    """L1 NZ -> L0A ZZ, one 16-row block per load."""
+    for r in range(rows16):
+        asc.load_data(a2[r * 16 * kpad:], a1[r * 16 * c0:],
+                      asc.LoadData2DParams(repeat_times=kpad // c0, src_stride=rows16))
+
+
+@asc.jit
+def _transposed_to_a(a2, x1, cols16, kpad, c0):
+    """16-column strips of X (kpad x cols16) -> L0A ZZ of X^T (cols16 x kpad)."""
+    for cb in range(cols16 // 16):
+        asc.load_data(a2[cb * 16 * kpad:], x1[cb * 16 * kpad:],
+                      asc.LoadData2DParams(repeat_times=kpad // c0, src_stride=1,
+                                           if_transpose=True))
+
+
+@asc.jit
+def _strips_to_b(b2, x1, cols16, kpad, c0):
+    """16-column strips of X (kpad x cols16) -> L0B ZN of X as the B operand (k = rows)."""
+    for kb in range(kpad // c0):
+        asc.load_data(b2[kb * c0 * cols16:], x1[kb * 16 * c0:],
+                      asc.LoadData2DParams(repeat_times=cols16 // 16, src_stride=kpad // c0,
+                                           if_transpose=True))
+
+
+@asc.jit
+def _sync(event):
+    asc.set_flag(event, 0)
+    asc.wait_flag(event, 0)
+
+
+@asc.jit
+def _score_product(ws, c, a2, bl0, x1, y1, m, m16, n2, n16, d, s2b, c0):
+    """ws (m x n16, rows s2b apart) = X Y^T for X in L1 NZ (m rows), Y in L1 NZ (n2 rows)."""
+    _sync(asc.HardEvent.M_MTE1)                 # the last mmad has read L0A / L0B
+    _nz_to_zz(a2, x1, m16 // 16, d, c0)
+    asc.load_data(bl0, y1, asc.LoadData2DParams(repeat_times=(d // c0) * (n16 // 16),
+                                                src_stride=1))
+    _sync(asc.HardEvent.MTE1_M)
+    asc.mmad(c, a2, bl0, asc.MmadParams(m=m, n=n2, k=d, cmatrix_init_val=True))
+    _sync(asc.HardEvent.M_FIX)
+    asc.fixpipe(ws, c, asc.FixpipeParamsV220(n_size=n16, m_size=m, src_stride=m16,
+                                             dst_stride=s2b))
+    _sync(asc.HardEvent.FIX_M)                  # L0C is free for the next product
+
+
+@asc.jit
+def _scores(s_ws, dp_ws, sc, dpc, a2, bl0, q1, o1, k1, v1, m, n2, d, s2b, c0):
+    """S = Q K^T and dP = dO V^T into the f32 workspace (rows s2b apart); then SCORES."""
+    m16 = (m + 15) // 16 * 16
+    n16 = (n2 + 15) // 16 * 16
+    _score_product(s_ws, sc, a2, bl0, q1, k1, m, m16, n2, n16, d, s2b, c0)
+    _score_product(dp_ws, dpc, a2, bl0, o1, v1, m, m16, n2, n16, d, s2b, c0)
+    asc.cross_core_set_flag(SCORES, 2, asc.PipeID.PIPE_FIX)
+
+
+@asc.jit
+def _transposed_product(acc, ap, bl0, pa1, xb1, x_ws, y_g, m, n2, d, s2b, y_row, c0, first):
+    """acc (n2 x d) (+)= X^T Y: X (m x n2) from the workspace, Y (m x d) rows y_row apart."""
+    n16 = (n2 + 15) // 16 * 16
+    kpad = (m + c0 - 1) // c0 * c0
+    x1 = _load_strips16(pa1, x_ws, m, n16, s2b, kpad, c0, x_ws.dtype)
+    y1 = _load_strips16(xb1, y_g, m, d, y_row, kpad, c0, x_ws.dtype)
+    _sync(asc.HardEvent.M_MTE1)
+    _transposed_to_a(ap, x1, n16, kpad, c0)
+    _strips_to_b(bl0, y1, d, kpad, c0)
+    pa1.free_tensor(x1)
+    xb1.free_tensor(y1)
+    _sync(asc.HardEvent.MTE1_M)
+    asc.mmad(acc, ap, bl0, asc.MmadParams(m=n2, n=d, k=m, cmatrix_init_val=first))
+
+
+@asc.jit
+def _ds_k_product(acc, ap, bl0, pa1, xb1, ds_ws, k_g, m, n2, d, s2b, kv_row, c0, first):
+    """acc (m x d) (+)= dS K: dS (m x n2) from the workspace, K (n2 x d) rows kv_row apart."""
+    m16 = (m + 15) // 16 * 16
+    kpad = (n2 + c0 - 1) // c0 * c0
+    x1 = _load_nz(pa1, ds_ws, m, n2, s2b, m16, ds_ws.dtype)
+    y1 = _load_strips16(xb1, k_g, n2, d, kv_row, kpad, c0, ds_ws.dtype)
+    _sync(asc.HardEvent.M_MTE1)
+    _nz_to_zz(ap, x1, m16 // 16, kpad, c0)
+    _strips_to_b(bl0, y1, d, kpad, c0)
+    pa1.free_tensor(x1)
+    xb1.free_tensor(y1)
+    _sync(asc.HardEvent.MTE1_M)
+    asc.mmad(acc, ap, bl0, asc.MmadParams(m=m, n=d, k=n2, cmatrix_init_val=first))
+
+
+@asc.jit
+def _store_acc(dst, acc, rows, d, row_stride):
+    """An L0C accumulator (rows x d) -> GM rows row_stride apart, in dst's dtype."""
+    _sync(asc.HardEvent.M_FIX)
+    asc.fixpipe(dst, acc, asc.FixpipeParamsV220(n_size=d, m_size=rows,
+                                                src_stride=(rows + 15) // 16 * 16,
+                                                dst_stride=row_stride))
+    _sync(asc.HardEvent.FIX_M)
+
+
+# ---- AIV helpers ------------------------------------------------------------------------------
+
+@asc.jit
+def _row_sum(dst, red, src, rows, cols, row_stride):
+    """dst[r] = sum of src[r, :cols]: fold 64-lane chunks into red (rows x 64), then one
+    whole-reduce repeat per row."""
+    w0 = min(64, cols)
+    rs = row_stride // 8
+    asc.muls(red, src, 1.0, w0, rows, asc.UnaryRepeatParams(src_rep_stride=rs))
+    for c in range(64, cols, 64):
+        asc.add(red, red, src[c:], min(64, cols - c), rows,
+                asc.BinaryRepeatParams(src1_rep_stride=rs))
+    asc.whole_reduce_sum(dst, red, w0, rows, 1, 1, 8)
+
+
+@asc.jit
+def _sub_rows(tile, bc, vec, rows, cols, row_stride):
+    """tile[r, :cols] -= vec[r], the value broadcast to 32 B blocks by brcb."""
+    asc.brcb(bc, vec, (rows + 7) // 8, asc.BrcbRepeatParams(dst_blk_stride=1, dst_rep_stride=8))
+    for c in range(0, cols, 64):
+        asc.sub(tile[c:], tile[c:], bc, min(64, cols - c), rows,
+                asc.BinaryRepeatParams(src1_blk_stride=0, dst_rep_stride=row_stride // 8,
+                                       src0_rep_stride=row_stride // 8, src1_rep_stride=1))
+
+
+@asc.jit
+def _mask_scores(su, rows, row0, s2_0, n2, n16, s2b, causal):
+    """-inf where a key is masked (causal: above the diagonal) or past S2 in the last strip."""
+    for r in range(rows):
+        valid = n2
+        if causal:
+            valid = max(0, min(n2, row0 + r - s2_0 + 1))
+        if valid < n16:
+            asc.duplicate(su[r * s2b + valid:], NEG_INF, n16 - valid)
+
+
+@asc.jit
+def _load_vec(dst, g, rows):
+    asc.data_copy_pad(dst, g, asc.DataCopyExtParams(block_count=1, block_len=rows * 4))
+
+
+@asc.jit
+def _store_vec(g, src, rows):
+    asc.data_copy_pad(g, src, asc.DataCopyExtParams(block_count=1, block_len=rows * 4))
+
+
+@asc.jit
+def _load_rows(dst, g, rows, d, row_stride):
+    """rows x d of g (row_stride apart) -> UB rows d apart."""
+    isz = g.dtype.sizeof()
+    asc.data_copy_pad(dst, g, asc.DataCopyExtParams(block_count=rows, block_len=d * isz,
+                                                    src_stride=(row_stride - d) * isz))
+
+
+@asc.jit
+def _gradient_tile(su, dpu, bc, lse, dsum, s_ws, dp_ws, rows, row0, s2_0, n2, s2b, scale,
+                   causal):
+    """S, dP rows (f32, s2b apart) -> P in su, dS = scale * P * (dP - D) in dpu."""
+    n16 = (n2 + 15) // 16 * 16
+    count = rows * s2b
+    asc.data_copy(su, s_ws, count)
+    asc.data_copy(dpu, dp_ws, count)
+    _sync(asc.HardEvent.MTE2_V)
+    asc.muls(su, su, scale, count)
+    _sub_rows(su, bc, lse, rows, n16, s2b)
+    _mask_scores(su, rows, row0, s2_0, n2, n16, s2b, causal)
+    asc.exp(su, su, count)
+    _sub_rows(dpu, bc, dsum, rows, n16, s2b)
+    asc.mul(dpu, dpu, su, count)
+    asc.muls(dpu, dpu, scale, count)
+
+
+@asc.jit
+def _store_row(g, src, d):
+    asc.data_copy_pad(g, src, asc.DataCopyExtParams(block_count=1,
+                                                    block_len=d * g.dtype.sizeof()))
+
+
+@asc.jit(kernel_type="MIX_AIC_1_2")
+def flash_attention_backward_kernel(
+        q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.GlobalAddress,
+        out: asc.GlobalAddress, dout: asc.GlobalAddress, smax: asc.GlobalAddress,
+        ssum: asc.GlobalAddress, dsum: asc.GlobalAddress, lse: asc.GlobalAddress,
+        dq: asc.GlobalAddress, dk: asc.GlobalAddress, dv: asc.GlobalAddress,
+        ws: asc.GlobalAddress, wsp: asc.GlobalAddress, shape: BackwardShape,
+        layout: BackwardLayout, scale: float, variant: asc.ConstExpr[BackwardVariant],
+        tiling: asc.ConstExpr[FlashAttentionBackwardTiling],
+        bufs: asc.ConstExpr[FlashAttentionBackwardBuffers]):
+    """One pass of the backward (variant.dq_pass): see the module docstring."""
+    d = variant.head_dim
+    s1b = tiling.s1_block
+    s2b = tiling.s2_block
+    g = asc.get_block_idx()
+    if asc.ascend_is_aiv():
+        g = asc.get_block_idx() // 2
+    groups = asc.get_block_num()
+    group = shape.heads // shape.kv_heads
+    n_s1 = (shape.s1 + s1b - 1) // s1b
+    n_s2 = (shape.s2 + s2b - 1) // s2b
+    pipe = asc.TPipe()
+    if asc.ascend_is_aic():
+        qa1 = asc.TQue(asc.TPosition.A1, 1)
+        oa1 = asc.TQue(asc.TPosition.A1, 1)
+        kb1 = asc.TQue(asc.TPosition.B1, 1)
+        vb1 = asc.TQue(asc.TPosition.B1, 1)
+        xb1 = asc.TQue(asc.TPosition.B1, 1)
+        pa1 = asc.TQue(asc.TPosition.A1, 1)
+        l0a = asc.TBuf(asc.TPosition.A2)
+        l0b = asc.TBuf(asc.TPosition.B2)
+        l0c = asc.TBuf(asc.TPosition.CO1)
+        pipe.init_buffer(qa1, 1, bufs.q_l1)
+        pipe.init_buffer(oa1, 1, bufs.do_l1)
+        pipe.init_buffer(kb1, 1, bufs.k_l1)
+        pipe.init_buffer(vb1, 1, bufs.v_l1)
+        pipe.init_buffer(xb1, 1, bufs.x_l1)
+        pipe.init_buffer(pa1, 1, bufs.p_l1)
+        pipe.init_buffer(l0a, bufs.l0a)
+        pipe.init_buffer(l0b, bufs.l0b)
+        pipe.init_buffer(l0c, bufs.l0c)
+        ax = l0a.get_with_offset(s1b * d, 0, q.dtype)
+        ap = l0a.get_with_offset(s1b * s2b, bufs.p_l0a, q.dtype)
+        bl0 = l0b.get(q.dtype)
+        sc = l0c.get_with_offset(s1b * s2b, 0, asc.float32)
+        dpc = l0c.get_with_offset(s1b * s2b, bufs.dp_l0c, asc.float32)
+        acc = l0c.get_with_offset(max(s1b, s2b) * d, bufs.acc_l0c, asc.float32)
+        acc2 = l0c.get_with_offset(s2b * d, bufs.acc2_l0c, asc.float32)
+        wsg = asc.GlobalTensor()
+        wsg.set_global_buffer(ws + g * 2 * bufs.ws_slot, 2 * bufs.ws_slot)
+        wpg = asc.GlobalTensor()
+        wpg.set_global_buffer(wsp + g * 2 * bufs.wsp_slot, 2 * bufs.wsp_slot)
+        half = s1b * s2b
+        c = 0                               # tiles handed over so far: slot c % 2
+        for item in range(g, shape.items, groups):
+            if variant.dq_pass:
+                b = item // (shape.heads * n_s1)
+                n = (item // n_s1) % shape.heads
+                s1_0 = (item % n_s1) * s1b
+                m = min(s1b, shape.s1 - s1_0)
+                q_off = b * layout.q.batch + n * layout.q.head + s1_0 * layout.q.row
+                kv_base = b * layout.kv.batch + (n // group) * layout.kv.head
+                steps = n_s2
+                if variant.causal:
+                    steps = min(n_s2, (s1_0 + m - 1) // s2b + 1)
+                qg = asc.GlobalTensor()
+                qg.set_global_buffer(q + q_off, (m - 1) * layout.q.row + d)
+                og = asc.GlobalTensor()
+                og.set_global_buffer(dout + q_off, (m - 1) * layout.q.row + d)
+                m16 = (m + 15) // 16 * 16
+                q1 = _load_nz(qa1, qg, m, d, layout.q.row, m16, q.dtype)
+                o1 = _load_nz(oa1, og, m, d, layout.q.row, m16, q.dtype)
+                for t in range(steps + 1):
+                    if t < steps:           # issue tile t: S, dP
+                        s2_0 = t * s2b
+                        n2 = min(s2b, shape.s2 - s2_0)
+                        n16 = (n2 + 15) // 16 * 16
+                        kg = asc.GlobalTensor()
+                        kg.set_global_buffer(k + (kv_base + s2_0 * layout.kv.row),
+                                             (n2 - 1) * layout.kv.row + d)
+                        vg = asc.GlobalTensor()
+                        vg.set_global_buffer(v + (kv_base + s2_0 * layout.kv.row),
+                                             (n2 - 1) * layout.kv.row + d)
+                        k1 = _load_nz(kb1, kg, n2, d, layout.kv.row, n16, q.dtype)
+                        v1 = _load_nz(vb1, vg, n2, d, layout.kv.row, n16, q.dtype)
+                        sl = ((c + t) % 2) * bufs.ws_slot
+                        _scores(wsg[sl:], wsg[sl + half:], sc, dpc, ax, bl0, q1, o1, k1, v1, m, n2,
+                                d, s2b, variant.c0)
+                        kb1.free_tensor(k1)
+                        vb1.free_tensor(v1)
+                    if t > 0:               # consume tile t - 1: dQ += dS K
+                        s2_0 = (t - 1) * s2b
+                        n2 = min(s2b, shape.s2 - s2_0)
+                        kg = asc.GlobalTensor()
+                        kg.set_global_buffer(k + (kv_base + s2_0 * layout.kv.row),
+                                             (n2 - 1) * layout.kv.row + d)
+                        asc.cross_core_wait_flag(GRADS, 2, asc.PipeID.PIPE_MTE2)
+                        slot = ((c + t - 1) % 2) * bufs.wsp_slot
+                        _ds_k_product(acc, ap, bl0, pa1, xb1, wpg[slot + half:], kg, m, n2, d,
+                                      s2b, layout.kv.row, variant.c0, t == 1)
+                c += steps
+                qa1.free_tensor(q1)
+                oa1.free_tensor(o1)
+                dqg = asc.GlobalTensor()
+                dqg.set_global_buffer(dq + q_off, (m - 1) * layout.q.row + d)
+                _store_acc(dqg, acc, m, d, layout.q.row)
+            else:
+                b = item // (shape.kv_heads * n_s2)
+                nk = (item // n_s2) % shape.kv_heads
+                s2_0 = (item % n_s2) * s2b
+                n2 = min(s2b, shape.s2 - s2_0)
+                n16 = (n2 + 15) // 16 * 16
+                kv_off = b * layout.kv.batch + nk * layout.kv.head + s2_0 * layout.kv.row
+                i0 = 0
+                if variant.causal:
+                    i0 = s2_0 // s1b
+                per_head = 0
+                if s2_0 < shape.s1 or not variant.causal:
+                    per_head = n_s1 - i0
+                steps = group * per_head
+                if steps > 0:
+                    kg = asc.GlobalTensor()
+                    kg.set_global_buffer(k + kv_off, (n2 - 1) * layout.kv.row + d)
+                    vg = asc.GlobalTensor()
+                    vg.set_global_buffer(v + kv_off, (n2 - 1) * layout.kv.row + d)
+                    k1 = _load_nz(kb1, kg, n2, d, layout.kv.row, n16, q.dtype)
+                    v1 = _load_nz(vb1, vg, n2, d, layout.kv.row, n16, q.dtype)
+                    for t in range(steps + 1):
+                        if t < steps:       # issue tile t: S, dP
+                            n = nk * group + t // per_head
+                            s1_0 = (i0 + t % per_head) * s1b
+                            m = min(s1b, shape.s1 - s1_0)
+                            m16 = (m + 15) // 16 * 16
+                            q_off = b * layout.q.batch + n * layout.q.head + s1_0 * layout.q.row
+                            qg = asc.GlobalTensor()
+                            qg.set_global_buffer(q + q_off, (m - 1) * layout.q.row + d)
+                            og = asc.GlobalTensor()
+                            og.set_global_buffer(dout + q_off, (m - 1) * layout.q.row + d)
+                            q1 = _load_nz(qa1, qg, m, d, layout.q.row, m16, q.dtype)
+                            o1 = _load_nz(oa1, og, m, d, layout.q.row, m16, q.dtype)
+                            sl = ((c + t) % 2) * bufs.ws_slot
+                            _scores(wsg[sl:], wsg[sl + half:], sc, dpc, ax, bl0, q1, o1, k1, v1, m,
+                                    n2, d, s2b, variant.c0)
+                            qa1.free_tensor(q1)
+                            oa1.free_tensor(o1)
+                        if t > 0:           # consume tile t - 1: dV += P^T dO, dK += dS^T Q
+                            n = nk * group + (t - 1) // per_head
+                            s1_0 = (i0 + (t - 1) % per_head) * s1b
+                            m = min(s1b, shape.s1 - s1_0)
+                            q_off = b * layout.q.batch + n * layout.q.head + s1_0 * layout.q.row
+                            qg = asc.GlobalTensor()
+                            qg.set_global_buffer(q + q_off, (m - 1) * layout.q.row + d)
+                            og = asc.GlobalTensor()
+                            og.set_global_buffer(dout + q_off, (m - 1) * layout.q.row + d)
+                            asc.cross_core_wait_flag(GRADS, 2, asc.PipeID.PIPE_MTE2)
+                            slot = ((c + t - 1) % 2) * bufs.wsp_slot
+                            _transposed_product(acc, ap, bl0, pa1, xb1, wpg[slot:], og, m, n2,
+                                                d, s2b, layout.q.row, variant.c0, t == 1)
+                            _transposed_product(acc2, ap, bl0, pa1, xb1, wpg[slot + half:], qg,
+                                                m, n2, d, s2b, layout.q.row, variant.c0, t == 1)
+                    c += steps
+                    kb1.free_tensor(k1)
+                    vb1.free_tensor(v1)
+                    dvg = asc.GlobalTensor()
+                    dvg.set_global_buffer(dv + kv_off, (n2 - 1) * layout.kv.row + d)
+                    _store_acc(dvg, acc, n2, d, layout.kv.row)
+                    dkg = asc.GlobalTensor()
+                    dkg.set_global_buffer(dk + kv_off, (n2 - 1) * layout.kv.row + d)
+                    _store_acc(dkg, acc2, n2, d, layout.kv.row)
+    else:
+        sub = asc.get_sub_block_idx()
+        h = bufs.rows
+        calc = asc.TBuf(asc.TPosition.VECCALC)
+        pipe.init_buffer(calc, bufs.calc)
+        su = calc.get_with_offset(h * max(s2b, d), bufs.s_ub, asc.float32)
+        dpu = calc.get_with_offset(h * max(s2b, d), bufs.dp_ub, asc.float32)
+        low_n = 0
+        if variant.low_precision:
+            low_n = h * max(s2b, d)
+        p16 = calc.get_with_offset(low_n, bufs.p16_ub, q.dtype)
+        ds16 = calc.get_with_offset(low_n, bufs.ds16_ub, q.dtype)
+        fold = calc.get_with_offset(h * 64, bufs.fold_ub, asc.float32)
+        bc = calc.get_with_offset(h * 8, bufs.brcb_ub, asc.float32)
+        lse_u = calc.get_with_offset(h, bufs.lse_ub, asc.float32)
+        dsum_u = calc.get_with_offset(h, bufs.dsum_ub, asc.float32)
+        red_u = calc.get_with_offset(h, bufs.red_ub, asc.float32)
+        wsg = asc.GlobalTensor()
+        wsg.set_global_buffer(ws + g * 2 * bufs.ws_slot, 2 * bufs.ws_slot)
+        wpg = asc.GlobalTensor()
+        wpg.set_global_buffer(wsp + g * 2 * bufs.wsp_slot, 2 * bufs.wsp_slot)
+        half = s1b * s2b
+        r0 = sub * h                        # this AIV's first row of the tile
+        c = 0
+        for item in range(g, shape.items, groups):
+            if variant.dq_pass:
+                b = item // (shape.heads * n_s1)
+                n = (item // n_s1) % shape.heads
+                s1_0 = (item % n_s1) * s1b
+                m = min(s1b, shape.s1 - s1_0)
+                mh = min(h, m - r0)
+                steps = n_s2
+                if variant.causal:
+                    steps = min(n_s2, (s1_0 + m - 1) // s2b + 1)
+                if mh > 0:                  # D = rowsum(dO * O) and lse of this AIV's rows
+                    q_off = (b * layout.q.batch + n * layout.q.head
+                             + (s1_0 + r0) * layout.q.row)
+                    st_off = (b * shape.heads + n) * shape.s1 + s1_0 + r0
+                    og = asc.GlobalTensor()
+                    og.set_global_buffer(dout + q_off, (mh - 1) * layout.q.row + d)
+                    yg = asc.GlobalTensor()
+                    yg.set_global_buffer(out + q_off, (mh - 1) * layout.q.row + d)
+                    mg = asc.GlobalTensor()
+                    mg.set_global_buffer(smax + st_off, mh)
+                    lg = asc.GlobalTensor()
+                    lg.set_global_buffer(ssum + st_off, mh)
+                    _sync(asc.HardEvent.V_MTE2)
+                    if variant.low_precision:
+                        _load_rows(p16, og, mh, d, layout.q.row)
+                        _load_rows(ds16, yg, mh, d, layout.q.row)
+                    else:
+                        _load_rows(su, og, mh, d, layout.q.row)
+                        _load_rows(dpu, yg, mh, d, layout.q.row)
+                    _load_vec(lse_u, mg, mh)
+                    _load_vec(red_u, lg, mh)
+                    _sync(asc.HardEvent.MTE2_V)
+                    if variant.low_precision:
+                        asc.cast(su, p16, asc.RoundMode.CAST_NONE, mh * d)
+                        asc.cast(dpu, ds16, asc.RoundMode.CAST_NONE, mh * d)
+                    asc.mul(su, su, dpu, mh * d)
+                    _row_sum(dsum_u, fold, su, mh, d, d)
+                    asc.ln(red_u, red_u, mh)
+                    asc.add(lse_u, lse_u, red_u, mh)
+                    dg = asc.GlobalTensor()
+                    dg.set_global_buffer(dsum + st_off, mh)
+                    eg = asc.GlobalTensor()
+                    eg.set_global_buffer(lse + st_off, mh)
+                    _sync(asc.HardEvent.V_MTE3)
+                    _store_vec(dg, dsum_u, mh)
+                    _store_vec(eg, lse_u, mh)
+                    _sync(asc.HardEvent.MTE3_V)
+                for t in range(steps):
+                    s2_0 = t * s2b
+                    n2 = min(s2b, shape.s2 - s2_0)
+                    asc.cross_core_wait_flag(SCORES, 2, asc.PipeID.PIPE_MTE2)
+                    if mh > 0:
+                        sl = ((c + t) % 2) * bufs.ws_slot + r0 * s2b
+                        pl = ((c + t) % 2) * bufs.wsp_slot + r0 * s2b
+                        _sync(asc.HardEvent.V_MTE2)
+                        _gradient_tile(su, dpu, bc, lse_u, dsum_u, wsg[sl:], wsg[sl + half:],
+                                       mh, s1_0 + r0, s2_0, n2, s2b, scale, variant.causal)
+                        if variant.low_precision:
+                            asc.cast(ds16, dpu, asc.RoundMode.CAST_RINT, mh * s2b)
+                        _sync(asc.HardEvent.V_MTE3)
+                        if variant.low_precision:
+                            asc.data_copy(wpg[pl + half:], ds16, mh * s2b)
+                        else:
+                            asc.data_copy(wpg[pl + half:], dpu, mh * s2b)
+                        _sync(asc.HardEvent.MTE3_V)
+                    asc.cross_core_set_flag(GRADS, 2, asc.PipeID.PIPE_MTE3)
+                c += steps
+            else:
+                b = item // (shape.kv_heads * n_s2)
+                nk = (item // n_s2) % shape.kv_heads
+                s2_0 = (item % n_s2) * s2b
+                n2 = min(s2b, shape.s2 - s2_0)
+                kv_off = b * layout.kv.batch + nk * layout.kv.head + s2_0 * layout.kv.row
+                i0 = 0
+                if variant.causal:
+                    i0 = s2_0 // s1b
+                per_head = 0
+                if s2_0 < shape.s1 or not variant.causal:
+                    per_head = n_s1 - i0
+                steps = group * per_head
+                for t in range(steps):
+                    n = nk * group + t // per_head
+                    s1_0 = (i0 + t % per_head) * s1b
+                    m = min(s1b, shape.s1 - s1_0)
+                    mh = min(h, m - r0)
+                    asc.cross_core_wait_flag(SCORES, 2, asc.PipeID.PIPE_MTE2)
+                    if mh > 0:
+                        st_off = (b * shape.heads + n) * shape.s1 + s1_0 + r0
+                        eg = asc.GlobalTensor()
+                        eg.set_global_buffer(lse + st_off, mh)
+                        dg = asc.GlobalTensor()
+                        dg.set_global_buffer(dsum + st_off, mh)
+                        sl = ((c + t) % 2) * bufs.ws_slot + r0 * s2b
+                        pl = ((c + t) % 2) * bufs.wsp_slot + r0 * s2b
+                        _sync(asc.HardEvent.V_MTE2)
+                        _load_vec(lse_u, eg, mh)
+                        _load_vec(dsum_u, dg, mh)
+                        _gradient_tile(su, dpu, bc, lse_u, dsum_u, wsg[sl:], wsg[sl + half:],
+                                       mh, s1_0 + r0, s2_0, n2, s2b, scale, variant.causal)
+                        if variant.low_precision:
+                            asc.cast(p16, su, asc.RoundMode.CAST_RINT, mh * s2b)
+                            asc.cast(ds16, dpu, asc.RoundMode.CAST_RINT, mh * s2b)
+                        _sync(asc.HardEvent.V_MTE3)
+                        if variant.low_precision:
+                            asc.data_copy(wpg[pl:], p16, mh * s2b)
+                            asc.data_copy(wpg[pl + half:], ds16, mh * s2b)
+                        else:
+                            asc.data_copy(wpg[pl:], su, mh * s2b)
+                            asc.data_copy(wpg[pl + half:], dpu, mh * s2b)
+                        _sync(asc.HardEvent.MTE3_V)
+                    asc.cross_core_set_flag(GRADS, 2, asc.PipeID.PIPE_MTE3)
+                c += steps
+                if steps == 0:              # no query row sees this S2 block: dK = dV = 0
+                    hk = (n2 + 1) // 2
+                    rk = min(hk, n2 - sub * hk)
+                    asc.duplicate(su, 0.0, d)
+                    if variant.low_precision:
+                        asc.cast(p16, su, asc.RoundMode.CAST_RINT, d)
+                    _sync(asc.HardEvent.V_MTE3)
+                    for r in range(sub * hk, sub * hk + rk):
+                        zg = asc.GlobalTensor()
+                        zg.set_global_buffer(dk + (kv_off + r * layout.kv.row), d)
+                        yg = asc.GlobalTensor()
+                        yg.set_global_buffer(dv + (kv_off + r * layout.kv.row), d)
+                        if variant.low_precision:
+                            _store_row(zg, p16, d)
+                            _store_row(yg, p16, d)
+                        else:
+                            _store_row(zg, su, d)
+                            _store_row(yg, su, d)
+                    _sync(asc.HardEvent.MTE3_V)
+
+
+
+# ---- host side ----------------------------------------------------------------------------------
+
+_DTYPES = (np.dtype(np.float32), np.dtype(np.float16), np.dtype(asc.bfloat16.numpy))
+
+
+def _check_inputs(dout, q, k, v, out, smax, ssum, layout, head_num, kv_head_num):
+    """The sizes (B, N, N_kv, S1, S2, D) and the q / kv strides; raises ValueError on bad input."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"{API}: layout must be one of {LAYOUTS}, got layout={layout!r}")
+    for name, x in (("k", k), ("v", v), ("dout", dout), ("out", out)):
+        if np.dtype(x.dtype) != np.dtype(q.dtype):
+            raise ValueError(f"{API}: {name} must have q's dtype {np.dtype(q.dtype)}, got "
+                             f"{name}.dtype={np.dtype(x.dtype)}")
+    if np.dtype(q.dtype) not in _DTYPES:
+        raise ValueError(f"{API}: dtype must be float32, float16 or bfloat16, got "
+                         f"dtype={np.dtype(q.dtype)}")
+    for name, x in (("dout", dout), ("out", out)):
+        if tuple(x.shape) != tuple(q.shape):
+            raise ValueError(f"{API}: {name} must have q's shape {tuple(q.shape)}, got "
+                             f"{name}.shape={tuple(x.shape)}")
+    (B, N, S1, D), qs = _strides(layout, q.shape, head_num)
+    (Bk, NK, S2, Dk), ks = _strides(layout, k.shape, kv_head_num or head_num)
+    (_, NV, S2v, Dv), _ = _strides(layout, v.shape, kv_head_num or head_num)
+    if (Bk, Dk) != (B, D) or (NV, S2v, Dv) != (NK, S2, Dk) or N % NK:
+        raise ValueError(f"{API}: k and v must be (B, N_kv, S2, D) with N_kv dividing N in "
+                         f"layout {layout}, got q {tuple(q.shape)}, k {tuple(k.shape)}, "
+                         f"v {tuple(v.shape)}")
+    if D % 16:
+        raise ValueError(f"{API}: head dim D must be a multiple of 16, got D={D}")
+    for name, x in (("softmax_max", smax), ("softmax_sum", ssum)):
+        if tuple(x.shape) != (B, N, S1) or np.dtype(x.dtype) != np.dtype(np.float32):
+            raise ValueError(f"{API}: {name} must be float32 of shape (B, N, S1)={(B, N, S1)}, "
+                             f"got {name}.shape={tuple(x.shape)} dtype={np.dtype(x.dtype)}")
+    return (B, N, NK, S1, S2, D), qs, ks
+
+
+def flash_attention_backward(dout, q, k, v, out, softmax_max, softmax_sum, *, layout="BNSD",
+                             head_num=None, kv_head_num=None, scale=None, causal=False,
+                             stream=None, tiling=None, **launch_options):
+    """Mirrors aclnnFlashAttentionScoreGrad: (dq, dk, dv) in the inputs' dtype and layouts, from
+    the forward's out and stats (`flash_attention_with_stats`). numpy in -> numpy out;
+    rt.DeviceArray in -> DeviceArrays out, launched asynchronously on `stream`."""
+    dev = is_device(dout, q, k, v, out, softmax_max, softmax_sum)
+    rt.ensure_device()
+    (B, N, NK, S1, S2, D), qs, ks = _check_inputs(dout, q, k, v, out, softmax_max,
+                                                  softmax_sum, layout, head_num, kv_head_num)
+    isz = np.dtype(q.dtype).itemsize
+    t = (tiling or flash_attention_backward_tiling(D, q.dtype, S1, S2)).validate(D, isz)
+    scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    if not dev:         # one device copy of the inputs serves both passes
+        run = rt.Stream()
+        ins = [rt.to_device(np.ascontiguousarray(x)) for x in
+               (dout, q, k, v, out, softmax_max, softmax_sum)]
+        res = flash_attention_backward(*ins, layout=layout, head_num=head_num,
+                                       kv_head_num=kv_head_num, scale=scale, causal=causal,
+                                       stream=run, tiling=t, **launch_options)
+        run.synchronize()
+        return tuple(r.copy_to_host() for r in res)
+    dq = rt.device_empty(q.shape, q.dtype)
+    dk = rt.device_empty(k.shape, k.dtype)
+    dv = rt.device_empty(v.shape, v.dtype)
+    dsum = rt.device_empty((B * N * S1,), np.float32)
+    lse = rt.device_empty((B * N * S1,), np.float32)
+    bufs = flash_attention_backward_buffers(t, D, isz)
+    items = {True: B * N * ceil_div(S1, t.s1_block), False: B * NK * ceil_div(S2, t.s2_block)}
+    groups = {p: max(1, min(n, rt.get_soc().ai_core_num)) for p, n in items.items()}
+    most = max(groups.values())
+    ws = rt.device_empty((most * 2 * bufs.ws_slot,), np.float32)
+    wsp = rt.device_empty((most * 2 * bufs.wsp_slot,), q.dtype)
+    strides = BackwardLayout(RowStrides(*qs), RowStrides(*ks))
+    low = isz < 4
+    for dq_pass in (True, False):       # the dKV pass reads the D and lse the dQ pass wrote
+        kern = flash_attention_backward_kernel[groups[dq_pass], stream] if stream is not None \
+            else flash_attention_backward_kernel[groups[dq_pass]]
+        kern(q, k, v, out, dout, softmax_max, softmax_sum, dsum, lse, dq, dk, dv, ws, wsp,
+             BackwardShape(N, NK, S1, S2, items[dq_pass]), strides, scale,
+             BackwardVariant(D, bool(causal), low, 32 // isz, dq_pass), t, bufs,
+             **launch_options)
+    return dq, dk, dv
+
+
+def flash_attention_grad(q, k, v, dout, *, layout="BNSD", head_num=None, kv_head_num=None,
+                         scale=None, causal=False, stream=None, **launch_options):
+    """The forward for its stats, then `flash_attention_backward`: (dq, dk, dv)."""
+    out, smax, ssum = flash_attention_with_stats(q, k, v, layout=layout, head_num=head_num,
+                                                 kv_head_num=kv_head_num, scale=scale,
+                                                 causal=causal, stream=stream, **launch_options)
+    return flash_attention_backward(dout, q, k, v, out, smax, ssum, layout=layout,
+                                    head_num=head_num, kv_head_num=kv_head_num, scale=scale,
+                                    causal=causal, stream=stream, **launch_options)
+
+
+def flash_attention_backward_reference(dout, q, k, v, *, layout="BNSD", head_num=None,
+                                       kv_head_num=None, scale=None, causal=False):
+    """float64 numpy reference of the exact gradients (the forward recomputed in float64)."""
+    def to_bnsd(x, heads):
+        (b, n, s, d), _ = _strides(layout, x.shape, heads)
+        x = np.asarray(x).astype(np.float64)
+        return x if layout == "BNSD" else x.reshape(b, s, n, d).transpose(0, 2, 1, 3)
+
+    def back(x, like):
+        return x if layout == "BNSD" else x.transpose(0, 2, 1, 3).reshape(like.shape)
+    qq, do = to_bnsd(q, head_num), to_bnsd(dout, head_num)
+    kk, vv = to_bnsd(k, kv_head_num or head_num), to_bnsd(v, kv_head_num or head_num)
+    group = qq.shape[1] // kk.shape[1]
+    ke, ve = np.repeat(kk, group, axis=1), np.repeat(vv, group, axis=1)
+    scale = 1.0 / math.sqrt(qq.shape[-1]) if scale is None else scale
+    s = np.einsum("bnid,bnjd->bnij", qq, ke) * scale
+    if causal:
+        s = np.where(np.tril(np.ones(s.shape[-2:], bool)), s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    o = np.einsum("bnij,bnjd->bnid", p, ve)
+    dp = np.einsum("bnid,bnjd->bnij", do, ve)
+    ds = p * (dp - (do * o).sum(-1, keepdims=True))
+    dq = scale * np.einsum("bnij,bnjd->bnid", ds, ke)
+    dk = scale * np.einsum("bnij,bnid->bnjd", ds, qq)
+    dv = np.einsum("bnij,bnid->bnjd", p, do)
+    b, n, s2, d = kk.shape
+    dk = dk.reshape(b, n, group, s2, d).sum(2)
+    dv = dv.reshape(b, n, group, s2, d).sum(2)
+    return back(dq, q), back(dk, k), back(dv, v)
