@@ -35,13 +35,16 @@ import rt
 
 from ._host import ceil_div, is_device
 from .flash_attention import LAYOUTS, _strides, flash_attention_with_stats
+from .flash_attention_backward_parts import (GRADS, SCORES, _cube_begin, _cube_end,
+                                             _ds_k_product, _gradient_tile, _load_nz,
+                                             _load_rows, _load_strips16, _load_vec, _row_sum,
+                                             _scores, _store_acc, _store_row, _store_vec, _sync,
+                                             _transposed_product)
 from .flash_attention_backward_tiling import (  # noqa: F401 (re-exported)
     FlashAttentionBackwardBuffers, FlashAttentionBackwardTiling,
     flash_attention_backward_buffers, flash_attention_backward_tiling,
     flash_attention_backward_tiling_candidates)
 
-NEG_INF = -math.inf
-SCORES, GRADS = 1, 2        # cross-core flag ids (mode 2): AIC -> AIVs, AIVs -> AIC
 API = "flash_attention_backward"
 
 
@@ -72,213 +75,6 @@ class BackwardVariant(NamedTuple):
     dq_pass: bool           # True: the dQ pass (also writes D and lse); False: dK / dV
 
 
-# ---- AIC helpers ------------------------------------------------------------------------------
-
-@asc.jit
-def _load_nz(que, g, rows, cols, row_stride, strip_rows, dtype):
-    """GM (rows x cols) -> L1 NZ (C0-wide strips of strip_rows rows); dequeued."""
-    t = que.alloc_tensor(dtype)
-    asc.data_copy(t, g, asc.Nd2NzParams(nd_num=1, n_value=rows, d_value=cols,
-                                        src_d_value=row_stride, dst_nz_c0_stride=strip_rows,
-                                        dst_nz_n_stride=1))
-    que.enque(t)
-    return que.deque(dtype)
-
-
-@asc.jit
-def _load_strips16(que, g, rows, cols16, row_stride, kpad, c0, dtype):
-    """GM (rows x cols16) -> L1 as 16-column strips, each row-major kpad x 16; dequeued."""
-    t = que.alloc_tensor(dtype)
-    if c0 == 16:
-        asc.data_copy(t, g, asc.Nd2NzParams(nd_num=1, n_value=rows, d_value=cols16,
-                                            src_d_value=row_stride, dst_nz_c0_stride=kpad,
-                                            dst_nz_n_stride=1))
-    else:
-        asc.data_copy(t, g, asc.Nd2NzParams(nd_num=cols16 // 16, n_value=rows, d_value=16,
-                                            src_nd_matrix_stride=16, src_d_value=row_stride,
-                                            dst_nz_c0_stride=1, dst_nz_n_stride=2,
-                                            dst_nz_matrix_stride=kpad * 16))
-    que.enque(t)
-    return que.deque(dtype)
-
-
-@asc.jit
-def _nz_to_zz(a2, a1, rows16, kpad, c0):
-    """L1 NZ -> L0A ZZ, one 16-row block per load."""
-    for r in range(rows16):
-        asc.load_data(a2[r * 16 * kpad:], a1[r * 16 * c0:],
-                      asc.LoadData2DParams(repeat_times=kpad // c0, src_stride=rows16))
-
-
-@asc.jit
-def _transposed_to_a(a2, x1, cols16, kpad, c0):
-    """16-column strips of X (kpad x cols16) -> L0A ZZ of X^T (cols16 x kpad)."""
-    for cb in range(cols16 // 16):
-        asc.load_data(a2[cb * 16 * kpad:], x1[cb * 16 * kpad:],
-                      asc.LoadData2DParams(repeat_times=kpad // c0, src_stride=1,
-                                           if_transpose=True))
-
-
-@asc.jit
-def _strips_to_b(b2, x1, cols16, kpad, c0):
-    """16-column strips of X (kpad x cols16) -> L0B ZN of X as the B operand (k = rows)."""
-    for kb in range(kpad // c0):
-        asc.load_data(b2[kb * c0 * cols16:], x1[kb * 16 * c0:],
-                      asc.LoadData2DParams(repeat_times=cols16 // 16, src_stride=kpad // c0,
-                                           if_transpose=True))
-
-
-@asc.jit
-def _sync(event):
-    asc.set_flag(event, 0)
-    asc.wait_flag(event, 0)
-
-
-@asc.jit
-def _score_product(ws, c, a2, bl0, x1, y1, m, m16, n2, n16, d, s2b, c0):
-    """ws (m x n16, rows s2b apart) = X Y^T for X in L1 NZ (m rows), Y in L1 NZ (n2 rows)."""
-    _sync(asc.HardEvent.M_MTE1)                 # the last mmad has read L0A / L0B
-    _nz_to_zz(a2, x1, m16 // 16, d, c0)
-    asc.load_data(bl0, y1, asc.LoadData2DParams(repeat_times=(d // c0) * (n16 // 16),
-                                                src_stride=1))
-    _sync(asc.HardEvent.MTE1_M)
-    asc.mmad(c, a2, bl0, asc.MmadParams(m=m, n=n2, k=d, cmatrix_init_val=True))
-    _sync(asc.HardEvent.M_FIX)
-    asc.fixpipe(ws, c, asc.FixpipeParamsV220(n_size=n16, m_size=m, src_stride=m16,
-                                             dst_stride=s2b))
-    _sync(asc.HardEvent.FIX_M)                  # L0C is free for the next product
-
-
-@asc.jit
-def _scores(s_ws, dp_ws, sc, dpc, a2, bl0, q1, o1, k1, v1, m, n2, d, s2b, c0):
-    """S = Q K^T and dP = dO V^T into the f32 workspace (rows s2b apart); then SCORES."""
-    m16 = (m + 15) // 16 * 16
-    n16 = (n2 + 15) // 16 * 16
-    _score_product(s_ws, sc, a2, bl0, q1, k1, m, m16, n2, n16, d, s2b, c0)
-    _score_product(dp_ws, dpc, a2, bl0, o1, v1, m, m16, n2, n16, d, s2b, c0)
-    asc.cross_core_set_flag(SCORES, 2, asc.PipeID.PIPE_FIX)
-
-
-@asc.jit
-def _transposed_product(acc, ap, bl0, pa1, xb1, x_ws, y_g, m, n2, d, s2b, y_row, c0, first):
-    """acc (n2 x d) (+)= X^T Y: X (m x n2) from the workspace, Y (m x d) rows y_row apart."""
-    n16 = (n2 + 15) // 16 * 16
-    kpad = (m + c0 - 1) // c0 * c0
-    x1 = _load_strips16(pa1, x_ws, m, n16, s2b, kpad, c0, x_ws.dtype)
-    y1 = _load_strips16(xb1, y_g, m, d, y_row, kpad, c0, x_ws.dtype)
-    _sync(asc.HardEvent.M_MTE1)
-    _transposed_to_a(ap, x1, n16, kpad, c0)
-    _strips_to_b(bl0, y1, d, kpad, c0)
-    pa1.free_tensor(x1)
-    xb1.free_tensor(y1)
-    _sync(asc.HardEvent.MTE1_M)
-    asc.mmad(acc, ap, bl0, asc.MmadParams(m=n2, n=d, k=m, cmatrix_init_val=first))
-
-
-@asc.jit
-def _ds_k_product(acc, ap, bl0, pa1, xb1, ds_ws, k_g, m, n2, d, s2b, kv_row, c0, first):
-    """acc (m x d) (+)= dS K: dS (m x n2) from the workspace, K (n2 x d) rows kv_row apart."""
-    m16 = (m + 15) // 16 * 16
-    kpad = (n2 + c0 - 1) // c0 * c0
-    x1 = _load_nz(pa1, ds_ws, m, n2, s2b, m16, ds_ws.dtype)
-    y1 = _load_strips16(xb1, k_g, n2, d, kv_row, kpad, c0, ds_ws.dtype)
-    _sync(asc.HardEvent.M_MTE1)
-    _nz_to_zz(ap, x1, m16 // 16, kpad, c0)
-    _strips_to_b(bl0, y1, d, kpad, c0)
-    pa1.free_tensor(x1)
-    xb1.free_tensor(y1)
-    _sync(asc.HardEvent.MTE1_M)
-    asc.mmad(acc, ap, bl0, asc.MmadParams(m=m, n=d, k=n2, cmatrix_init_val=first))
-
-
-@asc.jit
-def _store_acc(dst, acc, rows, d, row_stride):
-    """An L0C accumulator (rows x d) -> GM rows row_stride apart, in dst's dtype."""
-    _sync(asc.HardEvent.M_FIX)
-    asc.fixpipe(dst, acc, asc.FixpipeParamsV220(n_size=d, m_size=rows,
-                                                src_stride=(rows + 15) // 16 * 16,
-                                                dst_stride=row_stride))
-    _sync(asc.HardEvent.FIX_M)
-
-
-# ---- AIV helpers ------------------------------------------------------------------------------
-
-@asc.jit
-def _row_sum(dst, red, src, rows, cols, row_stride):
-    """dst[r] = sum of src[r, :cols]: fold 64-lane chunks into red (rows x 64), then one
-    whole-reduce repeat per row."""
-    w0 = min(64, cols)
-    rs = row_stride // 8
-    asc.muls(red, src, 1.0, w0, rows, asc.UnaryRepeatParams(src_rep_stride=rs))
-    for c in range(64, cols, 64):
-        asc.add(red, red, src[c:], min(64, cols - c), rows,
-                asc.BinaryRepeatParams(src1_rep_stride=rs))
-    asc.whole_reduce_sum(dst, red, w0, rows, 1, 1, 8)
-
-
-@asc.jit
-def _sub_rows(tile, bc, vec, rows, cols, row_stride):
-    """tile[r, :cols] -= vec[r], the value broadcast to 32 B blocks by brcb."""
-    asc.brcb(bc, vec, (rows + 7) // 8, asc.BrcbRepeatParams(dst_blk_stride=1, dst_rep_stride=8))
-    for c in range(0, cols, 64):
-        asc.sub(tile[c:], tile[c:], bc, min(64, cols - c), rows,
-                asc.BinaryRepeatParams(src1_blk_stride=0, dst_rep_stride=row_stride // 8,
-                                       src0_rep_stride=row_stride // 8, src1_rep_stride=1))
-
-
-@asc.jit
-def _mask_scores(su, rows, row0, s2_0, n2, n16, s2b, causal):
-    """-inf where a key is masked (causal: above the diagonal) or past S2 in the last strip."""
-    for r in range(rows):
-        valid = n2
-        if causal:
-            valid = max(0, min(n2, row0 + r - s2_0 + 1))
-        if valid < n16:
-            asc.duplicate(su[r * s2b + valid:], NEG_INF, n16 - valid)
-
-
-@asc.jit
-def _load_vec(dst, g, rows):
-    asc.data_copy_pad(dst, g, asc.DataCopyExtParams(block_count=1, block_len=rows * 4))
-
-
-@asc.jit
-def _store_vec(g, src, rows):
-    asc.data_copy_pad(g, src, asc.DataCopyExtParams(block_count=1, block_len=rows * 4))
-
-
-@asc.jit
-def _load_rows(dst, g, rows, d, row_stride):
-    """rows x d of g (row_stride apart) -> UB rows d apart."""
-    isz = g.dtype.sizeof()
-    asc.data_copy_pad(dst, g, asc.DataCopyExtParams(block_count=rows, block_len=d * isz,
-                                                    src_stride=(row_stride - d) * isz))
-
-
-@asc.jit
-def _gradient_tile(su, dpu, bc, lse, dsum, s_ws, dp_ws, rows, row0, s2_0, n2, s2b, scale,
-                   causal):
-    """S, dP rows (f32, s2b apart) -> P in su, dS = scale * P * (dP - D) in dpu."""
-    n16 = (n2 + 15) // 16 * 16
-    count = rows * s2b
-    asc.data_copy(su, s_ws, count)
-    asc.data_copy(dpu, dp_ws, count)
-    _sync(asc.HardEvent.MTE2_V)
-    asc.muls(su, su, scale, count)
-    _sub_rows(su, bc, lse, rows, n16, s2b)
-    _mask_scores(su, rows, row0, s2_0, n2, n16, s2b, causal)
-    asc.exp(su, su, count)
-    _sub_rows(dpu, bc, dsum, rows, n16, s2b)
-    asc.mul(dpu, dpu, su, count)
-    asc.muls(dpu, dpu, scale, count)
-
-
-@asc.jit
-def _store_row(g, src, d):
-    asc.data_copy_pad(g, src, asc.DataCopyExtParams(block_count=1,
-                                                    block_len=d * g.dtype.sizeof()))
-
-
 @asc.jit(kernel_type="MIX_AIC_1_2")
 def flash_attention_backward_kernel(
         q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.GlobalAddress,
@@ -302,27 +98,28 @@ def flash_attention_backward_kernel(
     n_s2 = (shape.s2 + s2b - 1) // s2b
     pipe = asc.TPipe()
     if asc.ascend_is_aic():
-        qa1 = asc.TQue(asc.TPosition.A1, 1)
-        oa1 = asc.TQue(asc.TPosition.A1, 1)
-        kb1 = asc.TQue(asc.TPosition.B1, 1)
-        vb1 = asc.TQue(asc.TPosition.B1, 1)
+        qa1 = asc.TQue(asc.TPosition.A1, 2)
+        oa1 = asc.TQue(asc.TPosition.A1, 2)
+        kb1 = asc.TQue(asc.TPosition.B1, 2)
+        vb1 = asc.TQue(asc.TPosition.B1, 2)
         xb1 = asc.TQue(asc.TPosition.B1, 1)
-        pa1 = asc.TQue(asc.TPosition.A1, 1)
+        pa1 = asc.TQue(asc.TPosition.A1, 2)
         l0a = asc.TBuf(asc.TPosition.A2)
         l0b = asc.TBuf(asc.TPosition.B2)
         l0c = asc.TBuf(asc.TPosition.CO1)
-        pipe.init_buffer(qa1, 1, bufs.q_l1)
-        pipe.init_buffer(oa1, 1, bufs.do_l1)
-        pipe.init_buffer(kb1, 1, bufs.k_l1)
-        pipe.init_buffer(vb1, 1, bufs.v_l1)
+        pipe.init_buffer(qa1, 2, bufs.q_l1)
+        pipe.init_buffer(oa1, 2, bufs.do_l1)
+        pipe.init_buffer(kb1, 2, bufs.k_l1)
+        pipe.init_buffer(vb1, 2, bufs.v_l1)
         pipe.init_buffer(xb1, 1, bufs.x_l1)
-        pipe.init_buffer(pa1, 1, bufs.p_l1)
-        pipe.init_buffer(l0a, bufs.l0a)
-        pipe.init_buffer(l0b, bufs.l0b)
+        pipe.init_buffer(pa1, 2, bufs.p_l1)
+        pipe.init_buffer(l0a, 2 * bufs.a_slot)
+        pipe.init_buffer(l0b, 2 * bufs.b_slot)
         pipe.init_buffer(l0c, bufs.l0c)
-        ax = l0a.get_with_offset(s1b * d, 0, q.dtype)
-        ap = l0a.get_with_offset(s1b * s2b, bufs.p_l0a, q.dtype)
-        bl0 = l0b.get(q.dtype)
+        a0 = l0a.get_with_offset(bufs.a_slot // q.dtype.sizeof(), 0, q.dtype)
+        a1 = l0a.get_with_offset(bufs.a_slot // q.dtype.sizeof(), bufs.a_slot, q.dtype)
+        b0 = l0b.get_with_offset(bufs.b_slot // q.dtype.sizeof(), 0, q.dtype)
+        b1 = l0b.get_with_offset(bufs.b_slot // q.dtype.sizeof(), bufs.b_slot, q.dtype)
         sc = l0c.get_with_offset(s1b * s2b, 0, asc.float32)
         dpc = l0c.get_with_offset(s1b * s2b, bufs.dp_l0c, asc.float32)
         acc = l0c.get_with_offset(max(s1b, s2b) * d, bufs.acc_l0c, asc.float32)
@@ -332,13 +129,16 @@ def flash_attention_backward_kernel(
         wpg = asc.GlobalTensor()
         wpg.set_global_buffer(wsp + g * 2 * bufs.wsp_slot, 2 * bufs.wsp_slot)
         half = s1b * s2b
-        c = 0                               # tiles handed over so far: slot c % 2
+        c = 0                               # tiles handed over so far: workspace slot c % 2
+        mm = 0                              # mmads so far: L0A / L0B slot mm % 2
+        _cube_begin()
         for item in range(g, shape.items, groups):
             if variant.dq_pass:
                 b = item // (shape.heads * n_s1)
                 n = (item // n_s1) % shape.heads
                 s1_0 = (item % n_s1) * s1b
                 m = min(s1b, shape.s1 - s1_0)
+                m16 = (m + 15) // 16 * 16
                 q_off = b * layout.q.batch + n * layout.q.head + s1_0 * layout.q.row
                 kv_base = b * layout.kv.batch + (n // group) * layout.kv.head
                 steps = n_s2
@@ -348,37 +148,47 @@ def flash_attention_backward_kernel(
                 qg.set_global_buffer(q + q_off, (m - 1) * layout.q.row + d)
                 og = asc.GlobalTensor()
                 og.set_global_buffer(dout + q_off, (m - 1) * layout.q.row + d)
-                m16 = (m + 15) // 16 * 16
                 q1 = _load_nz(qa1, qg, m, d, layout.q.row, m16, q.dtype)
                 o1 = _load_nz(oa1, og, m, d, layout.q.row, m16, q.dtype)
                 for t in range(steps + 1):
-                    if t < steps:           # issue tile t: S, dP
+                    if t < steps:           # issue tile t: S, dP (K_j stays for dQ += dS K_j)
                         s2_0 = t * s2b
                         n2 = min(s2b, shape.s2 - s2_0)
-                        n16 = (n2 + 15) // 16 * 16
                         kg = asc.GlobalTensor()
                         kg.set_global_buffer(k + (kv_base + s2_0 * layout.kv.row),
                                              (n2 - 1) * layout.kv.row + d)
                         vg = asc.GlobalTensor()
                         vg.set_global_buffer(v + (kv_base + s2_0 * layout.kv.row),
                                              (n2 - 1) * layout.kv.row + d)
-                        k1 = _load_nz(kb1, kg, n2, d, layout.kv.row, n16, q.dtype)
+                        n16 = (n2 + 15) // 16 * 16
+                        k1n = _load_nz(kb1, kg, n2, d, layout.kv.row, n16, q.dtype)
                         v1 = _load_nz(vb1, vg, n2, d, layout.kv.row, n16, q.dtype)
                         sl = ((c + t) % 2) * bufs.ws_slot
-                        _scores(wsg[sl:], wsg[sl + half:], sc, dpc, ax, bl0, q1, o1, k1, v1, m, n2,
-                                d, s2b, variant.c0)
-                        kb1.free_tensor(k1)
+                        _scores(wsg[sl:], wsg[sl + half:], sc, dpc, a0, a1, b0, b1, mm % 2, q1,
+                                o1, k1n, v1, m, n2, d, s2b, variant.c0)
+                        mm += 2
                         vb1.free_tensor(v1)
                     if t > 0:               # consume tile t - 1: dQ += dS K
                         s2_0 = (t - 1) * s2b
                         n2 = min(s2b, shape.s2 - s2_0)
-                        kg = asc.GlobalTensor()
-                        kg.set_global_buffer(k + (kv_base + s2_0 * layout.kv.row),
-                                             (n2 - 1) * layout.kv.row + d)
                         asc.cross_core_wait_flag(GRADS, 2, asc.PipeID.PIPE_MTE2)
                         slot = ((c + t - 1) % 2) * bufs.wsp_slot
-                        _ds_k_product(acc, ap, bl0, pa1, xb1, wpg[slot + half:], kg, m, n2, d,
-                                      s2b, layout.kv.row, variant.c0, t == 1)
+                        if variant.low_precision:   # K's NZ is its 16-column strips
+                            _ds_k_product(acc, a0, a1, b0, b1, mm % 2, pa1, wpg[slot + half:],
+                                          k1, m, n2, d, s2b, variant.c0, t == 1)
+                        else:
+                            kg = asc.GlobalTensor()
+                            kg.set_global_buffer(k + (kv_base + s2_0 * layout.kv.row),
+                                                 (n2 - 1) * layout.kv.row + d)
+                            x1 = _load_strips16(xb1, kg, n2, d, layout.kv.row,
+                                                (n2 + 7) // 8 * 8, variant.c0, q.dtype)
+                            _ds_k_product(acc, a0, a1, b0, b1, mm % 2, pa1, wpg[slot + half:],
+                                          x1, m, n2, d, s2b, variant.c0, t == 1)
+                            xb1.free_tensor(x1)
+                        mm += 1
+                        kb1.free_tensor(k1)
+                    if t < steps:
+                        k1 = k1n
                 c += steps
                 qa1.free_tensor(q1)
                 oa1.free_tensor(o1)
@@ -407,38 +217,59 @@ def flash_attention_backward_kernel(
                     k1 = _load_nz(kb1, kg, n2, d, layout.kv.row, n16, q.dtype)
                     v1 = _load_nz(vb1, vg, n2, d, layout.kv.row, n16, q.dtype)
                     for t in range(steps + 1):
-                        if t < steps:       # issue tile t: S, dP
+                        if t < steps:       # issue tile t: S, dP (Q_i, dO_i stay for dK, dV)
                             n = nk * group + t // per_head
                             s1_0 = (i0 + t % per_head) * s1b
                             m = min(s1b, shape.s1 - s1_0)
-                            m16 = (m + 15) // 16 * 16
                             q_off = b * layout.q.batch + n * layout.q.head + s1_0 * layout.q.row
                             qg = asc.GlobalTensor()
                             qg.set_global_buffer(q + q_off, (m - 1) * layout.q.row + d)
                             og = asc.GlobalTensor()
                             og.set_global_buffer(dout + q_off, (m - 1) * layout.q.row + d)
-                            q1 = _load_nz(qa1, qg, m, d, layout.q.row, m16, q.dtype)
-                            o1 = _load_nz(oa1, og, m, d, layout.q.row, m16, q.dtype)
+                            m16 = (m + 15) // 16 * 16
+                            q1n = _load_nz(qa1, qg, m, d, layout.q.row, m16, q.dtype)
+                            o1n = _load_nz(oa1, og, m, d, layout.q.row, m16, q.dtype)
                             sl = ((c + t) % 2) * bufs.ws_slot
-                            _scores(wsg[sl:], wsg[sl + half:], sc, dpc, ax, bl0, q1, o1, k1, v1, m,
-                                    n2, d, s2b, variant.c0)
-                            qa1.free_tensor(q1)
-                            oa1.free_tensor(o1)
+                            _scores(wsg[sl:], wsg[sl + half:], sc, dpc, a0, a1, b0, b1, mm % 2,
+                                    q1n, o1n, k1, v1, m, n2, d, s2b, variant.c0)
+                            mm += 2
                         if t > 0:           # consume tile t - 1: dV += P^T dO, dK += dS^T Q
                             n = nk * group + (t - 1) // per_head
                             s1_0 = (i0 + (t - 1) % per_head) * s1b
                             m = min(s1b, shape.s1 - s1_0)
-                            q_off = b * layout.q.batch + n * layout.q.head + s1_0 * layout.q.row
-                            qg = asc.GlobalTensor()
-                            qg.set_global_buffer(q + q_off, (m - 1) * layout.q.row + d)
-                            og = asc.GlobalTensor()
-                            og.set_global_buffer(dout + q_off, (m - 1) * layout.q.row + d)
                             asc.cross_core_wait_flag(GRADS, 2, asc.PipeID.PIPE_MTE2)
                             slot = ((c + t - 1) % 2) * bufs.wsp_slot
-                            _transposed_product(acc, ap, bl0, pa1, xb1, wpg[slot:], og, m, n2,
-                                                d, s2b, layout.q.row, variant.c0, t == 1)
-                            _transposed_product(acc2, ap, bl0, pa1, xb1, wpg[slot + half:], qg,
-                                                m, n2, d, s2b, layout.q.row, variant.c0, t == 1)
+                            if variant.low_precision:   # their NZ is their 16-column strips
+                                _transposed_product(acc, a0, a1, b0, b1, mm % 2, pa1, wpg[slot:],
+                                                    o1, m, n2, d, s2b, variant.c0, t == 1)
+                                _transposed_product(acc2, a0, a1, b0, b1, 1 - mm % 2, pa1,
+                                                    wpg[slot + half:], q1, m, n2, d, s2b,
+                                                    variant.c0, t == 1)
+                            else:
+                                q_off = (b * layout.q.batch + n * layout.q.head
+                                         + s1_0 * layout.q.row)
+                                og = asc.GlobalTensor()
+                                og.set_global_buffer(dout + q_off, (m - 1) * layout.q.row + d)
+                                qg = asc.GlobalTensor()
+                                qg.set_global_buffer(q + q_off, (m - 1) * layout.q.row + d)
+                                kpad = (m + 7) // 8 * 8
+                                x1 = _load_strips16(xb1, og, m, d, layout.q.row, kpad,
+                                                    variant.c0, q.dtype)
+                                _transposed_product(acc, a0, a1, b0, b1, mm % 2, pa1, wpg[slot:],
+                                                    x1, m, n2, d, s2b, variant.c0, t == 1)
+                                xb1.free_tensor(x1)
+                                x1 = _load_strips16(xb1, qg, m, d, layout.q.row, kpad,
+                                                    variant.c0, q.dtype)
+                                _transposed_product(acc2, a0, a1, b0, b1, 1 - mm % 2, pa1,
+                                                    wpg[slot + half:], x1, m, n2, d, s2b,
+                                                    variant.c0, t == 1)
+                                xb1.free_tensor(x1)
+                            mm += 2
+                            qa1.free_tensor(q1)
+                            oa1.free_tensor(o1)
+                        if t < steps:
+                            q1 = q1n
+                            o1 = o1n
                     c += steps
                     kb1.free_tensor(k1)
                     vb1.free_tensor(v1)
@@ -448,6 +279,7 @@ def flash_attention_backward_kernel(
                     dkg = asc.GlobalTensor()
                     dkg.set_global_buffer(dk + kv_off, (n2 - 1) * layout.kv.row + d)
                     _store_acc(dkg, acc2, n2, d, layout.kv.row)
+        _cube_end()
     else:
         sub = asc.get_sub_block_idx()
         h = bufs.rows

@@ -20,15 +20,14 @@ class FlashAttentionBackwardBuffers(NamedTuple):
     carved out of the shared ones (one ConstExpr; `FlashAttentionBackwardTiling.validate` checks
     the same numbers against the SoC). AIC: L1 queues, L0A/L0B/L0C views. AIV: the rows one
     AIV owns (`rows`) and its Unified Buffer views."""
-    q_l1: int           # A1: Q rows (NZ), the A operand of S = Q K^T
-    do_l1: int          # A1: dO rows (NZ), the A operand of dP = dO V^T
-    k_l1: int           # B1: K rows (NZ == ZN of K^T)
-    v_l1: int           # B1: V rows (NZ == ZN of V^T)
-    x_l1: int           # B1: the B operand of dV / dK / dQ (dO, Q or K rows, 16-column strips)
-    p_l1: int           # A1: P or dS (the A operand of dV / dK / dQ)
-    l0a: int            # A2: Q or dO (ZZ), then P^T / dS^T / dS at offset p_l0a
-    p_l0a: int
-    l0b: int            # B2: K^T or V^T, then the B operand of dV / dK / dQ
+    q_l1: int           # A1 (2 buffers): Q rows (NZ), the A operand of S = Q K^T
+    do_l1: int          # A1 (2): dO rows (NZ), the A operand of dP = dO V^T
+    k_l1: int           # B1 (2): K rows (NZ == ZN of K^T)
+    v_l1: int           # B1 (2): V rows (NZ == ZN of V^T)
+    x_l1: int           # B1 (1): f32 only: dO, Q or K rows as 16-column strips (B of dV/dK/dQ)
+    p_l1: int           # A1 (2): P or dS (the A operand of dV / dK / dQ)
+    a_slot: int         # A2: one of two operand slots (Q, dO, P^T, dS^T or dS)
+    b_slot: int         # B2: one of two operand slots (K^T, V^T, dO, Q or K)
     l0c: int            # CO1: S, dP (s1 x s2 each), then the accumulators at acc_l0c
     dp_l0c: int
     acc_l0c: int        # dV and dK (s2 x D each, second at acc2_l0c), or dQ (s1 x D)
@@ -75,10 +74,9 @@ def flash_attention_backward_buffers(tiling, d: int, itemsize: int) -> FlashAtte
     acc = max(2 * s2b * d, s1b * d) * f32
     return FlashAttentionBackwardBuffers(
         q_l1=s1b * d * itemsize, do_l1=s1b * d * itemsize, k_l1=s2b * d * itemsize,
-        v_l1=s2b * d * itemsize, x_l1=max(s1b, s2b) * d * itemsize,
+        v_l1=s2b * d * itemsize, x_l1=max(s1b, s2b) * d * itemsize if not low else 32,
         p_l1=s1b * s2b * itemsize,
-        l0a=(s1b * d + s1b * s2b) * itemsize, p_l0a=s1b * d * itemsize,
-        l0b=max(s1b, s2b) * d * itemsize,
+        a_slot=max(s1b * d, s1b * s2b) * itemsize, b_slot=max(s1b, s2b) * d * itemsize,
         l0c=2 * score + acc, dp_l0c=score, acc_l0c=2 * score, acc2_l0c=2 * score + s2b * d * f32,
         rows=h, calc=calc, s_ub=s_ub, dp_ub=dp_ub, p16_ub=p16_ub, ds16_ub=ds16_ub,
         fold_ub=fold_ub, brcb_ub=brcb_ub, lse_ub=lse_ub, dsum_ub=dsum_ub, red_ub=red_ub,
@@ -104,8 +102,8 @@ class FlashAttentionBackwardTiling:
                              f"s2_block <= 2032 (vector repeat limits), got s1_block="
                              f"{self.s1_block} s2_block={self.s2_block}")
         b = flash_attention_backward_buffers(self, d, itemsize)
-        need = {"L1": b.q_l1 + b.do_l1 + b.k_l1 + b.v_l1 + b.x_l1 + b.p_l1,
-                "L0A": b.l0a, "L0B": b.l0b, "L0C": b.l0c, "UB": b.calc}
+        need = {"L1": 2 * (b.q_l1 + b.do_l1 + b.k_l1 + b.v_l1 + b.p_l1) + b.x_l1,
+                "L0A": 2 * b.a_slot, "L0B": 2 * b.b_slot, "L0C": b.l0c, "UB": b.calc}
         for level, nbytes in need.items():
             if nbytes > soc.capacity(level):
                 raise ValueError(f"FlashAttentionBackwardTiling: {level} must hold the tiles, "

@@ -1,0 +1,262 @@
+"""The kernel helpers of kernels/flash_attention_backward.py: the AIC's cube steps (operand
+loads, the score products S / dP and the gradient products dV / dK / dQ) and the AIVs' softmax
+gradient. Plain @asc.jit helpers: their arguments are run-time values in compiled kernels."""
+from __future__ import annotations
+
+import math
+
+import ascendc as asc
+
+NEG_INF = -math.inf
+SCORES, GRADS = 1, 2        # cross-core flag ids (mode 2): AIC -> AIVs, AIVs -> AIC
+
+
+# ---- AIC helpers ------------------------------------------------------------------------------
+# L0A and L0B hold two operand slots each, used by alternate mmads (slot = mmads so far % 2): the
+# loads of one mmad overlap the previous one. Events: M_MTE1 per slot (the slot's last mmad is
+# done), FIX_M per score region of L0C (its last fixpipe is done), set once up front
+# (`_cube_begin`) and taken once at the end (`_cube_end`).
+
+@asc.jit
+def _cube_begin():
+    asc.set_flag(asc.HardEvent.M_MTE1, 0)
+    asc.set_flag(asc.HardEvent.M_MTE1, 1)
+    asc.set_flag(asc.HardEvent.FIX_M, 0)
+    asc.set_flag(asc.HardEvent.FIX_M, 1)
+
+
+@asc.jit
+def _cube_end():
+    asc.wait_flag(asc.HardEvent.M_MTE1, 0)
+    asc.wait_flag(asc.HardEvent.M_MTE1, 1)
+    asc.wait_flag(asc.HardEvent.FIX_M, 0)
+    asc.wait_flag(asc.HardEvent.FIX_M, 1)
+
+
+@asc.jit
+def _pick(x0, x1, slot):
+    if slot == 1:
+        return x1
+    return x0
+
+
+@asc.jit
+def _load_nz(que, g, rows, cols, row_stride, strip_rows, dtype):
+    """GM (rows x cols) -> L1 NZ (C0-wide strips of strip_rows rows); dequeued. For 16-bit
+    types with strip_rows = rows rounded up to 16 this is also the 16-column strip layout."""
+    t = que.alloc_tensor(dtype)
+    asc.data_copy(t, g, asc.Nd2NzParams(nd_num=1, n_value=rows, d_value=cols,
+                                        src_d_value=row_stride, dst_nz_c0_stride=strip_rows,
+                                        dst_nz_n_stride=1))
+    que.enque(t)
+    return que.deque(dtype)
+
+
+@asc.jit
+def _load_strips16(que, g, rows, cols16, row_stride, kpad, c0, dtype):
+    """GM (rows x cols16) -> L1 as 16-column strips, each row-major kpad x 16; dequeued."""
+    t = que.alloc_tensor(dtype)
+    if c0 == 16:
+        asc.data_copy(t, g, asc.Nd2NzParams(nd_num=1, n_value=rows, d_value=cols16,
+                                            src_d_value=row_stride, dst_nz_c0_stride=kpad,
+                                            dst_nz_n_stride=1))
+    else:
+        asc.data_copy(t, g, asc.Nd2NzParams(nd_num=cols16 // 16, n_value=rows, d_value=16,
+                                            src_nd_matrix_stride=16, src_d_value=row_stride,
+                                            dst_nz_c0_stride=1, dst_nz_n_stride=2,
+                                            dst_nz_matrix_stride=kpad * 16))
+    que.enque(t)
+    return que.deque(dtype)
+
+
+@asc.jit
+def _nz_to_zz(a2, a1, rows16, kpad, c0):
+    """L1 NZ -> L0A ZZ, one 16-row block per load."""
+    for r in range(rows16):
+        asc.load_data(a2[r * 16 * kpad:], a1[r * 16 * c0:],
+                      asc.LoadData2DParams(repeat_times=kpad // c0, src_stride=rows16))
+
+
+@asc.jit
+def _transposed_to_a(a2, x1, cols16, kpad, c0):
+    """16-column strips of X (kpad x cols16) -> L0A ZZ of X^T (cols16 x kpad)."""
+    for cb in range(cols16 // 16):
+        asc.load_data(a2[cb * 16 * kpad:], x1[cb * 16 * kpad:],
+                      asc.LoadData2DParams(repeat_times=kpad // c0, src_stride=1,
+                                           if_transpose=True))
+
+
+@asc.jit
+def _strips_to_b(b2, x1, cols16, kpad, c0):
+    """16-column strips of X (kpad x cols16) -> L0B ZN of X as the B operand (k = rows)."""
+    for kb in range(kpad // c0):
+        asc.load_data(b2[kb * c0 * cols16:], x1[kb * 16 * c0:],
+                      asc.LoadData2DParams(repeat_times=cols16 // 16, src_stride=kpad // c0,
+                                           if_transpose=True))
+
+
+@asc.jit
+def _sync(event):
+    asc.set_flag(event, 0)
+    asc.wait_flag(event, 0)
+
+
+@asc.jit
+def _loaded(slot):
+    asc.set_flag(asc.HardEvent.MTE1_M, slot)
+    asc.wait_flag(asc.HardEvent.MTE1_M, slot)
+
+
+@asc.jit
+def _score_product(ws, c, a0, a1, b0, b1, slot, region, x1, y1, m, n2, d, s2b, c0):
+    """ws (m x n16 f32, rows s2b apart) = X Y^T for X (m rows) and Y (n2 rows) in L1 NZ,
+    through operand slot `slot` and L0C score region `region` (0: S, 1: dP)."""
+    m16 = (m + 15) // 16 * 16
+    n16 = (n2 + 15) // 16 * 16
+    a2 = _pick(a0, a1, slot)
+    b2 = _pick(b0, b1, slot)
+    asc.wait_flag(asc.HardEvent.M_MTE1, slot)
+    _nz_to_zz(a2, x1, m16 // 16, d, c0)
+    asc.load_data(b2, y1, asc.LoadData2DParams(repeat_times=(d // c0) * (n16 // 16),
+                                               src_stride=1))
+    _loaded(slot)
+    asc.wait_flag(asc.HardEvent.FIX_M, region)
+    asc.mmad(c, a2, b2, asc.MmadParams(m=m, n=n2, k=d, cmatrix_init_val=True))
+    asc.set_flag(asc.HardEvent.M_MTE1, slot)
+    asc.set_flag(asc.HardEvent.M_FIX, region)
+    asc.wait_flag(asc.HardEvent.M_FIX, region)
+    asc.fixpipe(ws, c, asc.FixpipeParamsV220(n_size=n16, m_size=m, src_stride=m16,
+                                             dst_stride=s2b))
+    asc.set_flag(asc.HardEvent.FIX_M, region)
+
+
+@asc.jit
+def _scores(s_ws, dp_ws, sc, dpc, a0, a1, b0, b1, slot, q1, o1, k1, v1, m, n2, d, s2b, c0):
+    """S = Q K^T and dP = dO V^T into the f32 workspace (rows s2b apart); then SCORES."""
+    _score_product(s_ws, sc, a0, a1, b0, b1, slot, 0, q1, k1, m, n2, d, s2b, c0)
+    _score_product(dp_ws, dpc, a0, a1, b0, b1, 1 - slot, 1, o1, v1, m, n2, d, s2b, c0)
+    asc.cross_core_set_flag(SCORES, 2, asc.PipeID.PIPE_FIX)
+
+
+@asc.jit
+def _transposed_product(acc, a0, a1, b0, b1, slot, pa1, x_ws, y1, m, n2, d, s2b, c0, first):
+    """acc (n2 x d) (+)= X^T Y: X (m x n2) from the workspace, Y (m x d) in L1 as 16-column
+    strips (kpad = m rounded up to C0)."""
+    n16 = (n2 + 15) // 16 * 16
+    kpad = (m + c0 - 1) // c0 * c0
+    x1 = _load_strips16(pa1, x_ws, m, n16, s2b, kpad, c0, x_ws.dtype)
+    a2 = _pick(a0, a1, slot)
+    b2 = _pick(b0, b1, slot)
+    asc.wait_flag(asc.HardEvent.M_MTE1, slot)
+    _transposed_to_a(a2, x1, n16, kpad, c0)
+    _strips_to_b(b2, y1, d, kpad, c0)
+    pa1.free_tensor(x1)
+    _loaded(slot)
+    asc.mmad(acc, a2, b2, asc.MmadParams(m=n2, n=d, k=m, cmatrix_init_val=first))
+    asc.set_flag(asc.HardEvent.M_MTE1, slot)
+
+
+@asc.jit
+def _ds_k_product(acc, a0, a1, b0, b1, slot, pa1, ds_ws, k1, m, n2, d, s2b, c0, first):
+    """acc (m x d) (+)= dS K: dS (m x n2) from the workspace, K (n2 x d) in L1 as 16-column
+    strips (kpad = n2 rounded up to C0)."""
+    m16 = (m + 15) // 16 * 16
+    kpad = (n2 + c0 - 1) // c0 * c0
+    x1 = _load_nz(pa1, ds_ws, m, n2, s2b, m16, ds_ws.dtype)
+    a2 = _pick(a0, a1, slot)
+    b2 = _pick(b0, b1, slot)
+    asc.wait_flag(asc.HardEvent.M_MTE1, slot)
+    _nz_to_zz(a2, x1, m16 // 16, kpad, c0)
+    _strips_to_b(b2, k1, d, kpad, c0)
+    pa1.free_tensor(x1)
+    _loaded(slot)
+    asc.mmad(acc, a2, b2, asc.MmadParams(m=m, n=d, k=n2, cmatrix_init_val=first))
+    asc.set_flag(asc.HardEvent.M_MTE1, slot)
+
+
+@asc.jit
+def _store_acc(dst, acc, rows, d, row_stride):
+    """An L0C accumulator (rows x d) -> GM rows row_stride apart, in dst's dtype."""
+    _sync(asc.HardEvent.M_FIX)
+    asc.fixpipe(dst, acc, asc.FixpipeParamsV220(n_size=d, m_size=rows,
+                                                src_stride=(rows + 15) // 16 * 16,
+                                                dst_stride=row_stride))
+    _sync(asc.HardEvent.FIX_M)
+
+
+# ---- AIV helpers ------------------------------------------------------------------------------
+
+@asc.jit
+def _row_sum(dst, red, src, rows, cols, row_stride):
+    """dst[r] = sum of src[r, :cols]: fold 64-lane chunks into red (rows x 64), then one
+    whole-reduce repeat per row."""
+    w0 = min(64, cols)
+    rs = row_stride // 8
+    asc.muls(red, src, 1.0, w0, rows, asc.UnaryRepeatParams(src_rep_stride=rs))
+    for c in range(64, cols, 64):
+        asc.add(red, red, src[c:], min(64, cols - c), rows,
+                asc.BinaryRepeatParams(src1_rep_stride=rs))
+    asc.whole_reduce_sum(dst, red, w0, rows, 1, 1, 8)
+
+
+@asc.jit
+def _sub_rows(tile, bc, vec, rows, cols, row_stride):
+    """tile[r, :cols] -= vec[r], the value broadcast to 32 B blocks by brcb."""
+    asc.brcb(bc, vec, (rows + 7) // 8, asc.BrcbRepeatParams(dst_blk_stride=1, dst_rep_stride=8))
+    for c in range(0, cols, 64):
+        asc.sub(tile[c:], tile[c:], bc, min(64, cols - c), rows,
+                asc.BinaryRepeatParams(src1_blk_stride=0, dst_rep_stride=row_stride // 8,
+                                       src0_rep_stride=row_stride // 8, src1_rep_stride=1))
+
+
+@asc.jit
+def _mask_scores(su, rows, row0, s2_0, n2, n16, s2b, causal):
+    """-inf where a key is masked (causal: above the diagonal) or past S2 in the last strip."""
+    for r in range(rows):
+        valid = n2
+        if causal:
+            valid = max(0, min(n2, row0 + r - s2_0 + 1))
+        if valid < n16:
+            asc.duplicate(su[r * s2b + valid:], NEG_INF, n16 - valid)
+
+
+@asc.jit
+def _load_vec(dst, g, rows):
+    asc.data_copy_pad(dst, g, asc.DataCopyExtParams(block_count=1, block_len=rows * 4))
+
+
+@asc.jit
+def _store_vec(g, src, rows):
+    asc.data_copy_pad(g, src, asc.DataCopyExtParams(block_count=1, block_len=rows * 4))
+
+
+@asc.jit
+def _load_rows(dst, g, rows, d, row_stride):
+    """rows x d of g (row_stride apart) -> UB rows d apart."""
+    isz = g.dtype.sizeof()
+    asc.data_copy_pad(dst, g, asc.DataCopyExtParams(block_count=rows, block_len=d * isz,
+                                                    src_stride=(row_stride - d) * isz))
+
+
+@asc.jit
+def _gradient_tile(su, dpu, bc, lse, dsum, s_ws, dp_ws, rows, row0, s2_0, n2, s2b, scale,
+                   causal):
+    """S, dP rows (f32, s2b apart) -> P in su, dS = scale * P * (dP - D) in dpu."""
+    n16 = (n2 + 15) // 16 * 16
+    count = rows * s2b
+    asc.data_copy(su, s_ws, count)
+    asc.data_copy(dpu, dp_ws, count)
+    _sync(asc.HardEvent.MTE2_V)
+    asc.muls(su, su, scale, count)
+    _sub_rows(su, bc, lse, rows, n16, s2b)
+    _mask_scores(su, rows, row0, s2_0, n2, n16, s2b, causal)
+    asc.exp(su, su, count)
+    _sub_rows(dpu, bc, dsum, rows, n16, s2b)
+    asc.mul(dpu, dpu, su, count)
+    asc.muls(dpu, dpu, scale, count)
+
+
+@asc.jit
+def _store_row(g, src, d):
+    asc.data_copy_pad(g, src, asc.DataCopyExtParams(block_count=1,
+                                                    block_len=d * g.dtype.sizeof()))
