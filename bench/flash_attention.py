@@ -372,8 +372,8 @@ def main(argv=None):
     os.makedirs(a.out, exist_ok=True)
     rt.ensure_device()          # rt.init + set_device(0), unless a caller (a test) already did
     seqs = sorted({int(x) for x in a.sweep.split(",") if x} | {a.seq})
-    print(f"FlashAttention {'fwd + bwd' if a.backward else 'fwd'}  B{a.batch} N{a.heads} D{a.head_dim} {a.dtype} {a.layout} "
-          f"causal={a.causal} mode={a.mode}  S in {seqs}")
+    print(f"FlashAttention {'fwd + bwd' if a.backward else 'fwd'}  B{a.batch} N{a.heads} "
+          f"D{a.head_dim} {a.dtype} {a.layout} causal={a.causal} mode={a.mode}  S in {seqs}")
     rows, prof, nprof = [], rt.profile(), rt.profile(npu=True)
     for i, s in enumerate(seqs):
         progress(i, len(seqs), f"S={s}")

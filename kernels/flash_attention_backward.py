@@ -36,10 +36,10 @@ import rt
 from ._host import ceil_div, is_device
 from .flash_attention import LAYOUTS, _strides, flash_attention_with_stats
 from .flash_attention_backward_parts import (GRADS, SCORES, _cube_begin, _cube_end,
-                                             _ds_k_product, _gradient_tile, _load_nz,
-                                             _load_rows, _load_strips16, _load_vec, _row_sum,
-                                             _scores, _store_acc, _store_row, _store_vec, _sync,
-                                             _transposed_product)
+                                             _ds_k_product, _gradient_tile, _issue_kv_block,
+                                             _issue_q_block, _load_nz, _load_rows, _load_strips16,
+                                             _load_vec, _row_sum, _store_acc, _store_row,
+                                             _store_vec, _sync, _transposed_product)
 from .flash_attention_backward_tiling import (  # noqa: F401 (re-exported)
     FlashAttentionBackwardBuffers, FlashAttentionBackwardTiling,
     flash_attention_backward_buffers, flash_attention_backward_tiling,
@@ -150,45 +150,43 @@ def flash_attention_backward_kernel(
                 og.set_global_buffer(dout + q_off, (m - 1) * layout.q.row + d)
                 q1 = _load_nz(qa1, qg, m, d, layout.q.row, m16, q.dtype)
                 o1 = _load_nz(oa1, og, m, d, layout.q.row, m16, q.dtype)
-                for t in range(steps + 1):
+                k1 = _issue_kv_block(kb1, vb1, k + kv_base, v + kv_base, layout.kv.row,
+                                     wsg[(c % 2) * bufs.ws_slot:],
+                                     wsg[(c % 2) * bufs.ws_slot + half:], sc, dpc, a0, a1, b0,
+                                     b1, mm % 2, q1, o1, m, min(s2b, shape.s2), d, s2b,
+                                     variant.c0)
+                mm += 2
+                for t in range(1, steps + 1):
+                    k1n = k1
                     if t < steps:           # issue tile t: S, dP (K_j stays for dQ += dS K_j)
                         s2_0 = t * s2b
-                        n2 = min(s2b, shape.s2 - s2_0)
+                        sl = ((c + t) % 2) * bufs.ws_slot
+                        kv_addr = kv_base + s2_0 * layout.kv.row
+                        k1n = _issue_kv_block(kb1, vb1, k + kv_addr, v + kv_addr, layout.kv.row,
+                                              wsg[sl:], wsg[sl + half:], sc, dpc, a0, a1, b0,
+                                              b1, mm % 2, q1, o1, m, min(s2b, shape.s2 - s2_0),
+                                              d, s2b, variant.c0)
+                        mm += 2
+                    # consume tile t - 1: dQ += dS K
+                    s2_0 = (t - 1) * s2b
+                    n2 = min(s2b, shape.s2 - s2_0)
+                    asc.cross_core_wait_flag(GRADS, 2, asc.PipeID.PIPE_MTE2)
+                    slot = ((c + t - 1) % 2) * bufs.wsp_slot
+                    if variant.low_precision:       # K's NZ is its 16-column strips
+                        _ds_k_product(acc, a0, a1, b0, b1, mm % 2, pa1, wpg[slot + half:], k1, m,
+                                      n2, d, s2b, variant.c0, t == 1)
+                    else:
                         kg = asc.GlobalTensor()
                         kg.set_global_buffer(k + (kv_base + s2_0 * layout.kv.row),
                                              (n2 - 1) * layout.kv.row + d)
-                        vg = asc.GlobalTensor()
-                        vg.set_global_buffer(v + (kv_base + s2_0 * layout.kv.row),
-                                             (n2 - 1) * layout.kv.row + d)
-                        n16 = (n2 + 15) // 16 * 16
-                        k1n = _load_nz(kb1, kg, n2, d, layout.kv.row, n16, q.dtype)
-                        v1 = _load_nz(vb1, vg, n2, d, layout.kv.row, n16, q.dtype)
-                        sl = ((c + t) % 2) * bufs.ws_slot
-                        _scores(wsg[sl:], wsg[sl + half:], sc, dpc, a0, a1, b0, b1, mm % 2, q1,
-                                o1, k1n, v1, m, n2, d, s2b, variant.c0)
-                        mm += 2
-                        vb1.free_tensor(v1)
-                    if t > 0:               # consume tile t - 1: dQ += dS K
-                        s2_0 = (t - 1) * s2b
-                        n2 = min(s2b, shape.s2 - s2_0)
-                        asc.cross_core_wait_flag(GRADS, 2, asc.PipeID.PIPE_MTE2)
-                        slot = ((c + t - 1) % 2) * bufs.wsp_slot
-                        if variant.low_precision:   # K's NZ is its 16-column strips
-                            _ds_k_product(acc, a0, a1, b0, b1, mm % 2, pa1, wpg[slot + half:],
-                                          k1, m, n2, d, s2b, variant.c0, t == 1)
-                        else:
-                            kg = asc.GlobalTensor()
-                            kg.set_global_buffer(k + (kv_base + s2_0 * layout.kv.row),
-                                                 (n2 - 1) * layout.kv.row + d)
-                            x1 = _load_strips16(xb1, kg, n2, d, layout.kv.row,
-                                                (n2 + 7) // 8 * 8, variant.c0, q.dtype)
-                            _ds_k_product(acc, a0, a1, b0, b1, mm % 2, pa1, wpg[slot + half:],
-                                          x1, m, n2, d, s2b, variant.c0, t == 1)
-                            xb1.free_tensor(x1)
-                        mm += 1
-                        kb1.free_tensor(k1)
-                    if t < steps:
-                        k1 = k1n
+                        x1 = _load_strips16(xb1, kg, n2, d, layout.kv.row, (n2 + 7) // 8 * 8,
+                                            variant.c0, q.dtype)
+                        _ds_k_product(acc, a0, a1, b0, b1, mm % 2, pa1, wpg[slot + half:], x1, m,
+                                      n2, d, s2b, variant.c0, t == 1)
+                        xb1.free_tensor(x1)
+                    mm += 1
+                    kb1.free_tensor(k1)
+                    k1 = k1n
                 c += steps
                 qa1.free_tensor(q1)
                 oa1.free_tensor(o1)
@@ -216,60 +214,63 @@ def flash_attention_backward_kernel(
                     vg.set_global_buffer(v + kv_off, (n2 - 1) * layout.kv.row + d)
                     k1 = _load_nz(kb1, kg, n2, d, layout.kv.row, n16, q.dtype)
                     v1 = _load_nz(vb1, vg, n2, d, layout.kv.row, n16, q.dtype)
-                    for t in range(steps + 1):
+                    q_off = b * layout.q.batch + nk * group * layout.q.head + \
+                        i0 * s1b * layout.q.row
+                    q1, o1 = _issue_q_block(qa1, oa1, q + q_off, dout + q_off, layout.q.row,
+                                            wsg[(c % 2) * bufs.ws_slot:],
+                                            wsg[(c % 2) * bufs.ws_slot + half:], sc, dpc, a0, a1,
+                                            b0, b1, mm % 2, k1, v1, min(s1b, shape.s1 - i0 * s1b),
+                                            n2, d, s2b, variant.c0)
+                    mm += 2
+                    for t in range(1, steps + 1):
+                        q1n = q1
+                        o1n = o1
                         if t < steps:       # issue tile t: S, dP (Q_i, dO_i stay for dK, dV)
                             n = nk * group + t // per_head
                             s1_0 = (i0 + t % per_head) * s1b
-                            m = min(s1b, shape.s1 - s1_0)
                             q_off = b * layout.q.batch + n * layout.q.head + s1_0 * layout.q.row
-                            qg = asc.GlobalTensor()
-                            qg.set_global_buffer(q + q_off, (m - 1) * layout.q.row + d)
+                            sl = ((c + t) % 2) * bufs.ws_slot
+                            q1n, o1n = _issue_q_block(qa1, oa1, q + q_off, dout + q_off,
+                                                      layout.q.row, wsg[sl:], wsg[sl + half:],
+                                                      sc, dpc, a0, a1, b0, b1, mm % 2, k1, v1,
+                                                      min(s1b, shape.s1 - s1_0), n2, d, s2b,
+                                                      variant.c0)
+                            mm += 2
+                        # consume tile t - 1: dV += P^T dO, dK += dS^T Q
+                        n = nk * group + (t - 1) // per_head
+                        s1_0 = (i0 + (t - 1) % per_head) * s1b
+                        m = min(s1b, shape.s1 - s1_0)
+                        asc.cross_core_wait_flag(GRADS, 2, asc.PipeID.PIPE_MTE2)
+                        slot = ((c + t - 1) % 2) * bufs.wsp_slot
+                        if variant.low_precision:   # their NZ is their 16-column strips
+                            _transposed_product(acc, a0, a1, b0, b1, mm % 2, pa1, wpg[slot:],
+                                                o1, m, n2, d, s2b, variant.c0, t == 1)
+                            _transposed_product(acc2, a0, a1, b0, b1, 1 - mm % 2, pa1,
+                                                wpg[slot + half:], q1, m, n2, d, s2b,
+                                                variant.c0, t == 1)
+                        else:
+                            q_off = b * layout.q.batch + n * layout.q.head + s1_0 * layout.q.row
                             og = asc.GlobalTensor()
                             og.set_global_buffer(dout + q_off, (m - 1) * layout.q.row + d)
-                            m16 = (m + 15) // 16 * 16
-                            q1n = _load_nz(qa1, qg, m, d, layout.q.row, m16, q.dtype)
-                            o1n = _load_nz(oa1, og, m, d, layout.q.row, m16, q.dtype)
-                            sl = ((c + t) % 2) * bufs.ws_slot
-                            _scores(wsg[sl:], wsg[sl + half:], sc, dpc, a0, a1, b0, b1, mm % 2,
-                                    q1n, o1n, k1, v1, m, n2, d, s2b, variant.c0)
-                            mm += 2
-                        if t > 0:           # consume tile t - 1: dV += P^T dO, dK += dS^T Q
-                            n = nk * group + (t - 1) // per_head
-                            s1_0 = (i0 + (t - 1) % per_head) * s1b
-                            m = min(s1b, shape.s1 - s1_0)
-                            asc.cross_core_wait_flag(GRADS, 2, asc.PipeID.PIPE_MTE2)
-                            slot = ((c + t - 1) % 2) * bufs.wsp_slot
-                            if variant.low_precision:   # their NZ is their 16-column strips
-                                _transposed_product(acc, a0, a1, b0, b1, mm % 2, pa1, wpg[slot:],
-                                                    o1, m, n2, d, s2b, variant.c0, t == 1)
-                                _transposed_product(acc2, a0, a1, b0, b1, 1 - mm % 2, pa1,
-                                                    wpg[slot + half:], q1, m, n2, d, s2b,
-                                                    variant.c0, t == 1)
-                            else:
-                                q_off = (b * layout.q.batch + n * layout.q.head
-                                         + s1_0 * layout.q.row)
-                                og = asc.GlobalTensor()
-                                og.set_global_buffer(dout + q_off, (m - 1) * layout.q.row + d)
-                                qg = asc.GlobalTensor()
-                                qg.set_global_buffer(q + q_off, (m - 1) * layout.q.row + d)
-                                kpad = (m + 7) // 8 * 8
-                                x1 = _load_strips16(xb1, og, m, d, layout.q.row, kpad,
-                                                    variant.c0, q.dtype)
-                                _transposed_product(acc, a0, a1, b0, b1, mm % 2, pa1, wpg[slot:],
-                                                    x1, m, n2, d, s2b, variant.c0, t == 1)
-                                xb1.free_tensor(x1)
-                                x1 = _load_strips16(xb1, qg, m, d, layout.q.row, kpad,
-                                                    variant.c0, q.dtype)
-                                _transposed_product(acc2, a0, a1, b0, b1, 1 - mm % 2, pa1,
-                                                    wpg[slot + half:], x1, m, n2, d, s2b,
-                                                    variant.c0, t == 1)
-                                xb1.free_tensor(x1)
-                            mm += 2
-                            qa1.free_tensor(q1)
-                            oa1.free_tensor(o1)
-                        if t < steps:
-                            q1 = q1n
-                            o1 = o1n
+                            qg = asc.GlobalTensor()
+                            qg.set_global_buffer(q + q_off, (m - 1) * layout.q.row + d)
+                            kpad = (m + 7) // 8 * 8
+                            x1 = _load_strips16(xb1, og, m, d, layout.q.row, kpad, variant.c0,
+                                                q.dtype)
+                            _transposed_product(acc, a0, a1, b0, b1, mm % 2, pa1, wpg[slot:], x1,
+                                                m, n2, d, s2b, variant.c0, t == 1)
+                            xb1.free_tensor(x1)
+                            x1 = _load_strips16(xb1, qg, m, d, layout.q.row, kpad, variant.c0,
+                                                q.dtype)
+                            _transposed_product(acc2, a0, a1, b0, b1, 1 - mm % 2, pa1,
+                                                wpg[slot + half:], x1, m, n2, d, s2b,
+                                                variant.c0, t == 1)
+                            xb1.free_tensor(x1)
+                        mm += 2
+                        qa1.free_tensor(q1)
+                        oa1.free_tensor(o1)
+                        q1 = q1n
+                        o1 = o1n
                     c += steps
                     kb1.free_tensor(k1)
                     vb1.free_tensor(v1)

@@ -260,3 +260,35 @@ def _gradient_tile(su, dpu, bc, lse, dsum, s_ws, dp_ws, rows, row0, s2_0, n2, s2
 def _store_row(g, src, d):
     asc.data_copy_pad(g, src, asc.DataCopyExtParams(block_count=1,
                                                     block_len=d * g.dtype.sizeof()))
+
+
+@asc.jit
+def _issue_kv_block(kb1, vb1, k_addr, v_addr, kv_row, s_ws, dp_ws, sc, dpc, a0, a1, b0, b1, slot,
+                    q1, o1, m, n2, d, s2b, c0):
+    """The dQ pass's tile: K_j, V_j -> L1, S and dP out; returns K_j's L1 tile (kept for dQ)."""
+    n16 = (n2 + 15) // 16 * 16
+    kg = asc.GlobalTensor()
+    kg.set_global_buffer(k_addr, (n2 - 1) * kv_row + d)
+    vg = asc.GlobalTensor()
+    vg.set_global_buffer(v_addr, (n2 - 1) * kv_row + d)
+    k1 = _load_nz(kb1, kg, n2, d, kv_row, n16, k_addr.dtype)
+    v1 = _load_nz(vb1, vg, n2, d, kv_row, n16, k_addr.dtype)
+    _scores(s_ws, dp_ws, sc, dpc, a0, a1, b0, b1, slot, q1, o1, k1, v1, m, n2, d, s2b, c0)
+    vb1.free_tensor(v1)
+    return k1
+
+
+@asc.jit
+def _issue_q_block(qa1, oa1, q_addr, o_addr, q_row, s_ws, dp_ws, sc, dpc, a0, a1, b0, b1, slot,
+                   k1, v1, m, n2, d, s2b, c0):
+    """The dK/dV pass's tile: Q_i, dO_i -> L1, S and dP out; returns both L1 tiles (kept for
+    dK and dV)."""
+    m16 = (m + 15) // 16 * 16
+    qg = asc.GlobalTensor()
+    qg.set_global_buffer(q_addr, (m - 1) * q_row + d)
+    og = asc.GlobalTensor()
+    og.set_global_buffer(o_addr, (m - 1) * q_row + d)
+    q1 = _load_nz(qa1, qg, m, d, q_row, m16, q_addr.dtype)
+    o1 = _load_nz(oa1, og, m, d, q_row, m16, q_addr.dtype)
+    _scores(s_ws, dp_ws, sc, dpc, a0, a1, b0, b1, slot, q1, o1, k1, v1, m, n2, d, s2b, c0)
+    return q1, o1

@@ -60,7 +60,8 @@ def aiv_rows(s1_block: int) -> int:
     return round_up(ceil_div(s1_block, 2), 8)
 
 
-def flash_attention_backward_buffers(tiling, d: int, itemsize: int) -> FlashAttentionBackwardBuffers:
+def flash_attention_backward_buffers(tiling, d: int,
+                                     itemsize: int) -> FlashAttentionBackwardBuffers:
     s1b, s2b = tiling.s1_block, tiling.s2_block
     f32 = 4
     low = itemsize < 4

@@ -148,7 +148,7 @@ def test_the_reference_matches_finite_differences():
         assert math.isclose(fd, g[idx], rel_tol=1e-5, abs_tol=1e-8)
 
 
-# ---- errors and tiling ----------------------------------------------------------------------------
+# ---- errors and tiling -------------------------------------------------------------------------
 
 def _ok(dtype=np.float32, s=16, d=32):
     q, k, v, do = inputs((1, 2, s, d), (1, 2, s, d), dtype)
