@@ -35,7 +35,7 @@ import rt
 
 from ._host import ceil_div, is_device
 from .flash_attention import LAYOUTS, _strides, flash_attention_with_stats
-from .flash_attention_backward_parts import (GRADS, SCORES, _cube_begin, _cube_end,
+from .flash_attention_backward_parts import (GRADS, NSLOT, SCORES, _cube_begin, _cube_end,
                                              _ds_k_product, _gradient_tile, _issue_kv_block,
                                              _issue_q_block, _load_nz, _load_rows, _load_strips16,
                                              _load_vec, _row_sum, _store_acc, _store_row,
@@ -98,19 +98,19 @@ def flash_attention_backward_kernel(
     n_s2 = (shape.s2 + s2b - 1) // s2b
     pipe = asc.TPipe()
     if asc.ascend_is_aic():
-        qa1 = asc.TQue(asc.TPosition.A1, 2)
-        oa1 = asc.TQue(asc.TPosition.A1, 2)
-        kb1 = asc.TQue(asc.TPosition.B1, 2)
-        vb1 = asc.TQue(asc.TPosition.B1, 2)
+        qa1 = asc.TQue(asc.TPosition.A1, NSLOT)
+        oa1 = asc.TQue(asc.TPosition.A1, NSLOT)
+        kb1 = asc.TQue(asc.TPosition.B1, NSLOT)
+        vb1 = asc.TQue(asc.TPosition.B1, NSLOT)
         xb1 = asc.TQue(asc.TPosition.B1, 1)
         pa1 = asc.TQue(asc.TPosition.A1, 2)
         l0a = asc.TBuf(asc.TPosition.A2)
         l0b = asc.TBuf(asc.TPosition.B2)
         l0c = asc.TBuf(asc.TPosition.CO1)
-        pipe.init_buffer(qa1, 2, bufs.q_l1)
-        pipe.init_buffer(oa1, 2, bufs.do_l1)
-        pipe.init_buffer(kb1, 2, bufs.k_l1)
-        pipe.init_buffer(vb1, 2, bufs.v_l1)
+        pipe.init_buffer(qa1, NSLOT, bufs.q_l1)
+        pipe.init_buffer(oa1, NSLOT, bufs.do_l1)
+        pipe.init_buffer(kb1, NSLOT, bufs.k_l1)
+        pipe.init_buffer(vb1, NSLOT, bufs.v_l1)
         pipe.init_buffer(xb1, 1, bufs.x_l1)
         pipe.init_buffer(pa1, 2, bufs.p_l1)
         pipe.init_buffer(l0a, 2 * bufs.a_slot)
@@ -125,11 +125,11 @@ def flash_attention_backward_kernel(
         acc = l0c.get_with_offset(max(s1b, s2b) * d, bufs.acc_l0c, asc.float32)
         acc2 = l0c.get_with_offset(s2b * d, bufs.acc2_l0c, asc.float32)
         wsg = asc.GlobalTensor()
-        wsg.set_global_buffer(ws + g * 2 * bufs.ws_slot, 2 * bufs.ws_slot)
+        wsg.set_global_buffer(ws + g * NSLOT * bufs.ws_slot, NSLOT * bufs.ws_slot)
         wpg = asc.GlobalTensor()
-        wpg.set_global_buffer(wsp + g * 2 * bufs.wsp_slot, 2 * bufs.wsp_slot)
+        wpg.set_global_buffer(wsp + g * NSLOT * bufs.wsp_slot, NSLOT * bufs.wsp_slot)
         half = s1b * s2b
-        c = 0                               # tiles handed over so far: workspace slot c % 2
+        c = 0                               # tiles handed over so far: workspace slot c % NSLOT
         mm = 0                              # mmads so far: L0A / L0B slot mm % 2
         _cube_begin()
         for item in range(g, shape.items, groups):
@@ -151,42 +151,46 @@ def flash_attention_backward_kernel(
                 q1 = _load_nz(qa1, qg, m, d, layout.q.row, m16, q.dtype)
                 o1 = _load_nz(oa1, og, m, d, layout.q.row, m16, q.dtype)
                 k1 = _issue_kv_block(kb1, vb1, k + kv_base, v + kv_base, layout.kv.row,
-                                     wsg[(c % 2) * bufs.ws_slot:],
-                                     wsg[(c % 2) * bufs.ws_slot + half:], sc, dpc, a0, a1, b0,
-                                     b1, mm % 2, q1, o1, m, min(s2b, shape.s2), d, s2b,
+                                     wsg[(c % NSLOT) * bufs.ws_slot:],
+                                     wsg[(c % NSLOT) * bufs.ws_slot + half:], sc, dpc, a0, a1,
+                                     b0, b1, mm % 2, q1, o1, m, min(s2b, shape.s2), d, s2b,
                                      variant.c0)
                 mm += 2
-                for t in range(1, steps + 1):
-                    k1n = k1
-                    if t < steps:           # issue tile t: S, dP (K_j stays for dQ += dS K_j)
-                        s2_0 = t * s2b
-                        sl = ((c + t) % 2) * bufs.ws_slot
+                k1b = k1
+                for t in range(1 - NSLOT, steps):
+                    u = t + NSLOT - 1       # issue tile u: S, dP (K_j stays for dQ += dS K_j)
+                    k1c = k1b
+                    if u < steps and u > 0:
+                        s2_0 = u * s2b
+                        sl = ((c + u) % NSLOT) * bufs.ws_slot
                         kv_addr = kv_base + s2_0 * layout.kv.row
-                        k1n = _issue_kv_block(kb1, vb1, k + kv_addr, v + kv_addr, layout.kv.row,
+                        k1c = _issue_kv_block(kb1, vb1, k + kv_addr, v + kv_addr, layout.kv.row,
                                               wsg[sl:], wsg[sl + half:], sc, dpc, a0, a1, b0,
                                               b1, mm % 2, q1, o1, m, min(s2b, shape.s2 - s2_0),
                                               d, s2b, variant.c0)
                         mm += 2
-                    # consume tile t - 1: dQ += dS K
-                    s2_0 = (t - 1) * s2b
-                    n2 = min(s2b, shape.s2 - s2_0)
-                    asc.cross_core_wait_flag(GRADS, 2, asc.PipeID.PIPE_MTE2)
-                    slot = ((c + t - 1) % 2) * bufs.wsp_slot
-                    if variant.low_precision:       # K's NZ is its 16-column strips
-                        _ds_k_product(acc, a0, a1, b0, b1, mm % 2, pa1, wpg[slot + half:], k1, m,
-                                      n2, d, s2b, variant.c0, t == 1)
-                    else:
-                        kg = asc.GlobalTensor()
-                        kg.set_global_buffer(k + (kv_base + s2_0 * layout.kv.row),
-                                             (n2 - 1) * layout.kv.row + d)
-                        x1 = _load_strips16(xb1, kg, n2, d, layout.kv.row, (n2 + 7) // 8 * 8,
-                                            variant.c0, q.dtype)
-                        _ds_k_product(acc, a0, a1, b0, b1, mm % 2, pa1, wpg[slot + half:], x1, m,
-                                      n2, d, s2b, variant.c0, t == 1)
-                        xb1.free_tensor(x1)
-                    mm += 1
-                    kb1.free_tensor(k1)
-                    k1 = k1n
+                    if t >= 0:              # consume tile t: dQ += dS K
+                        s2_0 = t * s2b
+                        n2 = min(s2b, shape.s2 - s2_0)
+                        asc.cross_core_wait_flag(GRADS, 2, asc.PipeID.PIPE_MTE2)
+                        slot = ((c + t) % NSLOT) * bufs.wsp_slot
+                        if variant.low_precision:   # K's NZ is its 16-column strips
+                            _ds_k_product(acc, a0, a1, b0, b1, mm % 2, pa1, wpg[slot + half:],
+                                          k1, m, n2, d, s2b, variant.c0, t == 0)
+                        else:
+                            kg = asc.GlobalTensor()
+                            kg.set_global_buffer(k + (kv_base + s2_0 * layout.kv.row),
+                                                 (n2 - 1) * layout.kv.row + d)
+                            x1 = _load_strips16(xb1, kg, n2, d, layout.kv.row,
+                                                (n2 + 7) // 8 * 8, variant.c0, q.dtype)
+                            _ds_k_product(acc, a0, a1, b0, b1, mm % 2, pa1, wpg[slot + half:],
+                                          x1, m, n2, d, s2b, variant.c0, t == 0)
+                            xb1.free_tensor(x1)
+                        mm += 1
+                        kb1.free_tensor(k1)
+                        k1 = k1b
+                    if u > 0:
+                        k1b = k1c
                 c += steps
                 qa1.free_tensor(q1)
                 oa1.free_tensor(o1)
@@ -217,60 +221,67 @@ def flash_attention_backward_kernel(
                     q_off = b * layout.q.batch + nk * group * layout.q.head + \
                         i0 * s1b * layout.q.row
                     q1, o1 = _issue_q_block(qa1, oa1, q + q_off, dout + q_off, layout.q.row,
-                                            wsg[(c % 2) * bufs.ws_slot:],
-                                            wsg[(c % 2) * bufs.ws_slot + half:], sc, dpc, a0, a1,
-                                            b0, b1, mm % 2, k1, v1, min(s1b, shape.s1 - i0 * s1b),
-                                            n2, d, s2b, variant.c0)
+                                            wsg[(c % NSLOT) * bufs.ws_slot:],
+                                            wsg[(c % NSLOT) * bufs.ws_slot + half:], sc, dpc, a0,
+                                            a1, b0, b1, mm % 2, k1, v1,
+                                            min(s1b, shape.s1 - i0 * s1b), n2, d, s2b, variant.c0)
                     mm += 2
-                    for t in range(1, steps + 1):
-                        q1n = q1
-                        o1n = o1
-                        if t < steps:       # issue tile t: S, dP (Q_i, dO_i stay for dK, dV)
-                            n = nk * group + t // per_head
-                            s1_0 = (i0 + t % per_head) * s1b
+                    q1b = q1
+                    o1b = o1
+                    for t in range(1 - NSLOT, steps):
+                        u = t + NSLOT - 1   # issue tile u: S, dP (Q_i, dO_i stay for dK, dV)
+                        q1c = q1b
+                        o1c = o1b
+                        if u < steps and u > 0:
+                            n = nk * group + u // per_head
+                            s1_0 = (i0 + u % per_head) * s1b
                             q_off = b * layout.q.batch + n * layout.q.head + s1_0 * layout.q.row
-                            sl = ((c + t) % 2) * bufs.ws_slot
-                            q1n, o1n = _issue_q_block(qa1, oa1, q + q_off, dout + q_off,
+                            sl = ((c + u) % NSLOT) * bufs.ws_slot
+                            q1c, o1c = _issue_q_block(qa1, oa1, q + q_off, dout + q_off,
                                                       layout.q.row, wsg[sl:], wsg[sl + half:],
                                                       sc, dpc, a0, a1, b0, b1, mm % 2, k1, v1,
                                                       min(s1b, shape.s1 - s1_0), n2, d, s2b,
                                                       variant.c0)
                             mm += 2
-                        # consume tile t - 1: dV += P^T dO, dK += dS^T Q
-                        n = nk * group + (t - 1) // per_head
-                        s1_0 = (i0 + (t - 1) % per_head) * s1b
-                        m = min(s1b, shape.s1 - s1_0)
-                        asc.cross_core_wait_flag(GRADS, 2, asc.PipeID.PIPE_MTE2)
-                        slot = ((c + t - 1) % 2) * bufs.wsp_slot
-                        if variant.low_precision:   # their NZ is their 16-column strips
-                            _transposed_product(acc, a0, a1, b0, b1, mm % 2, pa1, wpg[slot:],
-                                                o1, m, n2, d, s2b, variant.c0, t == 1)
-                            _transposed_product(acc2, a0, a1, b0, b1, 1 - mm % 2, pa1,
-                                                wpg[slot + half:], q1, m, n2, d, s2b,
-                                                variant.c0, t == 1)
-                        else:
-                            q_off = b * layout.q.batch + n * layout.q.head + s1_0 * layout.q.row
-                            og = asc.GlobalTensor()
-                            og.set_global_buffer(dout + q_off, (m - 1) * layout.q.row + d)
-                            qg = asc.GlobalTensor()
-                            qg.set_global_buffer(q + q_off, (m - 1) * layout.q.row + d)
-                            kpad = (m + 7) // 8 * 8
-                            x1 = _load_strips16(xb1, og, m, d, layout.q.row, kpad, variant.c0,
-                                                q.dtype)
-                            _transposed_product(acc, a0, a1, b0, b1, mm % 2, pa1, wpg[slot:], x1,
-                                                m, n2, d, s2b, variant.c0, t == 1)
-                            xb1.free_tensor(x1)
-                            x1 = _load_strips16(xb1, qg, m, d, layout.q.row, kpad, variant.c0,
-                                                q.dtype)
-                            _transposed_product(acc2, a0, a1, b0, b1, 1 - mm % 2, pa1,
-                                                wpg[slot + half:], x1, m, n2, d, s2b,
-                                                variant.c0, t == 1)
-                            xb1.free_tensor(x1)
-                        mm += 2
-                        qa1.free_tensor(q1)
-                        oa1.free_tensor(o1)
-                        q1 = q1n
-                        o1 = o1n
+                        if t >= 0:          # consume tile t: dV += P^T dO, dK += dS^T Q
+                            n = nk * group + t // per_head
+                            s1_0 = (i0 + t % per_head) * s1b
+                            m = min(s1b, shape.s1 - s1_0)
+                            asc.cross_core_wait_flag(GRADS, 2, asc.PipeID.PIPE_MTE2)
+                            slot = ((c + t) % NSLOT) * bufs.wsp_slot
+                            if variant.low_precision:   # their NZ is their 16-column strips
+                                _transposed_product(acc, a0, a1, b0, b1, mm % 2, pa1, wpg[slot:],
+                                                    o1, m, n2, d, s2b, variant.c0, t == 0)
+                                _transposed_product(acc2, a0, a1, b0, b1, 1 - mm % 2, pa1,
+                                                    wpg[slot + half:], q1, m, n2, d, s2b,
+                                                    variant.c0, t == 0)
+                            else:
+                                q_off = (b * layout.q.batch + n * layout.q.head
+                                         + s1_0 * layout.q.row)
+                                og = asc.GlobalTensor()
+                                og.set_global_buffer(dout + q_off, (m - 1) * layout.q.row + d)
+                                qg = asc.GlobalTensor()
+                                qg.set_global_buffer(q + q_off, (m - 1) * layout.q.row + d)
+                                kpad = (m + 7) // 8 * 8
+                                x1 = _load_strips16(xb1, og, m, d, layout.q.row, kpad,
+                                                    variant.c0, q.dtype)
+                                _transposed_product(acc, a0, a1, b0, b1, mm % 2, pa1, wpg[slot:],
+                                                    x1, m, n2, d, s2b, variant.c0, t == 0)
+                                xb1.free_tensor(x1)
+                                x1 = _load_strips16(xb1, qg, m, d, layout.q.row, kpad,
+                                                    variant.c0, q.dtype)
+                                _transposed_product(acc2, a0, a1, b0, b1, 1 - mm % 2, pa1,
+                                                    wpg[slot + half:], x1, m, n2, d, s2b,
+                                                    variant.c0, t == 0)
+                                xb1.free_tensor(x1)
+                            mm += 2
+                            qa1.free_tensor(q1)
+                            oa1.free_tensor(o1)
+                            q1 = q1b
+                            o1 = o1b
+                        if u > 0:
+                            q1b = q1c
+                            o1b = o1c
                     c += steps
                     kb1.free_tensor(k1)
                     vb1.free_tensor(v1)
@@ -299,9 +310,9 @@ def flash_attention_backward_kernel(
         dsum_u = calc.get_with_offset(h, bufs.dsum_ub, asc.float32)
         red_u = calc.get_with_offset(h, bufs.red_ub, asc.float32)
         wsg = asc.GlobalTensor()
-        wsg.set_global_buffer(ws + g * 2 * bufs.ws_slot, 2 * bufs.ws_slot)
+        wsg.set_global_buffer(ws + g * NSLOT * bufs.ws_slot, NSLOT * bufs.ws_slot)
         wpg = asc.GlobalTensor()
-        wpg.set_global_buffer(wsp + g * 2 * bufs.wsp_slot, 2 * bufs.wsp_slot)
+        wpg.set_global_buffer(wsp + g * NSLOT * bufs.wsp_slot, NSLOT * bufs.wsp_slot)
         half = s1b * s2b
         r0 = sub * h                        # this AIV's first row of the tile
         c = 0
@@ -357,8 +368,8 @@ def flash_attention_backward_kernel(
                     n2 = min(s2b, shape.s2 - s2_0)
                     asc.cross_core_wait_flag(SCORES, 2, asc.PipeID.PIPE_MTE2)
                     if mh > 0:
-                        sl = ((c + t) % 2) * bufs.ws_slot + r0 * s2b
-                        pl = ((c + t) % 2) * bufs.wsp_slot + r0 * s2b
+                        sl = ((c + t) % NSLOT) * bufs.ws_slot + r0 * s2b
+                        pl = ((c + t) % NSLOT) * bufs.wsp_slot + r0 * s2b
                         _sync(asc.HardEvent.V_MTE2)
                         _gradient_tile(su, dpu, bc, lse_u, dsum_u, wsg[sl:], wsg[sl + half:],
                                        mh, s1_0 + r0, s2_0, n2, s2b, scale, variant.causal)
@@ -397,8 +408,8 @@ def flash_attention_backward_kernel(
                         eg.set_global_buffer(lse + st_off, mh)
                         dg = asc.GlobalTensor()
                         dg.set_global_buffer(dsum + st_off, mh)
-                        sl = ((c + t) % 2) * bufs.ws_slot + r0 * s2b
-                        pl = ((c + t) % 2) * bufs.wsp_slot + r0 * s2b
+                        sl = ((c + t) % NSLOT) * bufs.ws_slot + r0 * s2b
+                        pl = ((c + t) % NSLOT) * bufs.wsp_slot + r0 * s2b
                         _sync(asc.HardEvent.V_MTE2)
                         _load_vec(lse_u, eg, mh)
                         _load_vec(dsum_u, dg, mh)
@@ -506,8 +517,8 @@ def flash_attention_backward(dout, q, k, v, out, softmax_max, softmax_sum, *, la
     items = {True: B * N * ceil_div(S1, t.s1_block), False: B * NK * ceil_div(S2, t.s2_block)}
     groups = {p: max(1, min(n, rt.get_soc().ai_core_num)) for p, n in items.items()}
     most = max(groups.values())
-    ws = rt.device_empty((most * 2 * bufs.ws_slot,), np.float32)
-    wsp = rt.device_empty((most * 2 * bufs.wsp_slot,), q.dtype)
+    ws = rt.device_empty((most * NSLOT * bufs.ws_slot,), np.float32)
+    wsp = rt.device_empty((most * NSLOT * bufs.wsp_slot,), q.dtype)
     strides = BackwardLayout(RowStrides(*qs), RowStrides(*ks))
     low = isz < 4
     for dq_pass in (True, False):       # the dKV pass reads the D and lse the dQ pass wrote

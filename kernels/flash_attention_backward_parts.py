@@ -9,6 +9,9 @@ import ascendc as asc
 
 NEG_INF = -math.inf
 SCORES, GRADS = 1, 2        # cross-core flag ids (mode 2): AIC -> AIVs, AIVs -> AIC
+# workspace slots per group (and L1 buffers of the tiles the AIC keeps): the AIC issues tile
+# t + 2 before it takes the AIVs' P and dS of tile t (the kernel's loops rotate three tiles)
+NSLOT = 3
 
 
 # ---- AIC helpers ------------------------------------------------------------------------------

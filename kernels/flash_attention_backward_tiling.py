@@ -20,10 +20,10 @@ class FlashAttentionBackwardBuffers(NamedTuple):
     carved out of the shared ones (one ConstExpr; `FlashAttentionBackwardTiling.validate` checks
     the same numbers against the SoC). AIC: L1 queues, L0A/L0B/L0C views. AIV: the rows one
     AIV owns (`rows`) and its Unified Buffer views."""
-    q_l1: int           # A1 (2 buffers): Q rows (NZ), the A operand of S = Q K^T
-    do_l1: int          # A1 (2): dO rows (NZ), the A operand of dP = dO V^T
-    k_l1: int           # B1 (2): K rows (NZ == ZN of K^T)
-    v_l1: int           # B1 (2): V rows (NZ == ZN of V^T)
+    q_l1: int           # A1 (3 buffers): Q rows (NZ), the A operand of S = Q K^T
+    do_l1: int          # A1 (3): dO rows (NZ), the A operand of dP = dO V^T
+    k_l1: int           # B1 (3): K rows (NZ == ZN of K^T)
+    v_l1: int           # B1 (3): V rows (NZ == ZN of V^T)
     x_l1: int           # B1 (1): f32 only: dO, Q or K rows as 16-column strips (B of dV/dK/dQ)
     p_l1: int           # A1 (2): P or dS (the A operand of dV / dK / dQ)
     a_slot: int         # A2: one of two operand slots (Q, dO, P^T, dS^T or dS)
@@ -43,7 +43,7 @@ class FlashAttentionBackwardBuffers(NamedTuple):
     lse_ub: int         # per-row max + ln(sum): P = exp(scale S - lse)
     dsum_ub: int        # per-row D = rowsum(dO * O)
     red_ub: int         # per-row scratch
-    ws_slot: int        # f32 GM workspace elements per slot: S then dP (two slots per group)
+    ws_slot: int        # f32 GM workspace elements per slot: S then dP (three slots per group)
     wsp_slot: int       # input-dtype GM workspace elements per slot: P then dS
 
 
@@ -103,7 +103,7 @@ class FlashAttentionBackwardTiling:
                              f"s2_block <= 2032 (vector repeat limits), got s1_block="
                              f"{self.s1_block} s2_block={self.s2_block}")
         b = flash_attention_backward_buffers(self, d, itemsize)
-        need = {"L1": 2 * (b.q_l1 + b.do_l1 + b.k_l1 + b.v_l1 + b.p_l1) + b.x_l1,
+        need = {"L1": 3 * (b.q_l1 + b.do_l1 + b.k_l1 + b.v_l1) + 2 * b.p_l1 + b.x_l1,
                 "L0A": 2 * b.a_slot, "L0B": 2 * b.b_slot, "L0C": b.l0c, "UB": b.calc}
         for level, nbytes in need.items():
             if nbytes > soc.capacity(level):
