@@ -120,7 +120,7 @@ def flash_attention_backward_kernel(
         a1 = l0a.get_with_offset(bufs.a_slot // q.dtype.sizeof(), bufs.a_slot, q.dtype)
         b0 = l0b.get_with_offset(bufs.b_slot // q.dtype.sizeof(), 0, q.dtype)
         b1 = l0b.get_with_offset(bufs.b_slot // q.dtype.sizeof(), bufs.b_slot, q.dtype)
-        sc = l0c.get_with_offset(s1b * s2b, 0, asc.float32)
+        sdc = l0c.get_with_offset(2 * s1b * s2b, 0, asc.float32)     # S, then dP
         dpc = l0c.get_with_offset(s1b * s2b, bufs.dp_l0c, asc.float32)
         acc = l0c.get_with_offset(max(s1b, s2b) * d, bufs.acc_l0c, asc.float32)
         acc2 = l0c.get_with_offset(s2b * d, bufs.acc2_l0c, asc.float32)
@@ -151,10 +151,9 @@ def flash_attention_backward_kernel(
                 q1 = _load_nz(qa1, qg, m, d, layout.q.row, m16, q.dtype)
                 o1 = _load_nz(oa1, og, m, d, layout.q.row, m16, q.dtype)
                 k1 = _issue_kv_block(kb1, vb1, k + kv_base, v + kv_base, layout.kv.row,
-                                     wsg[(c % NSLOT) * bufs.ws_slot:],
-                                     wsg[(c % NSLOT) * bufs.ws_slot + half:], sc, dpc, a0, a1,
-                                     b0, b1, mm % 2, q1, o1, m, min(s2b, shape.s2), d, s2b,
-                                     variant.c0)
+                                     wsg[(c % NSLOT) * bufs.ws_slot:], sdc, dpc, a0, a1,
+                                     b0, b1, mm % 2, q1, o1, m, min(s2b, shape.s2), d, s1b,
+                                     s2b, variant.c0)
                 mm += 2
                 k1b = k1
                 for t in range(1 - NSLOT, steps):
@@ -165,9 +164,9 @@ def flash_attention_backward_kernel(
                         sl = ((c + u) % NSLOT) * bufs.ws_slot
                         kv_addr = kv_base + s2_0 * layout.kv.row
                         k1c = _issue_kv_block(kb1, vb1, k + kv_addr, v + kv_addr, layout.kv.row,
-                                              wsg[sl:], wsg[sl + half:], sc, dpc, a0, a1, b0,
-                                              b1, mm % 2, q1, o1, m, min(s2b, shape.s2 - s2_0),
-                                              d, s2b, variant.c0)
+                                              wsg[sl:], sdc, dpc, a0, a1, b0, b1, mm % 2,
+                                              q1, o1, m, min(s2b, shape.s2 - s2_0), d, s1b,
+                                              s2b, variant.c0)
                         mm += 2
                     if t >= 0:              # consume tile t: dQ += dS K
                         s2_0 = t * s2b
@@ -221,10 +220,10 @@ def flash_attention_backward_kernel(
                     q_off = b * layout.q.batch + nk * group * layout.q.head + \
                         i0 * s1b * layout.q.row
                     q1, o1 = _issue_q_block(qa1, oa1, q + q_off, dout + q_off, layout.q.row,
-                                            wsg[(c % NSLOT) * bufs.ws_slot:],
-                                            wsg[(c % NSLOT) * bufs.ws_slot + half:], sc, dpc, a0,
+                                            wsg[(c % NSLOT) * bufs.ws_slot:], sdc, dpc, a0,
                                             a1, b0, b1, mm % 2, k1, v1,
-                                            min(s1b, shape.s1 - i0 * s1b), n2, d, s2b, variant.c0)
+                                            min(s1b, shape.s1 - i0 * s1b), n2, d, s1b, s2b,
+                                            variant.c0)
                     mm += 2
                     q1b = q1
                     o1b = o1
@@ -238,10 +237,10 @@ def flash_attention_backward_kernel(
                             q_off = b * layout.q.batch + n * layout.q.head + s1_0 * layout.q.row
                             sl = ((c + u) % NSLOT) * bufs.ws_slot
                             q1c, o1c = _issue_q_block(qa1, oa1, q + q_off, dout + q_off,
-                                                      layout.q.row, wsg[sl:], wsg[sl + half:],
-                                                      sc, dpc, a0, a1, b0, b1, mm % 2, k1, v1,
-                                                      min(s1b, shape.s1 - s1_0), n2, d, s2b,
-                                                      variant.c0)
+                                                      layout.q.row, wsg[sl:], sdc, dpc, a0,
+                                                      a1, b0, b1, mm % 2, k1, v1,
+                                                      min(s1b, shape.s1 - s1_0), n2, d, s1b,
+                                                      s2b, variant.c0)
                             mm += 2
                         if t >= 0:          # consume tile t: dV += P^T dO, dK += dS^T Q
                             n = nk * group + t // per_head

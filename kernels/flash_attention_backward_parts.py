@@ -17,15 +17,14 @@ NSLOT = 3
 # ---- AIC helpers ------------------------------------------------------------------------------
 # L0A and L0B hold two operand slots each, used by alternate mmads (slot = mmads so far % 2): the
 # loads of one mmad overlap the previous one. Events: M_MTE1 per slot (the slot's last mmad is
-# done), FIX_M per score region of L0C (its last fixpipe is done), set once up front
-# (`_cube_begin`) and taken once at the end (`_cube_end`).
+# done), FIX_M 0 (the last tile's S and dP have left L0C), set once up front (`_cube_begin`)
+# and taken once at the end (`_cube_end`).
 
 @asc.jit
 def _cube_begin():
     asc.set_flag(asc.HardEvent.M_MTE1, 0)
     asc.set_flag(asc.HardEvent.M_MTE1, 1)
     asc.set_flag(asc.HardEvent.FIX_M, 0)
-    asc.set_flag(asc.HardEvent.FIX_M, 1)
 
 
 @asc.jit
@@ -33,7 +32,6 @@ def _cube_end():
     asc.wait_flag(asc.HardEvent.M_MTE1, 0)
     asc.wait_flag(asc.HardEvent.M_MTE1, 1)
     asc.wait_flag(asc.HardEvent.FIX_M, 0)
-    asc.wait_flag(asc.HardEvent.FIX_M, 1)
 
 
 @asc.jit
@@ -111,9 +109,9 @@ def _loaded(slot):
 
 
 @asc.jit
-def _score_product(ws, c, a0, a1, b0, b1, slot, region, x1, y1, m, n2, d, s2b, c0):
-    """ws (m x n16 f32, rows s2b apart) = X Y^T for X (m rows) and Y (n2 rows) in L1 NZ,
-    through operand slot `slot` and L0C score region `region` (0: S, 1: dP)."""
+def _score_mmad(c, a0, a1, b0, b1, slot, x1, y1, m, n2, d, c0, first):
+    """c (L0C) = X Y^T for X (m rows) and Y (n2 rows) in L1 NZ, through operand slot `slot`;
+    the first of a tile's two waits until the last tile's scores have left L0C."""
     m16 = (m + 15) // 16 * 16
     n16 = (n2 + 15) // 16 * 16
     a2 = _pick(a0, a1, slot)
@@ -123,21 +121,25 @@ def _score_product(ws, c, a0, a1, b0, b1, slot, region, x1, y1, m, n2, d, s2b, c
     asc.load_data(b2, y1, asc.LoadData2DParams(repeat_times=(d // c0) * (n16 // 16),
                                                src_stride=1))
     _loaded(slot)
-    asc.wait_flag(asc.HardEvent.FIX_M, region)
+    if first:
+        asc.wait_flag(asc.HardEvent.FIX_M, 0)
     asc.mmad(c, a2, b2, asc.MmadParams(m=m, n=n2, k=d, cmatrix_init_val=True))
     asc.set_flag(asc.HardEvent.M_MTE1, slot)
-    asc.set_flag(asc.HardEvent.M_FIX, region)
-    asc.wait_flag(asc.HardEvent.M_FIX, region)
-    asc.fixpipe(ws, c, asc.FixpipeParamsV220(n_size=n16, m_size=m, src_stride=m16,
-                                             dst_stride=s2b))
-    asc.set_flag(asc.HardEvent.FIX_M, region)
 
 
 @asc.jit
-def _scores(s_ws, dp_ws, sc, dpc, a0, a1, b0, b1, slot, q1, o1, k1, v1, m, n2, d, s2b, c0):
-    """S = Q K^T and dP = dO V^T into the f32 workspace (rows s2b apart); then SCORES."""
-    _score_product(s_ws, sc, a0, a1, b0, b1, slot, 0, q1, k1, m, n2, d, s2b, c0)
-    _score_product(dp_ws, dpc, a0, a1, b0, b1, 1 - slot, 1, o1, v1, m, n2, d, s2b, c0)
+def _scores(ws, sdc, dpc, a0, a1, b0, b1, slot, q1, o1, k1, v1, m, n2, d, s1b, s2b, c0):
+    """S = Q K^T and dP = dO V^T (L0C: S at the start of sdc, dP at dpc = sdc + s1b * s2b) into
+    the f32 workspace slot ws (S, then dP at + s1b * s2b; rows s2b apart), both by one fixpipe
+    (one landing to wait for before the flag: L0C -> GM has a long latency); then SCORES."""
+    _score_mmad(sdc, a0, a1, b0, b1, slot, q1, k1, m, n2, d, c0, True)
+    _score_mmad(dpc, a0, a1, b0, b1, 1 - slot, o1, v1, m, n2, d, c0, False)
+    _sync(asc.HardEvent.M_FIX)
+    asc.fixpipe(ws, sdc, asc.FixpipeParamsV220(n_size=(n2 + 15) // 16 * 16, m_size=m,
+                                               src_stride=(m + 15) // 16 * 16, dst_stride=s2b,
+                                               nd_num=2, src_nd_stride=s1b * s2b // 256,
+                                               dst_nd_stride=s1b * s2b))
+    asc.set_flag(asc.HardEvent.FIX_M, 0)
     asc.cross_core_set_flag(SCORES, 2, asc.PipeID.PIPE_FIX)
 
 
@@ -266,8 +268,8 @@ def _store_row(g, src, d):
 
 
 @asc.jit
-def _issue_kv_block(kb1, vb1, k_addr, v_addr, kv_row, s_ws, dp_ws, sc, dpc, a0, a1, b0, b1, slot,
-                    q1, o1, m, n2, d, s2b, c0):
+def _issue_kv_block(kb1, vb1, k_addr, v_addr, kv_row, ws, sdc, dpc, a0, a1, b0, b1, slot, q1, o1,
+                    m, n2, d, s1b, s2b, c0):
     """The dQ pass's tile: K_j, V_j -> L1, S and dP out; returns K_j's L1 tile (kept for dQ)."""
     n16 = (n2 + 15) // 16 * 16
     kg = asc.GlobalTensor()
@@ -276,14 +278,14 @@ def _issue_kv_block(kb1, vb1, k_addr, v_addr, kv_row, s_ws, dp_ws, sc, dpc, a0, 
     vg.set_global_buffer(v_addr, (n2 - 1) * kv_row + d)
     k1 = _load_nz(kb1, kg, n2, d, kv_row, n16, k_addr.dtype)
     v1 = _load_nz(vb1, vg, n2, d, kv_row, n16, k_addr.dtype)
-    _scores(s_ws, dp_ws, sc, dpc, a0, a1, b0, b1, slot, q1, o1, k1, v1, m, n2, d, s2b, c0)
+    _scores(ws, sdc, dpc, a0, a1, b0, b1, slot, q1, o1, k1, v1, m, n2, d, s1b, s2b, c0)
     vb1.free_tensor(v1)
     return k1
 
 
 @asc.jit
-def _issue_q_block(qa1, oa1, q_addr, o_addr, q_row, s_ws, dp_ws, sc, dpc, a0, a1, b0, b1, slot,
-                   k1, v1, m, n2, d, s2b, c0):
+def _issue_q_block(qa1, oa1, q_addr, o_addr, q_row, ws, sdc, dpc, a0, a1, b0, b1, slot, k1, v1,
+                   m, n2, d, s1b, s2b, c0):
     """The dK/dV pass's tile: Q_i, dO_i -> L1, S and dP out; returns both L1 tiles (kept for
     dK and dV)."""
     m16 = (m + 15) // 16 * 16
@@ -293,5 +295,5 @@ def _issue_q_block(qa1, oa1, q_addr, o_addr, q_row, s_ws, dp_ws, sc, dpc, a0, a1
     og.set_global_buffer(o_addr, (m - 1) * q_row + d)
     q1 = _load_nz(qa1, qg, m, d, q_row, m16, q_addr.dtype)
     o1 = _load_nz(oa1, og, m, d, q_row, m16, q_addr.dtype)
-    _scores(s_ws, dp_ws, sc, dpc, a0, a1, b0, b1, slot, q1, o1, k1, v1, m, n2, d, s2b, c0)
+    _scores(ws, sdc, dpc, a0, a1, b0, b1, slot, q1, o1, k1, v1, m, n2, d, s1b, s2b, c0)
     return q1, o1
