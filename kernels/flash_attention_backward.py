@@ -34,12 +34,12 @@ import ascendc as asc
 import rt
 
 from ._host import ceil_div, is_device
-from .flash_attention import LAYOUTS, _strides, flash_attention_with_stats
-from .flash_attention_backward_parts import (GRADS, NSLOT, SCORES, _cube_begin, _cube_end,
-                                             _ds_k_product, _gradient_tile, _issue_kv_block,
-                                             _issue_q_block, _load_nz, _load_rows, _load_strips16,
-                                             _load_vec, _row_sum, _store_acc, _store_row,
-                                             _store_vec, _sync, _transposed_product)
+from .flash_attention import LAYOUTS, flash_attention_with_stats
+from .flash_attention_backward_parts import (GRADS, NSLOT, SCORES, cube_begin, cube_end,
+                                             ds_k_product, gradient_tile, issue_kv_block,
+                                             issue_q_block, load_nz, load_rows, load_strips16,
+                                             load_vec, row_sum, store_acc, store_row,
+                                             store_vec, sync, transposed_product)
 from .flash_attention_backward_tiling import (  # noqa: F401 (re-exported)
     FlashAttentionBackwardBuffers, FlashAttentionBackwardTiling,
     flash_attention_backward_buffers, flash_attention_backward_tiling,
@@ -131,7 +131,7 @@ def flash_attention_backward_kernel(
         half = s1b * s2b
         c = 0                               # tiles handed over so far: workspace slot c % NSLOT
         mm = 0                              # mmads so far: L0A / L0B slot mm % 2
-        _cube_begin()
+        cube_begin()
         for item in range(g, shape.items, groups):
             if variant.dq_pass:
                 b = item // (shape.heads * n_s1)
@@ -148,9 +148,9 @@ def flash_attention_backward_kernel(
                 qg.set_global_buffer(q + q_off, (m - 1) * layout.q.row + d)
                 og = asc.GlobalTensor()
                 og.set_global_buffer(dout + q_off, (m - 1) * layout.q.row + d)
-                q1 = _load_nz(qa1, qg, m, d, layout.q.row, m16, q.dtype)
-                o1 = _load_nz(oa1, og, m, d, layout.q.row, m16, q.dtype)
-                k1 = _issue_kv_block(kb1, vb1, k + kv_base, v + kv_base, layout.kv.row,
+                q1 = load_nz(qa1, qg, m, d, layout.q.row, m16, q.dtype)
+                o1 = load_nz(oa1, og, m, d, layout.q.row, m16, q.dtype)
+                k1 = issue_kv_block(kb1, vb1, k + kv_base, v + kv_base, layout.kv.row,
                                      wsg[(c % NSLOT) * bufs.ws_slot:], sdc, dpc, a0, a1,
                                      b0, b1, mm % 2, q1, o1, m, min(s2b, shape.s2), d, s1b,
                                      s2b, variant.c0)
@@ -163,7 +163,7 @@ def flash_attention_backward_kernel(
                         s2_0 = u * s2b
                         sl = ((c + u) % NSLOT) * bufs.ws_slot
                         kv_addr = kv_base + s2_0 * layout.kv.row
-                        k1c = _issue_kv_block(kb1, vb1, k + kv_addr, v + kv_addr, layout.kv.row,
+                        k1c = issue_kv_block(kb1, vb1, k + kv_addr, v + kv_addr, layout.kv.row,
                                               wsg[sl:], sdc, dpc, a0, a1, b0, b1, mm % 2,
                                               q1, o1, m, min(s2b, shape.s2 - s2_0), d, s1b,
                                               s2b, variant.c0)
@@ -174,15 +174,15 @@ def flash_attention_backward_kernel(
                         asc.cross_core_wait_flag(GRADS, 2, asc.PipeID.PIPE_MTE2)
                         slot = ((c + t) % NSLOT) * bufs.wsp_slot
                         if variant.low_precision:   # K's NZ is its 16-column strips
-                            _ds_k_product(acc, a0, a1, b0, b1, mm % 2, pa1, wpg[slot + half:],
+                            ds_k_product(acc, a0, a1, b0, b1, mm % 2, pa1, wpg[slot + half:],
                                           k1, m, n2, d, s2b, variant.c0, t == 0)
                         else:
                             kg = asc.GlobalTensor()
                             kg.set_global_buffer(k + (kv_base + s2_0 * layout.kv.row),
                                                  (n2 - 1) * layout.kv.row + d)
-                            x1 = _load_strips16(xb1, kg, n2, d, layout.kv.row,
+                            x1 = load_strips16(xb1, kg, n2, d, layout.kv.row,
                                                 (n2 + 7) // 8 * 8, variant.c0, q.dtype)
-                            _ds_k_product(acc, a0, a1, b0, b1, mm % 2, pa1, wpg[slot + half:],
+                            ds_k_product(acc, a0, a1, b0, b1, mm % 2, pa1, wpg[slot + half:],
                                           x1, m, n2, d, s2b, variant.c0, t == 0)
                             xb1.free_tensor(x1)
                         mm += 1
@@ -195,7 +195,7 @@ def flash_attention_backward_kernel(
                 oa1.free_tensor(o1)
                 dqg = asc.GlobalTensor()
                 dqg.set_global_buffer(dq + q_off, (m - 1) * layout.q.row + d)
-                _store_acc(dqg, acc, m, d, layout.q.row)
+                store_acc(dqg, acc, m, d, layout.q.row)
             else:
                 b = item // (shape.kv_heads * n_s2)
                 nk = (item // n_s2) % shape.kv_heads
@@ -215,11 +215,11 @@ def flash_attention_backward_kernel(
                     kg.set_global_buffer(k + kv_off, (n2 - 1) * layout.kv.row + d)
                     vg = asc.GlobalTensor()
                     vg.set_global_buffer(v + kv_off, (n2 - 1) * layout.kv.row + d)
-                    k1 = _load_nz(kb1, kg, n2, d, layout.kv.row, n16, q.dtype)
-                    v1 = _load_nz(vb1, vg, n2, d, layout.kv.row, n16, q.dtype)
+                    k1 = load_nz(kb1, kg, n2, d, layout.kv.row, n16, q.dtype)
+                    v1 = load_nz(vb1, vg, n2, d, layout.kv.row, n16, q.dtype)
                     q_off = b * layout.q.batch + nk * group * layout.q.head + \
                         i0 * s1b * layout.q.row
-                    q1, o1 = _issue_q_block(qa1, oa1, q + q_off, dout + q_off, layout.q.row,
+                    q1, o1 = issue_q_block(qa1, oa1, q + q_off, dout + q_off, layout.q.row,
                                             wsg[(c % NSLOT) * bufs.ws_slot:], sdc, dpc, a0,
                                             a1, b0, b1, mm % 2, k1, v1,
                                             min(s1b, shape.s1 - i0 * s1b), n2, d, s1b, s2b,
@@ -236,7 +236,7 @@ def flash_attention_backward_kernel(
                             s1_0 = (i0 + u % per_head) * s1b
                             q_off = b * layout.q.batch + n * layout.q.head + s1_0 * layout.q.row
                             sl = ((c + u) % NSLOT) * bufs.ws_slot
-                            q1c, o1c = _issue_q_block(qa1, oa1, q + q_off, dout + q_off,
+                            q1c, o1c = issue_q_block(qa1, oa1, q + q_off, dout + q_off,
                                                       layout.q.row, wsg[sl:], sdc, dpc, a0,
                                                       a1, b0, b1, mm % 2, k1, v1,
                                                       min(s1b, shape.s1 - s1_0), n2, d, s1b,
@@ -249,9 +249,9 @@ def flash_attention_backward_kernel(
                             asc.cross_core_wait_flag(GRADS, 2, asc.PipeID.PIPE_MTE2)
                             slot = ((c + t) % NSLOT) * bufs.wsp_slot
                             if variant.low_precision:   # their NZ is their 16-column strips
-                                _transposed_product(acc, a0, a1, b0, b1, mm % 2, pa1, wpg[slot:],
+                                transposed_product(acc, a0, a1, b0, b1, mm % 2, pa1, wpg[slot:],
                                                     o1, m, n2, d, s2b, variant.c0, t == 0)
-                                _transposed_product(acc2, a0, a1, b0, b1, 1 - mm % 2, pa1,
+                                transposed_product(acc2, a0, a1, b0, b1, 1 - mm % 2, pa1,
                                                     wpg[slot + half:], q1, m, n2, d, s2b,
                                                     variant.c0, t == 0)
                             else:
@@ -262,14 +262,14 @@ def flash_attention_backward_kernel(
                                 qg = asc.GlobalTensor()
                                 qg.set_global_buffer(q + q_off, (m - 1) * layout.q.row + d)
                                 kpad = (m + 7) // 8 * 8
-                                x1 = _load_strips16(xb1, og, m, d, layout.q.row, kpad,
+                                x1 = load_strips16(xb1, og, m, d, layout.q.row, kpad,
                                                     variant.c0, q.dtype)
-                                _transposed_product(acc, a0, a1, b0, b1, mm % 2, pa1, wpg[slot:],
+                                transposed_product(acc, a0, a1, b0, b1, mm % 2, pa1, wpg[slot:],
                                                     x1, m, n2, d, s2b, variant.c0, t == 0)
                                 xb1.free_tensor(x1)
-                                x1 = _load_strips16(xb1, qg, m, d, layout.q.row, kpad,
+                                x1 = load_strips16(xb1, qg, m, d, layout.q.row, kpad,
                                                     variant.c0, q.dtype)
-                                _transposed_product(acc2, a0, a1, b0, b1, 1 - mm % 2, pa1,
+                                transposed_product(acc2, a0, a1, b0, b1, 1 - mm % 2, pa1,
                                                     wpg[slot + half:], x1, m, n2, d, s2b,
                                                     variant.c0, t == 0)
                                 xb1.free_tensor(x1)
@@ -286,11 +286,11 @@ def flash_attention_backward_kernel(
                     vb1.free_tensor(v1)
                     dvg = asc.GlobalTensor()
                     dvg.set_global_buffer(dv + kv_off, (n2 - 1) * layout.kv.row + d)
-                    _store_acc(dvg, acc, n2, d, layout.kv.row)
+                    store_acc(dvg, acc, n2, d, layout.kv.row)
                     dkg = asc.GlobalTensor()
                     dkg.set_global_buffer(dk + kv_off, (n2 - 1) * layout.kv.row + d)
-                    _store_acc(dkg, acc2, n2, d, layout.kv.row)
-        _cube_end()
+                    store_acc(dkg, acc2, n2, d, layout.kv.row)
+        cube_end()
     else:
         sub = asc.get_sub_block_idx()
         h = bufs.rows
@@ -337,31 +337,31 @@ def flash_attention_backward_kernel(
                     mg.set_global_buffer(smax + st_off, mh)
                     lg = asc.GlobalTensor()
                     lg.set_global_buffer(ssum + st_off, mh)
-                    _sync(asc.HardEvent.V_MTE2)
+                    sync(asc.HardEvent.V_MTE2)
                     if variant.low_precision:
-                        _load_rows(p16, og, mh, d, layout.q.row)
-                        _load_rows(ds16, yg, mh, d, layout.q.row)
+                        load_rows(p16, og, mh, d, layout.q.row)
+                        load_rows(ds16, yg, mh, d, layout.q.row)
                     else:
-                        _load_rows(su, og, mh, d, layout.q.row)
-                        _load_rows(dpu, yg, mh, d, layout.q.row)
-                    _load_vec(lse_u, mg, mh)
-                    _load_vec(red_u, lg, mh)
-                    _sync(asc.HardEvent.MTE2_V)
+                        load_rows(su, og, mh, d, layout.q.row)
+                        load_rows(dpu, yg, mh, d, layout.q.row)
+                    load_vec(lse_u, mg, mh)
+                    load_vec(red_u, lg, mh)
+                    sync(asc.HardEvent.MTE2_V)
                     if variant.low_precision:
                         asc.cast(su, p16, asc.RoundMode.CAST_NONE, mh * d)
                         asc.cast(dpu, ds16, asc.RoundMode.CAST_NONE, mh * d)
                     asc.mul(su, su, dpu, mh * d)
-                    _row_sum(dsum_u, fold, su, mh, d, d)
+                    row_sum(dsum_u, fold, su, mh, d, d)
                     asc.ln(red_u, red_u, mh)
                     asc.add(lse_u, lse_u, red_u, mh)
                     dg = asc.GlobalTensor()
                     dg.set_global_buffer(dsum + st_off, mh)
                     eg = asc.GlobalTensor()
                     eg.set_global_buffer(lse + st_off, mh)
-                    _sync(asc.HardEvent.V_MTE3)
-                    _store_vec(dg, dsum_u, mh)
-                    _store_vec(eg, lse_u, mh)
-                    _sync(asc.HardEvent.MTE3_V)
+                    sync(asc.HardEvent.V_MTE3)
+                    store_vec(dg, dsum_u, mh)
+                    store_vec(eg, lse_u, mh)
+                    sync(asc.HardEvent.MTE3_V)
                 for t in range(steps):
                     s2_0 = t * s2b
                     n2 = min(s2b, shape.s2 - s2_0)
@@ -369,17 +369,17 @@ def flash_attention_backward_kernel(
                     if mh > 0:
                         sl = ((c + t) % NSLOT) * bufs.ws_slot + r0 * s2b
                         pl = ((c + t) % NSLOT) * bufs.wsp_slot + r0 * s2b
-                        _sync(asc.HardEvent.V_MTE2)
-                        _gradient_tile(su, dpu, bc, lse_u, dsum_u, wsg[sl:], wsg[sl + half:],
+                        sync(asc.HardEvent.V_MTE2)
+                        gradient_tile(su, dpu, bc, lse_u, dsum_u, wsg[sl:], wsg[sl + half:],
                                        mh, s1_0 + r0, s2_0, n2, s2b, scale, variant.causal)
                         if variant.low_precision:
                             asc.cast(ds16, dpu, asc.RoundMode.CAST_RINT, mh * s2b)
-                        _sync(asc.HardEvent.V_MTE3)
+                        sync(asc.HardEvent.V_MTE3)
                         if variant.low_precision:
                             asc.data_copy(wpg[pl + half:], ds16, mh * s2b)
                         else:
                             asc.data_copy(wpg[pl + half:], dpu, mh * s2b)
-                        _sync(asc.HardEvent.MTE3_V)
+                        sync(asc.HardEvent.MTE3_V)
                     asc.cross_core_set_flag(GRADS, 2, asc.PipeID.PIPE_MTE3)
                 c += steps
             else:
@@ -409,22 +409,22 @@ def flash_attention_backward_kernel(
                         dg.set_global_buffer(dsum + st_off, mh)
                         sl = ((c + t) % NSLOT) * bufs.ws_slot + r0 * s2b
                         pl = ((c + t) % NSLOT) * bufs.wsp_slot + r0 * s2b
-                        _sync(asc.HardEvent.V_MTE2)
-                        _load_vec(lse_u, eg, mh)
-                        _load_vec(dsum_u, dg, mh)
-                        _gradient_tile(su, dpu, bc, lse_u, dsum_u, wsg[sl:], wsg[sl + half:],
+                        sync(asc.HardEvent.V_MTE2)
+                        load_vec(lse_u, eg, mh)
+                        load_vec(dsum_u, dg, mh)
+                        gradient_tile(su, dpu, bc, lse_u, dsum_u, wsg[sl:], wsg[sl + half:],
                                        mh, s1_0 + r0, s2_0, n2, s2b, scale, variant.causal)
                         if variant.low_precision:
                             asc.cast(p16, su, asc.RoundMode.CAST_RINT, mh * s2b)
                             asc.cast(ds16, dpu, asc.RoundMode.CAST_RINT, mh * s2b)
-                        _sync(asc.HardEvent.V_MTE3)
+                        sync(asc.HardEvent.V_MTE3)
                         if variant.low_precision:
                             asc.data_copy(wpg[pl:], p16, mh * s2b)
                             asc.data_copy(wpg[pl + half:], ds16, mh * s2b)
                         else:
                             asc.data_copy(wpg[pl:], su, mh * s2b)
                             asc.data_copy(wpg[pl + half:], dpu, mh * s2b)
-                        _sync(asc.HardEvent.MTE3_V)
+                        sync(asc.HardEvent.MTE3_V)
                     asc.cross_core_set_flag(GRADS, 2, asc.PipeID.PIPE_MTE3)
                 c += steps
                 if steps == 0:              # no query row sees this S2 block: dK = dV = 0
@@ -433,23 +433,43 @@ def flash_attention_backward_kernel(
                     asc.duplicate(su, 0.0, d)
                     if variant.low_precision:
                         asc.cast(p16, su, asc.RoundMode.CAST_RINT, d)
-                    _sync(asc.HardEvent.V_MTE3)
+                    sync(asc.HardEvent.V_MTE3)
                     for r in range(sub * hk, sub * hk + rk):
                         zg = asc.GlobalTensor()
                         zg.set_global_buffer(dk + (kv_off + r * layout.kv.row), d)
                         yg = asc.GlobalTensor()
                         yg.set_global_buffer(dv + (kv_off + r * layout.kv.row), d)
                         if variant.low_precision:
-                            _store_row(zg, p16, d)
-                            _store_row(yg, p16, d)
+                            store_row(zg, p16, d)
+                            store_row(yg, p16, d)
                         else:
-                            _store_row(zg, su, d)
-                            _store_row(yg, su, d)
-                    _sync(asc.HardEvent.MTE3_V)
+                            store_row(zg, su, d)
+                            store_row(yg, su, d)
+                    sync(asc.HardEvent.MTE3_V)
 
 
 
 # ---- host side ----------------------------------------------------------------------------------
+
+def _strides(layout, shape, heads):
+    """(B, N, S, D) and (row, head, batch) element strides of a tensor in `layout` (as the
+    forward's host side reads them)."""
+    rank = {"BNSD": 4, "BSND": 4, "BSH": 3}[layout]
+    if len(shape) != rank or min(shape) < 1:
+        raise ValueError(f"{API}: a tensor in layout {layout} must be {rank}-D "
+                         f"({', '.join(layout)}) with every dim >= 1, got shape={tuple(shape)}")
+    if layout == "BNSD":
+        b, n, s, d = shape
+        return (b, n, s, d), (d, s * d, n * s * d)
+    if layout == "BSND":
+        b, s, n, d = shape
+        return (b, n, s, d), (n * d, d, s * n * d)
+    b, s, h = shape
+    if heads is None or h % heads:
+        raise ValueError(f"{API}: BSH needs head_num dividing H, got H={h}, head_num={heads}")
+    d = h // heads
+    return (b, heads, s, d), (h, d, s * h)
+
 
 _DTYPES = (np.dtype(np.float32), np.dtype(np.float16), np.dtype(asc.bfloat16.numpy))
 

@@ -17,18 +17,18 @@ NSLOT = 3
 # ---- AIC helpers ------------------------------------------------------------------------------
 # L0A and L0B hold two operand slots each, used by alternate mmads (slot = mmads so far % 2): the
 # loads of one mmad overlap the previous one. Events: M_MTE1 per slot (the slot's last mmad is
-# done), FIX_M 0 (the last tile's S and dP have left L0C), set once up front (`_cube_begin`)
-# and taken once at the end (`_cube_end`).
+# done), FIX_M 0 (the last tile's S and dP have left L0C), set once up front (`cube_begin`)
+# and taken once at the end (`cube_end`).
 
 @asc.jit
-def _cube_begin():
+def cube_begin():
     asc.set_flag(asc.HardEvent.M_MTE1, 0)
     asc.set_flag(asc.HardEvent.M_MTE1, 1)
     asc.set_flag(asc.HardEvent.FIX_M, 0)
 
 
 @asc.jit
-def _cube_end():
+def cube_end():
     asc.wait_flag(asc.HardEvent.M_MTE1, 0)
     asc.wait_flag(asc.HardEvent.M_MTE1, 1)
     asc.wait_flag(asc.HardEvent.FIX_M, 0)
@@ -42,7 +42,7 @@ def _pick(x0, x1, slot):
 
 
 @asc.jit
-def _load_nz(que, g, rows, cols, row_stride, strip_rows, dtype):
+def load_nz(que, g, rows, cols, row_stride, strip_rows, dtype):
     """GM (rows x cols) -> L1 NZ (C0-wide strips of strip_rows rows); dequeued. For 16-bit
     types with strip_rows = rows rounded up to 16 this is also the 16-column strip layout."""
     t = que.alloc_tensor(dtype)
@@ -54,7 +54,7 @@ def _load_nz(que, g, rows, cols, row_stride, strip_rows, dtype):
 
 
 @asc.jit
-def _load_strips16(que, g, rows, cols16, row_stride, kpad, c0, dtype):
+def load_strips16(que, g, rows, cols16, row_stride, kpad, c0, dtype):
     """GM (rows x cols16) -> L1 as 16-column strips, each row-major kpad x 16; dequeued."""
     t = que.alloc_tensor(dtype)
     if c0 == 16:
@@ -97,7 +97,7 @@ def _strips_to_b(b2, x1, cols16, kpad, c0):
 
 
 @asc.jit
-def _sync(event):
+def sync(event):
     asc.set_flag(event, 0)
     asc.wait_flag(event, 0)
 
@@ -134,7 +134,7 @@ def _scores(ws, sdc, dpc, a0, a1, b0, b1, slot, q1, o1, k1, v1, m, n2, d, s1b, s
     (one landing to wait for before the flag: L0C -> GM has a long latency); then SCORES."""
     _score_mmad(sdc, a0, a1, b0, b1, slot, q1, k1, m, n2, d, c0, True)
     _score_mmad(dpc, a0, a1, b0, b1, 1 - slot, o1, v1, m, n2, d, c0, False)
-    _sync(asc.HardEvent.M_FIX)
+    sync(asc.HardEvent.M_FIX)
     asc.fixpipe(ws, sdc, asc.FixpipeParamsV220(n_size=(n2 + 15) // 16 * 16, m_size=m,
                                                src_stride=(m + 15) // 16 * 16, dst_stride=s2b,
                                                nd_num=2, src_nd_stride=s1b * s2b // 256,
@@ -144,12 +144,12 @@ def _scores(ws, sdc, dpc, a0, a1, b0, b1, slot, q1, o1, k1, v1, m, n2, d, s1b, s
 
 
 @asc.jit
-def _transposed_product(acc, a0, a1, b0, b1, slot, pa1, x_ws, y1, m, n2, d, s2b, c0, first):
+def transposed_product(acc, a0, a1, b0, b1, slot, pa1, x_ws, y1, m, n2, d, s2b, c0, first):
     """acc (n2 x d) (+)= X^T Y: X (m x n2) from the workspace, Y (m x d) in L1 as 16-column
     strips (kpad = m rounded up to C0)."""
     n16 = (n2 + 15) // 16 * 16
     kpad = (m + c0 - 1) // c0 * c0
-    x1 = _load_strips16(pa1, x_ws, m, n16, s2b, kpad, c0, x_ws.dtype)
+    x1 = load_strips16(pa1, x_ws, m, n16, s2b, kpad, c0, x_ws.dtype)
     a2 = _pick(a0, a1, slot)
     b2 = _pick(b0, b1, slot)
     asc.wait_flag(asc.HardEvent.M_MTE1, slot)
@@ -162,12 +162,12 @@ def _transposed_product(acc, a0, a1, b0, b1, slot, pa1, x_ws, y1, m, n2, d, s2b,
 
 
 @asc.jit
-def _ds_k_product(acc, a0, a1, b0, b1, slot, pa1, ds_ws, k1, m, n2, d, s2b, c0, first):
+def ds_k_product(acc, a0, a1, b0, b1, slot, pa1, ds_ws, k1, m, n2, d, s2b, c0, first):
     """acc (m x d) (+)= dS K: dS (m x n2) from the workspace, K (n2 x d) in L1 as 16-column
     strips (kpad = n2 rounded up to C0)."""
     m16 = (m + 15) // 16 * 16
     kpad = (n2 + c0 - 1) // c0 * c0
-    x1 = _load_nz(pa1, ds_ws, m, n2, s2b, m16, ds_ws.dtype)
+    x1 = load_nz(pa1, ds_ws, m, n2, s2b, m16, ds_ws.dtype)
     a2 = _pick(a0, a1, slot)
     b2 = _pick(b0, b1, slot)
     asc.wait_flag(asc.HardEvent.M_MTE1, slot)
@@ -180,19 +180,19 @@ def _ds_k_product(acc, a0, a1, b0, b1, slot, pa1, ds_ws, k1, m, n2, d, s2b, c0, 
 
 
 @asc.jit
-def _store_acc(dst, acc, rows, d, row_stride):
+def store_acc(dst, acc, rows, d, row_stride):
     """An L0C accumulator (rows x d) -> GM rows row_stride apart, in dst's dtype."""
-    _sync(asc.HardEvent.M_FIX)
+    sync(asc.HardEvent.M_FIX)
     asc.fixpipe(dst, acc, asc.FixpipeParamsV220(n_size=d, m_size=rows,
                                                 src_stride=(rows + 15) // 16 * 16,
                                                 dst_stride=row_stride))
-    _sync(asc.HardEvent.FIX_M)
+    sync(asc.HardEvent.FIX_M)
 
 
 # ---- AIV helpers ------------------------------------------------------------------------------
 
 @asc.jit
-def _row_sum(dst, red, src, rows, cols, row_stride):
+def row_sum(dst, red, src, rows, cols, row_stride):
     """dst[r] = sum of src[r, :cols]: fold 64-lane chunks into red (rows x 64), then one
     whole-reduce repeat per row."""
     w0 = min(64, cols)
@@ -226,17 +226,17 @@ def _mask_scores(su, rows, row0, s2_0, n2, n16, s2b, causal):
 
 
 @asc.jit
-def _load_vec(dst, g, rows):
+def load_vec(dst, g, rows):
     asc.data_copy_pad(dst, g, asc.DataCopyExtParams(block_count=1, block_len=rows * 4))
 
 
 @asc.jit
-def _store_vec(g, src, rows):
+def store_vec(g, src, rows):
     asc.data_copy_pad(g, src, asc.DataCopyExtParams(block_count=1, block_len=rows * 4))
 
 
 @asc.jit
-def _load_rows(dst, g, rows, d, row_stride):
+def load_rows(dst, g, rows, d, row_stride):
     """rows x d of g (row_stride apart) -> UB rows d apart."""
     isz = g.dtype.sizeof()
     asc.data_copy_pad(dst, g, asc.DataCopyExtParams(block_count=rows, block_len=d * isz,
@@ -244,14 +244,14 @@ def _load_rows(dst, g, rows, d, row_stride):
 
 
 @asc.jit
-def _gradient_tile(su, dpu, bc, lse, dsum, s_ws, dp_ws, rows, row0, s2_0, n2, s2b, scale,
+def gradient_tile(su, dpu, bc, lse, dsum, s_ws, dp_ws, rows, row0, s2_0, n2, s2b, scale,
                    causal):
     """S, dP rows (f32, s2b apart) -> P in su, dS = scale * P * (dP - D) in dpu."""
     n16 = (n2 + 15) // 16 * 16
     count = rows * s2b
     asc.data_copy(su, s_ws, count)
     asc.data_copy(dpu, dp_ws, count)
-    _sync(asc.HardEvent.MTE2_V)
+    sync(asc.HardEvent.MTE2_V)
     asc.muls(su, su, scale, count)
     _sub_rows(su, bc, lse, rows, n16, s2b)
     _mask_scores(su, rows, row0, s2_0, n2, n16, s2b, causal)
@@ -262,13 +262,13 @@ def _gradient_tile(su, dpu, bc, lse, dsum, s_ws, dp_ws, rows, row0, s2_0, n2, s2
 
 
 @asc.jit
-def _store_row(g, src, d):
+def store_row(g, src, d):
     asc.data_copy_pad(g, src, asc.DataCopyExtParams(block_count=1,
                                                     block_len=d * g.dtype.sizeof()))
 
 
 @asc.jit
-def _issue_kv_block(kb1, vb1, k_addr, v_addr, kv_row, ws, sdc, dpc, a0, a1, b0, b1, slot, q1, o1,
+def issue_kv_block(kb1, vb1, k_addr, v_addr, kv_row, ws, sdc, dpc, a0, a1, b0, b1, slot, q1, o1,
                     m, n2, d, s1b, s2b, c0):
     """The dQ pass's tile: K_j, V_j -> L1, S and dP out; returns K_j's L1 tile (kept for dQ)."""
     n16 = (n2 + 15) // 16 * 16
@@ -276,15 +276,15 @@ def _issue_kv_block(kb1, vb1, k_addr, v_addr, kv_row, ws, sdc, dpc, a0, a1, b0, 
     kg.set_global_buffer(k_addr, (n2 - 1) * kv_row + d)
     vg = asc.GlobalTensor()
     vg.set_global_buffer(v_addr, (n2 - 1) * kv_row + d)
-    k1 = _load_nz(kb1, kg, n2, d, kv_row, n16, k_addr.dtype)
-    v1 = _load_nz(vb1, vg, n2, d, kv_row, n16, k_addr.dtype)
+    k1 = load_nz(kb1, kg, n2, d, kv_row, n16, k_addr.dtype)
+    v1 = load_nz(vb1, vg, n2, d, kv_row, n16, k_addr.dtype)
     _scores(ws, sdc, dpc, a0, a1, b0, b1, slot, q1, o1, k1, v1, m, n2, d, s1b, s2b, c0)
     vb1.free_tensor(v1)
     return k1
 
 
 @asc.jit
-def _issue_q_block(qa1, oa1, q_addr, o_addr, q_row, ws, sdc, dpc, a0, a1, b0, b1, slot, k1, v1,
+def issue_q_block(qa1, oa1, q_addr, o_addr, q_row, ws, sdc, dpc, a0, a1, b0, b1, slot, k1, v1,
                    m, n2, d, s1b, s2b, c0):
     """The dK/dV pass's tile: Q_i, dO_i -> L1, S and dP out; returns both L1 tiles (kept for
     dK and dV)."""
@@ -293,7 +293,7 @@ def _issue_q_block(qa1, oa1, q_addr, o_addr, q_row, ws, sdc, dpc, a0, a1, b0, b1
     qg.set_global_buffer(q_addr, (m - 1) * q_row + d)
     og = asc.GlobalTensor()
     og.set_global_buffer(o_addr, (m - 1) * q_row + d)
-    q1 = _load_nz(qa1, qg, m, d, q_row, m16, q_addr.dtype)
-    o1 = _load_nz(oa1, og, m, d, q_row, m16, q_addr.dtype)
+    q1 = load_nz(qa1, qg, m, d, q_row, m16, q_addr.dtype)
+    o1 = load_nz(oa1, og, m, d, q_row, m16, q_addr.dtype)
     _scores(ws, sdc, dpc, a0, a1, b0, b1, slot, q1, o1, k1, v1, m, n2, d, s1b, s2b, c0)
     return q1, o1
