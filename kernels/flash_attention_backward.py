@@ -34,7 +34,7 @@ import ascendc as asc
 import rt
 
 from ._host import ceil_div, is_device
-from .flash_attention import LAYOUTS, flash_attention_with_stats
+# (no import of kernels.flash_attention: it re-exports this module's backward)
 from .flash_attention_backward_parts import (GRADS, NSLOT, SCORES, cube_begin, cube_end,
                                              ds_k_product, gradient_tile, issue_kv_block,
                                              issue_q_block, load_nz, load_rows, load_strips16,
@@ -46,7 +46,7 @@ from .flash_attention_backward_tiling import (  # noqa: F401 (re-exported)
     flash_attention_backward_tiling_candidates)
 
 API = "flash_attention_backward"
-
+LAYOUTS = ("BNSD", "BSND", "BSH")
 
 class BackwardShape(NamedTuple):
     heads: int          # N
@@ -548,17 +548,6 @@ def flash_attention_backward(dout, q, k, v, out, softmax_max, softmax_sum, *, la
              BackwardVariant(D, bool(causal), low, 32 // isz, dq_pass), t, bufs,
              **launch_options)
     return dq, dk, dv
-
-
-def flash_attention_grad(q, k, v, dout, *, layout="BNSD", head_num=None, kv_head_num=None,
-                         scale=None, causal=False, stream=None, **launch_options):
-    """The forward for its stats, then `flash_attention_backward`: (dq, dk, dv)."""
-    out, smax, ssum = flash_attention_with_stats(q, k, v, layout=layout, head_num=head_num,
-                                                 kv_head_num=kv_head_num, scale=scale,
-                                                 causal=causal, stream=stream, **launch_options)
-    return flash_attention_backward(dout, q, k, v, out, smax, ssum, layout=layout,
-                                    head_num=head_num, kv_head_num=kv_head_num, scale=scale,
-                                    causal=causal, stream=stream, **launch_options)
 
 
 def flash_attention_backward_reference(dout, q, k, v, *, layout="BNSD", head_num=None,

@@ -18,8 +18,8 @@ from kernels.flash_attention_backward import (FlashAttentionBackwardTiling,
                                               flash_attention_backward,
                                               flash_attention_backward_reference,
                                               flash_attention_backward_tiling,
-                                              flash_attention_backward_tiling_candidates,
-                                              flash_attention_grad)
+                                              flash_attention_backward_tiling_candidates)
+from kernels.flash_attention_backward_grad import flash_attention_grad
 from kernels.tolerances import assert_close
 
 TILING = FlashAttentionBackwardTiling(32, 32)
