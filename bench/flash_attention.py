@@ -1,11 +1,13 @@
-"""The main job: profile tiled FlashAttention (forward) against its peers on the same data.
+"""The main job: profile tiled FlashAttention, forward and backward (training), against its
+peers on the same data.
 
     python -m bench.flash_attention                       # B1 N8 S2048 D64 fp32 + a sweep of S
     python -m bench.flash_attention --seq 1024 --causal --dtype float16 --layout BSND
     python -m bench.flash_attention --mode interpret --seq 128 --sweep ""
 
     python -m bench.flash_attention --dtype float16 --head-dim 128   # the shape people profile
-    python -m bench.flash_attention --tune    # + rank FlashAttentionTiling candidates (slow cold)
+    python -m bench.flash_attention --tune    # + rank both kernels' tilings (slow cold)
+    python -m bench.flash_attention --no-backward         # the forward alone
 
 For each S: a correctness check against a float64 numpy reference, the median time on this CPU,
 GFLOP/s (4*B*N*S^2*D, halved for causal), torch's scaled_dot_product_attention (4-D call, if
@@ -18,6 +20,14 @@ ones), results.csv, gflops.png, and the simulated views of the main S (npu_trace
 PipeUtilization.csv, code_exe.csv, roofline.png, pipe_utilization.png; PNGs need matplotlib)
 into the output folder it prints. `--tune` ranks `flash_attention_tiling_candidates` for the
 main shape by simulated time (kernels/tune.py), marks the default tiling and writes tune.csv.
+
+The backward (`--backward`, on by default; kernels/flash_attention_backward.py, a MIX kernel run
+as two launches: dQ, then dK / dV) gets the same for each S: a check of dq, dk, dv against the
+float64 reference gradients, its CPU time next to torch's SDPA backward (autograd: the forward
+untimed, then `out.backward(dout)` timed; also forward + backward), GFLOP/s (10*B*N*S^2*D,
+halved for causal), the simulated NPU time of both launches, TFLOP/s and the share of the cube's
+peak (fp16/bf16: 4096 MACs per cycle per AI Core). Its simulated views of the main S go to
+backward_dq/ and backward_dkv/ in the output folder, `--tune` writes tune_backward.csv.
 """
 from __future__ import annotations
 
@@ -37,12 +47,18 @@ from bench._timing import median
 from kernels.flash_attention import (FlashAttentionTiling, flash_attention_reference,
                                      flash_attention_tiling, flash_attention_tiling_candidates,
                                      flash_attention_with_stats)
+from kernels.flash_attention_backward import (FlashAttentionBackwardTiling,
+                                              flash_attention_backward,
+                                              flash_attention_backward_reference,
+                                              flash_attention_backward_tiling,
+                                              flash_attention_backward_tiling_candidates)
 from kernels.tolerances import tolerance
-from kernels.tune import format_ranking, npu_timeline, tune
-from rt.npu import format_top_lines, op_summary_row, pipe_busy_ratios
+from kernels.tune import format_ranking, npu_timeline, npu_total_us, tune
+from rt.npu import format_top_lines, op_summary_row, pipe_busy_ratios, pipe_model
 from rt.opsummary import op_summary, op_summary_table, write_op_summary_csv
 
 KERNEL = "flash_attention_kernel"
+KERNEL_BWD = "flash_attention_backward_kernel"
 
 DTYPES = {"float32": np.float32, "float16": np.float16, "bfloat16": np.dtype(ml_dtypes.bfloat16)}
 
@@ -81,6 +97,41 @@ def torch_sdpa(q, k, v, layout, n, causal):
     with torch.inference_mode():
         fn()
     return fn
+
+
+def to_bnsd(x, layout, n):
+    """A float64 (B, N, S, D) copy of a tensor in `layout`."""
+    x = np.asarray(x, dtype=np.float64)
+    if layout == "BNSD":
+        return x
+    b, s = x.shape[:2]
+    return np.ascontiguousarray(x.reshape(b, s, n, -1).transpose(0, 2, 1, 3))
+
+
+def torch_sdpa_backward(q, k, v, dout, layout, n, causal, repeats):
+    """(median s of SDPA's backward alone, median s of forward + backward) through autograd
+    on float32 (B, N, S, D) copies, or None without torch."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.set_num_threads(os.cpu_count() or 1)
+    tq, tk, tv = (torch.from_numpy(to_bnsd(x, layout, n).astype(np.float32)).requires_grad_()
+                  for x in (q, k, v))
+    tdo = torch.from_numpy(to_bnsd(dout, layout, n).astype(np.float32))
+
+    def step():
+        for t in (tq, tk, tv):
+            t.grad = None
+        t0 = time.perf_counter()
+        out = torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=causal)
+        t1 = time.perf_counter()
+        out.backward(tdo)
+        t2 = time.perf_counter()
+        return t2 - t1, t2 - t0
+    step()                              # warm-up
+    runs = [step() for _ in range(repeats)]
+    return float(np.median([r[0] for r in runs])), float(np.median([r[1] for r in runs]))
 
 
 def numpy_attention(q, k, v, layout, n, causal):
@@ -155,6 +206,10 @@ def run_case(a, s, prof=None, npu_prof=None):
         tl = runs[-1].timeline
         row.update(npu_sim_us=tl.us, npu_sim_tflops=flops / (tl.us * 1e-6) / 1e12,
                    npu_sim_soc=f"simulated {runs[-1].soc}")
+    if a.backward:
+        o, mx, sm = ours()
+        row.update(run_backward(a, s, q, k, v, (dq, dk, dv), stream, (o, mx, sm), prof,
+                                npu_prof))
     tfn = torch_sdpa(q, k, v, a.layout, a.heads, a.causal)
     if tfn is not None:
         t = median(tfn, a.repeats, warmup=0)
@@ -163,6 +218,77 @@ def run_case(a, s, prof=None, npu_prof=None):
     with threadpool_limits(limits=os.cpu_count(), user_api="blas"):  # numpy at its default
         t = median(nfn, max(1, a.repeats // 2), warmup=0)
     row.update(numpy_ms=t * 1e3, numpy_gflops=flops / t / 1e9, vs_numpy=t / t_ours)
+    return row
+
+
+def backward_options(a):
+    tiling = (FlashAttentionBackwardTiling(*map(int, a.backward_tiling.split(",")))
+              if a.backward_tiling else None)
+    return dict(layout=a.layout, head_num=a.heads if a.layout == "BSH" else None,
+                causal=a.causal, tiling=tiling, interpret=(a.mode == "interpret"))
+
+
+def peak_flops(dtype) -> float:
+    """The cube's peak FLOP/s of the simulated SoC for `dtype` inputs (rt.npu's MACs per cycle
+    x 2 x clock x AI Cores)."""
+    m = pipe_model(rt.get_soc().name)
+    macs = m.cube_macs_per_cycle.get(np.dtype(dtype).itemsize, m.cube_macs_per_cycle[2])
+    return 2.0 * macs * m.clock_hz * m.aic_cores
+
+
+def check_backward(a, q, k, v, dout, got):
+    """(max abs error, ok) of dq, dk, dv against the float64 reference, one head group at a
+    time (a full-size float64 reference at S=8192 would not fit in memory)."""
+    n = a.heads
+    qq, kk, vv, dd = (to_bnsd(x, a.layout, n) for x in (q, k, v, dout))
+    gg = [to_bnsd(x, a.layout, n) for x in got]
+    rtol, atol = tolerance(DTYPES[a.dtype])
+    err, ok = 0.0, True
+    for h in range(n):
+        sl = (slice(None), slice(h, h + 1))
+        want = flash_attention_backward_reference(dd[sl], qq[sl], kk[sl], vv[sl], causal=a.causal)
+        for g, w in zip(gg, want):
+            e = float(np.max(np.abs(g[sl] - w)))
+            err = max(err, e)
+            ok = ok and e <= 10 * (atol + rtol * float(np.max(np.abs(w))))
+    return err, ok
+
+
+def run_backward(a, s, q, k, v, dev, stream, fwd, prof, npu_prof):
+    """The backward columns of one S (dev: q, k, v on the device; fwd: out and stats)."""
+    dtype = DTYPES[a.dtype]
+    dout = make_inputs(a.batch, a.heads, s, a.head_dim, dtype, a.layout, seed=1)[0]
+    ddo = rt.to_device(dout)
+    opts = backward_options(a)
+
+    def ours():
+        g = flash_attention_backward(ddo, *dev, *fwd, stream=stream, **opts)
+        stream.synchronize()
+        return g
+    t0 = time.perf_counter()
+    got = [x.copy_to_host() for x in ours()]
+    first = time.perf_counter() - t0
+    err, ok = check_backward(a, q, k, v, dout, got)
+    flops = 2.5 * flops_of(a, s)
+    if prof is not None:
+        with prof:
+            t = median(ours, a.repeats, warmup=0)
+    else:
+        t = median(ours, a.repeats, warmup=0)
+    row = {"bwd_ms": t * 1e3, "bwd_gflops": flops / t / 1e9, "bwd_max_abs_err": err,
+           "bwd_correct": ok, "bwd_first_call_s": first}
+    npu_prof = npu_prof or rt.profile(npu=True)
+    with npu_prof:
+        ours()
+    runs = npu_prof.npu_runs(KERNEL_BWD)[-2:]
+    if len(runs) == 2:
+        us = sum(r.timeline.us for r in runs)
+        row.update(bwd_npu_sim_us=us, bwd_npu_sim_tflops=flops / (us * 1e-6) / 1e12,
+                   bwd_npu_peak_share=flops / (us * 1e-6) / peak_flops(dtype))
+    tb = torch_sdpa_backward(q, k, v, dout, a.layout, a.heads, a.causal, a.repeats)
+    if tb is not None:
+        row.update(torch_bwd_ms=tb[0] * 1e3, torch_fwd_bwd_ms=tb[1] * 1e3,
+                   bwd_vs_torch=tb[0] / t)
     return row
 
 
@@ -230,6 +356,10 @@ def main(argv=None):
     ap.add_argument("--layout", choices=("BNSD", "BSND", "BSH"), default="BNSD")
     ap.add_argument("--causal", action="store_true")
     ap.add_argument("--tiling", default="", help="s1_block,s2_block,kv_chunk (default: auto)")
+    ap.add_argument("--backward", action=argparse.BooleanOptionalAction, default=True,
+                    help="profile the backward too (default: on)")
+    ap.add_argument("--backward-tiling", default="",
+                    help="s1_block,s2_block of the backward (default: auto)")
     ap.add_argument("--mode", choices=("compiled", "interpret"), default="compiled")
     ap.add_argument("--sweep", default="256,512,1024", help="extra S values ('' for none)")
     ap.add_argument("--repeats", type=int, default=3)
@@ -242,8 +372,8 @@ def main(argv=None):
     os.makedirs(a.out, exist_ok=True)
     rt.ensure_device()          # rt.init + set_device(0), unless a caller (a test) already did
     seqs = sorted({int(x) for x in a.sweep.split(",") if x} | {a.seq})
-    print(f"FlashAttention fwd  B{a.batch} N{a.heads} D{a.head_dim} {a.dtype} {a.layout} "
-          f"causal={a.causal} mode={a.mode}  S in {seqs}")
+    print(f"FlashAttention {'fwd + bwd' if a.backward else 'fwd'}  B{a.batch} N{a.heads} "
+          f"D{a.head_dim} {a.dtype} {a.layout} causal={a.causal} mode={a.mode}  S in {seqs}")
     rows, prof, nprof = [], rt.profile(), rt.profile(npu=True)
     for i, s in enumerate(seqs):
         progress(i, len(seqs), f"S={s}")
@@ -255,6 +385,11 @@ def main(argv=None):
     prof.export_chrome_trace(os.path.join(a.out, "trace.json"))
     write_op_summary_csv(prof, os.path.join(a.out, "op_summary.csv"), npu_from=nprof)
     npu_files = nprof.export_npu(a.out, KERNEL) if nprof.npu_runs(KERNEL) else {}
+    bwd_dirs = []
+    if len(nprof.npu_runs(KERNEL_BWD)) >= 2:        # the main S's two launches: dQ, dK / dV
+        for sub, index in (("backward_dq", -2), ("backward_dkv", -1)):
+            nprof.export_npu(os.path.join(a.out, sub), KERNEL_BWD, index)
+            bwd_dirs.append(sub + "/")
     with open(os.path.join(a.out, "results.csv"), "w", newline="") as f:
         keys = sorted({k for r in rows for k in r})
         w = csv.DictWriter(f, fieldnames=keys)
@@ -274,6 +409,8 @@ def main(argv=None):
               f"{'yes' if r['correct'] else 'NO'}")
     print(f"(sim us, TFLOP/s: one launch replayed on rt.npu's pipe model of {soc}; "
           f"deterministic, simulated, not a measurement)")
+    if a.backward:
+        print_backward(rows, sim)
     print(f"\nProfile of S={a.seq} ({a.repeats} runs):")
     print(op_summary_table(prof, npu_from=nprof))
     est = [r for r in op_summary(prof, npu_from=nprof) if r["op_name"] == KERNEL]
@@ -286,31 +423,85 @@ def main(argv=None):
         print()
         print(format_top_lines(tl, a.top))
         print(pipe_excerpt(tl))
+    bruns = nprof.npu_runs(KERNEL_BWD)
+    if len(bruns) >= 2:
+        for label, run in (("dQ pass", bruns[-2]), ("dK/dV pass", bruns[-1])):
+            print(f"\nbackward, {label}: {run.timeline.us:.1f} us simulated")
+            print(pipe_excerpt(run.timeline))
     if a.tune:
         results, default = tune_main_shape(a, lambda i, n, c: progress(i, n, f"tune {c}"[:40]))
         print(f"\nTiling candidates for S={a.seq} ranked by simulated time ({sim}):")
         print(format_ranking(results, mark=default, label=sim, top=a.top))
         write_tune_csv(results, default, os.path.join(a.out, "tune.csv"))
+        if a.backward:
+            results, default = tune_backward_main_shape(
+                a, lambda i, n, c: progress(i, n, f"tune bwd {c}"[:40]))
+            print(f"\nBackward tiling candidates for S={a.seq} ranked by simulated time "
+                  f"(both launches; {sim}):")
+            print(format_ranking(results, mark=default, label=sim, top=a.top))
+            write_tune_csv(results, default, os.path.join(a.out, "tune_backward.csv"),
+                           ("s1_block", "s2_block"))
     written = ["trace.json (open in Perfetto)", "op_summary.csv", "results.csv"]
     written += [os.path.basename(str(p)) for p in npu_files.values()]
+    written += bwd_dirs
     written += ["tune.csv"] if a.tune else []
+    written += ["tune_backward.csv"] if a.tune and a.backward else []
     print(f"\nwrote into {a.out}/: " + ", ".join(written) +
           (f", {os.path.basename(png)}" if png else " (no matplotlib: no plots)") +
           (f"; npu_trace.json is the {sim} run of S={a.seq} (open in Perfetto)"
            if npu_files else ""))
-    return 0 if all(r["correct"] for r in rows) else 1
+    return 0 if all(r["correct"] and r.get("bwd_correct", True) for r in rows) else 1
 
 
-def write_tune_csv(results, default, path):
+def print_backward(rows, sim):
+    """The backward's table: CPU next to torch's SDPA backward, then the simulated NPU."""
+    print(f"\nbackward (dq, dk, dv){'':>4}{'-- CPU: measured on this machine --':^50}"
+          f"{'-- ' + sim + ' --':^30}")
+    print(f"{'S':>6}{'ours ms':>10}{'GFLOP/s':>9}{'torch bwd':>11}{'vs torch':>10}"
+          f"{'torch f+b':>11}{'sim us':>11}{'TFLOP/s':>9}{'of peak':>9}{'max err':>10}  ok")
+    for r in rows:
+        t = (f"{r['torch_bwd_ms']:>11.2f}{r['bwd_vs_torch']:>9.2f}x{r['torch_fwd_bwd_ms']:>11.2f}"
+             if "torch_bwd_ms" in r else f"{'-':>11}{'-':>10}{'-':>11}")
+        n = (f"{r['bwd_npu_sim_us']:>11.1f}{r['bwd_npu_sim_tflops']:>9.2f}"
+             f"{100 * r['bwd_npu_peak_share']:>8.1f}%" if "bwd_npu_sim_us" in r
+             else f"{'-':>11}{'-':>9}{'-':>9}")
+        print(f"{r['S']:>6}{r['bwd_ms']:>10.2f}{r['bwd_gflops']:>9.1f}{t}{n}"
+              f"{r['bwd_max_abs_err']:>10.2e}  {'yes' if r['bwd_correct'] else 'NO'}")
+    print("(backward FLOPs: 10*B*N*S^2*D, halved for causal; sim us: both launches, dQ then "
+          "dK/dV; of peak: of the cube's peak for the input dtype)")
+
+
+def tune_backward_main_shape(a, progress_fn=None):
+    """Rank `flash_attention_backward_tiling_candidates` for the main shape by the simulated
+    time of both launches; returns (results, the default tiling)."""
+    dtype = DTYPES[a.dtype]
+    s = a.seq
+    q, k, v = make_inputs(a.batch, a.heads, s, a.head_dim, dtype, a.layout)
+    dout = make_inputs(a.batch, a.heads, s, a.head_dim, dtype, a.layout, seed=1)[0]
+    fopts = case_options(a)
+    fopts.pop("tiling")
+    o, mx, sm = flash_attention_with_stats(q, k, v, **fopts)
+    opts = backward_options(a)
+    opts.pop("tiling")
+    default = flash_attention_backward_tiling(a.head_dim, dtype, s, s)
+    cands = flash_attention_backward_tiling_candidates(a.head_dim, dtype, s, s)
+
+    def run(t):
+        return npu_total_us(lambda: flash_attention_backward(dout, q, k, v, o, mx, sm, tiling=t,
+                                                             **opts), KERNEL_BWD)
+    return tune(cands, run, progress=progress_fn), default
+
+
+def write_tune_csv(results, default, path, fields=("s1_block", "s2_block", "kv_chunk")):
     """tune.csv: rank, simulated µs, the tiling's fields, the busiest pipe, skipped reason."""
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["rank", "simulated_us", "s1_block", "s2_block", "kv_chunk", "busiest_pipe",
-                    "is_default", "skipped"])
+        w.writerow(["rank", "simulated_us", *fields, "busiest_pipe", "is_default", "skipped"])
         for r in results:
             c = r.candidate
-            w.writerow([r.rank or "", f"{r.us:.3f}" if r.ok else "", c.s1_block, c.s2_block,
-                        c.kv_chunk, r.bound_pipe if r.ok else "", c == default, r.skipped or ""])
+            w.writerow([r.rank or "", f"{r.us:.3f}" if r.ok else "",
+                        *(getattr(c, x) for x in fields), r.bound_pipe if r.ok else "",
+                        c == default, r.skipped or ""])
     return path
 
 

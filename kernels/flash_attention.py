@@ -342,3 +342,7 @@ def flash_attention_reference(q, k, v, *, layout="BNSD", head_num=None, scale=No
     if layout != "BNSD":
         o = o.transpose(0, 2, 1, 3).reshape(q.shape)
     return o, mx[..., 0], sm[..., 0]
+
+
+from .flash_attention_backward import flash_attention_backward  # noqa: E402,F401 (the op set)
+from .flash_attention_backward_grad import flash_attention_grad  # noqa: E402,F401

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 
 import rt
 
-__all__ = ["TuneResult", "tune", "best", "format_ranking", "npu_timeline", "pipe_ratios"]
+__all__ = ["TuneResult", "tune", "best", "format_ranking", "npu_timeline", "npu_total_us",
+           "pipe_ratios"]
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,19 @@ def npu_timeline(launch, name: str | None = None):
                            f"{f' named {name!r}' if name else ''} and wait for it, got no "
                            f"NPU-view recording ({len(prof.records)} records)")
     return runs[-1].timeline
+
+
+def npu_total_us(launch, name: str) -> float:
+    """Call `launch()` inside `rt.profile(npu=True)` and return the simulated µs summed over
+    every launch of kernel `name` it recorded (an op run as several launches, such as the
+    FlashAttention backward's two passes)."""
+    with rt.profile(npu=True) as prof:
+        launch()
+    runs = prof.npu_runs(name)
+    if not runs:
+        raise RuntimeError(f"npu_total_us: launch() must launch kernel {name!r} and wait for it, "
+                           f"got no NPU-view recording ({len(prof.records)} records)")
+    return float(sum(r.timeline.us for r in runs))
 
 
 def _default_key(c):

@@ -1,6 +1,6 @@
 """bench.flash_attention (README command 1) on tiny shapes, interpreted: the simulated NPU
-columns next to the CPU ones, the simulated views of the main S, op_summary.csv's host and
-msprof columns, and `--tune`'s ranking with the default marked."""
+columns next to the CPU ones, forward and backward, the simulated views of the main S,
+op_summary.csv's host and msprof columns, and `--tune`'s rankings with the defaults marked."""
 import csv
 
 import pytest
@@ -34,12 +34,41 @@ def test_main_writes_the_simulated_columns_and_files(tmp_path, capsys):
         assert float(r["npu_sim_us"]) > 0 and float(r["npu_sim_tflops"]) > 0
         assert r["npu_sim_soc"] == f"simulated {soc}"
         assert float(r["ours_ms"]) > 0                       # the CPU columns are kept
-    (op,) = _csv(out / "op_summary.csv")
+    ops = {r["op_name"]: r for r in _csv(out / "op_summary.csv")}
+    assert set(ops) == {fa.KERNEL, fa.KERNEL_BWD}
+    op = ops[fa.KERNEL]
     assert list(op) == list(HOST_COLUMNS + SIM_COLUMNS)
     assert op["op_name"] == fa.KERNEL and int(op["calls"]) == 1   # the timed run only
     assert op["simulated_soc"] == f"simulated {soc}" and op["simulated_calls"] == "1"
     assert float(op["aicore_time(us)"]) == pytest.approx(float(rows[1]["npu_sim_us"]), abs=1e-3)
     assert 0 < float(op["aic_mac_ratio"]) <= 1 and 0 < float(op["aiv_vec_ratio"]) <= 1
+    assert int(ops[fa.KERNEL_BWD]["calls"]) == 2     # one timed backward: two launches
+
+
+def test_main_profiles_the_backward(tmp_path, capsys):
+    out = tmp_path / "prof"
+    assert fa.main(TINY + ["--seq", "48", "--sweep", "", "--causal", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "fwd + bwd" in text and "backward (dq, dk, dv)" in text and "torch bwd" in text
+    assert "backward, dQ pass" in text and "backward, dK/dV pass" in text
+    (row,) = _csv(out / "results.csv")
+    assert row["bwd_correct"] == "True" and float(row["bwd_max_abs_err"]) < 1e-4
+    assert float(row["bwd_ms"]) > 0 and float(row["bwd_npu_sim_us"]) > 0
+    assert 0 < float(row["bwd_npu_peak_share"]) < 1
+    for sub in ("backward_dq", "backward_dkv"):
+        for name in ("npu_trace.json", "PipeUtilization.csv", "code_exe.csv"):
+            assert (out / sub / name).is_file(), (sub, name)
+
+
+def test_no_backward_profiles_the_forward_alone(tmp_path, capsys):
+    out = tmp_path / "fwd"
+    assert fa.main(TINY + ["--seq", "32", "--sweep", "", "--no-backward", "--out",
+                           str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "fwd + bwd" not in text and "backward (dq, dk, dv)" not in text
+    assert "dQ pass" not in text
+    (row,) = _csv(out / "results.csv")
+    assert "bwd_ms" not in row and not (out / "backward_dq").exists()
 
 
 def test_simulated_time_is_deterministic(tmp_path):
@@ -58,6 +87,12 @@ def test_tune_ranks_the_candidates_and_marks_the_default(tmp_path, capsys):
     rows = _csv(out / "tune.csv")
     ranked = [r for r in rows if r["rank"]]
     assert [int(r["rank"]) for r in ranked] == list(range(1, len(ranked) + 1))
+    us = [float(r["simulated_us"]) for r in ranked]
+    assert us == sorted(us) and len(ranked) >= 2
+    assert sum(r["is_default"] == "True" for r in rows) == 1
+    assert "Backward tiling candidates" in text
+    rows = _csv(out / "tune_backward.csv")
+    ranked = [r for r in rows if r["rank"]]
     us = [float(r["simulated_us"]) for r in ranked]
     assert us == sorted(us) and len(ranked) >= 2
     assert sum(r["is_default"] == "True" for r in rows) == 1

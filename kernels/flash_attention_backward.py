@@ -1,0 +1,582 @@
+"""FlashAttention backward (aclnnFlashAttentionScoreGrad) as a MIX kernel (MIX_AIC_1_2): in each
+AI Core group the AIC runs the matmuls and its two AIVs the softmax gradient, each AIV on half
+of the rows of the score tile, handing tiles over through a GM workspace ordered by cross-core
+flags (mode 2). From the forward's saved stats, per (S1 block i, S2 block j) tile:
+
+  AIC  S = Q_i K_j^T, dP = dO_i V_j^T  -> L0C -> fixpipe -> workspace slot;  set SCORES
+  AIV  wait SCORES;  P = exp(scale S - lse) (lse = row max + ln(row sum), masked: 0),
+       dS = scale * P * (dP - D) (D = rowsum(dO * O));  P, dS -> workspace;  set GRADS
+  AIC  wait GRADS;  then the products of the pass:
+       dQ pass  (one group per (b, n, S1 block)):     dQ_i += dS K_j
+       dKV pass (one group per (b, n_kv, S2 block)):  dV_j += P^T dO_i,  dK_j += dS^T Q_i
+            (over every query head of the KV head's group: GQA sums in L0C)
+
+Every accumulator stays in L0C and is written once by its owner: no atomics, a fixed order,
+deterministic results. The recompute of S and dP in the second pass is the price (7 matmuls
+where an atomic dQ would take 5). The AIC runs one tile ahead of its AIVs (two workspace slots),
+so the cube computes S, dP of tile t+1 while the vector units work on tile t. The dQ pass also
+writes D and lse per row (GM), which the dKV pass reads. Fully masked (causal) tiles are
+skipped; an S2 block no query row sees gets dK = dV = 0 from its AIVs.
+
+P^T and dS^T reach L0A by the transposing load_data of 16-column strips of P / dS, and dO, Q
+(dKV) or K (dQ) reach L0B the same way from row strips: "16-column strips" in L1 means element
+(r, c) at (c // 16) * kpad * 16 + r * 16 + c % 16 (kpad = rows rounded up to C0), the NZ layout
+for 16-bit types and the 8 x 16-fractal layout ascendc/lang/prims/cube.py describes for f32.
+"""
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+import ascendc as asc
+import rt
+
+from ._host import ceil_div, is_device
+# (no import of kernels.flash_attention: it re-exports this module's backward)
+from .flash_attention_backward_parts import (GRADS, NSLOT, SCORES, cube_begin, cube_end,
+                                             ds_k_product, gradient_tile, issue_kv_block,
+                                             issue_q_block, load_nz, load_rows, load_strips16,
+                                             load_vec, row_sum, store_acc, store_row,
+                                             store_vec, sync, transposed_product)
+from .flash_attention_backward_tiling import (  # noqa: F401 (re-exported)
+    FlashAttentionBackwardBuffers, FlashAttentionBackwardTiling,
+    flash_attention_backward_buffers, flash_attention_backward_tiling,
+    flash_attention_backward_tiling_candidates)
+
+API = "flash_attention_backward"
+LAYOUTS = ("BNSD", "BSND", "BSH")
+
+class BackwardShape(NamedTuple):
+    heads: int          # N
+    kv_heads: int       # N_kv (divides N)
+    s1: int
+    s2: int
+    items: int          # the work the groups stride over (per pass)
+
+
+class RowStrides(NamedTuple):
+    row: int
+    head: int
+    batch: int
+
+
+class BackwardLayout(NamedTuple):
+    q: RowStrides       # q, out, dout, dq
+    kv: RowStrides      # k, v, dk, dv
+
+
+class BackwardVariant(NamedTuple):
+    head_dim: int
+    causal: bool
+    low_precision: bool     # 16-bit inputs: P and dS go to the cube in the input dtype
+    c0: int
+    dq_pass: bool           # True: the dQ pass (also writes D and lse); False: dK / dV
+
+
+@asc.jit(kernel_type="MIX_AIC_1_2")
+def flash_attention_backward_kernel(
+        q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.GlobalAddress,
+        out: asc.GlobalAddress, dout: asc.GlobalAddress, smax: asc.GlobalAddress,
+        ssum: asc.GlobalAddress, dsum: asc.GlobalAddress, lse: asc.GlobalAddress,
+        dq: asc.GlobalAddress, dk: asc.GlobalAddress, dv: asc.GlobalAddress,
+        ws: asc.GlobalAddress, wsp: asc.GlobalAddress, shape: BackwardShape,
+        layout: BackwardLayout, scale: float, variant: asc.ConstExpr[BackwardVariant],
+        tiling: asc.ConstExpr[FlashAttentionBackwardTiling],
+        bufs: asc.ConstExpr[FlashAttentionBackwardBuffers]):
+    """One pass of the backward (variant.dq_pass): see the module docstring."""
+    d = variant.head_dim
+    s1b = tiling.s1_block
+    s2b = tiling.s2_block
+    g = asc.get_block_idx()
+    if asc.ascend_is_aiv():
+        g = asc.get_block_idx() // 2
+    groups = asc.get_block_num()
+    group = shape.heads // shape.kv_heads
+    n_s1 = (shape.s1 + s1b - 1) // s1b
+    n_s2 = (shape.s2 + s2b - 1) // s2b
+    pipe = asc.TPipe()
+    if asc.ascend_is_aic():
+        qa1 = asc.TQue(asc.TPosition.A1, NSLOT)
+        oa1 = asc.TQue(asc.TPosition.A1, NSLOT)
+        kb1 = asc.TQue(asc.TPosition.B1, NSLOT)
+        vb1 = asc.TQue(asc.TPosition.B1, NSLOT)
+        xb1 = asc.TQue(asc.TPosition.B1, 1)
+        pa1 = asc.TQue(asc.TPosition.A1, 2)
+        l0a = asc.TBuf(asc.TPosition.A2)
+        l0b = asc.TBuf(asc.TPosition.B2)
+        l0c = asc.TBuf(asc.TPosition.CO1)
+        pipe.init_buffer(qa1, NSLOT, bufs.q_l1)
+        pipe.init_buffer(oa1, NSLOT, bufs.do_l1)
+        pipe.init_buffer(kb1, NSLOT, bufs.k_l1)
+        pipe.init_buffer(vb1, NSLOT, bufs.v_l1)
+        pipe.init_buffer(xb1, 1, bufs.x_l1)
+        pipe.init_buffer(pa1, 2, bufs.p_l1)
+        pipe.init_buffer(l0a, 2 * bufs.a_slot)
+        pipe.init_buffer(l0b, 2 * bufs.b_slot)
+        pipe.init_buffer(l0c, bufs.l0c)
+        a0 = l0a.get_with_offset(bufs.a_slot // q.dtype.sizeof(), 0, q.dtype)
+        a1 = l0a.get_with_offset(bufs.a_slot // q.dtype.sizeof(), bufs.a_slot, q.dtype)
+        b0 = l0b.get_with_offset(bufs.b_slot // q.dtype.sizeof(), 0, q.dtype)
+        b1 = l0b.get_with_offset(bufs.b_slot // q.dtype.sizeof(), bufs.b_slot, q.dtype)
+        sdc = l0c.get_with_offset(2 * s1b * s2b, 0, asc.float32)     # S, then dP
+        dpc = l0c.get_with_offset(s1b * s2b, bufs.dp_l0c, asc.float32)
+        acc = l0c.get_with_offset(max(s1b, s2b) * d, bufs.acc_l0c, asc.float32)
+        acc2 = l0c.get_with_offset(s2b * d, bufs.acc2_l0c, asc.float32)
+        wsg = asc.GlobalTensor()
+        wsg.set_global_buffer(ws + g * NSLOT * bufs.ws_slot, NSLOT * bufs.ws_slot)
+        wpg = asc.GlobalTensor()
+        wpg.set_global_buffer(wsp + g * NSLOT * bufs.wsp_slot, NSLOT * bufs.wsp_slot)
+        half = s1b * s2b
+        c = 0                               # tiles handed over so far: workspace slot c % NSLOT
+        mm = 0                              # mmads so far: L0A / L0B slot mm % 2
+        cube_begin()
+        for item in range(g, shape.items, groups):
+            if variant.dq_pass:
+                b = item // (shape.heads * n_s1)
+                n = (item // n_s1) % shape.heads
+                s1_0 = (item % n_s1) * s1b
+                m = min(s1b, shape.s1 - s1_0)
+                m16 = (m + 15) // 16 * 16
+                q_off = b * layout.q.batch + n * layout.q.head + s1_0 * layout.q.row
+                kv_base = b * layout.kv.batch + (n // group) * layout.kv.head
+                steps = n_s2
+                if variant.causal:
+                    steps = min(n_s2, (s1_0 + m - 1) // s2b + 1)
+                qg = asc.GlobalTensor()
+                qg.set_global_buffer(q + q_off, (m - 1) * layout.q.row + d)
+                og = asc.GlobalTensor()
+                og.set_global_buffer(dout + q_off, (m - 1) * layout.q.row + d)
+                q1 = load_nz(qa1, qg, m, d, layout.q.row, m16, q.dtype)
+                o1 = load_nz(oa1, og, m, d, layout.q.row, m16, q.dtype)
+                k1 = issue_kv_block(kb1, vb1, k + kv_base, v + kv_base, layout.kv.row,
+                                     wsg[(c % NSLOT) * bufs.ws_slot:], sdc, dpc, a0, a1,
+                                     b0, b1, mm % 2, q1, o1, m, min(s2b, shape.s2), d, s1b,
+                                     s2b, variant.c0)
+                mm += 2
+                k1b = k1
+                for t in range(1 - NSLOT, steps):
+                    u = t + NSLOT - 1       # issue tile u: S, dP (K_j stays for dQ += dS K_j)
+                    k1c = k1b
+                    if u < steps and u > 0:
+                        s2_0 = u * s2b
+                        sl = ((c + u) % NSLOT) * bufs.ws_slot
+                        kv_addr = kv_base + s2_0 * layout.kv.row
+                        k1c = issue_kv_block(kb1, vb1, k + kv_addr, v + kv_addr, layout.kv.row,
+                                              wsg[sl:], sdc, dpc, a0, a1, b0, b1, mm % 2,
+                                              q1, o1, m, min(s2b, shape.s2 - s2_0), d, s1b,
+                                              s2b, variant.c0)
+                        mm += 2
+                    if t >= 0:              # consume tile t: dQ += dS K
+                        s2_0 = t * s2b
+                        n2 = min(s2b, shape.s2 - s2_0)
+                        asc.cross_core_wait_flag(GRADS, 2, asc.PipeID.PIPE_MTE2)
+                        slot = ((c + t) % NSLOT) * bufs.wsp_slot
+                        if variant.low_precision:   # K's NZ is its 16-column strips
+                            ds_k_product(acc, a0, a1, b0, b1, mm % 2, pa1, wpg[slot + half:],
+                                          k1, m, n2, d, s2b, variant.c0, t == 0)
+                        else:
+                            kg = asc.GlobalTensor()
+                            kg.set_global_buffer(k + (kv_base + s2_0 * layout.kv.row),
+                                                 (n2 - 1) * layout.kv.row + d)
+                            x1 = load_strips16(xb1, kg, n2, d, layout.kv.row,
+                                                (n2 + 7) // 8 * 8, variant.c0, q.dtype)
+                            ds_k_product(acc, a0, a1, b0, b1, mm % 2, pa1, wpg[slot + half:],
+                                          x1, m, n2, d, s2b, variant.c0, t == 0)
+                            xb1.free_tensor(x1)
+                        mm += 1
+                        kb1.free_tensor(k1)
+                        k1 = k1b
+                    if u > 0:
+                        k1b = k1c
+                c += steps
+                qa1.free_tensor(q1)
+                oa1.free_tensor(o1)
+                dqg = asc.GlobalTensor()
+                dqg.set_global_buffer(dq + q_off, (m - 1) * layout.q.row + d)
+                store_acc(dqg, acc, m, d, layout.q.row)
+            else:
+                b = item // (shape.kv_heads * n_s2)
+                nk = (item // n_s2) % shape.kv_heads
+                s2_0 = (item % n_s2) * s2b
+                n2 = min(s2b, shape.s2 - s2_0)
+                n16 = (n2 + 15) // 16 * 16
+                kv_off = b * layout.kv.batch + nk * layout.kv.head + s2_0 * layout.kv.row
+                i0 = 0
+                if variant.causal:
+                    i0 = s2_0 // s1b
+                per_head = 0
+                if s2_0 < shape.s1 or not variant.causal:
+                    per_head = n_s1 - i0
+                steps = group * per_head
+                if steps > 0:
+                    kg = asc.GlobalTensor()
+                    kg.set_global_buffer(k + kv_off, (n2 - 1) * layout.kv.row + d)
+                    vg = asc.GlobalTensor()
+                    vg.set_global_buffer(v + kv_off, (n2 - 1) * layout.kv.row + d)
+                    k1 = load_nz(kb1, kg, n2, d, layout.kv.row, n16, q.dtype)
+                    v1 = load_nz(vb1, vg, n2, d, layout.kv.row, n16, q.dtype)
+                    q_off = b * layout.q.batch + nk * group * layout.q.head + \
+                        i0 * s1b * layout.q.row
+                    q1, o1 = issue_q_block(qa1, oa1, q + q_off, dout + q_off, layout.q.row,
+                                            wsg[(c % NSLOT) * bufs.ws_slot:], sdc, dpc, a0,
+                                            a1, b0, b1, mm % 2, k1, v1,
+                                            min(s1b, shape.s1 - i0 * s1b), n2, d, s1b, s2b,
+                                            variant.c0)
+                    mm += 2
+                    q1b = q1
+                    o1b = o1
+                    for t in range(1 - NSLOT, steps):
+                        u = t + NSLOT - 1   # issue tile u: S, dP (Q_i, dO_i stay for dK, dV)
+                        q1c = q1b
+                        o1c = o1b
+                        if u < steps and u > 0:
+                            n = nk * group + u // per_head
+                            s1_0 = (i0 + u % per_head) * s1b
+                            q_off = b * layout.q.batch + n * layout.q.head + s1_0 * layout.q.row
+                            sl = ((c + u) % NSLOT) * bufs.ws_slot
+                            q1c, o1c = issue_q_block(qa1, oa1, q + q_off, dout + q_off,
+                                                      layout.q.row, wsg[sl:], sdc, dpc, a0,
+                                                      a1, b0, b1, mm % 2, k1, v1,
+                                                      min(s1b, shape.s1 - s1_0), n2, d, s1b,
+                                                      s2b, variant.c0)
+                            mm += 2
+                        if t >= 0:          # consume tile t: dV += P^T dO, dK += dS^T Q
+                            n = nk * group + t // per_head
+                            s1_0 = (i0 + t % per_head) * s1b
+                            m = min(s1b, shape.s1 - s1_0)
+                            asc.cross_core_wait_flag(GRADS, 2, asc.PipeID.PIPE_MTE2)
+                            slot = ((c + t) % NSLOT) * bufs.wsp_slot
+                            if variant.low_precision:   # their NZ is their 16-column strips
+                                transposed_product(acc, a0, a1, b0, b1, mm % 2, pa1, wpg[slot:],
+                                                    o1, m, n2, d, s2b, variant.c0, t == 0)
+                                transposed_product(acc2, a0, a1, b0, b1, 1 - mm % 2, pa1,
+                                                    wpg[slot + half:], q1, m, n2, d, s2b,
+                                                    variant.c0, t == 0)
+                            else:
+                                q_off = (b * layout.q.batch + n * layout.q.head
+                                         + s1_0 * layout.q.row)
+                                og = asc.GlobalTensor()
+                                og.set_global_buffer(dout + q_off, (m - 1) * layout.q.row + d)
+                                qg = asc.GlobalTensor()
+                                qg.set_global_buffer(q + q_off, (m - 1) * layout.q.row + d)
+                                kpad = (m + 7) // 8 * 8
+                                x1 = load_strips16(xb1, og, m, d, layout.q.row, kpad,
+                                                    variant.c0, q.dtype)
+                                transposed_product(acc, a0, a1, b0, b1, mm % 2, pa1, wpg[slot:],
+                                                    x1, m, n2, d, s2b, variant.c0, t == 0)
+                                xb1.free_tensor(x1)
+                                x1 = load_strips16(xb1, qg, m, d, layout.q.row, kpad,
+                                                    variant.c0, q.dtype)
+                                transposed_product(acc2, a0, a1, b0, b1, 1 - mm % 2, pa1,
+                                                    wpg[slot + half:], x1, m, n2, d, s2b,
+                                                    variant.c0, t == 0)
+                                xb1.free_tensor(x1)
+                            mm += 2
+                            qa1.free_tensor(q1)
+                            oa1.free_tensor(o1)
+                            q1 = q1b
+                            o1 = o1b
+                        if u > 0:
+                            q1b = q1c
+                            o1b = o1c
+                    c += steps
+                    kb1.free_tensor(k1)
+                    vb1.free_tensor(v1)
+                    dvg = asc.GlobalTensor()
+                    dvg.set_global_buffer(dv + kv_off, (n2 - 1) * layout.kv.row + d)
+                    store_acc(dvg, acc, n2, d, layout.kv.row)
+                    dkg = asc.GlobalTensor()
+                    dkg.set_global_buffer(dk + kv_off, (n2 - 1) * layout.kv.row + d)
+                    store_acc(dkg, acc2, n2, d, layout.kv.row)
+        cube_end()
+    else:
+        sub = asc.get_sub_block_idx()
+        h = bufs.rows
+        calc = asc.TBuf(asc.TPosition.VECCALC)
+        pipe.init_buffer(calc, bufs.calc)
+        su = calc.get_with_offset(h * max(s2b, d), bufs.s_ub, asc.float32)
+        dpu = calc.get_with_offset(h * max(s2b, d), bufs.dp_ub, asc.float32)
+        low_n = 0
+        if variant.low_precision:
+            low_n = h * max(s2b, d)
+        p16 = calc.get_with_offset(low_n, bufs.p16_ub, q.dtype)
+        ds16 = calc.get_with_offset(low_n, bufs.ds16_ub, q.dtype)
+        fold = calc.get_with_offset(h * 64, bufs.fold_ub, asc.float32)
+        bc = calc.get_with_offset(h * 8, bufs.brcb_ub, asc.float32)
+        lse_u = calc.get_with_offset(h, bufs.lse_ub, asc.float32)
+        dsum_u = calc.get_with_offset(h, bufs.dsum_ub, asc.float32)
+        red_u = calc.get_with_offset(h, bufs.red_ub, asc.float32)
+        wsg = asc.GlobalTensor()
+        wsg.set_global_buffer(ws + g * NSLOT * bufs.ws_slot, NSLOT * bufs.ws_slot)
+        wpg = asc.GlobalTensor()
+        wpg.set_global_buffer(wsp + g * NSLOT * bufs.wsp_slot, NSLOT * bufs.wsp_slot)
+        half = s1b * s2b
+        r0 = sub * h                        # this AIV's first row of the tile
+        c = 0
+        for item in range(g, shape.items, groups):
+            if variant.dq_pass:
+                b = item // (shape.heads * n_s1)
+                n = (item // n_s1) % shape.heads
+                s1_0 = (item % n_s1) * s1b
+                m = min(s1b, shape.s1 - s1_0)
+                mh = min(h, m - r0)
+                steps = n_s2
+                if variant.causal:
+                    steps = min(n_s2, (s1_0 + m - 1) // s2b + 1)
+                if mh > 0:                  # D = rowsum(dO * O) and lse of this AIV's rows
+                    q_off = (b * layout.q.batch + n * layout.q.head
+                             + (s1_0 + r0) * layout.q.row)
+                    st_off = (b * shape.heads + n) * shape.s1 + s1_0 + r0
+                    og = asc.GlobalTensor()
+                    og.set_global_buffer(dout + q_off, (mh - 1) * layout.q.row + d)
+                    yg = asc.GlobalTensor()
+                    yg.set_global_buffer(out + q_off, (mh - 1) * layout.q.row + d)
+                    mg = asc.GlobalTensor()
+                    mg.set_global_buffer(smax + st_off, mh)
+                    lg = asc.GlobalTensor()
+                    lg.set_global_buffer(ssum + st_off, mh)
+                    sync(asc.HardEvent.V_MTE2)
+                    if variant.low_precision:
+                        load_rows(p16, og, mh, d, layout.q.row)
+                        load_rows(ds16, yg, mh, d, layout.q.row)
+                    else:
+                        load_rows(su, og, mh, d, layout.q.row)
+                        load_rows(dpu, yg, mh, d, layout.q.row)
+                    load_vec(lse_u, mg, mh)
+                    load_vec(red_u, lg, mh)
+                    sync(asc.HardEvent.MTE2_V)
+                    if variant.low_precision:
+                        asc.cast(su, p16, asc.RoundMode.CAST_NONE, mh * d)
+                        asc.cast(dpu, ds16, asc.RoundMode.CAST_NONE, mh * d)
+                    asc.mul(su, su, dpu, mh * d)
+                    row_sum(dsum_u, fold, su, mh, d, d)
+                    asc.ln(red_u, red_u, mh)
+                    asc.add(lse_u, lse_u, red_u, mh)
+                    dg = asc.GlobalTensor()
+                    dg.set_global_buffer(dsum + st_off, mh)
+                    eg = asc.GlobalTensor()
+                    eg.set_global_buffer(lse + st_off, mh)
+                    sync(asc.HardEvent.V_MTE3)
+                    store_vec(dg, dsum_u, mh)
+                    store_vec(eg, lse_u, mh)
+                    sync(asc.HardEvent.MTE3_V)
+                for t in range(steps):
+                    s2_0 = t * s2b
+                    n2 = min(s2b, shape.s2 - s2_0)
+                    asc.cross_core_wait_flag(SCORES, 2, asc.PipeID.PIPE_MTE2)
+                    if mh > 0:
+                        sl = ((c + t) % NSLOT) * bufs.ws_slot + r0 * s2b
+                        pl = ((c + t) % NSLOT) * bufs.wsp_slot + r0 * s2b
+                        sync(asc.HardEvent.V_MTE2)
+                        gradient_tile(su, dpu, bc, lse_u, dsum_u, wsg[sl:], wsg[sl + half:],
+                                       mh, s1_0 + r0, s2_0, n2, s2b, scale, variant.causal)
+                        if variant.low_precision:
+                            asc.cast(ds16, dpu, asc.RoundMode.CAST_RINT, mh * s2b)
+                        sync(asc.HardEvent.V_MTE3)
+                        if variant.low_precision:
+                            asc.data_copy(wpg[pl + half:], ds16, mh * s2b)
+                        else:
+                            asc.data_copy(wpg[pl + half:], dpu, mh * s2b)
+                        sync(asc.HardEvent.MTE3_V)
+                    asc.cross_core_set_flag(GRADS, 2, asc.PipeID.PIPE_MTE3)
+                c += steps
+            else:
+                b = item // (shape.kv_heads * n_s2)
+                nk = (item // n_s2) % shape.kv_heads
+                s2_0 = (item % n_s2) * s2b
+                n2 = min(s2b, shape.s2 - s2_0)
+                kv_off = b * layout.kv.batch + nk * layout.kv.head + s2_0 * layout.kv.row
+                i0 = 0
+                if variant.causal:
+                    i0 = s2_0 // s1b
+                per_head = 0
+                if s2_0 < shape.s1 or not variant.causal:
+                    per_head = n_s1 - i0
+                steps = group * per_head
+                for t in range(steps):
+                    n = nk * group + t // per_head
+                    s1_0 = (i0 + t % per_head) * s1b
+                    m = min(s1b, shape.s1 - s1_0)
+                    mh = min(h, m - r0)
+                    asc.cross_core_wait_flag(SCORES, 2, asc.PipeID.PIPE_MTE2)
+                    if mh > 0:
+                        st_off = (b * shape.heads + n) * shape.s1 + s1_0 + r0
+                        eg = asc.GlobalTensor()
+                        eg.set_global_buffer(lse + st_off, mh)
+                        dg = asc.GlobalTensor()
+                        dg.set_global_buffer(dsum + st_off, mh)
+                        sl = ((c + t) % NSLOT) * bufs.ws_slot + r0 * s2b
+                        pl = ((c + t) % NSLOT) * bufs.wsp_slot + r0 * s2b
+                        sync(asc.HardEvent.V_MTE2)
+                        load_vec(lse_u, eg, mh)
+                        load_vec(dsum_u, dg, mh)
+                        gradient_tile(su, dpu, bc, lse_u, dsum_u, wsg[sl:], wsg[sl + half:],
+                                       mh, s1_0 + r0, s2_0, n2, s2b, scale, variant.causal)
+                        if variant.low_precision:
+                            asc.cast(p16, su, asc.RoundMode.CAST_RINT, mh * s2b)
+                            asc.cast(ds16, dpu, asc.RoundMode.CAST_RINT, mh * s2b)
+                        sync(asc.HardEvent.V_MTE3)
+                        if variant.low_precision:
+                            asc.data_copy(wpg[pl:], p16, mh * s2b)
+                            asc.data_copy(wpg[pl + half:], ds16, mh * s2b)
+                        else:
+                            asc.data_copy(wpg[pl:], su, mh * s2b)
+                            asc.data_copy(wpg[pl + half:], dpu, mh * s2b)
+                        sync(asc.HardEvent.MTE3_V)
+                    asc.cross_core_set_flag(GRADS, 2, asc.PipeID.PIPE_MTE3)
+                c += steps
+                if steps == 0:              # no query row sees this S2 block: dK = dV = 0
+                    hk = (n2 + 1) // 2
+                    rk = min(hk, n2 - sub * hk)
+                    asc.duplicate(su, 0.0, d)
+                    if variant.low_precision:
+                        asc.cast(p16, su, asc.RoundMode.CAST_RINT, d)
+                    sync(asc.HardEvent.V_MTE3)
+                    for r in range(sub * hk, sub * hk + rk):
+                        zg = asc.GlobalTensor()
+                        zg.set_global_buffer(dk + (kv_off + r * layout.kv.row), d)
+                        yg = asc.GlobalTensor()
+                        yg.set_global_buffer(dv + (kv_off + r * layout.kv.row), d)
+                        if variant.low_precision:
+                            store_row(zg, p16, d)
+                            store_row(yg, p16, d)
+                        else:
+                            store_row(zg, su, d)
+                            store_row(yg, su, d)
+                    sync(asc.HardEvent.MTE3_V)
+
+
+
+# ---- host side ----------------------------------------------------------------------------------
+
+def _strides(layout, shape, heads):
+    """(B, N, S, D) and (row, head, batch) element strides of a tensor in `layout` (as the
+    forward's host side reads them)."""
+    rank = {"BNSD": 4, "BSND": 4, "BSH": 3}[layout]
+    if len(shape) != rank or min(shape) < 1:
+        raise ValueError(f"{API}: a tensor in layout {layout} must be {rank}-D "
+                         f"({', '.join(layout)}) with every dim >= 1, got shape={tuple(shape)}")
+    if layout == "BNSD":
+        b, n, s, d = shape
+        return (b, n, s, d), (d, s * d, n * s * d)
+    if layout == "BSND":
+        b, s, n, d = shape
+        return (b, n, s, d), (n * d, d, s * n * d)
+    b, s, h = shape
+    if heads is None or h % heads:
+        raise ValueError(f"{API}: BSH needs head_num dividing H, got H={h}, head_num={heads}")
+    d = h // heads
+    return (b, heads, s, d), (h, d, s * h)
+
+
+_DTYPES = (np.dtype(np.float32), np.dtype(np.float16), np.dtype(asc.bfloat16.numpy))
+
+
+def _check_inputs(dout, q, k, v, out, smax, ssum, layout, head_num, kv_head_num):
+    """The sizes (B, N, N_kv, S1, S2, D) and the q / kv strides; raises ValueError on bad input."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"{API}: layout must be one of {LAYOUTS}, got layout={layout!r}")
+    for name, x in (("k", k), ("v", v), ("dout", dout), ("out", out)):
+        if np.dtype(x.dtype) != np.dtype(q.dtype):
+            raise ValueError(f"{API}: {name} must have q's dtype {np.dtype(q.dtype)}, got "
+                             f"{name}.dtype={np.dtype(x.dtype)}")
+    if np.dtype(q.dtype) not in _DTYPES:
+        raise ValueError(f"{API}: dtype must be float32, float16 or bfloat16, got "
+                         f"dtype={np.dtype(q.dtype)}")
+    for name, x in (("dout", dout), ("out", out)):
+        if tuple(x.shape) != tuple(q.shape):
+            raise ValueError(f"{API}: {name} must have q's shape {tuple(q.shape)}, got "
+                             f"{name}.shape={tuple(x.shape)}")
+    (B, N, S1, D), qs = _strides(layout, q.shape, head_num)
+    (Bk, NK, S2, Dk), ks = _strides(layout, k.shape, kv_head_num or head_num)
+    (_, NV, S2v, Dv), _ = _strides(layout, v.shape, kv_head_num or head_num)
+    if (Bk, Dk) != (B, D) or (NV, S2v, Dv) != (NK, S2, Dk) or N % NK:
+        raise ValueError(f"{API}: k and v must be (B, N_kv, S2, D) with N_kv dividing N in "
+                         f"layout {layout}, got q {tuple(q.shape)}, k {tuple(k.shape)}, "
+                         f"v {tuple(v.shape)}")
+    if D % 16:
+        raise ValueError(f"{API}: head dim D must be a multiple of 16, got D={D}")
+    for name, x in (("softmax_max", smax), ("softmax_sum", ssum)):
+        if tuple(x.shape) != (B, N, S1) or np.dtype(x.dtype) != np.dtype(np.float32):
+            raise ValueError(f"{API}: {name} must be float32 of shape (B, N, S1)={(B, N, S1)}, "
+                             f"got {name}.shape={tuple(x.shape)} dtype={np.dtype(x.dtype)}")
+    return (B, N, NK, S1, S2, D), qs, ks
+
+
+def flash_attention_backward(dout, q, k, v, out, softmax_max, softmax_sum, *, layout="BNSD",
+                             head_num=None, kv_head_num=None, scale=None, causal=False,
+                             stream=None, tiling=None, **launch_options):
+    """Mirrors aclnnFlashAttentionScoreGrad: (dq, dk, dv) in the inputs' dtype and layouts, from
+    the forward's out and stats (`flash_attention_with_stats`). numpy in -> numpy out;
+    rt.DeviceArray in -> DeviceArrays out, launched asynchronously on `stream`."""
+    dev = is_device(dout, q, k, v, out, softmax_max, softmax_sum)
+    rt.ensure_device()
+    (B, N, NK, S1, S2, D), qs, ks = _check_inputs(dout, q, k, v, out, softmax_max,
+                                                  softmax_sum, layout, head_num, kv_head_num)
+    isz = np.dtype(q.dtype).itemsize
+    t = (tiling or flash_attention_backward_tiling(D, q.dtype, S1, S2)).validate(D, isz)
+    scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
+    if not dev:         # one device copy of the inputs serves both passes
+        run = rt.Stream()
+        ins = [rt.to_device(np.ascontiguousarray(x)) for x in
+               (dout, q, k, v, out, softmax_max, softmax_sum)]
+        res = flash_attention_backward(*ins, layout=layout, head_num=head_num,
+                                       kv_head_num=kv_head_num, scale=scale, causal=causal,
+                                       stream=run, tiling=t, **launch_options)
+        run.synchronize()
+        return tuple(r.copy_to_host() for r in res)
+    dq = rt.device_empty(q.shape, q.dtype)
+    dk = rt.device_empty(k.shape, k.dtype)
+    dv = rt.device_empty(v.shape, v.dtype)
+    dsum = rt.device_empty((B * N * S1,), np.float32)
+    lse = rt.device_empty((B * N * S1,), np.float32)
+    bufs = flash_attention_backward_buffers(t, D, isz)
+    items = {True: B * N * ceil_div(S1, t.s1_block), False: B * NK * ceil_div(S2, t.s2_block)}
+    groups = {p: max(1, min(n, rt.get_soc().ai_core_num)) for p, n in items.items()}
+    most = max(groups.values())
+    ws = rt.device_empty((most * NSLOT * bufs.ws_slot,), np.float32)
+    wsp = rt.device_empty((most * NSLOT * bufs.wsp_slot,), q.dtype)
+    strides = BackwardLayout(RowStrides(*qs), RowStrides(*ks))
+    low = isz < 4
+    for dq_pass in (True, False):       # the dKV pass reads the D and lse the dQ pass wrote
+        kern = flash_attention_backward_kernel[groups[dq_pass], stream] if stream is not None \
+            else flash_attention_backward_kernel[groups[dq_pass]]
+        kern(q, k, v, out, dout, softmax_max, softmax_sum, dsum, lse, dq, dk, dv, ws, wsp,
+             BackwardShape(N, NK, S1, S2, items[dq_pass]), strides, scale,
+             BackwardVariant(D, bool(causal), low, 32 // isz, dq_pass), t, bufs,
+             **launch_options)
+    return dq, dk, dv
+
+
+def flash_attention_backward_reference(dout, q, k, v, *, layout="BNSD", head_num=None,
+                                       kv_head_num=None, scale=None, causal=False):
+    """float64 numpy reference of the exact gradients (the forward recomputed in float64)."""
+    def to_bnsd(x, heads):
+        (b, n, s, d), _ = _strides(layout, x.shape, heads)
+        x = np.asarray(x).astype(np.float64)
+        return x if layout == "BNSD" else x.reshape(b, s, n, d).transpose(0, 2, 1, 3)
+
+    def back(x, like):
+        return x if layout == "BNSD" else x.transpose(0, 2, 1, 3).reshape(like.shape)
+    qq, do = to_bnsd(q, head_num), to_bnsd(dout, head_num)
+    kk, vv = to_bnsd(k, kv_head_num or head_num), to_bnsd(v, kv_head_num or head_num)
+    group = qq.shape[1] // kk.shape[1]
+    ke, ve = np.repeat(kk, group, axis=1), np.repeat(vv, group, axis=1)
+    scale = 1.0 / math.sqrt(qq.shape[-1]) if scale is None else scale
+    s = np.einsum("bnid,bnjd->bnij", qq, ke) * scale
+    if causal:
+        s = np.where(np.tril(np.ones(s.shape[-2:], bool)), s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    o = np.einsum("bnij,bnjd->bnid", p, ve)
+    dp = np.einsum("bnid,bnjd->bnij", do, ve)
+    ds = p * (dp - (do * o).sum(-1, keepdims=True))
+    dq = scale * np.einsum("bnij,bnjd->bnid", ds, ke)
+    dk = scale * np.einsum("bnij,bnid->bnjd", ds, qq)
+    dv = np.einsum("bnij,bnid->bnjd", p, do)
+    b, n, s2, d = kk.shape
+    dk = dk.reshape(b, n, group, s2, d).sum(2)
+    dv = dv.reshape(b, n, group, s2, d).sum(2)
+    return back(dq, q), back(dk, k), back(dv, v)

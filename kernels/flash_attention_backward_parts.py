@@ -1,0 +1,299 @@
+"""The kernel helpers of kernels/flash_attention_backward.py: the AIC's cube steps (operand
+loads, the score products S / dP and the gradient products dV / dK / dQ) and the AIVs' softmax
+gradient. Plain @asc.jit helpers: their arguments are run-time values in compiled kernels."""
+from __future__ import annotations
+
+import math
+
+import ascendc as asc
+
+NEG_INF = -math.inf
+SCORES, GRADS = 1, 2        # cross-core flag ids (mode 2): AIC -> AIVs, AIVs -> AIC
+# workspace slots per group (and L1 buffers of the tiles the AIC keeps): the AIC issues tile
+# t + 2 before it takes the AIVs' P and dS of tile t (the kernel's loops rotate three tiles)
+NSLOT = 3
+
+
+# ---- AIC helpers ------------------------------------------------------------------------------
+# L0A and L0B hold two operand slots each, used by alternate mmads (slot = mmads so far % 2): the
+# loads of one mmad overlap the previous one. Events: M_MTE1 per slot (the slot's last mmad is
+# done), FIX_M 0 (the last tile's S and dP have left L0C), set once up front (`cube_begin`)
+# and taken once at the end (`cube_end`).
+
+@asc.jit
+def cube_begin():
+    asc.set_flag(asc.HardEvent.M_MTE1, 0)
+    asc.set_flag(asc.HardEvent.M_MTE1, 1)
+    asc.set_flag(asc.HardEvent.FIX_M, 0)
+
+
+@asc.jit
+def cube_end():
+    asc.wait_flag(asc.HardEvent.M_MTE1, 0)
+    asc.wait_flag(asc.HardEvent.M_MTE1, 1)
+    asc.wait_flag(asc.HardEvent.FIX_M, 0)
+
+
+@asc.jit
+def _pick(x0, x1, slot):
+    if slot == 1:
+        return x1
+    return x0
+
+
+@asc.jit
+def load_nz(que, g, rows, cols, row_stride, strip_rows, dtype):
+    """GM (rows x cols) -> L1 NZ (C0-wide strips of strip_rows rows); dequeued. For 16-bit
+    types with strip_rows = rows rounded up to 16 this is also the 16-column strip layout."""
+    t = que.alloc_tensor(dtype)
+    asc.data_copy(t, g, asc.Nd2NzParams(nd_num=1, n_value=rows, d_value=cols,
+                                        src_d_value=row_stride, dst_nz_c0_stride=strip_rows,
+                                        dst_nz_n_stride=1))
+    que.enque(t)
+    return que.deque(dtype)
+
+
+@asc.jit
+def load_strips16(que, g, rows, cols16, row_stride, kpad, c0, dtype):
+    """GM (rows x cols16) -> L1 as 16-column strips, each row-major kpad x 16; dequeued."""
+    t = que.alloc_tensor(dtype)
+    if c0 == 16:
+        asc.data_copy(t, g, asc.Nd2NzParams(nd_num=1, n_value=rows, d_value=cols16,
+                                            src_d_value=row_stride, dst_nz_c0_stride=kpad,
+                                            dst_nz_n_stride=1))
+    else:
+        asc.data_copy(t, g, asc.Nd2NzParams(nd_num=cols16 // 16, n_value=rows, d_value=16,
+                                            src_nd_matrix_stride=16, src_d_value=row_stride,
+                                            dst_nz_c0_stride=1, dst_nz_n_stride=2,
+                                            dst_nz_matrix_stride=kpad * 16))
+    que.enque(t)
+    return que.deque(dtype)
+
+
+@asc.jit
+def _nz_to_zz(a2, a1, rows16, kpad, c0):
+    """L1 NZ -> L0A ZZ, one 16-row block per load."""
+    for r in range(rows16):
+        asc.load_data(a2[r * 16 * kpad:], a1[r * 16 * c0:],
+                      asc.LoadData2DParams(repeat_times=kpad // c0, src_stride=rows16))
+
+
+@asc.jit
+def _transposed_to_a(a2, x1, cols16, kpad, c0):
+    """16-column strips of X (kpad x cols16) -> L0A ZZ of X^T (cols16 x kpad)."""
+    for cb in range(cols16 // 16):
+        asc.load_data(a2[cb * 16 * kpad:], x1[cb * 16 * kpad:],
+                      asc.LoadData2DParams(repeat_times=kpad // c0, src_stride=1,
+                                           if_transpose=True))
+
+
+@asc.jit
+def _strips_to_b(b2, x1, cols16, kpad, c0):
+    """16-column strips of X (kpad x cols16) -> L0B ZN of X as the B operand (k = rows)."""
+    for kb in range(kpad // c0):
+        asc.load_data(b2[kb * c0 * cols16:], x1[kb * 16 * c0:],
+                      asc.LoadData2DParams(repeat_times=cols16 // 16, src_stride=kpad // c0,
+                                           if_transpose=True))
+
+
+@asc.jit
+def sync(event):
+    asc.set_flag(event, 0)
+    asc.wait_flag(event, 0)
+
+
+@asc.jit
+def _loaded(slot):
+    asc.set_flag(asc.HardEvent.MTE1_M, slot)
+    asc.wait_flag(asc.HardEvent.MTE1_M, slot)
+
+
+@asc.jit
+def _score_mmad(c, a0, a1, b0, b1, slot, x1, y1, m, n2, d, c0, first):
+    """c (L0C) = X Y^T for X (m rows) and Y (n2 rows) in L1 NZ, through operand slot `slot`;
+    the first of a tile's two waits until the last tile's scores have left L0C."""
+    m16 = (m + 15) // 16 * 16
+    n16 = (n2 + 15) // 16 * 16
+    a2 = _pick(a0, a1, slot)
+    b2 = _pick(b0, b1, slot)
+    asc.wait_flag(asc.HardEvent.M_MTE1, slot)
+    _nz_to_zz(a2, x1, m16 // 16, d, c0)
+    asc.load_data(b2, y1, asc.LoadData2DParams(repeat_times=(d // c0) * (n16 // 16),
+                                               src_stride=1))
+    _loaded(slot)
+    if first:
+        asc.wait_flag(asc.HardEvent.FIX_M, 0)
+    asc.mmad(c, a2, b2, asc.MmadParams(m=m, n=n2, k=d, cmatrix_init_val=True))
+    asc.set_flag(asc.HardEvent.M_MTE1, slot)
+
+
+@asc.jit
+def _scores(ws, sdc, dpc, a0, a1, b0, b1, slot, q1, o1, k1, v1, m, n2, d, s1b, s2b, c0):
+    """S = Q K^T and dP = dO V^T (L0C: S at the start of sdc, dP at dpc = sdc + s1b * s2b) into
+    the f32 workspace slot ws (S, then dP at + s1b * s2b; rows s2b apart), both by one fixpipe
+    (one landing to wait for before the flag: L0C -> GM has a long latency); then SCORES."""
+    _score_mmad(sdc, a0, a1, b0, b1, slot, q1, k1, m, n2, d, c0, True)
+    _score_mmad(dpc, a0, a1, b0, b1, 1 - slot, o1, v1, m, n2, d, c0, False)
+    sync(asc.HardEvent.M_FIX)
+    asc.fixpipe(ws, sdc, asc.FixpipeParamsV220(n_size=(n2 + 15) // 16 * 16, m_size=m,
+                                               src_stride=(m + 15) // 16 * 16, dst_stride=s2b,
+                                               nd_num=2, src_nd_stride=s1b * s2b // 256,
+                                               dst_nd_stride=s1b * s2b))
+    asc.set_flag(asc.HardEvent.FIX_M, 0)
+    asc.cross_core_set_flag(SCORES, 2, asc.PipeID.PIPE_FIX)
+
+
+@asc.jit
+def transposed_product(acc, a0, a1, b0, b1, slot, pa1, x_ws, y1, m, n2, d, s2b, c0, first):
+    """acc (n2 x d) (+)= X^T Y: X (m x n2) from the workspace, Y (m x d) in L1 as 16-column
+    strips (kpad = m rounded up to C0)."""
+    n16 = (n2 + 15) // 16 * 16
+    kpad = (m + c0 - 1) // c0 * c0
+    x1 = load_strips16(pa1, x_ws, m, n16, s2b, kpad, c0, x_ws.dtype)
+    a2 = _pick(a0, a1, slot)
+    b2 = _pick(b0, b1, slot)
+    asc.wait_flag(asc.HardEvent.M_MTE1, slot)
+    _transposed_to_a(a2, x1, n16, kpad, c0)
+    _strips_to_b(b2, y1, d, kpad, c0)
+    pa1.free_tensor(x1)
+    _loaded(slot)
+    asc.mmad(acc, a2, b2, asc.MmadParams(m=n2, n=d, k=m, cmatrix_init_val=first))
+    asc.set_flag(asc.HardEvent.M_MTE1, slot)
+
+
+@asc.jit
+def ds_k_product(acc, a0, a1, b0, b1, slot, pa1, ds_ws, k1, m, n2, d, s2b, c0, first):
+    """acc (m x d) (+)= dS K: dS (m x n2) from the workspace, K (n2 x d) in L1 as 16-column
+    strips (kpad = n2 rounded up to C0)."""
+    m16 = (m + 15) // 16 * 16
+    kpad = (n2 + c0 - 1) // c0 * c0
+    x1 = load_nz(pa1, ds_ws, m, n2, s2b, m16, ds_ws.dtype)
+    a2 = _pick(a0, a1, slot)
+    b2 = _pick(b0, b1, slot)
+    asc.wait_flag(asc.HardEvent.M_MTE1, slot)
+    _nz_to_zz(a2, x1, m16 // 16, kpad, c0)
+    _strips_to_b(b2, k1, d, kpad, c0)
+    pa1.free_tensor(x1)
+    _loaded(slot)
+    asc.mmad(acc, a2, b2, asc.MmadParams(m=m, n=d, k=n2, cmatrix_init_val=first))
+    asc.set_flag(asc.HardEvent.M_MTE1, slot)
+
+
+@asc.jit
+def store_acc(dst, acc, rows, d, row_stride):
+    """An L0C accumulator (rows x d) -> GM rows row_stride apart, in dst's dtype."""
+    sync(asc.HardEvent.M_FIX)
+    asc.fixpipe(dst, acc, asc.FixpipeParamsV220(n_size=d, m_size=rows,
+                                                src_stride=(rows + 15) // 16 * 16,
+                                                dst_stride=row_stride))
+    sync(asc.HardEvent.FIX_M)
+
+
+# ---- AIV helpers ------------------------------------------------------------------------------
+
+@asc.jit
+def row_sum(dst, red, src, rows, cols, row_stride):
+    """dst[r] = sum of src[r, :cols]: fold 64-lane chunks into red (rows x 64), then one
+    whole-reduce repeat per row."""
+    w0 = min(64, cols)
+    rs = row_stride // 8
+    asc.muls(red, src, 1.0, w0, rows, asc.UnaryRepeatParams(src_rep_stride=rs))
+    for c in range(64, cols, 64):
+        asc.add(red, red, src[c:], min(64, cols - c), rows,
+                asc.BinaryRepeatParams(src1_rep_stride=rs))
+    asc.whole_reduce_sum(dst, red, w0, rows, 1, 1, 8)
+
+
+@asc.jit
+def _sub_rows(tile, bc, vec, rows, cols, row_stride):
+    """tile[r, :cols] -= vec[r], the value broadcast to 32 B blocks by brcb."""
+    asc.brcb(bc, vec, (rows + 7) // 8, asc.BrcbRepeatParams(dst_blk_stride=1, dst_rep_stride=8))
+    for c in range(0, cols, 64):
+        asc.sub(tile[c:], tile[c:], bc, min(64, cols - c), rows,
+                asc.BinaryRepeatParams(src1_blk_stride=0, dst_rep_stride=row_stride // 8,
+                                       src0_rep_stride=row_stride // 8, src1_rep_stride=1))
+
+
+@asc.jit
+def _mask_scores(su, rows, row0, s2_0, n2, n16, s2b, causal):
+    """-inf where a key is masked (causal: above the diagonal) or past S2 in the last strip."""
+    for r in range(rows):
+        valid = n2
+        if causal:
+            valid = max(0, min(n2, row0 + r - s2_0 + 1))
+        if valid < n16:
+            asc.duplicate(su[r * s2b + valid:], NEG_INF, n16 - valid)
+
+
+@asc.jit
+def load_vec(dst, g, rows):
+    asc.data_copy_pad(dst, g, asc.DataCopyExtParams(block_count=1, block_len=rows * 4))
+
+
+@asc.jit
+def store_vec(g, src, rows):
+    asc.data_copy_pad(g, src, asc.DataCopyExtParams(block_count=1, block_len=rows * 4))
+
+
+@asc.jit
+def load_rows(dst, g, rows, d, row_stride):
+    """rows x d of g (row_stride apart) -> UB rows d apart."""
+    isz = g.dtype.sizeof()
+    asc.data_copy_pad(dst, g, asc.DataCopyExtParams(block_count=rows, block_len=d * isz,
+                                                    src_stride=(row_stride - d) * isz))
+
+
+@asc.jit
+def gradient_tile(su, dpu, bc, lse, dsum, s_ws, dp_ws, rows, row0, s2_0, n2, s2b, scale,
+                   causal):
+    """S, dP rows (f32, s2b apart) -> P in su, dS = scale * P * (dP - D) in dpu."""
+    n16 = (n2 + 15) // 16 * 16
+    count = rows * s2b
+    asc.data_copy(su, s_ws, count)
+    asc.data_copy(dpu, dp_ws, count)
+    sync(asc.HardEvent.MTE2_V)
+    asc.muls(su, su, scale, count)
+    _sub_rows(su, bc, lse, rows, n16, s2b)
+    _mask_scores(su, rows, row0, s2_0, n2, n16, s2b, causal)
+    asc.exp(su, su, count)
+    _sub_rows(dpu, bc, dsum, rows, n16, s2b)
+    asc.mul(dpu, dpu, su, count)
+    asc.muls(dpu, dpu, scale, count)
+
+
+@asc.jit
+def store_row(g, src, d):
+    asc.data_copy_pad(g, src, asc.DataCopyExtParams(block_count=1,
+                                                    block_len=d * g.dtype.sizeof()))
+
+
+@asc.jit
+def issue_kv_block(kb1, vb1, k_addr, v_addr, kv_row, ws, sdc, dpc, a0, a1, b0, b1, slot, q1, o1,
+                    m, n2, d, s1b, s2b, c0):
+    """The dQ pass's tile: K_j, V_j -> L1, S and dP out; returns K_j's L1 tile (kept for dQ)."""
+    n16 = (n2 + 15) // 16 * 16
+    kg = asc.GlobalTensor()
+    kg.set_global_buffer(k_addr, (n2 - 1) * kv_row + d)
+    vg = asc.GlobalTensor()
+    vg.set_global_buffer(v_addr, (n2 - 1) * kv_row + d)
+    k1 = load_nz(kb1, kg, n2, d, kv_row, n16, k_addr.dtype)
+    v1 = load_nz(vb1, vg, n2, d, kv_row, n16, k_addr.dtype)
+    _scores(ws, sdc, dpc, a0, a1, b0, b1, slot, q1, o1, k1, v1, m, n2, d, s1b, s2b, c0)
+    vb1.free_tensor(v1)
+    return k1
+
+
+@asc.jit
+def issue_q_block(qa1, oa1, q_addr, o_addr, q_row, ws, sdc, dpc, a0, a1, b0, b1, slot, k1, v1,
+                   m, n2, d, s1b, s2b, c0):
+    """The dK/dV pass's tile: Q_i, dO_i -> L1, S and dP out; returns both L1 tiles (kept for
+    dK and dV)."""
+    m16 = (m + 15) // 16 * 16
+    qg = asc.GlobalTensor()
+    qg.set_global_buffer(q_addr, (m - 1) * q_row + d)
+    og = asc.GlobalTensor()
+    og.set_global_buffer(o_addr, (m - 1) * q_row + d)
+    q1 = load_nz(qa1, qg, m, d, q_row, m16, q_addr.dtype)
+    o1 = load_nz(oa1, og, m, d, q_row, m16, q_addr.dtype)
+    _scores(ws, sdc, dpc, a0, a1, b0, b1, slot, q1, o1, k1, v1, m, n2, d, s1b, s2b, c0)
+    return q1, o1

@@ -1,0 +1,164 @@
+"""FlashAttention backward's tiling (kernels/flash_attention_backward.py): the
+`FlashAttentionBackwardTiling` dataclass, the buffers it implies on the SoC
+(`flash_attention_backward_buffers`), the candidates that fit
+(`flash_attention_backward_tiling_candidates`, ranked by kernels/tune.py) and the default rule
+(`flash_attention_backward_tiling`)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+import rt
+
+from ._host import ceil_div, round_up
+
+
+class FlashAttentionBackwardBuffers(NamedTuple):
+    """Bytes of every on-chip buffer of the backward kernel and the byte offsets of the views
+    carved out of the shared ones (one ConstExpr; `FlashAttentionBackwardTiling.validate` checks
+    the same numbers against the SoC). AIC: L1 queues, L0A/L0B/L0C views. AIV: the rows one
+    AIV owns (`rows`) and its Unified Buffer views."""
+    q_l1: int           # A1 (3 buffers): Q rows (NZ), the A operand of S = Q K^T
+    do_l1: int          # A1 (3): dO rows (NZ), the A operand of dP = dO V^T
+    k_l1: int           # B1 (3): K rows (NZ == ZN of K^T)
+    v_l1: int           # B1 (3): V rows (NZ == ZN of V^T)
+    x_l1: int           # B1 (1): f32 only: dO, Q or K rows as 16-column strips (B of dV/dK/dQ)
+    p_l1: int           # A1 (2): P or dS (the A operand of dV / dK / dQ)
+    a_slot: int         # A2: one of two operand slots (Q, dO, P^T, dS^T or dS)
+    b_slot: int         # B2: one of two operand slots (K^T, V^T, dO, Q or K)
+    l0c: int            # CO1: S, dP (s1 x s2 each), then the accumulators at acc_l0c
+    dp_l0c: int
+    acc_l0c: int        # dV and dK (s2 x D each, second at acc2_l0c), or dQ (s1 x D)
+    acc2_l0c: int
+    rows: int           # S1 rows per AIV (half an S1 block, rounded up to 8)
+    calc: int           # VECCALC bytes: the views below
+    s_ub: int           # f32 S -> P (rows x s2_block), also dO in f32 for D = rowsum(dO O)
+    dp_ub: int          # f32 dP -> dS, also O in f32
+    p16_ub: int         # P, dS, dO, O in the input dtype (16-bit inputs only)
+    ds16_ub: int
+    fold_ub: int        # rows x 64 fold buffer of the row sums
+    brcb_ub: int        # a per-row value broadcast to 8 lanes
+    lse_ub: int         # per-row max + ln(sum): P = exp(scale S - lse)
+    dsum_ub: int        # per-row D = rowsum(dO * O)
+    red_ub: int         # per-row scratch
+    ws_slot: int        # f32 GM workspace elements per slot: S then dP (three slots per group)
+    wsp_slot: int       # input-dtype GM workspace elements per slot: P then dS
+
+
+def _end_to_end(sizes):
+    offsets, pos = [], 0
+    for nbytes in sizes:
+        offsets.append(pos)
+        pos += nbytes
+    return offsets, pos
+
+
+def aiv_rows(s1_block: int) -> int:
+    """Rows of an S1 block each of a group's two AIVs owns (the second may own fewer)."""
+    return round_up(ceil_div(s1_block, 2), 8)
+
+
+def flash_attention_backward_buffers(tiling, d: int,
+                                     itemsize: int) -> FlashAttentionBackwardBuffers:
+    s1b, s2b = tiling.s1_block, tiling.s2_block
+    f32 = 4
+    low = itemsize < 4
+    h = aiv_rows(s1b)
+    wide = max(s2b, d)                  # a row of the S / dP tile, or of dO / O
+    (s_ub, dp_ub, p16_ub, ds16_ub, fold_ub, brcb_ub, lse_ub, dsum_ub, red_ub), calc = \
+        _end_to_end((h * wide * f32, h * wide * f32, h * wide * itemsize if low else 0,
+                     h * wide * itemsize if low else 0, h * 64 * f32, h * 8 * f32,
+                     h * f32, h * f32, h * f32))
+    score = s1b * s2b * f32
+    acc = max(2 * s2b * d, s1b * d) * f32
+    return FlashAttentionBackwardBuffers(
+        q_l1=s1b * d * itemsize, do_l1=s1b * d * itemsize, k_l1=s2b * d * itemsize,
+        v_l1=s2b * d * itemsize, x_l1=max(s1b, s2b) * d * itemsize if not low else 32,
+        p_l1=s1b * s2b * itemsize,
+        a_slot=max(s1b * d, s1b * s2b) * itemsize, b_slot=max(s1b, s2b) * d * itemsize,
+        l0c=2 * score + acc, dp_l0c=score, acc_l0c=2 * score, acc2_l0c=2 * score + s2b * d * f32,
+        rows=h, calc=calc, s_ub=s_ub, dp_ub=dp_ub, p16_ub=p16_ub, ds16_ub=ds16_ub,
+        fold_ub=fold_ub, brcb_ub=brcb_ub, lse_ub=lse_ub, dsum_ub=dsum_ub, red_ub=red_ub,
+        ws_slot=2 * s1b * s2b, wsp_slot=2 * s1b * s2b)
+
+
+@dataclass(frozen=True)
+class FlashAttentionBackwardTiling:
+    """S1 rows (s1_block) and S2 columns (s2_block) of the score tile one AI Core group works on
+    per step, both multiples of 16. The same tiling serves both passes (dQ, then dK / dV)."""
+    s1_block: int
+    s2_block: int
+
+    def validate(self, d: int, itemsize: int, soc=None):
+        soc = soc or rt.get_soc()
+        for name in ("s1_block", "s2_block"):
+            v = getattr(self, name)
+            if v <= 0 or v % 16:
+                raise ValueError(f"FlashAttentionBackwardTiling: {name} must be a positive "
+                                 f"multiple of 16, got {name}={v}")
+        if self.s1_block > 240 or self.s2_block > 2032:
+            raise ValueError(f"FlashAttentionBackwardTiling: s1_block must be <= 240 and "
+                             f"s2_block <= 2032 (vector repeat limits), got s1_block="
+                             f"{self.s1_block} s2_block={self.s2_block}")
+        b = flash_attention_backward_buffers(self, d, itemsize)
+        need = {"L1": 3 * (b.q_l1 + b.do_l1 + b.k_l1 + b.v_l1) + 2 * b.p_l1 + b.x_l1,
+                "L0A": 2 * b.a_slot, "L0B": 2 * b.b_slot, "L0C": b.l0c, "UB": b.calc}
+        for level, nbytes in need.items():
+            if nbytes > soc.capacity(level):
+                raise ValueError(f"FlashAttentionBackwardTiling: {level} must hold the tiles, "
+                                 f"asked {nbytes} bytes for {self} with D={d}, got capacity "
+                                 f"{soc.capacity(level)}")
+        return self
+
+
+S1_BLOCKS = (32, 64, 96, 128, 160, 192)     # the tuner's grid
+S2_BLOCKS = (32, 64, 128, 256)
+
+
+def flash_attention_backward_tiling_candidates(d: int, dtype, s1: int, s2: int, soc=None, *,
+                                               fitting: bool = True) -> list:
+    """The tilings `kernels.tune` ranks: S1 block in S1_BLOCKS, S2 block in S2_BLOCKS, each
+    capped at S1 / S2 rounded up to 16; with `fitting` only those that fit `soc`."""
+    soc = soc or rt.get_soc()
+    isz = np.dtype(dtype).itemsize
+    cap1, cap2 = min(240, round_up(s1, 16)), min(2032, round_up(s2, 16))
+    out = []
+    for s1b in dict.fromkeys(min(b, cap1) for b in S1_BLOCKS):
+        for s2b in dict.fromkeys(min(b, cap2) for b in S2_BLOCKS):
+            t = FlashAttentionBackwardTiling(s1b, s2b)
+            if fitting:
+                try:
+                    t.validate(d, isz, soc)
+                except ValueError:
+                    continue
+            out.append(t)
+    return list(dict.fromkeys(out))
+
+
+def flash_attention_backward_tiling(d: int, dtype, s1: int, s2: int,
+                                    soc=None) -> FlashAttentionBackwardTiling:
+    """The default: the tallest S1 block (<= 128, capped at S1 rounded up to 16) that fits with
+    an S2 block of 64 (or less for a large D), then the widest S2 block that still fits. L0C
+    holds S, dP and the two s2_block x D accumulators at once, which bounds the tile."""
+    soc = soc or rt.get_soc()
+    isz = np.dtype(dtype).itemsize
+    cap1, cap2 = min(240, round_up(s1, 16)), min(2032, round_up(s2, 16))
+
+    def fits(s1b, s2b):
+        try:
+            FlashAttentionBackwardTiling(s1b, s2b).validate(d, isz, soc)
+            return True
+        except ValueError:
+            return False
+    for s2_floor in (64, 32, 16):
+        s2b = min(s2_floor, cap2)
+        for s1b in range(min(128, cap1), 0, -16):
+            if fits(s1b, s2b):
+                for wider in (256, 128):
+                    if min(wider, cap2) > s2b and fits(s1b, min(wider, cap2)):
+                        return FlashAttentionBackwardTiling(s1b, min(wider, cap2))
+                return FlashAttentionBackwardTiling(s1b, s2b)
+    raise ValueError(f"flash_attention_backward: no tiling fits the SoC for D={d}, "
+                     f"dtype={np.dtype(dtype)}")
