@@ -33,6 +33,7 @@ import numpy as np
 import ascendc as asc
 import rt
 
+from .flash_attention_backward import flash_attention_backward  # noqa: F401 (the op set)
 from ._host import ceil_div, is_device
 from .flash_attention_cube import O_READY, P_READY, S_READY, XMODE, load_q, pv_block, qk_block
 from .flash_attention_tiling import (KV_CHUNKS, FlashAttentionBuffers,  # noqa: F401 (re-exported)
@@ -344,5 +345,14 @@ def flash_attention_reference(q, k, v, *, layout="BNSD", head_num=None, scale=No
     return o, mx[..., 0], sm[..., 0]
 
 
-from .flash_attention_backward import flash_attention_backward  # noqa: E402,F401 (the op set)
-from .flash_attention_backward_grad import flash_attention_grad  # noqa: E402,F401
+def flash_attention_grad(q, k, v, dout, *, layout="BNSD", head_num=None, kv_head_num=None,
+                         scale=None, causal=False, stream=None, **launch_options):
+    """(dq, dk, dv) of sum(out * dout) for out = FlashAttention(q, k, v): the forward
+    (`flash_attention_with_stats`) for out and its stats, then `flash_attention_backward`, both on
+    `stream` for rt.DeviceArray inputs."""
+    out, smax, ssum = flash_attention_with_stats(q, k, v, layout=layout, head_num=head_num,
+                                                 kv_head_num=kv_head_num, scale=scale,
+                                                 causal=causal, stream=stream, **launch_options)
+    return flash_attention_backward(dout, q, k, v, out, smax, ssum, layout=layout,
+                                    head_num=head_num, kv_head_num=kv_head_num, scale=scale,
+                                    causal=causal, stream=stream, **launch_options)

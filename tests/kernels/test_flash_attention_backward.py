@@ -19,7 +19,7 @@ from kernels.flash_attention_backward import (FlashAttentionBackwardTiling,
                                               flash_attention_backward_reference,
                                               flash_attention_backward_tiling,
                                               flash_attention_backward_tiling_candidates)
-from kernels.flash_attention_backward_grad import flash_attention_grad
+from kernels.flash_attention import flash_attention_grad
 from kernels.tolerances import assert_close
 
 TILING = FlashAttentionBackwardTiling(32, 32)
