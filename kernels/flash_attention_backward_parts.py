@@ -7,6 +7,8 @@ import math
 
 import ascendc as asc
 
+from .flash_attention_cube import nz_to_zz
+
 NEG_INF = -math.inf
 SCORES, GRADS = 1, 2        # cross-core flag ids (mode 2): AIC -> AIVs, AIVs -> AIC
 # workspace slots per group (and L1 buffers of the tiles the AIC keeps): the AIC issues tile
@@ -71,14 +73,6 @@ def load_strips16(que, g, rows, cols16, row_stride, kpad, c0, dtype):
 
 
 @asc.jit
-def _nz_to_zz(a2, a1, rows16, kpad, c0):
-    """L1 NZ -> L0A ZZ, one 16-row block per load."""
-    for r in range(rows16):
-        asc.load_data(a2[r * 16 * kpad:], a1[r * 16 * c0:],
-                      asc.LoadData2DParams(repeat_times=kpad // c0, src_stride=rows16))
-
-
-@asc.jit
 def _transposed_to_a(a2, x1, cols16, kpad, c0):
     """16-column strips of X (kpad x cols16) -> L0A ZZ of X^T (cols16 x kpad)."""
     for cb in range(cols16 // 16):
@@ -117,7 +111,7 @@ def _score_mmad(c, a0, a1, b0, b1, slot, x1, y1, m, n2, d, c0, first):
     a2 = _pick(a0, a1, slot)
     b2 = _pick(b0, b1, slot)
     asc.wait_flag(asc.HardEvent.M_MTE1, slot)
-    _nz_to_zz(a2, x1, m16 // 16, d, c0)
+    nz_to_zz(a2, x1, m16 // 16, d, c0)
     asc.load_data(b2, y1, asc.LoadData2DParams(repeat_times=(d // c0) * (n16 // 16),
                                                src_stride=1))
     _loaded(slot)
@@ -171,7 +165,7 @@ def ds_k_product(acc, a0, a1, b0, b1, slot, pa1, ds_ws, k1, m, n2, d, s2b, c0, f
     a2 = _pick(a0, a1, slot)
     b2 = _pick(b0, b1, slot)
     asc.wait_flag(asc.HardEvent.M_MTE1, slot)
-    _nz_to_zz(a2, x1, m16 // 16, kpad, c0)
+    nz_to_zz(a2, x1, m16 // 16, kpad, c0)
     _strips_to_b(b2, k1, d, kpad, c0)
     pa1.free_tensor(x1)
     _loaded(slot)

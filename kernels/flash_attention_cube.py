@@ -26,7 +26,7 @@ def _load_rows_nz(que, g, rows, cols, row_stride, strip_rows, dtype):
 
 
 @asc.jit
-def _nz_to_zz(a2, a1, rows16, kpad, c0):
+def nz_to_zz(a2, a1, rows16, kpad, c0):
     """L1 NZ (strips of rows16*16 rows) -> L0A ZZ, one 16-row block per load."""
     for r in range(rows16):
         asc.load_data(a2[r * 16 * kpad:], a1[r * 16 * c0:],
@@ -42,7 +42,7 @@ def load_q(qa1, qa2, q_addr, m, m16, q_row, d, c0):
     q1 = _load_rows_nz(qa1, qg, m, d, q_row, m16, q_addr.dtype)
     asc.set_flag(asc.HardEvent.M_MTE1, 0)
     asc.wait_flag(asc.HardEvent.M_MTE1, 0)
-    _nz_to_zz(qa2, q1, m16 // 16, d, c0)
+    nz_to_zz(qa2, q1, m16 // 16, d, c0)
     qa1.free_tensor(q1)
     asc.set_flag(asc.HardEvent.MTE1_M, 0)
     asc.wait_flag(asc.HardEvent.MTE1_M, 0)
@@ -129,7 +129,7 @@ def pv_block(o_ws, p_ws, p1, pa2, kv1, b2, oc, v_addr, m, m16, n2, kv_row, d, s2
         kpad = (kk + c0 - 1) // c0 * c0
         pt1 = _load_rows_nz(p1, p_ws[c:], m, kk, s2b, m16, p_ws.dtype)
         pt2 = pa2.alloc_tensor(p_ws.dtype)
-        _nz_to_zz(pt2, pt1, m16 // 16, kpad, c0)
+        nz_to_zz(pt2, pt1, m16 // 16, kpad, c0)
         pa2.enque(pt2)
         p1.free_tensor(pt1)
         pt2 = pa2.deque(p_ws.dtype)
