@@ -151,7 +151,7 @@ def _gm_call(st, op, a, b):
     rt.gmorder) or the launch aborted raise."""
     r = call_xcore(st.xcore_fn, st.xcore, op, a, b)
     if r > 0:
-        raise KernelError(FAULT)
+        raise KernelError(FAULT)   # the bridge recorded the message
     if r < 0:
         raise KernelError("the launch was aborted because another core of it failed (that "
                           "core's error is the one reported)")
