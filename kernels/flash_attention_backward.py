@@ -75,6 +75,25 @@ class BackwardVariant(NamedTuple):
     dq_pass: bool           # True: the dQ pass (also writes D and lse); False: dK / dV
 
 
+@asc.jit
+def dkv_item(item, shape, kv, causal, n_s1, n_s2, s1b, s2b, group):
+    """A dK/dV work item (one S2 block of one KV head), as the AIC and its AIVs both walk it:
+    (b, kv head, S2 start, S2 rows, its K/V element offset, first S1 block that sees it, S1
+    blocks per query head, steps = query heads of the group x those blocks)."""
+    b = item // (shape.kv_heads * n_s2)
+    nk = (item // n_s2) % shape.kv_heads
+    s2_0 = (item % n_s2) * s2b
+    n2 = min(s2b, shape.s2 - s2_0)
+    kv_off = b * kv.batch + nk * kv.head + s2_0 * kv.row
+    i0 = 0
+    if causal:
+        i0 = s2_0 // s1b
+    per_head = 0
+    if s2_0 < shape.s1 or not causal:
+        per_head = n_s1 - i0
+    return b, nk, s2_0, n2, kv_off, i0, per_head, group * per_head
+
+
 @asc.jit(kernel_type="MIX_AIC_1_2")
 def flash_attention_backward_kernel(
         q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.GlobalAddress,
@@ -197,19 +216,9 @@ def flash_attention_backward_kernel(
                 dqg.set_global_buffer(dq + q_off, (m - 1) * layout.q.row + d)
                 store_acc(dqg, acc, m, d, layout.q.row)
             else:
-                b = item // (shape.kv_heads * n_s2)
-                nk = (item // n_s2) % shape.kv_heads
-                s2_0 = (item % n_s2) * s2b
-                n2 = min(s2b, shape.s2 - s2_0)
+                b, nk, s2_0, n2, kv_off, i0, per_head, steps = dkv_item(
+                    item, shape, layout.kv, variant.causal, n_s1, n_s2, s1b, s2b, group)
                 n16 = (n2 + 15) // 16 * 16
-                kv_off = b * layout.kv.batch + nk * layout.kv.head + s2_0 * layout.kv.row
-                i0 = 0
-                if variant.causal:
-                    i0 = s2_0 // s1b
-                per_head = 0
-                if s2_0 < shape.s1 or not variant.causal:
-                    per_head = n_s1 - i0
-                steps = group * per_head
                 if steps > 0:
                     kg = asc.GlobalTensor()
                     kg.set_global_buffer(k + kv_off, (n2 - 1) * layout.kv.row + d)
@@ -383,18 +392,8 @@ def flash_attention_backward_kernel(
                     asc.cross_core_set_flag(GRADS, 2, asc.PipeID.PIPE_MTE3)
                 c += steps
             else:
-                b = item // (shape.kv_heads * n_s2)
-                nk = (item // n_s2) % shape.kv_heads
-                s2_0 = (item % n_s2) * s2b
-                n2 = min(s2b, shape.s2 - s2_0)
-                kv_off = b * layout.kv.batch + nk * layout.kv.head + s2_0 * layout.kv.row
-                i0 = 0
-                if variant.causal:
-                    i0 = s2_0 // s1b
-                per_head = 0
-                if s2_0 < shape.s1 or not variant.causal:
-                    per_head = n_s1 - i0
-                steps = group * per_head
+                b, nk, s2_0, n2, kv_off, i0, per_head, steps = dkv_item(
+                    item, shape, layout.kv, variant.causal, n_s1, n_s2, s1b, s2b, group)
                 for t in range(steps):
                     n = nk * group + t // per_head
                     s1_0 = (i0 + t % per_head) * s1b
