@@ -225,9 +225,11 @@ def test_no_block_callback_runs_on_the_report_thread_while_the_stream_goes_on(de
         time.sleep(0.001)
     stop.set()
     assert log["saw_later"] is True
-    start_ns, cb_thread, data = log["cb_start"]
+    _, cb_thread, data = log["cb_start"]
     assert cb_thread == tid and data == "payload"              # on the subscribed thread
-    assert start_ns <= log["later"] <= log["cb_end"]           # the stream went on meanwhile
+    # The stream's next task ran before the callback returned (it may run before the report
+    # thread even picks the callback up: NO_BLOCK does not hold the stream back at all).
+    assert log["later"] <= log["cb_end"]
     if via == "acl":
         assert acl.rt.unsubscribe_report(tid, handle) == 0
         assert acl.util.stop_thread(tid) == 0
