@@ -141,3 +141,38 @@ def scale_yuv420sp(y: np.ndarray, uv: np.ndarray, out_w: int, out_h: int, neares
 
 def is_yuv(fmt: int) -> bool:
     return fmt in YUV420SP
+
+
+# -- ROIs at odd offsets or of odd sizes (SoCs without the ROI parity rule) --------------------
+def full_chroma(uv: np.ndarray) -> np.ndarray:
+    """The interleaved (h/2, w) chroma plane of a YUV420SP frame at full resolution: (h, w, 2),
+    each 2x2 block's (U, V) (NV21: (V, U)) repeated over its four pixels."""
+    ch, cw = uv.shape[0], uv.shape[1] // 2
+    pairs = uv.reshape(ch, cw, 2)
+    return np.repeat(np.repeat(pairs, 2, axis=0), 2, axis=1)
+
+
+def yuv_region_any(y: np.ndarray, uv: np.ndarray, crop, out_w: int, out_h: int,
+                   nearest: bool = False):
+    """Crop (x, y, w, h) of YUV420SP planes, any parity, scaled to out_w x out_h (any parity):
+    (Y (out_h, out_w), chroma at full resolution (out_h, out_w, 2))."""
+    x, t, w, h = crop
+    yc = y[t:t + h, x:x + w]
+    cc = full_chroma(uv)[t:t + h, x:x + w]
+    return scale_plane(yc, out_h, out_w, nearest), scale_plane(cc, out_h, out_w, nearest)
+
+
+def write_yuv420sp_any(buf: np.ndarray, ws: int, hs: int, yp: np.ndarray, cp: np.ndarray,
+                       top: int, left: int) -> None:
+    """Store Y (h, w) and full-resolution chroma (h, w, 2) at (top, left), any parity: Y pixel
+    by pixel; a 2x2 chroma block is written when the rectangle holds its top-left pixel, with
+    the chroma of that pixel. Everything else is left as it was."""
+    h, w = yp.shape
+    buf[:ws * hs].reshape(hs, ws)[top:top + h, left:left + w] = yp
+    b0, b1 = (top + 1) // 2, (top + h - 1) // 2 + 1
+    c0, c1 = (left + 1) // 2, (left + w - 1) // 2 + 1
+    if b1 <= b0 or c1 <= c0:
+        return
+    blocks = cp[2 * b0 - top:2 * b1 - top:2, 2 * c0 - left:2 * c1 - left:2]
+    chroma = buf[ws * hs:ws * hs + ws * (hs // 2)].reshape(hs // 2, ws)
+    chroma[b0:b1, 2 * c0:2 * c1] = blocks.reshape(b1 - b0, 2 * (c1 - c0))

@@ -1,22 +1,21 @@
-"""DVPP's pixel formats and the rules of each unit: strides, alignments, resolutions, buffer sizes.
+"""DVPP's pixel formats and the rules common to every SoC: resolutions, buffer sizes, checks.
 
 Values of `acldvppPixelFormat`, `acldvppJpegFormat` and `acldvppChannelMode` as in CANN's
-`acl/ops/acl_dvpp.h`. The rules are those of the CANN DVPP V1 interface (acldvpp*) as documented
-for the SoCs the emulator models (Ascend910B*, Atlas A2; Ascend310P3, Atlas inference series):
+`acl/ops/acl_dvpp.h`. What differs between CANN's product lines (stride alignments and ranges,
+ROI parity, paste alignment, the VPC output and JPEGE input maxima, JPEGD's width stride) is in
+`rt.dvpp.rules`, one row per SoC family; what is here holds on all of them:
 
-- JPEGD output YUV420SP: width stride a multiple of 64 (the A2/310P rule; Atlas 200/300/500's
-  128 is a multiple of 64, so samples written for it pass), >= width; height stride a multiple of
-  16, >= height; size >= width_stride * height_stride * 3 / 2. Input 32x32 .. 8192x8192, Huffman
-  baseline only (no progressive, no arithmetic coding).
+- JPEGD: input 32x32 .. 8192x8192, Huffman baseline only (no progressive, no arithmetic
+  coding); output YUV420SP height stride a multiple of 16, size >= ws * hs * 3 / 2.
+  `predict_dec_size` answers for the widest width stride (128-aligned), so it is enough on
+  every SoC.
 - PNGD output RGB888 / RGBA8888: width stride (bytes) = align(width, 128) * 3 (or * 4), height
   stride a multiple of 16. Input 32x32 .. 4096x4096.
-- VPC (resize, crop, crop-and-paste, batch crop): YUV420SP width stride a multiple of 16 >= width,
-  height stride a multiple of 2 >= height, size >= ws * hs * 3 / 2; packed RGB888/BGR888 width
-  stride (bytes) a multiple of 16 >= width * 3, size >= ws * hs. Input 10x6 .. 4096x4096 (8192 for
-  YUV420SP); output 10x6 .. 4096x4096; scale within [1/32, 16]. ROIs: left/top even, right/bottom
-  odd (the crop is an even-sized YUV420SP block), paste left a multiple of 16.
+- VPC: YUV420SP height stride a multiple of 2 >= height, size >= ws * hs * 3 / 2; packed
+  RGB888/BGR888 size >= ws * hs. Input 10x6 .. 4096x4096 (8192 for YUV420SP); output at least
+  10x6; scale within [1/32, 16].
 - JPEGE input YUV420SP: width stride a multiple of 16 >= width, height stride a multiple of 2
-  >= height; 32x32 .. 8192x8192.
+  >= height; at least 32x32.
 """
 from __future__ import annotations
 
@@ -74,18 +73,17 @@ VPC_FORMATS = YUV420SP + PACKED_RGB
 # resolutions (width, height) per unit: (min, max)
 JPEGD_MIN, JPEGD_MAX = (32, 32), (8192, 8192)
 PNGD_MIN, PNGD_MAX = (32, 32), (4096, 4096)
-JPEGE_MIN, JPEGE_MAX = (32, 32), (8192, 8192)
+JPEGE_MIN = (32, 32)
 VPC_IN_MIN, VPC_IN_MAX, VPC_IN_MAX_YUV = (10, 6), (4096, 4096), (8192, 8192)
-VPC_OUT_MIN, VPC_OUT_MAX = (10, 6), (4096, 4096)
+VPC_OUT_MIN = (10, 6)
 VPC_SCALE_MIN, VPC_SCALE_MAX = 1 / 32, 16
 MAX_BATCH_ROIS = 256
 
-JPEGD_WIDTH_ALIGN, JPEGD_HEIGHT_ALIGN = 64, 16
+JPEGD_HEIGHT_ALIGN = 16
 JPEGD_PREDICT_WIDTH_ALIGN = 128       # predict_dec_size answers for the widest (310) stride
 PNGD_WIDTH_ALIGN, PNGD_HEIGHT_ALIGN = 128, 16
-VPC_WIDTH_ALIGN, VPC_HEIGHT_ALIGN = 16, 2
+VPC_HEIGHT_ALIGN = 2
 JPEGE_WIDTH_ALIGN, JPEGE_HEIGHT_ALIGN = 16, 2
-PASTE_LEFT_ALIGN = 16
 
 
 def align_up(x: int, a: int) -> int:
@@ -122,16 +120,23 @@ def check_resolution(api: str, what: str, w: int, h: int, lo, hi) -> None:
 
 
 def check_strides(api: str, what: str, fmt: int, w: int, h: int, ws: int, hs: int,
-                  walign: int, halign: int) -> None:
-    """Width/height strides of a picture: multiples of the unit's alignment and large enough."""
+                  walign: int, halign: int, ws_range=None, hs_range=None) -> None:
+    """Width/height strides of a picture: multiples of the unit's alignment (1: any value),
+    large enough, and inside the SoC's (min, max) ranges when given (max None: no limit)."""
     row = w * 3 if fmt in PACKED_RGB else (w * 4 if fmt == PixelFormat.RGBA_8888 else w)
     unit = " bytes (width * 3)" if fmt in PACKED_RGB else ""
+    mult = f"a multiple of {walign} and " if walign > 1 else ""
     if ws <= 0 or ws % walign or ws < row:
-        raise bad(api, f"{what} width_stride must be a multiple of {walign} and >= {row}{unit} "
+        raise bad(api, f"{what} width_stride must be {mult}>= {row}{unit} "
                        f"for {fmt_name(fmt)}, got width_stride={ws} (width={w})")
+    hmult = f"a multiple of {halign} and " if halign > 1 else ""
     if hs <= 0 or hs % halign or hs < h:
-        raise bad(api, f"{what} height_stride must be a multiple of {halign} and >= height={h}, "
+        raise bad(api, f"{what} height_stride must be {hmult}>= height={h}, "
                        f"got height_stride={hs}")
+    for name, v, rng in (("width_stride", ws, ws_range), ("height_stride", hs, hs_range)):
+        if rng and (v < rng[0] or (rng[1] is not None and v > rng[1])):
+            span = f"{rng[0]} .. {rng[1]}" if rng[1] is not None else f">= {rng[0]}"
+            raise bad(api, f"{what} {name} must be within {span} on this SoC, got {name}={v}")
 
 
 def check_size(api: str, what: str, fmt: int, ws: int, hs: int, size: int) -> None:

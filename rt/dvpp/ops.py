@@ -10,8 +10,9 @@ raises it (507018 for bad data, 100000 for a rule), the output desc's `ret_code`
 and the stream's later work runs as usual (ACL_CONTINUE_ON_FAILURE).
 
 Decoders fill the output desc's width, height and strides when the picture is decoded (strides
-the caller left at 0 get DVPP's defaults: JPEGD align(w, 64) x align(h, 16), PNGD
-align(w, 128) * channels x align(h, 16)).
+the caller left at 0 get DVPP's defaults: JPEGD align(w, 64) (128 on Ascend310 / Ascend910) x
+align(h, 16), PNGD align(w, 128) * channels x align(h, 16)). The rules that differ per SoC
+family come from `rt.dvpp.rules` for the channel's device.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from ..errors import AclError, ACL_ERROR_INVALID_PARAM
 from ..sched import Task
 from ..stream import Stream, current_stream
 from . import codec, color, engine, exif
+from . import rules as R
 from . import formats as F
 from .desc import (ChannelDesc, JpegeConfig, PicDesc, ResizeConfig, RoiConfig,
                    check_span)
@@ -179,8 +181,9 @@ def jpeg_decode_async(channel: ChannelDesc, data: int, size: int, output_desc: P
     n = _size(api, size)
     check_span(api, "data", data, n)
     o = _pic(output_desc, api, "output_desc")
-    _check_decode_out(api, o, _YUV + (PixelFormat.UNKNOWN,), F.JPEGD_WIDTH_ALIGN,
-                      F.JPEGD_HEIGHT_ALIGN)
+    rules = R.for_device(ch.device)
+    walign, halign = rules.jpegd_width_align, rules.jpegd_height_align
+    _check_decode_out(api, o, _YUV + (PixelFormat.UNKNOWN,), walign, halign)
     live = output_desc
 
     def run():
@@ -193,10 +196,9 @@ def jpeg_decode_async(channel: ChannelDesc, data: int, size: int, output_desc: P
         w, h = w & ~1, h & ~1
         img = img[:h, :w]
         fmt = PixelFormat.YVU_SEMIPLANAR_420 if o.format == PixelFormat.UNKNOWN else o.format
-        ws = o.width_stride or F.align_up(w, F.JPEGD_WIDTH_ALIGN)
-        hs = o.height_stride or F.align_up(h, F.JPEGD_HEIGHT_ALIGN)
-        F.check_strides(api, "output_desc", fmt, w, h, ws, hs, F.JPEGD_WIDTH_ALIGN,
-                        F.JPEGD_HEIGHT_ALIGN)
+        ws = o.width_stride or F.align_up(w, walign)
+        hs = o.height_stride or F.align_up(h, halign)
+        F.check_strides(api, "output_desc", fmt, w, h, ws, hs, walign, halign)
         F.check_size(api, "output_desc", fmt, ws, hs, o.size)
         y, uv = color.gray_to_yuv420sp(img) if img.ndim == 2 else color.rgb_to_yuv420sp(img, fmt)
         color.write_yuv420sp(_view(o.data, o.size, api), ws, hs, y, uv)
@@ -272,21 +274,23 @@ def png_decode_async(channel: ChannelDesc, data: int, size: int, output_desc: Pi
 
 
 # -- VPC -------------------------------------------------------------------------------------------
-def _check_vpc_pic(api: str, role: str, d: PicDesc, output: bool) -> None:
+def _check_vpc_pic(api: str, role: str, d: PicDesc, output: bool, rules: R.DvppRules) -> None:
     if d.format not in F.VPC_FORMATS:
         raise bad(api, f"{role} format must be one of "
                        f"{', '.join(F.fmt_name(f) for f in F.VPC_FORMATS)}, got "
                        f"{F.fmt_name(d.format)}")
     if output:
-        F.check_resolution(api, role, d.width, d.height, F.VPC_OUT_MIN, F.VPC_OUT_MAX)
+        F.check_resolution(api, role, d.width, d.height, F.VPC_OUT_MIN, rules.vpc_out_max)
         if d.format in _YUV and (d.width % 2 or d.height % 2):
             raise bad(api, f"{role} width and height must be even for {F.fmt_name(d.format)}, "
                            f"got {d.width}x{d.height}")
     else:
         hi = F.VPC_IN_MAX_YUV if d.format in _YUV else F.VPC_IN_MAX
         F.check_resolution(api, role, d.width, d.height, F.VPC_IN_MIN, hi)
+    walign = rules.vpc_yuv_width_align if d.format in _YUV else rules.vpc_rgb_width_align
+    halign = F.VPC_HEIGHT_ALIGN if d.format in _YUV else rules.vpc_rgb_height_align
     F.check_strides(api, role, d.format, d.width, d.height, d.width_stride, d.height_stride,
-                    F.VPC_WIDTH_ALIGN, F.VPC_HEIGHT_ALIGN)
+                    walign, halign, rules.vpc_width_stride_range, rules.vpc_height_stride_range)
     F.check_size(api, role, d.format, d.width_stride, d.height_stride, d.size)
     check_span(api, f"{role} data", d.data, d.size)
 
@@ -312,18 +316,19 @@ def _effective(i: PicDesc) -> tuple[int, int]:
 
 
 def _check_roi(api: str, role: str, r: RoiConfig, pic_w: int, pic_h: int, yuv: bool,
-               paste: bool = False, pic: str = "input picture") -> None:
+               rules: R.DvppRules, paste: bool = False, pic: str = "input picture") -> None:
     if r.right < r.left or r.bottom < r.top:
         raise bad(api, f"{role} must have right >= left and bottom >= top, got {r!r}")
     if r.right >= pic_w or r.bottom >= pic_h:
         raise bad(api, f"{role} must lie inside the {pic} ({pic_w}x{pic_h}: right < {pic_w}, "
                        f"bottom < {pic_h}), got {r!r}")
-    if yuv and (r.left % 2 or r.top % 2 or r.right % 2 == 0 or r.bottom % 2 == 0):
+    odd = r.left % 2 or r.top % 2 or r.right % 2 == 0 or r.bottom % 2 == 0
+    if yuv and rules.roi_parity and odd:
         raise bad(api, f"{role} offsets must be even for YUV420SP (left and top even, right and "
                        f"bottom odd), got left={r.left} right={r.right} top={r.top} "
                        f"bottom={r.bottom}")
-    if paste and r.left % F.PASTE_LEFT_ALIGN:
-        raise bad(api, f"{role} left must be a multiple of {F.PASTE_LEFT_ALIGN}, got "
+    if paste and r.left % rules.paste_left_align:
+        raise bad(api, f"{role} left must be a multiple of {rules.paste_left_align}, got "
                        f"left={r.left}")
     if r.width < F.VPC_OUT_MIN[0] or r.height < F.VPC_OUT_MIN[1]:
         raise bad(api, f"{role} must be at least {F.VPC_OUT_MIN[0]}x{F.VPC_OUT_MIN[1]}, got "
@@ -376,6 +381,16 @@ def vpc_rules():
 def crop_and_paste(i: PicDesc, crop, o: PicDesc, dst, nearest: bool, api: str) -> None:
     """The VPC work of one crop (x, y, w, h) of `i` scaled into `dst` (x, y, w, h) of `o`."""
     x, y, w, h = crop
+    if i.format in _YUV and any(v % 2 for v in tuple(crop) + tuple(dst)):
+        # an odd offset or size (allowed where the SoC has no ROI parity rule): through
+        # full-resolution chroma (`rt.dvpp.color.yuv_region_any`)
+        _, Y, UV = _read_pic(i, api)
+        yp, cp = color.yuv_region_any(Y, UV, crop, dst[2], dst[3], nearest)
+        if o.format != i.format:
+            cp = cp[..., ::-1]
+        buf = _view(o.data, F.frame_size(o.format, o.width_stride, o.height_stride), api)
+        color.write_yuv420sp_any(buf, o.width_stride, o.height_stride, yp, cp, dst[1], dst[0])
+        return
     planes = _scaled(_read_pic(i, api, x, y, w, h), dst[2], dst[3], nearest)
     _write_pic(o, i.format, planes, api, dst[0], dst[1])
 
@@ -391,8 +406,9 @@ def vpc_resize_async(channel: ChannelDesc, input_desc: PicDesc, output_desc: Pic
     if resize_config is not None:
         _obj(resize_config, ResizeConfig, api, "resize_config")
     i, o = _pic(input_desc, api, "input_desc"), _pic(output_desc, api, "output_desc")
-    _check_vpc_pic(api, "input_desc", i, False)
-    _check_vpc_pic(api, "output_desc", o, True)
+    rules = R.for_device(ch.device)
+    _check_vpc_pic(api, "input_desc", i, False, rules)
+    _check_vpc_pic(api, "output_desc", o, True, rules)
     _check_pair(api, i, o)
     iw, ih = _effective(i)
     _check_scale(api, "resize", iw, ih, o.width, o.height)
@@ -414,16 +430,16 @@ def vpc_crop_async(channel: ChannelDesc, input_desc: PicDesc, output_desc: PicDe
     s = _stream(stream, api)
     i, o = _pic(input_desc, api, "input_desc"), _pic(output_desc, api, "output_desc")
     r = _obj(crop_area, RoiConfig, api, "crop_area")
-    _check_vpc_pic(api, "input_desc", i, False)
-    _check_vpc_pic(api, "output_desc", o, True)
+    rules = R.for_device(ch.device)
+    _check_vpc_pic(api, "input_desc", i, False, rules)
+    _check_vpc_pic(api, "output_desc", o, True, rules)
     _check_pair(api, i, o)
-    _check_roi(api, "crop_area", r, i.width, i.height, i.format in _YUV)
+    _check_roi(api, "crop_area", r, i.width, i.height, i.format in _YUV, rules)
     _check_scale(api, "crop", r.width, r.height, o.width, o.height)
     x, y, w, h = r.left, r.top, r.width, r.height
 
     def run():
-        _write_pic(o, i.format, _scaled(_read_pic(i, api, x, y, w, h), o.width, o.height,
-                                        False), api)
+        crop_and_paste(i, (x, y, w, h), o, (0, 0, o.width, o.height), False, api)
 
     return _submit(s, ch, "VPC", api, "vpc_crop", _guard([output_desc], run), [i.data],
                    [o.data], F.frame_size(o.format, o.width_stride, o.height_stride))
@@ -447,12 +463,14 @@ def vpc_crop_and_paste_async(channel: ChannelDesc, input_desc: PicDesc, output_d
     i, o = _pic(input_desc, api, "input_desc"), _pic(output_desc, api, "output_desc")
     r = _obj(crop_area, RoiConfig, api, "crop_area")
     p = _obj(paste_area, RoiConfig, api, "paste_area")
-    _check_vpc_pic(api, "input_desc", i, False)
-    _check_vpc_pic(api, "output_desc", o, True)
+    rules = R.for_device(ch.device)
+    _check_vpc_pic(api, "input_desc", i, False, rules)
+    _check_vpc_pic(api, "output_desc", o, True, rules)
     _check_pair(api, i, o)
     yuv = i.format in _YUV
-    _check_roi(api, "crop_area", r, i.width, i.height, yuv)
-    _check_roi(api, "paste_area", p, o.width, o.height, yuv, paste=True, pic="output picture")
+    _check_roi(api, "crop_area", r, i.width, i.height, yuv, rules)
+    _check_roi(api, "paste_area", p, o.width, o.height, yuv, rules, paste=True,
+               pic="output picture")
     _check_scale(api, "crop-to-paste", r.width, r.height, p.width, p.height)
     crop = (r.left, r.top, r.width, r.height)
     dst = (p.left, p.top, p.width, p.height)
@@ -515,7 +533,8 @@ def jpeg_encode_async(channel: ChannelDesc, input_desc: PicDesc, data: int, size
     if i.format not in _YUV:
         raise bad(api, f"input_desc format must be PIXEL_FORMAT_YUV_SEMIPLANAR_420 or "
                        f"PIXEL_FORMAT_YVU_SEMIPLANAR_420, got {F.fmt_name(i.format)}")
-    F.check_resolution(api, "input_desc", i.width, i.height, F.JPEGE_MIN, F.JPEGE_MAX)
+    F.check_resolution(api, "input_desc", i.width, i.height, F.JPEGE_MIN,
+                       R.for_device(ch.device).jpege_max)
     if i.width % 2 or i.height % 2:
         raise bad(api, f"input_desc width and height must be even, got {i.width}x{i.height}")
     F.check_strides(api, "input_desc", i.format, i.width, i.height, i.width_stride,

@@ -8,6 +8,7 @@ from __future__ import annotations
 from ..sched import Task
 from ..stream import Stream
 from . import formats as F
+from . import rules as R
 from .desc import BatchPicDesc, ChannelDesc, PicDesc, ResizeConfig, RoiConfig
 from .formats import bad
 from .ops import (channel_of, crop_and_paste, guard, live_obj, stream_of, submit,
@@ -60,8 +61,9 @@ def _batch(api: str, name: str, channel, src_batch, roi_nums, dst_batch, crop_ar
     pastes = _areas(api, "paste area", paste_areas, total, len(dsts)) \
         if paste_areas is not None else None
     src_snaps = [d.snapshot() for d in srcs]
+    rules = R.for_device(ch.device)
     for k, d in enumerate(src_snaps):
-        check_vpc_pic(api, f"src_batch_pic_descs[{k}]", d, False)
+        check_vpc_pic(api, f"src_batch_pic_descs[{k}]", d, False, rules)
     jobs = []
     j = 0
     for k, cnt in enumerate(nums):
@@ -71,14 +73,14 @@ def _batch(api: str, name: str, channel, src_batch, roi_nums, dst_batch, crop_ar
             role = f"dst_batch_pic_descs[{j}]"
             o = dsts[j].live(api, role).snapshot()
             r = crops[j]
-            check_vpc_pic(api, role, o, True)
+            check_vpc_pic(api, role, o, True, rules)
             check_pair(api, src, o)
-            check_roi(api, f"crop_areas[{j}]", r, src.width, src.height, yuv)
+            check_roi(api, f"crop_areas[{j}]", r, src.width, src.height, yuv, rules)
             if pastes is None:
                 dst = (0, 0, o.width, o.height)
             else:
                 p = pastes[j]
-                check_roi(api, f"paste_areas[{j}]", p, o.width, o.height, yuv, paste=True,
+                check_roi(api, f"paste_areas[{j}]", p, o.width, o.height, yuv, rules, paste=True,
                            pic="output picture")
                 dst = (p.left, p.top, p.width, p.height)
             check_scale(api, f"crop {j}", r.width, r.height, dst[2], dst[3])

@@ -34,3 +34,10 @@ def channel(dev0):
     ch = rt.dvpp.ChannelDesc()
     ch.create()
     return ch
+
+
+@pytest.fixture
+def classic_soc(monkeypatch):
+    """Atlas 200/300/500 (Ascend310): the classic DVPP rules (ROI parity, paste left 16,
+    16-aligned VPC strides, 4096x4096 output); list it before `channel` / `stream` / `dev0`."""
+    monkeypatch.setenv("ASCEND_EMU_SOC", "Ascend310")

@@ -89,7 +89,7 @@ def test_resize_config_changes_the_scaling(channel, stream):
     np.testing.assert_array_equal(y[0::2, 0::2], y[1::2, 1::2])    # nearest 2x: 2x2 blocks
 
 
-def test_batch_rules(channel, stream):
+def test_batch_rules(classic_soc, channel, stream):
     src = _yuv_source(96, 64, 4)
     o = _canvas(64, 64, NV12, 0)
     crop = rt.dvpp.RoiConfig(0, 31, 0, 31)

@@ -39,7 +39,7 @@ def _src():
     ("width", 63, r"output_desc width and height must be even"),
     ("format", PF.YUV_SEMIPLANAR_422, r"output_desc format must be one of"),
 ])
-def test_vpc_picture_rules(channel, stream, field, value, msg):
+def test_vpc_picture_rules(classic_soc, channel, stream, field, value, msg):
     dst = out_pic(64, 48)
     setattr(dst, field, value)
     with raises(100000, "dvpp_vpc_resize_async: " + msg):
@@ -52,7 +52,7 @@ def test_vpc_picture_rules(channel, stream, field, value, msg):
     (4100, 48, r"resolution must be within 10x6 .. 4096x4096"),
     (64, 2000, r"resize height scale must be within \[1/32, 16\], got 48 -> 2000"),
 ])
-def test_vpc_resolution_and_scale(channel, stream, w, h, msg):
+def test_vpc_resolution_and_scale(classic_soc, channel, stream, w, h, msg):
     ws = rt.dvpp.align_up(w, 16)
     n = rt.dvpp.yuv420sp_size(ws, h)
     dst = rt.dvpp.PicDesc(data=rt.dvpp.malloc(n), size=n, format=NV12, width=w, height=h,
@@ -68,12 +68,12 @@ def test_vpc_resolution_and_scale(channel, stream, w, h, msg):
     ((0, 65, 0, 31), r"crop_area must lie inside the input picture \(64x48"),
     ((0, 5, 0, 5), r"crop_area must be at least 10x6, got 6x6"),
 ])
-def test_crop_roi_rules(channel, stream, roi, msg):
+def test_crop_roi_rules(classic_soc, channel, stream, roi, msg):
     with raises(100000, "dvpp_vpc_crop_async: " + msg):
         rt.dvpp.vpc_crop_async(channel, _src(), out_pic(32, 32), rt.dvpp.RoiConfig(*roi), stream)
 
 
-def test_paste_left_must_be_16_aligned(channel, stream):
+def test_paste_left_must_be_16_aligned(classic_soc, channel, stream):
     with raises(100000, r"paste_area left must be a multiple of 16, got left=8"):
         rt.dvpp.vpc_crop_and_paste_async(channel, _src(), out_pic(128, 96),
                                          rt.dvpp.RoiConfig(0, 31, 0, 31),
