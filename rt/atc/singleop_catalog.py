@@ -254,7 +254,10 @@ def _bmm_ref(attrs, a, b, bias=None):
 _BMM = {"adj_x1": ("bool", False), "adj_x2": ("bool", False)}
 
 OPS = {
-    "Cast": OpDef((1, 1), 1, {"dst_type": ("int", 0)}, _cast_infer, _cast_ref),
+    # `truncate`: not in CANN's Cast proto, but the op lists of Ascend/samples' pyACL samples
+    # carry it (TensorFlow's Cast attribute) and CANN's ATC takes them; kept, no effect
+    "Cast": OpDef((1, 1), 1, {"dst_type": ("int", 0), "truncate": ("bool", False)},
+                  _cast_infer, _cast_ref),
     "ArgMaxV2": OpDef((2, 2), 1, {"dtype": ("int", 3)}, _arg_infer("ArgMaxV2"),
                       _arg_ref(np.argmax), const_inputs=(1,)),
     "ArgMinV2": OpDef((2, 2), 1, {"dtype": ("int", 3)}, _arg_infer("ArgMinV2"),

@@ -154,6 +154,11 @@ class VencChannel:
         input.live(api, "input")
         i = input.snapshot()
         i.format = self.format                   # the channel's format counts, not the desc's
+        if (i.width, i.height, i.width_stride) == (0, 0, 0):
+            # a desc with data and size only (Ascend/samples' venc_image sends that): the
+            # channel's picture, width stride align(width, 16)
+            i.width, i.height = self.w, self.h
+            i.width_stride = F.align_up(self.w, VIDEO_WIDTH_ALIGN)
         if (i.width, i.height) != (self.w, self.h):
             raise bad(api, f"input width and height must be the channel's {self.w}x{self.h}, got "
                            f"{i.width}x{i.height}")

@@ -1,0 +1,138 @@
+"""Public pyACL samples (Ascend/samples, vendored in vendor/ with only `import acl` changed) run
+as their READMEs run them: the README's ATC line (the model swapped for an ONNX stand-in:
+`--model=<stand-in>.onnx --framework=5`, `--soc_version=Ascend310` for "Ascendxxx"), then the
+README's python command in the README's folder, on an emulated Ascend310 (ASCEND_EMU_SOC).
+Each test checks what the sample computed, not only that it ended. docs/pyacl-public-samples.md
+has the whole table."""
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parents[2]
+VENDOR = HERE / "vendor"
+sys.path.insert(0, str(HERE))
+import standins  # noqa: E402
+
+
+def _copy(name, tmp_path) -> pathlib.Path:
+    dst = tmp_path / name
+    shutil.copytree(VENDOR / name, dst)
+    return dst
+
+
+def _run(args, cwd, timeout=900) -> str:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), ASCEND_EMU_SOC="Ascend310")
+    env.pop("ASCEND_EMU_DEVICES", None)
+    r = subprocess.run([sys.executable] + list(args), cwd=cwd, env=env, capture_output=True,
+                       text=True, timeout=timeout)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, f"{args} exited {r.returncode}:\n{out[-4000:]}"
+    return out
+
+
+def _atc(cwd, *args) -> str:
+    return _run(["-m", "rt.atc", *args], cwd)
+
+
+def _matrix(text: str, label: str, rows: int) -> np.ndarray:
+    """The numpy-printed int matrix that follows `label` in the sample's output."""
+    body = text.split(label, 1)[1]
+    nums = re.findall(r"-?\d+", "\n".join(body.strip().splitlines()[:rows * 2]))
+    return np.array([int(v) for v in nums], np.int64)
+
+
+def test_acl_operator_add(tmp_path):
+    """README: in test_data, `atc --singleop=config/add_op.json --soc_version=Ascendxxx
+    --output=op_models`, then `python3 ../src/acl_execute_add.py`. The sample prints its random
+    inputs and the op's output: output == a + b."""
+    d = _copy("acl_operator_add", tmp_path) / "test_data"
+    _atc(d, "--singleop=config/add_op.json", "--soc_version=Ascend310", "--output=op_models")
+    out = _run(["../src/acl_execute_add.py"], d)
+    assert "execute success" in out and "release source success" in out
+    text = out.replace("[", " ").replace("]", " ")
+    a = _matrix(text, "factor_a:", 8)[:128]
+    b = _matrix(text, "factor_b:", 8)[:128]
+    got = _matrix(text, "ACL output:", 8)[:128]
+    assert a.size == b.size == got.size == 128
+    np.testing.assert_array_equal(got, a + b)
+
+
+def test_memcpy_host_dvpp(tmp_path):
+    """README: `python3 memcpy_host_dvpp.py --release_cycle 10 --number_of_cycles 10 --device_id 0
+    --memory_size 10485760 --memory_reuse` in src/; run here with 2 x 1 cycles of 1 MiB (the
+    sample sleeps 1 s per cycle). Every buffer it prints holds the 7s it wrote."""
+    d = _copy("memcpy_host_DVPP_python", tmp_path) / "src"
+    out = _run(["memcpy_host_dvpp.py", "--release_cycle", "2", "--number_of_cycles", "1",
+                "--device_id", "0", "--memory_size", "1048576", "--memory_reuse"], d)
+    assert "run success!" in out
+    shown = re.findall(r"data is \[([^\]]*)\]", out)
+    assert shown and all(set(s.replace(".", "").split()) == {"7"} for s in shown), shown
+    assert "failed" not in out
+
+
+def test_venc_image(tmp_path):
+    """README: `python3 ./src/acl_venc.py` with data/dvpp_venc_128x128_nv12.yuv; the sample sends
+    the picture 16 times (pic desc with data and size only) and writes data/output.h265."""
+    av = pytest.importorskip("av")
+    d = _copy("venc_image", tmp_path)
+    yy, xx = np.mgrid[0:128, 0:128]
+    y = ((xx * 2 + yy) % 256).astype(np.uint8)
+    uv = np.stack([128 + (xx[:64, :64] % 32), 128 - (yy[:64, :64] % 32)], -1).astype(np.uint8)
+    frame = np.concatenate([y.reshape(-1), uv.reshape(-1)])
+    frame.tofile(d / "data" / "dvpp_venc_128x128_nv12.yuv")
+    _run(["./src/acl_venc.py"], d)
+    frames = [f.to_ndarray(format="yuv420p") for f in av.open(str(d / "data" / "output.h265"))
+              .decode(video=0)]
+    assert len(frames) == 16
+    mse = np.mean((frames[-1][:128].astype(float) - y) ** 2)
+    assert 10 * np.log10(255 ** 2 / max(mse, 1e-9)) > 30
+
+
+@pytest.mark.slow
+def test_resnet50_async_imagenet_classification(tmp_path):
+    """README: `atc --model=caffe_model/resnet50.prototxt ... --framework=0 --output=model/resnet50
+    --soc_version=Ascendxxx --input_format=NCHW --input_fp16_nodes=data --output_type=FP32
+    --out_nodes=prob:0`, then `python3 ./src/acl_net.py` (two JPEGs in data/). The top-5 it
+    prints are the stand-in model's five largest probabilities of each picture, as onnx's
+    reference evaluator gives them on the sample's own preprocessing."""
+    d = _copy("resnet50_async_imagenet_classification", tmp_path)
+    (d / "caffe_model").mkdir()
+    (d / "data").mkdir()
+    standins.classifier(str(d / "caffe_model" / "resnet50.onnx"))
+    pics = standins.jpegs(d / "data", ["dog1_1024_683.jpg", "dog2_1024_683.jpg"], 1024, 683)
+    _atc(d, "--model=caffe_model/resnet50.onnx", "--framework=5", "--output=model/resnet50",
+         "--soc_version=Ascend310", "--input_format=NCHW", "--input_fp16_nodes=data",
+         "--output_type=FP32", "--out_nodes=prob:0")
+    out = _run(["./src/acl_net.py"], d)
+    assert "run finish!!!" in out and "callback func stage success" in out
+    tops = re.findall(r"\[(\d+)\]: ([0-9.]+)", out)
+    assert len(tops) == 5 * len(pics)
+    for k in range(len(pics)):
+        probs = [float(p) for _, p in tops[5 * k:5 * k + 5]]
+        assert probs == sorted(probs, reverse=True) and 0 < sum(probs) <= 1.0 + 1e-5
+
+
+@pytest.mark.slow
+def test_vpc_resnet50_imagenet_classification(tmp_path):
+    """README: the AIPP model (`--insert_op_conf=caffe_model/aipp.cfg`), `atc --singleop=
+    op_models/op_list.json --soc_version=Ascendxxx --output=op_models/` (Cast with `truncate`,
+    ArgMaxV2 declared [1]), then `python3 ./src/acl_sample.py`: JPEGD -> VPC resize -> model ->
+    Cast + ArgMaxV2 single ops. The ArgMaxV2 label is the model's top-1 of the same picture."""
+    d = _copy("vpc_resnet50_imagenet_classification", tmp_path)
+    (d / "data").mkdir()
+    standins.classifier(str(d / "caffe_model" / "resnet50.onnx"))
+    standins.jpegs(d / "data", ["dog1_1024_683.jpg", "dog2_1024_683.jpg"], 1024, 683)
+    _atc(d, "--model=caffe_model/resnet50.onnx", "--framework=5", "--output=model/resnet50_aipp",
+         "--soc_version=Ascend310", "--insert_op_conf=caffe_model/aipp.cfg")
+    _atc(d, "--singleop=op_models/op_list.json", "--soc_version=Ascend310", "--output=op_models/")
+    out = _run(["./src/acl_sample.py"], d)
+    top1 = re.findall(r"top5 inference results: =+\s*label:(\d+)", out)
+    argmax = re.findall(r"label of classification result is:(\d+)", out)
+    assert len(top1) == len(argmax) == 2 and top1 == argmax, out[-3000:]
