@@ -255,13 +255,12 @@ def compile_op(entry, index: int = 0) -> dict:
     for i, ((shape, dt), o) in enumerate(zip(inferred, outs)):
         if shape is None:           # known when the op runs (a non-const shape input)
             shape = o["shape"]
-        # the same elements in another shape (a scalar declared [1], as Ascend/samples' ArgMaxV2
-        # op list does and CANN's ATC takes): the op writes them in the declared shape
-        same = tuple(o["shape"]) == tuple(shape) or \
-            int(np.prod(o["shape"], dtype=np.int64)) == int(np.prod(shape, dtype=np.int64))
+        # the same shape up to dimensions of 1 (a scalar declared [1], as Ascend/samples'
+        # ArgMaxV2 op list does and CANN's ATC takes): the op writes it in the declared shape
+        same = [v for v in o["shape"] if v != 1] == [v for v in shape if v != 1]
         if not same or o["type"] != dt:
-            raise SingleOpError(f"{op}: output_desc[{i}] must be {dt}{list(shape)} (or that many "
-                                f"elements) for these inputs and attrs, got "
+            raise SingleOpError(f"{op}: output_desc[{i}] must be {dt}{list(shape)} (dimensions "
+                                f"of 1 aside) for these inputs and attrs, got "
                                 f"{o['type']}{o['shape']}")
     return {"format": FORMAT_NAME, "version": FORMAT_VERSION, "op": op, "inputs": ins,
             "outputs": outs, "attrs": attrs}

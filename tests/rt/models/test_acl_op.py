@@ -356,8 +356,8 @@ def test_set_model_dir_reads_three_directory_levels(tmp_path, model_dir):
 @pytest.mark.parametrize("entry, message", [
     (_op("Conv", [((1, 3, 8, 8),)], [((1, 3, 8, 8),)]), "entry 0: op must be one of"),
     (_op("Add", [((8, 64),), ((8, 64),)], [((8, 32),)]),
-     "Add: output_desc[0] must be float32[8, 64] for these inputs and attrs, got "
-     "float32[8, 32]"),
+     "Add: output_desc[0] must be float32[8, 64] (dimensions of 1 aside) for these inputs and "
+     "attrs, got float32[8, 32]"),
     (_op("Add", [((8, 64),), ((8, 63),)], [((8, 64),)]), "Add: input shapes must broadcast"),
     (_op("MatMul", [((4, 5),), ((6, 7),)], [((4, 7),)]),
      "MatMul: the reduced dimensions must match"),

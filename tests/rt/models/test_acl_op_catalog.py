@@ -142,8 +142,8 @@ def test_cast_by_execute_v2_acl_op_cast_and_a_cast_handle(stream):
     # a cast nobody compiled: float32 -> int8
     w = _T(shape=(4, 6), dtype=np.int8)
     assert acl.op.cast(x.desc, x.buf, w.desc, w.buf, 0, stream) == acl.ACL_ERROR_OP_NOT_FOUND
-    assert "acl.op.cast: op Cast(float32[4, 6] ND) -> (int8[4, 6] ND) [dst_type=2] must be " \
-           "compiled" in acl.get_recent_err_msg()
+    assert "acl.op.cast: op Cast(float32[4, 6] ND) -> (int8[4, 6] ND) [dst_type=2, " \
+           "truncate=False] must be compiled" in acl.get_recent_err_msg()
 
 
 def test_argmax_with_a_const_dimension_and_with_one_read_at_run_time(stream):
