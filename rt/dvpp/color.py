@@ -176,3 +176,18 @@ def write_yuv420sp_any(buf: np.ndarray, ws: int, hs: int, yp: np.ndarray, cp: np
     blocks = cp[2 * b0 - top:2 * b1 - top:2, 2 * c0 - left:2 * c1 - left:2]
     chroma = buf[ws * hs:ws * hs + ws * (hs // 2)].reshape(hs // 2, ws)
     chroma[b0:b1, 2 * c0:2 * c1] = blocks.reshape(b1 - b0, 2 * (c1 - c0))
+
+
+# -- VDEC's RGB888 / BGR888 output ----------------------------------------------------------------
+def yuv420sp_to_rgb(y: np.ndarray, uv: np.ndarray) -> np.ndarray:
+    """(h, w, 3) RGB of NV12 planes (even sizes) by BT.601 limited range, the video matrix:
+    R = 1.164 (Y - 16) + 1.596 (V - 128), G = 1.164 (Y - 16) - 0.392 (U - 128) - 0.813 (V - 128),
+    B = 1.164 (Y - 16) + 2.017 (U - 128); each 2x2 block's chroma repeated over its pixels,
+    float32, rounded half up, clipped to [0, 255]."""
+    c = full_chroma(uv).astype(np.float32) - 128.0
+    yy = (y.astype(np.float32) - 16.0) * np.float32(1.164)
+    u, v = c[..., 0], c[..., 1]
+    rgb = np.stack([yy + np.float32(1.596) * v,
+                    yy - np.float32(0.392) * u - np.float32(0.813) * v,
+                    yy + np.float32(2.017) * u], -1)
+    return np.floor(rgb + np.float32(0.5)).clip(0, 255).astype(np.uint8)

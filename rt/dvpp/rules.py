@@ -22,6 +22,8 @@ Families are `rt.soc.SocSpec.family` (CANN's short SoC version):
   stride without alignment (>= width), height stride align(h, 2); packed RGB width stride
   width * 3 without alignment, height stride as height; output 10x6 .. 4096x8192; JPEGD width
   stride align(w, 64).
+- VDEC output RGB888 / BGR888 (`vdec_rgb_out`): every family but Ascend310 and Ascend910
+  (vdec_set_channel_desc_out_pic_format: "Atlas 200/300/500 推理产品 / Atlas 训练系列产品不支持").
 - **Ascend310B** (Atlas 200I/500 A2 inference products): output 10x6 .. 4096x8192, JPEGD
   align(w, 64), JPEGE input up to 16384x16384 (JPEGE功能及约束说明); ROI and VPC strides are not
   in the acldvpp pages for this line: the A2 rows (the VPC (V2) page groups it with A2:
@@ -41,6 +43,8 @@ _ROI_DOC = "acldvppCreateRoiConfig / dvpp_create_roi_config (parameter left/righ
 _VPC_DOC = "VPC约束说明 (acldvpp), 图片格式、宽高对齐、内存约束"
 _JPEGD_DOC = "JPEGD功能及约束说明, 表2 图片格式、宽高对齐、内存大小约束"
 _JPEGE_DOC = "JPEGE功能及约束说明, 图片分辨率约束"
+_VDEC_DOC = ("aclvdecSetChannelDescOutPicFormat / vdec_set_channel_desc_out_pic_format: RGB888 "
+             "and BGR888 not on Atlas 200/300/500 inference or Atlas training products")
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,7 @@ class DvppRules:
     jpegd_width_align: int
     jpegd_height_align: int = 16
     jpege_max: tuple = (8192, 8192)
+    vdec_rgb_out: bool = True         # VDEC output RGB888 / BGR888
     sources: tuple = ()
     assumptions: tuple = ()
 
@@ -66,7 +71,7 @@ class DvppRules:
 _CLASSIC = dict(roi_parity=True, paste_left_align=16, vpc_yuv_width_align=16,
                 vpc_rgb_width_align=16, vpc_rgb_height_align=2, vpc_width_stride_range=(32, 16384),
                 vpc_height_stride_range=(6, 16384), vpc_out_max=(4096, 4096),
-                jpegd_width_align=128,
+                jpegd_width_align=128, vdec_rgb_out=False,
                 sources=(_ROI_DOC, _VPC_DOC + " (Atlas 200/300/500, Atlas training: stride "
                          "align(w, 16), 32 .. 16384)", _JPEGD_DOC + " (128-aligned column)"))
 _A2 = dict(roi_parity=False, paste_left_align=1, vpc_yuv_width_align=1, vpc_rgb_width_align=1,
@@ -97,6 +102,10 @@ RULES: dict[str, DvppRules] = {
         assumptions=("roi_parity", "paste_left_align", "vpc_yuv_width_align",
                      "vpc_rgb_width_align")),
 }
+
+
+RULES = {k: DvppRules(**{**r.__dict__, "sources": r.sources + (_VDEC_DOC,)})
+         for k, r in RULES.items()}
 
 
 def for_family(family: str) -> DvppRules:

@@ -24,6 +24,7 @@ from ..errors import AclError, ACL_ERROR_FEATURE_UNSUPPORTED
 from ..stream import Stream
 from . import color, ops
 from . import formats as F
+from . import rules as R
 from .codec import ACL_ERROR_RT_AICPU_EXCEPTION
 from .desc import PicDesc, check_span
 from .formats import PixelFormat, bad
@@ -91,11 +92,23 @@ class CallbackStreams:
             self.cb_stream.destroy()
 
 
-def check_video_out(api: str, o: PicDesc) -> None:
-    """VDEC's output desc: NV12/NV21; width, height and both strides all set or all 0."""
-    if o.format not in (PixelFormat.YUV_SEMIPLANAR_420, PixelFormat.YVU_SEMIPLANAR_420):
-        raise bad(api, f"output format must be PIXEL_FORMAT_YUV_SEMIPLANAR_420 (1) or "
-                       f"PIXEL_FORMAT_YVU_SEMIPLANAR_420 (2), got {F.fmt_name(o.format)}")
+def check_out_format(api: str, role: str, fmt: int, rules: R.DvppRules) -> None:
+    """NV12 / NV21 everywhere; packed RGB888 / BGR888 where the SoC family's VDEC has it."""
+    if fmt in F.YUV420SP or (fmt in F.PACKED_RGB and rules.vdec_rgb_out):
+        return
+    if fmt in F.PACKED_RGB:
+        raise bad(api, f"{role} must be PIXEL_FORMAT_YUV_SEMIPLANAR_420 (1) or "
+                       f"PIXEL_FORMAT_YVU_SEMIPLANAR_420 (2) on {rules.products} "
+                       f"({rules.family}: no RGB output), got {F.fmt_name(fmt)}")
+    raise bad(api, f"{role} must be PIXEL_FORMAT_YUV_SEMIPLANAR_420 (1), "
+                   f"PIXEL_FORMAT_YVU_SEMIPLANAR_420 (2), PIXEL_FORMAT_RGB_888 (12) or "
+                   f"PIXEL_FORMAT_BGR_888 (13), got {F.fmt_name(fmt)}")
+
+
+def check_video_out(api: str, o: PicDesc, rules: R.DvppRules) -> None:
+    """VDEC's output desc: NV12/NV21 (RGB888/BGR888 where the SoC has it); width, height and
+    both strides all set or all 0."""
+    check_out_format(api, "output format", o.format, rules)
     dims = (o.width, o.height, o.width_stride, o.height_stride)
     if any(dims) and not all(dims):
         raise bad(api, f"output width, height, width_stride and height_stride must be set "
@@ -132,9 +145,11 @@ def has_picture(raw: bytes, hevc: bool) -> bool:
     return False
 
 
-def default_strides(w: int, h: int) -> tuple[int, int]:
-    """The strides VDEC gives a picture of the stream's size (>= 128 wide)."""
-    return F.align_up(w, VIDEO_WIDTH_ALIGN), F.align_up(h, VIDEO_HEIGHT_ALIGN)
+def default_strides(w: int, h: int, fmt: int = PixelFormat.YUV_SEMIPLANAR_420) -> tuple[int, int]:
+    """The strides VDEC gives a picture of the stream's size (>= 128 wide); packed RGB: bytes,
+    align(w * 3, 16)."""
+    row = w * 3 if fmt in F.PACKED_RGB else w
+    return F.align_up(row, VIDEO_WIDTH_ALIGN), F.align_up(h, VIDEO_HEIGHT_ALIGN)
 
 
 def check_new_channel(desc, desc_cls, kind: str, api: str) -> None:
@@ -160,6 +175,9 @@ class VdecChannel:
         check_new_channel(desc, VdecChannelDesc, "vdec", api)
         self.av = load_av(api)
         self.device = _dev.current_device()
+        self.rules = R.for_device(self.device)
+        check_out_format(api, "vdec_channel_desc out_pic_format", desc.out_pic_format,
+                         self.rules)
         self.key = (self.device, desc.channel_id)
         with _lock:
             if self.key in _vdec_ids:
@@ -218,7 +236,7 @@ class VdecChannel:
             o = output.snapshot()
             if "format" not in o.explicit:
                 o.format = self.out_format      # unset on the desc: the channel's format
-            check_video_out(api, o)
+            check_video_out(api, o, self.rules)
         entry = (input, output if not skip else None, o, user_data)
         av, hevc = self.av, self.entype == StreamFormat.H265_MAIN_LEVEL
 
@@ -289,14 +307,20 @@ class VdecChannel:
             ow, oh, ws, hs = o.width, o.height, o.width_stride, o.height_stride
         else:
             ow, oh = w, h
-            ws, hs = default_strides(w, h)
+            ws, hs = default_strides(w, h, o.format)
             check_video_dims(api, ow, oh, ws, hs, o.format, o.size)
         if (ow, oh) != (w, h):                   # VDEC's own VPC scales to the asked size
             F.check_resolution(api, "output picture", ow, oh, VDEC_OUT_MIN, VDEC_OUT_MAX)
             y, uv = color.scale_yuv420sp(y, uv, ow, oh)
-        if o.format == PixelFormat.YVU_SEMIPLANAR_420:
-            uv = color.swap_uv(uv)
-        color.write_yuv420sp(ops.device_bytes(o.data, o.size, api), ws, hs, y, uv)
+        buf = ops.device_bytes(o.data, o.size, api)
+        if o.format in F.PACKED_RGB:             # VDEC's CSC after its VPC (rt.dvpp.color)
+            rgb = color.yuv420sp_to_rgb(y, uv)
+            color.write_packed(buf, ws, hs, rgb if o.format == PixelFormat.RGB_888 else
+                               rgb[..., ::-1])
+        else:
+            if o.format == PixelFormat.YVU_SEMIPLANAR_420:
+                uv = color.swap_uv(uv)
+            color.write_yuv420sp(buf, ws, hs, y, uv)
         live.width, live.height, live.width_stride, live.height_stride = ow, oh, ws, hs
         live.format = int(o.format)
 

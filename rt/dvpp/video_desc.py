@@ -7,7 +7,7 @@ from __future__ import annotations
 import enum
 
 from .desc import Handle, checked_int
-from .formats import PixelFormat, bad
+from .formats import PACKED_RGB, PixelFormat, bad
 
 
 class StreamFormat(enum.IntEnum):
@@ -32,8 +32,17 @@ def _entype(api: str, v) -> int:
 def _pic_format(api: str, v) -> int:
     if isinstance(v, bool) or v not in VIDEO_PIC_FORMATS:
         raise bad(api, f"pic format must be PIXEL_FORMAT_YUV_SEMIPLANAR_420 (1) or "
-                       f"PIXEL_FORMAT_YVU_SEMIPLANAR_420 (2) (RGB888/BGR888 output of the 310P "
-                       f"VDEC is not emulated), got format={v!r}")
+                       f"PIXEL_FORMAT_YVU_SEMIPLANAR_420 (2), got format={v!r}")
+    return int(v)
+
+
+def _vdec_out_format(api: str, v) -> int:
+    """VDEC's output format: NV12, NV21, or packed RGB888 / BGR888 (where the SoC has it: checked
+    when the channel is created, `rt.dvpp.rules`)."""
+    if isinstance(v, bool) or v not in VIDEO_PIC_FORMATS + PACKED_RGB:
+        raise bad(api, f"out_pic_format must be PIXEL_FORMAT_YUV_SEMIPLANAR_420 (1), "
+                       f"PIXEL_FORMAT_YVU_SEMIPLANAR_420 (2), PIXEL_FORMAT_RGB_888 (12) or "
+                       f"PIXEL_FORMAT_BGR_888 (13), got format={v!r}")
     return int(v)
 
 
@@ -111,7 +120,7 @@ class VdecChannelDesc(_ChannelDesc):
     kind = "vdec channel desc"
     prefix = "vdec_set_channel_desc_"
     RULES = {"channel_id": _range(0, 255, "channel_id"), "thread_id": _thread,
-             "callback": _callback, "entype": _entype, "out_pic_format": _pic_format,
+             "callback": _callback, "entype": _entype, "out_pic_format": _vdec_out_format,
              "out_pic_width": _range(0, 4096, "out_pic_width"),
              "out_pic_height": _range(0, 4096, "out_pic_height"),
              "ref_frame_num": _range(0, 16, "ref_frame_num"), "out_mode": _range(0, 1, "out_mode"),

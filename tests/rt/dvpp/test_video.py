@@ -282,7 +282,7 @@ def test_vdec_rules_by_code(soc310p):
     assert "width_stride must be a multiple of 32 for a width under 16, got width_stride=48" in \
         acl.get_recent_err_msg()
     set_all(out, [(m.dvpp_set_pic_desc_width, 128), (m.dvpp_set_pic_desc_width_stride, 128),
-                  (m.dvpp_set_pic_desc_format, 12)])
+                  (m.dvpp_set_pic_desc_format, 7)])     # YUYV
     assert m.vdec_send_frame(ch, sd, out, 0, None) == ACL_ERROR_INVALID_PARAM
     assert "output format must be PIXEL_FORMAT_YUV_SEMIPLANAR_420" in acl.get_recent_err_msg()
     assert m.vdec_destroy_channel_desc(ch) == ACL_ERROR_INVALID_PARAM      # channel still open
