@@ -15,19 +15,18 @@ Families are `rt.soc.SocSpec.family` (CANN's short SoC version):
 - **Ascend310P** (Atlas inference products): ROI without parity, paste left still a multiple of
   16; VPC width strides as the classic rows (the 310P column of VPC约束说明 and of the VPC (V2)
   page: width stride align(w, 16), 32 .. 16384), packed RGB height stride without alignment;
-  output 10x6 .. 4096x4096; JPEGD width stride
-  align(w, 64), height stride align(h, 16).
+  output 10x6 .. 4096x4096; JPEGD width stride align(w, 64), height stride align(h, 16).
 - **Ascend910B** (Atlas A2 training / inference products) and **Ascend910_93** (Atlas A3): ROI
   without parity or alignment (paste left too); VPC (VPC约束说明 表1 "A3 and A2"): YUV420SP width
   stride without alignment (>= width), height stride align(h, 2); packed RGB width stride
   width * 3 without alignment, height stride as height; output 10x6 .. 4096x8192; JPEGD width
   stride align(w, 64).
-- VDEC output RGB888 / BGR888 (`vdec_rgb_out`): every family but Ascend310 and Ascend910
-  (vdec_set_channel_desc_out_pic_format: "Atlas 200/300/500 推理产品 / Atlas 训练系列产品不支持").
 - **Ascend310B** (Atlas 200I/500 A2 inference products): output 10x6 .. 4096x8192, JPEGD
   align(w, 64), JPEGE input up to 16384x16384 (JPEGE功能及约束说明); ROI and VPC strides are not
   in the acldvpp pages for this line: the A2 rows (the VPC (V2) page groups it with A2:
   width stride minimum 10, no alignment), listed in `assumptions`.
+- VDEC output RGB888 / BGR888 (`vdec_rgb_out`): every family but Ascend310 and Ascend910
+  (vdec_set_channel_desc_out_pic_format: "Atlas 200/300/500 推理产品 / Atlas 训练系列产品不支持").
 
 Common to all families (not in the table): JPEGD input 32x32 .. 8192x8192; YUV420SP VPC
 pictures have even width and height; VPC input 10x6 .. 8192x8192 for YUV420SP, 4096x4096 for
