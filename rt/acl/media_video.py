@@ -12,7 +12,7 @@ from .. import dvpp as _dv
 from ..dvpp import video as _vd
 from ..dvpp import video_desc as _vdesc
 from ..dvpp import video_venc as _ve
-from .handles import returns_ret as _ret
+from .handles import returns_ret as _ret, returns_value as _value
 from .media_common import (HANDLES as _handles, drop_obj as _drop, get_obj as _get,
                            new_handle as _new, returns_handle as _handle,
                            returns_plain as _plain)
@@ -137,7 +137,38 @@ _desc_calls(_vdesc.VdecChannelDesc, "vdec",
 _desc_calls(_vdesc.VencChannelDesc, "venc",
             ("thread_id", "callback", "entype", "pic_format", "pic_width", "pic_height",
              "key_frame_interval", "buf_addr", "buf_size", "rc_mode", "src_rate",
-             "max_bit_rate"), _venc_callback)
+             "max_bit_rate"), _venc_callback)    # max_ip_prop: venc_set_channel_desc_param only
+
+
+def _venc_param(param_type, api: str) -> str:
+    fields = _vdesc.VENC_PARAM_FIELDS
+    if isinstance(param_type, bool) or not isinstance(param_type, int) or \
+            not 0 <= param_type < len(fields):
+        raise _vdesc.bad(api, f"param_type must be an aclvencChannelDescParamType "
+                              f"(0 .. {len(fields) - 1}), got param_type={param_type!r}")
+    return fields[param_type]
+
+
+@_public
+@_ret
+def venc_set_channel_desc_param(venc_channel_desc: int, param_type: int, param):
+    """`ret = acl.media.venc_set_channel_desc_param(venc_channel_desc, param_type, param)`
+    (aclvencSetChannelDescParam): the value of one aclvencChannelDescParamType, as the matching
+    `venc_set_channel_desc_*` call sets it (a callback: the Python function)."""
+    api = "venc_set_channel_desc_param"
+    field = _venc_param(param_type, api)
+    obj = _get(venc_channel_desc, _vdesc.VencChannelDesc, api)
+    obj.set(field, _venc_callback(param) if field == "callback" else param)
+
+
+@_public
+@_value(None)
+def venc_get_channel_desc_param(venc_channel_desc: int, param_type: int):
+    """`attr, ret = acl.media.venc_get_channel_desc_param(venc_channel_desc, param_type)`."""
+    api = "venc_get_channel_desc_param"
+    v = getattr(_get(venc_channel_desc, _vdesc.VencChannelDesc, api),
+                _venc_param(param_type, api))
+    return (getattr(v, "user_fn", v),)
 
 
 # -- frame configs ---------------------------------------------------------------------------------

@@ -152,7 +152,7 @@ class VencChannelDesc(_ChannelDesc):
     driver), output buffer 8 MiB (>= 5 MiB when set), rc mode 0 (VBR), 30 fps, 2000 kbps."""
     __slots__ = ("thread_id", "callback", "entype", "pic_format", "pic_width", "pic_height",
                  "key_frame_interval", "buf_addr", "buf_size", "rc_mode", "src_rate",
-                 "max_bit_rate", "channel")
+                 "max_bit_rate", "max_ip_prop", "channel")
     kind = "venc channel desc"
     prefix = "venc_set_channel_desc_"
     RULES = {"thread_id": _thread, "callback": _callback, "entype": _entype,
@@ -162,7 +162,8 @@ class VencChannelDesc(_ChannelDesc):
              "buf_addr": _range(0, (1 << 64) - 1, "buf_addr"),
              "buf_size": _range(VENC_MIN_BUF_SIZE, (1 << 32) - 1, "buf_size"),
              "rc_mode": _range(0, 2, "rc_mode"), "src_rate": _range(0, 240, "src_rate"),
-             "max_bit_rate": lambda api, v: _bitrate(api, v)}
+             "max_bit_rate": lambda api, v: _bitrate(api, v),
+             "max_ip_prop": _range(1, (1 << 32) - 1, "max_ip_prop")}
 
     def __init__(self):
         super().__init__()
@@ -172,7 +173,15 @@ class VencChannelDesc(_ChannelDesc):
         self.pic_width = self.pic_height = 0
         self.key_frame_interval, self.buf_addr, self.buf_size = 16, 0, VENC_DEFAULT_BUF_SIZE
         self.rc_mode, self.src_rate, self.max_bit_rate = 0, 30, 2000
+        self.max_ip_prop = 1                 # kept; x264/x265 do the rate control
         self.channel = None
+
+
+#: aclvencChannelDescParamType, in order (ACL_VENC_THREAD_ID_UINT64 = 0 ..
+#: ACL_VENC_MAX_IP_PROP_UINT32 = 12): the VencChannelDesc field each one sets
+VENC_PARAM_FIELDS = ("thread_id", "callback", "pic_format", "entype", "pic_width", "pic_height",
+                     "key_frame_interval", "buf_addr", "buf_size", "rc_mode", "src_rate",
+                     "max_bit_rate", "max_ip_prop")
 
 
 def _bitrate(api: str, v) -> int:
