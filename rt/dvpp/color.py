@@ -179,15 +179,28 @@ def write_yuv420sp_any(buf: np.ndarray, ws: int, hs: int, yp: np.ndarray, cp: np
 
 
 # -- VDEC's RGB888 / BGR888 output ----------------------------------------------------------------
-def yuv420sp_to_rgb(y: np.ndarray, uv: np.ndarray) -> np.ndarray:
-    """(h, w, 3) RGB of NV12 planes (even sizes) by BT.601 limited range, the video matrix:
-    R = 1.164 (Y - 16) + 1.596 (V - 128), G = 1.164 (Y - 16) - 0.392 (U - 128) - 0.813 (V - 128),
-    B = 1.164 (Y - 16) + 2.017 (U - 128); each 2x2 block's chroma repeated over its pixels,
-    float32, rounded half up, clipped to [0, 255]."""
-    c = full_chroma(uv).astype(np.float32) - 128.0
-    yy = (y.astype(np.float32) - 16.0) * np.float32(1.164)
+#: acldvppCscMatrix -> (Y offset, Y gain, V->R, U->G, V->G, U->B) of R = g (Y - o) + rv (V - 128),
+#: G = g (Y - o) - gu (U - 128) - gv (V - 128), B = g (Y - o) + bu (U - 128). 0 and 1 as CANN's
+#: acldvppCscMatrix page lists them (0, BT.601 wide, is the default); 2..5 the ITU-R BT.709 /
+#: BT.2020 coefficients (full range: g = 1; narrow: g = 255/219, chroma scaled by 255/224).
+CSC_MATRICES = {
+    0: (0.0, 1.0, 1.402, 0.344, 0.714, 1.772),
+    1: (16.0, 1.16438, 1.59602, 0.39176, 0.81297, 2.01723),
+    2: (0.0, 1.0, 1.5748, 0.1873, 0.4681, 1.8556),
+    3: (16.0, 1.16438, 1.79274, 0.21325, 0.53291, 2.11240),
+    4: (0.0, 1.0, 1.4746, 0.16455, 0.57135, 1.8814),
+    5: (16.0, 1.16438, 1.67867, 0.18733, 0.65042, 2.14177),
+}
+
+
+def yuv420sp_to_rgb(y: np.ndarray, uv: np.ndarray, matrix: int = 0) -> np.ndarray:
+    """(h, w, 3) RGB of NV12 planes (even sizes) by acldvppCscMatrix `matrix` (`CSC_MATRICES`;
+    default 0, BT.601 wide: R = Y + 1.402 (V - 128), G = Y - 0.344 (U - 128) - 0.714 (V - 128),
+    B = Y + 1.772 (U - 128)); each 2x2 block's chroma repeated over its pixels, float32, rounded
+    half up, clipped to [0, 255]."""
+    o, g, rv, gu, gv, bu = (np.float32(v) for v in CSC_MATRICES[matrix])
+    c = full_chroma(uv).astype(np.float32) - np.float32(128)
+    yy = (y.astype(np.float32) - o) * g
     u, v = c[..., 0], c[..., 1]
-    rgb = np.stack([yy + np.float32(1.596) * v,
-                    yy - np.float32(0.392) * u - np.float32(0.813) * v,
-                    yy + np.float32(2.017) * u], -1)
+    rgb = np.stack([yy + rv * v, yy - gu * u - gv * v, yy + bu * u], -1)
     return np.floor(rgb + np.float32(0.5)).clip(0, 255).astype(np.uint8)

@@ -191,6 +191,7 @@ class VdecChannel:
                 _vdec_ids.pop(self.key, None)
             raise
         self.desc, self.entype, self.out_format = desc, desc.entype, desc.out_pic_format
+        self.csc = desc.csc_matrix
         self.pending: dict = {}               # send number -> frame waiting for its picture
         self.seq = 0
         self.ctx = self._decoder()
@@ -314,7 +315,7 @@ class VdecChannel:
             y, uv = color.scale_yuv420sp(y, uv, ow, oh)
         buf = ops.device_bytes(o.data, o.size, api)
         if o.format in F.PACKED_RGB:             # VDEC's CSC after its VPC (rt.dvpp.color)
-            rgb = color.yuv420sp_to_rgb(y, uv)
+            rgb = color.yuv420sp_to_rgb(y, uv, self.csc)
             color.write_packed(buf, ws, hs, rgb if o.format == PixelFormat.RGB_888 else
                                rgb[..., ::-1])
         else:

@@ -116,7 +116,7 @@ class VdecChannelDesc(_ChannelDesc):
     """Mirrors `aclvdecChannelDesc` (and the channel `aclvdecCreateChannel` opens on it)."""
     __slots__ = ("channel_id", "thread_id", "callback", "entype", "out_pic_format",
                  "out_pic_width", "out_pic_height", "ref_frame_num", "out_mode", "bit_depth",
-                 "channel")
+                 "csc_matrix", "channel")
     kind = "vdec channel desc"
     prefix = "vdec_set_channel_desc_"
     RULES = {"channel_id": _range(0, 255, "channel_id"), "thread_id": _thread,
@@ -124,7 +124,8 @@ class VdecChannelDesc(_ChannelDesc):
              "out_pic_width": _range(0, 4096, "out_pic_width"),
              "out_pic_height": _range(0, 4096, "out_pic_height"),
              "ref_frame_num": _range(0, 16, "ref_frame_num"), "out_mode": _range(0, 1, "out_mode"),
-             "bit_depth": _range(0, 0, "bit_depth (10-bit output is not emulated)")}
+             "bit_depth": _range(0, 0, "bit_depth (10-bit output is not emulated)"),
+             "csc_matrix": _range(0, 5, "csc_matrix (acldvppCscMatrix)")}
 
     def __init__(self):
         super().__init__()
@@ -133,6 +134,7 @@ class VdecChannelDesc(_ChannelDesc):
         self.out_pic_format = int(PixelFormat.YUV_SEMIPLANAR_420)
         self.out_pic_width = self.out_pic_height = 0
         self.ref_frame_num = self.out_mode = self.bit_depth = 0
+        self.csc_matrix = 0                  # ACL_DVPP_CSC_MATRIX_BT601_WIDE, CANN's default
         self.channel = None
 
 

@@ -12,6 +12,7 @@ import rt
 import rt.acl as acl
 from rt.errors import ACL_ERROR_FEATURE_UNSUPPORTED, ACL_ERROR_INVALID_PARAM
 from dvpp_helpers import picture, ref_nv12
+from rt.acl.media_common import get_obj
 
 pytest.importorskip("av", reason="VDEC/VENC need PyAV: pip install 'ascend-emu[video]'")
 
@@ -129,7 +130,7 @@ def encode(rep, frames, w, h, entype, fmt=NV12, force_i=(), key_frame_interval=8
     return packets, tids, order
 
 
-def decode(rep, packets, entype, out_fmt=NV12, dims=None, channel_id=0, skip=()):
+def decode(rep, packets, entype, out_fmt=NV12, dims=None, channel_id=0, skip=(), csc=None):
     """Send every packet at once, then EOS; returns [(user_data, ret_code, (w, h, ws, hs),
     frame bytes or None, output handle)] in callback order, and the callback thread ids."""
     results, tids, sent = [], [], {}
@@ -152,6 +153,8 @@ def decode(rep, packets, entype, out_fmt=NV12, dims=None, channel_id=0, skip=())
                  (m.vdec_set_channel_desc_thread_id, rep.tid),
                  (m.vdec_set_channel_desc_callback, cb), (m.vdec_set_channel_desc_entype, entype),
                  (m.vdec_set_channel_desc_out_pic_format, out_fmt)])
+    if csc is not None:                 # acldvppCscMatrix: rt-level only (docs/dvpp.md)
+        get_obj(ch, rt.dvpp.VdecChannelDesc, "test").set("csc_matrix", csc)
     assert m.vdec_create_channel(ch) == 0, acl.get_recent_err_msg()
     for i, p in enumerate(packets):
         sd = m.dvpp_create_stream_desc()

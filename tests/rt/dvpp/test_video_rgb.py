@@ -1,7 +1,8 @@
 """VDEC's packed RGB888 / BGR888 output (vdec_set_channel_desc_out_pic_format: RGB888 and BGR888
 everywhere but Atlas 200/300/500 inference and Atlas training products, rt/dvpp/rules.py): the
-same stream decoded to NV12 and to RGB/BGR, the RGB equal to BT.601 limited-range conversion of
-the NV12 picture (docs/dvpp.md), on a tile-multiple and a ragged size; refused on Ascend310."""
+same stream decoded to NV12 and to RGB/BGR, the RGB equal to the acldvppCscMatrix conversion of
+the NV12 picture (default BT.601 wide; BT.601 narrow when the channel's csc_matrix is 1), on a
+tile-multiple and a ragged size; refused on Ascend310."""
 import numpy as np
 import pytest
 
@@ -12,13 +13,19 @@ from test_video import (H264_MAIN, H265, NV12, Reporter, decode, encode, frames_
 RGB, BGR = 12, 13
 
 
-def ref_rgb(y, uv):
-    """BT.601 limited range in float64, chroma of each 2x2 block repeated, rounded half up."""
+# acldvppCscMatrix (CANN's page): 0 BT.601 wide (the default), 1 BT.601 narrow
+MATRICES = {0: (0, 1.0, 1.402, 0.344, 0.714, 1.772),
+            1: (16, 1.16438, 1.59602, 0.39176, 0.81297, 2.01723)}
+
+
+def ref_rgb(y, uv, matrix=0):
+    """The matrix in float64, chroma of each 2x2 block repeated, rounded half up."""
+    o, g, rv, gu, gv, bu = MATRICES[matrix]
     h, w = y.shape
     c = np.repeat(np.repeat(uv.reshape(h // 2, w // 2, 2), 2, 0), 2, 1).astype(np.float64) - 128
-    yy = 1.164 * (y.astype(np.float64) - 16)
+    yy = g * (y.astype(np.float64) - o)
     u, v = c[..., 0], c[..., 1]
-    rgb = np.stack([yy + 1.596 * v, yy - 0.392 * u - 0.813 * v, yy + 2.017 * u], -1)
+    rgb = np.stack([yy + rv * v, yy - gu * u - gv * v, yy + bu * u], -1)
     return np.clip(np.floor(rgb + 0.5), 0, 255)
 
 
@@ -32,19 +39,19 @@ def rep310p(monkeypatch):
 
 
 @pytest.mark.parametrize("w,h", [(176, 144), (146, 130)])
-@pytest.mark.parametrize("entype", [H264_MAIN, H265])
-def test_rgb_and_bgr_output_is_the_nv12_picture_converted(rep310p, w, h, entype):
+@pytest.mark.parametrize("entype,csc", [(H264_MAIN, None), (H265, None), (H264_MAIN, 1)])
+def test_rgb_and_bgr_output_is_the_nv12_picture_converted(rep310p, w, h, entype, csc):
     packets, _, _ = encode(rep310p, frames_of(w, h, 3), w, h, entype)
     yuv, _ = decode(rep310p, packets, entype, NV12)
-    rgb, _ = decode(rep310p, packets, entype, RGB, channel_id=1)
-    bgr, _ = decode(rep310p, packets, entype, BGR, channel_id=2)
+    rgb, _ = decode(rep310p, packets, entype, RGB, channel_id=1, csc=csc)
+    bgr, _ = decode(rep310p, packets, entype, BGR, channel_id=2, csc=csc)
     for (i, c0, f0, d0, _), (j, c1, f1, d1, _), (k, c2, f2, d2, _) in zip(
             sorted(yuv), sorted(rgb), sorted(bgr)):
         assert i == j == k and c0 == c1 == c2 == 0
         ws = (w * 3 + 15) // 16 * 16
         assert f1 == f2 == (w, h, ws, (h + 1) // 2 * 2)          # default strides: bytes
         y, uv = planes(d0, w, h, f0[2], f0[3])
-        want = ref_rgb(y, uv)
+        want = ref_rgb(y, uv, csc or 0)
         got = d1[:ws * h].reshape(h, ws)[:, :w * 3].reshape(h, w, 3).astype(np.float64)
         got_bgr = d2[:ws * h].reshape(h, ws)[:, :w * 3].reshape(h, w, 3).astype(np.float64)
         assert np.abs(got - want).max() <= 1 and np.mean(got != want) < 0.01
