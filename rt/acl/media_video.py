@@ -8,10 +8,13 @@ desc handle that is valid until the callback returns.
 """
 from __future__ import annotations
 
+import numpy as _np
+
 from .. import dvpp as _dv
 from ..dvpp import video as _vd
 from ..dvpp import video_desc as _vdesc
 from ..dvpp import video_venc as _ve
+from . import util as _util
 from .handles import returns_ret as _ret, returns_value as _value
 from .media_common import (HANDLES as _handles, drop_obj as _drop, get_obj as _get,
                            new_handle as _new, returns_handle as _handle,
@@ -138,6 +141,32 @@ _desc_calls(_vdesc.VencChannelDesc, "venc",
             ("thread_id", "callback", "entype", "pic_format", "pic_width", "pic_height",
              "key_frame_interval", "buf_addr", "buf_size", "rc_mode", "src_rate",
              "max_bit_rate"), _venc_callback)    # max_ip_prop: venc_set_channel_desc_param only
+
+
+@_public
+@_value(0)
+def vdec_set_channel_desc_param(channel_desc: int, param_type: int, param: int):
+    """`channelDesc, ret = acl.media.vdec_set_channel_desc_param(channelDesc, paramType, param)`
+    (aclvdecSetChannelDescParam): `param` is the host address of the value (uint32; uint64 for
+    ACL_VDEC_THREAD_ID_UINT64), as pyACL documents it; the value goes through the matching
+    `vdec_set_channel_desc_*` rules. ACL_VDEC_CSC_MATRIX_UINT32 (0) picks the RGB output's
+    acldvppCscMatrix. The callback (ACL_VDEC_CALLBACK_PTR) is set with
+    `vdec_set_channel_desc_callback`."""
+    api = "vdec_set_channel_desc_param"
+    fields = _vdesc.VDEC_PARAM_FIELDS
+    if isinstance(param_type, bool) or not isinstance(param_type, int) or \
+            not 0 <= param_type < len(fields):
+        raise _vdesc.bad(api, f"param_type must be an aclvdecChannelDescParamType "
+                              f"(0 .. {len(fields) - 1}), got param_type={param_type!r}")
+    field = fields[param_type]
+    if field == "callback":
+        raise _vdesc.bad(api, "param_type ACL_VDEC_CALLBACK_PTR (3) must be set with "
+                              "vdec_set_channel_desc_callback (a Python function), got it here")
+    obj = _get(channel_desc, _vdesc.VdecChannelDesc, api)
+    width = 8 if field == "thread_id" else 4
+    raw = _util._host_range(param, width, api).copy()
+    obj.set(field, int(raw.view(_np.uint64 if width == 8 else _np.uint32)[0]))
+    return channel_desc
 
 
 def _venc_param(param_type, api: str) -> str:

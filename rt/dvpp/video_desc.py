@@ -125,7 +125,7 @@ class VdecChannelDesc(_ChannelDesc):
              "out_pic_height": _range(0, 4096, "out_pic_height"),
              "ref_frame_num": _range(0, 16, "ref_frame_num"), "out_mode": _range(0, 1, "out_mode"),
              "bit_depth": _range(0, 0, "bit_depth (10-bit output is not emulated)"),
-             "csc_matrix": _range(0, 5, "csc_matrix (acldvppCscMatrix)")}
+             "csc_matrix": _range(0, 5, "csc_matrix")}
 
     def __init__(self):
         super().__init__()
@@ -178,6 +178,12 @@ class VencChannelDesc(_ChannelDesc):
         self.max_ip_prop = 1                 # kept; x264/x265 do the rate control
         self.channel = None
 
+
+#: aclvdecChannelDescParamType, in order (ACL_VDEC_CSC_MATRIX_UINT32 = 0 ..
+#: ACL_VDEC_BIT_DEPTH_UINT32 = 10): the VdecChannelDesc field each one sets
+VDEC_PARAM_FIELDS = ("csc_matrix", "out_mode", "thread_id", "callback", "channel_id", "entype",
+                     "out_pic_format", "out_pic_width", "out_pic_height", "ref_frame_num",
+                     "bit_depth")
 
 #: aclvencChannelDescParamType, in order (ACL_VENC_THREAD_ID_UINT64 = 0 ..
 #: ACL_VENC_MAX_IP_PROP_UINT32 = 12): the VencChannelDesc field each one sets

@@ -12,7 +12,6 @@ import rt
 import rt.acl as acl
 from rt.errors import ACL_ERROR_FEATURE_UNSUPPORTED, ACL_ERROR_INVALID_PARAM
 from dvpp_helpers import picture, ref_nv12
-from rt.acl.media_common import get_obj
 
 pytest.importorskip("av", reason="VDEC/VENC need PyAV: pip install 'ascend-emu[video]'")
 
@@ -153,8 +152,9 @@ def decode(rep, packets, entype, out_fmt=NV12, dims=None, channel_id=0, skip=(),
                  (m.vdec_set_channel_desc_thread_id, rep.tid),
                  (m.vdec_set_channel_desc_callback, cb), (m.vdec_set_channel_desc_entype, entype),
                  (m.vdec_set_channel_desc_out_pic_format, out_fmt)])
-    if csc is not None:                 # acldvppCscMatrix: rt-level only (docs/dvpp.md)
-        get_obj(ch, rt.dvpp.VdecChannelDesc, "test").set("csc_matrix", csc)
+    if csc is not None:                 # ACL_VDEC_CSC_MATRIX_UINT32, the value by host address
+        value = np.array([csc], np.uint32)
+        assert m.vdec_set_channel_desc_param(ch, 0, acl.util.numpy_to_ptr(value)) == (ch, 0)
     assert m.vdec_create_channel(ch) == 0, acl.get_recent_err_msg()
     for i, p in enumerate(packets):
         sd = m.dvpp_create_stream_desc()
@@ -359,7 +359,7 @@ def test_pyacl_video_names_are_there():
               "venc_set_channel_desc_rc_mode", "venc_set_frame_config_force_i_frame",
               "venc_send_frame", "venc_destroy_channel"):
         assert n in names
-    assert len(names) == 65         # 28 vdec_* + 37 venc_*
+    assert len(names) == 66         # 29 vdec_* + 37 venc_*
 
 
 def test_b_frames_reach_the_desc_of_their_own_packet(soc310p):

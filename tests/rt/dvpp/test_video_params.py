@@ -69,3 +69,25 @@ def test_a_channel_made_with_param_calls_encodes_with_them(monkeypatch):
         rep.stop()
     idr = [i for i, p in enumerate(packets) if 5 in nal_types(p, H264_MAIN)]
     assert len(packets) == 7 and idr == [0, 3, 6]
+
+
+def test_vdec_param_reads_the_value_at_its_address():
+    assert acl.init() == 0
+    d = m.vdec_create_channel_desc()
+    v = np.array([13], np.uint32)                       # PIXEL_FORMAT_BGR_888
+    assert m.vdec_set_channel_desc_param(d, 6, acl.util.numpy_to_ptr(v)) == (d, 0)
+    assert m.vdec_get_channel_desc_out_pic_format(d) == 13
+    tid = np.array([(1 << 40) + 7], np.uint64)          # ACL_VDEC_THREAD_ID_UINT64: 8 bytes
+    assert m.vdec_set_channel_desc_param(d, 2, acl.util.numpy_to_ptr(tid)) == (d, 0)
+    assert m.vdec_get_channel_desc_thread_id(d) == (1 << 40) + 7
+    bad = np.array([6], np.uint32)
+    assert m.vdec_set_channel_desc_param(d, 0, acl.util.numpy_to_ptr(bad)) == \
+        (0, acl.ACL_ERROR_INVALID_PARAM)
+    assert "csc_matrix must be an int in [0, 5], got csc_matrix=6" in acl.get_recent_err_msg()
+    assert m.vdec_set_channel_desc_param(d, 3, acl.util.numpy_to_ptr(bad))[1] == \
+        acl.ACL_ERROR_INVALID_PARAM
+    assert "must be set with vdec_set_channel_desc_callback" in acl.get_recent_err_msg()
+    assert m.vdec_set_channel_desc_param(d, 11, acl.util.numpy_to_ptr(bad))[1] == \
+        acl.ACL_ERROR_INVALID_PARAM
+    assert "param_type must be an aclvdecChannelDescParamType (0 .. 10)" in \
+        acl.get_recent_err_msg()
