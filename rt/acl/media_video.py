@@ -164,8 +164,9 @@ def vdec_set_channel_desc_param(channel_desc: int, param_type: int, param: int):
                               "vdec_set_channel_desc_callback (a Python function), got it here")
     obj = _get(channel_desc, _vdesc.VdecChannelDesc, api)
     width = 8 if field == "thread_id" else 4
-    raw = _util._host_range(param, width, api).copy()
-    obj.set(field, int(raw.view(_np.uint64 if width == 8 else _np.uint32)[0]))
+    raw = _np.frombuffer(_util.ptr_to_bytes(param, width), _np.uint64 if width == 8 else
+                         _np.uint32)
+    obj.set(field, int(raw[0]))
     return channel_desc
 
 
