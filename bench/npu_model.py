@@ -2,13 +2,16 @@
 times of Ascend kernels next to the simulated time of a kernel of the same shape here.
 
     python -m bench.npu_model [--quick] [--rows M1a,M3b] [--mode auto|interpret|compiled] [--all]
+                              [--long]
 
 Every row runs a kernel written in the kernel language on the published shape through
 `asc.npu_trace` (rt.npu's pipe model) and prints published µs, simulated µs and their ratio.
-No constant is fitted per row, nor at all yet: rt/npu/model.py holds the sourced constants of
-docs/npu-model.md §1. The role column repeats docs/npu-model.md §3: "fit" rows are the points
-reserved there for choosing constants, "held out" rows are for checking; the geometric mean of
-sim/published over the held-out rows is printed last.
+No constant is fitted per row: rt/npu/model.py holds the sourced constants of docs/npu-model.md
+§1 and the few fitted on named rows (its §5 says which). The role column repeats
+docs/npu-model.md §3: "fit" rows are the points reserved there for choosing constants, "held
+out" rows are for checking; the geometric mean of sim/published over the held-out rows is
+printed last, and for the FlashAttention rows also the worst row, the correlation and the 90th
+percentile error.
 
 Kernels (all here or in kernels/):
 - catlass rows (M1-M4): `catlass_matmul_kernel` below, catlass's BasicMatmul structure: C cut
@@ -17,8 +20,9 @@ Kernels (all here or in kernels/):
   `asc.adv.Matmul` with the published L1 tile (base_m x base_n, L1 K chunk = step_k x base_k) and
   L0 K (base_k), L1/L0A/L0B double-buffered, B ColumnMajor (B^T in ND, `set_tensor_b(b, True)`).
 - torch.matmul rows (M6, M7): the repo's production matmul (kernels/matmul.py, default tiling).
-- FlashAttention rows (M9, M11, M12): kernels/flash_attention.py's kernel (fp16, D=128, its
-  default tiling for D=128: S1 block 64, S2 block 128), one block per published core.
+- FlashAttention rows (M9-M12): kernels/flash_attention.py through its public wrapper with the
+  published PTO kernels' tiling and block count (bench/npu_model_fa.py says which and what our
+  kernel cannot express); the longest (S >= 4096 in M9/M10) run only with --long.
 - M14: a relu kernel below (the vector add of README with one input and asc.relu).
 
 Modes: "interpret" records every primitive call in Python (slow on large shapes: rows marked
@@ -41,9 +45,8 @@ import numpy as np
 import ascendc as asc
 import rt
 from kernels._host import ceil_div
-from kernels.flash_attention import (AttentionLayout, AttentionShape, TensorStrides,
-                                     attention_variant, flash_attention_buffers,
-                                     flash_attention_kernel, flash_attention_tiling)
+
+from .npu_model_fa import fa_row_specs, format_fa_stats
 from kernels.matmul import matmul_kernel, matmul_tiling
 
 MODES = ("auto", "interpret", "compiled")
@@ -221,40 +224,6 @@ def repo_matmul(m: int, n: int, k: int, dtype, soc: str = "Ascend910B2") -> Call
     return run
 
 
-def repo_flash_attention(s0: int, s1: int, d: int, cores: int, soc: str = "Ascend910B2",
-                         dtype=np.float16) -> Callable:
-    """A runner for kernels/flash_attention.py's kernel: B=1, N=1, BNSD, non-causal, launched
-    the way its host wrapper does (flash_attention_with_stats) but with `cores` blocks on
-    `cores` cores (the published core count; the blocks stride over the S1 tiles)."""
-    spec = rt.get_soc(soc)
-    isz = np.dtype(dtype).itemsize
-    t = flash_attention_tiling(d, dtype, s0, s1, soc=spec)
-    bufs = flash_attention_buffers(t, d, isz)
-    shape = AttentionShape(1, 1, s0, s1, ceil_div(s0, t.s1_block))
-    # BNSD, B=N=1: elements per row, head, batch
-    layout = AttentionLayout(TensorStrides(d, s0 * d, s0 * d), TensorStrides(d, s1 * d, s1 * d))
-
-    def run(mode: str):
-        rt.ensure_device()
-        q = rt.device_zeros((s0 * d,), dtype)
-        k = rt.device_zeros((s1 * d,), dtype)
-        v = rt.device_zeros((s1 * d,), dtype)
-        out = rt.device_empty((s0 * d,), dtype)
-        smax = rt.device_empty((s0,), np.float32)
-        ssum = rt.device_empty((s0,), np.float32)
-        ws = rt.device_empty((cores * bufs.ws_block,), np.float32)
-        wsp = rt.device_empty((cores * bufs.wsp_block,), dtype)
-        gm = (q, k, v, out, smax, ssum, ws, wsp)
-        try:
-            return _trace(flash_attention_kernel, cores, *gm, shape, layout, 1.0 / math.sqrt(d),
-                          attention_variant(d, dtype), t, bufs, mode=mode, soc=soc,
-                          n_cores=cores)
-        finally:
-            for x in gm:
-                x.free()
-    return run
-
-
 def relu(total: int, blocks: int, soc: str, dtype=np.float32) -> Callable:
     """A runner for `relu_kernel`: `total` elements over `blocks` blocks, one tile each."""
     per_core = total // blocks
@@ -274,8 +243,6 @@ def _tflops_us(flops: float, tflops: float) -> float:
 
 
 CATLASS = "CATLASS 11_matmul_optimization.md"
-PTO_FA = "PTOISA flash_atten/README.md"
-PTO_JIT = "PTOISA torch_jit/flash_atten (aarch64)"
 
 
 @dataclass
@@ -294,6 +261,7 @@ class Row:
     note: str = ""
     heavy: bool = False    # > ~60 s interpreted: run in compiled mode or with --all
     quick: bool = False    # in the --quick subset (a few seconds each)
+    long: bool = False     # minutes simulated: run only with --long (or named in --rows)
 
     def trace(self, mode: str):
         return self.runner(mode)
@@ -363,34 +331,12 @@ def _rows() -> list:
         Row("M7-f32-2048", "kernels/matmul.py (default tiling)", "2048^3 fp32", b2, 24,
             _tflops_us(2 * 2048 ** 3, 76.92), "held out", "TPTD #109 (torch.matmul)",
             repo_matmul(2048, 2048, 2048, f32), ""),
-        Row("M9-1024", "kernels/flash_attention.py", "S0=S1=1024 D=128 fp16", b2, 8, 20.960,
-            "held out", PTO_FA + " 910B2 multi-core (PTO)",
-            repo_flash_attention(1024, 1024, 128, 8),
-            "cores = S/128 assumed (not stated)"),
-        Row("M9-2048", "kernels/flash_attention.py", "S0=S1=2048 D=128 fp16", b2, 16, 32.461,
-            "held out", PTO_FA + " 910B2 multi-core (PTO)",
-            repo_flash_attention(2048, 2048, 128, 16), "cores = S/128 assumed (not stated)"),
-        Row("M11-1c-1024", "kernels/flash_attention.py", "S0=128 S1=1024 D=128 fp16", b2, 1,
-            42.08, "fit", PTO_FA + " Tables (A2/A3), 1 core",
-            repo_flash_attention(128, 1024, 128, 1), "task time; 1 core", quick=True),
-        Row("M11-1c-8192", "kernels/flash_attention.py", "S0=128 S1=8192 D=128 fp16", b2, 1,
-            74.54, "fit", PTO_FA + " Tables (A2/A3), 1 core",
-            repo_flash_attention(128, 8192, 128, 1), "task time; 1 core"),
-        Row("M11-8c-8192", "kernels/flash_attention.py", "S0=1024 S1=8192 D=128 fp16", b2, 8,
-            107.342, "held out", PTO_FA + " Tables (A2/A3), 8 cores",
-            repo_flash_attention(1024, 8192, 128, 8), "task time; 8 cores"),
-        Row("M12-128x1024", "kernels/flash_attention.py", "S0=128 S1=1024 D=128 fp16", b2, 1,
-            19.200, "held out", PTO_JIT, repo_flash_attention(128, 1024, 128, 1),
-            "JIT kernel, 1 core; timed from torch (launch included)"),
-        Row("M12-1024x4096", "kernels/flash_attention.py", "S0=1024 S1=4096 D=128 fp16", b2, 8,
-            43.127, "held out", PTO_JIT, repo_flash_attention(1024, 4096, 128, 8),
-            "JIT kernel, 8 cores"),
         Row("M14-relu", "relu_kernel (here)", "16384 fp32, 8 blocks", b3, 8, 29.0, "fit",
             "ASCRS appendix F (C++ relu)", relu(16384, 8, b3),
             "published = host wall clock of launch + aclrtSynchronizeStream (median of 10)",
             quick=True),
     ]
-    return rows
+    return rows + [Row(**spec) for spec in fa_row_specs()]
 
 
 ROWS = _rows()
@@ -403,11 +349,11 @@ def geomean(xs) -> float:
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
 
-def measure(rows, mode: str, run_heavy: bool, log=None) -> list:
+def measure(rows, mode: str, run_heavy: bool, log=None, run_long: bool = True) -> list:
     """[(row, simulated µs or None if skipped, wall seconds)]."""
     out = []
     for r in rows:
-        if r.heavy and mode == "interpret" and not run_heavy:
+        if (r.heavy and mode == "interpret" and not run_heavy) or (r.long and not run_long):
             out.append((r, None, 0.0))
             continue
         t0 = time.perf_counter()
@@ -437,12 +383,15 @@ def format_table(results, mode: str) -> str:
     fit = [us / r.published_us for r, us, _ in results if us is not None and r.role == "fit"]
     out.append(f"geometric mean of sim/published, held-out rows: {geomean(held):.2f} "
                f"({len(held)} rows); fit-set rows: {geomean(fit):.2f} ({len(fit)} rows)")
-    out.append("No constant was fitted: rt/npu/model.py holds the sourced, unfitted constants of "
-               "docs/npu-model.md §1; 'fit' marks the points §3 reserves for a future fit.")
+    fa = format_fa_stats(results)
+    if fa:
+        out.append(fa)
+    out.append("No constant is fitted per row: rt/npu/model.py holds the constants of "
+               "docs/npu-model.md §1; 'fit' marks the rows §3 and §5 let choose constants.")
     skipped = [r.id for r, us, _ in results if us is None]
     if skipped:
-        out.append(f"skipped in {mode} mode (> ~60 s interpreted; --mode compiled or --all): "
-                   + ", ".join(skipped))
+        out.append(f"skipped in {mode} mode (heavy rows interpreted: --mode compiled or --all; "
+                   f"long rows: --long): " + ", ".join(skipped))
     out.append("")
     out.append("notes:")
     for r, _, _ in results:
@@ -471,13 +420,16 @@ def main(argv=None) -> int:
     p.add_argument("--rows", help="comma-separated row ids (overrides --quick)")
     p.add_argument("--mode", default="auto", choices=MODES)
     p.add_argument("--all", action="store_true", help="run heavy rows in interpret mode too")
+    p.add_argument("--long", action="store_true",
+                   help="also the long FlashAttention rows (S >= 4096 in M9/M10; minutes)")
     args = p.parse_args(argv)
     mode = resolve_mode(args.mode)
     rows = select(ROWS, args.rows, args.quick)
     t0 = time.perf_counter()
     print(f"NPU model calibration, mode={mode}, {len(rows)} rows", flush=True)
     results = measure(rows, mode, args.all or bool(args.rows),
-                      log=lambda s: print(s, file=sys.stderr, flush=True))
+                      log=lambda s: print(s, file=sys.stderr, flush=True),
+                      run_long=args.long or bool(args.rows))
     print(format_table(results, mode))
     print(f"\nbench time: {time.perf_counter() - t0:.0f} s ({mode} mode)")
     return 0

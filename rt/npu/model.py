@@ -4,9 +4,11 @@ Every number below names its source in docs/npu-model.md: the section (§1.3 cub
 §1.5 data movement, §1.6 scalar/flags, §1.7 launch) and the source key of its table (PTOISA:
 hw-native-sys/pto-isa's A2/A3 cost model; CATLASS: hicann/catlass; REF: the ini values), or says
 "assumption" when no source was found. Times are in AI Core cycles at `clock_hz`; bandwidths are
-converted from bytes/s with that clock. Calibration against published measurements (§2, §3 of
-that file) is not done here: the constants are the sourced ones, unfitted (§1.5 (g) says why the
-GM->L1 rate stays pto-isa's 135 GiB/s rather than catlass's 80 GB/s).
+converted from bytes/s with that clock. Three constants were chosen on named calibration rows
+(docs/npu-model.md §1.5 (h), §5: the L0C->GM rate among pto-isa's FIXPIPE rates, the L0C->GM
+start-up latency and the cross-core flag latency, on M11's 1-core FlashAttention rows); every
+other constant is the sourced one, unfitted (§1.5 (g) says why the GM->L1 rate stays pto-isa's
+135 GiB/s rather than catlass's 80 GB/s).
 """
 from __future__ import annotations
 
@@ -25,10 +27,15 @@ GM_PATHS = frozenset(p for p in PATHS if "GM" in p.split("->"))   # share the ch
 # heuristic (§1.5 (c)) because M1b moves 4.7 MB per AIC in 48.6 µs (>= 97 GB/s), which a
 # per-core ceiling of 80 GB/s forbids (§1.5 (g)).
 GM_L1_GIBS = 135.0
+# per-core FIXPIPE L0C->GM rate, GiB/s: PTOISA's flat-table FIXPIPE rate to L1 (128), not its
+# L0C->GM entry (70): the published FlashAttention kernels write 192 KB of fp32 S and O parts per
+# 256-key tile through FIXPIPE, and M11's 1-core rows (S1 4096 -> 8192) add a tile every
+# 1.92 µs, which needs >= 95 GiB/s (docs/npu-model.md §1.5 (h); chosen on M11's fit rows).
+L0C_GM_GIBS = 128.0
 # per-core DMA bandwidth, GiB/s (§1.5 (a): PTOISA `arch_config.hpp`, kA2A3ArchConfig flat table)
 _DMA_GIBS = {
     "GM->UB": 100.9, "GM->L1": GM_L1_GIBS, "UB->GM": 188.46, "L1->GM": 32.0, "UB->UB": 1024.0,
-    "L0C->GM": 70.0, "L0C->L1": 128.0, "L1->L0A": 441.0, "L1->L0B": 220.5, "L1->BT": 32.0,
+    "L0C->GM": L0C_GM_GIBS, "L0C->L1": 128.0, "L1->L0A": 441.0, "L1->L0B": 220.5, "L1->BT": 32.0,
     "GM->L0A": GM_L1_GIBS,    # assumption: as GM->L1 (no GM->L0 entry in the table)
     "GM->L0B": GM_L1_GIBS,    # assumption: as GM->L1
     "L1->UB": 220.5,     # assumption: as L1->L0B (no L1->UB entry)
@@ -36,11 +43,13 @@ _DMA_GIBS = {
 }
 # DMA start-up latency, cycles (§1.5 (b): PTOISA fitted Hill model, latency = K/peak, derived).
 # Charged after the copy's bytes, off its pipe (§1.5 (f); `PipeModel.dma_latency_on_pipe`).
+# L0C->GM: fitted on M11's 1-core rows (§1.5 (h)), 16 cycles, not the Hill fit's 1216 (whose
+# peak, 41 GiB/s, contradicts the rate above).
 _DMA_LATENCY = {
-    "GM->UB": 214, "GM->L1": 67, "UB->GM": 107, "L0C->GM": 1216,
+    "GM->UB": 214, "GM->L1": 67, "UB->GM": 107, "L0C->GM": 16,
     "GM->L0A": 67, "GM->L0B": 67,             # assumption: as GM->L1
     "L1->GM": 107, "UB->L1": 107,             # assumption: as UB->GM
-    "L0C->L1": 1216,                          # assumption: as L0C->GM
+    "L0C->L1": 16,                            # assumption: as L0C->GM
     "L1->L0A": 16, "L1->L0B": 16, "L1->UB": 16, "L1->BT": 16, "UB->UB": 16,  # assumption: on-chip
 }
 
@@ -110,12 +119,13 @@ class PipeModel:
     issue_queue_depth: int = 0
     flag_latency_cycles: int = 1   # §1.6: PTOISA set_flag/wait_flag = 1 cycle (same core)
     # §1.6 cross-core flag (CrossCoreSetFlag / ffts_cross_core_sync, AIC <-> AIV): pto-isa charges
-    # 1 cycle, which §1.6 calls "far too low". Assumption: 200 cycles (~0.11 µs at 1.8 GHz), the
-    # order of the GM->UB start-up latency (214 cycles, §1.5 (b)), since the hand-off is a GM
-    # round trip through the FFTS; to be fitted to M11's 1-core row (§3).
-    cross_core_flag_cycles: int = 200
+    # 1 cycle, which §1.6 calls "far too low". Fitted on M11's 1-core rows (§1.5 (h), §5): 1000
+    # cycles (~0.56 µs at 1.8 GHz; was an assumed 200). pto-isa's own FA cost model adds the same
+    # order on board, 1000 cycles of synchronisation per logical S1 tile.
+    cross_core_flag_cycles: int = 1000
     # §1.6 SyncAll: no number. Assumption: every core's flag reaches a collector and the release
-    # comes back, two cross-core flag latencies (2 x 200 cycles) after the last core arrived.
+    # comes back, two of the formerly assumed cross-core flag latencies (2 x 200 cycles) after the
+    # last core arrived; not refitted (no calibration row calls SyncAll).
     sync_all_cycles: int = 400
     launch_overhead_cycles: int = 0       # §1.7: CATLASS headCost base term, 1 µs
 

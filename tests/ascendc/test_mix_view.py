@@ -69,7 +69,8 @@ def test_the_aiv_wait_starts_at_the_aic_set_end_plus_the_flag_latency(interpret)
                    ("LocalTensor.set_value", "AIV 0", "SCALAR", set_end + LATENCY + 2,
                     set_end + LATENCY + 3)]
     # launch: 1 us (1800 cycles) + the MIX head cost 7 us x 1 AIC used / 24 (525 cycles)
-    assert LATENCY == 200 and tl.makespan == 207.0 and tl.total_cycles == 207.0 + 1800 + 525
+    # the flag latency fitted on M11's 1-core rows (docs/npu-model.md §1.5 (h))
+    assert LATENCY == 1000 and tl.makespan == 1007.0 and tl.total_cycles == 1007.0 + 1800 + 525
     assert tl.flows == [(2, 3)]
 
 
