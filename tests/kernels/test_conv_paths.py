@@ -73,7 +73,8 @@ def test_img2col_and_conv_match_numpy(interpret, shape, w_shape, stride, pad, di
 @pytest.mark.parametrize("shape,oc", [((1, 16, 8, 8), 32), ((2, 5, 7, 9), 3),
                                       ((1, 24, 3, 3), 130),
                                       ((1, 128, 3, 5), 20),   # the ones row alone in a K chunk
-                                      ((1, 127, 2, 3), 17)])  # ... last in a full chunk
+                                      ((1, 127, 2, 3), 17),   # ... last in a full chunk
+                                      ((1, 20, 17, 19), 33)])  # 2 N tiles, the second ragged
 @pytest.mark.parametrize("with_bias", [True, False])
 def test_direct_1x1_path(interpret, shape, oc, with_bias):
     rng = np.random.default_rng(shape[1] + oc)
