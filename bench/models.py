@@ -30,6 +30,20 @@ ours, so loaded ratios overstate ours; say which one you quote):
   deinterleave 93 ms vs img2col 177 ms, matmul ~200 ms both (now the largest part: 54
   launches), epilogue 60-80 ms (53), MaxPool ~21 ms. 143 kernel/AI CPU tasks per inference.
 
+- bias and ReLU in the cube (conv_matmul_kernel: the direct 1x1 convs' bias as a ones row in L1,
+  ReLU as the fixpipe's relu_en; the vector epilogue only after a residual Add) and rt.atc
+  planning a Conv chain's outputs live from the Conv on (workspace 12.3 -> 16.1 MiB; the 7 Relus
+  the old plan left unfused now fuse): 99 tasks per inference instead of 143. Loaded machine
+  (load 15-19, 2026-12-06, not measured quiet): wall medians swung 2x between runs of the same
+  tree; same-run ratios, alternating one process per tree: before 0.37, 0.65, 0.40, 0.47, 0.50,
+  0.66x; after 0.37, 0.29, 0.28, 0.34, 0.66, 0.29x. Two runs of both trees at the same time
+  (15 inferences each): 678 vs 957 ms, then 781 vs 690 ms (before vs after). So under that load
+  the wall-time effect is not resolved (if anything the after runs were slower more often). The
+  process CPU time per inference (the "CPU time" line; one process per tree, alternating) fell:
+  0.93x of the tree before (median of 8 pairs, 0.89-1.08x; e.g. 221 vs 236 ms). By kernel
+  (profiled execution, loaded): conv matmul 118 ms, img2col 51, MaxPool 63, column split 37,
+  residual epilogue 12 (16 launches; before: bias_act 76 ms in 53 launches + 7 Relu launches).
+
 `--conformance` runs ONNX's backend suite selection of tests/rt/models/test_onnx_backend.py
 (node tests of every claimed op + the light models, exclusions of rt.onnx_backend.conformance)
 with unittest and prints pass / fail / excluded counts.
@@ -77,6 +91,13 @@ def run_bench(name: str, repeats: int) -> int:
           f"device nodes ({engines.count('AI_CORE')} AI Core, {engines.count('AI_CPU')} AI CPU; "
           f"{fused} of them fused into {sum(bool(n.fused) for n in model.nodes)} Conv nodes); "
           f"convert+load {t_prep:.2f} s, first execution {t_first:.2f} s")
+    # CPU time of the whole process (every core thread) per inference: steadier than wall time
+    # on a loaded machine; measured before onnxruntime's threads exist
+    c0 = time.process_time()
+    for _ in range(repeats):
+        model.execute([x])
+    print(f"rt.Model CPU time per inference (all threads): "
+          f"{(time.process_time() - c0) / repeats * 1e3:.1f} ms ({repeats} runs)")
     variants = {"rt.Model": lambda: model.execute([x])}
     try:
         import onnxruntime as ort

@@ -17,17 +17,19 @@ column order, with zero columns for the (phase, shift) pairs no tap uses (`Conv2
 `phase_weight_matrix`).
 
 1x1 convolutions with stride 1 and no padding (`Conv2dTiling.direct`) need no img2col: x[n]
-already is the C x H*W matrix, so the matmul reads it in place (K' = C, no bias column) and the
-bias comes in the epilogue.
+already is the C x H*W matrix, so the matmul reads it in place as the first C rows of B; the
+ones row that carries the bias (K' = C + 1) is added in L1 by the matmul (`ones_row`).
 
-`kernels.matmul.matmul_kernel` (Nd2Nz -> load_data -> mmad -> fixpipe, its default tiling, so its
-compiled binary is shared) then writes y[n] directly in NCHW order. W' is built once on the host
-(`weight_matrix`), like ATC's weight layout transform.
+`kernels.convmm.conv_matmul_kernel` (matmul_kernel's Nd2Nz -> load_data -> mmad -> fixpipe with
+its default tiling, plus that ones row and ReLU in the fixpipe) then writes the output directly
+in NCHW order. W' is built once on the host (`weight_matrix`), like ATC's weight layout
+transform.
 
-`bias_act_kernel` (kernels/eltwise.py), the epilogue (one launch for the whole batch), computes
-out = act(y + bias + residual) row by row (bias per output channel, each part optional, ReLU or
-none): what ATC's Conv+Relu and Conv+Add+Relu fusions do on the NPU. rt.model fuses those node
-chains at load (rt/model/fusion.py) and `launch_conv2d(..., residual=, relu=, out=)` runs them.
+Epilogues, as ATC's Conv+Relu and Conv+Add+Relu fusions (rt.model fuses those node chains at
+load, rt/model/fusion.py; `launch_conv2d(..., residual=, relu=, out=)` runs them): the bias is
+always in the matmul and a ReLU without residual is the fixpipe's `relu_en`, so only a residual
+Add needs the vector cores: `bias_act_kernel` (kernels/eltwise.py, one launch for the whole
+batch) computes out = act(y + residual) row by row after the matmul.
 
 Fidelity: on Ascend the img2col happens inside the cube core (load3d from an L1 feature map in
 NC1HWC0 into L0A); here it goes through a GM workspace, so MTE traffic is higher than on the NPU.
@@ -46,7 +48,8 @@ import rt
 from ._host import ceil_div, is_device, round_up
 from .eltwise import bias_act_kernel, deinterleave2_kernel
 from .img2col import Img2colGeometry, Img2colSplit, img2col_kernel
-from .matmul import MatmulTiling, matmul_kernel, matmul_tiling
+from .convmm import conv_matmul_kernel, device_ones
+from .matmul import MatmulTiling, matmul_tiling
 
 BUF = 8192            # img2col UB buffer (elements); 2 staging, constant, sparse, dense: 160 KiB
 MAX_W = BUF           # an output row must fit one buffer (32-byte padded)
@@ -89,8 +92,8 @@ class Conv2dTiling:
 
     @property
     def direct(self) -> bool:
-        """1x1, stride 1, no padding: x[n] already is the K x OH*OW matrix (no img2col; the
-        bias is added by the epilogue)."""
+        """1x1, stride 1, no padding: x[n] already is the C x OH*OW matrix (no img2col; the
+        matmul adds the ones row of the bias in L1)."""
         return (self.kh, self.kw, self.stride, self.pad) == (1, 1, (1, 1), (0, 0, 0, 0))
 
     @property
@@ -148,7 +151,7 @@ def conv2d_tiling(x_shape, w_shape, stride=1, padding=0, dilation=1, block_dim=N
     by_rows = c * kh * kw * (2 + 3 * ceil_div(oh, max(1, min(4095, BUF // round_up(ow, 8)))))
     by_channels = kh * kw * ceil_div(c, max(cpc, 1)) * (2 + 3 * oh)
     ch_mode = sw == 1 and not direct and cpc > 0 and by_channels < by_rows
-    mm = matmul_tiling(oc, p, c if direct else c * kh * kw + 1, np.float32, soc=soc)
+    mm = matmul_tiling(oc, p, c * kh * kw + 1, np.float32, soc=soc)
     ow8 = round_up(max(ow, 1), 8)
     sparse_blocks = max(pad[1] + w, (ow - 1) * sw + (kw - 1) * dw + 1)
     rows_per_pass = min(oh, BUF // (kw * ow8)) if sw > 1 and sparse_blocks * 8 <= BUF else 0
@@ -196,13 +199,11 @@ def conv2d_reference(x, w, b=None, stride=1, padding=0, dilation=1) -> np.ndarra
     return y.astype(np.float32)
 
 
-def weight_matrix(w, b=None, bias_column: bool = True) -> np.ndarray:
-    """W' = [W reshaped OC x C*KH*KW | bias] (float32): the cube's A operand in conv2d (without
-    the bias column when `bias_column` is False: the direct 1x1 path adds it in the epilogue)."""
+def weight_matrix(w, b=None) -> np.ndarray:
+    """W' = [W reshaped OC x C*KH*KW | bias] (float32, zero bias if b is None): the cube's A
+    operand in conv2d."""
     w = np.asarray(w, np.float32)
     wm = w.reshape(w.shape[0], -1)
-    if not bias_column:
-        return np.ascontiguousarray(wm)
     bias = np.zeros(w.shape[0], np.float32) if b is None else np.asarray(b, np.float32)
     return np.ascontiguousarray(np.concatenate([wm, bias[:, None]], 1))
 
@@ -223,14 +224,14 @@ def phase_weight_matrix(w, b, t: Conv2dTiling) -> np.ndarray:
     return np.ascontiguousarray(np.concatenate([wm.reshape(oc, -1), bias], 1))
 
 
-def conv_weights(w, b, t: Conv2dTiling):
-    """(W' for the cube, bias for the epilogue or None), host float32 arrays, for tiling t."""
-    if t.phase:
-        return phase_weight_matrix(w, b, t), None
-    if t.direct:
-        return weight_matrix(w, bias_column=False), \
-            None if b is None else np.ascontiguousarray(b, np.float32)
-    return weight_matrix(w, b), None
+def conv_weights(w, b, t: Conv2dTiling) -> np.ndarray:
+    """W' for the cube (host float32, the bias as its last column) for tiling t."""
+    return phase_weight_matrix(w, b, t) if t.phase else weight_matrix(w, b)
+
+
+def _overlap(a, b) -> bool:
+    """True if device arrays a and b share bytes."""
+    return int(a.ptr) < int(b.ptr) + b.nbytes and int(b.ptr) < int(a.ptr) + a.nbytes
 
 
 def launch_epilogue(y, out, t: Conv2dTiling, stream, bias=None, residual=None, relu=False,
@@ -246,14 +247,21 @@ def launch_epilogue(y, out, t: Conv2dTiling, stream, bias=None, residual=None, r
         EPI_TILE, **launch_options)
 
 
-def launch_conv2d(x, wmat, y, col, zeros, t: Conv2dTiling, stream, *, bias=None, residual=None,
+def launch_conv2d(x, wmat, y, col, zeros, t: Conv2dTiling, stream, *, residual=None,
                   relu=False, out=None, **launch_options) -> None:
-    """Queue conv2d on `stream` with device arrays: x (N,C,H,W), wmat and bias from
-    `conv_weights`, y (N,OC,OH,OW) float32, col a float32 workspace of >= t.col_elems elements
-    (unused when t.direct), zeros a zero float32 workspace of >= t.mm.zeros_len elements.
-    With `residual` (N,OC,OH,OW) and/or `relu` the epilogue computes
-    out = relu(conv + residual) (out defaults to y; in place is fine), as ATC's fused
-    Conv+Add+Relu."""
+    """Queue out = act(conv2d(x) + bias [+ residual]) on `stream` with device arrays: x
+    (N,C,H,W), wmat from `conv_weights`, y and out (N,OC,OH,OW) float32 (out defaults to y; in
+    place is fine; y is written only as the matmul's output before a residual epilogue), col a
+    float32 workspace of >= t.col_elems elements (unused when t.direct), zeros a zero float32
+    workspace of >= t.mm.zeros_len elements. act is ReLU if `relu`, as ATC's fused Conv+Relu
+    and Conv+Add+Relu."""
+    out = y if out is None else out
+    # the matmul writes the result itself unless a residual follows or out overlaps what it reads
+    # (a memory plan may put a fused node's output over its dead input)
+    reads = [x] + ([] if t.direct or col is None else [col])
+    direct_out = residual is None and (out is y or not any(_overlap(out, r) for r in reads))
+    mm_out = out if direct_out else y
+    ones = device_ones(t.mm.base_n, x.device)
     chw, ohw = t.c * t.h * t.w, t.oh * t.ow
     xp = None
     if t.phase:
@@ -265,7 +273,7 @@ def launch_conv2d(x, wmat, y, col, zeros, t: Conv2dTiling, stream, *, bias=None,
     mm = t.mm
     for i in range(t.n):
         xi = rt.DeviceArray((chw,), np.float32, int(x.ptr) + i * chw * 4)
-        yi = rt.DeviceArray((t.oc, ohw), np.float32, int(y.ptr) + i * t.oc * ohw * 4)
+        yi = rt.DeviceArray((t.oc, ohw), np.float32, int(mm_out.ptr) + i * t.oc * ohw * 4)
         if t.direct:
             b_op = rt.DeviceArray((t.c, ohw), np.float32, xi.ptr)
         else:
@@ -276,13 +284,12 @@ def launch_conv2d(x, wmat, y, col, zeros, t: Conv2dTiling, stream, *, bias=None,
                 xi, g = xp, t.phase
             img2col_kernel[g.block_dim, stream](xi, col, *img2col_args(g), BUF,
                                                 **launch_options)
-        matmul_kernel[mm.block_dim, stream](
-            wmat, b_op, yi, zeros, np.int64(mm.m), np.int64(mm.n), np.int64(mm.k), mm.base_m,
-            mm.base_n, mm.base_k, mm.l0_n, mm.depth_l1, mm.depth_l0a, mm.depth_l0b,
-            **launch_options)
-    if bias is not None or residual is not None or relu:
-        launch_epilogue(y, y if out is None else out, t, stream, bias, residual, relu,
-                        **launch_options)
+        conv_matmul_kernel[mm.block_dim, stream](
+            wmat, b_op, yi, zeros, ones, np.int64(mm.m), np.int64(mm.n), np.int64(mm.k),
+            int(t.direct), int(relu and direct_out), mm.base_m, mm.base_n, mm.base_k,
+            mm.l0_n, mm.depth_l1, mm.depth_l0a, mm.depth_l0b, **launch_options)
+    if not direct_out:
+        launch_epilogue(y, out, t, stream, residual=residual, relu=relu, **launch_options)
 
 
 def conv2d(x, w, b=None, *, stride=1, padding=0, dilation=1, residual=None, relu=False,
@@ -305,15 +312,13 @@ def conv2d(x, w, b=None, *, stride=1, padding=0, dilation=1, residual=None, relu
     rt.ensure_device()
     s = stream if stream is not None else rt.current_stream()
     xd = x if dev else rt.to_device(np.ascontiguousarray(x))
-    wmat, bias = conv_weights(wh, bh, t)
-    wd = rt.to_device(wmat)
-    bd = None if bias is None else rt.to_device(bias)
+    wd = rt.to_device(conv_weights(wh, bh, t))
     rd = residual if residual is None or dev else \
         rt.to_device(np.ascontiguousarray(residual, np.float32))
     y = rt.device_empty((t.n, t.oc, t.oh, t.ow), np.float32)
     col = rt.device_empty((16,) if t.direct else (t.col_elems,), np.float32)
     zeros = rt.device_zeros((max(t.mm.zeros_len, 16),), np.float32)
-    launch_conv2d(xd, wd, y, col, zeros, t, s, bias=bd, residual=rd, relu=relu,
+    launch_conv2d(xd, wd, y, col, zeros, t, s, residual=rd, relu=relu,
                   **launch_options)
     if dev:
         return y        # the temporaries are freed stream-ordered when collected

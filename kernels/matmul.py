@@ -158,7 +158,7 @@ def matmul_tiling(m: int, n: int, k: int, dtype, block_dim: int | None = None,
 # ---- kernel ------------------------------------------------------------------------------------
 
 @asc.jit
-def _copy_a(q, ag, zg, off, mt, kt, ka, m16, c0):
+def copy_a_nz(q, ag, zg, off, mt, kt, ka, m16, c0):
     """A[m0:m0+mt, k0:k0+kt] (at ag[off:], rows ka apart) -> L1 as NZ (C0-wide strips of m16
     rows); the K-tail padding of the last strip is zero-filled first. Returns it dequeued."""
     t = q.alloc_tensor(ag.dtype)
@@ -189,7 +189,7 @@ def _copy_b(q, bg, zg, off, kt, nt, nb, k_pad):
 
 
 @asc.jit
-def _load_a(q, a1, m16, kt, c0):
+def load_a_zz(q, a1, m16, kt, c0):
     """L1 NZ (strips of m16 rows) -> L0A ZZ for an m16 x kt chunk: one load per 16-row block."""
     t = q.alloc_tensor(a1.dtype)
     kb = (kt + c0 - 1) // c0
@@ -201,7 +201,7 @@ def _load_a(q, a1, m16, kt, c0):
 
 
 @asc.jit
-def _load_b(q, b1, j0, ns, k_pad, c0):
+def load_b_zn(q, b1, j0, ns, k_pad, c0):
     """L1 strips j0.. (k_pad x 16 each) -> L0B ZN for a k_pad x ns part: one transposing load
     per 16-column strip, its k_pad/C0 fractals spread NB apart (dst_gap = NB - 1)."""
     t = q.alloc_tensor(b1.dtype)
@@ -262,13 +262,13 @@ def matmul_kernel(a: asc.GlobalAddress, b: asc.GlobalAddress, c: asc.GlobalAddre
             k0 = kc * base_k
             kt = min(base_k, k - k0)
             k_pad = (kt + c0 - 1) // c0 * c0
-            a1 = _copy_a(qa1, ag, zg, m0 * k + k0, mt, kt, k, m16, c0)
+            a1 = copy_a_nz(qa1, ag, zg, m0 * k + k0, mt, kt, k, m16, c0)
             b1 = _copy_b(qb1, bg, zg, k0 * n + n0, kt, nt, n, k_pad)
-            a2 = _load_a(qa2, a1, m16, kt, c0)
+            a2 = load_a_zz(qa2, a1, m16, kt, c0)
             qa1.free_tensor(a1)
             for j in range(0, nt, l0_n):
                 ns = min(l0_n, nt - j)
-                b2 = _load_b(qb2, b1, j // 16, ns, k_pad, c0)
+                b2 = load_b_zn(qb2, b1, j // 16, ns, k_pad, c0)
                 asc.mmad(cl[j * m16:], a2, b2,
                          asc.MmadParams(m=mt, n=ns, k=kt, unit_flag=0, cmatrix_source=False,
                                         cmatrix_init_val=kc == 0))

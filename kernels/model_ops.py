@@ -6,7 +6,8 @@ importing this module. Each implementation accepts a node only in the cases its 
 
 | device op | kernel |
 |---|---|
-| Conv (2-D, group 1, float32), fused Add/Sum/Relu | kernels.conv2d: img2col + matmul + epilogue |
+| Conv (2-D, group 1, float32), fused Add/Sum/Relu | kernels.conv2d: img2col + conv matmul |
+|   | (bias, ReLU in the fixpipe) + a residual epilogue |
 | MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool (float32, 4-D) | kernels.pool |
 | MatMul (A: ... x K, B: K x N 2-D; float32/float16 in, float32 out) | kernels.matmul |
 | Gemm (normalised by ATC: A @ B + bias) | kernels.matmul + kernels.eltwise row broadcast |
@@ -74,15 +75,14 @@ class Conv(_Op):
                                 a.get("pads", 0), a.get("dilations", 1))
         if not t.direct and t.col_elems * 4 > specs.workspace_bytes:
             raise ValueError(f"workspace {specs.workspace_bytes} < img2col {t.col_elems * 4}")
-        wmat, bias = _conv.conv_weights(specs.consts[1], specs.consts.get(2), t)
-        return (t, rt.to_device(wmat), None if bias is None else rt.to_device(bias),
-                _zeros(t.mm.zeros_len), node.get("fusion") or {})
+        wmat = _conv.conv_weights(specs.consts[1], specs.consts.get(2), t)
+        return t, rt.to_device(wmat), _zeros(t.mm.zeros_len), node.get("fusion") or {}
 
     def launch(self, node, state, ins, outs, workspace, stream):
-        t, wmat, bias, zeros, fusion = state
+        t, wmat, zeros, fusion = state
         col = None if workspace is None else \
             rt.DeviceArray((workspace.nbytes // 4,), np.float32, workspace.ptr)
-        _conv.launch_conv2d(ins[0], wmat, outs[0], col, zeros, t, stream, bias=bias,
+        _conv.launch_conv2d(ins[0], wmat, outs[0], col, zeros, t, stream,
                             residual=ins[3] if fusion.get("residual") else None,
                             relu=fusion.get("relu", False), out=outs[-1])
 

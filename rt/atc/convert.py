@@ -6,7 +6,8 @@ node whose inputs are all constants runs once here, on the AI CPU implementation
 BatchNormalization folded into the Conv before it, Gemm with constant B normalised (B transposed
 to K x N, alpha and beta folded), dead nodes removed, a static memory plan for the activations and
 node workspaces (first fit by size over lifetimes: tensors that are never live at the same time
-share bytes), then the file (rt/graph/format.py).
+share bytes; the outputs of a Conv's Relu/Add/Sum chain are live from the Conv on, as rt.model
+runs the chain as one node), then the file (rt/graph/format.py).
 """
 from __future__ import annotations
 
@@ -378,6 +379,20 @@ def plan_memory(g: Graph, order: list[dict]) -> tuple[int, dict, dict, int]:
         for t in n["inputs"]:
             if t in first:
                 last[t] = i
+    # Conv -> Relu / Add / Sum chains run as one node on the AI Core (rt.model's load-time
+    # fusion, as ATC plans after its fusion passes): the chain's outputs are written while the
+    # Conv still reads its input and workspace, so they are live from the Conv on
+    conv = None
+    for i, n in enumerate(order):
+        if n["op"] == "Conv":
+            conv = i
+        elif conv is not None and n["op"] in ("Relu", "Add", "Sum") and \
+                set(order[i - 1]["outputs"]) & set(n["inputs"]):
+            for o in n["outputs"]:
+                if o in first:
+                    first[o] = min(first[o], conv)
+        else:
+            conv = None
     for t in first:
         shape, dt = g.specs[t]
         items.append((align(max(math.prod(shape) * np.dtype(dt).itemsize, 1)), first[t],

@@ -22,20 +22,19 @@ def _run_conv(x, w, b, t, interpret, residual=None, relu=False, checked=False):
     """launch_conv2d with NaN-filled col, y and out (stale memory must never leak through)."""
     rt.ensure_device()
     s = rt.Stream()
-    wmat, bias = C.conv_weights(w, b, t)
-    xd, wd = rt.to_device(x), rt.to_device(wmat)
-    bd = None if bias is None else rt.to_device(bias)
+    xd, wd = rt.to_device(x), rt.to_device(C.conv_weights(w, b, t))
     col = rt.to_device(np.full(t.col_elems, np.nan, np.float32))
     y = rt.to_device(np.full((t.n, t.oc, t.oh, t.ow), np.nan, np.float32))
     out = rt.to_device(np.full((t.n, t.oc, t.oh, t.ow), np.nan, np.float32))
     zeros = rt.device_zeros((max(t.mm.zeros_len, 16),), np.float32)
     rd = None if residual is None else rt.to_device(residual)
     opts = {"checked": True} if checked else {}
-    C.launch_conv2d(xd, wd, y, col, zeros, t, s, bias=bd, residual=rd, relu=relu, out=out,
+    C.launch_conv2d(xd, wd, y, col, zeros, t, s, residual=rd, relu=relu, out=out,
                     interpret=interpret, **opts)
     s.synchronize()
-    fused = residual is not None or relu or (t.direct and b is not None)
-    return col.copy_to_host(), (out if fused else y).copy_to_host()
+    # without a residual the matmul writes out itself (bias in the matmul, ReLU in the fixpipe)
+    assert residual is not None or np.isnan(y.copy_to_host()).all()
+    return col.copy_to_host(), out.copy_to_host()
 
 
 CASES = [   # x shape, w shape, stride, padding, dilation
@@ -72,7 +71,10 @@ def test_img2col_and_conv_match_numpy(interpret, shape, w_shape, stride, pad, di
 
 
 @pytest.mark.parametrize("shape,oc", [((1, 16, 8, 8), 32), ((2, 5, 7, 9), 3),
-                                      ((1, 24, 3, 3), 130)])
+                                      ((1, 24, 3, 3), 130),
+                                      ((1, 128, 3, 5), 20),   # the ones row alone in a K chunk
+                                      ((1, 127, 2, 3), 17),   # ... last in a full chunk
+                                      ((1, 20, 17, 19), 33)])  # 2 N tiles, the second ragged
 @pytest.mark.parametrize("with_bias", [True, False])
 def test_direct_1x1_path(interpret, shape, oc, with_bias):
     rng = np.random.default_rng(shape[1] + oc)
@@ -80,9 +82,10 @@ def test_direct_1x1_path(interpret, shape, oc, with_bias):
     w = rng.standard_normal((oc, shape[1], 1, 1)).astype(np.float32)
     b = rng.standard_normal(oc).astype(np.float32) if with_bias else None
     t = C.conv2d_tiling(shape, w.shape)
-    assert t.direct and t.mm.k == shape[1]
-    wmat, bias = C.conv_weights(w, b, t)
-    assert wmat.shape == (oc, shape[1]) and (bias is None) == (b is None)
+    assert t.direct and t.mm.k == shape[1] + 1          # + the ones row the matmul adds in L1
+    wmat = C.conv_weights(w, b, t)
+    assert wmat.shape == (oc, shape[1] + 1)
+    np.testing.assert_array_equal(wmat[:, -1], 0 if b is None else b)
     _, y = _run_conv(x, w, b, t, interpret)
     np.testing.assert_allclose(y, C.conv2d_reference(x, w, b), rtol=1e-4, atol=1e-4)
 
@@ -101,6 +104,36 @@ def test_fused_epilogue(interpret, shape, w_shape, pad, use_res, relu):
     ref = C.conv2d_reference(x, w, b, 1, pad) + (0 if res is None else res)
     np.testing.assert_allclose(y, np.maximum(ref, 0) if relu else ref, rtol=1e-4, atol=1e-4)
     assert not relu or (y >= 0).all()
+
+
+@pytest.mark.parametrize("w_shape,pad", [((7, 6, 3, 3), 1), ((5, 6, 1, 1), 0)])
+def test_relu_output_over_what_the_matmul_reads(interpret, w_shape, pad):
+    """out sharing bytes with the img2col workspace (3x3) or with x (direct 1x1), as a memory
+    plan may place them: the matmul must not write out while it still reads them, so it writes
+    y and the epilogue applies the ReLU into out."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((1, 6, 9, 8)).astype(np.float32)
+    w = rng.standard_normal(w_shape).astype(np.float32)
+    b = rng.standard_normal(w_shape[0]).astype(np.float32)
+    t = C.conv2d_tiling(x.shape, w_shape, 1, pad)
+    rt.ensure_device()
+    s = rt.Stream()
+    n_out = t.oc * t.oh * t.ow
+    src = np.concatenate([x.ravel(), np.zeros(max(t.col_elems, n_out), np.float32)]) \
+        if t.direct else np.full(max(t.col_elems, n_out), np.nan, np.float32)
+    buf = rt.to_device(src)       # x (direct) or col, and out at its start
+    xd = rt.DeviceArray(x.shape, np.float32, buf.ptr) if t.direct else rt.to_device(x)
+    col = None if t.direct else buf
+    out = rt.DeviceArray((1, t.oc, t.oh, t.ow), np.float32, buf.ptr)
+    y = rt.to_device(np.full((1, t.oc, t.oh, t.ow), np.nan, np.float32))
+    zeros = rt.device_zeros((max(t.mm.zeros_len, 16),), np.float32)
+    C.launch_conv2d(xd, rt.to_device(C.conv_weights(w, b, t)), y, col, zeros, t, s, relu=True,
+                    out=out, interpret=interpret)
+    s.synchronize()
+    ref = np.maximum(C.conv2d_reference(x, w, b, 1, pad), 0)
+    np.testing.assert_allclose(out.copy_to_host(), ref, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(y.copy_to_host(), C.conv2d_reference(x, w, b, 1, pad), rtol=1e-4,
+                               atol=1e-4)
 
 
 @pytest.mark.parametrize("rows,p,oc", [(3, 5000, 3), (70, 49, 35), (16, 64, 16)])

@@ -62,7 +62,7 @@ def _col(x, t, interpret):
     col = rt.to_device(np.full(t.col_elems, np.nan, np.float32))
     y = rt.device_empty((t.n, t.oc, t.oh, t.ow), np.float32)
     zeros = rt.device_zeros((max(t.mm.zeros_len, 16),), np.float32)
-    launch_conv2d(rt.to_device(x), rt.to_device(conv_weights(w, None, t)[0]), y, col, zeros, t,
+    launch_conv2d(rt.to_device(x), rt.to_device(conv_weights(w, None, t)), y, col, zeros, t,
                   s, interpret=interpret)
     s.synchronize()
     return col.copy_to_host()[:t.k_rows * t.oh * t.ow].reshape(t.k_rows, -1)

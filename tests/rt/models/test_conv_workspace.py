@@ -85,4 +85,4 @@ def test_model_with_workspace_free_1x1_conv_runs_on_the_ai_core(tmp_path):
     np.testing.assert_allclose(y, ReferenceEvaluator(m).run(None, {"x": x})[0],
                                rtol=1e-4, atol=1e-5)
     names = {r.name for r in prof.records if r.kind == "kernel"}
-    assert "conv1 (matmul_kernel)" in names and "conv1 (img2col_kernel)" not in names
+    assert "conv1 (conv_matmul_kernel)" in names and "conv1 (img2col_kernel)" not in names
