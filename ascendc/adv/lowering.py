@@ -14,6 +14,7 @@ must be compile-time constants here and are checked while compiling.
 from __future__ import annotations
 
 import ast
+import copy
 
 from ..compiler.frontend import attr_chain as _chain, is_asc_module, keyword_fields
 from ..lang.enums import TPosition
@@ -23,7 +24,7 @@ from .matmul import NO_BIAS, SUPPORTED_METHODS, type_error
 from .mmkernel import (mm_get_tensor_c, mm_get_tensor_c_gm, mm_iterate, mm_iterate_all,
                        mm_iterate_batch, mm_register)
 from .quant import quant_per_tensor
-from . import activation, flashsoftmax, norm
+from . import activation, flashsoftmax, kfclower, norm
 from .mmconfig import CONFIG_CALLS
 from .names import PROVIDED, unsupported_message
 from .softmax import ARGS as _SOFTMAX_ARGS, lower_softmax, lower_softmax_tiling
@@ -153,22 +154,34 @@ def assign(rw, node):
         raise rw.err(node, "asc.adv.Matmul(...) must be assigned to one plain variable")
     name = node.targets[0].id
     b = _bind(rw, node.value, "asc.adv.Matmul", ("a", "b", "c", "bias", "matmul_config"), 3)
-    elts, has_bias, c_gm = [], False, False
+    elts, has_bias, c_gm, dts = [], False, False, []
     for role in ("a", "b", "c", "bias"):
         v = b.get(role)
         if v is None or (isinstance(v, ast.Constant) and v.value is None):
             elts.append(ast.Tuple(elts=[ast.Constant(x) for x in NO_BIAS], ctx=ast.Load()))
+            dts.append(None)
             continue
         has_bias = has_bias or role == "bias"
         if role == "c":
             c_gm = _c_in_gm(rw, v)
+        dts.append(_dtype_node(rw, v))
         elts.append(matmul_type(rw, v, role) if is_adv_call(rw, v, "MatmulType")
                     else rw.visit(v))
     rw.gen.require_import(_ADV_IMPORT)
-    rw.ext_state("adv")[name] = {"bias": has_bias, "seen": set(), "c_gm": c_gm}
+    pz = kfclower.protos(rw, name, dts, has_bias)
+    rw.ext_state("adv")[name] = {"bias": has_bias, "seen": set(), "c_gm": c_gm,
+                                 "pz_none": isinstance(pz[0].value, ast.Constant)}
     rw.kinds[name] = MM
     return [_stmt(f"{name}__ty = _N_t", t=ast.Tuple(elts=elts, ctx=ast.Load())),
-            _stmt(f"{name} = _ADV.new_state()")]
+            _stmt(f"{name} = _ADV.new_state()")] + pz
+
+
+def _dtype_node(rw, v):
+    """The (rewritten) dtype expression of an inline MatmulType call, else None."""
+    if not is_adv_call(rw, v, "MatmulType"):
+        return None
+    node = v.args[2] if len(v.args) > 2 else {k.arg: k.value for k in v.keywords}.get("dtype")
+    return rw.visit(copy.deepcopy(node)) if node is not None else None
 
 
 def _c_in_gm(rw, v):
@@ -239,7 +252,8 @@ def _register(rw, call):
         rw.ext_state("adv")[name]["seen"].add("ws")
     if tiling is not None and not (isinstance(tiling, ast.Constant) and tiling.value is None):
         out += _init(rw, name, tiling, ast.Name(id=f"{name}__pipe", ctx=ast.Load()))
-    return out
+        return out + kfclower.server(rw, name, rw.ext_state("adv")[name])
+    return out + kfclower.need_tiling(name)
 
 
 def _init(rw, name, tiling, pipe):
@@ -248,8 +262,8 @@ def _init(rw, name, tiling, pipe):
     has_bias = f"{name}__ty[3][0] >= 0"
     return [_stmt(f"{name}__t = _ADV.tiling_norm(_N_t)", t=rw.visit(tiling)),
             _stmt(f"_ADV.mm_check_tiling({name}__t, {name}__ty[0][2], {has_bias})"),
-            _stmt(f"{name}__q = {helper}(_ctx, _N_p, {name}__t, {name}__ty[0][2], {has_bias})",
-                  p=pipe),
+            *kfclower.queues(name, _stmt(f"{name}__q = {helper}(_ctx, _N_p, {name}__t, "
+                                         f"{name}__ty[0][2], {has_bias})", p=pipe)),
             _stmt(f"{name}[{C.S_INIT}] = 1")]
 
 
@@ -322,7 +336,7 @@ def _method(rw, call, name, m):
     if m in ("iterate_all", "iterate_batch"):
         return _iterate_all(rw, call, name, mm, m)
     if m == "end":
-        return []
+        return kfclower.end(name, mm["seen"])
     if m == "get_tensor_c":
         return _get_tensor_c(rw, call, name, mm)
     if m == "iterate":          # one tile, the result unused
@@ -375,10 +389,12 @@ def _iterate_all(rw, call, name, mm, m="iterate_all"):
                      sw=plan_args[2], sa=plan_args[3], sb=plan_args[4])
         run = _stmt(f"{helper}(_ctx, {name}__q, {name}__t, {name}, {name}__a, {name}__b, {bias}, "
                     f"{name}__c, {name}__plan)")
-        return [_stmt(f"{name}__c = _N_c", c=c)] + fallback + [check, plan, run]
+        run = kfclower.client(name, 2, api, [run], f"{name}__c", bias, plan=f"{name}__plan")
+        return [_stmt(f"{name}__c = _N_c", c=c)] + fallback + [check, plan] + run
     run = _stmt(f"{helper}(_ctx, {name}__q, {name}__t, {name}, {name}__a, {name}__b, {bias}, "
                 f"{name}__c)")
-    return [_stmt(f"{name}__c = _N_c", c=c)] + fallback + [check, run]
+    run = kfclower.client(name, 1, api, [run], f"{name}__c", bias)
+    return [_stmt(f"{name}__c = _N_c", c=c)] + fallback + [check] + run
 
 
 def method_value(rw, call, kind, m):
@@ -399,11 +415,15 @@ def method_value(rw, call, kind, m):
                            f"{len(call.args)} positional arguments")
     helper, _ = rw.helper(mm_iterate, (OTHER, OTHER, OTHER, T, T, T))
     bias = f"{name}__bias" if "bias" in mm["seen"] else f"{name}__a"
-    # the check runs first (arguments are evaluated left to right), then the tile
+    # the checks run first (arguments are evaluated left to right), then the tile (a client:
+    # the server's, kfc.py)
+    run = kfclower.iterate_value(name, not mm["c_gm"], bias,
+                                 f"{helper}(_ctx, {name}__q, {name}__t, {name}, {name}__a, "
+                                 f"{name}__b, {bias})")
     return _expr(f"_ADV.second(_ADV.mm_check_tile({name}, {name}__t, {name}__ty[0][2], "
                  f"{name}__ty[1][2], {name}__ty[2][2], {name}__ty[0][3], {name}__ty[1][3], "
-                 f"{name}__a, {name}__b), {helper}(_ctx, {name}__q, {name}__t, {name}, "
-                 f"{name}__a, {name}__b, {bias}))")
+                 f"{name}__a, {name}__b), _ADV.second(_KFC.check_not_server(_ctx, "
+                 f"'asc.adv.Matmul.iterate'), {run}))")
 
 
 def _need(rw, call, api, mm, ws=True):
@@ -439,16 +459,22 @@ def _get_tensor_c(rw, call, name, mm):
     if c_gm:
         seq = _arg(rw, call, 2, ("en_sequential_write",), ast.Constant(False))
         helper, _ = rw.helper(mm_get_tensor_c_gm, (OTHER, OTHER, OTHER, T, OTHER, OTHER))
-        return [check_atomic,
-                _stmt(f"_ADV.mm_check_get_c_gm({name}, {name}__ty[2][2], _N_d)", d=dst),
-                _stmt(f"{helper}(_ctx, {name}__q, {name}__t, {name}, _N_d, {name}__ty[0][2], "
-                      f"bool(_N_s))", d=dst, s=seq)]
+        rw.gen.require_import(kfclower.KFC_IMPORT)
+        return [check_atomic, _stmt(f"{name}__d = _N_d", d=dst), _stmt(f"{name}__sq = _N_s", s=seq),
+                _stmt(f"_ADV.mm_check_get_c_gm({name}, {name}__ty[2][2], {name}__d)")] + \
+            kfclower.client(name, 4, api, [
+                _stmt(f"{helper}(_ctx, {name}__q, {name}__t, {name}, {name}__d, "
+                      f"{name}__ty[0][2], bool({name}__sq))")], f"{name}__d",
+                seq=f"bool({name}__sq)")
     helper, _ = rw.helper(mm_get_tensor_c, (OTHER, OTHER, OTHER, GA, T, OTHER))
+    rw.gen.require_import(kfclower.KFC_IMPORT)
+    local = _stmt(f"if _KFC.role(_ctx) == 1:\n    {kfclower.ws_to_local(rw, name, '_N_d')}\n"
+                  f"else:\n    {helper}(_ctx, {name}__q, {name}__t, {name}, "
+                  f"_ADV.ws_as({name}__ws, _N_d), _N_d, {name}__ty[0][2])", d=dst)
     return [check_atomic,
             _stmt(f"_ADV.mm_check_get_c({name}, {name}__t, {name}__ty[2][2], "
                   f"_ADV.ws_as({name}__ws, _N_d), _N_d, _N_d.size)", d=dst),
-            _stmt(f"{helper}(_ctx, {name}__q, {name}__t, {name}, _ADV.ws_as({name}__ws, _N_d), "
-                  f"_N_d, {name}__ty[0][2])", d=dst)]
+            _stmt(f"_KFC.check_not_server(_ctx, {api!r})"), local]
 
 
 def _new_tiling(rw, call):

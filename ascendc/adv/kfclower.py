@@ -1,0 +1,147 @@
+"""Compiling the Matmul client/server pair of a MIX kernel (kfc.py) into a kernel's code.
+
+lowering.py calls these while rewriting a Matmul's statements; every piece is a run-time branch
+on the core's part (`_KFC.role(_ctx)`: 1 client, 2 server, 0 neither), so one binary serves a
+MIX launch and any other. For `mm`:
+  mm__pz    empty GM arrays of A's, B's, C's and the bias's dtypes (the MatmulTypes' dtype
+            expressions, evaluated where the Matmul is built): the server rebuilds the GM operands
+            of a message with them
+  at register_matmul (with a tiling), on the server: the loop of kfc.py's module doc, then
+            `return` (the AIC leaves the function that registered the Matmul)
+  each call (iterate_all, iterate_batch, iterate, get_tensor_c, end), on a client: the message.
+"""
+from __future__ import annotations
+
+import ast
+
+from . import checks as C
+from . import kfc as K
+from .kfc import kfc_tile_to_ws, kfc_ws_to_local
+from .mmkernel import mm_get_tensor_c_gm, mm_iterate, mm_iterate_all, mm_iterate_batch
+
+KFC_IMPORT = "from ascendc.adv import kfc as _KFC"
+_NOPLAN = "(0, 0, 0, 0, 0, 0)"
+
+
+def _parse(src):
+    return ast.fix_missing_locations(ast.parse(src)).body
+
+
+def protos(rw, name, dtypes, has_bias):
+    """`mm__pz = (...)` from the dtype AST nodes of A, B, C (and bias) of inline MatmulTypes
+    (None when one is not inline: such a Matmul cannot be served, see `server`)."""
+    rw.gen.require_import(KFC_IMPORT)
+    if any(d is None for d in dtypes[:3]) or (has_bias and dtypes[3] is None):
+        return _parse(f"{name}__pz = None")
+    elts = [ast.Call(func=ast.parse("_KFC.proto", mode="eval").body, args=[d], keywords=[])
+            for d in dtypes[:3]]
+    if has_bias:
+        elts.append(ast.Call(func=ast.parse("_KFC.proto", mode="eval").body, args=[dtypes[3]],
+                             keywords=[]))
+    else:
+        elts.append(ast.parse("_ADV.no_bias(_KFC.proto(0))", mode="eval").body)
+        elts[-1].args[0].args = [dtypes[0]]
+    node = ast.Assign(targets=[ast.Name(id=f"{name}__pz", ctx=ast.Store())],
+                      value=ast.Tuple(elts=elts, ctx=ast.Load()))
+    return [ast.fix_missing_locations(node)]
+
+
+def queues(name, make):
+    """`mm__q`: the cube buffers from the pipe (`make`, a statement), none on a client."""
+    head = _parse(f"if _KFC.role(_ctx) == {K.CLIENT}:\n    {name}__q = _KFC.no_queues(_ctx)\n"
+                  f"else:\n    pass")[0]
+    head.orelse = [make]
+    return [head]
+
+
+def server(rw, name, mm):
+    """The server loop at register_matmul (module doc)."""
+    from ..lang.surface import OTHER, T
+    if mm.get("pz_none"):
+        return _parse("_KFC.check_not_server(_ctx, 'asc.adv.register_matmul (its MatmulTypes "
+                      "must be written inline in asc.adv.Matmul(...) to be served)')")
+    h_all, _ = rw.helper(mm_iterate_all, (OTHER, OTHER, OTHER, T, T, T, T))
+    h_batch, _ = rw.helper(mm_iterate_batch, (OTHER, OTHER, OTHER, T, T, T, T, OTHER))
+    h_it, _ = rw.helper(mm_iterate, (OTHER, OTHER, OTHER, T, T, T))
+    h_gc, _ = rw.helper(mm_get_tensor_c_gm, (OTHER, OTHER, OTHER, T, OTHER, OTHER))
+    n = name
+    v = {"a": f"_KFC.operand({n}__m, {K.W_A}, {n}__pz[0])",
+         "b": f"_KFC.operand({n}__m, {K.W_B}, {n}__pz[1])",
+         "bias": f"_KFC.operand({n}__m, {K.W_BIAS}, {n}__pz[3])",
+         "c": f"_KFC.operand({n}__m, {K.W_C}, {n}__pz[2])"}
+    args = f"_ctx, {n}__q, {n}__t, {n}__s, {v['a']}, {v['b']}, {v['bias']}"
+    if "ws" in mm["seen"]:
+        from ..lang.surface import GA
+        h_ws, _ = rw.helper(kfc_tile_to_ws, (OTHER, OTHER, OTHER, GA, OTHER, OTHER))
+        to_ws = (f"            if {n}__more and {n}__m[{2 + K.W_LOCAL}] == 1:\n"
+                 f"                {h_ws}(_ctx, {n}__q, {n}__t, {n}__s, "
+                 f"_ADV.ws_as({n}__ws, {n}__pz[2]), {n}__m[{2 + K.W_BLK}], {n}__ty[0][2])\n")
+    else:
+        to_ws = ""
+    src = (
+        f"if _KFC.role(_ctx) == {K.SERVER}:\n"
+        f"    while True:\n"
+        f"        {n}__m = _KFC.server_recv(_ctx)\n"
+        f"        if {n}__m[0] < 0:\n"
+        f"            break\n"
+        f"        {n}__s = _KFC.state_of({n}__m)\n"
+        f"        {n}__op = {n}__m[{2 + K.W_OP}]\n"
+        f"        {n}__v = 0\n"
+        f"        if {n}__op == {K.ITERATE_ALL}:\n"
+        f"            {h_all}({args}, {v['c']})\n"
+        f"        elif {n}__op == {K.ITERATE_BATCH}:\n"
+        f"            {h_batch}({args}, {v['c']}, _KFC.plan_of({n}__m))\n"
+        f"        elif {n}__op == {K.ITERATE}:\n"
+        f"            {n}__more = {h_it}({args})\n"
+        f"{to_ws}"
+        f"            {n}__v = {n}__s[{C.S_ITER}] if {n}__more else -1\n"
+        f"        elif {n}__op == {K.GET_C_GM}:\n"
+        f"            {h_gc}(_ctx, {n}__q, {n}__t, {n}__s, {v['c']}, {n}__ty[0][2], "
+        f"{n}__m[{2 + K.W_SEQ}] == 1)\n"
+        f"        if {n}__op != {K.END}:\n"
+        f"            _KFC.server_reply(_ctx, {n}__m[0], {n}__v)\n"
+        f"    return\n")
+    return _parse(src)
+
+
+def need_tiling(name):
+    """register_matmul without a tiling: a served Matmul cannot start."""
+    return _parse("_KFC.need_tiling(_ctx)")
+
+
+def client(name, op, api, run, c=None, bias=None, seq="False", plan=_NOPLAN, answer=True):
+    """A Matmul call on a client (a message) or elsewhere (`run`, statements; an error on the
+    server)."""
+    a = f"{name}__a"
+    b = f"{name}__b"
+    c = c or a
+    bias = bias or a
+    head = _parse(f"_KFC.check_not_server(_ctx, {api!r})\n"
+                  f"if _KFC.role(_ctx) == {K.CLIENT}:\n"
+                  f"    _KFC.client_call(_ctx, _KFC.message(_ctx, {op}, {name}, {a}, {b}, "
+                  f"{bias}, {c}, {seq}, False, {plan}), {answer})\n"
+                  f"else:\n    pass")
+    head[1].orelse = run
+    return head
+
+
+def end(name, seen):
+    """`mm.end()`: a client posts its End message (no answer)."""
+    a = f"{name}__a" if "a" in seen else name
+    b = f"{name}__b" if "b" in seen else name
+    return _parse(f"if _KFC.role(_ctx) == {K.CLIENT}:\n"
+                  f"    _KFC.client_call(_ctx, _KFC.message(_ctx, {K.END}, {name}, {a}, {b}, "
+                  f"{a}, {a}, False, False, {_NOPLAN}), False)")
+
+
+def iterate_value(name, local, bias, run):
+    """`mm.iterate()` as a value: the client's call, or `run` (an expression string)."""
+    return (f"(_KFC.client_iterate(_ctx, {name}, {name}__a, {name}__b, {bias}, {local}) "
+            f"if _KFC.role(_ctx) == {K.CLIENT} else {run})")
+
+
+def ws_to_local(rw, name, dst):
+    """get_tensor_c(local) on a client: its workspace slot -> dst (kfc_ws_to_local)."""
+    from ..lang.surface import GA, OTHER, T
+    h, _ = rw.helper(kfc_ws_to_local, (OTHER, GA, T))
+    return f"{h}(_ctx, {name}__t, _ADV.ws_as({name}__ws, {dst}), {dst})"
