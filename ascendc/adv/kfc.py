@@ -125,8 +125,8 @@ def message(ctx, op, st, a, b, bias, c, seq, local, plan):
     m[W_C], m[W_C + 1] = c.ctypes.data, c.size
     m[W_SEQ] = 1 if seq else 0
     m[W_LOCAL] = 1 if local else 0
-    for i in range(6):
-        m[W_PLAN + i] = plan[i]
+    m[W_PLAN], m[W_PLAN + 1], m[W_PLAN + 2] = plan[0], plan[1], plan[2]
+    m[W_PLAN + 3], m[W_PLAN + 4], m[W_PLAN + 5] = plan[3], plan[4], plan[5]
     return m
 
 

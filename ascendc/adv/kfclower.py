@@ -3,9 +3,8 @@
 lowering.py calls these while rewriting a Matmul's statements; every piece is a run-time branch
 on the core's part (`_KFC.role(_ctx)`: 1 client, 2 server, 0 neither), so one binary serves a
 MIX launch and any other. For `mm`:
-  mm__pz    empty GM arrays of A's, B's, C's and the bias's dtypes (the MatmulTypes' dtype
-            expressions, evaluated where the Matmul is built): the server rebuilds the GM operands
-            of a message with them
+  mm__pz    empty GM arrays of A's, B's, C's and the bias's dtypes (carried by the MatmulTypes,
+            lowering.matmul_type): the server rebuilds the GM operands of a message with them
   at register_matmul (with a tiling), on the server: the loop of kfc.py's module doc, then
             `return` (the AIC leaves the function that registered the Matmul)
   each call (iterate_all, iterate_batch, iterate, get_tensor_c, end), on a client: the message.
@@ -27,23 +26,12 @@ def _parse(src):
     return ast.fix_missing_locations(ast.parse(src)).body
 
 
-def protos(rw, name, dtypes, has_bias):
-    """`mm__pz = (...)` from the dtype AST nodes of A, B, C (and bias) of inline MatmulTypes
-    (None when one is not inline: such a Matmul cannot be served, see `server`)."""
+def protos(rw, name, has_bias):
+    """`mm__pz`: the empty GM arrays of A's, B's, C's and the bias's dtypes, from the Matmul's
+    types (lowering.matmul_type's 6th element)."""
     rw.gen.require_import(KFC_IMPORT)
-    if any(d is None for d in dtypes[:3]) or (has_bias and dtypes[3] is None):
-        return _parse(f"{name}__pz = None")
-    elts = [ast.Call(func=ast.parse("_KFC.proto", mode="eval").body, args=[d], keywords=[])
-            for d in dtypes[:3]]
-    if has_bias:
-        elts.append(ast.Call(func=ast.parse("_KFC.proto", mode="eval").body, args=[dtypes[3]],
-                             keywords=[]))
-    else:
-        elts.append(ast.parse("_ADV.no_bias(_KFC.proto(0))", mode="eval").body)
-        elts[-1].args[0].args = [dtypes[0]]
-    node = ast.Assign(targets=[ast.Name(id=f"{name}__pz", ctx=ast.Store())],
-                      value=ast.Tuple(elts=elts, ctx=ast.Load()))
-    return [ast.fix_missing_locations(node)]
+    bias = f"{name}__ty[3][5]" if has_bias else f"_ADV.no_bias({name}__ty[0][5])"
+    return _parse(f"{name}__pz = ({name}__ty[0][5], {name}__ty[1][5], {name}__ty[2][5], {bias})")
 
 
 def queues(name, make):
@@ -57,9 +45,6 @@ def queues(name, make):
 def server(rw, name, mm):
     """The server loop at register_matmul (module doc)."""
     from ..lang.surface import OTHER, T
-    if mm.get("pz_none"):
-        return _parse("_KFC.check_not_server(_ctx, 'asc.adv.register_matmul (its MatmulTypes "
-                      "must be written inline in asc.adv.Matmul(...) to be served)')")
     h_all, _ = rw.helper(mm_iterate_all, (OTHER, OTHER, OTHER, T, T, T, T))
     h_batch, _ = rw.helper(mm_iterate_batch, (OTHER, OTHER, OTHER, T, T, T, T, OTHER))
     h_it, _ = rw.helper(mm_iterate, (OTHER, OTHER, OTHER, T, T, T))

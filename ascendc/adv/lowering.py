@@ -14,7 +14,6 @@ must be compile-time constants here and are checked while compiling.
 from __future__ import annotations
 
 import ast
-import copy
 
 from ..compiler.frontend import attr_chain as _chain, is_asc_module, keyword_fields
 from ..lang.enums import TPosition
@@ -96,7 +95,8 @@ def _constant(rw, node):
 
 
 def matmul_type(rw, call, role="operand"):
-    """asc.adv.MatmulType(...) -> a tuple (position, format, sizeof(dtype), is_trans, layout)."""
+    """asc.adv.MatmulType(...) -> a tuple (position, format, sizeof(dtype), is_trans, layout,
+    an empty GM array of the dtype: what a MIX kernel's AIC types the GM operands with, kfc.py)."""
     b = _bind(rw, call, "asc.adv.MatmulType", ("position", "format", "dtype", "is_trans",
                                                 "layout"), 3)
     try:
@@ -110,11 +110,15 @@ def matmul_type(rw, call, role="operand"):
     if msg:
         raise rw.err(call, msg)
     trans = rw.visit(b["is_trans"]) if "is_trans" in b else ast.Constant(False)
-    size = ast.Call(func=_expr("_D.sizeof"), args=[rw.visit(b["dtype"])], keywords=[])
+    dtype = rw.visit(b["dtype"])
+    size = ast.Call(func=_expr("_D.sizeof"), args=[dtype], keywords=[])
+    rw.gen.require_import(kfclower.KFC_IMPORT)
     return ast.Tuple(elts=[ast.Constant(int(pos)), ast.Constant(int(fmt)), size,
                            ast.Call(func=ast.Name(id="bool", ctx=ast.Load()), args=[trans],
                                     keywords=[]),
-                           ast.Constant(int(layout))], ctx=ast.Load())
+                           ast.Constant(int(layout)),
+                           ast.Call(func=_expr("_KFC.proto"), args=[dtype], keywords=[])],
+                     ctx=ast.Load())
 
 
 def expression(rw, call, chain):
@@ -154,34 +158,23 @@ def assign(rw, node):
         raise rw.err(node, "asc.adv.Matmul(...) must be assigned to one plain variable")
     name = node.targets[0].id
     b = _bind(rw, node.value, "asc.adv.Matmul", ("a", "b", "c", "bias", "matmul_config"), 3)
-    elts, has_bias, c_gm, dts = [], False, False, []
+    elts, has_bias, c_gm = [], False, False
     for role in ("a", "b", "c", "bias"):
         v = b.get(role)
         if v is None or (isinstance(v, ast.Constant) and v.value is None):
             elts.append(ast.Tuple(elts=[ast.Constant(x) for x in NO_BIAS], ctx=ast.Load()))
-            dts.append(None)
             continue
         has_bias = has_bias or role == "bias"
         if role == "c":
             c_gm = _c_in_gm(rw, v)
-        dts.append(_dtype_node(rw, v))
         elts.append(matmul_type(rw, v, role) if is_adv_call(rw, v, "MatmulType")
                     else rw.visit(v))
     rw.gen.require_import(_ADV_IMPORT)
-    pz = kfclower.protos(rw, name, dts, has_bias)
-    rw.ext_state("adv")[name] = {"bias": has_bias, "seen": set(), "c_gm": c_gm,
-                                 "pz_none": isinstance(pz[0].value, ast.Constant)}
+    pz = kfclower.protos(rw, name, has_bias)
+    rw.ext_state("adv")[name] = {"bias": has_bias, "seen": set(), "c_gm": c_gm}
     rw.kinds[name] = MM
     return [_stmt(f"{name}__ty = _N_t", t=ast.Tuple(elts=elts, ctx=ast.Load())),
             _stmt(f"{name} = _ADV.new_state()")] + pz
-
-
-def _dtype_node(rw, v):
-    """The (rewritten) dtype expression of an inline MatmulType call, else None."""
-    if not is_adv_call(rw, v, "MatmulType"):
-        return None
-    node = v.args[2] if len(v.args) > 2 else {k.arg: k.value for k in v.keywords}.get("dtype")
-    return rw.visit(copy.deepcopy(node)) if node is not None else None
 
 
 def _c_in_gm(rw, v):
