@@ -412,7 +412,8 @@ class CrossCoreLaunch:
             def pick():
                 if qs[turn]:
                     return turn
-                if aivs[turn].state in (_DONE, _BLOCKED):
+                v = aivs[turn]       # finished, or blocked on a wait nothing has released yet
+                if v.state == _DONE or (v.state == _BLOCKED and not v.ready()):
                     for j in range(1, len(qs)):
                         if qs[(turn + j) % len(qs)]:
                             return (turn + j) % len(qs)

@@ -49,24 +49,28 @@ from ..lang.prims.crosscore import call_status as _status, flush_deferred as _fl
 from ..lang.prims.memops import voidptr
 from ..lang.state import STATE
 from .checks import NSTATE, S_BIAS, S_ITER
+from .tilingops import NFIELDS
 from .mmkernel import fixpipe_c, mm_tile_pos
 
 __all__ = ["CLIENT", "SERVER", "role", "proto", "message", "client_call", "client_iterate",
            "server_recv", "server_reply", "operand", "state_of", "plan_of", "no_queues",
-           "kfc_tile_to_ws", "kfc_ws_to_local", "check_not_server", "need_tiling", "ITERATE_ALL",
-           "ITERATE_BATCH", "ITERATE", "GET_C_GM", "END", "W_A", "W_B", "W_BIAS", "W_C",
+           "kfc_tile_to_ws", "kfc_ws_to_local", "check_not_server", "ITERATE_ALL",
+           "ITERATE_BATCH", "ITERATE", "GET_C_GM", "END", "INIT", "init_message", "tiling_of",
+           "no_tiling", "W_A", "W_B", "W_BIAS", "W_C",
            "W_SEQ", "W_LOCAL", "KFC_MODE"]
 
 CLIENT, SERVER = 1, 2                # CORE_STATE.kfc
-ITERATE_ALL, ITERATE_BATCH, ITERATE, GET_C_GM, END = 1, 2, 3, 4, 5   # message ops
+ITERATE_ALL, ITERATE_BATCH, ITERATE, GET_C_GM, END, INIT = 1, 2, 3, 4, 5, 6   # message ops
 # message words: op, the client's block_idx, the Matmul state, (address, elements) of A, B,
 # bias and C, en_sequential_write, C in a local tensor (iterate: fixpipe to the workspace), the
-# iterate_batch plan (checks.mm_batch_plan)
+# iterate_batch plan (checks.mm_batch_plan); an INIT message (init(tiling) after a
+# register_matmul without one) carries the tiling's fields
 W_OP, W_BLK, W_STATE = 0, 1, 2
 W_A = W_STATE + NSTATE
 W_B, W_BIAS, W_C = W_A + 2, W_A + 4, W_A + 6
 W_SEQ, W_LOCAL, W_PLAN = W_A + 8, W_A + 9, W_A + 10
-MSG_WORDS = W_PLAN + 6
+W_TILING = W_PLAN + 6
+MSG_WORDS = W_TILING + NFIELDS
 KFC_MODE = 3          # the mode of the hand-offs' rows in the NPU view (point to point)
 _PIPE_S, _PIPE_FIX = 0, 10
 _XSET, _XWAIT = trace.op("cross_core_set_flag"), trace.op("cross_core_wait_flag")
@@ -87,15 +91,6 @@ def check_not_server(ctx, api):
         fault("{}: in a MIX kernel the AIC serves the Matmul (register_matmul runs its server "
               "loop and returns), so Matmul calls must come from the AIVs, got a call on AIC {}",
               api, st.block_idx)
-        raise KernelError(FAULT)
-
-
-@prim
-def need_tiling(ctx):
-    """register_matmul without a tiling on the serving AIC: its Matmul cannot start."""
-    if ctx[STATE][0].kfc == SERVER:
-        fault("asc.adv.register_matmul: a tiling must be given in a MIX kernel (the AIC's server "
-              "initialises the Matmul from it), got tiling=None")
         raise KernelError(FAULT)
 
 
@@ -128,6 +123,31 @@ def message(ctx, op, st, a, b, bias, c, seq, local, plan):
     m[W_PLAN], m[W_PLAN + 1], m[W_PLAN + 2] = plan[0], plan[1], plan[2]
     m[W_PLAN + 3], m[W_PLAN + 4], m[W_PLAN + 5] = plan[3], plan[4], plan[5]
     return m
+
+
+@prim
+def init_message(ctx, st, t):
+    """An INIT message: the Matmul is initialised on the server from tiling record `t`."""
+    m = np.zeros(MSG_WORDS, np.int64)
+    m[W_OP] = INIT
+    m[W_BLK] = ctx[STATE][0].block_idx
+    for i in range(NSTATE):
+        m[W_STATE + i] = st[i]
+    for i in range(NFIELDS):
+        m[W_TILING + i] = t[i]
+    return m
+
+
+@prim
+def tiling_of(m):
+    """The tiling fields of a received INIT message (for tilingops.tiling_new)."""
+    return m[2 + W_TILING:2 + W_TILING + NFIELDS].copy()
+
+
+@prim
+def no_tiling():
+    """The fields of a tiling not received yet (a server waiting for its INIT message)."""
+    return np.zeros(NFIELDS, np.int64)
 
 
 @prim

@@ -5,8 +5,9 @@ on the core's part (`_KFC.role(_ctx)`: 1 client, 2 server, 0 neither), so one bi
 MIX launch and any other. For `mm`:
   mm__pz    empty GM arrays of A's, B's, C's and the bias's dtypes (carried by the MatmulTypes,
             lowering.matmul_type): the server rebuilds the GM operands of a message with them
-  at register_matmul (with a tiling), on the server: the loop of kfc.py's module doc, then
-            `return` (the AIC leaves the function that registered the Matmul)
+  at register_matmul, on the server: the loop of kfc.py's module doc, then `return` (the AIC
+            leaves the function that registered the Matmul); registered without a tiling, the
+            Matmul is initialised by the client's init(tiling) (an INIT message)
   each call (iterate_all, iterate_batch, iterate, get_tensor_c, end), on a client: the message.
 """
 from __future__ import annotations
@@ -16,7 +17,8 @@ import ast
 from . import checks as C
 from . import kfc as K
 from .kfc import kfc_tile_to_ws, kfc_ws_to_local
-from .mmkernel import mm_get_tensor_c_gm, mm_iterate, mm_iterate_all, mm_iterate_batch
+from .mmkernel import (mm_get_tensor_c_gm, mm_iterate, mm_iterate_all, mm_iterate_batch,
+                       mm_register)
 
 KFC_IMPORT = "from ascendc.adv import kfc as _KFC"
 _NOPLAN = "(0, 0, 0, 0, 0, 0)"
@@ -44,7 +46,8 @@ def queues(name, make):
 
 def server(rw, name, mm):
     """The server loop at register_matmul (module doc)."""
-    from ..lang.surface import OTHER, T
+    from ..lang.surface import OTHER, PIPE, T
+    h_reg, _ = rw.helper(mm_register, (PIPE, OTHER, OTHER, OTHER))
     h_all, _ = rw.helper(mm_iterate_all, (OTHER, OTHER, OTHER, T, T, T, T))
     h_batch, _ = rw.helper(mm_iterate_batch, (OTHER, OTHER, OTHER, T, T, T, T, OTHER))
     h_it, _ = rw.helper(mm_iterate, (OTHER, OTHER, OTHER, T, T, T))
@@ -83,15 +86,28 @@ def server(rw, name, mm):
         f"        elif {n}__op == {K.GET_C_GM}:\n"
         f"            {h_gc}(_ctx, {n}__q, {n}__t, {n}__s, {v['c']}, {n}__ty[0][2], "
         f"{n}__m[{2 + K.W_SEQ}] == 1)\n"
+        f"        elif {n}__op == {K.INIT}:\n"
+        f"            {n}__t = _ADV.tiling_norm(_ADV.tiling_new(_KFC.tiling_of({n}__m)))\n"
+        f"            _ADV.mm_check_tiling({n}__t, {n}__ty[0][2], {n}__ty[3][0] >= 0)\n"
+        f"            {n}__q = {h_reg}(_ctx, {n}__pipe, {n}__t, {n}__ty[0][2], "
+        f"{n}__ty[3][0] >= 0)\n"
         f"        if {n}__op != {K.END}:\n"
         f"            _KFC.server_reply(_ctx, {n}__m[0], {n}__v)\n"
         f"    return\n")
     return _parse(src)
 
 
-def need_tiling(name):
-    """register_matmul without a tiling: a served Matmul cannot start."""
-    return _parse("_KFC.need_tiling(_ctx)")
+def lazy(name):
+    """register_matmul without a tiling: placeholders until the INIT message (`server`)."""
+    return _parse(f"if _KFC.role(_ctx) == {K.SERVER}:\n"
+                  f"    {name}__t = _ADV.tiling_new(_KFC.no_tiling())\n"
+                  f"    {name}__q = _KFC.no_queues(_ctx)")
+
+
+def init_message(name):
+    """`mm.init(tiling)` on a client of a Matmul registered without a tiling: the INIT message."""
+    return _parse(f"if _KFC.role(_ctx) == {K.CLIENT}:\n"
+                  f"    _KFC.client_call(_ctx, _KFC.init_message(_ctx, {name}, {name}__t), True)")
 
 
 def client(name, op, api, run, c=None, bias=None, seq="False", plan=_NOPLAN, answer=True):

@@ -246,7 +246,8 @@ def _register(rw, call):
     if tiling is not None and not (isinstance(tiling, ast.Constant) and tiling.value is None):
         out += _init(rw, name, tiling, ast.Name(id=f"{name}__pipe", ctx=ast.Load()))
         return out + kfclower.server(rw, name, rw.ext_state("adv")[name])
-    return out + kfclower.need_tiling(name)
+    rw.ext_state("adv")[name]["lazy"] = True
+    return out + kfclower.lazy(name) + kfclower.server(rw, name, rw.ext_state("adv")[name])
 
 
 def _init(rw, name, tiling, pipe):
@@ -286,7 +287,8 @@ def _method(rw, call, name, m):
         if pipe is None:
             pipe = ast.Name(id=f"{name}__pipe", ctx=ast.Load()) if "pipe" in mm["seen"] \
                 else ast.Constant(0)
-        return _init(rw, name, tiling, pipe)
+        return _init(rw, name, tiling, pipe) + (kfclower.init_message(name) if mm.get("lazy")
+                                                else [])
     if m in ("set_tensor_a", "set_tensor_b"):
         w = m[-1]
         t = _arg(rw, call, 0, ("gm", "tensor", f"tensor_{w}"))

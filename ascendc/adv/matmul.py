@@ -55,6 +55,7 @@ from ..lang.enums import CubeFormat, TPosition
 from ..lang.errors import KernelError, KernelReturn
 from ..lang.params import LayoutMode
 from ..lang.record import mark_line
+from .tilingops import tiling_new
 from .checks import (S_BIAS, S_INIT, S_ITER, S_OKA, S_OKB, S_OM, S_ON, S_SK, S_SM, S_SN, S_TA,
                      S_TB, S_TK, S_TM, S_TN, mm_batch_plan, mm_check_get_c, mm_check_get_c_gm,
                      mm_check_iterate, mm_check_tile, mm_check_tiling, new_state, tiling_norm,
@@ -156,6 +157,7 @@ class Matmul:
         self._st = new_state()
         self._pipe = self._ws = None
         self._q = self._tiling = self._a = self._b = self._bias = None
+        self._lazy = False      # registered without a tiling: a client's init is a message
 
     def _init(self, pipe, tiling):
         if hasattr(tiling, "_kernel_record"):
@@ -170,8 +172,13 @@ class Matmul:
         self._st[S_INIT] = 1
 
     def init(self, tiling, pipe=None):
-        """Mirrors `Matmul::Init(&tiling, pipe)`: takes its buffers from the kernel's TPipe."""
+        """Mirrors `Matmul::Init(&tiling, pipe)`: takes its buffers from the kernel's TPipe (a
+        client of a Matmul registered without a tiling sends it to its server, kfc.py)."""
         self._init(pipe or self._pipe, tiling)
+        if self._lazy and self._client("asc.adv.Matmul.init"):
+            ctx = api.current_ctx()
+            mark_line(ctx)
+            K.client_call(ctx, K.init_message(ctx, self._st, self._tiling), True)
 
     def set_tensor_a(self, gm, transpose=False):
         self._a = gm
@@ -360,6 +367,11 @@ class Matmul:
             st, op, value = K.state_of(m), int(m[2 + K.W_OP]), 0
             if op == K.END:
                 continue
+            if op == K.INIT:
+                self._init(self._pipe, tiling_new(K.tiling_of(m)))
+                q, t = self._q, self._tiling
+                K.server_reply(ctx, int(m[0]), 0)
+                continue
             a, b, bias = gm(m, K.W_A, pa), gm(m, K.W_B, pb), gm(m, K.W_BIAS, pbias)
             if op == K.ITERATE_ALL:
                 mm_iterate_all(q, t, st, a, b, bias, gm(m, K.W_C, pc))
@@ -397,10 +409,9 @@ def register_matmul(pipe, *args):
     tiling = args[mms[0] + 1] if len(args) > mms[0] + 1 else None
     if tiling is not None:
         mm._init(pipe, tiling)
+    mm._lazy = tiling is None
     ctx = api.current_ctx()
     if K.role(ctx) == K.SERVER:     # the AIC serves its AIVs, then leaves (kfc.py)
-        if tiling is None:
-            K.need_tiling(ctx)
         mm._serve(ctx)
         raise KernelReturn()
 

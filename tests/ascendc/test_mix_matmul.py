@@ -225,12 +225,18 @@ def aic_calls_kernel(a: asc.GlobalAddress, b: asc.GlobalAddress, c: asc.GlobalAd
 
 
 @asc.jit
-def no_tiling_kernel(a: asc.GlobalAddress, workspace: asc.GlobalAddress):
+def no_operand_kernel(a: asc.GlobalAddress, c: asc.GlobalAddress, tiling: asc.adv.TCubeTiling):
+    ag = asc.GlobalTensor()
+    cg = asc.GlobalTensor()
+    ag.set_global_buffer(a)
+    cg.set_global_buffer(c)
     pipe = asc.TPipe()
-    mm = asc.adv.Matmul(asc.adv.MatmulType(asc.TPosition.GM, asc.CubeFormat.ND, a.dtype),
-                        asc.adv.MatmulType(asc.TPosition.GM, asc.CubeFormat.ND, a.dtype),
-                        asc.adv.MatmulType(asc.TPosition.GM, asc.CubeFormat.ND, a.dtype))
-    asc.adv.register_matmul(pipe, workspace, mm)
+    mm = asc.adv.Matmul(asc.adv.MatmulType(asc.TPosition.GM, asc.CubeFormat.ND, ag.dtype),
+                        asc.adv.MatmulType(asc.TPosition.GM, asc.CubeFormat.ND, ag.dtype),
+                        asc.adv.MatmulType(asc.TPosition.GM, asc.CubeFormat.ND, cg.dtype))
+    asc.adv.register_matmul(pipe, mm, tiling)
+    mm.set_tensor_b(ag)
+    mm.iterate_all(cg)
 
 
 def test_a_matmul_called_on_the_serving_aic_is_an_error(interpret):
@@ -244,9 +250,11 @@ def test_a_matmul_called_on_the_serving_aic_is_an_error(interpret):
                             kernel_type="MIX_AIC_1_2")
 
 
-def test_register_matmul_without_a_tiling_cannot_start_the_server(interpret):
-    with pytest.raises(rt.AclError, match=r"asc.adv.register_matmul: a tiling must be given in "
-                                          r"a MIX kernel \(the AIC's server initialises the "
-                                          r"Matmul from it\), got tiling=None"):
-        no_tiling_kernel[1](np.ones(16, np.float32), np.zeros(64, np.uint8),
-                            interpret=interpret, kernel_type="MIX_AIC_1_2")
+def test_iterate_all_before_set_tensor_a_is_an_error(interpret):
+    a = np.ones((16, 16), np.float32)
+    t = make_tiling(16, 16, 16, DT.DT_FLOAT, 1)
+    with pytest.raises((rt.AclError, asc.CompileError),
+                       match=r"asc.adv.Matmul.iterate_all: set_tensor_a and set_tensor_b must be "
+                             r"called first, got a=False b=True"):
+        no_operand_kernel[1](a, np.zeros((16, 16), np.float32), t, interpret=interpret,
+                             kernel_type="MIX_AIC_1_2")
