@@ -21,9 +21,12 @@ group's AIC); 0 elsewhere (the Matmul runs where it is called, as before).
   (base_m x base_n, C's dtype, at `block_idx * base_m * base_n` of the AIV) before answering;
   the AIV then copies the slot into its local tensor (MTE2 on the AIV).
 
-Messages travel through the launch (rt.crossflags: `kfc_post` / `kfc_recv` / `kfc_reply` /
-`kfc_wait`), which orders GM at each hand-off as a flag does (checked mode: the workspace the AIC
-writes and the AIV reads is ordered). In the NPU view each hand-off is a cross-core flag between
+A Matmul registered without a tiling is initialised by the client's `init(tiling)`: an INIT
+message carrying the tiling's fields. Messages travel through the launch (rt.crossflags:
+`kfc_post` / `kfc_recv` / `kfc_reply` / `kfc_wait`), which advances the launch's vector clocks at
+each hand-off as a flag does; the AIC takes its AIVs' messages in turn (sub-block 0, 1, 0, ...;
+another's only while that one has finished or is blocked), so its stream does not depend on
+thread timing. In the NPU view each hand-off is a cross-core flag between
 the two cores (`cross_core_set_flag` / `cross_core_wait_flag` rows with mode KFC_MODE: a set
 names the slot of the core it reaches, a wait the slot of the core it waits for; the AIC's
 answer runs on the FIXPIPE pipe, after its fixpipes), replayed point to point by
