@@ -27,7 +27,7 @@ from .lang.gmreach import merge_overreach, read_overreach, set_gm_sizes, warn_ov
 from .compiler.diagnostics import typing_error
 from .lang import barrier as _barrier
 from . import mix as _mix
-from .lang.errors import CompileError, GMReadError, GMWriteError, KernelError
+from .lang.errors import CompileError, GMReadError, GMWriteError, KernelError, KernelReturn
 
 _CTX = threading.local()
 #: Building a kernel (ast.parse, codegen, module load: jit.py) and Numba's first compile of its
@@ -116,6 +116,7 @@ class Binary(rt.KernelBinary):
         self.last_counters = {}
         self.needs_all_resident = False      # calls sync_all: rt runs every block at once
         self.mix = None                      # cores synchronising each other: rt.mixlaunch
+        self.kfc = False                     # ... and the AIC serves the AIVs' Matmul (mix.py)
         self.shuffle_blocks = checked.shuffle_blocks
         # the core context's options word (fixed per binary: computed once, not per launch)
         self.ctx_flags = checked.flags | (FLAG_TRACE if traced else 0) | \
@@ -138,7 +139,7 @@ class Binary(rt.KernelBinary):
             port, block_num = barrier, block_dim
             blocks, total = np.array([port.block_idx], np.int64), block_dim * len(self.mix.roles)
             _barrier.attach(st, None)
-            _mix.attach(st, port, self.kernel_type, getattr(self, "lines", None))
+            _mix.attach(st, port, self.kernel_type, getattr(self, "lines", None), self.kfc)
         else:       # GetBlockNum: the launch's block_dim
             port, block_num, blocks, total = None, block_dim // self.per_block, None, block_dim
             _barrier.attach(st, barrier)
@@ -387,7 +388,10 @@ class InterpretedBinary(Binary):
                 for v in views:
                     if isinstance(v, np.ndarray):
                         core.register_gm(ctx, v)
-                self.fn(*args)
+                try:
+                    self.fn(*args)
+                except KernelReturn:     # the AIC after serving its Matmul (adv/kfc.py)
+                    pass
                 prims.kernel_end(ctx)
         finally:
             api.set_ctx(prev)

@@ -235,6 +235,7 @@ class JitFunction(KernelFunction):
                    ktype)
             binary = self._binary(key, interpret, checked, soc, consts, sig, traced, ktype)
             binary.mix = mix
+            binary.kfc = mix is not None and _mix.serves_matmul(ktype, self._asc_calls())
             for i, name, v in host_arrays:    # mapped if only read, else copied (rt.HostArgs)
                 dev = host_args.add(v, binary.written is None or name in binary.written)
                 launch_args[i] = GMArg(dev.ptr, dev.nbytes, D.from_numpy(v.dtype), name, dev)

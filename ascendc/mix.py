@@ -4,8 +4,8 @@ inter-block flags. rt runs such a binary by its `mix` spec (rt.mixlaunch); this 
 spec, checks the launch against the SoC, and tells each instance who it is.
 
 - MIX_AIC_1_2 / MIX_AIC_1_1 kernels (declared with `kernel_type`, or detected as pyasc detects
-  them) run AIC + 2 / 1 AIV per block, unless the kernel registers a Matmul object: then its
-  AIVs run alone and the Matmul's cube work runs on them (lang/prims/ktype.py);
+  them) run AIC + 2 / 1 AIV per block; when the kernel registers a Matmul object the AIC serves
+  its AIVs' Matmul calls (ascendc/adv/kfc.py: `attach(..., kfc=True)`);
 - other kernels calling cross-core / inter-block flags run one instance per block, all at once
   when they synchronise across blocks;
 - a kernel synchronising across groups needs them all resident: `block_dim` at most the SoC's
@@ -22,7 +22,7 @@ from rt.mixlaunch import MixSpec
 from .lang.crosscore import attach_instance
 from .lang.prims import ktype as KT
 
-__all__ = ["mix_spec", "check_block_dim", "attach", "is_instance"]
+__all__ = ["mix_spec", "check_block_dim", "attach", "is_instance", "serves_matmul"]
 
 _ROLES = {KT.MIX_AIC_1_2: (AIC, AIV, AIV), KT.MIX_AIC_1_1: (AIC, AIV)}
 _ONE = {KT.AIC_ONLY: (AIC,), KT.MIX_AIC_HARD_SYNC: (AIC,), KT.MIX_AIC_1_0: (AIC,)}
@@ -31,14 +31,16 @@ _ONE = {KT.AIC_ONLY: (AIC,), KT.MIX_AIC_HARD_SYNC: (AIC,), KT.MIX_AIC_1_0: (AIC,
 def mix_spec(kernel_type: int, scope, calls, checked) -> MixSpec | None:
     """The `mix` spec of a binary (None: it runs on the core pool as before). `scope` is the
     kernel's compiler.syncscope.SyncScope, `calls` its asc calls."""
-    if kernel_type in _ROLES and "adv.register_matmul" not in calls:
+    if kernel_type in _ROLES:
         roles = _ROLES[kernel_type]
     elif scope.cross_core:
         roles = _ONE.get(kernel_type, (AIV,))
     else:
         return None
+    # (a kernel whose Matmul the AIC serves is not GM-order checked: pyasc's own Matmul tests
+    # launch more AIVs than tiles and write some C tiles from two AIVs, with the same values)
     return MixSpec(roles, scope.across_groups or "sync_all" in calls, checked.flags != 0,
-                   checked.check_gm_order)
+                   checked.check_gm_order and "adv.register_matmul" not in calls)
 
 
 def check_block_dim(name: str, block_dim: int, soc, spec: MixSpec | None) -> None:
@@ -68,7 +70,12 @@ def is_instance(barrier) -> bool:
     return isinstance(barrier, Instance)
 
 
-def attach(st, port, kernel_type: int, lines=None) -> None:
+def serves_matmul(kernel_type: int, calls) -> bool:
+    """Does a launch of this kernel run the Matmul client/server pair (ascendc/adv/kfc.py)?"""
+    return kernel_type in _ROLES and "adv.register_matmul" in calls
+
+
+def attach(st, port, kernel_type: int, lines=None, kfc=False) -> None:
     """Tell the core whose state is `st` that it runs instance `port` (None: not a MIX launch).
     `lines` (compiled kernels: st.src_line -> (file, line)) names the instance's source line in
     a deadlock report; interpreted kernels are located from their Python frame."""
@@ -84,4 +91,4 @@ def attach(st, port, kernel_type: int, lines=None) -> None:
         def where():
             return describe(int(st.src_line))
         mark = (lambda: int(st.src_line), describe)
-    attach_instance(st, port, where, kernel_type in _ROLES, mark)
+    attach_instance(st, port, where, kernel_type in _ROLES, mark, kfc)

@@ -23,7 +23,15 @@ CrossCoreWaitFlag documentation for Atlas A2:
   launch's lock), so pairs meet exactly when they name one word of one workspace, and a
   workspace not initialised to 0 behaves as on the NPU (a set on a word left at 1 waits);
 - SyncAll: a barrier over the AIVs of the launch (`is_aiv_only`, the default) or over all its
-  cores.
+  cores;
+- the Matmul client/server channel of a MIX kernel that registers an `asc.adv.Matmul` (Ascend
+  C's KfcCommClient / KfcServer): an AIV posts a message (a list of int64 words) to its group's
+  AIC (`kfc_post`) and waits for the answer (`kfc_wait`); the AIC takes the messages
+  (`kfc_recv`, blocking) from its AIVs in turn, sub-block 0, 1, 0, ... (the next message of the
+  AIV whose turn it is; another's only while that one has finished or is blocked: a fixed
+  order, so the AIC's recorded stream does not depend on thread timing), and answers one AIV
+  (`kfc_reply`); `kfc_recv` returns None once every AIV of the group has finished (the End
+  message of each client's kernel end). Each hand-off orders GM as a flag does.
 
 A wait nothing can release is a fault, not a hang: each time an instance blocks or ends, the
 instances that could release it are checked (its group's, or the whole launch's when the kernel
@@ -151,6 +159,9 @@ class CrossCoreLaunch:
         self._released = {}      # (scope, flag) -> sets every member has made
         self._words = {}         # ib words given by key alone (no GM behind them): key -> 0/1
         self._sync = {}          # aiv_only -> [arrived, generation]
+        self._kfc = {}           # (group, sub) -> deque of (words, clock): messages to the AIC
+        self._kfc_turn = {}      # group -> the sub-block whose message its AIC takes next
+        self._kfc_ans = {}       # AIV instance -> deque of (value, clock): the AIC's answers
         self.unstarted = len(self.instances)
         self._cancel_taken = False
         self.gm = GMOrder() if track_gm else None
@@ -376,6 +387,69 @@ class CrossCoreLaunch:
             if st == PASSED and vc is not None:
                 join(inst.vc, s[3])
             return st
+
+    # ---- the Matmul client/server channel (module doc) ---------------------------------------
+    def kfc_post(self, inst: Instance, words) -> int:
+        """AIV `inst` posts message `words` to its group's AIC."""
+        with self._cv:
+            if inst.role != AIV or AIC not in self.roles:
+                inst.error = (f"asc.adv.Matmul: a Matmul client must be an AIV of a MIX kernel, "
+                              f"got {inst.name} posting a message")
+                return FAILED
+            self._kfc.setdefault((inst.group, inst.sub), deque()).append(
+                (list(words), self._release(inst)))
+            self._cv.notify_all()
+            return PASSED
+
+    def kfc_recv(self, inst: Instance, where=None):
+        """The AIC `inst` takes its group's oldest message: (PASSED, (sub, words)), (PASSED,
+        None) once every AIV of the group has finished with none left, or (status, None)."""
+        with self._cv:
+            aivs = self._group(inst.group, AIV)
+            qs = [self._kfc.setdefault((inst.group, v.sub), deque()) for v in aivs]
+            turn = self._kfc_turn.get(inst.group, 0)
+
+            def pick():
+                if qs[turn]:
+                    return turn
+                v = aivs[turn]       # finished, or blocked on a wait nothing has released yet
+                if v.state == _DONE or (v.state == _BLOCKED and not v.ready()):
+                    for j in range(1, len(qs)):
+                        if qs[(turn + j) % len(qs)]:
+                            return (turn + j) % len(qs)
+                return None
+            st = self._block(inst, lambda: pick() is not None or
+                             all(v.state == _DONE for v in aivs),
+                             "the Matmul server's next message (KfcServer)", where)
+            sub = pick() if st == PASSED else None
+            if sub is None:
+                return st, None
+            words, vc = qs[sub].popleft()
+            self._kfc_turn[inst.group] = (sub + 1) % len(qs)
+            if inst.vc is not None:
+                join(inst.vc, vc)
+            return PASSED, (sub, words)
+
+    def kfc_reply(self, inst: Instance, sub: int, value: int) -> int:
+        """The AIC `inst` answers AIV `sub` of its group with `value`."""
+        with self._cv:
+            aiv = self._group(inst.group, AIV)[sub]
+            self._kfc_ans.setdefault(aiv, deque()).append((value, self._release(inst)))
+            self._cv.notify_all()
+            return PASSED
+
+    def kfc_wait(self, inst: Instance, where=None):
+        """AIV `inst` waits for its AIC's answer: (status, value)."""
+        with self._cv:
+            q = self._kfc_ans.setdefault(inst, deque())
+            st = self._block(inst, lambda: bool(q), "the Matmul server's answer (KfcCommClient)",
+                             where)
+            if st != PASSED:
+                return st, 0
+            value, vc = q.popleft()
+            if inst.vc is not None:
+                join(inst.vc, vc)
+            return PASSED, value
 
     # ---- GM order (checked mode) -----------------------------------------------------------
     def gm_access(self, inst: Instance, addr: int, nbytes: int, write: bool, api: str,

@@ -25,7 +25,7 @@ from rt.npu.l2 import L2Cache
 from rt.npu.mix import is_work
 from rt.npu.pipe import (DONE, FIXED, HBM, INFLIGHT, L2, PARKED, STREAMING, Pipe, waterfill)
 from rt.npu.sim import launch_view, open_op, plan_launch
-from rt.npu.xcore import FLAG_LIMIT, ib_word, instance_name, launch_cycles
+from rt.npu.xcore import FLAG_LIMIT, P2P, ib_word, instance_name, launch_cycles
 
 
 class _Core:
@@ -116,8 +116,9 @@ class _Scan:
                 return None
             busy = kind == "ib_set" and self.ib_started.get(word, 0) != self.taken.get(word, 0)
             return None if busy else self.t
-        credits = self.ib_credits(word) if kind == "ib_wait" else self.credits(c.inst, a)
-        k = self.taken.get(word if kind == "ib_wait" else (c.inst, a), 0)
+        flag = ("p2p", a) if b == P2P else a
+        credits = self.ib_credits(word) if kind == "ib_wait" else self.credits(c.inst, flag)
+        k = self.taken.get(word if kind == "ib_wait" else (c.inst, flag), 0)
         return credits[k][1] if k < len(credits) else None
 
     def ib_credits(self, word):
@@ -130,6 +131,9 @@ class _Scan:
         records), in the order they came."""
         lat, roles, (g, k) = self.model.cross_core_flag_cycles, self.roles, inst
         aivs = [(g, j) for j, r in enumerate(roles) if r == AIV]
+        if isinstance(flag, tuple):     # point to point (mode P2P): the sets of one sender
+            return sorted((r, e + lat, (r,)) for i, x, e, r, _w in self.xlog
+                          if i == (g, flag[1]) and x == ("set", k, P2P))
 
         def sets(m, mode):
             return [(e, r) for i, x, e, r, _w in self.xlog if i == m and x == ("set", flag, mode)]
@@ -170,8 +174,9 @@ class _Scan:
                 self.ib_started[word] = self.ib_started.get(word, 0) + 1
             if kind in ("set", "ib_set"):
                 return None, None
-            key = word if kind == "ib_wait" else (c.inst, a)
-            credits = self.ib_credits(key) if kind == "ib_wait" else self.credits(c.inst, a)
+            flag = ("p2p", a) if b == P2P else a
+            key = word if kind == "ib_wait" else (c.inst, flag)
+            credits = self.ib_credits(key) if kind == "ib_wait" else self.credits(c.inst, flag)
             k = self.taken.get(key, 0)
             self.taken[key] = k + 1
             return credits[k][2], None
@@ -235,7 +240,7 @@ class _Scan:
             c.fired.setdefault(ins.set_flag, deque()).append((rec, t, c.idx))
         elif ins.cross and ins.cross[0] in ("set", "ib_set"):
             self.xlog.append((c.inst, ins.cross, t, rec, ib_word(ins)))
-            if ins.cross[0] == "set":
+            if ins.cross[0] == "set" and ins.cross[2] != P2P:
                 self.check_limit(ins.cross[1])
         elif is_work(ins):
             op.pipe.last_end = t

@@ -23,7 +23,7 @@ from .matmul import NO_BIAS, SUPPORTED_METHODS, type_error
 from .mmkernel import (mm_get_tensor_c, mm_get_tensor_c_gm, mm_iterate, mm_iterate_all,
                        mm_iterate_batch, mm_register)
 from .quant import quant_per_tensor
-from . import activation, flashsoftmax, norm
+from . import activation, flashsoftmax, kfclower, norm
 from .mmconfig import CONFIG_CALLS
 from .names import PROVIDED, unsupported_message
 from .softmax import ARGS as _SOFTMAX_ARGS, lower_softmax, lower_softmax_tiling
@@ -95,7 +95,8 @@ def _constant(rw, node):
 
 
 def matmul_type(rw, call, role="operand"):
-    """asc.adv.MatmulType(...) -> a tuple (position, format, sizeof(dtype), is_trans, layout)."""
+    """asc.adv.MatmulType(...) -> a tuple (position, format, sizeof(dtype), is_trans, layout,
+    an empty GM array of the dtype: what a MIX kernel's AIC types the GM operands with, kfc.py)."""
     b = _bind(rw, call, "asc.adv.MatmulType", ("position", "format", "dtype", "is_trans",
                                                 "layout"), 3)
     try:
@@ -109,11 +110,15 @@ def matmul_type(rw, call, role="operand"):
     if msg:
         raise rw.err(call, msg)
     trans = rw.visit(b["is_trans"]) if "is_trans" in b else ast.Constant(False)
-    size = ast.Call(func=_expr("_D.sizeof"), args=[rw.visit(b["dtype"])], keywords=[])
+    dtype = rw.visit(b["dtype"])
+    size = ast.Call(func=_expr("_D.sizeof"), args=[dtype], keywords=[])
+    rw.gen.require_import(kfclower.KFC_IMPORT)
     return ast.Tuple(elts=[ast.Constant(int(pos)), ast.Constant(int(fmt)), size,
                            ast.Call(func=ast.Name(id="bool", ctx=ast.Load()), args=[trans],
                                     keywords=[]),
-                           ast.Constant(int(layout))], ctx=ast.Load())
+                           ast.Constant(int(layout)),
+                           ast.Call(func=_expr("_KFC.proto"), args=[dtype], keywords=[])],
+                     ctx=ast.Load())
 
 
 def expression(rw, call, chain):
@@ -165,10 +170,11 @@ def assign(rw, node):
         elts.append(matmul_type(rw, v, role) if is_adv_call(rw, v, "MatmulType")
                     else rw.visit(v))
     rw.gen.require_import(_ADV_IMPORT)
+    pz = kfclower.protos(rw, name, has_bias)
     rw.ext_state("adv")[name] = {"bias": has_bias, "seen": set(), "c_gm": c_gm}
     rw.kinds[name] = MM
     return [_stmt(f"{name}__ty = _N_t", t=ast.Tuple(elts=elts, ctx=ast.Load())),
-            _stmt(f"{name} = _ADV.new_state()")]
+            _stmt(f"{name} = _ADV.new_state()")] + pz
 
 
 def _c_in_gm(rw, v):
@@ -239,7 +245,9 @@ def _register(rw, call):
         rw.ext_state("adv")[name]["seen"].add("ws")
     if tiling is not None and not (isinstance(tiling, ast.Constant) and tiling.value is None):
         out += _init(rw, name, tiling, ast.Name(id=f"{name}__pipe", ctx=ast.Load()))
-    return out
+        return out + kfclower.server(rw, name, rw.ext_state("adv")[name])
+    rw.ext_state("adv")[name]["lazy"] = True
+    return out + kfclower.lazy(name) + kfclower.server(rw, name, rw.ext_state("adv")[name])
 
 
 def _init(rw, name, tiling, pipe):
@@ -248,8 +256,8 @@ def _init(rw, name, tiling, pipe):
     has_bias = f"{name}__ty[3][0] >= 0"
     return [_stmt(f"{name}__t = _ADV.tiling_norm(_N_t)", t=rw.visit(tiling)),
             _stmt(f"_ADV.mm_check_tiling({name}__t, {name}__ty[0][2], {has_bias})"),
-            _stmt(f"{name}__q = {helper}(_ctx, _N_p, {name}__t, {name}__ty[0][2], {has_bias})",
-                  p=pipe),
+            *kfclower.queues(name, _stmt(f"{name}__q = {helper}(_ctx, _N_p, {name}__t, "
+                                         f"{name}__ty[0][2], {has_bias})", p=pipe)),
             _stmt(f"{name}[{C.S_INIT}] = 1")]
 
 
@@ -279,7 +287,8 @@ def _method(rw, call, name, m):
         if pipe is None:
             pipe = ast.Name(id=f"{name}__pipe", ctx=ast.Load()) if "pipe" in mm["seen"] \
                 else ast.Constant(0)
-        return _init(rw, name, tiling, pipe)
+        return _init(rw, name, tiling, pipe) + (kfclower.init_message(name) if mm.get("lazy")
+                                                else [])
     if m in ("set_tensor_a", "set_tensor_b"):
         w = m[-1]
         t = _arg(rw, call, 0, ("gm", "tensor", f"tensor_{w}"))
@@ -322,7 +331,7 @@ def _method(rw, call, name, m):
     if m in ("iterate_all", "iterate_batch"):
         return _iterate_all(rw, call, name, mm, m)
     if m == "end":
-        return []
+        return kfclower.end(name, mm["seen"])
     if m == "get_tensor_c":
         return _get_tensor_c(rw, call, name, mm)
     if m == "iterate":          # one tile, the result unused
@@ -375,10 +384,12 @@ def _iterate_all(rw, call, name, mm, m="iterate_all"):
                      sw=plan_args[2], sa=plan_args[3], sb=plan_args[4])
         run = _stmt(f"{helper}(_ctx, {name}__q, {name}__t, {name}, {name}__a, {name}__b, {bias}, "
                     f"{name}__c, {name}__plan)")
-        return [_stmt(f"{name}__c = _N_c", c=c)] + fallback + [check, plan, run]
+        run = kfclower.client(name, 2, api, [run], f"{name}__c", bias, plan=f"{name}__plan")
+        return [_stmt(f"{name}__c = _N_c", c=c)] + fallback + [check, plan] + run
     run = _stmt(f"{helper}(_ctx, {name}__q, {name}__t, {name}, {name}__a, {name}__b, {bias}, "
                 f"{name}__c)")
-    return [_stmt(f"{name}__c = _N_c", c=c)] + fallback + [check, run]
+    run = kfclower.client(name, 1, api, [run], f"{name}__c", bias)
+    return [_stmt(f"{name}__c = _N_c", c=c)] + fallback + [check] + run
 
 
 def method_value(rw, call, kind, m):
@@ -399,11 +410,15 @@ def method_value(rw, call, kind, m):
                            f"{len(call.args)} positional arguments")
     helper, _ = rw.helper(mm_iterate, (OTHER, OTHER, OTHER, T, T, T))
     bias = f"{name}__bias" if "bias" in mm["seen"] else f"{name}__a"
-    # the check runs first (arguments are evaluated left to right), then the tile
+    # the checks run first (arguments are evaluated left to right), then the tile (a client:
+    # the server's, kfc.py)
+    run = kfclower.iterate_value(name, not mm["c_gm"], bias,
+                                 f"{helper}(_ctx, {name}__q, {name}__t, {name}, {name}__a, "
+                                 f"{name}__b, {bias})")
     return _expr(f"_ADV.second(_ADV.mm_check_tile({name}, {name}__t, {name}__ty[0][2], "
                  f"{name}__ty[1][2], {name}__ty[2][2], {name}__ty[0][3], {name}__ty[1][3], "
-                 f"{name}__a, {name}__b), {helper}(_ctx, {name}__q, {name}__t, {name}, "
-                 f"{name}__a, {name}__b, {bias}))")
+                 f"{name}__a, {name}__b), _ADV.second(_KFC.check_not_server(_ctx, "
+                 f"'asc.adv.Matmul.iterate'), {run}))")
 
 
 def _need(rw, call, api, mm, ws=True):
@@ -439,16 +454,22 @@ def _get_tensor_c(rw, call, name, mm):
     if c_gm:
         seq = _arg(rw, call, 2, ("en_sequential_write",), ast.Constant(False))
         helper, _ = rw.helper(mm_get_tensor_c_gm, (OTHER, OTHER, OTHER, T, OTHER, OTHER))
-        return [check_atomic,
-                _stmt(f"_ADV.mm_check_get_c_gm({name}, {name}__ty[2][2], _N_d)", d=dst),
-                _stmt(f"{helper}(_ctx, {name}__q, {name}__t, {name}, _N_d, {name}__ty[0][2], "
-                      f"bool(_N_s))", d=dst, s=seq)]
+        rw.gen.require_import(kfclower.KFC_IMPORT)
+        return [check_atomic, _stmt(f"{name}__d = _N_d", d=dst), _stmt(f"{name}__sq = _N_s", s=seq),
+                _stmt(f"_ADV.mm_check_get_c_gm({name}, {name}__ty[2][2], {name}__d)")] + \
+            kfclower.client(name, 4, api, [
+                _stmt(f"{helper}(_ctx, {name}__q, {name}__t, {name}, {name}__d, "
+                      f"{name}__ty[0][2], bool({name}__sq))")], f"{name}__d",
+                seq=f"bool({name}__sq)")
     helper, _ = rw.helper(mm_get_tensor_c, (OTHER, OTHER, OTHER, GA, T, OTHER))
+    rw.gen.require_import(kfclower.KFC_IMPORT)
+    local = _stmt(f"if _KFC.role(_ctx) == 1:\n    {kfclower.ws_to_local(rw, name, '_N_d')}\n"
+                  f"else:\n    {helper}(_ctx, {name}__q, {name}__t, {name}, "
+                  f"_ADV.ws_as({name}__ws, _N_d), _N_d, {name}__ty[0][2])", d=dst)
     return [check_atomic,
             _stmt(f"_ADV.mm_check_get_c({name}, {name}__t, {name}__ty[2][2], "
                   f"_ADV.ws_as({name}__ws, _N_d), _N_d, _N_d.size)", d=dst),
-            _stmt(f"{helper}(_ctx, {name}__q, {name}__t, {name}, _ADV.ws_as({name}__ws, _N_d), "
-                  f"_N_d, {name}__ty[0][2])", d=dst)]
+            _stmt(f"_KFC.check_not_server(_ctx, {api!r})"), local]
 
 
 def _new_tiling(rw, call):

@@ -52,14 +52,17 @@ from __future__ import annotations
 from ..lang import api
 from ..lang import dtypes as D
 from ..lang.enums import CubeFormat, TPosition
-from ..lang.errors import KernelError
+from ..lang.errors import KernelError, KernelReturn
 from ..lang.params import LayoutMode
+from ..lang.record import mark_line
+from .tilingops import tiling_new
 from .checks import (S_BIAS, S_INIT, S_ITER, S_OKA, S_OKB, S_OM, S_ON, S_SK, S_SM, S_SN, S_TA,
                      S_TB, S_TK, S_TM, S_TN, mm_batch_plan, mm_check_get_c, mm_check_get_c_gm,
                      mm_check_iterate, mm_check_tile, mm_check_tiling, new_state, tiling_norm,
                      ws_as)
 from .mmkernel import (mm_get_tensor_c, mm_get_tensor_c_gm, mm_iterate, mm_iterate_all,
                        mm_iterate_batch, mm_register)
+from . import kfc as K
 
 
 def type_error(role: str, position, fmt, layout) -> str | None:
@@ -154,6 +157,7 @@ class Matmul:
         self._st = new_state()
         self._pipe = self._ws = None
         self._q = self._tiling = self._a = self._b = self._bias = None
+        self._lazy = False      # registered without a tiling: a client's init is a message
 
     def _init(self, pipe, tiling):
         if hasattr(tiling, "_kernel_record"):
@@ -162,13 +166,19 @@ class Matmul:
         a, bias = self._types[0], self._types[3]
         mm_check_tiling(tiling, a.dtype.sizeof(), bias is not None)
         self._tiling = tiling
-        self._q = mm_register(pipe or _PipeOfKernel(), tiling, a.dtype.sizeof(),
-                               bias is not None)
+        if K.role(api.current_ctx()) != K.CLIENT:      # an AIV client has no L1 / L0 (kfc.py)
+            self._q = mm_register(pipe or _PipeOfKernel(), tiling, a.dtype.sizeof(),
+                                   bias is not None)
         self._st[S_INIT] = 1
 
     def init(self, tiling, pipe=None):
-        """Mirrors `Matmul::Init(&tiling, pipe)`: takes its buffers from the kernel's TPipe."""
+        """Mirrors `Matmul::Init(&tiling, pipe)`: takes its buffers from the kernel's TPipe (a
+        client of a Matmul registered without a tiling sends it to its server, kfc.py)."""
         self._init(pipe or self._pipe, tiling)
+        if self._lazy and self._client("asc.adv.Matmul.init"):
+            ctx = api.current_ctx()
+            mark_line(ctx)
+            K.client_call(ctx, K.init_message(ctx, self._st, self._tiling), True)
 
     def set_tensor_a(self, gm, transpose=False):
         self._a = gm
@@ -211,6 +221,9 @@ class Matmul:
         mm_check_iterate(self._st, self._tiling if self._tiling is not None else _EMPTY,
                          a[2], b[2], c[2], a[3], b[3], self._a.data, self._b.data, gm.data,
                          int(en_atomic))
+        if self._client("asc.adv.Matmul.iterate_all"):
+            self._post(K.ITERATE_ALL, gm)
+            return
         mm_iterate_all(self._q, self._tiling, self._st, self._a, self._b,
                         self._bias if self._bias is not None else gm, gm)
 
@@ -232,6 +245,9 @@ class Matmul:
         plan = mm_batch_plan(self._tiling, a[4], b[4], c[4], int(batch_a), int(batch_b),
                              bool(en_sequential_write), int(matrix_stride_a),
                              int(matrix_stride_b))
+        if self._client(api_name):
+            self._post(K.ITERATE_BATCH, tensor, plan=plan)
+            return
         mm_iterate_batch(self._q, self._tiling, self._st, self._a, self._b,
                          self._bias if self._bias is not None else tensor, tensor, plan)
 
@@ -245,6 +261,15 @@ class Matmul:
                               f"local_c_matrix={local_c_matrix!r}")
         mm_check_tile(self._st, self._tiling if self._tiling is not None else _EMPTY,
                       a[2], b[2], c[2], a[3], b[3], self._a.data, self._b.data)
+        if self._client("asc.adv.Matmul.iterate"):
+            local = int(self._types[2].position) != TPosition.GM
+            if local and self._ws is None:
+                raise KernelError("asc.adv.Matmul.iterate: a workspace must be given to "
+                                  "register_matmul(pipe, workspace, mm, ...) (C tiles are staged "
+                                  "there on the way to UB), got workspace=None")
+            mark_line(api.current_ctx())
+            return bool(K.client_iterate(api.current_ctx(), self._st, self._a.data,
+                                         self._b.data, self._bias_data(), local))
         return bool(mm_iterate(self._q, self._tiling, self._st, self._a, self._b,
                                self._bias if self._bias is not None else self._a))
 
@@ -271,8 +296,12 @@ class Matmul:
                               f"emulated), got en_atomic={en_atomic}")
         tiling = self._tiling if self._tiling is not None else _EMPTY
         a_isz, c_isz = self._types[0].dtype.sizeof(), c_type.dtype.sizeof()
+        client = self._client(api_name)
         if c_gm:
             mm_check_get_c_gm(self._st, c_isz, tensor.data)
+            if client:
+                self._post(K.GET_C_GM, tensor, seq=bool(en_sequential_write))
+                return
             mm_get_tensor_c_gm(self._q, self._tiling, self._st, tensor, a_isz,
                                bool(en_sequential_write))
             return
@@ -282,11 +311,81 @@ class Matmul:
                               f"UB), got workspace=None")
         ws = ws_as(self._ws.data, tensor.data)
         mm_check_get_c(self._st, tiling, c_isz, ws, tensor.data, tensor.data.size)
+        if client:
+            mark_line(api.current_ctx())
+            K.kfc_ws_to_local(self._tiling, api.wrap(api.GlobalAddress, ws), tensor)
+            return
         mm_get_tensor_c(self._q, self._tiling, self._st, api.wrap(api.GlobalAddress, ws), tensor,
                         a_isz)
 
     def end(self):
-        """Mirrors `Matmul::End()` (nothing to release here)."""
+        """Mirrors `Matmul::End()` (nothing to release here; a client posts its End message)."""
+        if self._client("asc.adv.Matmul.end"):
+            self._post(K.END, None, answer=False)
+
+    # ---- the client / server pair of a MIX kernel (kfc.py) --------------------------------------
+    def _client(self, api_name) -> bool:
+        """Is this core a Matmul client (its calls are messages)? On the serving AIC a call is
+        an error."""
+        ctx = api.current_ctx()
+        K.check_not_server(ctx, api_name)
+        return K.role(ctx) == K.CLIENT
+
+    def _bias_data(self):
+        if self._bias is not None and self._st[S_BIAS] == 1:
+            return self._bias.data
+        return self._bias_proto()
+
+    def _bias_proto(self):
+        bias, a = self._types[3], self._types[0]
+        if bias is not None:
+            return K.proto(bias.dtype)
+        return K.proto(D.int32 if a.dtype.sizeof() == 1 else D.float32)
+
+    def _post(self, op, c, seq=False, plan=(0, 0, 0, 0, 0, 0), answer=True):
+        a = self._a.data if self._a is not None else self._bias_proto()
+        b = self._b.data if self._b is not None else self._bias_proto()
+        c = c.data if c is not None else a
+        ctx = api.current_ctx()
+        mark_line(ctx)
+        m = K.message(ctx, op, self._st, a, b, self._bias_data(), c, seq, False, tuple(plan))
+        K.client_call(ctx, m, answer)
+
+    def _serve(self, ctx):
+        """The AIC's server loop (kfc.py): the group's messages until every AIV has ended."""
+        pa, pb, pc = (K.proto(t.dtype) for t in self._types[:3])
+        pbias = self._bias_proto()
+        a_isz = self._types[0].dtype.sizeof()
+        q, t = self._q, self._tiling
+
+        def gm(m, w, like):
+            return api.wrap(api.GlobalTensor, K.operand(m, w, like))
+        while True:
+            m = K.server_recv(ctx)
+            if m[0] < 0:
+                return
+            st, op, value = K.state_of(m), int(m[2 + K.W_OP]), 0
+            if op == K.END:
+                continue
+            if op == K.INIT:
+                self._init(self._pipe, tiling_new(K.tiling_of(m)))
+                q, t = self._q, self._tiling
+                K.server_reply(ctx, int(m[0]), 0)
+                continue
+            a, b, bias = gm(m, K.W_A, pa), gm(m, K.W_B, pb), gm(m, K.W_BIAS, pbias)
+            if op == K.ITERATE_ALL:
+                mm_iterate_all(q, t, st, a, b, bias, gm(m, K.W_C, pc))
+            elif op == K.ITERATE_BATCH:
+                mm_iterate_batch(q, t, st, a, b, bias, gm(m, K.W_C, pc), K.plan_of(m))
+            elif op == K.ITERATE:
+                more = bool(mm_iterate(q, t, st, a, b, bias))
+                if more and m[2 + K.W_LOCAL]:
+                    ws = api.wrap(api.GlobalAddress, ws_as(self._ws.data, pc))
+                    K.kfc_tile_to_ws(q, t, st, ws, int(m[2 + K.W_BLK]), a_isz)
+                value = int(st[S_ITER]) if more else -1
+            else:
+                mm_get_tensor_c_gm(q, t, st, gm(m, K.W_C, pc), a_isz, bool(m[2 + K.W_SEQ]))
+            K.server_reply(ctx, int(m[0]), value)
 
     def __getattr__(self, name):
         if name.startswith("_"):
@@ -310,6 +409,11 @@ def register_matmul(pipe, *args):
     tiling = args[mms[0] + 1] if len(args) > mms[0] + 1 else None
     if tiling is not None:
         mm._init(pipe, tiling)
+    mm._lazy = tiling is None
+    ctx = api.current_ctx()
+    if K.role(ctx) == K.SERVER:     # the AIC serves its AIVs, then leaves (kfc.py)
+        mm._serve(ctx)
+        raise KernelReturn()
 
 
 def _empty_record():

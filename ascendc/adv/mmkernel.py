@@ -360,3 +360,6 @@ def mm_get_tensor_c_gm(qs, tiling, st, cg, a_isz, seq):
         _fixpipe_c(cg[pos[0] * dims[3] + pos[1]:], cl, pos[3], pos[2], pos[4], dims[3],
                    a_isz == 1)
     qc.free_tensor(cl)
+
+
+fixpipe_c = _fixpipe_c      # the Matmul server's half of get_tensor_c (kfc.py)

@@ -30,10 +30,16 @@ from .ccallback import guarded_callback
 from .errors import fault
 
 __all__ = ["attach_instance", "call_xcore", "CALL_ADDR", "OP_SET", "OP_WAIT", "OP_IB_SET",
-           "OP_IB_WAIT", "OP_SYNC_ALL", "OP_GM", "OP_GM_ROWS", "ROW_BITS",
+           "OP_IB_WAIT", "OP_SYNC_ALL", "OP_KFC", "KFC_POST", "KFC_RECV", "KFC_REPLY", "KFC_WAIT",
+           "OP_GM", "OP_GM_ROWS", "ROW_BITS",
            "STEP_BITS", "ROWS_BITS", "STEP_SHIFT", "ROWS_SHIFT", "GM_APIS", "ROLE_AIV", "ROLE_AIC"]
 
 OP_SET, OP_WAIT, OP_IB_SET, OP_IB_WAIT, OP_SYNC_ALL = 1, 2, 3, 4, 5
+# the Matmul client/server channel (ascendc/adv/kfc.py): b = KFC_* + 4 * n, a = the address of
+# int64 words (post: n words of the message; recv: [sub, n, words...] written, sub -1 when every
+# client has ended; wait: the answer written at a) or the answer itself (reply: n = the AIV's sub)
+OP_KFC = 6
+KFC_POST, KFC_RECV, KFC_REPLY, KFC_WAIT = 0, 1, 2, 3
 # a GM access (checked mode, rt.gmorder): op OP_GM + 2 * api + write, a = address, b = bytes;
 # api indexes GM_APIS (its first names are prims/movecore.APIS, in order)
 OP_GM = 8
@@ -120,6 +126,8 @@ def _call(key, op, a, b):
             st = launch.ib_set(port, _GMWord(a), b >> 16, b & 0xFFFF, where)
         elif op == OP_IB_WAIT:
             st = launch.ib_wait(port, _GMWord(a), b >> 16, b & 0xFFFF, where)
+        elif op == OP_KFC:
+            st = _kfc(launch, port, a, b, where)
         elif op >= OP_GM_ROWS:
             nbytes = b & ((1 << ROW_BITS) - 1)
             step = (b >> STEP_SHIFT) & ((1 << STEP_BITS) - 1)
@@ -139,21 +147,44 @@ def _call(key, op, a, b):
         return 1
 
 
+def _kfc(launch, port, a, b, where) -> int:
+    kind, n = b & 3, b >> 2
+    if kind == KFC_POST:
+        return launch.kfc_post(port, (ctypes.c_int64 * n).from_address(a)[:])
+    if kind == KFC_REPLY:
+        return launch.kfc_reply(port, n, a)
+    if kind == KFC_WAIT:
+        st, value = launch.kfc_wait(port, where)
+        ctypes.c_int64.from_address(a).value = value
+        return st
+    st, msg = launch.kfc_recv(port, where)
+    out = (ctypes.c_int64 * (n + 2)).from_address(a)
+    if st == 0 and msg is None:
+        out[0] = -1
+    elif st == 0:
+        sub, words = msg
+        out[0], out[1] = sub, len(words)
+        out[2:2 + min(n, len(words))] = words[:n]
+    return st
+
+
 # a native function calling _call (ccallback.py: a pending runtime stop answers 1, a fault)
 CALL_ADDR = guarded_callback(_call, "i64", ("i64", "i64", "i64", "i64"), on_stop=1)
 
 
-def attach_instance(st, port, where=None, mix_role=True, mark=None) -> None:
+def attach_instance(st, port, where=None, mix_role=True, mark=None, kfc=False) -> None:
     """Make the core whose state is `st` the instance `port` (an rt.crossflags.Instance, or None
     for a launch whose cores do not synchronise with each other): the callback its primitives
     call and, with `mix_role` (a MIX kernel), its role and sub-block. `where()` gives the
     instance's current kernel source line (compiled kernels); `mark` = (token(), describe(token))
-    the same, split into a cheap token now and its text later (the GM-order records)."""
+    the same, split into a cheap token now and its text later (the GM-order records); `kfc`:
+    the kernel registers a Matmul, served by the AIC for its AIVs (ascendc/adv/kfc.py)."""
     if port is None:
         st.core_role = 0
         st.sub_idx = 0
         st.xcore = 0
         st.xcore_fn = 0
+        st.kfc = 0
         return
     key = id(port)
     _PORTS[key] = port
@@ -165,6 +196,7 @@ def attach_instance(st, port, where=None, mix_role=True, mark=None) -> None:
     st.sub_idx = port.sub
     st.xcore = key
     st.xcore_fn = CALL_ADDR
+    st.kfc = 0 if not (kfc and mix_role) else 2 if port.role == "AIC" else 1
 
 
 if config.DISABLE_JIT:

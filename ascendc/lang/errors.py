@@ -101,6 +101,11 @@ class KernelError(Exception):
         return super().__str__()
 
 
+class KernelReturn(Exception):
+    """Raised by an interpreted kernel's call to leave the kernel there (the AIC of a MIX kernel
+    after serving its AIVs' Matmul, ascendc/adv/kfc.py); the launcher ends the block normally."""
+
+
 class GMReadError(KernelError):
     """A global-memory read outside the argument's allocation (ACL 507042 TRAP_READ_OVERFLOW)."""
 

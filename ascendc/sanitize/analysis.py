@@ -40,6 +40,7 @@ _LANE = {n: i for i, n in enumerate(LANES)}
 _BARRIER_LANE = {int(p): _LANE[n] for p, n in record.PIPE_NAMES.items()}
 _ALL = (int(PipeID.PIPE_ALL),)
 _XSET, _XWAIT = T.op("cross_core_set_flag"), T.op("cross_core_wait_flag")
+_P2P = 3            # rt.npu.xcore.P2P: the point-to-point mode of a served Matmul's messages
 _IB_SET, _IB_WAIT = T.op("ib_set"), T.op("ib_wait")
 _XPIPE = {int(p): _LANE[n] for p, n in record.PIPE_NAMES.items()}   # a cross op's named pipe
 _DMA = frozenset(_LANE[n] for n in ("MTE1", "MTE2", "MTE3", "FIXPIPE"))     # Sync1's pipes
@@ -162,7 +163,9 @@ class BlockPass:
                 # the scalar unit issues in order: an op issued after a scalar op (a scalar
                 # cross-core wait among them) runs after it
                 clk[self.pipe, 0] = clk[0, 0]
-                if op == _XSET:
+                if (op == _XSET or op == _XWAIT) and int(r[T.C_B]) == _P2P:
+                    pass        # a served Matmul's message: paired by construction (adv/kfc.py)
+                elif op == _XSET:
                     self.xsets.append((int(r[T.C_A]), int(r[T.C_B]), int(r[T.C_LINE])))
                     self.done[self.pipe] = clk[self.pipe, self.pipe]   # fires once drained
                     self._point("set", (int(r[T.C_A]), int(r[T.C_B])))

@@ -38,6 +38,7 @@ import os
 import pathlib
 
 from .sim import AI_CORE, AIC, AIV, KIND_PIPES, PIPES, Timeline
+from .xcore import P2P
 
 __all__ = ["trace_events", "write_trace", "write_pipe_utilization", "code_exe", "write_code_exe",
            "format_top_lines", "op_summary_row", "OP_SUMMARY_COLUMNS", "write_all",
@@ -166,7 +167,8 @@ def trace_events(tl: Timeline, soc_name: str | None = None) -> list:
         s, w = tl.records[si], tl.records[wi]
         if s[0].cross:          # between cores: from the set's end (the latency is the gap)
             kind, x, y = s[0].cross
-            what = f"ib {x}/{y}" if kind == "ib_set" else f"cross-core flag {x} mode {y}"
+            what = f"ib {x}/{y}" if kind == "ib_set" else "Matmul message" if y == P2P else \
+                f"cross-core flag {x} mode {y}"
             name = f"{what} {tl.core_name(s[1])}->{tl.core_name(w[1])}"
             cat, ts = "simulated,crossflag", s[4]
         else:

@@ -13,6 +13,9 @@ gives counts by its mode:
 - mode 1: the same over the AIVs of the setter's group;
 - mode 2: an AIC's set gives each AIV of its group a count; once every AIV of the group has made
   its n-th set, the group's AIC gets one;
+- mode 3 (`P2P`, the emulator's hand-offs of a served Matmul, ascendc/adv/kfc.py): a set gives
+  one count to the core of its group whose slot in `roles` it names (`Instr.cross[1]`), kept
+  apart per sender; a wait names the slot of the core it waits for;
 - `ib_set` / `ib_wait` (block_idx, event_id): a one-word handshake between any cores of the
   launch; a set starts only once every earlier set of the word has been taken by a wait, a wait
   takes the earliest set not taken yet. The word is the GM word the call names (`Instr.gm`: the
@@ -36,6 +39,7 @@ from collections import deque
 from .instr import AIC, AIV
 
 SETS = ("set", "ib_set")
+P2P = 3                  # the point-to-point mode (module doc)
 FLAG_LIMIT = 16          # counts one flag counter holds (rt/crossflags.py's FLAG_LIMIT)
 MIX_HEAD_US = 7.0        # §1.7 CATLASS headCost: 1 + 7 x usedAIC / coreNum us per MIX launch
 
@@ -173,8 +177,13 @@ class CrossFlags:
             word = self.ib.get(ib_word(ins))
             q = word[1] if word is not None else None
         else:
-            q = self.credits.get((inst, ins.cross[1]))
+            q = self.credits.get((inst, self._flag(ins)))
         return q[0][0] if q else None
+
+    @staticmethod
+    def _flag(ins):
+        """A wait's counter: its flag id, or ("p2p", the slot it waits for)."""
+        return ("p2p", ins.cross[1]) if ins.cross[2] == P2P else ins.cross[1]
 
     def take(self, inst, ins):
         """`ins` starts: a wait takes its count (returns the set records that released it)."""
@@ -190,7 +199,7 @@ class CrossFlags:
             self.ib_taken[key] = self.ib_taken.get(key, 0) + 1
             self.touch_all()
             return rec
-        return self.credits[(inst, a)].popleft()[1]
+        return self.credits[(inst, self._flag(ins))].popleft()[1]
 
     def fired(self, inst, ins, t: float, rec: int) -> None:
         """Set `ins` of `inst` ended at `t` as record `rec`: count it; `woken` are the cores
@@ -201,7 +210,10 @@ class CrossFlags:
             self.woken = tuple(self.core_of.values())
             return
         g, k = inst
-        if mode == 2 and self.roles[k] == AIC:
+        if mode == P2P:
+            got = [((g, a), t + self.lat, (rec,))]
+            a = ("p2p", k)
+        elif mode == 2 and self.roles[k] == AIC:
             got = [((g, j), t + self.lat, (rec,)) for j in self.aivs]
         else:
             members = self._members(inst, mode)

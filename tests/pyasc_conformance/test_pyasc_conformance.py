@@ -28,6 +28,7 @@ generalization/ files are not rewritten; what they needed beyond those is tested
 tests/ascendc/test_pyasc_{npu_device,struct,quant,transpose,transpose_ext,copy,trans5hd,
 bilinear,batch_matmul}.py (TQue(VECCALC): tests/ascendc/test_state.py).
 """
+import json
 import os
 import pathlib
 import re
@@ -194,3 +195,39 @@ def test_kernel_test(pyasc_src, name, mode):
     summary = out.strip().splitlines()[-1] if out.strip() else ""
     ok = p.returncode == 0 and re.search(r"\b\d+ passed", summary) and "skipped" not in summary
     assert ok, f"{name} [{mode}] exit status {p.returncode}:\n{out[-4000:]}"
+
+
+# the tutorial run under the NPU view: which side of each AI Core group did the work
+_SIDES = """
+import json
+import sys
+from collections import Counter
+import rt
+from ascendc import run
+with rt.profile(npu=True) as prof:
+    status = run.main([sys.argv[1]])
+r, = prof.npu_runs()
+side = {}
+for i, blk in enumerate(r.blocks):
+    c = side.setdefault(r.roles[i % len(r.roles)], Counter())
+    c.update(x.pipe for x in blk)
+    c["mmad"] += sum(x.name == "mmad" for x in blk)
+print("SIDES", json.dumps([status, r.roles, side]))
+"""
+
+
+@pytest.mark.parametrize("mode", ["interpret", "compiled"])
+def test_tutorial_03_serves_its_matmul_on_the_aics(pyasc_src, mode):
+    """Tutorial 03 unchanged, its AIC side executing: every mmad, L1 -> L0 load and fixpipe of
+    the run is in an AIC's stream (Ascend C's KfcServer, ascendc/adv/kfc.py), none in an
+    AIV's, and the results check out (exit 0)."""
+    script = pyasc_src / "python" / "tutorials" / "03_matmul_mix" / "matmul_mix.py"
+    p, _ = _run([sys.executable, "-c", _SIDES, str(script)], script.parent, mode)
+    line = [ln for ln in p.stdout.splitlines() if ln.startswith("SIDES")]
+    assert p.returncode == 0 and line, p.stdout[-2000:] + p.stderr[-4000:]
+    status, roles, sides = json.loads(line[0][len("SIDES "):])
+    assert status == 0 and roles == ["AIC", "AIV", "AIV"]
+    assert sides["AIC"]["mmad"] == 384 and sides["AIV"]["mmad"] == 0
+    assert {"CUBE", "MTE1", "FIXPIPE"} <= set(sides["AIC"])
+    assert not {"CUBE", "MTE1", "FIXPIPE", "MTE2"} & set(sides["AIV"])
+

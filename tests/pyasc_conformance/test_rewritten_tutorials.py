@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from rewritten_common import MODES, asc, host, launch
+import rt
 
 CORES = 8
 HALVES = 2          # double buffering of the add tutorials
@@ -218,6 +219,33 @@ def test_03_matmul_mix(mode):
     launch(gemm_mix, 48 // 2, a, b, c, bias, gm_tiling(m, n, k, 48), ws, mode=mode)
     np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3,
                                atol=1e-3)
+
+
+@pytest.mark.parametrize("mode", [pytest.param(MODES[0], marks=pytest.mark.slow), MODES[1]])
+def test_03_matmul_mix_serves_the_matmul_on_the_aics(mode):
+    """pyasc's MIX detection makes tutorial 03 a MIX_AIC_1_2 kernel: each group's AIC serves the
+    iterate_all of its AIVs (ascendc/adv/kfc.py), so every mmad, L1 load and fixpipe is in an
+    AIC's NPU-view stream and the AIVs' streams hold only their messages."""
+    rng = np.random.default_rng(3)
+    m, k, n = 512, 512, 1024
+    a, b = small_ints(rng, (m, k), np.float16), small_ints(rng, (k, n), np.float16)
+    c = np.zeros((m, n), np.float32)
+    ws = np.zeros(16 * 1024 * 1024, np.uint8)
+    tiling = gm_tiling(m, n, k, 8)
+    with rt.profile(npu=True) as prof:
+        launch(gemm_mix, 4, a, b, c, np.zeros((1, n), np.float32), tiling, ws, mode=mode)
+    run, = prof.npu_runs()
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3,
+                               atol=1e-3)
+    assert run.roles == ("AIC", "AIV", "AIV") and len(run.blocks) == 12
+    for i, blk in enumerate(run.blocks):
+        pipes = {x.pipe for x in blk}
+        mmads = sum(x.name == "mmad" for x in blk)
+        sets = sum(x.name == "cross_core_set_flag" for x in blk)
+        if i % 3 == 0:        # the AIC: the cube work, one answer per iterate_all
+            assert mmads > 0 and {"CUBE", "MTE1", "FIXPIPE"} <= pipes and sets == 2
+        else:                 # an AIV: iterate_all and end, no cube instruction
+            assert mmads == 0 and not pipes & {"CUBE", "MTE1", "FIXPIPE"} and sets == 2
 
 
 @pytest.mark.parametrize("mode", [MODES[0], pytest.param(MODES[1], marks=pytest.mark.slow)])

@@ -213,3 +213,68 @@ def test_a_reset_device_stops_a_launch_blocked_on_flags(dev0):
     assert started.wait(30)
     rt.reset_device(0)
     assert task.done and task.cancelled is not None
+
+
+# ---- the Matmul client/server channel (kfc_post / kfc_recv / kfc_reply / kfc_wait) -------------
+
+def _served(n_msgs):
+    """Each AIV posts n_msgs[sub] messages and waits for each answer; the AIC answers each with
+    the sender's sub * 100 + its message number and logs the order it served them in."""
+    def body(inst, log):
+        L = inst.launch
+        if inst.role == AIC:
+            while True:
+                st, msg = L.kfc_recv(inst, where=lambda: "k.py:3")
+                if st != PASSED:
+                    return st
+                if msg is None:
+                    log("server-end")
+                    return PASSED
+                sub, words = msg
+                log(("served", sub, words[0]))
+                L.kfc_reply(inst, sub, sub * 100 + words[0])
+        for i in range(n_msgs[inst.sub]):
+            assert L.kfc_post(inst, [i, 7]) == PASSED
+            st, value = L.kfc_wait(inst, where=lambda: "k.py:9")
+            assert st == PASSED and value == inst.sub * 100 + i
+            log(("answered", i))
+        return PASSED
+    return body
+
+
+def test_the_server_takes_its_aivs_messages_in_turn_and_ends_when_they_have(dev0):
+    for _ in range(3):      # the order does not depend on thread timing
+        b = MixBinary(_served((3, 1)))
+        task = _run(b, 2)
+        assert task.error is None
+        for g in (0, 1):
+            served = [e for _, n, e in sorted(b.events) if n == f"AIC {g}" and e != "server-end"]
+            # sub-block 0, 1, 0, then 0 alone once sub-block 1 has finished
+            assert served == [("served", 0, 0), ("served", 1, 0), ("served", 0, 1),
+                              ("served", 0, 2)]
+            assert b.seq(f"AIC {g}", "server-end") > max(
+                b.seq(f"AIV {2 * g + s} (group {g}, sub-block {s})", ("answered", 0))
+                for s in (0, 1))
+
+
+def test_a_client_whose_server_ended_is_a_deadlock_naming_its_wait(dev0):
+    def body(inst, log):
+        L = inst.launch
+        if inst.role == AIC:
+            return PASSED           # never serves
+        L.kfc_post(inst, [1])
+        return L.kfc_wait(inst, where=lambda: "k.py:12")[0]
+    task = _run(MixBinary(body, roles=(AIC, AIV)), 1)
+    msg = str(task.error)
+    assert "cross-core deadlock" in msg
+    assert "waits on the Matmul server's answer (KfcCommClient) at k.py:12" in msg
+    assert "ended: AIC 0" in msg
+
+
+def test_only_an_aiv_of_a_mix_launch_posts_matmul_messages(dev0):
+    def body(inst, log):
+        st = inst.launch.kfc_post(inst, [1])
+        return st if inst.role == AIC else PASSED
+    task = _run(MixBinary(body, roles=(AIC, AIV)), 1)
+    assert "asc.adv.Matmul: a Matmul client must be an AIV of a MIX kernel, got AIC 0 posting " \
+           "a message" in str(task.error)

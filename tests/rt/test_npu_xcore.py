@@ -196,3 +196,22 @@ def test_ib_words_are_keyed_by_their_gm_word_when_recorded_with_it():
                                          r"set_flag, got a deadlock at ib_wait\(block_idx=0, "
                                          r"event_id=0\) of block 1"):
         simulate([[ib(0, "ib_set", 4096)], [ib(1, "ib_wait", 8192)]], M, 48, roles=("AIV",))
+
+
+def test_mode_3_hands_a_count_to_one_named_core_per_sender():
+    """The point-to-point hand-offs of a served Matmul (ascendc/adv/kfc.py): a set names the
+    slot of the core it reaches, a wait the slot of the core it waits for."""
+    aiv0 = [xset(1, 0, 3), xwait(1, 0, 3)]
+    aiv1 = [work(2)] * 4 + [xset(2, 0, 3), xwait(2, 0, 3)]
+    aic = [xwait(0, 1, 3), work(0, "mmad", "CUBE"), xset(0, 1, 3, "FIXPIPE"),
+           xwait(0, 2, 3), xset(0, 2, 3, "FIXPIPE")]
+    tl = simulate([aic, aiv0, aiv1], M, 1, roles=ROLES)
+    assert at(tl, "cross_core_wait_flag", 0) == [(1 + LAT, 2 + LAT), (5 + LAT, 6 + LAT)]
+    # AIV 0's answer: after the AIC's mmad and its set on FIXPIPE
+    (s0, e0), (s1, e1) = at(tl, "cross_core_set_flag", 0)
+    assert at(tl, "cross_core_wait_flag", 1) == [(e0 + LAT, e0 + LAT + 1)]
+    assert at(tl, "cross_core_wait_flag", 2) == [(e1 + LAT, e1 + LAT + 1)]
+    names = sorted((tl.core_name(tl.records[s][1]), tl.core_name(tl.records[w][1]))
+                   for s, w in tl.flows if tl.records[s][0].cross)
+    assert names == [("AIC 0", "AIV 0"), ("AIC 0", "AIV 1"), ("AIV 0", "AIC 0"),
+                     ("AIV 1", "AIC 0")]

@@ -179,3 +179,8 @@ def gm_order_rows(st, api, addr, nbytes, step, rows, write):
     else:
         for i in range(rows):
             gm_order(st, api, addr + i * step, nbytes, write)
+
+
+# the Matmul client / server primitives (ascendc/adv/kfc.py) hand off as the flags above do
+flush_deferred = _flush
+call_status = _status

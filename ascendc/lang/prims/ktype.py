@@ -20,9 +20,8 @@ A hand-written MIX kernel runs as the NPU runs it: each block is a group whose A
 one or two AIV instances run at once (rt.mixlaunch), each taking its branch with ascend_is_aic() /
 ascend_is_aiv() and synchronising through cross-core flags (prims/crosscore.py); the launcher
 writes the instance's role and sub-block into its core state (CORE_STATE.core_role / sub_idx).
-A kernel that registers a Matmul object (pyasc's MIX detection) still runs its AIV instances
-only: the Matmul API's cube work runs on them, as its AIC serves it on hardware, and asking
-`ascend_is_aic()` in it warns that the AIC side does not run.
+A kernel that registers a Matmul object (pyasc's MIX detection) runs the same way: its AIC
+serves the Matmul calls of its AIVs (ascendc/adv/kfc.py).
 
 AICORE (an emulator value, not a CANN one) is the kind of the kernels that call cube
 instructions (mmad, load_data, fixpipe) directly without the Matmul API: one block owns a whole
@@ -34,8 +33,6 @@ primitives here read it.
 """
 from ..core import prim
 from ..crosscore import ROLE_AIC
-from ..errors import fault
-from .vecbase import warn_recorded
 from ..state import STATE
 
 __all__ = ["get_sub_block_idx", "get_sub_block_num", "get_task_ratio", "ascend_is_aic",
@@ -93,12 +90,6 @@ def ascend_is_aic(ctx):
     if role != 0:
         return role == ROLE_AIC
     k = core_kernel_type(ctx)
-    if k == MIX_AIC_1_1 or k == MIX_AIC_1_2:
-        fault("ascend_is_aic: in a {} kernel only the AIV instances run on ascend-emu (the "
-              "Matmul API's cube work runs on them), got a kernel that asks for its AIC side: "
-              "code guarded by ascend_is_aic() does not run",
-              "MIX_AIC_1_1" if k == MIX_AIC_1_1 else "MIX_AIC_1_2")
-        warn_recorded()
     return k == AIC_ONLY or k == MIX_AIC_HARD_SYNC or k == MIX_AIC_1_0 or k == AICORE
 
 
