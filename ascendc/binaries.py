@@ -237,7 +237,7 @@ class Binary(rt.KernelBinary):
                           int(st.trace_lost), *((port.role, port.group) if port is not None
                                                 and self.mix is not None else ()))
             if fault is not None and (self.needs_all_resident or self.mix is not None or
-                                      san is None):
+                                      san is None or san.raise_faults):
                 raise fault         # (no session left to report to: fail as checked mode does)
 
     def take_npu_trace(self, args):
