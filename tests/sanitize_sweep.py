@@ -13,7 +13,8 @@ expects a kernel error still gets it. Each launch is then one of:
 Tests that open a session of their own (tests/sanitize) are not wrapped. A test that passes
 normally but fails under the sweep is listed too (the sanitizer changed what the kernel did, or
 the test expects a raise the sanitizer turns into a report: the GM-order check). At the end the
-counts and every finding go to the terminal and, as JSON, to the file the variable names.
+counts and every finding go to the terminal and, as JSON, to the file the variable names (and
+test by test, as JSON lines, to that name + "l").
 """
 from __future__ import annotations
 
@@ -81,6 +82,10 @@ def pytest_runtest_makereport(item, call):
                 target = entry["expected"] if faulted else entry["findings"]
                 target += [_finding(f) for f in found]
         _RESULTS.append(entry)
+        path = os.environ.get(ENV)
+        if path and path not in ("1", "yes"):       # as it goes: a cut-short sweep keeps them
+            with open(path + "l", "a") as f:
+                f.write(json.dumps(entry) + "\n")
 
 
 def summary(results: list) -> dict:

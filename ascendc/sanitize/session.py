@@ -57,6 +57,7 @@ class Session:
         # fault) inside the session, in the order they ended
         self.launches: list = []
         self._launches: dict = {}
+        self._cut: dict = {}        # launch key -> [findings, labels] of a launch a fault ended
         self._lock = threading.Lock()
         self._allocs: dict = {}          # device address -> (file, line) of its malloc
         self._pool_cls = None
@@ -83,17 +84,25 @@ class Session:
             self.report.add(f)
         inst = Instance(role, group, label, bp.xsets, bp.xwaits) if role is not None else None
         track = Track(label, role, group, bp.gm, bp.points) if "racecheck" in self.tools else None
-        self._collect(binary, launch, track, gms, inst, found, fault is not None)
+        self._collect(binary, launch, track, gms, inst, found, fault is not None, label)
 
     def _levels(self, soc):
         offs, sizes, _ = core.layout(soc)
         return [(LEVEL_NAMES[i], offs[i], sizes[i]) for i in range(len(sizes))]
 
     # -- what the launch's blocks found together: GM stomps, cross-core flags left pending ------
-    def _collect(self, binary, launch, track, gms, inst, found, faulted):
+    def _collect(self, binary, launch, track, gms, inst, found, faulted, label):
         key = (id(binary), launch[0])
         with self._lock:
-            acc = self._launches.setdefault(key, [[], 0, [], binary.name, [], False])
+            cut = self._cut.get(key)
+            if cut is not None:
+                if label not in cut[1]:     # a block of a launch a fault already ended (its
+                    cut[1].add(label)       # other workers' ranges run on): same launch
+                    cut[0] += found
+                    return
+                del self._cut[key]          # a block seen already: a new launch
+            acc = self._launches.setdefault(key, [[], 0, [], binary.name, [], False, set()])
+            acc[6].add(label)
             if track is not None:
                 acc[0].append(track)
             if inst is not None:
@@ -104,6 +113,7 @@ class Session:
             if faulted and self.raise_faults:       # the launch ends here (binaries raises)
                 del self._launches[key]
                 self.launches.append((binary.name, True, acc[4]))
+                self._cut[key] = [acc[4], acc[6]]
                 return
             if acc[1] < launch[1]:
                 return
@@ -146,6 +156,7 @@ class Session:
             for acc in self._launches.values():
                 self.launches.append((acc[3], True, acc[4]))
             self._launches.clear()
+            self._cut.clear()
         if self.leak_check:
             self._untrack_device_memory()
             self._report_device_leaks()

@@ -434,3 +434,50 @@ def sync_all_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, bad: int):
     asc.set_flag(asc.HardEvent.MTE2_MTE3, 1)
     asc.wait_flag(asc.HardEvent.MTE2_MTE3, 1)
     asc.data_copy(xg[b * TILE:], a, TILE)
+
+
+@asc.jit
+def fixpipe_cols_kernel(a: asc.GlobalAddress, b: asc.GlobalAddress, c: asc.GlobalAddress, bad: int):
+    """Each block computes a 16 x 16 tile of c = a @ b (a: 16 x 16, b: 16 x 16*blocks) and
+    writes it at column 16*block of c (row stride 16*blocks) by fixpipe: the blocks' rows
+    interleave in GM without overlapping. bad=1: every block writes column 0 (a stomp)."""
+    blk = asc.get_block_idx()
+    nb = asc.get_block_num()
+    ag = asc.GlobalTensor()
+    ag.set_global_buffer(a, 256)
+    bg = asc.GlobalTensor()
+    bg.set_global_buffer(b)
+    cg = asc.GlobalTensor()
+    cg.set_global_buffer(c)
+    pipe = asc.TPipe()
+    ba1 = asc.TBuf(asc.TPosition.A1)
+    bb1 = asc.TBuf(asc.TPosition.B1)
+    ba2 = asc.TBuf(asc.TPosition.A2)
+    bb2 = asc.TBuf(asc.TPosition.B2)
+    bc = asc.TBuf(asc.TPosition.CO1)
+    pipe.init_buffer(ba1, 512)
+    pipe.init_buffer(bb1, 512)
+    pipe.init_buffer(ba2, 512)
+    pipe.init_buffer(bb2, 512)
+    pipe.init_buffer(bc, 1024)
+    a1 = ba1.get(asc.float16)
+    b1 = bb1.get(asc.float16)
+    a2 = ba2.get(asc.float16)
+    b2 = bb2.get(asc.float16)
+    cl = bc.get(asc.float32)
+    col = blk * 16
+    if bad == 1:
+        col = 0
+    asc.data_copy(a1, ag, asc.Nd2NzParams(1, 16, 16, 0, 16, 16, 1, 0))
+    asc.data_copy(b1, bg[col:], asc.Nd2NzParams(1, 16, 16, 0, 16 * nb, 16, 1, 0))
+    asc.set_flag(asc.HardEvent.MTE2_MTE1, 0)
+    asc.wait_flag(asc.HardEvent.MTE2_MTE1, 0)
+    asc.load_data(a2, a1, asc.LoadData2DParams(0, 1, 1, 0, 0, False, 0))
+    asc.load_data(b2, b1, asc.LoadData2DParams(0, 1, 1, 0, 0, True, 0))
+    asc.set_flag(asc.HardEvent.MTE1_M, 0)
+    asc.wait_flag(asc.HardEvent.MTE1_M, 0)
+    asc.mmad(cl, a2, b2, asc.MmadParams(m=16, n=16, k=16, unit_flag=0, cmatrix_source=False,
+                                         cmatrix_init_val=True))
+    asc.set_flag(asc.HardEvent.M_FIX, 0)
+    asc.wait_flag(asc.HardEvent.M_FIX, 0)
+    asc.fixpipe(cg[col:], cl, asc.FixpipeParamsV220(16, 16, 16, 16 * nb))

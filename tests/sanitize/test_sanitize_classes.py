@@ -415,3 +415,39 @@ def test_sync_all_called_by_every_block_is_clean(interpret):
     rep = run(K.sync_all_kernel, 4, (x, z, 0), interpret, check_all=True)
     assert rep.count() == 0, rep.format()
     np.testing.assert_array_equal(x[:4 * TILE], want)
+
+
+# -- the sweep's session: faults still end their launch ------------------------------------------
+
+def test_raise_faults_ends_the_launch_with_the_checked_mode_error(interpret):
+    from ascendc.sanitize.session import Session
+    x, z = data()
+    with Session("memcheck", raise_faults=True) as san:
+        with pytest.raises(rt.AclError, match="GM read must stay inside argument 'x'"):
+            K.gm_oob_kernel[8](x, z, 8 * TILE - 16, 3, interpret=interpret)
+        K.gm_oob_kernel[8](x, z, 0, -1, interpret=interpret)
+    assert [(name, faulted) for name, faulted, _ in san.launches] == [
+        ("gm_oob_kernel", True), ("gm_oob_kernel", False)]
+    assert [f.cls for f in san.launches[0][2]] == ["Read3"]
+    assert san.launches[1][2] == []
+    np.testing.assert_array_equal(z, x[:8 * TILE])
+
+
+# -- fixpipe to GM rows at a stride: each row recorded, not the span -------------------------------
+
+@pytest.mark.parametrize("bad", [0, 1])
+def test_fixpipe_rows_of_blocks_interleaved_in_gm(interpret, bad):
+    nb = 4
+    rng = np.random.default_rng(bad)
+    a = rng.integers(-3, 4, (16, 16)).astype(np.float16)
+    b = rng.integers(-3, 4, (16, 16 * nb)).astype(np.float16)
+    c = np.zeros((16, 16 * nb), np.float32)
+    rep = run(K.fixpipe_cols_kernel, nb, (a, b, c, bad), interpret, check_all=True,
+              launch={"kernel_type": "AIC_ONLY"})
+    if bad == 0:
+        assert rep.count() == 0, rep.format()
+        np.testing.assert_array_equal(c, a.astype(np.float32) @ b.astype(np.float32))
+    else:
+        f = only(rep, "Stomp")
+        assert f.where == line_of(K.fixpipe_cols_kernel, "asc.fixpipe(cg[col:], cl, ")
+        assert f.kind == "write of size 64 to GM bytes another block writes"
