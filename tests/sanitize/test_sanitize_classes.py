@@ -451,3 +451,19 @@ def test_fixpipe_rows_of_blocks_interleaved_in_gm(interpret, bad):
         f = only(rep, "Stomp")
         assert f.where == line_of(K.fixpipe_cols_kernel, "asc.fixpipe(cg[col:], cl, ")
         assert f.kind == "write of size 64 to GM bytes another block writes"
+
+
+# -- the NPU view under the sanitizer --------------------------------------------------------------
+
+@pytest.mark.parametrize("mode", ["interpret", "compiled"])
+def test_the_npu_view_records_the_same_under_the_sanitizer(mode):
+    x, z = data()
+    plain = asc.npu_trace(K.flags_kernel, 1, x, z, 0, interpret=mode == "interpret")
+    with asc.sanitize(check_all=True) as san:
+        tl = asc.npu_trace(K.flags_kernel, 1, x, z, 0, interpret=mode == "interpret")
+    assert san.report.count() == 0, san.report.format()
+
+    def recs(t):
+        return [(i.name, core, pipe, start, end) for i, core, pipe, start, end in t.records]
+    assert recs(tl) == recs(plain)
+    assert len(recs(tl)) >= 4
