@@ -12,8 +12,8 @@ os.environ.setdefault("ASCEND_PROCESS_LOG_PATH", os.path.join(tempfile.gettempdi
 
 if os.environ.get("ASCEND_EMU_SANITIZE_SWEEP"):
     # every test's kernel launches under asc.sanitize(check_all=True) (tests/sanitize_sweep.py)
-    from sanitize_sweep import (_sanitize_sweep, pytest_runtest_makereport,  # noqa: F401
-                                pytest_terminal_summary)
+    from sanitize_sweep import (_sanitize_sweep, pytest_collection_modifyitems,  # noqa: F401
+                                pytest_runtest_makereport, pytest_terminal_summary)
 
 
 @pytest.fixture(params=["interpret", "compiled"])

@@ -14,7 +14,8 @@ Tests that open a session of their own (tests/sanitize) are not wrapped. A test 
 normally but fails under the sweep is listed too (the sanitizer changed what the kernel did, or
 the test expects a raise the sanitizer turns into a report: the GM-order check). At the end the
 counts and every finding go to the terminal and, as JSON, to the file the variable names (and
-test by test, as JSON lines, to that name + "l").
+test by test, as JSON lines, to that name + "l"). ASCEND_EMU_SANITIZE_SWEEP_ONE=1 keeps one
+case per test function.
 """
 from __future__ import annotations
 
@@ -86,6 +87,20 @@ def pytest_runtest_makereport(item, call):
         if path and path not in ("1", "yes"):       # as it goes: a cut-short sweep keeps them
             with open(path + "l", "a") as f:
                 f.write(json.dumps(entry) + "\n")
+
+
+def pytest_collection_modifyitems(config, items):
+    """With ASCEND_EMU_SANITIZE_SWEEP_ONE=1: one case per test function (its first parameter
+    set), a cheaper sweep over every test."""
+    if os.environ.get(ENV + "_ONE") != "1":
+        return
+    seen, keep, drop = set(), [], []
+    for item in items:
+        key = (str(getattr(item, "path", item.fspath)), getattr(item, "originalname", item.name))
+        (drop if key in seen else keep).append(item)
+        seen.add(key)
+    config.hook.pytest_deselected(items=drop)
+    items[:] = keep
 
 
 def summary(results: list) -> dict:

@@ -481,3 +481,29 @@ def fixpipe_cols_kernel(a: asc.GlobalAddress, b: asc.GlobalAddress, c: asc.Globa
     asc.set_flag(asc.HardEvent.M_FIX, 0)
     asc.wait_flag(asc.HardEvent.M_FIX, 0)
     asc.fixpipe(cg[col:], cl, asc.FixpipeParamsV220(16, 16, 16, 16 * nb))
+
+
+@asc.jit
+def strided_rows_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, bad: int):
+    """x and z are 8 rows of 32 floats; block b copies its 8-float column strip of x to the same
+    strip of z with DataCopyParams strides (one 32-byte block per row): the blocks' rows
+    interleave in GM without overlapping. bad=1: every block writes strip 0 (a stomp)."""
+    b = asc.get_block_idx()
+    col = b * 8
+    out = col
+    if bad == 1:
+        out = 0
+    xg = asc.GlobalTensor()
+    xg.set_global_buffer(x)
+    zg = asc.GlobalTensor()
+    zg.set_global_buffer(z)
+    pipe = asc.TPipe()
+    buf = asc.TBuf(asc.TPosition.VECCALC)
+    pipe.init_buffer(buf, 8 * 8 * 4)
+    a = buf.get(F32)
+    asc.data_copy(a, xg[col:], repeat_params=asc.DataCopyParams(
+        block_count=8, block_len=1, src_stride=3, dst_stride=0))
+    asc.set_flag(asc.HardEvent.MTE2_MTE3, 0)
+    asc.wait_flag(asc.HardEvent.MTE2_MTE3, 0)
+    asc.data_copy(zg[out:], a, repeat_params=asc.DataCopyParams(
+        block_count=8, block_len=1, src_stride=0, dst_stride=3))

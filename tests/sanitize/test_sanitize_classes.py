@@ -467,3 +467,18 @@ def test_the_npu_view_records_the_same_under_the_sanitizer(mode):
         return [(i.name, core, pipe, start, end) for i, core, pipe, start, end in t.records]
     assert recs(tl) == recs(plain)
     assert len(recs(tl)) >= 4
+
+
+@pytest.mark.parametrize("bad", [0, 1])
+def test_strided_copies_of_blocks_interleaved_in_gm(interpret, bad):
+    x = np.arange(8 * 32, dtype=np.float32)
+    z = np.zeros_like(x)
+    rep = run(K.strided_rows_kernel, 4, (x, z, bad), interpret, check_all=True)
+    if bad == 0:
+        assert rep.count() == 0, rep.format()
+        np.testing.assert_array_equal(z, x)
+    else:
+        f = only(rep, "Stomp")
+        assert f.where == line_of(K.strided_rows_kernel, "asc.data_copy(zg[out:], a, ")
+        assert f.kind == "write of size 32 to GM bytes another block writes"
+        assert f.address == "GM argument 'z' offset 0"
