@@ -204,19 +204,23 @@ class Binary(rt.KernelBinary):
                     f"rt.profile(npu=True): a block must issue at most {len(ctx[TRACE])} "
                     f"instructions to be recorded, got {int(st.trace_n + st.trace_lost)} in "
                     f"block_idx={b} (raise ASCEND_EMU_NPU_TRACE_ROWS)")
-            rows = ctx[TRACE][:int(st.trace_n)].copy()
-            if instance is not None:
-                rows[:, trace.C_BLOCK] = instance
-            with self._lock:
-                acc = self._traces.setdefault(id(args), [[], 0])
-                acc[0].append(rows)
-                acc[1] += 1
-                if acc[1] >= block_dim:
-                    del self._traces[id(args)]
-                    while len(self._done) >= 64:        # never taken: keep the newest only
-                        self._done.pop(next(iter(self._done)))
-                    self._done[id(args)] = (np.concatenate(acc[0]), block_dim,
-                                            self.mix.roles if instance is not None else ())
+            self._keep_rows(id(args), ctx[TRACE][:int(st.trace_n)].copy(), block_dim,
+                            instance)
+
+    def _keep_rows(self, key, rows, block_dim, instance):
+        """One block's rows for the NPU view (take_npu_trace), complete at `block_dim`."""
+        if instance is not None:
+            rows[:, trace.C_BLOCK] = instance
+        with self._lock:
+            acc = self._traces.setdefault(key, [[], 0])
+            acc[0].append(rows)
+            acc[1] += 1
+            if acc[1] >= block_dim:
+                del self._traces[key]
+                while len(self._done) >= 64:        # never taken: keep the newest only
+                    self._done.pop(next(iter(self._done)))
+                self._done[key] = (np.concatenate(acc[0]), block_dim,
+                                   self.mix.roles if instance is not None else ())
 
     def _run_sanitized(self, ctx, st, blocks, block_num, block_dim, views, gms, launch,
                        port=None):
@@ -225,6 +229,7 @@ class Binary(rt.KernelBinary):
         blocks wait for each other at sync_all or cross-core flags stops: continuing would
         hang)."""
         san = sanitizer()
+        view = rt.npu_view_on()     # rt.profile(npu=True) / asc.npu_trace: its rows too
         for b in blocks:
             st.trace_n = st.trace_lost = 0
             fault, where = None, None
@@ -233,12 +238,15 @@ class Binary(rt.KernelBinary):
             except KernelError as e:
                 fault, where = e, self._where(e, st)
             rows = ctx[TRACE][:int(st.trace_n)].copy()
+            if view and fault is None and not st.trace_lost:
+                self._keep_rows(launch, rows.copy(), block_dim,
+                                port.index if port is not None else None)
             if san is not None:
                 san.block(self, (launch, block_dim), int(b), rows, fault, where, gms,
                           int(st.trace_lost), *((port.role, port.group) if port is not None
                                                 and self.mix is not None else ()))
             if fault is not None and (self.needs_all_resident or self.mix is not None or
-                                      san is None):
+                                      san is None or san.raise_faults):
                 raise fault         # (no session left to report to: fail as checked mode does)
 
     def take_npu_trace(self, args):

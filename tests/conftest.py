@@ -10,6 +10,11 @@ os.environ.setdefault("ASCENDC_CACHE_DIR", os.path.join(os.path.expanduser("~"),
 os.environ.setdefault("ASCEND_PROCESS_LOG_PATH", os.path.join(tempfile.gettempdir(),
                                                               "ascend-emu-test-log"))
 
+if os.environ.get("ASCEND_EMU_SANITIZE_SWEEP"):
+    # every test's kernel launches under asc.sanitize(check_all=True) (tests/sanitize_sweep.py)
+    from sanitize_sweep import (_sanitize_sweep, pytest_collection_modifyitems,  # noqa: F401
+                                pytest_runtest_makereport, pytest_terminal_summary)
+
 
 @pytest.fixture(params=["interpret", "compiled"])
 def mode(request):

@@ -16,6 +16,8 @@ import ast
 
 from ..compiler.frontend import keyword_fields
 from ..lang import api
+from ..lang.record import mark_line
+from ..lang.state import TRACE
 from ..lang.prims.softmax import TILING_FIELDS, SoftmaxTilingRecord, softmax_nd, tiling_record
 
 _INT32 = (-2**31, 2**31)
@@ -61,6 +63,8 @@ def softmax(dst, sum, max, src, tiling, temp_buffer=None, reuse_source=False,  #
             basic_block=False, data_format_nz=False):
     """pyasc's `asc.adv.softmax` in an interpreted kernel (compiled kernels: lower_softmax)."""
     ctx = api.current_ctx()
+    if len(ctx[TRACE]) > 1:     # tracing (NPU view, sanitizer): the rows carry this call's line
+        mark_line(ctx)
     work = temp_buffer.data if temp_buffer is not None else src.data
     softmax_nd(ctx, dst.data, sum.data, max.data, src.data, work, temp_buffer is not None,
                tiling_record(tiling), bool(basic_block), bool(data_format_nz))

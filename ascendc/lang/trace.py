@@ -39,7 +39,8 @@ NCOL = 18
  K_ACCESS,      # a memory access of the op row before it: DST_LV 0 = local (A = byte offset
                 # in the core's memory) or -1 = GM (A = address); BYTES; ID 1 = write, 0 = read;
                 # M (local reads) = offset from A of the first 32-byte chunk still all 0xFF
-                # (as fresh memory is filled), -1: none; N = 1: a write's reach, not its bytes
+                # (as fresh memory is filled), -1: none; N = 1: a write's reach, not its bytes;
+                # GM: ELEMS / REPEATS = blocks of ELEMS bytes every REPEATS bytes (0: contiguous)
  K_REGION,      # a local buffer handed out or taken back: A = byte offset, BYTES, ID = REGION_*
  ) = range(11)
 REGION_FREE, REGION_ALLOC, REGION_VIEW = 0, 1, 2    # free_tensor, alloc_tensor, TBuf.get
@@ -219,6 +220,21 @@ def access(ctx, op_id, addr, nbytes, write):
     if ctx[STATE][0].options & FLAG_SANITIZE:
         if nbytes > 0:
             _access(ctx, op_id, np.int64(addr), np.int64(nbytes), write, 0)
+
+
+@cached_njit(nogil=True)
+def _gm_blocks(ctx, op_id, addr, span, blk, step, write):
+    _append(ctx, op_id, K_ACCESS, 0, -1, span, blk, step, -1, 0, 0, 0, addr, 0, write, 0, 0)
+
+
+@cached_njit(nogil=True, inline="always")
+def gm_blocks(ctx, op_id, addr, span, blk, step, write):
+    """A GM access over `span` bytes from `addr` made of blocks of `blk` bytes every `step`
+    bytes (a strided copy's GM side: ELEMS = blk, REPEATS = step; blk == step: contiguous)."""
+    if ctx[STATE][0].options & FLAG_SANITIZE:
+        if span > 0:
+            _gm_blocks(ctx, op_id, np.int64(addr), np.int64(span), np.int64(blk),
+                       np.int64(step), np.int64(write))
 
 
 @cached_njit(nogil=True, inline="always")

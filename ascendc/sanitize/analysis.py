@@ -122,7 +122,9 @@ class BlockPass:
         self.xsets: list = []           # (flag id, mode, line) of each cross_core_set_flag
         self.xwaits: list = []          # (flag id, line) of each cross_core_wait_flag
         # for the launch's cross-core GM check (gmrace.py), with racecheck on:
-        self.gm: list = []              # (lo, hi, write, lane, lane clock, line) per GM access
+        # (lo, hi, write, lane, lane clock, line, block, step) per GM access: a strided one is
+        # blocks of `block` bytes every `step` bytes from lo (0, 0: all of [lo, hi))
+        self.gm: list = []
         self.points: list = []          # (kind, key, lane, lane clock) per synchronising call
         self._track = "racecheck" in tools
         self.epoch = 0
@@ -282,7 +284,11 @@ class BlockPass:
         if int(r[T.C_DST_LV]) < 0:
             if self._track:
                 a, p = int(r[T.C_A]), self.pipe
-                self.gm.append((a, a + nbytes, write, p, tuple(self.clk[p].tolist()), line))
+                blk, step = int(r[T.C_ELEMS]), int(r[T.C_REPEATS])
+                if blk <= 0 or step <= blk:
+                    blk = step = 0          # contiguous
+                self.gm.append((a, a + nbytes, write, p, tuple(self.clk[p].tolist()), line,
+                                blk, step))
             return
         sh = self.sh
         lo = int(r[T.C_A])

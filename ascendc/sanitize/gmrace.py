@@ -47,7 +47,7 @@ class Track:
     label: str                  # aic(0), aiv(1), aiv(3)
     role: str | None            # "AIC" / "AIV" in a MIX-style launch, None for a plain block
     group: int
-    gm: list                    # (lo, hi, write, lane, lane clock, line)
+    gm: list                    # (lo, hi, write, lane, lane clock, line, block, step)
     points: list                # (kind, key, lane, lane clock)
     index: int = 0
     # filled by the replay: per lane, the clock values of its waits and the knowledge brought in
@@ -195,21 +195,24 @@ def check(kernel: str, tracks: list, where, gm_name) -> list:
         return []
     rp = _Replay(tracks)
     rp.run()
-    groups: dict = {}       # (instance, lane, lo, hi, write) -> [(tick, clock, line)]
+    groups: dict = {}   # (instance, lane, lo, hi, write, block, step) -> [(tick, clock, line)]
     for t in tracks:
-        for lo, hi, write, lane, clock, line in t.gm:
+        for lo, hi, write, lane, clock, line, blk, step in t.gm:
             if hi > lo:
-                groups.setdefault((t.index, lane, lo, hi, write), []).append(
+                groups.setdefault((t.index, lane, lo, hi, write, blk, step), []).append(
                     (clock[lane], clock, line))
     found, seen = [], set()
     open_w: list = []
     open_r: list = []
     for key in sorted(groups, key=lambda k: (k[2], k[3])):
-        inst, lane, lo, hi, write = key
+        inst, lane, lo, hi, write = key[:5]
         open_w = [g for g in open_w if g[3] > lo]
         open_r = [g for g in open_r if g[3] > lo]
         for other in (open_w + open_r) if write else open_w:
             if other[0] == inst:
+                continue
+            both = _overlap(other, key)
+            if both is None:        # strided blocks that interleave without touching
                 continue
             hit = _unordered(rp, groups[other], other, groups[key], key)
             if hit is None:
@@ -218,7 +221,7 @@ def check(kernel: str, tracks: list, where, gm_name) -> list:
             sig = tuple(sorted(((other[0], other[4], a[2]), (inst, write, b[2]))))
             if sig not in seen:
                 seen.add(sig)
-                found.append(_finding(kernel, tracks, other, a, key, b, where, gm_name))
+                found.append(_finding(kernel, tracks, other, a, key, b, where, gm_name, both))
         (open_w if write else open_r).append(key)
     return found
 
@@ -242,11 +245,40 @@ def _unordered(rp, accs_a, key_a, accs_b, key_b):
     return None
 
 
-def _finding(kernel, tracks, key_a, a, key_b, b, where, gm_name):
+def _blocks(key):
+    """(lo, hi, block, step) of a group key: a contiguous access is one block."""
+    lo, hi, blk, step = key[2], key[3], key[5], key[6]
+    return (lo, hi, blk, step) if blk else (lo, hi, hi - lo, hi - lo)
+
+
+def _overlap(key_a, key_b):
+    """(lo, hi) of the first bytes two GM accesses (group keys) both touch, or None: each is
+    blocks of `block` bytes every `step` bytes, the last one ending at hi."""
+    a, b = _blocks(key_a), _blocks(key_b)
+    if (a[1] - a[0]) // a[3] > (b[1] - b[0]) // b[3]:
+        a, b = b, a                     # walk the access with fewer blocks
+    lo_b, hi_b, blk_b, step_b = b
+    x = max(a[0], lo_b - a[2])
+    x = a[0] + (x - a[0]) // a[3] * a[3]
+    while x < min(a[1], hi_b):
+        x_hi = min(x + a[2], a[1])
+        # the blocks of b that may touch [x, x_hi)
+        j = max((x - lo_b) // step_b, 0)
+        while lo_b + j * step_b < x_hi and lo_b + j * step_b < hi_b:
+            y = lo_b + j * step_b
+            y_hi = min(y + blk_b, hi_b)
+            if y < x_hi and x < y_hi:
+                return max(x, y), min(x_hi, y_hi)
+            j += 1
+        x += a[3]
+    return None
+
+
+def _finding(kernel, tracks, key_a, a, key_b, b, where, gm_name, both):
     ia, la, wa = key_a[0], key_a[1], key_a[4]
     ib, lb, wb = key_b[0], key_b[1], key_b[4]
-    lo = max(key_a[2], key_b[2])
-    size = min(key_a[3], key_b[3]) - lo
+    lo, hi = both
+    size = hi - lo
     name, off = gm_name(lo)
     address = f"GM argument {name!r} offset {off}" if name else f"GM address {lo:#x}"
     la_name, lb_name = tracks[ia].label, tracks[ib].label

@@ -149,6 +149,13 @@ class Report:
         return "\n".join(lines) + "\n"
 
 
+def _block_order(label: str):
+    """'aiv(10)' sorts after 'aiv(9)': (kind, number)."""
+    kind, _, rest = label.partition("(")
+    num = rest.rstrip(")")
+    return (kind, int(num) if num.isdigit() else -1, label)
+
+
 def _block_lines(e: _Entry) -> list:
     f = e.first
     out = [f"{PREFIX} ERROR: {f.kind} ({npu_check_name(f.cls)})"]
@@ -168,6 +175,7 @@ def _block_lines(e: _Entry) -> list:
     if f.detail:
         out.append(f"{PREFIX}    {f.detail}")
     if e.count > 1:
-        out.append(f"{PREFIX}    found {e.count} times, in blocks {' '.join(e.blocks)}"
+        out.append(f"{PREFIX}    found {e.count} times, in blocks "
+                   f"{' '.join(sorted(e.blocks, key=_block_order))}"
                    + (" ..." if len(e.blocks) >= 8 else ""))
     return out

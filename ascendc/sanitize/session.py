@@ -42,14 +42,22 @@ def block_label(kernel_type: int, block_idx: int) -> str:
 class Session:
     """The state of one sanitized run: which checks, the report, launches in progress."""
 
-    def __init__(self, tool: str = "memcheck", check_all: bool = False, leak_check: bool = False):
+    def __init__(self, tool: str = "memcheck", check_all: bool = False, leak_check: bool = False,
+                 raise_faults: bool = False):
         if tool not in TOOLS:
             raise ValueError(f"asc.sanitize: tool must be one of {', '.join(TOOLS)}, got "
                              f"tool={tool!r}")
         self.tools = frozenset(TOOLS) if check_all else frozenset((tool,))
         self.leak_check = bool(leak_check)
         self.report = Report()
+        # a fault ends its launch with the checked-mode exception too (as an unsanitized launch
+        # does): a test that expects the error still sees it (the suite's sanitizer sweep)
+        self.raise_faults = bool(raise_faults)
+        # one (kernel name, faulted, [Finding]) per launch that ended (or was cut short by a
+        # fault) inside the session, in the order they ended
+        self.launches: list = []
         self._launches: dict = {}
+        self._cut: dict = {}        # launch key -> [findings, labels] of a launch a fault ended
         self._lock = threading.Lock()
         self._allocs: dict = {}          # device address -> (file, line) of its malloc
         self._pool_cls = None
@@ -64,36 +72,53 @@ class Session:
                  f"{role.lower()}({block_idx})")
         levels = self._levels(binary.soc)
         bp = BlockPass(self.tools, binary.name, label, binary.trace_lines(), levels).run(rows)
-        for f in bp.findings:
-            self.report.add(f)
+        found = list(bp.findings)
         if fault is not None:
             # a fault stopped the block: reported whichever tool runs
-            self.report.add(classify(fault, binary.name, label, where, gms, binary.gm_names))
+            found.append(classify(fault, binary.name, label, where, gms, binary.gm_names))
         if lost:
-            self.report.add(Finding("Fault", "block too long to analyse whole", binary.name,
-                                    label, None, detail=f"{lost} instructions were not "
-                                    f"recorded (raise ASCEND_EMU_NPU_TRACE_ROWS)"))
+            found.append(Finding("Fault", "block too long to analyse whole", binary.name,
+                                 label, None, detail=f"{lost} instructions were not "
+                                 f"recorded (raise ASCEND_EMU_NPU_TRACE_ROWS)"))
+        for f in found:
+            self.report.add(f)
         inst = Instance(role, group, label, bp.xsets, bp.xwaits) if role is not None else None
         track = Track(label, role, group, bp.gm, bp.points) if "racecheck" in self.tools else None
-        self._collect(binary, launch, track, gms, inst)
+        self._collect(binary, launch, track, gms, inst, found, fault is not None, label)
 
     def _levels(self, soc):
         offs, sizes, _ = core.layout(soc)
         return [(LEVEL_NAMES[i], offs[i], sizes[i]) for i in range(len(sizes))]
 
     # -- what the launch's blocks found together: GM stomps, cross-core flags left pending ------
-    def _collect(self, binary, launch, track, gms, inst):
+    def _collect(self, binary, launch, track, gms, inst, found, faulted, label):
         key = (id(binary), launch[0])
         with self._lock:
-            acc = self._launches.setdefault(key, [[], 0, []])
+            cut = self._cut.get(key)
+            if cut is not None:
+                if label not in cut[1]:     # a block of a launch a fault already ended (its
+                    cut[1].add(label)       # other workers' ranges run on): same launch
+                    cut[0] += found
+                    return
+                del self._cut[key]          # a block seen already: a new launch
+            acc = self._launches.setdefault(key, [[], 0, [], binary.name, [], False, set()])
+            acc[6].add(label)
             if track is not None:
                 acc[0].append(track)
             if inst is not None:
                 acc[2].append(inst)
             acc[1] += 1
+            acc[4] += found
+            acc[5] = acc[5] or faulted
+            if faulted and self.raise_faults:       # the launch ends here (binaries raises)
+                del self._launches[key]
+                self.launches.append((binary.name, True, acc[4]))
+                self._cut[key] = [acc[4], acc[6]]
+                return
             if acc[1] < launch[1]:
                 return
             del self._launches[key]
+        found = acc[4]
         lines = binary.trace_lines()
 
         def at(i):
@@ -103,9 +128,13 @@ class Session:
             tracks = sorted(acc[0], key=lambda t: (t.role != "AIC", t.group, t.label))
             for f in gm_races(binary.name, tracks, at, lambda a: _gm_name(gms, a)):
                 self.report.add(f)
+                found.append(f)
         if "synccheck" in self.tools and acc[2]:
             for f in pending_sets(binary.name, acc[2], at):
                 self.report.add(f)
+                found.append(f)
+        with self._lock:
+            self.launches.append((binary.name, acc[5], found))
 
     # -- install / remove -----------------------------------------------------------------------
     def start(self):
@@ -123,6 +152,11 @@ class Session:
         except rt.AclError:
             pass                # (no device, or a stream's own error: the script sees it)
         binaries.set_sanitizer(None)
+        with self._lock:            # launches a fault cut short (their other blocks never ran)
+            for acc in self._launches.values():
+                self.launches.append((acc[3], True, acc[4]))
+            self._launches.clear()
+            self._cut.clear()
         if self.leak_check:
             self._untrack_device_memory()
             self._report_device_leaks()

@@ -62,9 +62,10 @@ def softmax_kernel(src: asc.GlobalAddress, dst: asc.GlobalAddress, sum_out: asc.
     d = qout.deque(dst.dtype)
     sm = qsum.deque(sum_out.dtype)
     mx = qmax.deque(max_out.dtype)
-    asc.data_copy(dg, d, count=m * k)
-    asc.data_copy(sumg, sm, count=m * blk)
-    asc.data_copy(maxg, mx, count=m * blk)
+    # softmax writes the original shape's om rows: the rows past them hold nothing to copy out
+    asc.data_copy(dg, d, count=om * k)
+    asc.data_copy(sumg, sm, count=om * blk)
+    asc.data_copy(maxg, mx, count=om * blk)
     qout.free_tensor(d)
     qsum.free_tensor(sm)
     qmax.free_tensor(mx)

@@ -30,7 +30,8 @@ def gm_oob_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, off: int, bad_bloc
 @asc.jit
 def adds_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, bad: int):
     """Read1 (bad=1: the input tensor is freed before adds reads it), Read2 (bad=2: only half of
-    it was copied in), Free (bad=3: freed twice), Leak (bad=4: never freed)."""
+    it was copied in), Free (bad=3: freed twice), Leak (bad=4: never freed), Write1 (bad=5: the
+    output tensor is freed before adds writes it)."""
     xg = asc.GlobalTensor()
     xg.set_global_buffer(x, TILE)
     zg = asc.GlobalTensor()
@@ -50,21 +51,24 @@ def adds_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, bad: int):
     b = qo.alloc_tensor(F32)
     if bad == 1:
         qi.free_tensor(a)
+    if bad == 5:
+        qo.free_tensor(b)
     asc.adds(b, a, 1.0, TILE)
     if bad != 1 and bad != 4:
         qi.free_tensor(a)
     if bad == 3:
         qi.free_tensor(a)
-    qo.enque(b)
-    b = qo.deque(F32)
-    asc.data_copy(zg, b, TILE)
-    qo.free_tensor(b)
+    if bad != 5:
+        qo.enque(b)
+        b = qo.deque(F32)
+        asc.data_copy(zg, b, TILE)
+        qo.free_tensor(b)
 
 
 @asc.jit
-def pad_align_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, shift: int):
+def pad_align_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, shift: int, rshift: int):
     """Write4 (shift not a multiple of 8 floats): data_copy_pad into a UB address that is not
-    32-byte aligned; Read4 the same the other way."""
+    32-byte aligned; Read4 (rshift not a multiple of 8): the copy out of one."""
     xg = asc.GlobalTensor()
     xg.set_global_buffer(x, TILE)
     zg = asc.GlobalTensor()
@@ -77,7 +81,7 @@ def pad_align_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, shift: int):
     asc.data_copy_pad(a[shift:], xg, p, asc.DataCopyPadExtParams(False, 0, 0, 0))
     asc.set_flag(asc.HardEvent.MTE2_MTE3, 0)
     asc.wait_flag(asc.HardEvent.MTE2_MTE3, 0)
-    asc.data_copy_pad(zg, a[shift:], p)
+    asc.data_copy_pad(zg, a[rshift:], p)
 
 
 @asc.jit
@@ -140,12 +144,18 @@ def stomp_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, spread: int):
 @asc.jit
 def queue_kernel(x: asc.GlobalAddress, what: int):
     """Buffer2 (what=1: deque of an empty queue), Buffer1 (2: a second alloc_tensor of a
-    one-buffer queue), Buffer4 (3: a tensor freed to another queue); what=0 is correct."""
+    one-buffer queue), Buffer4 (3: a tensor freed to another queue), Buffer0 (4: a queue used
+    before its init_buffer), Buffer3 (5: a view starting past the tensor's end); what=0 is
+    correct (and takes the in-bounds view)."""
     pipe = asc.TPipe()
     q = asc.TQue(asc.TPosition.VECIN, 1)
     other = asc.TQue(asc.TPosition.VECIN, 1)
+    late = asc.TQue(asc.TPosition.VECIN, 1)
     pipe.init_buffer(q, 1, 256)
     pipe.init_buffer(other, 1, 256)
+    if what != 4:
+        pipe.init_buffer(late, 1, 256)
+    u = late.alloc_tensor(F32)
     t = q.alloc_tensor(F32)
     if what == 1:
         t = q.deque(F32)
@@ -153,7 +163,13 @@ def queue_kernel(x: asc.GlobalAddress, what: int):
         t = q.alloc_tensor(F32)
     if what == 3:
         other.free_tensor(t)
+    if what == 5:
+        v = t[80:]
+    else:
+        v = t[32:]
+    asc.duplicate(v, 1.0, 16)
     q.free_tensor(t)
+    late.free_tensor(u)
 
 
 @asc.jit
@@ -389,3 +405,105 @@ def transpose_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, bad: int):
     o = qo.deque(asc.float16)
     asc.data_copy(zg, o, 256)
     qo.free_tensor(o)
+
+
+@asc.jit
+def sync_all_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, bad: int):
+    """Each block writes its tile of x to z, meets the others at sync_all and copies the next
+    block's tile back over its own part of x. bad=1: block 1 skips the sync_all (Sync3: the
+    others wait for it forever)."""
+    b = asc.get_block_idx()
+    n = asc.get_block_num()
+    xg = asc.GlobalTensor()
+    xg.set_global_buffer(x)
+    zg = asc.GlobalTensor()
+    zg.set_global_buffer(z)
+    pipe = asc.TPipe()
+    buf = asc.TBuf(asc.TPosition.VECCALC)
+    pipe.init_buffer(buf, TILE * 4)
+    a = buf.get(F32)
+    asc.data_copy(a, xg[b * TILE:], TILE)
+    asc.set_flag(asc.HardEvent.MTE2_MTE3, 0)
+    asc.wait_flag(asc.HardEvent.MTE2_MTE3, 0)
+    asc.data_copy(zg[b * TILE:], a, TILE)
+    if bad == 0 or b != 1:
+        asc.sync_all()
+    asc.set_flag(asc.HardEvent.MTE3_MTE2, 0)
+    asc.wait_flag(asc.HardEvent.MTE3_MTE2, 0)
+    asc.data_copy(a, zg[((b + 1) % n) * TILE:], TILE)
+    asc.set_flag(asc.HardEvent.MTE2_MTE3, 1)
+    asc.wait_flag(asc.HardEvent.MTE2_MTE3, 1)
+    asc.data_copy(xg[b * TILE:], a, TILE)
+
+
+@asc.jit
+def fixpipe_cols_kernel(a: asc.GlobalAddress, b: asc.GlobalAddress, c: asc.GlobalAddress, bad: int):
+    """Each block computes a 16 x 16 tile of c = a @ b (a: 16 x 16, b: 16 x 16*blocks) and
+    writes it at column 16*block of c (row stride 16*blocks) by fixpipe: the blocks' rows
+    interleave in GM without overlapping. bad=1: every block writes column 0 (a stomp)."""
+    blk = asc.get_block_idx()
+    nb = asc.get_block_num()
+    ag = asc.GlobalTensor()
+    ag.set_global_buffer(a, 256)
+    bg = asc.GlobalTensor()
+    bg.set_global_buffer(b)
+    cg = asc.GlobalTensor()
+    cg.set_global_buffer(c)
+    pipe = asc.TPipe()
+    ba1 = asc.TBuf(asc.TPosition.A1)
+    bb1 = asc.TBuf(asc.TPosition.B1)
+    ba2 = asc.TBuf(asc.TPosition.A2)
+    bb2 = asc.TBuf(asc.TPosition.B2)
+    bc = asc.TBuf(asc.TPosition.CO1)
+    pipe.init_buffer(ba1, 512)
+    pipe.init_buffer(bb1, 512)
+    pipe.init_buffer(ba2, 512)
+    pipe.init_buffer(bb2, 512)
+    pipe.init_buffer(bc, 1024)
+    a1 = ba1.get(asc.float16)
+    b1 = bb1.get(asc.float16)
+    a2 = ba2.get(asc.float16)
+    b2 = bb2.get(asc.float16)
+    cl = bc.get(asc.float32)
+    col = blk * 16
+    if bad == 1:
+        col = 0
+    asc.data_copy(a1, ag, asc.Nd2NzParams(1, 16, 16, 0, 16, 16, 1, 0))
+    asc.data_copy(b1, bg[col:], asc.Nd2NzParams(1, 16, 16, 0, 16 * nb, 16, 1, 0))
+    asc.set_flag(asc.HardEvent.MTE2_MTE1, 0)
+    asc.wait_flag(asc.HardEvent.MTE2_MTE1, 0)
+    asc.load_data(a2, a1, asc.LoadData2DParams(0, 1, 1, 0, 0, False, 0))
+    asc.load_data(b2, b1, asc.LoadData2DParams(0, 1, 1, 0, 0, True, 0))
+    asc.set_flag(asc.HardEvent.MTE1_M, 0)
+    asc.wait_flag(asc.HardEvent.MTE1_M, 0)
+    asc.mmad(cl, a2, b2, asc.MmadParams(m=16, n=16, k=16, unit_flag=0, cmatrix_source=False,
+                                         cmatrix_init_val=True))
+    asc.set_flag(asc.HardEvent.M_FIX, 0)
+    asc.wait_flag(asc.HardEvent.M_FIX, 0)
+    asc.fixpipe(cg[col:], cl, asc.FixpipeParamsV220(16, 16, 16, 16 * nb))
+
+
+@asc.jit
+def strided_rows_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, bad: int):
+    """x and z are 8 rows of 32 floats; block b copies its 8-float column strip of x to the same
+    strip of z with DataCopyParams strides (one 32-byte block per row): the blocks' rows
+    interleave in GM without overlapping. bad=1: every block writes strip 0 (a stomp)."""
+    b = asc.get_block_idx()
+    col = b * 8
+    out = col
+    if bad == 1:
+        out = 0
+    xg = asc.GlobalTensor()
+    xg.set_global_buffer(x)
+    zg = asc.GlobalTensor()
+    zg.set_global_buffer(z)
+    pipe = asc.TPipe()
+    buf = asc.TBuf(asc.TPosition.VECCALC)
+    pipe.init_buffer(buf, 8 * 8 * 4)
+    a = buf.get(F32)
+    asc.data_copy(a, xg[col:], repeat_params=asc.DataCopyParams(
+        block_count=8, block_len=1, src_stride=3, dst_stride=0))
+    asc.set_flag(asc.HardEvent.MTE2_MTE3, 0)
+    asc.wait_flag(asc.HardEvent.MTE2_MTE3, 0)
+    asc.data_copy(zg[out:], a, repeat_params=asc.DataCopyParams(
+        block_count=8, block_len=1, src_stride=0, dst_stride=3))

@@ -79,6 +79,7 @@ def test_gm_in_bounds_is_clean_and_overreach_inside_the_allocation_only_warns(in
 
 @pytest.mark.parametrize("bad,cls,kind,line", [
     (1, "Read1", "read of size 256 through a freed tensor", "asc.adds(b, a, 1.0, TILE)"),
+    (5, "Write1", "write of size 256 through a freed tensor", "asc.adds(b, a, 1.0, TILE)"),
     (3, "Free", "double free", "qi.free_tensor(a)"),
     (4, "Leak", "tensor never freed", None),
 ])
@@ -92,6 +93,8 @@ def test_tensor_lifetime_errors(interpret, bad, cls, kind, line):
         assert f.where == line_of(K.adds_kernel, line, nth)
     if cls == "Read1":
         assert f.other == ("freed at", line_of(K.adds_kernel, "qi.free_tensor(a)"))
+    if cls == "Write1":
+        assert f.other == ("freed at", line_of(K.adds_kernel, "qo.free_tensor(b)"))
 
 
 def test_tensor_lifetime_clean(interpret):
@@ -101,27 +104,36 @@ def test_tensor_lifetime_clean(interpret):
     np.testing.assert_array_equal(z[:TILE], x[:TILE] + 1)
 
 
-@pytest.mark.parametrize("shift,cls", [(1, "Write4"), (8, None)])
-def test_misaligned_local_address(interpret, shift, cls):
+@pytest.mark.parametrize("shift,rshift,cls,line", [
+    (1, 8, "Write4", "asc.data_copy_pad(a[shift:], xg, "),
+    (8, 3, "Read4", "asc.data_copy_pad(zg, a[rshift:], p)"),
+    (8, 8, None, None)])
+def test_misaligned_local_address(interpret, shift, rshift, cls, line):
     x, z = data()
-    rep = run(K.pad_align_kernel, 1, (x, z, shift), interpret)
+    rep = run(K.pad_align_kernel, 1, (x, z, shift, rshift), interpret,
+              check_all=cls is None)
     if cls is None:
         assert rep.count() == 0, rep.format()
         np.testing.assert_array_equal(z[:16], x[:16])
     else:
         f = only(rep, cls)
-        assert f.kind == "misaligned write"
+        assert f.kind == ("misaligned write" if cls == "Write4" else "misaligned read")
         assert "32-byte aligned" in f.detail
+        assert f.where == line_of(K.pad_align_kernel, line)
 
 
-@pytest.mark.parametrize("what,cls", [(1, "Buffer2"), (2, "Buffer1"), (3, "Buffer4"), (0, None)])
-def test_queue_misuse(interpret, what, cls):
+@pytest.mark.parametrize("what,cls,line", [
+    (1, "Buffer2", "t = q.deque(F32)"), (2, "Buffer1", "t = q.alloc_tensor(F32)"),
+    (3, "Buffer4", "other.free_tensor(t)"), (4, "Buffer0", "u = late.alloc_tensor(F32)"),
+    (5, "Buffer3", "v = t[80:]"), (0, None, None)])
+def test_queue_misuse(interpret, what, cls, line):
     x, _ = data()
-    rep = run(K.queue_kernel, 1, (x, what), interpret)
+    rep = run(K.queue_kernel, 1, (x, what), interpret, check_all=cls is None)
     if cls is None:
         assert rep.count() == 0, rep.format()
     else:
-        only(rep, cls)
+        f = only(rep, cls)
+        assert f.where == line_of(K.queue_kernel, line, 1 if what == 2 else 0)
 
 
 def test_device_memory_never_freed_is_a_leak_with_leak_check():
@@ -377,10 +389,96 @@ def test_softmax_and_transpose_of_unwritten_memory_are_read2(interpret):
     assert f.other == ("allocated at", line_of(K.softmax_rows_kernel,
                                                "other = tmp.get_with_offset("))
     assert f.kind == f"uninitialized read of size {TILE * 4}"      # one per row
-    if not interpret:       # (interpreted, asc.adv calls are placed at the line before)
-        assert f.where == line_of(K.softmax_rows_kernel, "asc.adv.softmax(")
+    assert f.where == line_of(K.softmax_rows_kernel, "asc.adv.softmax(")
     h = np.ones(256, np.float16)
     rep = run(K.transpose_kernel, 1, (h, np.zeros_like(h), 1), interpret, tool="initcheck")
     f = only(rep, "Read2")
     assert f.where == line_of(K.transpose_kernel, "asc.transpose(o, src)")
     assert f.kind == "uninitialized read of size 512"
+
+
+# -- sync_all ------------------------------------------------------------------------------------
+
+def test_sync_all_skipped_by_one_block_is_sync3(interpret):
+    x, z = data()
+    with asc.sanitize("synccheck") as san:
+        with pytest.raises(rt.AclError, match="every block must call sync_all the same number"):
+            K.sync_all_kernel[4](x, z, 1, interpret=interpret)
+    f = only(san.report, "Sync3")
+    assert f.kind == "sync_all not matched across blocks"
+    assert f.where == line_of(K.sync_all_kernel, "asc.sync_all()")
+
+
+def test_sync_all_called_by_every_block_is_clean(interpret):
+    x, z = data()
+    want = np.roll(x[:4 * TILE], -TILE)
+    rep = run(K.sync_all_kernel, 4, (x, z, 0), interpret, check_all=True)
+    assert rep.count() == 0, rep.format()
+    np.testing.assert_array_equal(x[:4 * TILE], want)
+
+
+# -- the sweep's session: faults still end their launch ------------------------------------------
+
+def test_raise_faults_ends_the_launch_with_the_checked_mode_error(interpret):
+    from ascendc.sanitize.session import Session
+    x, z = data()
+    with Session("memcheck", raise_faults=True) as san:
+        with pytest.raises(rt.AclError, match="GM read must stay inside argument 'x'"):
+            K.gm_oob_kernel[8](x, z, 8 * TILE - 16, 3, interpret=interpret)
+        K.gm_oob_kernel[8](x, z, 0, -1, interpret=interpret)
+    assert [(name, faulted) for name, faulted, _ in san.launches] == [
+        ("gm_oob_kernel", True), ("gm_oob_kernel", False)]
+    assert [f.cls for f in san.launches[0][2]] == ["Read3"]
+    assert san.launches[1][2] == []
+    np.testing.assert_array_equal(z, x[:8 * TILE])
+
+
+# -- fixpipe to GM rows at a stride: each row recorded, not the span -------------------------------
+
+@pytest.mark.parametrize("bad", [0, 1])
+def test_fixpipe_rows_of_blocks_interleaved_in_gm(interpret, bad):
+    nb = 4
+    rng = np.random.default_rng(bad)
+    a = rng.integers(-3, 4, (16, 16)).astype(np.float16)
+    b = rng.integers(-3, 4, (16, 16 * nb)).astype(np.float16)
+    c = np.zeros((16, 16 * nb), np.float32)
+    rep = run(K.fixpipe_cols_kernel, nb, (a, b, c, bad), interpret, check_all=True,
+              launch={"kernel_type": "AIC_ONLY"})
+    if bad == 0:
+        assert rep.count() == 0, rep.format()
+        np.testing.assert_array_equal(c, a.astype(np.float32) @ b.astype(np.float32))
+    else:
+        f = only(rep, "Stomp")
+        assert f.where == line_of(K.fixpipe_cols_kernel, "asc.fixpipe(cg[col:], cl, ")
+        assert f.kind == "write of size 64 to GM bytes another block writes"
+
+
+# -- the NPU view under the sanitizer --------------------------------------------------------------
+
+@pytest.mark.parametrize("mode", ["interpret", "compiled"])
+def test_the_npu_view_records_the_same_under_the_sanitizer(mode):
+    x, z = data()
+    plain = asc.npu_trace(K.flags_kernel, 1, x, z, 0, interpret=mode == "interpret")
+    with asc.sanitize(check_all=True) as san:
+        tl = asc.npu_trace(K.flags_kernel, 1, x, z, 0, interpret=mode == "interpret")
+    assert san.report.count() == 0, san.report.format()
+
+    def recs(t):
+        return [(i.name, core, pipe, start, end) for i, core, pipe, start, end in t.records]
+    assert recs(tl) == recs(plain)
+    assert len(recs(tl)) >= 4
+
+
+@pytest.mark.parametrize("bad", [0, 1])
+def test_strided_copies_of_blocks_interleaved_in_gm(interpret, bad):
+    x = np.arange(8 * 32, dtype=np.float32)
+    z = np.zeros_like(x)
+    rep = run(K.strided_rows_kernel, 4, (x, z, bad), interpret, check_all=True)
+    if bad == 0:
+        assert rep.count() == 0, rep.format()
+        np.testing.assert_array_equal(z, x)
+    else:
+        f = only(rep, "Stomp")
+        assert f.where == line_of(K.strided_rows_kernel, "asc.data_copy(zg[out:], a, ")
+        assert f.kind == "write of size 32 to GM bytes another block writes"
+        assert f.address == "GM argument 'z' offset 0"

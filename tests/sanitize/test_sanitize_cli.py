@@ -81,3 +81,27 @@ def test_a_bad_option_exits_2(tmp_path):
     r = sanitize(tmp_path, ["--frobnicate"], "0")
     assert r.returncode == 2
     assert "unknown option --frobnicate" in r.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("opts,bug,cls", [
+    (["--tool", "memcheck"], "oob", "ErrorWrite2"),
+    (["--tool", "racecheck"], "race", "ErrorSync2"),
+    (["--tool", "initcheck"], "uninit", "ErrorRead2"),
+    (["--tool", "synccheck"], "unpaired", "ErrorSync3"),
+    (["--leak-check", "yes"], "leak", "ErrorLeak"),
+    (["--check-all"], None, None),
+])
+def test_the_example_of_each_tool_reports_as_docs_show(opts, bug, cls):
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    r = subprocess.run([sys.executable, "-m", "ascendc.sanitize", *opts,
+                        "examples/sanitize_demo.py", *([bug] if bug else [])],
+                       capture_output=True, text=True, env=env, cwd=ROOT, timeout=900)
+    if cls is None:
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "====== ERROR SUMMARY: 0 errors" in r.stderr
+        return
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"({cls})" in r.stderr
+    assert "#0 examples/sanitize_demo.py:" in r.stderr
+    assert (ROOT / "docs" / "sanitizer.md").read_text().count(f"({cls})") >= 1

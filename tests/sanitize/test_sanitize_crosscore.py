@@ -106,3 +106,16 @@ def test_aivs_without_the_flag_their_copy_waits_for_race(interpret, bad, pairs):
 def test_memcheck_alone_does_not_judge_the_order(interpret):
     rep, _, _ = handoff(1, interpret, tool="memcheck")
     assert rep.count() == 0, rep.format()
+
+
+def test_two_aivs_of_a_group_writing_the_same_gm_tile_stomp(interpret):
+    rep, _, _ = neighbour(4, interpret, tool="racecheck")
+    got = [f for f in rep.findings if f.cls == "Stomp"]
+    assert {f.cls for f in rep.findings} == {"Stomp"}, rep.format()
+    assert {f.block for f in got} <= {"aiv(0)", "aiv(1)", "aiv(2)", "aiv(3)"}
+    assert {f.address for f in got} == {"GM argument 'z' offset 0",
+                                        f"GM argument 'z' offset {2 * TILE * 4}"}
+    for f in got:
+        assert f.where == line_of(K._add_to, "asc.data_copy(dst, b, n)")
+    # the clean twin (bad=0: each AIV writes its own tile) is
+    # test_aivs_ordered_by_mode_1_or_sync_all_are_clean

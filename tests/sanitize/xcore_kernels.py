@@ -75,12 +75,13 @@ def neighbour_kernel(x: asc.GlobalAddress, ws: asc.GlobalAddress, z: asc.GlobalA
     reads the tile of another AIV and writes it + 1 to z[v]. bad=0: its sibling's tile after a
     mode-1 flag waited for on MTE2; bad=1: the same, waited for on MTE3 (which does not hold the
     MTE2 read); bad=2: the next AIV's tile (another group for odd v) after sync_all; bad=3: the
-    next AIV's tile with no barrier."""
+    next AIV's tile with no barrier; bad=4: as bad=0, but both AIVs of a group write their
+    result over the group's first tile of z (a multi-core GM stomp between the instances)."""
     if asc.ascend_is_aiv():
         v = asc.get_block_idx()
         n = 2 * asc.get_block_num()
         other = v + 1 - 2 * asc.get_sub_block_idx()
-        if bad >= 2:
+        if bad == 2 or bad == 3:
             other = (v + 1) % n
         xg = asc.GlobalTensor()
         xg.set_global_buffer(x)
@@ -94,7 +95,10 @@ def neighbour_kernel(x: asc.GlobalAddress, ws: asc.GlobalAddress, z: asc.GlobalA
         pipe.init_buffer(qi, 1, TILE * 4)
         pipe.init_buffer(qo, 1, TILE * 4)
         _add_to(wg[v * TILE:], xg[v * TILE:], qi, qo, 1.0, TILE)
-        if bad == 0:
+        out = v
+        if bad == 4:
+            out = v - asc.get_sub_block_idx()
+        if bad == 0 or bad == 4:
             asc.cross_core_set_flag(PEER, 1, asc.PipeID.PIPE_MTE3)
             asc.cross_core_wait_flag(PEER, 1, asc.PipeID.PIPE_MTE2)
         elif bad == 1:
@@ -102,4 +106,4 @@ def neighbour_kernel(x: asc.GlobalAddress, ws: asc.GlobalAddress, z: asc.GlobalA
             asc.cross_core_wait_flag(PEER, 1, asc.PipeID.PIPE_MTE3)
         elif bad == 2:
             asc.sync_all()
-        _add_to(zg[v * TILE:], wg[other * TILE:], qi, qo, 1.0, TILE)
+        _add_to(zg[out * TILE:], wg[other * TILE:], qi, qo, 1.0, TILE)

@@ -568,11 +568,24 @@ def fixpipe(ctx, dst, src, p, config=0):
                                      ((nsz + 15) // 16 - 1) * dstr * 16 + msz * 16)
             trace.copy(ctx, _OP_FIXPIPE, S[0], D[0], nd * msz * nsz * isz, isz,
                        D[2] if D[0] < 0 else 0, last * isz)
-            # the sanitizer's rows: the m_size rows of each 16-column L0C strip it reads, the
-            # destination over its span
+            # the sanitizer's rows: the m_size rows of each 16-column L0C strip it reads; the
+            # destination's rows (ND: m_size rows of n_size at dst_stride; NZ: a strip of
+            # m_size x 16 per 16 columns), one span when they are contiguous
             ssz, nstrip = src.itemsize, (nsz + 15) // 16
             for i in range(nd):
                 for j in range(nstrip):
                     trace.access(ctx, _OP_FIXPIPE, S[2] + (i * snd * 256 + j * sstr * 16) * ssz,
                                  msz * 16 * ssz, 0)
-            trace.access(ctx, _OP_FIXPIPE, D[2], last * isz, 1)
+                if cfg == 0 and dstr != nsz:
+                    for r in range(msz):
+                        trace.access(ctx, _OP_FIXPIPE, D[2] + (i * dnd + r * dstr) * isz,
+                                     nsz * isz, 1)
+                elif cfg == 0:
+                    trace.access(ctx, _OP_FIXPIPE, D[2] + i * dnd * isz, msz * nsz * isz, 1)
+                elif dstr != msz:
+                    for j in range(nstrip):
+                        trace.access(ctx, _OP_FIXPIPE, D[2] + (i * dnd + j * dstr * 16) * isz,
+                                     msz * 16 * isz, 1)
+                else:
+                    trace.access(ctx, _OP_FIXPIPE, D[2] + i * dnd * isz,
+                                 nstrip * msz * 16 * isz, 1)

@@ -132,8 +132,9 @@ def _blocks_impl(ctx, d, s, isz, bc, bl, sg, dg):
     for i in range(bc):
         bcopy(t, i * dstep, s, i * sstep, nb)
     bump(st, ctr, bc * nb)
-    traced(ctx, _OP_DATA_COPY, D, S, bc * nb, isz,
-           (bc - 1) * (sstep if S[0] < 0 else dstep) + nb)
+    traced_blocks(ctx, _OP_DATA_COPY, D, S, bc * nb, isz,
+                  (bc - 1) * (sstep if S[0] < 0 else dstep) + nb, nb,
+                  sstep if S[0] < 0 else dstep)
 
 
 @prim
@@ -344,13 +345,15 @@ def _pad_impl(ctx, d, s, isz, bc, bl, sstride, dstride, bl_max, is_pad, left, ri
                     if q < ub + lb or q >= ub + lb + bl:
                         t[q] = np.uint8((pad_bits >> np.uint64(8 * ((q - ub) % isz))) & 0xFF)
         bump(st, C_MTE2, bc * bl)
-        traced(ctx, _OP_DATA_COPY_PAD, D, S, bc * bl, isz, (bc - 1) * gstep + bl)
+        traced_blocks(ctx, _OP_DATA_COPY_PAD, D, S, bc * bl, isz, (bc - 1) * gstep + bl, bl,
+                      gstep)
     else:
         bound(st, api, W_SRC, S, isz, 0, ((bc - 1) * ustep + bl) // isz, False)
         for i in range(bc):
             bcopy(d, i * gstep, s, i * ustep, bl)
         bump(st, C_MTE3, bc * bl)
-        traced(ctx, _OP_DATA_COPY_PAD, D, S, bc * bl, isz, (bc - 1) * gstep + bl)
+        traced_blocks(ctx, _OP_DATA_COPY_PAD, D, S, bc * bl, isz, (bc - 1) * gstep + bl, bl,
+                      gstep)
 
 
 @prim

@@ -141,6 +141,13 @@ def _visible(ctx, op_id, slv, dlv, addr, nbytes):
 def traced(ctx, op_id, D, S, nbytes, isz, gm_span):
     """The NPU-view trace row of a move of `nbytes` between located tensors D <- S; the GM side
     (if any) covers `gm_span` bytes from its address."""
+    traced_blocks(ctx, op_id, D, S, nbytes, isz, gm_span, gm_span, gm_span)
+
+
+@inline
+def traced_blocks(ctx, op_id, D, S, nbytes, isz, gm_span, blk, step):
+    """traced() of a copy whose GM side is blocks of `blk` bytes every `step` bytes (the
+    sanitizer records those, not the span: blocks may interleave with another core's)."""
     if ctx[STATE][0].nvis > 0 and S[0] >= 0:
         _visible(ctx, op_id, S[0], D[0], S[2], nbytes)
     if trace.on(ctx):
@@ -149,10 +156,14 @@ def traced(ctx, op_id, D, S, nbytes, isz, gm_span):
         # the sanitizer's rows: the GM side over its span; a local source over the bytes moved
         # when it goes to GM contiguously (else its layout is not known here: not recorded); a
         # local destination over them when contiguous, else to the tensor's end
-        if S[0] < 0 or (D[0] < 0 and gm_span == nbytes):
-            trace.access(ctx, op_id, S[2], gm_span if S[0] < 0 else nbytes, 0)
-        if D[0] < 0 or gm_span == nbytes:
-            trace.access(ctx, op_id, D[2], gm_span if D[0] < 0 else nbytes, 1)
+        if S[0] < 0:
+            trace.gm_blocks(ctx, op_id, S[2], gm_span, blk, step, 0)
+        elif D[0] < 0 and gm_span == nbytes:
+            trace.access(ctx, op_id, S[2], nbytes, 0)
+        if D[0] < 0:
+            trace.gm_blocks(ctx, op_id, D[2], gm_span, blk, step, 1)
+        elif gm_span == nbytes:
+            trace.access(ctx, op_id, D[2], nbytes, 1)
         else:           # (strided local -> local: its byte count, not its bytes)
             trace.write_reach(ctx, op_id, D[2], nbytes if S[0] >= 0 else max(D[3], nbytes))
 
