@@ -31,9 +31,20 @@ synchronises across groups); if every one of them has started and is blocked or 
 blocked one is released with the same message naming each instance, what it waits on (flag id
 and mode) and its source line.
 
+Counting natively: in a launch that needs no rule only the lock can keep (`native`: no counter
+limit, no GM order, no flags between groups), the kernel's primitives count mode 1 / 2 sets and
+take waits with atomic operations on `ctr` / `arr` / `rel` (numpy arrays whose addresses each
+instance's control block `ctl` holds; ascendc/lang/prims/crosscore.py). A wait finding its
+counter at 0 calls `wait_native`, which marks the instance blocked (`blk`, then a full fence)
+and blocks under the lock until the counter is above 0; a native set raises the counter first
+and then, if the target's `blk` is 1, calls `wake`: one of the two always sees the other's
+write. Deadlock detection is unchanged: instances are running, blocked or done as before, and a
+blocked one whose counter is above 0 is woken rather than reported.
+
 Fidelity: matches the counting rules above and the ordering they give (nothing after a released
 wait runs before the sets that released it). Approximated: a set counts at once (on hardware when
-its pipe has drained, which program order gives here); waits cost a thread hand-off (tens of us).
+its pipe has drained, which program order gives here); a wait that blocks costs a thread
+hand-off (tens of us; a wake goes to the released instance only).
 """
 from __future__ import annotations
 
