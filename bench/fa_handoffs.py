@@ -25,6 +25,7 @@ import rt
 import rt.crossflags as CF
 from kernels.flash_attention import flash_attention_with_stats
 from kernels.flash_attention_backward import flash_attention_backward
+from rt.launch import core_pool
 
 CALLS = {"set_flag": 0, "wait_flag": 0, "wait_native": 0}
 
@@ -95,7 +96,7 @@ def main(argv=None):
         stream.synchronize()
     bwd()
     print(f"MIX FlashAttention B1 N8 S{a.seq} D64 fp32, {'checked' if a.checked else 'unchecked'}"
-          f", {rt.launch.core_pool().n} emulated cores, {os.cpu_count()} CPUs, load "
+          f", {core_pool().n} emulated cores, {os.cpu_count()} CPUs, load "
           f"{os.getloadavg()[0]:.1f}; medians of {a.repeats}")
     print(f"  {'':9}{'wall ms':>9}{'cpu ms':>9}{'vol cs':>8}{'invol cs':>9}{'sets':>7}"
           f"{'waits':>7}{'blocked':>8}{'threads':>8}")
