@@ -143,3 +143,31 @@ def test_a_mode_named_by_a_global_int_is_that_mode():
     assert sync_scope(_expression_mode).across_groups
     assert sync_scope(_literal_mode_0).across_groups
     assert sync_scope(_global_mode).cross_core
+
+
+@pytest.mark.parametrize("s,causal", [(256, False), (200, True)])
+def test_unchecked_flash_attention_counts_natively_and_matches_numpy(s, causal):
+    """The MIX FlashAttention forward and backward, unchecked (their flags counted natively),
+    against the float64 references on a tile-multiple and a ragged causal shape."""
+    from kernels.flash_attention import flash_attention_reference, flash_attention_with_stats
+    from kernels.flash_attention_backward import (flash_attention_backward,
+                                                  flash_attention_backward_reference)
+    native = []
+    orig = CF.CrossCoreLaunch.__init__
+
+    def init(self, *a, **k):
+        orig(self, *a, **k)
+        native.append(self.native)
+    CF.CrossCoreLaunch.__init__ = init
+    try:
+        rng = np.random.default_rng(s)
+        q, k, v, do = (rng.standard_normal((1, 2, s, 64)).astype(np.float32) for _ in range(4))
+        o, mx, sm = flash_attention_with_stats(q, k, v, causal=causal, checked=False)
+        grads = flash_attention_backward(do, q, k, v, o, mx, sm, causal=causal, checked=False)
+    finally:
+        CF.CrossCoreLaunch.__init__ = orig
+    assert native == [True, True, True]          # the forward's launch and the backward's two
+    np.testing.assert_allclose(o, flash_attention_reference(q, k, v, causal=causal)[0],
+                               rtol=1e-4, atol=1e-5)
+    for got, want in zip(grads, flash_attention_backward_reference(do, q, k, v, causal=causal)):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
