@@ -39,19 +39,32 @@ synchronises across groups); if every one of them has started and is blocked or 
 blocked one is released with the same message naming each instance, what it waits on (flag id
 and mode) and its source line.
 
+Counting natively: in a launch that needs no rule only the lock can keep (`native`: no counter
+limit, no GM order, no flags between groups), the kernel's primitives count mode 1 / 2 sets and
+take waits with atomic operations on `ctr` / `arr` / `rel` (numpy arrays whose addresses each
+instance's control block `ctl` holds; ascendc/lang/prims/crosscore.py). A wait finding its
+counter at 0 calls `wait_native`, which marks the instance blocked (`blk`, then a full fence)
+and blocks under the lock until the counter is above 0; a native set raises the counter first
+and then, if the target's `blk` is 1, calls `wake`: one of the two always sees the other's
+write. Deadlock detection is unchanged: instances are running, blocked or done as before, and a
+blocked one whose counter is above 0 is woken rather than reported.
+
 Fidelity: matches the counting rules above and the ordering they give (nothing after a released
 wait runs before the sets that released it). Approximated: a set counts at once (on hardware when
-its pipe has drained, which program order gives here); waits cost a thread hand-off (tens of us).
+its pipe has drained, which program order gives here); a wait that blocks costs a thread
+hand-off (tens of us; a wake goes to the released instance only).
 """
 from __future__ import annotations
 
 import threading
 from collections import deque
 
+import numpy as np
+
 from .gmorder import GMOrder, join
 
 __all__ = ["CrossCoreLaunch", "Instance", "FLAG_IDS", "FLAG_LIMIT", "AIC", "AIV",
-           "PASSED", "ABORTED", "FAILED"]
+           "PASSED", "ABORTED", "FAILED", "CTL_WORDS"]
 
 AIC, AIV = "AIC", "AIV"
 FLAG_IDS = 11          # Atlas A2: flagId 0..10
@@ -60,25 +73,35 @@ PASSED, ABORTED, FAILED = 0, -1, 1   # statuses of the blocking calls (FAILED: s
 
 _NEW, _RUN, _BLOCKED, _DONE = range(4)
 
+# an instance's control block (`Instance.ctl`, int64 words) for the native fast path of a launch
+# whose flags count natively (`CrossCoreLaunch.native`): 0 native (1/0), 1 the instance's index,
+# 2 address of the counters (instances x FLAG_IDS), 3 of the blocked words (one per instance),
+# 4 of the arrivals (instances x 2 x FLAG_IDS: mode 1, mode 2 to the AIC), 5 of the released
+# rounds (groups x 2 x FLAG_IDS), 6 the group's first instance, 7 its AIC's slot (-1: none),
+# 8 bit s: slot s of a group is an AIV, 9 cores per group, 10 the group
+CTL_WORDS = 11
+
 
 class Instance:
     """One kernel instance of a launch (a core of one group): what its synchronising calls go
     through (rt hands it to `run_blocks` as `barrier`)."""
 
     __slots__ = ("launch", "group", "role", "sub", "block_idx", "index", "state", "counters",
-                 "waiting", "error", "ready", "vc", "pending", "__weakref__")
+                 "waiting", "error", "ready", "vc", "pending", "cv", "ctl", "__weakref__")
 
     def __init__(self, launch, group: int, role: str, sub: int, block_idx: int):
         self.launch, self.group, self.role, self.sub = launch, group, role, sub
         self.block_idx = block_idx      # GetBlockIdx as the NPU numbers this core
         self.index = len(launch.instances)   # in the launch: group * cores per group + slot
         self.state = _NEW
-        self.counters = [0] * FLAG_IDS
+        self.counters = launch.ctr[self.index]   # a row of the launch's counters
         self.waiting = ""               # what it is blocked on, with its source line
         self.error = ""                 # the message of a FAILED status
         self.ready = None               # while blocked: does its wait pass now?
         self.vc = None                  # tracking GM order: its vector clock (rt.gmorder) ...
         self.pending = None             # ... and per flag id the clocks of its pending sets
+        self.cv = None                  # made when it first blocks: it alone waits on it
+        self.ctl = None                 # its control block (CTL_WORDS; set by the launch)
 
     @property
     def name(self) -> str:
@@ -140,9 +163,19 @@ class CrossCoreLaunch:
         self.n_aiv = sum(r == AIV for r in self.roles)
         self.across_groups = across_groups
         self.check_limit = check_limit
-        self._cv = threading.Condition(threading.Lock())
+        self.lock = threading.Lock()     # guards the state below; each instance blocks on its cv
         self.fail_lock = threading.Lock()
         self.broken = False
+        # flags counted in native code (the kernel's primitives, atomically, without the GIL)
+        # unless a rule needs the lock: the counter limit and GM order (checked mode), flags
+        # between groups (mode 0, ib words, SyncAll)
+        self.native = not (check_limit or track_gm or across_groups)
+        n_inst = groups * len(self.roles)
+        self.ctr = np.zeros((n_inst, FLAG_IDS), np.int64)
+        self.blk = np.zeros(n_inst, np.int64)          # 1 while an instance blocks (native)
+        self.arr = np.zeros((n_inst, 2, FLAG_IDS), np.int64)
+        self.rel = np.zeros((groups, 2, FLAG_IDS), np.int64)
+        self._fence = threading.Lock()
         self.instances = []
         for g in range(groups):
             sub = 0
@@ -153,6 +186,13 @@ class CrossCoreLaunch:
                     idx = g * self.n_aiv + sub if self.n_aiv else g
                 self.instances.append(Instance(self, g, r, sub if r == AIV else 0, idx))
                 sub += r == AIV
+        aic_slot = self.roles.index(AIC) if AIC in self.roles else -1
+        aiv_mask = sum(1 << s for s, r in enumerate(self.roles) if r == AIV)
+        for i in self.instances:
+            i.ctl = np.array([int(self.native), i.index, self.ctr.ctypes.data,
+                              self.blk.ctypes.data, self.arr.ctypes.data, self.rel.ctypes.data,
+                              i.group * len(self.roles), aic_slot, aiv_mask, len(self.roles),
+                              i.group], np.int64)
         self._kind = {AIC: [i for i in self.instances if i.role == AIC],
                       AIV: [i for i in self.instances if i.role == AIV]}
         self._arrivals = {}      # (scope, flag) -> {instance: sets}
@@ -180,7 +220,7 @@ class CrossCoreLaunch:
     # ---- scheduling hooks ------------------------------------------------------------------
     def claim(self) -> bool:
         """A runner is about to start one more instance; False once a cancel took the rest."""
-        with self._cv:
+        with self.lock:
             if self._cancel_taken:
                 return False
             self.unstarted -= 1
@@ -188,29 +228,36 @@ class CrossCoreLaunch:
 
     def take_unstarted(self) -> int:
         """On cancel: the instances no runner will start (they count as done)."""
-        with self._cv:
+        with self.lock:
             n, self.unstarted, self._cancel_taken = self.unstarted, 0, True
             self._abort_locked()
             return n
 
     def begin(self, inst: Instance) -> bool:
-        with self._cv:
+        with self.lock:
             inst.state = _RUN
             return not self.broken
 
     def finished(self, inst: Instance) -> None:
-        with self._cv:
+        with self.lock:
             inst.state = _DONE
             self._check_stuck(inst)
 
     def abort(self) -> None:
-        with self._cv:
+        with self.lock:
             self._abort_locked()
+
+    def _wake_all(self) -> None:
+        """Wake every blocked instance to re-check its wait (lock held). A flag set wakes only
+        the instances whose counters it raised (`_bump`)."""
+        for i in self.instances:
+            if i.state == _BLOCKED:
+                i.cv.notify()
 
     def _abort_locked(self) -> None:
         if not self.broken:
             self.broken = True
-            self._cv.notify_all()
+            self._wake_all()
 
     # ---- cross-core flags ------------------------------------------------------------------
     def _needs_across(self, inst, what) -> bool:
@@ -224,7 +271,7 @@ class CrossCoreLaunch:
         return True
 
     def set_flag(self, inst: Instance, flag: int, mode: int) -> int:
-        with self._cv:
+        with self.lock:
             if mode == 0 and self._needs_across(inst, "asc.cross_core_set_flag"):
                 return FAILED
             bad = self._mode_error(inst, mode)
@@ -247,7 +294,6 @@ class CrossCoreLaunch:
                     self._bump(c, flag, len(rounds), inst, rounds)
             if inst.error:
                 return FAILED
-            self._cv.notify_all()
             return PASSED
 
     def _mode_error(self, inst, mode) -> str:
@@ -305,13 +351,15 @@ class CrossCoreLaunch:
         if target.pending is not None and clocks:
             target.pending[flag].extend(clocks)
         target.counters[flag] += n
+        if target.state == _BLOCKED:
+            target.cv.notify()
         if self.check_limit and target.counters[flag] > FLAG_LIMIT and not setter.error:
             setter.error = (f"asc.cross_core_set_flag: a flag's counter must hold at most "
                             f"{FLAG_LIMIT} pending sets (CrossCoreSetFlag's limit), got "
                             f"flag_id={flag} of {target.name} at {target.counters[flag]}")
 
     def wait_flag(self, inst: Instance, flag: int, mode: int, where=None) -> int:
-        with self._cv:
+        with self.lock:
             if inst.counters[flag] == 0:
                 st = self._block(inst, lambda: inst.counters[flag] > 0,
                                  f"cross_core_wait_flag(flag_id={flag}, mode_id={mode})", where)
@@ -321,6 +369,26 @@ class CrossCoreLaunch:
             if inst.pending is not None and inst.pending[flag]:
                 join(inst.vc, inst.pending[flag].popleft())
             return PASSED
+
+    def wait_native(self, inst: Instance, flag: int, mode: int, where=None) -> int:
+        """A native wait found its counter at 0: block until it is not (the caller takes the
+        count itself, atomically); PASSED, ABORTED or FAILED. Another core's native set raises
+        the counter without the lock, then wakes this one (`wake`) if its blocked word is 1."""
+        with self.lock:
+            self.blk[inst.index] = 1
+            with self._fence:       # the store above before the counter's read (a full fence)
+                pass
+            st = self._block(inst, lambda: inst.counters[flag] > 0,
+                             f"cross_core_wait_flag(flag_id={flag}, mode_id={mode})", where)
+            self.blk[inst.index] = 0
+            return st
+
+    def wake(self, index: int) -> None:
+        """A native set raised the counter of instance `index`, which was blocked."""
+        with self.lock:
+            t = self.instances[index]
+            if t.state == _BLOCKED:
+                t.cv.notify()
 
     # ---- inter-block flags (ib_set / ib_wait) ----------------------------------------------
     def ib_set(self, inst: Instance, word, block_idx: int, event_id: int, where=None) -> int:
@@ -339,7 +407,7 @@ class CrossCoreLaunch:
         is a word of this launch starting at 0."""
         if not hasattr(word, "read"):
             word = _KeyedWord(self._words, word)
-        with self._cv:
+        with self.lock:
             if self._needs_across(inst, api):
                 return FAILED
             st = self._block(inst, lambda: word.read() == want,
@@ -348,7 +416,7 @@ class CrossCoreLaunch:
             if st == PASSED:
                 word.write(1 - want)
                 self._ib_order(inst, word.key)
-                self._cv.notify_all()
+                self._wake_all()
             return st
 
     def _ib_order(self, inst, word) -> None:
@@ -359,7 +427,7 @@ class CrossCoreLaunch:
 
     # ---- SyncAll ---------------------------------------------------------------------------
     def sync_all(self, inst: Instance, aiv_only: bool = True, where=None) -> int:
-        with self._cv:
+        with self.lock:
             if self._needs_across(inst, "asc.sync_all"):
                 return FAILED
             parties = self._kind[AIV] if aiv_only and self.n_aiv else self.instances
@@ -380,7 +448,7 @@ class CrossCoreLaunch:
                 s[2], s[3] = None, s[2]
                 if vc is not None:
                     join(inst.vc, s[3])
-                self._cv.notify_all()
+                self._wake_all()
                 return PASSED
             gen = s[1]
             st = self._block(inst, lambda: s[1] != gen, "sync_all()", where)
@@ -459,7 +527,7 @@ class CrossCoreLaunch:
         them is not ordered by the flags."""
         if self.gm is None:
             return PASSED
-        with self._cv:
+        with self.lock:
             msg = self.gm.access(inst, addr, nbytes, write, api, where, rows, step)
         if msg:
             inst.error = msg
@@ -473,11 +541,13 @@ class CrossCoreLaunch:
             return PASSED
         inst.state = _BLOCKED
         inst.ready = ready
+        if inst.cv is None:
+            inst.cv = threading.Condition(self.lock)
         loc = where() if where is not None else None
         inst.waiting = what + (f" at {loc}" if loc else "")
         self._check_stuck(inst)
         while not ready() and not self.broken and not inst.error:
-            self._cv.wait()
+            inst.cv.wait()
         inst.state = _RUN
         inst.waiting = ""
         if ready() and not self.broken and not inst.error:
@@ -500,7 +570,7 @@ class CrossCoreLaunch:
         if any(i.ready() for i in blocked):
             # a blocked core whose wait passes now can still run: wake it (an ib word may have
             # been written by a plain copy, which notifies nobody)
-            self._cv.notify_all()
+            self._wake_all()
             return
         if self.across_groups and self.unstarted:
             return
@@ -514,4 +584,4 @@ class CrossCoreLaunch:
                "\n    ".join(lines))
         for i in blocked:       # they fail; rt then aborts the launch (after recording the fault)
             i.error = msg
-        self._cv.notify_all()
+        self._wake_all()

@@ -10,6 +10,13 @@ that address from nopython code (`call_xcore`). The callback takes the GIL, runs
 the launch failed: that core's error is the one reported), 1 failed (a fault recorded for the
 calling thread with `errors.fault`, so the primitive raises it: a deadlock, a counter past its
 limit, ...).
+
+The common case needs no callback: in a launch whose flags count natively (rt.crossflags,
+`CrossCoreLaunch.native`: unchecked, flags within groups), `st.xcore` is the address of the
+instance's control block and the primitives count sets and take waits with atomic operations
+on the launch's counters (`xcore_load`, `xcore_add`, `xcore_cas`); only a wait that finds its
+counter at 0 calls back (OP_WAIT_NATIVE: block until it is not), and a set whose target is
+blocked wakes it (OP_WAKE).
 """
 from __future__ import annotations
 
@@ -29,20 +36,21 @@ from numba.extending import intrinsic
 from .ccallback import guarded_callback
 from .errors import fault
 
-__all__ = ["attach_instance", "call_xcore", "CALL_ADDR", "OP_SET", "OP_WAIT", "OP_IB_SET",
-           "OP_IB_WAIT", "OP_SYNC_ALL", "OP_KFC", "KFC_POST", "KFC_RECV", "KFC_REPLY", "KFC_WAIT",
+__all__ = ["attach_instance", "call_xcore", "xcore_load", "xcore_add", "xcore_cas", "CALL_ADDR",
+           "OP_SET", "OP_WAIT", "OP_IB_SET", "OP_IB_WAIT", "OP_SYNC_ALL", "OP_WAIT_NATIVE",
+           "OP_WAKE", "OP_KFC", "KFC_POST", "KFC_RECV", "KFC_REPLY", "KFC_WAIT",
            "OP_GM", "OP_GM_ROWS", "ROW_BITS",
            "STEP_BITS", "ROWS_BITS", "STEP_SHIFT", "ROWS_SHIFT", "GM_APIS", "ROLE_AIV", "ROLE_AIC"]
 
-OP_SET, OP_WAIT, OP_IB_SET, OP_IB_WAIT, OP_SYNC_ALL = 1, 2, 3, 4, 5
+OP_SET, OP_WAIT, OP_IB_SET, OP_IB_WAIT, OP_SYNC_ALL, OP_WAIT_NATIVE, OP_WAKE = 1, 2, 3, 4, 5, 6, 7
 # the Matmul client/server channel (ascendc/adv/kfc.py): b = KFC_* + 4 * n, a = the address of
 # int64 words (post: n words of the message; recv: [sub, n, words...] written, sub -1 when every
 # client has ended; wait: the answer written at a) or the answer itself (reply: n = the AIV's sub)
-OP_KFC = 6
+OP_KFC = 8
 KFC_POST, KFC_RECV, KFC_REPLY, KFC_WAIT = 0, 1, 2, 3
 # a GM access (checked mode, rt.gmorder): op OP_GM + 2 * api + write, a = address, b = bytes;
 # api indexes GM_APIS (its first names are prims/movecore.APIS, in order)
-OP_GM = 8
+OP_GM = 10
 # ... and a strided one (rows of b & ROW_MASK bytes, (b >> STEP_SHIFT) & STEP_MASK apart,
 # b >> ROWS_SHIFT of them): op OP_GM_ROWS + 2 * api + write
 OP_GM_ROWS = 32
@@ -122,6 +130,11 @@ def _call(key, op, a, b):
             st = launch.set_flag(port, a, b)
         elif op == OP_WAIT:
             st = launch.wait_flag(port, a, b, where)
+        elif op == OP_WAIT_NATIVE:
+            st = launch.wait_native(port, a, b, where)
+        elif op == OP_WAKE:
+            launch.wake(a)
+            st = 0
         elif op == OP_IB_SET:
             st = launch.ib_set(port, _GMWord(a), b >> 16, b & 0xFFFF, where)
         elif op == OP_IB_WAIT:
@@ -186,7 +199,7 @@ def attach_instance(st, port, where=None, mix_role=True, mark=None, kfc=False) -
         st.xcore_fn = 0
         st.kfc = 0
         return
-    key = id(port)
+    key = port.ctl.ctypes.data      # its control block (rt.crossflags: native flags)
     _PORTS[key] = port
     if where is not None:
         _WHERE[port] = where
@@ -202,6 +215,16 @@ def attach_instance(st, port, where=None, mix_role=True, mark=None, kfc=False) -
 if config.DISABLE_JIT:
     def call_xcore(fnptr, key, op, a, b):
         return _call(key, op, a, b)
+
+    def xcore_load(addr):
+        """Without Numba the primitives read only a control block's first word: 0 (no native
+        flags: every call goes to the launch)."""
+        return 0
+
+    def xcore_add(addr, v):
+        raise AssertionError("native flags need Numba")
+
+    xcore_cas = xcore_add
 else:
     @intrinsic
     def call_xcore(typingctx, fnptr, key, op, a, b):
@@ -213,3 +236,28 @@ else:
             fn = builder.inttoptr(args[0], ir.FunctionType(i64, [i64] * 4).as_pointer())
             return builder.call(fn, list(args[1:]))
         return sig, codegen
+
+    @intrinsic
+    def xcore_load(typingctx, addr):
+        """The int64 at `addr`, read atomically (sequentially consistent)."""
+        def codegen(context, builder, signature, args):
+            ptr = builder.inttoptr(args[0], ir.IntType(64).as_pointer())
+            return builder.load_atomic(ptr, "seq_cst", 8)
+        return types.int64(types.int64), codegen
+
+    @intrinsic
+    def xcore_add(typingctx, addr, v):
+        """Add `v` to the int64 at `addr` atomically (sequentially consistent): the old value."""
+        def codegen(context, builder, signature, args):
+            ptr = builder.inttoptr(args[0], ir.IntType(64).as_pointer())
+            return builder.atomic_rmw("add", ptr, args[1], "seq_cst")
+        return types.int64(types.int64, types.int64), codegen
+
+    @intrinsic
+    def xcore_cas(typingctx, addr, old, new):
+        """Store `new` at `addr` if the int64 there is `old`, atomically: 1 if it did, else 0."""
+        def codegen(context, builder, signature, args):
+            ptr = builder.inttoptr(args[0], ir.IntType(64).as_pointer())
+            pair = builder.cmpxchg(ptr, args[1], args[2], "seq_cst", "seq_cst")
+            return builder.zext(builder.extract_value(pair, 1), ir.IntType(64))
+        return types.int64(types.int64, types.int64, types.int64), codegen

@@ -11,9 +11,15 @@ Checked here (both modes): flagId in 0..10 (Atlas A2), modeId in 0..2, the set's
 PIPE_S nor PIPE_ALL, and an ib_set / ib_wait word inside its GM workspace (the word of
 (block_idx, event_id) is int32 element `8 * (cores * event_id + block_idx)`, cores = the
 launch's cores of the caller's kind).
+
+In a launch whose flags count natively (rt.crossflags: unchecked, flags within groups) a set of
+mode 1 or 2 and a wait that finds its counter above 0 are atomic operations on the launch's
+counters, with no call into Python (`_native_set`, `_native_wait`); the counting rules are
+those of rt.crossflags, which blocks a wait that finds its counter at 0 and reports deadlocks.
 """
 from ..core import prim, FLAG_DEFER, flush_pending
-from ..crosscore import (call_xcore, OP_SET, OP_WAIT, OP_IB_SET, OP_IB_WAIT, OP_SYNC_ALL,
+from ..crosscore import (call_xcore, xcore_load, xcore_add, xcore_cas, OP_SET, OP_WAIT,
+                         OP_IB_SET, OP_IB_WAIT, OP_SYNC_ALL, OP_WAIT_NATIVE, OP_WAKE,
                          OP_GM, OP_GM_ROWS, ROLE_AIV, ROW_BITS, STEP_BITS, ROWS_BITS, STEP_SHIFT,
                          ROWS_SHIFT)
 from ..errors import FAULT, fault, KernelError
@@ -62,6 +68,84 @@ def _status(ctx, r, api):
     raise KernelError(FAULT)      # the bridge recorded the message
 
 
+# words of an instance's control block (rt.crossflags.CTL_WORDS), as byte offsets
+_C_NATIVE, _C_INDEX, _C_CTR, _C_BLK, _C_ARR, _C_REL, _C_BASE, _C_AIC, _C_AIVS, _C_CORES, \
+    _C_GROUP = 0, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80
+
+
+@prim
+def _native_raise(st, idx, flag, n):
+    """Counter `flag` of instance `idx` += n; wake it if it is blocked."""
+    ctl = st.xcore
+    xcore_add(xcore_load(ctl + _C_CTR) + (idx * N_FLAG_IDS + flag) * 8, n)
+    if xcore_load(xcore_load(ctl + _C_BLK) + idx * 8) != 0:
+        call_xcore(st.xcore_fn, ctl, OP_WAKE, idx, 0)
+
+
+@prim
+def _native_set(st, flag, mode):
+    """CrossCoreSetFlag counted natively (mode 2 from the AIC: +1 on each AIV of the group;
+    mode 2 from an AIV / mode 1: a round is complete once every AIV of the group has set the
+    id, then the AIC / each AIV gets +1 per round). 1: not handled here (mode 0, or a mode
+    the caller may not use: the launch reports it)."""
+    ctl = st.xcore
+    me = xcore_load(ctl + _C_INDEX)
+    base = xcore_load(ctl + _C_BASE)
+    aic = xcore_load(ctl + _C_AIC)
+    aivs = xcore_load(ctl + _C_AIVS)
+    cores = xcore_load(ctl + _C_CORES)
+    is_aiv = (aivs >> (me - base)) & 1
+    if mode == 2:
+        if aic < 0 or aivs == 0:
+            return 1
+        if is_aiv == 0:
+            for s in range(cores):
+                if (aivs >> s) & 1:
+                    _native_raise(st, base + s, flag, 1)
+            return 0
+        scope = 1
+    elif mode == 1 and is_aiv != 0:
+        scope = 0
+    else:
+        return 1
+    arr = xcore_load(ctl + _C_ARR)
+    xcore_add(arr + ((me * 2 + scope) * N_FLAG_IDS + flag) * 8, 1)
+    done = -1
+    for s in range(cores):
+        if (aivs >> s) & 1:
+            a = xcore_load(arr + (((base + s) * 2 + scope) * N_FLAG_IDS + flag) * 8)
+            if done < 0 or a < done:
+                done = a
+    rel = xcore_load(ctl + _C_REL) + ((xcore_load(ctl + _C_GROUP) * 2 + scope) * N_FLAG_IDS +
+                                      flag) * 8
+    while True:         # the rounds now complete are released once, by whoever counts them
+        r = xcore_load(rel)
+        if done <= r:
+            return 0
+        if xcore_cas(rel, r, done) != 0:
+            for s in range(cores):
+                if (scope == 1 and s == aic) or (scope == 0 and (aivs >> s) & 1):
+                    _native_raise(st, base + s, flag, done - r)
+            return 0
+
+
+@prim
+def _native_wait(st, flag, mode):
+    """CrossCoreWaitFlag counted natively: take one from the counter, blocking in the launch
+    while it is 0. The launch's status (0 passed)."""
+    ctl = st.xcore
+    c = xcore_load(ctl + _C_CTR) + (xcore_load(ctl + _C_INDEX) * N_FLAG_IDS + flag) * 8
+    while True:
+        v = xcore_load(c)
+        if v > 0:
+            if xcore_cas(c, v, v - 1) != 0:
+                return 0
+        else:
+            r = call_xcore(st.xcore_fn, ctl, OP_WAIT_NATIVE, flag, mode)
+            if r != 0:
+                return r
+
+
 @prim
 def cross_core_set_flag(ctx, flag_id, mode_id, pipe):
     """CrossCoreSetFlag<mode_id, pipe>(flag_id): count a set on the cores `mode_id` covers."""
@@ -72,6 +156,8 @@ def cross_core_set_flag(ctx, flag_id, mode_id, pipe):
     _flush(ctx)
     st = ctx[STATE][0]
     trace.event(ctx, _OP_XSET, trace.K_OP, flag_id, mode_id, pipe)
+    if xcore_load(st.xcore) != 0 and _native_set(st, flag_id, mode_id) == 0:
+        return
     _status(ctx, call_xcore(st.xcore_fn, st.xcore, OP_SET, flag_id, mode_id),
             "asc.cross_core_set_flag")
 
@@ -83,8 +169,11 @@ def cross_core_wait_flag(ctx, flag_id, mode_id, pipe):
     _check_flag(ctx, "asc.cross_core_wait_flag", flag_id, mode_id)
     st = ctx[STATE][0]
     trace.event(ctx, _OP_XWAIT, trace.K_OP, flag_id, mode_id, pipe)
-    _status(ctx, call_xcore(st.xcore_fn, st.xcore, OP_WAIT, flag_id, mode_id),
-            "asc.cross_core_wait_flag")
+    if xcore_load(st.xcore) != 0:
+        r = _native_wait(st, flag_id, mode_id)
+    else:
+        r = call_xcore(st.xcore_fn, st.xcore, OP_WAIT, flag_id, mode_id)
+    _status(ctx, r, "asc.cross_core_wait_flag")
     _flush(ctx)
 
 

@@ -1,0 +1,110 @@
+"""Where a MIX FlashAttention launch's CPU time goes between its cores: per call of the forward
+and of the backward (two launches), on DeviceArrays, compiled mode.
+
+    python -m bench.fa_handoffs [--seq 2048] [--repeats 5] [--checked]
+
+For each: the median wall time and process CPU time (all threads), and from the last run the
+context switches of the process's threads (/proc/self/task/*/status: voluntary = a thread
+blocked, involuntary = preempted), the cross-core calls that reached the launch's Python side
+(rt.crossflags: sets, waits, native waits that had to block) and the live threads. Unchecked
+launches whose flags stay inside groups count sets and untaken waits in native code, so their
+sets and waits columns are 0 and only blocking waits reach Python; `--checked` shows the
+launch counting every flag (the counter limit and GM order need its lock). B1 N8 D64 fp32
+BNSD. Run it on a quiet machine for absolute numbers; the counts do not depend on load much.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import threading
+import time
+
+import numpy as np
+
+import rt
+import rt.crossflags as CF
+from kernels.flash_attention import flash_attention_with_stats
+from kernels.flash_attention_backward import flash_attention_backward
+from rt.launch import core_pool
+
+CALLS = {"set_flag": 0, "wait_flag": 0, "wait_native": 0}
+
+
+def _count(name):
+    orig = getattr(CF.CrossCoreLaunch, name)
+
+    def counted(self, *a, **k):
+        CALLS[name] += 1
+        return orig(self, *a, **k)
+    setattr(CF.CrossCoreLaunch, name, counted)
+
+
+def context_switches():
+    """(voluntary, involuntary) context switches of this process's live threads."""
+    vol = inv = 0
+    for t in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{t}/status") as f:
+                for line in f:
+                    if line.startswith("voluntary_ctxt_switches"):
+                        vol += int(line.split()[1])
+                    elif line.startswith("nonvoluntary_ctxt_switches"):
+                        inv += int(line.split()[1])
+        except FileNotFoundError:
+            pass
+    return vol, inv
+
+
+def measure(fn, repeats):
+    walls, cpus = [], []
+    for _ in range(repeats):
+        for k in CALLS:
+            CALLS[k] = 0
+        c0 = context_switches()
+        t0, p0 = time.perf_counter(), time.process_time()
+        fn()
+        walls.append(time.perf_counter() - t0)
+        cpus.append(time.process_time() - p0)
+        c1 = context_switches()
+    return (float(np.median(walls)) * 1e3, float(np.median(cpus)) * 1e3, c1[0] - c0[0],
+            c1[1] - c0[1], dict(CALLS), threading.active_count())
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--seq", type=int, default=2048)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--checked", action="store_true", help="checked launches (ASCENDC_CHECKED)")
+    a = ap.parse_args(argv)
+    rt.ensure_device()
+    for name in CALLS:
+        _count(name)
+    rng = np.random.default_rng(0)
+    q, k, v, do = (rng.standard_normal((1, 8, a.seq, 64)).astype(np.float32) for _ in range(4))
+    dq, dk, dv, ddo = (rt.to_device(x) for x in (q, k, v, do))
+    stream = rt.Stream()
+    opts = {"checked": True} if a.checked else {}
+
+    def fwd():
+        r = flash_attention_with_stats(dq, dk, dv, stream=stream, **opts)
+        stream.synchronize()
+        return r
+    o, mx, sm = fwd()
+
+    def bwd():
+        flash_attention_backward(ddo, dq, dk, dv, o, mx, sm, stream=stream, **opts)
+        stream.synchronize()
+    bwd()
+    print(f"MIX FlashAttention B1 N8 S{a.seq} D64 fp32, {'checked' if a.checked else 'unchecked'}"
+          f", {core_pool().n} emulated cores, {os.cpu_count()} CPUs, load "
+          f"{os.getloadavg()[0]:.1f}; medians of {a.repeats}")
+    print(f"  {'':9}{'wall ms':>9}{'cpu ms':>9}{'vol cs':>8}{'invol cs':>9}{'sets':>7}"
+          f"{'waits':>7}{'blocked':>8}{'threads':>8}")
+    for name, fn in (("forward", fwd), ("backward", bwd)):
+        wall, cpu, vol, inv, calls, threads = measure(fn, a.repeats)
+        print(f"  {name:9}{wall:9.0f}{cpu:9.0f}{vol:8d}{inv:9d}{calls['set_flag']:7d}"
+              f"{calls['wait_flag']:7d}{calls['wait_native']:8d}{threads:8d}")
+
+
+if __name__ == "__main__":
+    main()
