@@ -241,6 +241,8 @@ class CrossCoreLaunch:
     def finished(self, inst: Instance) -> None:
         with self.lock:
             inst.state = _DONE
+            if self._kfc:       # a Matmul server may be waiting for its clients to end
+                self._wake_all()
             self._check_stuck(inst)
 
     def abort(self) -> None:
@@ -459,20 +461,20 @@ class CrossCoreLaunch:
     # ---- the Matmul client/server channel (module doc) ---------------------------------------
     def kfc_post(self, inst: Instance, words) -> int:
         """AIV `inst` posts message `words` to its group's AIC."""
-        with self._cv:
+        with self.lock:
             if inst.role != AIV or AIC not in self.roles:
                 inst.error = (f"asc.adv.Matmul: a Matmul client must be an AIV of a MIX kernel, "
                               f"got {inst.name} posting a message")
                 return FAILED
             self._kfc.setdefault((inst.group, inst.sub), deque()).append(
                 (list(words), self._release(inst)))
-            self._cv.notify_all()
+            self._wake_all()
             return PASSED
 
     def kfc_recv(self, inst: Instance, where=None):
         """The AIC `inst` takes its group's oldest message: (PASSED, (sub, words)), (PASSED,
         None) once every AIV of the group has finished with none left, or (status, None)."""
-        with self._cv:
+        with self.lock:
             aivs = self._group(inst.group, AIV)
             qs = [self._kfc.setdefault((inst.group, v.sub), deque()) for v in aivs]
             turn = self._kfc_turn.get(inst.group, 0)
@@ -500,15 +502,15 @@ class CrossCoreLaunch:
 
     def kfc_reply(self, inst: Instance, sub: int, value: int) -> int:
         """The AIC `inst` answers AIV `sub` of its group with `value`."""
-        with self._cv:
+        with self.lock:
             aiv = self._group(inst.group, AIV)[sub]
             self._kfc_ans.setdefault(aiv, deque()).append((value, self._release(inst)))
-            self._cv.notify_all()
+            self._wake_all()
             return PASSED
 
     def kfc_wait(self, inst: Instance, where=None):
         """AIV `inst` waits for its AIC's answer: (status, value)."""
-        with self._cv:
+        with self.lock:
             q = self._kfc_ans.setdefault(inst, deque())
             st = self._block(inst, lambda: bool(q), "the Matmul server's answer (KfcCommClient)",
                              where)
