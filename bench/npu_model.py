@@ -42,8 +42,9 @@ import ascendc as asc
 import rt
 from kernels._host import ceil_div
 from kernels.flash_attention import (AttentionLayout, AttentionShape, TensorStrides,
-                                     attention_variant, flash_attention_buffers,
-                                     flash_attention_kernel, flash_attention_tiling)
+                                     attention_variant, attention_workspaces,
+                                     flash_attention_buffers, flash_attention_kernel,
+                                     flash_attention_tiling, half_scores)
 from kernels.matmul import matmul_kernel, matmul_tiling
 
 MODES = ("auto", "interpret", "compiled")
@@ -229,7 +230,7 @@ def repo_flash_attention(s0: int, s1: int, d: int, cores: int, soc: str = "Ascen
     spec = rt.get_soc(soc)
     isz = np.dtype(dtype).itemsize
     t = flash_attention_tiling(d, dtype, s0, s1, soc=spec)
-    bufs = flash_attention_buffers(t, d, isz)
+    bufs = flash_attention_buffers(t, d, isz, half_s=half_scores(dtype))
     shape = AttentionShape(1, 1, s0, s1, ceil_div(s0, t.s1_block))
     # BNSD, B=N=1: elements per row, head, batch
     layout = AttentionLayout(TensorStrides(d, s0 * d, s0 * d), TensorStrides(d, s1 * d, s1 * d))
@@ -242,9 +243,7 @@ def repo_flash_attention(s0: int, s1: int, d: int, cores: int, soc: str = "Ascen
         out = rt.device_empty((s0 * d,), dtype)
         smax = rt.device_empty((s0,), np.float32)
         ssum = rt.device_empty((s0,), np.float32)
-        ws = rt.device_empty((cores * bufs.ws_block,), np.float32)
-        wsp = rt.device_empty((cores * bufs.wsp_block,), dtype)
-        gm = (q, k, v, out, smax, ssum, ws, wsp)
+        gm = (q, k, v, out, smax, ssum, *attention_workspaces(bufs, cores, dtype))
         try:
             return _trace(flash_attention_kernel, cores, *gm, shape, layout, 1.0 / math.sqrt(d),
                           attention_variant(d, dtype), t, bufs, mode=mode, soc=soc,
