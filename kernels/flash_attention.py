@@ -40,7 +40,7 @@ from .flash_attention_cube import (O_READY, P_READY, Q_READY, S_READY, XMODE, lo
 from .flash_attention_tiling import (KV_CHUNKS, FlashAttentionBuffers,  # noqa: F401 (re-exported)
                                      FlashAttentionTiling, flash_attention_buffers, half_scores,
                                      flash_attention_tiling, flash_attention_tiling_candidates)
-from .flash_attention_vector import (add_o_part, finish_rows, load_scores, load_scores_16,
+from .flash_attention_vector import (add_o_part, finish_rows, issue_scores, load_scores,
                                      mask_above_diagonal, scale_q_rows, softmax_step, store_p)
 
 LAYOUTS = ("BNSD", "BSND", "BSH")
@@ -170,10 +170,10 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
         # an AIV of group g: its half of the rows of S1 blocks g, g + G, ...; per S1 block the
         # softmax of S2 block j, then the O update of block j - 1 (whose P V the AIC computed
         # meanwhile), so the AIC always has the next S tile or P tile to work on
-        sin = asc.TQue(asc.TPosition.VECIN, 1)
+        sin = asc.TQue(asc.TPosition.VECIN, 2)
         oin = asc.TQue(asc.TPosition.VECIN, 1)
         calc_buf = asc.TBuf(asc.TPosition.VECCALC)
-        pipe.init_buffer(sin, 1, bufs.s_ub)
+        pipe.init_buffer(sin, bufs.s_ub_num, bufs.s_ub)
         pipe.init_buffer(oin, 1, bufs.o_ub)
         pipe.init_buffer(calc_buf, bufs.calc)
         s1b, s2b, d, rows = tiling.s1_block, tiling.s2_block, variant.head_dim, bufs.rows
@@ -228,19 +228,29 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
                     s2_0 = j * s2b
                     asc.cross_core_wait_flag(S_READY + slot, XMODE, asc.PipeID.PIPE_MTE2)
                     n2 = min(s2b, shape.s2 - s2_0)
-                    for p0 in range(0, mr, bufs.pass_rows):    # rows in passes that fit UB
-                        pr = min(bufs.pass_rows, mr - p0)
-                        s_at = slot * s1b * s2b + (r0 + p0) * s2b
-                        if variant.s_quant:     # scaled 16-bit S -> f32 sf; P back in st
-                            st = load_scores_16(sin, sf, wssg[s_at:], pr * s2b)
+                    if variant.s_quant:         # scaled float16 S, its next pass prefetched
+                        ps = bufs.pass_rows
+                        base = slot * s1b * s2b + r0 * s2b
+                        if mr > 0:
+                            issue_scores(sin, wssg[base:], min(ps, mr) * s2b)
+                        for p0 in range(0, mr, ps):
+                            pr = min(ps, mr - p0)
+                            st = sin.deque(wss.dtype)
+                            if p0 + ps < mr:
+                                issue_scores(sin, wssg[base + (p0 + ps) * s2b:],
+                                             min(ps, mr - p0 - ps) * s2b)
+                            asc.cast(sf, st, asc.RoundMode.CAST_NONE, pr * s2b)
                             if variant.causal:
                                 mask_above_diagonal(sf, pr, n2, s1_0 + r0 + p0, s2_0, s2b)
                             softmax_step(sf, row_m[p0:], row_l[p0:],
                                          alphas[(j % 2) * rows + p0:], mnew, rowred, fold, bc,
                                          pr, n2, s2b)
-                            store_p(wpg[s_at:], sf, st, pr * s2b, True)
+                            store_p(wpg[base + p0 * s2b:], sf, st, pr * s2b, True)
                             sin.free_tensor(st)
-                        else:
+                    else:
+                        for p0 in range(0, mr, bufs.pass_rows):    # rows in passes that fit UB
+                            pr = min(bufs.pass_rows, mr - p0)
+                            s_at = slot * s1b * s2b + (r0 + p0) * s2b
                             su = load_scores(sin, wssg[s_at:], pr * s2b, scale)
                             if variant.causal:
                                 mask_above_diagonal(su, pr, n2, s1_0 + r0 + p0, s2_0, s2b)

@@ -146,16 +146,18 @@ def pv_block(o_ws, p_ws, p1, pa2, kv1, b2, oc, v_addr, m, m16, n2, kv_row, d, s2
     for c in range(0, n2, kc):
         kk = min(kc, n2 - c)
         kpad = (kk + c0 - 1) // c0 * c0
+        # V first: its L0B buffer is double, so MTE1 loads it during the previous mmad; the P
+        # chunk's single L0A buffer waits for that mmad
+        if low_precision:
+            vb = _load_v_chunk_16(kv1, b2, v_addr + c * kv_row, kk, kv_row, d)
+        else:
+            vb = _load_v_chunk_32(kv1, b2, v_addr + c * kv_row, kk, kv_row, d)
         pt1 = _load_rows_nz(p1, p_ws[c:], m, kk, s2b, m16, p_ws.dtype)
         pt2 = pa2.alloc_tensor(p_ws.dtype)
         nz_to_zz(pt2, pt1, m16 // 16, kpad, c0)
         pa2.enque(pt2)
         p1.free_tensor(pt1)
         pt2 = pa2.deque(p_ws.dtype)
-        if low_precision:
-            vb = _load_v_chunk_16(kv1, b2, v_addr + c * kv_row, kk, kv_row, d)
-        else:
-            vb = _load_v_chunk_32(kv1, b2, v_addr + c * kv_row, kk, kv_row, d)
         asc.mmad(ot, pt2, vb, asc.MmadParams(m=m, n=d, k=kk, cmatrix_init_val=c == 0))
         pa2.free_tensor(pt2)
         b2.free_tensor(vb)

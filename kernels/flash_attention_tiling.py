@@ -34,8 +34,8 @@ class FlashAttentionBuffers(NamedTuple):
     l0c_num: int        #   kv_chunk f32) and the O part of one S2 block (s1_block x D f32)
     rows: int           # S1 rows of one AIV (half the S1 block)
     pass_rows: int      # rows per softmax pass: an AIV works its rows in passes that fit UB
-    s_ub: int           # VECIN queue: the scores of one pass as handed over (f32, or the
-                        #   16-bit input dtype, which then also carries P back)
+    s_ub: int           # VECIN queue, s_ub_num buffers: the scores of one pass as handed over
+    s_ub_num: int       #   (f32; or float16, two buffers: the next pass is loaded meanwhile)
     o_ub: int           # VECIN queue: the f32 O part of the AIV's rows
     calc: int           # VECCALC: the views below
     acc_ub: int         # offsets in VECCALC: the f32 O accumulator (rows x D),
@@ -82,7 +82,7 @@ def flash_attention_buffers(tiling, d: int, itemsize: int, soc=None,
     rows = tiling.s1_block // 2
     for pass_rows in range(rows, 8, -8):
         b = _buffers(tiling, d, itemsize, soc, pass_rows, half_s)
-        if b.s_ub + b.o_ub + b.calc <= soc.capacity("UB"):
+        if b.s_ub_num * b.s_ub + b.o_ub + b.calc <= soc.capacity("UB"):
             return b
     return _buffers(tiling, d, itemsize, soc, min(8, rows), half_s)
 
@@ -113,7 +113,8 @@ def _buffers(tiling, d, itemsize, soc, pass_rows, half_s) -> FlashAttentionBuffe
         q_l1=q_l1, kv_l1=kv_l1, kv_l1_num=l1_num, p_l1=p_l1, p_l1_num=l1_num,
         q_l0a=q_l0a, p_l0a=p_l0a, p_l0a_num=p_l0a_num, l0b=l0b, l0b_num=l0b_num,
         l0c=l0c, l0c_num=l0c_num,
-        rows=rows, pass_rows=pass_rows, s_ub=pass_rows * s2b * sz, o_ub=rows * d * f32, calc=calc,
+        rows=rows, pass_rows=pass_rows, s_ub=pass_rows * s2b * sz, s_ub_num=2 if hs else 1,
+        o_ub=rows * d * f32, calc=calc,
         acc_ub=acc_ub, m_ub=m_ub, l_ub=l_ub, alpha_ub=alpha_ub, mnew_ub=mnew_ub,
         rowred_ub=rowred_ub, fold_ub=fold_ub, brcb_ub=brcb_ub, low_ub=low_ub, sf_ub=sf_ub,
         ws_block=2 * s1b * d, wsp_block=2 * s1b * s2b + (s1b * d if hs else 0),
@@ -150,7 +151,7 @@ class FlashAttentionTiling:
             "L0B": b.l0b_num * b.l0b,
             "L0C": b.l0c_num * b.l0c,
             "L1": b.q_l1 + b.kv_l1_num * b.kv_l1 + b.p_l1_num * b.p_l1,
-            "UB": b.s_ub + b.o_ub + b.calc,         # each AIV
+            "UB": b.s_ub_num * b.s_ub + b.o_ub + b.calc,      # each AIV
         }
         for level, nbytes in need.items():
             if nbytes > soc.capacity(level):

@@ -68,15 +68,12 @@ def load_scores(sin, s_ws, count, scale):
 
 
 @asc.jit
-def load_scores_16(sin, sf, s_ws, count):
-    """16-bit (already scaled) S GM workspace -> UB, cast to the f32 tile `sf`; returns the
-    dequeued 16-bit tile, which later carries P back (`store_p`) and is freed after it."""
+def issue_scores(sin, s_ws, count):
+    """float16 (already scaled) S GM workspace -> a UB buffer of `sin`, enqueued: the caller
+    dequeues it a pass later, so the copy runs while the vector unit works the previous pass."""
     st = sin.alloc_tensor(s_ws.dtype)
     asc.data_copy(st, s_ws, count)
     sin.enque(st)
-    st = sin.deque(s_ws.dtype)
-    asc.cast(sf, st, asc.RoundMode.CAST_NONE, count)
-    return st
 
 
 @asc.jit

@@ -61,7 +61,8 @@ def test_s1_and_s2_differ(interpret, s1, s2):
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
 def test_rows_in_passes(interpret, dtype):
     """An S2 block of 1024 f32 scores x 64 rows does not fit an AIV's UB: each AIV works its rows
-    in passes of 32 rows (16 for fp16, whose 16-bit P copy shares UB; S1 = 100: 50 rows per AIV,
+    in passes of 32 rows (16 for fp16, whose float16 scores come in two buffers, the next pass
+    loading while the vector unit works, next to their f32 copy; S1 = 100: 50 rows per AIV,
     full passes and a ragged one; S2 = 1100: a full S2 block and a ragged one), causal and not."""
     tiling = FlashAttentionTiling(128, 1024, 64)
     b = flash_attention_buffers(tiling, 64, np.dtype(dtype).itemsize)
@@ -186,4 +187,5 @@ def test_buffer_layout():
         assert (b.ws_block, b.wsp_block, b.wss_block) == \
             (2 * s1b * d, 2 * s1b * s2b + (s1b * d if half else 0), 2 * s1b * s2b)
         assert b.s_ub == rows * s2b * (2 if half else 4) and b.o_ub == rows * d * 4
+        assert b.s_ub_num == (2 if half else 1)
         assert (b.l0c, b.l0c_num) == (s1b * 64 * 4, 2)     # S chunk or O part, two of them
