@@ -35,12 +35,13 @@ import rt
 
 from .flash_attention_backward import flash_attention_backward  # noqa: F401 (the op set)
 from ._host import ceil_div, is_device
-from .flash_attention_cube import O_READY, P_READY, S_READY, XMODE, load_q, pv_block, qk_block
+from .flash_attention_cube import (O_READY, P_READY, Q_READY, S_READY, XMODE, load_q, pv_block,
+                                   qk_block)
 from .flash_attention_tiling import (KV_CHUNKS, FlashAttentionBuffers,  # noqa: F401 (re-exported)
-                                     FlashAttentionTiling, flash_attention_buffers,
+                                     FlashAttentionTiling, flash_attention_buffers, half_scores,
                                      flash_attention_tiling, flash_attention_tiling_candidates)
-from .flash_attention_vector import (add_o_part, finish_rows, load_scores,
-                                     mask_above_diagonal, softmax_step, store_p)
+from .flash_attention_vector import (add_o_part, finish_rows, issue_scores, load_scores,
+                                     mask_above_diagonal, scale_q_rows, softmax_step, store_p)
 
 LAYOUTS = ("BNSD", "BSND", "BSH")
 NEG_INF = -math.inf
@@ -76,17 +77,21 @@ class AttentionVariant(NamedTuple):
     causal: bool        # mask above the diagonal, skip the fully masked S2 blocks
     low_precision: bool  # 16-bit inputs: P and O are cast to the input dtype
     c0: int             # input elements per 32 bytes: the width of an NZ fractal
+    s_quant: int        # fixpipe quant_pre of S: F322F16 (float16 inputs: Q scaled by the AIVs,
+                        # S handed over in float16) or NoQuant (f32 S, scaled by the AIVs)
 
 
 def attention_variant(head_dim: int, dtype, causal: bool = False) -> AttentionVariant:
     isz = np.dtype(dtype).itemsize
-    return AttentionVariant(int(head_dim), bool(causal), isz < 4, 32 // isz)
+    quant = asc.QuantModes.F322F16 if half_scores(dtype) else asc.QuantModes.NoQuant
+    return AttentionVariant(int(head_dim), bool(causal), isz < 4, 32 // isz, int(quant))
 
 
 @asc.jit(kernel_type="MIX_AIC_1_2")
 def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.GlobalAddress,
                            out: asc.GlobalAddress, smax: asc.GlobalAddress,
                            ssum: asc.GlobalAddress, ws: asc.GlobalAddress, wsp: asc.GlobalAddress,
+                           wss: asc.GlobalAddress,
                            shape: AttentionShape, layout: AttentionLayout, scale: float,
                            variant: asc.ConstExpr[AttentionVariant],
                            tiling: asc.ConstExpr[FlashAttentionTiling],
@@ -105,16 +110,14 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
         qa2_buf = asc.TBuf(asc.TPosition.A2)
         pa2 = asc.TQue(asc.TPosition.A2, 1)
         b2 = asc.TQue(asc.TPosition.B2, 1)
-        sc = asc.TQue(asc.TPosition.CO1, 1)
-        oc = asc.TQue(asc.TPosition.CO1, 1)
+        lc = asc.TQue(asc.TPosition.CO1, 1)
         pipe.init_buffer(qa1, 1, bufs.q_l1)
         pipe.init_buffer(kv1, bufs.kv_l1_num, bufs.kv_l1)
         pipe.init_buffer(p1, bufs.p_l1_num, bufs.p_l1)
         pipe.init_buffer(qa2_buf, bufs.q_l0a)
         pipe.init_buffer(pa2, bufs.p_l0a_num, bufs.p_l0a)
         pipe.init_buffer(b2, bufs.l0b_num, bufs.l0b)
-        pipe.init_buffer(sc, bufs.s_l0c_num, bufs.s_l0c)
-        pipe.init_buffer(oc, 1, bufs.o_l0c)
+        pipe.init_buffer(lc, bufs.l0c_num, bufs.l0c)
         qa2 = qa2_buf.get(q.dtype)
         s1b, s2b, d = tiling.s1_block, tiling.s2_block, variant.head_dim
         g = asc.get_block_idx()
@@ -122,6 +125,8 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
         wsg.set_global_buffer(ws + g * bufs.ws_block, bufs.ws_block)
         wpg = asc.GlobalTensor()
         wpg.set_global_buffer(wsp + g * bufs.wsp_block, bufs.wsp_block)
+        wssg = asc.GlobalTensor()
+        wssg.set_global_buffer(wss + g * bufs.wss_block, bufs.wss_block)
         n_s1 = (shape.s1 + s1b - 1) // s1b
         group = shape.heads // shape.kv_heads
         i = 0                                   # S2 blocks handed over so far: slot = i % 2
@@ -133,7 +138,12 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
             m16 = (m + 15) // 16 * 16
             q_off = b * layout.q.batch + n * layout.q.head + s1_0 * layout.q.row
             kv_base = b * layout.kv.batch + (n // group) * layout.kv.head
-            load_q(qa1, qa2, q + q_off, m, m16, layout.q.row, d, variant.c0)
+            if variant.s_quant:                 # the Q block the AIVs scaled
+                asc.cross_core_wait_flag(Q_READY, XMODE, asc.PipeID.PIPE_MTE2)
+                load_q(qa1, qa2, wsp + (g * bufs.wsp_block + 2 * s1b * s2b), m, m16, d, d,
+                       variant.c0)
+            else:
+                load_q(qa1, qa2, q + q_off, m, m16, layout.q.row, d, variant.c0)
             n_s2 = (shape.s2 + s2b - 1) // s2b
             if variant.causal:
                 n_s2 = min(n_s2, (s1_0 + m - 1) // s2b + 1)
@@ -141,17 +151,17 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
                 if j < n_s2:                    # stage 1: S of block j
                     slot = (i + j) % 2
                     s2_0 = j * s2b
-                    qk_block(wsg[slot * s1b * s2b:], qa2, kv1, b2, sc,
+                    qk_block(wssg[slot * s1b * s2b:], qa2, kv1, b2, lc,
                              k + (kv_base + s2_0 * layout.kv.row), m, m16,
                              min(s2b, shape.s2 - s2_0), layout.kv.row, d, s2b, tiling.kv_chunk,
-                             variant.c0)
+                             variant.c0, variant.s_quant, bufs.l0c_num)
                     asc.cross_core_set_flag(S_READY + slot, XMODE, asc.PipeID.PIPE_FIX)
                 if j > 0:                       # stage 2: O_part of block j - 1
                     slot = (i + j - 1) % 2
                     s2_0 = (j - 1) * s2b
                     asc.cross_core_wait_flag(P_READY + slot, XMODE, asc.PipeID.PIPE_MTE2)
-                    pv_block(wsg[2 * s1b * s2b + slot * s1b * d:], wpg[slot * s1b * s2b:], p1,
-                             pa2, kv1, b2, oc, v + (kv_base + s2_0 * layout.kv.row), m, m16,
+                    pv_block(wsg[slot * s1b * d:], wpg[slot * s1b * s2b:], p1,
+                             pa2, kv1, b2, lc, v + (kv_base + s2_0 * layout.kv.row), m, m16,
                              min(s2b, shape.s2 - s2_0), layout.kv.row, d, s2b, tiling.kv_chunk,
                              variant.c0, variant.low_precision)
                     asc.cross_core_set_flag(O_READY + slot, XMODE, asc.PipeID.PIPE_FIX)
@@ -160,10 +170,10 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
         # an AIV of group g: its half of the rows of S1 blocks g, g + G, ...; per S1 block the
         # softmax of S2 block j, then the O update of block j - 1 (whose P V the AIC computed
         # meanwhile), so the AIC always has the next S tile or P tile to work on
-        sin = asc.TQue(asc.TPosition.VECIN, 1)
+        sin = asc.TQue(asc.TPosition.VECIN, 2)
         oin = asc.TQue(asc.TPosition.VECIN, 1)
         calc_buf = asc.TBuf(asc.TPosition.VECCALC)
-        pipe.init_buffer(sin, 1, bufs.s_ub)
+        pipe.init_buffer(sin, bufs.s_ub_num, bufs.s_ub)
         pipe.init_buffer(oin, 1, bufs.o_ub)
         pipe.init_buffer(calc_buf, bufs.calc)
         s1b, s2b, d, rows = tiling.s1_block, tiling.s2_block, variant.head_dim, bufs.rows
@@ -176,15 +186,21 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
         fold = calc_buf.get_with_offset(rows * 64, bufs.fold_ub, asc.float32)
         bc = calc_buf.get_with_offset(rows * 8, bufs.brcb_ub, asc.float32)
         n_low = 0
-        if variant.low_precision:
+        if variant.s_quant:
+            n_low = rows * d
+        elif variant.low_precision:
             n_low = max(bufs.pass_rows * s2b, rows * d)
         low = calc_buf.get_with_offset(n_low, bufs.low_ub, out.dtype)
+        sf = calc_buf.get_with_offset(bufs.pass_rows * s2b if variant.s_quant else 0,
+                                      bufs.sf_ub, asc.float32)
         g = asc.get_block_idx() // 2
         sub = asc.get_sub_block_idx()
         wsg = asc.GlobalTensor()
         wsg.set_global_buffer(ws + g * bufs.ws_block, bufs.ws_block)
         wpg = asc.GlobalTensor()
         wpg.set_global_buffer(wsp + g * bufs.wsp_block, bufs.wsp_block)
+        wssg = asc.GlobalTensor()
+        wssg.set_global_buffer(wss + g * bufs.wss_block, bufs.wss_block)
         n_s1 = (shape.s1 + s1b - 1) // s1b
         i = 0                                   # S2 blocks handed over so far: slot = i % 2
         for t in range(g, shape.tiles, asc.get_block_num()):
@@ -194,6 +210,12 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
             m = min(s1b, shape.s1 - s1_0)
             r0 = sub * ((m + 1) // 2)           # this AIV's rows: [r0, r0 + mr) of the block
             mr = min(m, r0 + (m + 1) // 2) - r0
+            q_off = b * layout.q.batch + n * layout.q.head + (s1_0 + r0) * layout.q.row
+            if variant.s_quant:                 # Q x scale for the cube (oacc as scratch)
+                if mr > 0:
+                    scale_q_rows(wpg[2 * s1b * s2b + r0 * d:], q + q_off, low, oacc, mr, d,
+                                 layout.q.row, scale)
+                asc.cross_core_set_flag(Q_READY, XMODE, asc.PipeID.PIPE_MTE3)
             asc.duplicate(row_m, NEG_INF, rows)
             asc.duplicate(row_l, 0.0, rows)
             asc.duplicate(oacc, 0.0, rows * d)
@@ -206,30 +228,58 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
                     s2_0 = j * s2b
                     asc.cross_core_wait_flag(S_READY + slot, XMODE, asc.PipeID.PIPE_MTE2)
                     n2 = min(s2b, shape.s2 - s2_0)
-                    for p0 in range(0, mr, bufs.pass_rows):    # rows in passes that fit UB
-                        pr = min(bufs.pass_rows, mr - p0)
-                        su = load_scores(sin, wsg[slot * s1b * s2b + (r0 + p0) * s2b:], pr * s2b,
-                                         scale)
-                        if variant.causal:
-                            mask_above_diagonal(su, pr, n2, s1_0 + r0 + p0, s2_0, s2b)
-                        softmax_step(su, row_m[p0:], row_l[p0:], alphas[(j % 2) * rows + p0:],
-                                     mnew, rowred, fold, bc, pr, n2, s2b)
-                        store_p(wpg[slot * s1b * s2b + (r0 + p0) * s2b:], su, low, pr * s2b,
-                                variant.low_precision)
-                        sin.free_tensor(su)
+                    if variant.s_quant:         # scaled float16 S, its next pass prefetched
+                        ps = bufs.pass_rows
+                        base = slot * s1b * s2b + r0 * s2b
+                        if mr > 0:
+                            issue_scores(sin, wssg[base:], min(ps, mr) * s2b)
+                        for p0 in range(0, mr, ps):
+                            pr = min(ps, mr - p0)
+                            st = sin.deque(wss.dtype)
+                            if p0 + ps < mr:
+                                issue_scores(sin, wssg[base + (p0 + ps) * s2b:],
+                                             min(ps, mr - p0 - ps) * s2b)
+                            asc.cast(sf, st, asc.RoundMode.CAST_NONE, pr * s2b)
+                            if variant.causal:
+                                mask_above_diagonal(sf, pr, n2, s1_0 + r0 + p0, s2_0, s2b)
+                            softmax_step(sf, row_m[p0:], row_l[p0:],
+                                         alphas[(j % 2) * rows + p0:], mnew, rowred, fold, bc,
+                                         pr, n2, s2b)
+                            store_p(wpg[base + p0 * s2b:], sf, st, pr * s2b, True)
+                            sin.free_tensor(st)
+                    else:
+                        for p0 in range(0, mr, bufs.pass_rows):    # rows in passes that fit UB
+                            pr = min(bufs.pass_rows, mr - p0)
+                            s_at = slot * s1b * s2b + (r0 + p0) * s2b
+                            su = load_scores(sin, wssg[s_at:], pr * s2b, scale)
+                            if variant.causal:
+                                mask_above_diagonal(su, pr, n2, s1_0 + r0 + p0, s2_0, s2b)
+                            softmax_step(su, row_m[p0:], row_l[p0:],
+                                         alphas[(j % 2) * rows + p0:], mnew, rowred, fold, bc,
+                                         pr, n2, s2b)
+                            store_p(wpg[s_at:], su, low, pr * s2b, variant.low_precision)
+                            sin.free_tensor(su)
                     asc.cross_core_set_flag(P_READY + slot, XMODE, asc.PipeID.PIPE_MTE3)
                 if j > 0:                       # the O update of block j - 1
                     slot = (i + j - 1) % 2
                     asc.cross_core_wait_flag(O_READY + slot, XMODE, asc.PipeID.PIPE_MTE2)
                     if mr > 0:
-                        add_o_part(oacc, oin, wsg[2 * s1b * s2b + slot * s1b * d + r0 * d:],
+                        add_o_part(oacc, oin, wsg[slot * s1b * d + r0 * d:],
                                     bc, alphas[((j - 1) % 2) * rows:], mr, d)
             i += n_s2
             if mr > 0:
                 st_off = (b * shape.heads + n) * shape.s1 + s1_0 + r0
-                q_off = b * layout.q.batch + n * layout.q.head + (s1_0 + r0) * layout.q.row
                 finish_rows(out + q_off, smax + st_off, ssum + st_off, oacc, low, bc, row_m,
                              row_l, mr, d, layout.q.row, variant.low_precision)
+
+
+def attention_workspaces(bufs, block_dim, dtype) -> list:
+    """The kernel's GM workspaces for `block_dim` groups: 2 O-part slots (f32); 2 P slots and
+    (float16 inputs) the scaled Q block (input dtype); 2 S slots (f32, or float16)."""
+    low = half_scores(dtype)
+    return [rt.device_empty((block_dim * bufs.ws_block,), np.float32),
+            rt.device_empty((block_dim * bufs.wsp_block,), dtype),
+            rt.device_empty((block_dim * bufs.wss_block,), dtype if low else np.float32)]
 
 
 def _strides(layout, shape, heads):
@@ -282,7 +332,8 @@ def flash_attention_with_stats(q, k, v, *, layout="BNSD", head_num=None, scale=N
     if D % 16:
         raise ValueError(f"flash_attention: head dim D must be a multiple of 16, got D={D}")
     isz = np.dtype(q.dtype).itemsize
-    t = (tiling or flash_attention_tiling(D, q.dtype, S1, S2)).validate(D, isz)
+    t = (tiling or flash_attention_tiling(D, q.dtype, S1, S2)).validate(
+        D, isz, half_s=half_scores(q.dtype))
     scale = 1.0 / math.sqrt(D) if scale is None else float(scale)
     tiles = B * N * ceil_div(S1, t.s1_block)
     # one block per AI Core group (cube core) as the real op launches; the core pool runs their
@@ -292,13 +343,12 @@ def flash_attention_with_stats(q, k, v, *, layout="BNSD", head_num=None, scale=N
     out = alloc(q.shape, q.dtype)
     smax = alloc((B, N, S1), np.float32)
     ssum = alloc((B, N, S1), np.float32)
-    # GM workspaces (2 S slots, 2 O-part slots, 2 P slots per group) stay on the device in both
-    # paths; the launch keeps them alive until the kernel has run
-    bufs = flash_attention_buffers(t, D, isz)
-    ws = rt.device_empty((block_dim * bufs.ws_block,), np.float32)
-    wsp = rt.device_empty((block_dim * bufs.wsp_block,), q.dtype)
+    # GM workspaces stay on the device in both paths; the launch keeps them alive until the
+    # kernel has run
+    bufs = flash_attention_buffers(t, D, isz, half_s=half_scores(q.dtype))
     gm = [a if dev else np.ascontiguousarray(a).reshape(-1) for a in (q, k, v)]
-    gm += [x if dev else x.reshape(-1) for x in (out, smax, ssum)] + [ws, wsp]
+    gm += [x if dev else x.reshape(-1) for x in (out, smax, ssum)]
+    gm += attention_workspaces(bufs, block_dim, q.dtype)
     shape = AttentionShape(N, NK, S1, S2, tiles)
     strides = AttentionLayout(TensorStrides(*qs), TensorStrides(*ks))
     launch = (flash_attention_kernel[block_dim, stream] if stream is not None

@@ -1,6 +1,7 @@
 """FlashAttention forward, the AIC's side (kernels/flash_attention.py has the design): per S1 block
 Q GM -> L1 (NZ) -> L0A (ZZ) once; per S2 block `qk_block` (S = Q K^T, chunk by chunk through
-L0B / L0C, fixpipe into an S slot of the group's GM workspace) and `pv_block` (O_part = P V: P
+L0B / L0C, fixpipe into an S slot of the group's GM workspace, in the 16-bit input dtype for
+16-bit inputs) and `pv_block` (O_part = P V: P
 chunks from the GM workspace -> L1 -> L0A, V chunks -> L1 -> L0B, accumulated in L0C, fixpipe
 into an O slot). The AIC has no Unified Buffer: everything here is L1 / L0."""
 from __future__ import annotations
@@ -11,6 +12,7 @@ import ascendc as asc
 S_READY = 0         # AIC -> AIVs: S tile in S slot k
 P_READY = 2         # AIVs -> AIC: P tile in P slot k
 O_READY = 4         # AIC -> AIVs: O part in O slot k
+Q_READY = 6         # AIVs -> AIC: the scaled Q block (16-bit inputs) in the Q slot
 XMODE = 2
 
 
@@ -49,29 +51,46 @@ def load_q(qa1, qa2, q_addr, m, m16, q_row, d, c0):
 
 
 @asc.jit
-def qk_block(s_ws, qa2, kv1, b2, sc, k_addr, m, m16, n2, kv_row, d, s2b, kc, c0):
-    """S = Q K^T for one S2 block of n2 keys, kc keys per mmad: K chunk GM -> L1 NZ (== ZN of
-    K^T) -> L0B, mmad into an L0C buffer, fixpipe to the S slot (rows s2b apart)."""
-    for c in range(0, n2, kc):
-        kk = min(kc, n2 - c)
-        k16 = (kk + 15) // 16 * 16
-        kg = asc.GlobalTensor()
-        kg.set_global_buffer(k_addr + c * kv_row, (kk - 1) * kv_row + d)
-        k1 = _load_rows_nz(kv1, kg, kk, d, kv_row, k16, k_addr.dtype)
-        kb = b2.alloc_tensor(k_addr.dtype)
-        asc.load_data(kb, k1, asc.LoadData2DParams(repeat_times=(d // c0) * (k16 // 16),
-                                                   src_stride=1))
-        b2.enque(kb)
-        kv1.free_tensor(k1)
-        kb = b2.deque(k_addr.dtype)
-        st = sc.alloc_tensor(asc.float32)
-        asc.mmad(st, qa2, kb, asc.MmadParams(m=m, n=kk, k=d, cmatrix_init_val=True))
-        b2.free_tensor(kb)
-        sc.enque(st)
-        st = sc.deque(asc.float32)
-        asc.fixpipe(s_ws[c:], st, asc.FixpipeParamsV220(n_size=kk, m_size=m, src_stride=m16,
-                                                        dst_stride=s2b))
-        sc.free_tensor(st)
+def _s_chunk(s_ws, qa2, kv1, b2, lc, k_addr, c, kk, m, m16, kv_row, d, s2b, c0, quant):
+    """S[:, c:c + kk] = Q K^T for kk keys: K chunk GM -> L1 NZ (== ZN of K^T) -> L0B, mmad into
+    an L0C buffer, fixpipe to the S slot (rows s2b apart; quant: F322F16 / F322BF16 for a 16-bit
+    slot); returns the L0C tensor, which the caller frees."""
+    k16 = (kk + 15) // 16 * 16
+    kg = asc.GlobalTensor()
+    kg.set_global_buffer(k_addr + c * kv_row, (kk - 1) * kv_row + d)
+    k1 = _load_rows_nz(kv1, kg, kk, d, kv_row, k16, k_addr.dtype)
+    kb = b2.alloc_tensor(k_addr.dtype)
+    asc.load_data(kb, k1, asc.LoadData2DParams(repeat_times=(d // c0) * (k16 // 16),
+                                               src_stride=1))
+    b2.enque(kb)
+    kv1.free_tensor(k1)
+    kb = b2.deque(k_addr.dtype)
+    st = lc.alloc_tensor(asc.float32)
+    asc.mmad(st, qa2, kb, asc.MmadParams(m=m, n=kk, k=d, cmatrix_init_val=True))
+    b2.free_tensor(kb)
+    lc.enque(st)
+    st = lc.deque(asc.float32)
+    asc.fixpipe(s_ws[c:], st, asc.FixpipeParamsV220(n_size=kk, m_size=m, src_stride=m16,
+                                                    dst_stride=s2b, quant_pre=quant))
+    return st
+
+
+@asc.jit
+def qk_block(s_ws, qa2, kv1, b2, lc, k_addr, m, m16, n2, kv_row, d, s2b, kc, c0, quant,
+             l0c_num):
+    """S = Q K^T for one S2 block of n2 keys, kc keys per mmad. With two L0C buffers the
+    chunks go in pairs and both buffers are released after the second fixpipe: a release waits
+    for the fixpipes issued before it to land, so a pair pays that wait once."""
+    for c in range(0, n2, kc * l0c_num):
+        st = _s_chunk(s_ws, qa2, kv1, b2, lc, k_addr, c, min(kc, n2 - c), m, m16, kv_row, d,
+                      s2b, c0, quant)
+        if l0c_num > 1 and c + kc < n2:
+            st2 = _s_chunk(s_ws, qa2, kv1, b2, lc, k_addr, c + kc, min(kc, n2 - c - kc), m,
+                           m16, kv_row, d, s2b, c0, quant)
+            lc.free_tensor(st)
+            lc.free_tensor(st2)
+        else:
+            lc.free_tensor(st)
 
 
 @asc.jit
@@ -127,16 +146,18 @@ def pv_block(o_ws, p_ws, p1, pa2, kv1, b2, oc, v_addr, m, m16, n2, kv_row, d, s2
     for c in range(0, n2, kc):
         kk = min(kc, n2 - c)
         kpad = (kk + c0 - 1) // c0 * c0
+        # V first: its L0B buffer is double, so MTE1 loads it during the previous mmad; the P
+        # chunk's single L0A buffer waits for that mmad
+        if low_precision:
+            vb = _load_v_chunk_16(kv1, b2, v_addr + c * kv_row, kk, kv_row, d)
+        else:
+            vb = _load_v_chunk_32(kv1, b2, v_addr + c * kv_row, kk, kv_row, d)
         pt1 = _load_rows_nz(p1, p_ws[c:], m, kk, s2b, m16, p_ws.dtype)
         pt2 = pa2.alloc_tensor(p_ws.dtype)
         nz_to_zz(pt2, pt1, m16 // 16, kpad, c0)
         pa2.enque(pt2)
         p1.free_tensor(pt1)
         pt2 = pa2.deque(p_ws.dtype)
-        if low_precision:
-            vb = _load_v_chunk_16(kv1, b2, v_addr + c * kv_row, kk, kv_row, d)
-        else:
-            vb = _load_v_chunk_32(kv1, b2, v_addr + c * kv_row, kk, kv_row, d)
         asc.mmad(ot, pt2, vb, asc.MmadParams(m=m, n=d, k=kk, cmatrix_init_val=c == 0))
         pa2.free_tensor(pt2)
         b2.free_tensor(vb)

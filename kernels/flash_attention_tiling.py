@@ -30,12 +30,12 @@ class FlashAttentionBuffers(NamedTuple):
     p_l0a_num: int
     l0b: int            # B2 queue, l0b_num buffers: a K^T or V chunk
     l0b_num: int
-    s_l0c: int          # CO1 queue, s_l0c_num buffers: an S chunk, s1_block x kv_chunk f32
-    s_l0c_num: int
-    o_l0c: int          # CO1 queue: the O part of one S2 block, s1_block x D f32
+    l0c: int            # CO1 queue, l0c_num buffers shared by the S chunks (s1_block x
+    l0c_num: int        #   kv_chunk f32) and the O part of one S2 block (s1_block x D f32)
     rows: int           # S1 rows of one AIV (half the S1 block)
     pass_rows: int      # rows per softmax pass: an AIV works its rows in passes that fit UB
-    s_ub: int           # VECIN queue: the f32 scores of one pass
+    s_ub: int           # VECIN queue, s_ub_num buffers: the scores of one pass as handed over
+    s_ub_num: int       #   (f32; or float16, two buffers: the next pass is loaded meanwhile)
     o_ub: int           # VECIN queue: the f32 O part of the AIV's rows
     calc: int           # VECCALC: the views below
     acc_ub: int         # offsets in VECCALC: the f32 O accumulator (rows x D),
@@ -46,9 +46,13 @@ class FlashAttentionBuffers(NamedTuple):
     rowred_ub: int      #   a row max or row sum,
     fold_ub: int        #   the rows x 64 fold buffer of the row reductions,
     brcb_ub: int        #   a per-row value broadcast to 8 lanes by brcb,
-    low_ub: int         #   P of a pass, then O, in the input dtype (16-bit inputs only)
-    ws_block: int       # f32 GM workspace elements per group: 2 S slots, then 2 O-part slots
-    wsp_block: int      # GM workspace elements (input dtype) per group: 2 P slots
+    low_ub: int         #   16-bit inputs: the scaled Q rows, then O, in the input dtype
+    sf_ub: int          #   16-bit inputs: the f32 scores of one pass (cast from s_ub)
+    ws_block: int       # f32 GM workspace elements per group: 2 O-part slots
+    wsp_block: int      # GM workspace elements (input dtype) per group: 2 P slots, then (16-bit
+                        #   inputs) the scaled Q block
+    wss_block: int      # GM workspace elements per group (f32, or the 16-bit input dtype): 2 S
+                        #   slots
 
 
 def _end_to_end(sizes):
@@ -60,42 +64,61 @@ def _end_to_end(sizes):
     return offsets, pos
 
 
-def flash_attention_buffers(tiling, d: int, itemsize: int, soc=None) -> FlashAttentionBuffers:
+def half_scores(dtype) -> bool:
+    """Whether S is handed over in 16 bits for `dtype` inputs: float16 only (bfloat16 keeps f32
+    scores: a bfloat16 Q x scale or bfloat16 S would cost 8 bits of the scores' precision)."""
+    return np.dtype(dtype) == np.dtype(np.float16)
+
+
+def flash_attention_buffers(tiling, d: int, itemsize: int, soc=None,
+                            half_s=None) -> FlashAttentionBuffers:
     """The kernel's buffer sizes and view offsets for `tiling`, head dim `d`, input itemsize:
-    double buffers wherever two fit the SoC (L1 chunks, L0A P chunks, L0B, L0C S chunks); an
-    AIV's rows in as few softmax passes (of a multiple of 8 rows) as fit its UB."""
+    double buffers wherever two fit the SoC (L1 chunks, L0A P chunks, L0B, L0C); an AIV's rows
+    in as few softmax passes (of a multiple of 8 rows) as fit its UB. `half_s` (default:
+    itemsize 2; pass `half_scores(dtype)`): S is handed over in float16 (fixpipe F322F16, half
+    the bytes of f32) and the AIVs scale Q before the cube sees it, so the 16-bit scores are the
+    scaled ones (no overflow short of a softmax that is one-hot anyway)."""
     soc = soc or rt.get_soc()
     rows = tiling.s1_block // 2
     for pass_rows in range(rows, 8, -8):
-        b = _buffers(tiling, d, itemsize, soc, pass_rows)
-        if b.s_ub + b.o_ub + b.calc <= soc.capacity("UB"):
+        b = _buffers(tiling, d, itemsize, soc, pass_rows, half_s)
+        if b.s_ub_num * b.s_ub + b.o_ub + b.calc <= soc.capacity("UB"):
             return b
-    return _buffers(tiling, d, itemsize, soc, min(8, rows))
+    return _buffers(tiling, d, itemsize, soc, min(8, rows), half_s)
 
 
-def _buffers(tiling, d, itemsize, soc, pass_rows) -> FlashAttentionBuffers:
+def _buffers(tiling, d, itemsize, soc, pass_rows, half_s) -> FlashAttentionBuffers:
     s1b, s2b, kc = tiling.s1_block, tiling.s2_block, tiling.kv_chunk
     f32 = 4
     low = itemsize < 4          # a 16-bit copy of P (and of O at the end) for 16-bit inputs
     rows = s1b // 2
     q_l1, kv_l1, p_l1 = s1b * d * itemsize, kc * d * itemsize, s1b * kc * itemsize
     q_l0a, p_l0a, l0b = s1b * d * itemsize, s1b * kc * itemsize, kc * d * itemsize
-    s_l0c, o_l0c = s1b * kc * f32, s1b * d * f32
+    l0c = s1b * max(kc, d) * f32
+    # L1: four K/V and four P chunks where they fit (MTE2 loads the P V operands while the
+    # fixpipes of the S chunks land), else two
+    l1_num = 4 if q_l1 + 4 * (kv_l1 + p_l1) <= soc.capacity("L1") else 2
     p_l0a_num = 2 if q_l0a + 2 * p_l0a <= soc.capacity("L0A") else 1
     l0b_num = 2 if 2 * l0b <= soc.capacity("L0B") else 1
-    s_l0c_num = 2 if 2 * s_l0c + o_l0c <= soc.capacity("L0C") else 1
+    l0c_num = 2 if 2 * l0c <= soc.capacity("L0C") else 1
     row = rows * f32             # one f32 per row of the AIV
-    (acc_ub, m_ub, l_ub, alpha_ub, mnew_ub, rowred_ub, fold_ub, brcb_ub, low_ub), calc = \
+    hs = itemsize == 2 if half_s is None else bool(half_s)
+    sz = 2 if hs else f32        # the scores as handed over
+    ps = pass_rows * s2b
+    (acc_ub, m_ub, l_ub, alpha_ub, mnew_ub, rowred_ub, fold_ub, brcb_ub, low_ub, sf_ub), calc = \
         _end_to_end((rows * d * f32, row, row, 2 * row, row, row, 64 * row, 8 * row,
-                     max(pass_rows * s2b, rows * d) * itemsize if low else 0))
+                     (rows * d if hs else max(ps, rows * d)) * itemsize if low else 0,
+                     ps * f32 if hs else 0))
     return FlashAttentionBuffers(
-        q_l1=q_l1, kv_l1=kv_l1, kv_l1_num=2, p_l1=p_l1, p_l1_num=2,
+        q_l1=q_l1, kv_l1=kv_l1, kv_l1_num=l1_num, p_l1=p_l1, p_l1_num=l1_num,
         q_l0a=q_l0a, p_l0a=p_l0a, p_l0a_num=p_l0a_num, l0b=l0b, l0b_num=l0b_num,
-        s_l0c=s_l0c, s_l0c_num=s_l0c_num, o_l0c=o_l0c,
-        rows=rows, pass_rows=pass_rows, s_ub=pass_rows * s2b * f32, o_ub=rows * d * f32, calc=calc,
+        l0c=l0c, l0c_num=l0c_num,
+        rows=rows, pass_rows=pass_rows, s_ub=pass_rows * s2b * sz, s_ub_num=2 if hs else 1,
+        o_ub=rows * d * f32, calc=calc,
         acc_ub=acc_ub, m_ub=m_ub, l_ub=l_ub, alpha_ub=alpha_ub, mnew_ub=mnew_ub,
-        rowred_ub=rowred_ub, fold_ub=fold_ub, brcb_ub=brcb_ub, low_ub=low_ub,
-        ws_block=2 * s1b * s2b + 2 * s1b * d, wsp_block=2 * s1b * s2b)
+        rowred_ub=rowred_ub, fold_ub=fold_ub, brcb_ub=brcb_ub, low_ub=low_ub, sf_ub=sf_ub,
+        ws_block=2 * s1b * d, wsp_block=2 * s1b * s2b + (s1b * d if hs else 0),
+        wss_block=2 * s1b * s2b)
 
 
 @dataclass(frozen=True)
@@ -108,7 +131,7 @@ class FlashAttentionTiling:
     s2_block: int
     kv_chunk: int
 
-    def validate(self, d: int, itemsize: int, soc=None):
+    def validate(self, d: int, itemsize: int, soc=None, half_s=None):
         soc = soc or rt.get_soc()
         for name in ("s1_block", "s2_block", "kv_chunk"):
             v = getattr(self, name)
@@ -122,13 +145,13 @@ class FlashAttentionTiling:
         if self.kv_chunk > self.s2_block:
             raise ValueError(f"FlashAttentionTiling: kv_chunk must be <= s2_block, got "
                              f"kv_chunk={self.kv_chunk} s2_block={self.s2_block}")
-        b = flash_attention_buffers(self, d, itemsize, soc)
+        b = flash_attention_buffers(self, d, itemsize, soc, half_s)
         need = {
             "L0A": b.q_l0a + b.p_l0a_num * b.p_l0a,
             "L0B": b.l0b_num * b.l0b,
-            "L0C": b.s_l0c_num * b.s_l0c + b.o_l0c,
+            "L0C": b.l0c_num * b.l0c,
             "L1": b.q_l1 + b.kv_l1_num * b.kv_l1 + b.p_l1_num * b.p_l1,
-            "UB": b.s_ub + b.o_ub + b.calc,         # each AIV
+            "UB": b.s_ub_num * b.s_ub + b.o_ub + b.calc,      # each AIV
         }
         for level, nbytes in need.items():
             if nbytes > soc.capacity(level):
@@ -143,9 +166,9 @@ KV_CHUNKS = (32, 64, 128)
 S1_BLOCKS = (32, 64, 128)
 
 
-def _fits(t, d, isz, soc) -> bool:
+def _fits(t, d, dtype, soc) -> bool:
     try:
-        t.validate(d, isz, soc)
+        t.validate(d, np.dtype(dtype).itemsize, soc, half_scores(dtype))
         return True
     except ValueError:
         return False
@@ -159,14 +182,13 @@ def flash_attention_tiling_candidates(d: int, dtype, s1: int, s2: int, soc=None,
     (`FlashAttentionTiling.validate`), else the whole grid (the tuner reports the others as
     skipped, with the reason)."""
     soc = soc or rt.get_soc()
-    isz = np.dtype(dtype).itemsize
     cap1, cap2 = min(256, round_up(s1, 32)), min(2032, round_up(s2, 16))
     out = []
     for s1b in dict.fromkeys(min(b, cap1) for b in S1_BLOCKS + (256,)):
         for s2b in dict.fromkeys(min(b, cap2) for b in S2_BLOCKS):
             for kc in dict.fromkeys(min(c, s2b) for c in KV_CHUNKS):
                 t = FlashAttentionTiling(s1b, s2b, kc)
-                if fitting and not _fits(t, d, isz, soc):
+                if fitting and not _fits(t, d, dtype, soc):
                     continue
                 out.append(t)
     return list(dict.fromkeys(out))
@@ -194,7 +216,7 @@ def flash_attention_tiling(d: int, dtype, s1: int, s2: int, soc=None) -> FlashAt
         for s2b in sorted({min(b, cap2) for b in DEFAULT_S2_BLOCKS}, reverse=True):
             for kc in sorted({min(c, s2b) for c in (128, 64, 32, 16)}, reverse=True):
                 t = FlashAttentionTiling(s1b, s2b, kc)
-                if _fits(t, d, isz, soc):
+                if _fits(t, d, dtype, soc):
                     return t
     raise ValueError(f"flash_attention: no tiling fits the SoC for D={d}, dtype={np.dtype(dtype)}")
 

@@ -1,9 +1,11 @@
 """FlashAttention forward, the AIVs' side (kernels/flash_attention.py has the design): each AIV of
-a group owns half the rows of the group's S1 block. Per S2 block: S rows from the GM workspace
--> UB, scale, causal mask, online softmax on the whole tile (rows are the repeats of the vector
-ops: row max / sum by folding 64-lane chunks, then whole_reduce; the running max m broadcast
-back by brcb), P -> GM workspace for the AIC; one block later the O part the AIC computed from
-it comes back and O = O * exp(m_old - m_new) + O_part. At the end O / l and the stats -> GM."""
+a group owns half the rows of the group's S1 block. float16 inputs: per S1 block the AIV first
+scales its Q rows for the cube (`scale_q_rows`), and S comes back scaled, in float16. Per S2
+block: S rows from the GM workspace -> UB, scale (or cast to f32), causal mask, online softmax
+on the whole tile (rows are the repeats of the vector ops: row max / sum by folding 64-lane
+chunks, then whole_reduce; the running max m broadcast back by brcb), P -> GM workspace for the
+AIC; one block later the O part the AIC computed from it comes back and O = O * exp(m_old -
+m_new) + O_part. At the end O / l and the stats -> GM."""
 from __future__ import annotations
 
 import math
@@ -63,6 +65,39 @@ def load_scores(sin, s_ws, count, scale):
     su = sin.deque(asc.float32)
     asc.muls(su, su, scale, count)
     return su
+
+
+@asc.jit
+def issue_scores(sin, s_ws, count):
+    """float16 (already scaled) S GM workspace -> a UB buffer of `sin`, enqueued: the caller
+    dequeues it a pass later, so the copy runs while the vector unit works the previous pass."""
+    st = sin.alloc_tensor(s_ws.dtype)
+    asc.data_copy(st, s_ws, count)
+    sin.enque(st)
+
+
+@asc.jit
+def scale_q_rows(wq, q_addr, qlow, tmp, rows, d, q_row, scale):
+    """16-bit inputs: the AIV's Q rows (q_row apart) times the softmax scale, in the input dtype,
+    -> the group's Q slot (rows d apart), so the 16-bit S the cube hands over is already scaled.
+    `tmp` (f32, rows x d) is free until the O accumulator is cleared after this."""
+    qg = asc.GlobalTensor()
+    qg.set_global_buffer(q_addr, (rows - 1) * q_row + d)
+    isz = q_addr.dtype.sizeof()
+    asc.set_flag(asc.HardEvent.MTE3_MTE2, 0)        # the previous block's O has left qlow
+    asc.wait_flag(asc.HardEvent.MTE3_MTE2, 0)
+    asc.data_copy_pad(qlow, qg, asc.DataCopyExtParams(block_count=rows, block_len=d * isz,
+                                                      src_stride=(q_row - d) * isz))
+    asc.set_flag(asc.HardEvent.MTE2_V, 0)
+    asc.wait_flag(asc.HardEvent.MTE2_V, 0)
+    asc.cast(tmp, qlow, asc.RoundMode.CAST_NONE, rows * d)
+    asc.muls(tmp, tmp, scale, rows * d)
+    asc.cast(qlow, tmp, asc.RoundMode.CAST_RINT, rows * d)
+    asc.set_flag(asc.HardEvent.V_MTE3, 0)
+    asc.wait_flag(asc.HardEvent.V_MTE3, 0)
+    asc.data_copy(wq, qlow, rows * d)
+    asc.set_flag(asc.HardEvent.MTE3_V, 0)
+    asc.wait_flag(asc.HardEvent.MTE3_V, 0)
 
 
 @asc.jit
