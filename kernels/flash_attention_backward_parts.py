@@ -180,7 +180,10 @@ def store_acc(dst, acc, rows, d, row_stride):
     asc.fixpipe(dst, acc, asc.FixpipeParamsV220(n_size=d, m_size=rows,
                                                 src_stride=(rows + 15) // 16 * 16,
                                                 dst_stride=row_stride))
-    sync(asc.HardEvent.FIX_M)
+    # the accumulator has left L0C before the next mmad reuses it: FIX_M event 1, as event 0
+    # is pending here (set by the last tile's scores, taken by the next tile's first mmad)
+    asc.set_flag(asc.HardEvent.FIX_M, 1)
+    asc.wait_flag(asc.HardEvent.FIX_M, 1)
 
 
 # ---- AIV helpers ------------------------------------------------------------------------------
