@@ -14,7 +14,7 @@ from ..gmreach import note as gm_note
 from ..state import FLAG_GM_ORDER, FLAG_REPORT_OVERREACH, MEM, STATE
 from .crosscore import gm_order, gm_order_rows
 from .. import trace
-from ..visibility import PIPE_FIX, PIPE_MTE1, PIPE_MTE3, PIPE_V, vis_check
+from ..visibility import in_flight, PIPE_FIX, PIPE_MTE1, PIPE_MTE3, PIPE_V, vis_check
 
 
 # ---- dtype facts as compile-time constants -----------------------------------------------------
@@ -141,7 +141,7 @@ def _visible(ctx, op_id, slv, dlv, addr, nbytes):
 def traced(ctx, op_id, D, S, nbytes, isz, gm_span):
     """The NPU-view trace row of a move of `nbytes` between located tensors D <- S; the GM side
     (if any) covers `gm_span` bytes from its address."""
-    if ctx[STATE][0].nvis > 0 and S[0] >= 0:
+    if in_flight(ctx) and S[0] >= 0:
         _visible(ctx, op_id, S[0], D[0], S[2], nbytes)
     if trace.on(ctx):
         gm = S[2] if S[0] < 0 else D[2] if D[0] < 0 else 0
