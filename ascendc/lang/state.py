@@ -104,6 +104,7 @@ CORE_STATE = np.dtype([
     ("vis_off", _I8, (MAX_PENDING,)),
     ("vis_bytes", _I8, (MAX_PENDING,)),
     ("vis_mask", _I8, (MAX_PENDING,)),
+    ("vis_src", _I8, (MAX_PENDING,)),      # PipeID that wrote the bytes (MTE2 or V)
     ("gm_addr", _I8, (MAX_GM,)),       # GM arguments: address ...
     ("gm_bytes", _I8, (MAX_GM,)),      # ... and bytes reached: to its allocation's end
     ("gm_size", _I8, (MAX_GM,)),       # ... bytes of the argument itself (lang/gmreach.py)

@@ -23,13 +23,13 @@ from __future__ import annotations
 import numpy as np
 from numba.extending import register_jitable
 
-from .core import prim, local_offset, NLEVELS
+from .core import FLAG_DEFER, prim, local_offset, NLEVELS
 from .enums import HardEvent, PipeID
 from .errors import FAULT, fault, KernelError
 from .state import MAX_PENDING, MEM, STAGE, STATE
 
 __all__ = ["in_flight", "vector_reads", "vis_wait", "vis_set", "vis_land", "vis_barrier_mte2",
-           "vis_chain", "vis_check", "vis_check_tensor", "EVENT_SRC", "EVENT_DST",
+           "vis_write", "vis_chain", "vis_check", "vis_check_tensor", "EVENT_SRC", "EVENT_DST",
            "PIPE_S", "PIPE_V", "PIPE_M", "PIPE_MTE1", "PIPE_MTE2", "PIPE_MTE3", "PIPE_FIX"]
 
 PIPE_S, PIPE_V, PIPE_M, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, PIPE_FIX = (
@@ -41,37 +41,55 @@ _HARD_EVENT_PIPES = {"S": PIPE_S, "V": PIPE_V, "M": PIPE_M, "MTE1": PIPE_MTE1,
 EVENT_SRC = np.array([_HARD_EVENT_PIPES[e.name.split("_")[0]] for e in HardEvent], np.int64)
 EVENT_DST = np.array([_HARD_EVENT_PIPES[e.name.split("_")[1]] for e in HardEvent], np.int64)
 EVENT_COUNT = (1 << 32) - 1     # prims/pipe.py's count bits of an events[] word (set_flags)
-# PipeID p -> the HardEvent MTE2_p (-1: none), named in the error
-_MTE2_EVENT = np.full(int(PipeID.PIPE_FIX) + 1, -1, np.int64)
+# (writer PipeID, reader PipeID) -> the HardEvent writer_reader (-1: none), named in the error
+_EVENT_OF = np.full((int(PipeID.PIPE_FIX) + 1, int(PipeID.PIPE_FIX) + 1), -1, np.int64)
 for _e in HardEvent:
-    if _e.name.startswith("MTE2_"):
-        _MTE2_EVENT[_HARD_EVENT_PIPES[_e.name[5:]]] = int(_e)
+    _a, _b = _e.name.split("_")
+    _EVENT_OF[_HARD_EVENT_PIPES[_a], _HARD_EVENT_PIPES[_b]] = int(_e)
 
 
 @register_jitable(inline="always")
 def in_flight(ctx):
-    """Checked mode has copies in flight or landed for some pipes only: the readers' one test
-    (always false in unchecked mode, which records nothing)."""
-    st = ctx[STATE][0]
-    return st.nvis + st.npending > 0
+    """Checked mode (deferred copies): the readers' and writers' one test (false in unchecked
+    mode, which records nothing)."""
+    return (ctx[STATE][0].options & FLAG_DEFER) != 0
 
 
 @prim
-def _record(st, off, nb, mask):
-    """Copy [off, off + nb) landed for the pipes of `mask`: a copy into the same bytes replaces
-    the older record; when the table is full the oldest-kept record becomes visible to all."""
-    for k in range(st.nvis):
-        if st.vis_off[k] == off and st.vis_bytes[k] == nb:
-            st.vis_mask[k] = mask
-            return
-    k = st.nvis
+def _record(st, off, nb, mask, src):
+    """Pipe `src` wrote [off, off + nb), seen by the pipes of `mask`: a record of bytes inside
+    these is replaced; when the table is full, the first record is dropped (becomes visible
+    to all)."""
+    k = 0
+    n = st.nvis
+    while k < n:
+        if st.vis_off[k] >= off and st.vis_off[k] + st.vis_bytes[k] <= off + nb:
+            n -= 1
+            st.vis_off[k] = st.vis_off[n]
+            st.vis_bytes[k] = st.vis_bytes[n]
+            st.vis_mask[k] = st.vis_mask[n]
+            st.vis_src[k] = st.vis_src[n]
+        else:
+            k += 1
+    k = n
     if k >= MAX_PENDING:
         k = 0
     else:
-        st.nvis = k + 1
+        n = k + 1
+    st.nvis = n
     st.vis_off[k] = off
     st.vis_bytes[k] = nb
     st.vis_mask[k] = mask
+    st.vis_src[k] = src
+
+
+@prim
+def vis_write(ctx, pipe, a, nbytes):
+    """Checked mode: pipe `pipe` wrote the first `nbytes` bytes of local tensor `a`; until a wait
+    orders another pipe after `pipe`, only `pipe` sees them."""
+    off = local_offset(ctx, a)
+    if off >= 0 and nbytes > 0:
+        _record(ctx[STATE][0], off, nbytes, np.int64(1) << pipe, pipe)
 
 
 @prim
@@ -97,7 +115,7 @@ def vis_land(ctx, lo, hi, before, mask):
         nb = st.pending_bytes[k]
         if off < hi and off + nb > lo and st.pending_seq[k] < before:
             mem[off:off + nb] = stage[off:off + nb]
-            _record(st, off, nb, mask)
+            _record(st, off, nb, mask, PIPE_MTE2)
             n -= 1
             st.pending_off[k] = st.pending_off[n]
             st.pending_bytes[k] = st.pending_bytes[n]
@@ -142,7 +160,7 @@ def vis_barrier_mte2(ctx):
 
 
 @prim
-def _fail(ctx, api, what, pipe, off, nb, mask):
+def _fail(ctx, api, what, pipe, off, nb, mask, src):
     st = ctx[STATE][0]
     lv = -1
     for j in range(NLEVELS):
@@ -155,13 +173,20 @@ def _fail(ctx, api, what, pipe, off, nb, mask):
               "through another pipe (the NPU reads stale data), got a read by {:pipe} of "
               "{:level} bytes [{}, {}) that no wait has landed yet (a set_flag issued before "
               "the copy does not cover it)",
-              api, what, _MTE2_EVENT[pipe], pipe, lv, off - base, off - base + nb)
+              api, what, _EVENT_OF[PIPE_MTE2, pipe], pipe, lv, off - base, off - base + nb)
         raise KernelError(FAULT)
-    fault("{}: {} must be ordered after the MTE2 copy that wrote it, by "
+    if src == PIPE_MTE2:
+        fault("{}: {} must be ordered after the MTE2 copy that wrote it, by "
+              "wait_flag(HardEvent.{:event}) or a chain of flags through another pipe (the NPU "
+              "reads stale data), got a read by {:pipe} of {:level} bytes [{}, {}) that the "
+              "copy's waits made visible to {:pipes} only",
+              api, what, _EVENT_OF[src, pipe], pipe, lv, off - base, off - base + nb, mask)
+        raise KernelError(FAULT)
+    fault("{}: {} must be ordered after the {:pipe} instruction that wrote it, by "
           "wait_flag(HardEvent.{:event}) or a chain of flags through another pipe (the NPU "
           "reads stale data), got a read by {:pipe} of {:level} bytes [{}, {}) that the "
-          "copy's waits made visible to {:pipes} only",
-          api, what, _MTE2_EVENT[pipe], pipe, lv, off - base, off - base + nb, mask)
+          "write's waits made visible to {:pipes} only",
+          api, what, src, _EVENT_OF[src, pipe], pipe, lv, off - base, off - base + nb, mask)
     raise KernelError(FAULT)
 
 
@@ -176,14 +201,14 @@ def vis_check(ctx, api, what, pipe, off, nb):
         if o < off + nb and o + st.vis_bytes[k] > off and not st.vis_mask[k] & pb:
             lo = max(o, off)
             hi = min(o + st.vis_bytes[k], off + nb)
-            _fail(ctx, api, what, pipe, lo, hi - lo, st.vis_mask[k])
+            _fail(ctx, api, what, pipe, lo, hi - lo, st.vis_mask[k], st.vis_src[k])
     if pipe != PIPE_MTE2:
         for k in range(st.npending):
             o = st.pending_off[k]
             if o < off + nb and o + st.pending_bytes[k] > off:
                 lo = max(o, off)
                 hi = min(o + st.pending_bytes[k], off + nb)
-                _fail(ctx, api, what, pipe, lo, hi - lo, 0)
+                _fail(ctx, api, what, pipe, lo, hi - lo, 0, PIPE_MTE2)
 
 
 @prim

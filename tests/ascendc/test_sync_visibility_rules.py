@@ -1,8 +1,9 @@
 """Checked mode's visibility rules beyond a plain wait: a wait lands only the copies issued
 before its set_flag, pipe_barrier(PIPE_MTE2) orders MTE2 alone, a VECIN deque orders MTE2 before
-V only, and the vector readers outside the element-wise families (copy, transpose,
-trans_data_to_5hd, asc.adv.softmax) check their sources. Each rule: the kernel missing the
-ordering is reported with its message, the same kernel with it computes the right result."""
+V only, what V writes reaches MTE3 only through a V_MTE3 wait, and the vector readers outside
+the element-wise families (copy, transpose, trans_data_to_5hd, asc.adv.softmax) check their
+sources. Each rule: the kernel missing the ordering is reported with its message, the same
+kernel with it computes the right result."""
 import numpy as np
 import pytest
 
@@ -12,7 +13,7 @@ import rt
 N = 256
 
 SET_AFTER_COPY, SET_BEFORE_COPY, BARRIER_ALL, BARRIER_MTE2, VECIN_V_MTE3, VECIN_MTE3, \
-    TWO_SETS_ONE_WAIT_EACH = range(7)
+    TWO_SETS_ONE_WAIT_EACH, V_WRITE_UNORDERED = range(8)
 
 
 @asc.jit
@@ -67,8 +68,9 @@ def order_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, how: int):
         asc.wait_flag(asc.HardEvent.MTE2_V, 0)
     if how != TWO_SETS_ONE_WAIT_EACH:
         asc.adds(b, a, 1.0, N)
-    asc.set_flag(asc.HardEvent.V_MTE3, 0)
-    asc.wait_flag(asc.HardEvent.V_MTE3, 0)
+    if how != V_WRITE_UNORDERED:        # MTE3 reads what V wrote: ordered by V_MTE3
+        asc.set_flag(asc.HardEvent.V_MTE3, 0)
+        asc.wait_flag(asc.HardEvent.V_MTE3, 0)
     asc.data_copy(zg, b, N)
 
 
@@ -103,6 +105,10 @@ _HEAD = r"kernel 'order_kernel'\[1\]: block_idx=0/1: "
                    r"wait_flag\(HardEvent.MTE2_V\) or a chain of flags through another pipe "
                    r"\(the NPU reads stale data\), got a read by V of UB bytes \[0, 1024\) that "
                    r"the copy's waits made visible to MTE2 only"),
+    (V_WRITE_UNORDERED, r"data_copy: src must be ordered after the V instruction that wrote "
+                        r"it, by wait_flag\(HardEvent.V_MTE3\) or a chain of flags through "
+                        r"another pipe \(the NPU reads stale data\), got a read by MTE3 of UB "
+                        r"bytes \[1024, 2048\) that the write's waits made visible to V only"),
     (VECIN_MTE3, r"data_copy: src must be ordered after the MTE2 copy that wrote it, by "
                  r"wait_flag\(HardEvent.MTE2_MTE3\) .* got a read by MTE3 of UB bytes "
                  r"\[2048, 3072\) that the copy's waits made visible to V, MTE2 only"),
@@ -114,7 +120,7 @@ def test_unordered_kernel_is_reported(interpret, how, message):
 
 def test_unchecked_mode_records_nothing(interpret):
     """Unchecked mode defers nothing: even the unordered kernels read the copy."""
-    for how in (SET_BEFORE_COPY, BARRIER_MTE2):
+    for how in (SET_BEFORE_COPY, BARRIER_MTE2, V_WRITE_UNORDERED):
         x, z = _run(order_kernel, how, interpret, checked=False)
         np.testing.assert_array_equal(z, x + 1)
 

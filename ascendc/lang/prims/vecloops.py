@@ -46,6 +46,7 @@ def binary_count(ctx, api, dst, a, b, n, op):
     if in_flight(ctx):
         vector_reads(ctx, api, "src0", a, n)
         vector_reads(ctx, api, "src1", b, n)
+        vector_reads(ctx, api, "dst", dst, n)
     require_same(api, "src0", a, dst)
     require_same(api, "src1", b, dst)
     # dst is src0 (in place): pass one array for both so LLVM sees no aliasing and vectorises
@@ -201,6 +202,7 @@ def unary_count(ctx, api, dst, a, n, op):
         check_count(ctx, api, "src", a, n)
     if in_flight(ctx):
         vector_reads(ctx, api, "src", a, n)
+        vector_reads(ctx, api, "dst", dst, n)
     require_same(api, "src", a, dst)
     if vecable(dst) and dst.ctypes.data == a.ctypes.data:
         _un_loop(a, a, n, op)
@@ -253,6 +255,7 @@ def scalar_count(ctx, api, dst, a, scalar, n, op):
         check_count(ctx, api, "src", a, n)
     if in_flight(ctx):
         vector_reads(ctx, api, "src", a, n)
+        vector_reads(ctx, api, "dst", dst, n)
     require_same(api, "src", a, dst)
     s = as_elem(a, scalar)
     if vecable(dst) and dst.ctypes.data == a.ctypes.data:
