@@ -98,6 +98,8 @@ def copy_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, n: asc.ConstExpr[int
     asc.data_copy(t, xg, count=n)
     q.enque(t)
     t = q.deque(x.dtype)
+    asc.set_flag(asc.HardEvent.V_MTE3, 0)      # a VECIN deque orders V only
+    asc.wait_flag(asc.HardEvent.V_MTE3, 0)
     asc.data_copy(zg, t, count=n)
     q.free_tensor(t)
 
