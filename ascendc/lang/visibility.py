@@ -26,7 +26,7 @@ from numba.extending import register_jitable
 from .core import FLAG_DEFER, prim, local_offset, NLEVELS
 from .enums import HardEvent, PipeID
 from .errors import FAULT, fault, KernelError
-from .state import MAX_PENDING, MEM, STAGE, STATE
+from .state import FLAG_SANITIZE, MAX_PENDING, MEM, STAGE, STATE
 
 __all__ = ["in_flight", "vector_reads", "vis_wait", "vis_set", "vis_land", "vis_barrier_mte2",
            "vis_write", "vis_chain", "vis_check", "vis_check_tensor", "EVENT_SRC", "EVENT_DST",
@@ -51,8 +51,8 @@ for _e in HardEvent:
 @register_jitable(inline="always")
 def in_flight(ctx):
     """Checked mode (deferred copies): the readers' and writers' one test (false in unchecked
-    mode, which records nothing)."""
-    return (ctx[STATE][0].options & FLAG_DEFER) != 0
+    mode, which records nothing, and under the sanitizer, whose synccheck reports these)."""
+    return (ctx[STATE][0].options & (FLAG_DEFER | FLAG_SANITIZE)) == FLAG_DEFER
 
 
 @prim
