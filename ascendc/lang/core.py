@@ -89,6 +89,7 @@ def begin_block(ctx, block_idx, block_num):
     st.nque = 0
     st.ngm = 0
     st.npending = 0
+    st.copy_seq = 0
     st.nvis = 0
     st.nshape = 0
     st.level_used[:] = 0
@@ -215,6 +216,8 @@ def add_pending(ctx, off, nbytes):
         k = st.npending
     st.pending_off[k] = off
     st.pending_bytes[k] = nbytes
+    st.pending_seq[k] = st.copy_seq
+    st.copy_seq += 1
     st.npending = k + 1
 
 
@@ -243,6 +246,7 @@ def flush_pending(ctx, lo, hi):
             n -= 1
             st.pending_off[k] = st.pending_off[n]
             st.pending_bytes[k] = st.pending_bytes[n]
+            st.pending_seq[k] = st.pending_seq[n]
         else:
             k += 1
     st.npending = n

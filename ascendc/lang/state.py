@@ -66,6 +66,7 @@ QUEUE_RECORD = np.dtype([
     ("next_slot", _I8),    # next buffer alloc_tensor tries
     ("id", _I8),           # index in CORE_STATE.queues (named in errors as #id)
     ("fifo", _I8, (MAX_SLOTS,)),   # ring of enqueued buffer numbers
+    ("fifo_seq", _I8, (MAX_SLOTS,)),   # ... and copy_seq at each enque (lang/visibility.py)
 ])
 
 CORE_STATE = np.dtype([
@@ -96,12 +97,15 @@ CORE_STATE = np.dtype([
     ("counters", _I8, (N_COUNTERS,)),  # profiler counters (core.COUNTER_NAMES)
     ("pending_off", _I8, (MAX_PENDING,)),    # deferred copies: byte offset in mem ...
     ("pending_bytes", _I8, (MAX_PENDING,)),  # ... and length
+    ("pending_seq", _I8, (MAX_PENDING,)),    # ... and issue number (copy_seq when issued)
+    ("copy_seq", _I8),     # GM->local copies issued by the block (checked mode)
     # copies that landed for some pipes only (lang/visibility.py): byte offset, length, and
     # bit p: PipeID p is ordered after the copy
     ("nvis", _I8),
     ("vis_off", _I8, (MAX_PENDING,)),
     ("vis_bytes", _I8, (MAX_PENDING,)),
     ("vis_mask", _I8, (MAX_PENDING,)),
+    ("vis_src", _I8, (MAX_PENDING,)),      # PipeID that wrote the bytes (MTE2 or V)
     ("gm_addr", _I8, (MAX_GM,)),       # GM arguments: address ...
     ("gm_bytes", _I8, (MAX_GM,)),      # ... and bytes reached: to its allocation's end
     ("gm_size", _I8, (MAX_GM,)),       # ... bytes of the argument itself (lang/gmreach.py)
@@ -109,6 +113,10 @@ CORE_STATE = np.dtype([
     ("gm_over_off", _I8, (MAX_GM,)),   # ... byte offset of that access
     ("gm_preset", _I8),    # gm_size entries the launcher set (register_gm sets the others)
     ("events", _I8, (N_HARD_EVENTS, N_EVENT_IDS)),   # set_flag counts per (HardEvent, id)
+    # copy_seq at the oldest and the newest pending set_flag of each (HardEvent, id): a wait
+    # lands only the copies issued before its set (lang/visibility.py)
+    ("set_first", _I8, (N_HARD_EVENTS, N_EVENT_IDS)),
+    ("set_last", _I8, (N_HARD_EVENTS, N_EVENT_IDS)),
     ("queues", QUEUE_RECORD, (MAX_QUEUES,)),
     # AIPP (set_aipp_functions -> load_image_to_local, prims/aipp.py): format + 1 (0: not set),
     # src0 address and bytes, src1 address and bytes; then the parameters

@@ -487,6 +487,8 @@ def shared_rows_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, how: int):
         pipe.init_buffer(q, 1, ROWS * 2 * HALF * 4)
         t = q.alloc_tensor(x.dtype)
         asc.data_copy(t, xg[s * ROWS * 2 * HALF:], ROWS * 2 * HALF)
+        asc.set_flag(asc.HardEvent.MTE2_MTE3, 0)    # a VECOUT deque orders V, not MTE2
+        asc.wait_flag(asc.HardEvent.MTE2_MTE3, 0)
         q.enque(t)
         t = q.deque(x.dtype)
         if how == 0:

@@ -31,6 +31,8 @@ def tail_copy(x: asc.GlobalAddress, z: asc.GlobalAddress):
     asc.data_copy(a, xg, TILE)
     qi.enque(a)
     a = qi.deque(x.dtype)
+    asc.set_flag(asc.HardEvent.V_MTE3, 0)      # a VECIN deque orders V only
+    asc.wait_flag(asc.HardEvent.V_MTE3, 0)
     asc.data_copy(zg, a, TILE)
     qi.free_tensor(a)
 

@@ -76,7 +76,9 @@ def aipp_kernel(img: asc.GlobalAddress, uv: asc.GlobalAddress, prm: asc.GlobalAd
         asc.load_image_to_local(t, params)
         if pg.get_value(48) == 0:          # prm[P_NO_DEQUE]: read it without the hand-off
             q1.enque(t)
-            t = q1.deque(z.dtype)
+            t = q1.deque(z.dtype)          # orders MTE2 before MTE1; the scalar reads need:
+            asc.set_flag(asc.HardEvent.MTE2_S, 0)
+            asc.wait_flag(asc.HardEvent.MTE2_S, 0)
         for i in range(n):
             zg.set_value(i, t.get_value(i))
         q1.free_tensor(t)
@@ -98,6 +100,8 @@ def copy_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, n: asc.ConstExpr[int
     asc.data_copy(t, xg, count=n)
     q.enque(t)
     t = q.deque(x.dtype)
+    asc.set_flag(asc.HardEvent.V_MTE3, 0)      # a VECIN deque orders V only
+    asc.wait_flag(asc.HardEvent.V_MTE3, 0)
     asc.data_copy(zg, t, count=n)
     q.free_tensor(t)
 
@@ -274,8 +278,11 @@ def test_npu_view_shows_an_mte2_copy_gm_to_l1(mode):
 
 
 def test_the_load_is_visible_only_after_deque_in_checked_mode(mode):
-    """An MTE2 write: without enque/deque the L1 tensor still holds the NaN fill (0xFF bytes)."""
-    got = run(mode, "RGB888_U8", RGB, params(4, P_NO_DEQUE=1), np.int8)
-    assert (got == -1).all()
+    """An MTE2 write: read by the scalar unit with no wait ordering it, it is reported (the NPU
+    reads the stale L1 bytes)."""
+    with pytest.raises(rt.AclError, match=r"get_value: the element must be ordered after the "
+                       r"MTE2 copy that wrote it, .* got a read by S of L1 bytes \[0, 1\) that "
+                       r"no wait has landed yet"):
+        run(mode, "RGB888_U8", RGB, params(4, P_NO_DEQUE=1), np.int8)
     got = run(mode, "RGB888_U8", RGB, params(4), np.int8)
     assert (got != -1).any()

@@ -109,6 +109,8 @@ def scalar_loop_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, n: asc.ConstE
     asc.data_copy(xl, xg, n)
     qi.enque(xl)
     xl = qi.deque(x.dtype)
+    asc.set_flag(asc.HardEvent.MTE2_S, 0)       # the VECIN hand-off orders V, not the scalar unit
+    asc.wait_flag(asc.HardEvent.MTE2_S, 0)
     zl = qo.alloc_tensor(z.dtype)
     for i in range(n):
         zl.set_value(i, xl.get_value(i) * 2)

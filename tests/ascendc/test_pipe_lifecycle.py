@@ -124,6 +124,8 @@ def refill_kernel(z: asc.GlobalAddress, n: asc.ConstExpr[int]):
     pipe.init_buffer(que=big, num=1, len=150 * 1024)
     t = q.alloc_tensor(asc.float32)
     asc.duplicate(t, 3.0, count=n)
+    asc.set_flag(asc.HardEvent.V_S, 0)          # the scalar read waits for the vector write
+    asc.wait_flag(asc.HardEvent.V_S, 0)
     zg.set_value(0, t.get_value(0))
     q.free_tensor(t)
     pipe.reset()

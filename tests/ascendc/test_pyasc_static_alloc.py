@@ -64,7 +64,9 @@ def far_address_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, n: int, use_f
     else:
         asc.data_copy(t, xg, n)
     q.enque(t)
-    t = q.deque(asc.float32)
+    t = q.deque(asc.float32)             # orders MTE2 before V only: V before MTE3 as well
+    asc.set_flag(asc.HardEvent.V_MTE3, 0)
+    asc.wait_flag(asc.HardEvent.V_MTE3, 0)
     asc.data_copy(zg, t, n)
     q.free_tensor(t)
 

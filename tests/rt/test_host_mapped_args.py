@@ -182,6 +182,8 @@ def swap_halves(x: asc.GlobalAddress, z: asc.GlobalAddress, half: int):
         asc.data_copy(t, xg[(1 - h) * half:], half)
         q.enque(t)
         t = q.deque(x.dtype)
+        asc.set_flag(asc.HardEvent.V_MTE3, 0)      # a VECIN deque orders V only
+        asc.wait_flag(asc.HardEvent.V_MTE3, 0)
         asc.data_copy(zg[h * half:], t, half)
         q.free_tensor(t)
 
@@ -200,6 +202,8 @@ def copy_then_fault(x: asc.GlobalAddress, z: asc.GlobalAddress, n: int):
     asc.data_copy(t, xg, n)
     q.enque(t)
     t = q.deque(x.dtype)
+    asc.set_flag(asc.HardEvent.V_MTE3, 0)      # a VECIN deque orders V only
+    asc.wait_flag(asc.HardEvent.V_MTE3, 0)
     asc.data_copy(zg, t, n)
     q.free_tensor(t)
     past = asc.GlobalTensor()

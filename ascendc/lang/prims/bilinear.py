@@ -20,6 +20,7 @@ from ..dtypes import ld, st
 from ..errors import FAULT, fault, KernelError
 from .. import trace
 from .vecbase import as_elem, check_range, lane_on, vmask
+from ..visibility import vector_reads
 
 __all__ = ["bilinear_interpolation"]
 
@@ -81,6 +82,9 @@ def bilinear_interpolation(ctx, dst, src0, src0_offset, src1, mask, h_repeat, re
     far = (v_repeat - 1) * v_r_offset + 7 * dst_blk_stride * 16 + 15
     if far >= dst.size:
         _fail(2, 0, far)
+    vector_reads(ctx, _API, "src0_offset", src0_offset, iters * 8 * 4)   # (visibility.py)
+    vector_reads(ctx, _API, "src1", src1, need1 * 2)
+    vector_reads(ctx, _API, "src0", src0, src0.size * 2)
     for k in range(iters * 8):
         off = src0_offset[k]
         if off % 32 != 0 or off // 2 + 16 > src0.size:

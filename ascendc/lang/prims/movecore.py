@@ -14,7 +14,7 @@ from ..gmreach import note as gm_note
 from ..state import FLAG_GM_ORDER, FLAG_REPORT_OVERREACH, MEM, STATE
 from .crosscore import gm_order, gm_order_rows
 from .. import trace
-from ..visibility import PIPE_FIX, PIPE_MTE1, PIPE_MTE3, PIPE_V, vis_check
+from ..visibility import in_flight, PIPE_FIX, PIPE_MTE1, PIPE_MTE3, PIPE_V, vis_check
 
 
 # ---- dtype facts as compile-time constants -----------------------------------------------------
@@ -148,7 +148,7 @@ def traced(ctx, op_id, D, S, nbytes, isz, gm_span):
 def traced_blocks(ctx, op_id, D, S, nbytes, isz, gm_span, blk, step):
     """traced() of a copy whose GM side is blocks of `blk` bytes every `step` bytes (the
     sanitizer records those, not the span: blocks may interleave with another core's)."""
-    if ctx[STATE][0].nvis > 0 and S[0] >= 0:
+    if in_flight(ctx) and S[0] >= 0:
         _visible(ctx, op_id, S[0], D[0], S[2], nbytes)
     if trace.on(ctx):
         gm = S[2] if S[0] < 0 else D[2] if D[0] < 0 else 0

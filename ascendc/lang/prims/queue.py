@@ -24,7 +24,8 @@ from ..positions import (NPOS, POS_LEVEL, POS_NOTE, POS_TQUE, POSITION_NAMES, UB
 from ..state import FLAG_SANITIZE, KIND_BUF, KIND_QUE, MAX_QUEUES, MAX_SLOTS, MEM, STAGE, STATE
 from .. import trace
 from ..enums import TPosition
-from ..visibility import PIPE_M, PIPE_FIX, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, PIPE_V, vis_chain
+from ..visibility import (PIPE_M, PIPE_FIX, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, PIPE_V, vis_chain,
+                          vis_land)
 
 _OP_ALLOC, _OP_ENQUE, _OP_DEQUE, _OP_FREE = (trace.op("TQue.alloc_tensor"), trace.op("TQue.enque"),
                                              trace.op("TQue.deque"), trace.op("TQue.free_tensor"))
@@ -313,6 +314,7 @@ def que_enque(ctx, q, t):
         raise KernelError(FAULT)
     i = (q.fifo_head + q.fifo_n) % MAX_SLOTS
     q.fifo[i] = (q.fifo[i] & ~_RING) | s
+    q.fifo_seq[i] = ctx[STATE][0].copy_seq
     q.fifo_n += 1
     trace.event(ctx, _OP_ENQUE, trace.K_Q_ENQUE, q.pos, q.id, s)
 
@@ -325,13 +327,20 @@ def que_deque(ctx, q, dtype):
               "{:pos} TQue #{} (enque missing?)", q.pos, q.id)
         raise KernelError(FAULT)
     s = q.fifo[q.fifo_head] & _RING
+    before = q.fifo_seq[q.fifo_head]
     q.fifo_head = (q.fifo_head + 1) % MAX_SLOTS
     q.fifo_n -= 1
     if ctx[STATE][0].options & FLAG_DEFER:
-        lo = q.mem_off + s * q.slot_bytes
-        flush_pending(ctx, lo, lo + q.slot_bytes)
-        if 0 <= q.pos < _QUE_SRC.size and _QUE_SRC[q.pos] >= 0:    # a wait producer -> consumer
-            vis_chain(ctx, _QUE_SRC[q.pos], _QUE_DST[q.pos])
+        src = _QUE_SRC[q.pos] if 0 <= q.pos < _QUE_SRC.size else -1
+        if src < 0:         # VECCALC: no pipe pair; the slot's copies land for every pipe
+            lo = q.mem_off + s * q.slot_bytes
+            flush_pending(ctx, lo, lo + q.slot_bytes)
+        else:               # a wait src -> dst (enque was its set): visibility.py's rule
+            dst = _QUE_DST[q.pos]
+            if src == PIPE_MTE2:
+                vis_land(ctx, 0, ctx[MEM].size, before,
+                         (np.int64(1) << PIPE_MTE2) | (np.int64(1) << dst))
+            vis_chain(ctx, src, dst)
     trace.event(ctx, _OP_DEQUE, trace.K_Q_DEQUE, q.pos, q.id, s)
     return _slot_view(ctx, q, s, dtype)
 

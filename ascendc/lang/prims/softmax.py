@@ -27,6 +27,7 @@ from ..positions import UB
 from .autotensor import auto_use   # LocalTensorAuto's syncs (insert_sync)
 from .shapeinfo import R_INFO, S_DIM, S_ODIM, S_OSHAPE, S_SHAPE, find_shape
 from ..state import STATE
+from ..visibility import vector_reads
 
 # Ascend C SoftMaxTiling (softmax_tilingdata.h) with pyasc's snake_case names (adv/tiling.py)
 TILING_FIELDS = ("src_m", "src_k", "src_size", "out_max_m", "out_max_k", "out_max_size",
@@ -187,6 +188,7 @@ def softmax_nd(ctx, dst, sm, mx, src, work, work_given, tiling, basic_block, dat
     _check_size("dst", dst.size, m * k, 0)
     _check_size("sum", sm.size, m * blk, blk)
     _check_size("max", mx.size, m * blk, blk)
+    vector_reads(ctx, "asc.adv.softmax", "src", src, m * k * isz)     # (visibility.py)
     if work_given:
         _check_ub(ctx, "temp_buffer", work)
         wbytes = np.int64(work.size * work.itemsize)

@@ -1,8 +1,9 @@
 """Pipe synchronisation and system variables.
 
 Blocks run their instructions in program order here, so pipes never race; what we keep is the
-*visibility* rule: in checked mode a GM->local copy becomes visible at deque or a pipe_barrier on
-MTE2 or ALL, and a wait_flag on MTE2_X makes it visible to pipe X only (lang/visibility.py).
+*visibility* rule: in checked mode a GM->local copy becomes visible to every pipe at a pipe_barrier
+on ALL, to MTE2 only at one on MTE2, and a wait_flag on MTE2_X makes the copies issued before its
+set_flag visible to MTE2 and X only (lang/visibility.py).
 wait_flag without a matching set_flag would hang the hardware, so it is an error. sync_all is a
 real barrier across the launch's blocks (they all run at once); blocks calling it unequally often
 would hang the NPU, so that is an error too.
@@ -17,7 +18,7 @@ from ..state import N_EVENT_IDS, N_HARD_EVENTS, MEM, STATE
 from .. import trace
 from .crosscore import mix_sync_all
 from .pipe import EVENT_COUNT
-from ..visibility import vis_wait
+from ..visibility import vis_barrier_mte2, vis_set, vis_wait
 
 _OP_BARRIER, _OP_SET, _OP_WAIT, _OP_SYNC_ALL = (trace.op("pipe_barrier"), trace.op("set_flag"),
                                                 trace.op("wait_flag"), trace.op("sync_all"))
@@ -41,8 +42,10 @@ def pipe_barrier(ctx, pipe):
     if pipe < 0 or pipe > 10:
         fault("asc.pipe_barrier: pipe must be a PipeID, got pipe={}", pipe)
         raise KernelError(FAULT)
-    if pipe == 6 or pipe == 4:
+    if pipe == 6:
         _flush_all(ctx)
+    elif pipe == 4 and ctx[STATE][0].options & FLAG_DEFER:
+        vis_barrier_mte2(ctx)       # orders MTE2 only (visibility.py)
     trace.event(ctx, _OP_BARRIER, trace.K_BARRIER, pipe, 0, 0)
 
 
@@ -62,6 +65,8 @@ def _check_event(event, event_id, api):
 def set_flag(ctx, event, event_id):
     _check_event(event, event_id, "asc.set_flag")
     ctx[STATE][0].events[event, event_id] += 1
+    if ctx[STATE][0].options & FLAG_DEFER:
+        vis_set(ctx, event, event_id)
     trace.event(ctx, _OP_SET, trace.K_SET, event, 0, event_id)
 
 
@@ -77,7 +82,7 @@ def wait_flag(ctx, event, event_id):
     ev[event, event_id] -= 1
     trace.event(ctx, _OP_WAIT, trace.K_WAIT, event, 0, event_id)
     if ctx[STATE][0].options & FLAG_DEFER:
-        vis_wait(ctx, event)
+        vis_wait(ctx, event, event_id)
 
 
 @prim

@@ -11,7 +11,7 @@ from ..gmreach import note as gm_note
 from ..state import FLAG_GM_ORDER, FLAG_REPORT_OVERREACH, MEM, STATE
 from .crosscore import gm_order
 from .movecore import pair_info
-from ..visibility import PIPE_S, vis_check
+from ..visibility import in_flight, PIPE_S, vis_check, vector_reads
 from ..positions import NPOS, POS_LEVEL
 # the kernel-type primitives replace sync.py's get_sub_block_idx/num (exported after them)
 from .ktype import (get_sub_block_idx, get_sub_block_num, get_task_ratio,  # noqa: F401
@@ -86,7 +86,7 @@ def _check_index(ctx, t, i, api, write):
 @prim
 def get_value(ctx, t, i):
     _check_index(ctx, t, i, "get_value", False)
-    if ctx[STATE][0].nvis > 0 and local_offset(ctx, t) >= 0:      # visibility.py
+    if in_flight(ctx) and local_offset(ctx, t) >= 0:      # visibility.py
         vis_check(ctx, "get_value", "the element", PIPE_S,
                   local_offset(ctx, t) + i * t.itemsize, t.itemsize)
     trace.scalar(ctx, _OP_GET)
@@ -246,6 +246,7 @@ def transpose16(ctx, dst, src):
         _transpose_fail_level(ctx, "src", src)
     check_local(ctx, "transpose", "dst", dst, 256)
     check_local(ctx, "transpose", "src", src, 256)
+    vector_reads(ctx, "transpose", "src", src, 512)
     block = src[:256].copy()
     for i in range(16):
         for j in range(16):

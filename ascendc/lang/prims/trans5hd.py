@@ -30,6 +30,7 @@ from ..errors import FAULT, fault, KernelError
 from .. import trace
 from .vecbase import check_range
 from ..state import MEM, STATE
+from ..visibility import PIPE_V, in_flight, vis_check
 
 __all__ = ["trans_data_to_5hd"]
 
@@ -92,6 +93,10 @@ def _run(ctx, dst_off, src_off, dst_cap, src_cap, params):
                     _fail(3, i, far // 2 - 1, caps[i] // 2)
                 if rel + far > ub_n:
                     _fail(4, i, rel + far, ub_n)
+    if in_flight(ctx) and rep > 0:        # checked mode: V must see the sources (visibility.py)
+        for i in range(LIST_SIZE):
+            vis_check(ctx, "trans_data_to_5hd", "src_list", PIPE_V, src_off[i],
+                      (rep - 1) * params.src_rep_stride * 32 + 32)
     mem = ctx[MEM]
     block = np.empty((LIST_SIZE, LIST_SIZE), np.uint16)
     for r in range(rep):

@@ -29,6 +29,7 @@ from ..core import prim, check_local, level_of
 from ..errors import FAULT, fault, KernelError
 from .. import trace
 from .movecore import pair_info
+from ..visibility import vector_reads
 from .vecbase import check_range, lanes_on, next_lane, pb_of, rep_index, ub_reach, vmask
 
 __all__ = ["copy_rep", "transpose_ext"]
@@ -79,6 +80,7 @@ def copy_rep(ctx, dst, src, mask, repeat_time, repeat_params, is_set_mask):
     # past a tensor's end but inside UB: runs as on the NPU (vecbase.ub_reach)
     d = ub_reach(ctx, api, "dst", dst, repeat_time, m0, m1, pb, p.dst_stride, p.dst_repeat_size)
     s = ub_reach(ctx, api, "src", src, repeat_time, m0, m1, pb, p.src_stride, p.src_repeat_size)
+    vector_reads(ctx, api, "src", s, s.size * s.itemsize)
     for r in range(repeat_time):
         j, w0, w1 = next_lane(m0, m1)
         while j >= 0:
@@ -131,6 +133,7 @@ def transpose_ext(ctx, dst, src, shared_tmp_buffer, params):
             _ext_fail(2, dst.itemsize, 0)
         check_local(ctx, api, "dst", dst, 256)
         check_local(ctx, api, "src", src, 256)
+        vector_reads(ctx, api, "src", src, 512)
         block = src[:256].copy()
         for i in range(16):
             for j in range(16):
@@ -148,6 +151,7 @@ def transpose_ext(ctx, dst, src, shared_tmp_buffer, params):
     total = n * c * h * w
     check_local(ctx, api, "dst", dst, total)
     check_local(ctx, api, "src", src, total)
+    vector_reads(ctx, api, "src", src, total * src.itemsize)
     if dst.ctypes.data == src.ctypes.data:
         _ext_fail(3, 0, 0)
     hw = h * w

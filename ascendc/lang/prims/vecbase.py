@@ -22,7 +22,7 @@ from ..ccallback import guarded_callback
 from ..numba_link import cached_njit
 from ..errors import FAULT, fault, KernelError, recorded_fault
 from ..state import MEM, STATE
-from ..visibility import PIPE_V, vis_check_tensor
+from ..visibility import in_flight, PIPE_V, vis_check_tensor, vis_write
 
 jitable = register_jitable(nogil=True, error_model="numpy")
 # Generic kernels take the element operation as a first-class function: they must be IR-inlined
@@ -160,15 +160,17 @@ def check_range(api, name, v, lo, hi):
 @jitable
 def _check_n(ctx, api, what, x, n):
     core.check_local(ctx, api, what, x, n)
-    if ctx[STATE][0].nvis > 0:
+    if in_flight(ctx):
         vector_reads(ctx, api, what, x, n)
 
 
 @jitable
 def vector_reads(ctx, api, what, x, n):
-    """Checked mode, after `nvis > 0`: the vector pipe must see elements [0, n) of source
-    operand `x` (lang/visibility.py)."""
-    if what != "dst" and n > 0:
+    """Checked mode, after `in_flight`: the vector pipe must see elements [0, n) of source
+    operand `x`; for `dst`, the vector pipe wrote them (lang/visibility.py)."""
+    if what == "dst":
+        vis_write(ctx, PIPE_V, x, n * x.itemsize)
+    elif n > 0:
         vis_check_tensor(ctx, api, what, PIPE_V, x, n * x.itemsize)
 
 
@@ -475,7 +477,7 @@ def _ov_reach_to(ctx, api, what, a, far):
         return lambda ctx, api, what, a, far: a
 
     def impl(ctx, api, what, a, far):
-        if ctx[STATE][0].nvis > 0:
+        if in_flight(ctx):
             vector_reads(ctx, api, what, a, far + 1)
         if far < a.size:
             return a

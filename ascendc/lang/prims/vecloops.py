@@ -11,6 +11,7 @@ from ..dtypes import ld, st
 from .borrow import borrowed
 from .vecbase import *  # noqa: F403  (the checks and mask helpers)
 from ..state import STATE
+from ..visibility import in_flight
 
 # ---- generic loops ---------------------------------------------------------------------------
 
@@ -42,9 +43,10 @@ def binary_count(ctx, api, dst, a, b, n, op):
         check_count(ctx, api, "dst", dst, n)
         check_count(ctx, api, "src0", a, n)
         check_count(ctx, api, "src1", b, n)
-    if ctx[STATE][0].nvis > 0:
+    if in_flight(ctx):
         vector_reads(ctx, api, "src0", a, n)
         vector_reads(ctx, api, "src1", b, n)
+        vector_reads(ctx, api, "dst", dst, n)
     require_same(api, "src0", a, dst)
     require_same(api, "src1", b, dst)
     # dst is src0 (in place): pass one array for both so LLVM sees no aliasing and vectorises
@@ -198,8 +200,9 @@ def unary_count(ctx, api, dst, a, n, op):
     if n < 0 or n > dst.size or n > a.size:     # inline, as binary_count
         check_count(ctx, api, "dst", dst, n)
         check_count(ctx, api, "src", a, n)
-    if ctx[STATE][0].nvis > 0:
+    if in_flight(ctx):
         vector_reads(ctx, api, "src", a, n)
+        vector_reads(ctx, api, "dst", dst, n)
     require_same(api, "src", a, dst)
     if vecable(dst) and dst.ctypes.data == a.ctypes.data:
         _un_loop(a, a, n, op)
@@ -250,8 +253,9 @@ def scalar_count(ctx, api, dst, a, scalar, n, op):
     if n < 0 or n > dst.size or n > a.size:     # inline, as binary_count
         check_count(ctx, api, "dst", dst, n)
         check_count(ctx, api, "src", a, n)
-    if ctx[STATE][0].nvis > 0:
+    if in_flight(ctx):
         vector_reads(ctx, api, "src", a, n)
+        vector_reads(ctx, api, "dst", dst, n)
     require_same(api, "src", a, dst)
     s = as_elem(a, scalar)
     if vecable(dst) and dst.ctypes.data == a.ctypes.data:

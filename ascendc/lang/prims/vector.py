@@ -369,6 +369,8 @@ def duplicate_count(ctx, dst, scalar, count):
     """Mirrors `AscendC::Duplicate` (count form): dst[:count] = scalar."""
     if count < 0 or count > dst.size:     # inline: the causal mask calls this once per row
         check_count(ctx, "duplicate", "dst", dst, count)
+    if in_flight(ctx):
+        vector_reads(ctx, "duplicate", "dst", dst, count)
     v = as_elem(dst, scalar)
     for i in range(count):
         st(dst, i, v)
