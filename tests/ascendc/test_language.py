@@ -34,11 +34,15 @@ def test_device_arrays_are_used_in_place_asynchronously(interpret):
     np.testing.assert_array_equal(dz.copy_to_host(), x + 1)
 
 
-def test_missing_enque_deque_gives_wrong_answer_in_checked_mode(interpret):
+def test_missing_enque_deque_is_reported_in_checked_mode(interpret):
     x = np.arange(K.TILE, dtype=np.float32)
     z = np.zeros_like(x)
-    K.no_sync_kernel[1](x, z, interpret=interpret, checked=True)
-    assert np.isnan(z).all()          # the GM->UB copy was never made visible
+    # the GM->UB copy was never made visible to MTE3: on the NPU the copy-out reads stale UB
+    with pytest.raises(rt.AclError, match=r"kernel 'no_sync_kernel'\[1\]: block_idx=0/1: "
+                       r"data_copy: src must be ordered after the MTE2 copy that wrote it, by "
+                       r"wait_flag\(HardEvent.MTE2_MTE3\)") as e:
+        K.no_sync_kernel[1](x, z, interpret=interpret, checked=True)
+    assert e.value.code == 507015
     K.no_sync_kernel[1](x, z, interpret=interpret, checked=False)
     np.testing.assert_array_equal(z, x)
 

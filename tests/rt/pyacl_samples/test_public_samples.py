@@ -86,6 +86,7 @@ def test_venc_image(tmp_path):
     y = ((xx * 2 + yy) % 256).astype(np.uint8)
     uv = np.stack([128 + (xx[:64, :64] % 32), 128 - (yy[:64, :64] % 32)], -1).astype(np.uint8)
     frame = np.concatenate([y.reshape(-1), uv.reshape(-1)])
+    (d / "data").mkdir(exist_ok=True)      # the sample's data/ holds only what the user puts there
     frame.tofile(d / "data" / "dvpp_venc_128x128_nv12.yuv")
     _run(["./src/acl_venc.py"], d)
     frames = [f.to_ndarray(format="yuv420p") for f in av.open(str(d / "data" / "output.h265"))
