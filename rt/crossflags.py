@@ -241,8 +241,11 @@ class CrossCoreLaunch:
     def finished(self, inst: Instance) -> None:
         with self.lock:
             inst.state = _DONE
-            if self._kfc:       # a Matmul server may be waiting for its clients to end
-                self._wake_all()
+            # a wait may hinge on its peers ending (a Matmul server on its clients)
+            base = inst.group * len(self.roles)
+            for i in self.instances[base:base + len(self.roles)]:
+                if i.state == _BLOCKED and i.ready():
+                    i.cv.notify()
             self._check_stuck(inst)
 
     def abort(self) -> None:
