@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 from numba import types
 from numba.core import config
-from numba.extending import overload, register_jitable
+from numba.extending import overload
 
 from .errors import FAULT, fault, GMReadError, GMWriteError, KernelError
 from .numba_link import cached_njit, prim
@@ -221,16 +221,6 @@ def add_pending(ctx, off, nbytes):
     st.npending = k + 1
 
 
-@register_jitable
-def drop_pending(st, k):
-    """Remove deferred copy `k` from the pending list (its last entry takes the place)."""
-    n = st.npending - 1
-    st.pending_off[k] = st.pending_off[n]
-    st.pending_bytes[k] = st.pending_bytes[n]
-    st.pending_seq[k] = st.pending_seq[n]
-    st.npending = n
-
-
 @prim
 def flush_pending(ctx, lo, hi):
     """Make deferred copies that overlap mem[lo:hi] visible (to every pipe)."""
@@ -247,14 +237,19 @@ def flush_pending(ctx, lo, hi):
             k += 1
     st.nvis = n
     k = 0
-    while k < st.npending:
+    n = st.npending
+    while k < n:
         off = st.pending_off[k]
         nb = st.pending_bytes[k]
         if off < hi and off + nb > lo:
             mem[off:off + nb] = stage[off:off + nb]
-            drop_pending(st, k)
+            n -= 1
+            st.pending_off[k] = st.pending_off[n]
+            st.pending_bytes[k] = st.pending_bytes[n]
+            st.pending_seq[k] = st.pending_seq[n]
         else:
             k += 1
+    st.npending = n
 
 
 @prim

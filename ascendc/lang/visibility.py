@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 from numba.extending import register_jitable
 
-from .core import FLAG_DEFER, drop_pending, prim, local_offset, NLEVELS
+from .core import FLAG_DEFER, prim, local_offset, NLEVELS
 from .enums import HardEvent, PipeID
 from .errors import FAULT, fault, KernelError
 from .state import FLAG_SANITIZE, MAX_PENDING, MEM, STAGE, STATE
@@ -109,15 +109,20 @@ def vis_land(ctx, lo, hi, before, mask):
     `before` = copy_seq) in memory, visible to the pipes of `mask` only."""
     mem, stage, st = ctx[MEM], ctx[STAGE], ctx[STATE][0]
     k = 0
-    while k < st.npending:
+    n = st.npending
+    while k < n:
         off = st.pending_off[k]
         nb = st.pending_bytes[k]
         if off < hi and off + nb > lo and st.pending_seq[k] < before:
             mem[off:off + nb] = stage[off:off + nb]
             _record(st, off, nb, mask, PIPE_MTE2)
-            drop_pending(st, k)
+            n -= 1
+            st.pending_off[k] = st.pending_off[n]
+            st.pending_bytes[k] = st.pending_bytes[n]
+            st.pending_seq[k] = st.pending_seq[n]
         else:
             k += 1
+    st.npending = n
 
 
 @prim
