@@ -6,18 +6,25 @@ from onnx import TensorProto, helper, numpy_helper
 
 
 def classifier(path, in_name="data", out_name="prob", shape=(1, 3, 224, 224), classes=1000,
-               seed=0):
-    """Conv(4x4, stride 4) + Relu + GlobalAveragePool + Flatten + Gemm + Softmax."""
+               seed=0, nhwc=False):
+    """Conv(4x4, stride 4) + Relu + GlobalAveragePool + Flatten + Gemm + Softmax; with `nhwc`
+    the input is N,H,W,C (a TensorFlow model's layout) and a Transpose comes first."""
     rng = np.random.default_rng(seed)
     f = np.float32
-    c = shape[1]
+    c = shape[3] if nhwc else shape[1]
     inits = [numpy_helper.from_array(a, n) for n, a in (
         ("w1", rng.standard_normal((8, c, 4, 4)).astype(f) * 0.2),
         ("b1", rng.standard_normal(8).astype(f) * 0.1),
         ("fc_w", rng.standard_normal((classes, 8)).astype(f) * 0.5),
         ("fc_b", rng.standard_normal(classes).astype(f) * 0.1))]
-    nodes = [
-        helper.make_node("Conv", [in_name, "w1", "b1"], ["c1"], name="conv1",
+    first = in_name
+    nodes = []
+    if nhwc:
+        first = "nchw"
+        nodes.append(helper.make_node("Transpose", [in_name], [first], name="to_nchw",
+                                      perm=[0, 3, 1, 2]))
+    nodes += [
+        helper.make_node("Conv", [first, "w1", "b1"], ["c1"], name="conv1",
                          kernel_shape=[4, 4], strides=[4, 4]),
         helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
         helper.make_node("GlobalAveragePool", ["r1"], ["g"], name="gap"),
