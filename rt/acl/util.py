@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import os
 import threading
 import weakref
 
@@ -37,6 +38,17 @@ def _logged(fn):
 
 
 @_logged
+def run_mode() -> int:
+    """`aclrtGetRunMode`'s answer: ACL_HOST, or ACL_DEVICE with ASCEND_EMU_RUN_MODE=ACL_DEVICE
+    (the program as run on the board, an Atlas 200 DK: its memory is the device's, so
+    `ptr_to_bytes` / `ptr_to_numpy` read device addresses and single ops take host buffers)."""
+    mode = os.environ.get("ASCEND_EMU_RUN_MODE", "ACL_HOST")
+    if mode not in ("ACL_HOST", "ACL_DEVICE"):
+        raise AclError(ACL_ERROR_RT_PARAM_INVALID,
+                       f"ASCEND_EMU_RUN_MODE must be ACL_HOST or ACL_DEVICE, got {mode!r}")
+    return C.ACL_DEVICE if mode == "ACL_DEVICE" else C.ACL_HOST
+
+
 def numpy_to_ptr(array: np.ndarray) -> int:
     """Mirrors `acl.util.numpy_to_ptr`: the host address of the array's data (keep it alive)."""
     if not isinstance(array, np.ndarray):
@@ -71,17 +83,20 @@ def _known_host_range(addr: int, nbytes: int, api: str) -> np.ndarray | None:
     return None
 
 
-def _host_range(ptr, nbytes, api: str) -> np.ndarray:
+def host_range(ptr, nbytes, api: str) -> np.ndarray:
     """A uint8 view of `nbytes` of host memory at `ptr`, after checking that all of it is
     readable memory of this process (a bad pointer is refused, never dereferenced)."""
     if isinstance(ptr, bool) or not isinstance(ptr, int) or ptr <= 0:
         raise AclError(ACL_ERROR_RT_PARAM_INVALID,
                        f"{api}: ptr must be a host address, got ptr={ptr!r}")
     addr = int(ptr)
+    if _mem.is_device_address(addr) and run_mode() == C.ACL_DEVICE:
+        return _mem.device_view(addr, nbytes, api)
     if _mem.is_device_address(addr):
         raise AclError(ACL_ERROR_RT_PARAM_INVALID,
                        f"{api}: ptr must be a host address, got device address ptr={addr:#x}; "
-                       f"copy it to the host with acl.rt.memcpy first")
+                       f"copy it to the host with acl.rt.memcpy first (or run as on the "
+                       f"board: ASCEND_EMU_RUN_MODE=ACL_DEVICE)")
     if nbytes == 0:
         return np.empty(0, np.uint8)
     view = _known_host_range(addr, nbytes, api)
@@ -124,7 +139,7 @@ def ptr_to_numpy(ptr: int, shape, np_type) -> np.ndarray:
     nbytes = dt.itemsize
     for d in dims:
         nbytes *= d
-    return _host_range(ptr, nbytes, "ptr_to_numpy").view(dt).reshape(dims)
+    return host_range(ptr, nbytes, "ptr_to_numpy").view(dt).reshape(dims)
 
 
 @_logged
@@ -144,7 +159,7 @@ def ptr_to_bytes(ptr: int, size: int) -> bytes:
     if isinstance(size, bool) or not isinstance(size, int) or size < 0:
         raise AclError(ACL_ERROR_RT_PARAM_INVALID,
                        f"ptr_to_bytes: size must be an int >= 0, got size={size!r}")
-    return _host_range(ptr, size, "ptr_to_bytes").tobytes()
+    return host_range(ptr, size, "ptr_to_bytes").tobytes()
 
 
 def start_thread(fn, args=None):
