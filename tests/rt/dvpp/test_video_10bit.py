@@ -134,3 +134,20 @@ def test_get_channel_desc_param_reads_what_was_set():
            "(0 .. 10), got param_type=11" in acl.get_recent_err_msg()
     assert m.vdec_destroy_channel_desc(d) == 0
     assert m.vdec_get_channel_desc_param(d, 6)[2] == acl.ACL_ERROR_INVALID_PARAM
+
+
+def test_main10_rgb_output_is_the_8_bit_picture_converted(rep):
+    """RGB888 output of a 10-bit stream (Ascend310P has it): the 8 high bits converted by the
+    channel's CSC matrix, as for an 8-bit stream (test_video_rgb)."""
+    from test_video_rgb import RGB, ref_rgb
+    w, h = 146, 130
+    packets, _ = main10(w, h, 2, seed=4)
+    ref = reference_8bit(packets)
+    rgb, _ = decode(rep, packets, H265, RGB)
+    assert [r[1] for r in rgb] == [0, 0]
+    ws = (w * 3 + 15) // 16 * 16
+    for (user, code, dims, data, _), (y, uv) in zip(sorted(rgb, key=lambda r: r[0]), ref):
+        assert dims == (w, h, ws, h)
+        got = data[:ws * h].reshape(h, ws)[:, :w * 3].reshape(h, w, 3).astype(np.float64)
+        want = ref_rgb(y[:h, :w], uv[:h // 2, :w])
+        assert np.abs(got - want).max() <= 1 and np.mean(got != want) < 0.01
