@@ -31,10 +31,9 @@ from ..errors import (AclError, ACL_ERROR_INVALID_FILE, ACL_ERROR_INVALID_PARAM,
                       ACL_ERROR_INVALID_RESOURCE_HANDLE, ACL_ERROR_OP_NOT_FOUND,
                       ACL_ERROR_PARSE_MODEL)
 from ..log import logger
-from ..memory import is_device_address, record_arrays
+from ..memory import record_arrays
 from ..model import registry
 from . import util as _util
-from .constants import ACL_DEVICE
 from .handles import HandleTable, fail, name_calls, returns_ret
 from .mdl import data_buffer_of
 from .rt import stream_of
@@ -204,20 +203,6 @@ def _find(op_type, ins, outs, attr_handle, api) -> dict:
                    f"the model dir (python -m rt.atc --singleop); compiled for {op_type}: {have}")
 
 
-def _on_board(ptr) -> bool:
-    """A host buffer in a data buffer, in ACL_DEVICE run mode: the board's memory, which the
-    device reaches directly."""
-    return isinstance(ptr, int) and ptr > 0 and not is_device_address(ptr) and \
-        _util.run_mode() == ACL_DEVICE
-
-
-def _board_array(d, ptr: int, write: bool, api: str) -> DeviceArray:
-    """The host buffer at `ptr` mapped into the device's address space (checked: live memory of
-    this process); kept mapped until the stream has run the op (_run)."""
-    view = _util.host_range(ptr, d.size, api)
-    return DeviceArray.map_host(view[:d.size].view(d.dtype).reshape(d.dims), write=write)
-
-
 def _descs(desc_list, buffers, api: str, what: str):
     if not isinstance(desc_list, (list, tuple)) or not isinstance(buffers, (list, tuple)) or \
             len(desc_list) != len(buffers):
@@ -238,8 +223,8 @@ def _descs(desc_list, buffers, api: str, what: str):
             desc["const_value"] = d.const.reshape(-1).tolist()
         descs.append(desc)
         arrays.append(None if d.const is not None and size == 0 else
-                      _board_array(d, ptr, what == "output", api) if _on_board(ptr) else
-                      DeviceArray(d.dims, d.dtype, ptr))
+                      _util.board_array(d.dims, d.dtype, d.size, ptr, what == "output", api)
+                      if _util.on_board(ptr) else DeviceArray(d.dims, d.dtype, ptr))
     return descs, arrays
 
 
@@ -320,10 +305,9 @@ def execute_v2(op_type: str, input_desc, inputs, output_desc, outputs, attr, str
 
 
 def _run(m: dict, ins, outs, s) -> None:
+    _util.stage_in(list(ins) + list(outs), s, m["op"])      # ACL_DEVICE run mode only
     _launch(m, ins, outs, s)
-    mapped = [a for a in list(ins) + list(outs) if a is not None and a.is_mapped_host]
-    if mapped:                      # unmapped once the stream is past the op
-        s.enqueue(mapped.clear, "host", f"{m['op']} (unmap host buffers)")
+    _util.stage_out(list(outs), s, m["op"])
 
 
 def _launch(m: dict, ins, outs, s) -> None:

@@ -1,8 +1,8 @@
 """ACL_DEVICE run mode (ASCEND_EMU_RUN_MODE=ACL_DEVICE, docs/acl.md): the program as run on the
 board (an Atlas 200 DK), where its own memory is the device's: acl.rt.get_run_mode says so,
-acl.util.ptr_to_bytes / ptr_to_numpy read device memory, and single ops take host buffers
-(bytes_to_ptr / numpy_to_ptr) as inputs and outputs, on the AI CPU and on the AI Core. In
-ACL_HOST mode (the default) the same calls are refused as before."""
+acl.util.ptr_to_bytes / ptr_to_numpy read device memory, and single ops and models take host
+buffers (bytes_to_ptr / numpy_to_ptr) as inputs and outputs, on the AI CPU and on the AI Core.
+In ACL_HOST mode (the default) the same calls are refused as before."""
 import json
 
 import numpy as np
@@ -109,9 +109,39 @@ def test_host_mode_refuses_both(stream, monkeypatch):
 
 
 def test_the_add_above_runs_on_the_ai_core(stream, monkeypatch):
-    """The Add of the board-mode test takes the AI Core path (mapped host memory in a kernel)."""
+    """The Add of the board-mode test takes the AI Core path (a kernel on the staged buffers)."""
     monkeypatch.setenv("ASCEND_EMU_RUN_MODE", "ACL_DEVICE")
     m = acl_op._find("Add", [{"type": "float32", "format": "ND", "shape": [9, 33]}] * 2,
                      [{"type": "float32", "format": "ND", "shape": [9, 33]}],
                      acl.op.create_attr(), "acl.op.execute_v2")
     assert acl_op._bind(m)[0] == "AI_CORE"
+
+
+@pytest.mark.parametrize("mode", ["ACL_DEVICE", "ACL_HOST"])
+def test_model_execute_on_the_programs_own_memory(stream, tmp_path, monkeypatch, mode):
+    """acl.mdl.execute with data buffers on numpy arrays (numpy_to_ptr): as on the board, the
+    output lands in the program's array and equals onnx.reference's; as ACL_HOST, refused."""
+    from onnx.reference import ReferenceEvaluator
+
+    import onnx_models
+    from rt.atc import convert
+    monkeypatch.setenv("ASCEND_EMU_RUN_MODE", mode)
+    model = onnx_models.cnn(seed=3)
+    convert(model, str(tmp_path / "cnn"), "Ascend310")
+    model_id, ret = acl.mdl.load_from_file(str(tmp_path / "cnn.om"))
+    assert ret == 0
+    x = np.random.default_rng(4).standard_normal((1, 3, 12, 12)).astype(np.float32)
+    y = np.full((1, 10), np.nan, np.float32)
+    ins, outs = acl.mdl.create_dataset(), acl.mdl.create_dataset()
+    assert acl.mdl.add_dataset_buffer(
+        ins, acl.create_data_buffer(acl.util.numpy_to_ptr(x), x.nbytes))[1] == 0
+    assert acl.mdl.add_dataset_buffer(
+        outs, acl.create_data_buffer(acl.util.numpy_to_ptr(y), y.nbytes))[1] == 0
+    ret = acl.mdl.execute(model_id, ins, outs)
+    if mode == "ACL_HOST":
+        assert ret == acl.ACL_ERROR_RT_PARAM_INVALID and np.isnan(y).all()
+    else:
+        assert ret == 0, acl.get_recent_err_msg()
+        (want,) = ReferenceEvaluator(model).run(None, {model.graph.input[0].name: x})
+        np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-6)
+    assert acl.mdl.unload(model_id) == 0
