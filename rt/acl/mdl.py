@@ -18,6 +18,7 @@ from ..model.dynamic import KIND_OPTIONS
 from ..graph.onnx_types import NUMPY_TO_ACL
 from . import constants as C
 from . import rt as _acl_rt
+from . import util as _util
 from .handles import HandleTable, fail
 from .tensor import create_tensor_desc, desc_of, destroy_tensor_desc
 
@@ -497,7 +498,9 @@ def _arrays(model: Model, dataset, outputs: bool, api: str, descs=None) -> list:
             raise AclError(ACL_ERROR_INVALID_PARAM,
                            f"acl.mdl.{api}: buffer for {'output' if outputs else 'input'} "
                            f"{d.index} ({d.name!r}) must hold {d.size} bytes, got size={b.size}")
-        out.append(DeviceArray(d.shape, d.dtype, b.ptr))
+        on_board = _util.on_board(b.ptr)        # ACL_DEVICE run mode: host memory goes in
+        out.append(_util.board_array(d.shape, d.dtype, d.size, b.ptr, outputs, f"acl.mdl.{api}")
+                   if on_board else DeviceArray(d.shape, d.dtype, b.ptr))
     return out
 
 
@@ -527,7 +530,9 @@ def _execute(model_id, input_ds, output_ds, stream, api, sync):
     ins = _arrays(m, input_ds, False, api, target.inputs)
     outs = _arrays(m, output_ds, True, api, target.outputs)
     s = _stream(stream, api)
+    _util.stage_in(ins + outs, s, "model execute")           # ACL_DEVICE run mode only
     m.execute(ins, stream=s, outputs=outs)
+    _util.stage_out(outs, s, "model execute")
     if m.dynamic_mode == "shape":     # each output's actual shape, for get_dataset_tensor_desc
         ds = _get(output_ds, _Dataset, f"mdl.{api}")
         for d in target.outputs:

@@ -143,6 +143,16 @@ _desc_calls(_vdesc.VencChannelDesc, "venc",
              "max_bit_rate"), _venc_callback)    # max_ip_prop: venc_set_channel_desc_param only
 
 
+def _vdec_param(param_type, api: str) -> str:
+    """The VdecChannelDesc field of an aclvdecChannelDescParamType (0 .. 10)."""
+    fields = _vdesc.VDEC_PARAM_FIELDS
+    if isinstance(param_type, bool) or not isinstance(param_type, int) or \
+            not 0 <= param_type < len(fields):
+        raise _vdesc.bad(api, f"param_type must be an aclvdecChannelDescParamType "
+                              f"(0 .. {len(fields) - 1}), got param_type={param_type!r}")
+    return fields[param_type]
+
+
 @_public
 @_value(0)
 def vdec_set_channel_desc_param(channel_desc: int, param_type: int, param: int):
@@ -153,12 +163,7 @@ def vdec_set_channel_desc_param(channel_desc: int, param_type: int, param: int):
     acldvppCscMatrix. The callback (ACL_VDEC_CALLBACK_PTR) is set with
     `vdec_set_channel_desc_callback`."""
     api = "vdec_set_channel_desc_param"
-    fields = _vdesc.VDEC_PARAM_FIELDS
-    if isinstance(param_type, bool) or not isinstance(param_type, int) or \
-            not 0 <= param_type < len(fields):
-        raise _vdesc.bad(api, f"param_type must be an aclvdecChannelDescParamType "
-                              f"(0 .. {len(fields) - 1}), got param_type={param_type!r}")
-    field = fields[param_type]
+    field = _vdec_param(param_type, api)
     if field == "callback":
         raise _vdesc.bad(api, "param_type ACL_VDEC_CALLBACK_PTR (3) must be set with "
                               "vdec_set_channel_desc_callback (a Python function), got it here")
@@ -168,6 +173,19 @@ def vdec_set_channel_desc_param(channel_desc: int, param_type: int, param: int):
                          _np.uint32)
     obj.set(field, int(raw[0]))
     return channel_desc
+
+
+@_public
+@_value(0, 0)
+def vdec_get_channel_desc_param(channel_desc: int, param_type: int):
+    """`paramRetSize, param, ret = acl.media.vdec_get_channel_desc_param(channelDesc,
+    paramType)` (aclvdecGetChannelDescParam): the value of one aclvdecChannelDescParamType and its
+    size in bytes (8 for ACL_VDEC_THREAD_ID_UINT64 and the callback, else 4); the callback is
+    the Python function that was set."""
+    api = "vdec_get_channel_desc_param"
+    field = _vdec_param(param_type, api)
+    v = getattr(_get(channel_desc, _vdesc.VdecChannelDesc, api), field)
+    return (8 if field in ("thread_id", "callback") else 4, getattr(v, "user_fn", v))
 
 
 def _venc_param(param_type, api: str) -> str:

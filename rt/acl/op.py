@@ -33,6 +33,7 @@ from ..errors import (AclError, ACL_ERROR_INVALID_FILE, ACL_ERROR_INVALID_PARAM,
 from ..log import logger
 from ..memory import record_arrays
 from ..model import registry
+from . import util as _util
 from .handles import HandleTable, fail, name_calls, returns_ret
 from .mdl import data_buffer_of
 from .rt import stream_of
@@ -222,7 +223,8 @@ def _descs(desc_list, buffers, api: str, what: str):
             desc["const_value"] = d.const.reshape(-1).tolist()
         descs.append(desc)
         arrays.append(None if d.const is not None and size == 0 else
-                      DeviceArray(d.dims, d.dtype, ptr))
+                      _util.board_array(d.dims, d.dtype, d.size, ptr, what == "output", api)
+                      if _util.on_board(ptr) else DeviceArray(d.dims, d.dtype, ptr))
     return descs, arrays
 
 
@@ -303,6 +305,12 @@ def execute_v2(op_type: str, input_desc, inputs, output_desc, outputs, attr, str
 
 
 def _run(m: dict, ins, outs, s) -> None:
+    _util.stage_in(list(ins) + list(outs), s, m["op"])      # ACL_DEVICE run mode only
+    _launch(m, ins, outs, s)
+    _util.stage_out(list(outs), s, m["op"])
+
+
+def _launch(m: dict, ins, outs, s) -> None:
     op_type = m["op"]
     engine, impl, state, node = _bind(m)
     if engine == "AI_CORE":

@@ -70,8 +70,10 @@ get_device_info = _returns_value(0)(_dev.get_device_info)
 
 @_returns_value(C.ACL_HOST)
 def get_run_mode():
-    """Mirrors `aclrtGetRunMode`: always ACL_HOST (the emulator runs on the host)."""
-    return C.ACL_HOST
+    """Mirrors `aclrtGetRunMode`: ACL_HOST, or ACL_DEVICE when ASCEND_EMU_RUN_MODE=ACL_DEVICE
+    (acl.util.run_mode)."""
+    from .util import run_mode
+    return run_mode()
 
 
 @_returns_value(0)

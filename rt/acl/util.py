@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import os
 import threading
 import weakref
 
 import numpy as np
 
 from .. import hostmem as _hostmem
+from ..array import DeviceArray
 from .. import memory as _mem
 from ..errors import AclError, ACL_ERROR_RT_PARAM_INVALID
 from . import constants as C
@@ -37,6 +39,69 @@ def _logged(fn):
 
 
 @_logged
+def run_mode() -> int:
+    """`aclrtGetRunMode`'s answer: ACL_HOST, or ACL_DEVICE with ASCEND_EMU_RUN_MODE=ACL_DEVICE
+    (the program as run on the board, an Atlas 200 DK: its memory is the device's, so
+    `ptr_to_bytes` / `ptr_to_numpy` read device addresses, single ops and models take host
+    buffers)."""
+    mode = os.environ.get("ASCEND_EMU_RUN_MODE", "ACL_HOST")
+    if mode not in ("ACL_HOST", "ACL_DEVICE"):
+        raise AclError(ACL_ERROR_RT_PARAM_INVALID,
+                       f"ASCEND_EMU_RUN_MODE must be ACL_HOST or ACL_DEVICE, got {mode!r}")
+    return C.ACL_DEVICE if mode == "ACL_DEVICE" else C.ACL_HOST
+
+
+_staged: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def on_board(ptr) -> bool:
+    """A host address in a data buffer, in ACL_DEVICE run mode: the board's memory, which the
+    device reaches directly (single ops, model execution)."""
+    return isinstance(ptr, int) and not isinstance(ptr, bool) and ptr > 0 and \
+        not _mem.is_device_address(ptr) and run_mode() == C.ACL_DEVICE
+
+
+def board_array(shape, dtype, nbytes: int, ptr: int, write: bool, api: str) -> DeviceArray:
+    """A device array standing for the host buffer at `ptr` (checked: `nbytes` of live memory
+    of this process) in ACL_DEVICE run mode: `stage_in` queues the buffer's bytes into it before
+    the work, `stage_out` queues them back (`write`: an output) after it, so the work sees and
+    leaves the program's memory as on the board, in stream order."""
+    host = host_range(ptr, nbytes, api)
+    dev = DeviceArray(shape, dtype)
+    _staged[dev] = (host, write)
+    return dev
+
+
+def _copy_task(stream, arrays, to_device: bool, what: str) -> None:
+    pairs = [(a, _staged.pop(a, None) if not to_device else _staged.get(a)) for a in arrays
+             if a is not None and a in _staged]
+    pairs = [(a, hw) for a, hw in pairs if hw is not None and (to_device or hw[1])]
+    if not pairs:
+        return
+
+    def run():
+        for a, (host, _) in pairs:
+            dev = _mem.device_view(int(a.ptr), host.size, "acl (ACL_DEVICE run mode)")
+            if to_device:
+                dev[:] = host
+            else:
+                host[:] = dev
+    stream.enqueue(run, "memcpy", f"{what} ({'host buffers in' if to_device else 'outputs out'})")
+
+
+def stage_in(arrays, stream, what: str) -> None:
+    """Queue on `stream` the copy of each `board_array`'s host bytes into its device array."""
+    _copy_task(stream, arrays, True, what)
+
+
+def stage_out(arrays, stream, what: str) -> None:
+    """Queue on `stream` the copy of each output `board_array` back to its host buffer."""
+    _copy_task(stream, arrays, False, what)
+    for a in arrays:
+        if a is not None:
+            _staged.pop(a, None)
+
+
 def numpy_to_ptr(array: np.ndarray) -> int:
     """Mirrors `acl.util.numpy_to_ptr`: the host address of the array's data (keep it alive)."""
     if not isinstance(array, np.ndarray):
@@ -71,17 +136,20 @@ def _known_host_range(addr: int, nbytes: int, api: str) -> np.ndarray | None:
     return None
 
 
-def _host_range(ptr, nbytes, api: str) -> np.ndarray:
+def host_range(ptr, nbytes, api: str) -> np.ndarray:
     """A uint8 view of `nbytes` of host memory at `ptr`, after checking that all of it is
     readable memory of this process (a bad pointer is refused, never dereferenced)."""
     if isinstance(ptr, bool) or not isinstance(ptr, int) or ptr <= 0:
         raise AclError(ACL_ERROR_RT_PARAM_INVALID,
                        f"{api}: ptr must be a host address, got ptr={ptr!r}")
     addr = int(ptr)
+    if _mem.is_device_address(addr) and run_mode() == C.ACL_DEVICE:
+        return _mem.device_view(addr, nbytes, api)
     if _mem.is_device_address(addr):
         raise AclError(ACL_ERROR_RT_PARAM_INVALID,
                        f"{api}: ptr must be a host address, got device address ptr={addr:#x}; "
-                       f"copy it to the host with acl.rt.memcpy first")
+                       f"copy it to the host with acl.rt.memcpy first (or run as on the "
+                       f"board: ASCEND_EMU_RUN_MODE=ACL_DEVICE)")
     if nbytes == 0:
         return np.empty(0, np.uint8)
     view = _known_host_range(addr, nbytes, api)
@@ -124,7 +192,7 @@ def ptr_to_numpy(ptr: int, shape, np_type) -> np.ndarray:
     nbytes = dt.itemsize
     for d in dims:
         nbytes *= d
-    return _host_range(ptr, nbytes, "ptr_to_numpy").view(dt).reshape(dims)
+    return host_range(ptr, nbytes, "ptr_to_numpy").view(dt).reshape(dims)
 
 
 @_logged
@@ -144,7 +212,7 @@ def ptr_to_bytes(ptr: int, size: int) -> bytes:
     if isinstance(size, bool) or not isinstance(size, int) or size < 0:
         raise AclError(ACL_ERROR_RT_PARAM_INVALID,
                        f"ptr_to_bytes: size must be an int >= 0, got size={size!r}")
-    return _host_range(ptr, size, "ptr_to_bytes").tobytes()
+    return host_range(ptr, size, "ptr_to_bytes").tobytes()
 
 
 def start_thread(fn, args=None):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 
 from .convert import AtcError, convert
@@ -129,6 +130,9 @@ def main(argv=None) -> int:
         return _run(args)
     except AtcError as e:
         print(f"ATC run failed: {e}", file=sys.stderr)
+    except BrokenPipeError:         # `atc ... | head -1`: the reader left; what was done stays
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + 13             # as a C program ended by SIGPIPE, without a word
     except Exception as e:          # never a traceback: ATC reports and exits
         print(f"ATC run failed: atc: internal error {type(e).__name__}: {e}", file=sys.stderr)
     return 1

@@ -194,17 +194,19 @@ def _resolve(cfg: dict, in_shape: tuple, in_dtype: str, name: str) -> dict:
             "channels": cout, "dtype": in_dtype}
 
 
-def insert_aipp(g, conf_path: str, error=AippConfigError) -> list[str]:
+def insert_aipp(g, conf_path: str, error=AippConfigError, input_format=None) -> list[str]:
     """Read `conf_path` and put one Aipp node in front of each configured input of Graph `g`
     (rt.atc.convert's). Returns the names of the inputs that now take images. Refusals raise
-    `error` (convert passes its AtcError) with the message."""
+    `error` (convert passes its AtcError) with the message. With `input_format` "NHWC" (ATC's
+    --input_format; a TensorFlow model's layout) the model input is (N, H, W, C): the Aipp node's
+    NCHW result goes through a Transpose to it."""
     try:
-        return _insert(g, conf_path)
+        return _insert(g, conf_path, input_format == "NHWC")
     except AippConfigError as e:
         raise error(str(e)) from None
 
 
-def _insert(g, conf_path: str) -> list[str]:
+def _insert(g, conf_path: str, nhwc: bool) -> list[str]:
     try:
         with open(conf_path) as f:
             text = f.read()
@@ -219,14 +221,23 @@ def _insert(g, conf_path: str) -> list[str]:
                        f"{len(g.inputs)})", "related_input_rank", rank)
         name = g.inputs[rank]
         shape, dt = g.specs[name]
-        attrs = _resolve(cfg, tuple(shape), dt, name)
+        shape = tuple(shape)
+        nchw = (shape[0], shape[3], shape[1], shape[2]) if nhwc and len(shape) == 4 else shape
+        attrs = _resolve(cfg, nchw, dt, name)
         inner = name + "::aipp"
         for n in g.nodes:
             n["inputs"] = [inner if i == name else i for i in n["inputs"]]
-        g.specs[inner] = (tuple(shape), dt)
+        g.specs[inner] = (shape, dt)
         g.specs[name] = (input_shape(attrs["input_format"], shape[0], attrs["src_w"],
                                      attrs["src_h"]), "uint8")
+        out = inner
+        if nchw != shape:
+            out = inner + "::nchw"
+            g.specs[out] = (nchw, dt)
+            g.nodes.insert(0, {"name": f"aipp_{rank}::to_nhwc", "op": "Transpose",
+                               "attrs": {"perm": [0, 2, 3, 1]},
+                               "inputs": [out], "outputs": [inner]})
         g.nodes.insert(0, {"name": f"aipp_{rank}", "op": "Aipp", "attrs": attrs,
-                           "inputs": [name], "outputs": [inner]})
+                           "inputs": [name], "outputs": [out]})
         done.append(name)
     return done

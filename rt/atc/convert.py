@@ -460,7 +460,8 @@ def convert_to_bytes(model, soc_version: str = "Ascend910B2", input_shape=None,
     from . import dynamic, options
     options.check_precision_mode(precision_mode, AtcError)
     graph_options = dict(out_nodes=out_nodes, input_fp16_nodes=input_fp16_nodes,
-                         output_type=output_type, precision_mode=precision_mode)
+                         output_type=output_type, precision_mode=precision_mode,
+                         input_format=input_format if insert_op_conf else None)
     run_build = build
     if any(graph_options.values()):
         def run_build(model, soc_version, shapes, insert_op_conf=None):
@@ -522,7 +523,7 @@ def build(model, soc_version: str, shapes: dict, insert_op_conf=None,
     remove_dead(g)
     if insert_op_conf:              # AIPP (docs/dvpp.md): Aipp node(s) in front of model input(s)
         from .aipp import insert_aipp
-        insert_aipp(g, insert_op_conf, AtcError)
+        insert_aipp(g, insert_op_conf, AtcError, opts.get("input_format"))
     options.apply_input_fp16_nodes(g, opts.get("input_fp16_nodes"), AtcError)
     for name in g.outputs:          # a graph output that is a constant or an input: copy it
         if name in g.consts or name in g.inputs:

@@ -27,6 +27,9 @@ Families are `rt.soc.SocSpec.family` (CANN's short SoC version):
   width stride minimum 10, no alignment), listed in `assumptions`.
 - VDEC output RGB888 / BGR888 (`vdec_rgb_out`): every family but Ascend310 and Ascend910
   (vdec_set_channel_desc_out_pic_format: "Atlas 200/300/500 推理产品 / Atlas 训练系列产品不支持").
+- VDEC bit depth (`vdec_bit_depth_settable`): 0 (8-bit) or 1 (10-bit, the default) where the
+  user may set it; Ascend310 and Ascend910 keep the default (vdec_set_channel_desc_bit_depth:
+  "当前版本不支持用户设置该参数").
 
 Common to all families (not in the table): JPEGD input 32x32 .. 8192x8192; YUV420SP VPC
 pictures have even width and height; VPC input 10x6 .. 8192x8192 for YUV420SP, 4096x4096 for
@@ -44,6 +47,8 @@ _JPEGD_DOC = "JPEGD功能及约束说明, 表2 图片格式、宽高对齐、内
 _JPEGE_DOC = "JPEGE功能及约束说明, 图片分辨率约束"
 _VDEC_DOC = ("aclvdecSetChannelDescOutPicFormat / vdec_set_channel_desc_out_pic_format: RGB888 "
              "and BGR888 not on Atlas 200/300/500 inference or Atlas training products")
+_BIT_DEPTH_DOC = ("vdec_set_channel_desc_bit_depth: 0 8-bit, 1 10-bit (the default); not "
+                  "user-settable on Atlas 200/300/500 inference or Atlas training products")
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,7 @@ class DvppRules:
     jpegd_height_align: int = 16
     jpege_max: tuple = (8192, 8192)
     vdec_rgb_out: bool = True         # VDEC output RGB888 / BGR888
+    vdec_bit_depth_settable: bool = True   # vdec_set_channel_desc_bit_depth other than 1
     sources: tuple = ()
     assumptions: tuple = ()
 
@@ -70,7 +76,7 @@ class DvppRules:
 _CLASSIC = dict(roi_parity=True, paste_left_align=16, vpc_yuv_width_align=16,
                 vpc_rgb_width_align=16, vpc_rgb_height_align=2, vpc_width_stride_range=(32, 16384),
                 vpc_height_stride_range=(6, 16384), vpc_out_max=(4096, 4096),
-                jpegd_width_align=128, vdec_rgb_out=False,
+                jpegd_width_align=128, vdec_rgb_out=False, vdec_bit_depth_settable=False,
                 sources=(_ROI_DOC, _VPC_DOC + " (Atlas 200/300/500, Atlas training: stride "
                          "align(w, 16), 32 .. 16384)", _JPEGD_DOC + " (128-aligned column)"))
 _A2 = dict(roi_parity=False, paste_left_align=1, vpc_yuv_width_align=1, vpc_rgb_width_align=1,
@@ -103,7 +109,7 @@ RULES: dict[str, DvppRules] = {
 }
 
 
-RULES = {k: DvppRules(**{**r.__dict__, "sources": r.sources + (_VDEC_DOC,)})
+RULES = {k: DvppRules(**{**r.__dict__, "sources": r.sources + (_VDEC_DOC, _BIT_DEPTH_DOC)})
          for k, r in RULES.items()}
 
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import threading
 
+import numpy as np
+
 from .. import callback as _cb
 from .. import device as _dev
 from ..errors import AclError, ACL_ERROR_FEATURE_UNSUPPORTED
@@ -178,6 +180,10 @@ class VdecChannel:
         self.rules = R.for_device(self.device)
         check_out_format(api, "vdec_channel_desc out_pic_format", desc.out_pic_format,
                          self.rules)
+        if desc.bit_depth != 1 and not self.rules.vdec_bit_depth_settable:
+            raise bad(api, f"vdec_channel_desc bit_depth must be 1 (10-bit, the default) on "
+                           f"{self.rules.products} ({self.rules.family}: not user-settable), "
+                           f"got bit_depth={desc.bit_depth}")
         self.key = (self.device, desc.channel_id)
         with _lock:
             if self.key in _vdec_ids:
@@ -191,7 +197,7 @@ class VdecChannel:
                 _vdec_ids.pop(self.key, None)
             raise
         self.desc, self.entype, self.out_format = desc, desc.entype, desc.out_pic_format
-        self.csc = desc.csc_matrix
+        self.csc, self.bit_depth = desc.csc_matrix, desc.bit_depth
         self.pending: dict = {}               # send number -> frame waiting for its picture
         self.seq = 0
         self.ctx = self._decoder()
@@ -301,7 +307,7 @@ class VdecChannel:
         w, h = frame.width & ~1, frame.height & ~1
         F.check_resolution(api, "video stream", frame.width, frame.height, VDEC_IN_MIN,
                            VDEC_IN_MAX)
-        nv = frame.to_ndarray(format="nv12")
+        nv = self._nv12(frame)
         fh = frame.height
         y, uv = nv[:h, :w], nv[fh:fh + h // 2, :w]
         if o.width:
@@ -324,6 +330,23 @@ class VdecChannel:
             color.write_yuv420sp(buf, ws, hs, y, uv)
         live.width, live.height, live.width_stride, live.height_stride = ow, oh, ws, hs
         live.format = int(o.format)
+
+    def _nv12(self, frame):
+        """The decoded picture as 8-bit NV12 rows (Y, then interleaved UV). A 10-bit picture
+        (H.265 Main10) keeps each sample's 8 high bits; an 8-bit channel (bit_depth 0) fails it
+        as an undecodable frame."""
+        if frame.format.name != "yuv420p10le":
+            return frame.to_ndarray(format="nv12")
+        if self.bit_depth == 0:
+            raise AclError(ACL_ERROR_RT_AICPU_EXCEPTION,
+                           "vdec_send_frame: a 10-bit stream must go to a channel with "
+                           "bit_depth 1 (10-bit), got bit_depth=0")
+        y, u, v = ((np.frombuffer(p, np.uint16).reshape(p.height, p.line_size // 2)
+                    [:, :p.width] >> 2).astype(np.uint8) for p in frame.planes)
+        nv = np.zeros((y.shape[0] + u.shape[0], 2 * u.shape[1]), np.uint8)
+        nv[:y.shape[0], :y.shape[1]] = y
+        nv[y.shape[0]:, 0::2], nv[y.shape[0]:, 1::2] = u, v
+        return nv
 
     def close(self) -> None:
         """`aclvdecDestroyChannel`: wait for the queued frames and their callbacks, then close."""

@@ -124,7 +124,7 @@ class VdecChannelDesc(_ChannelDesc):
              "out_pic_width": _range(0, 4096, "out_pic_width"),
              "out_pic_height": _range(0, 4096, "out_pic_height"),
              "ref_frame_num": _range(0, 16, "ref_frame_num"), "out_mode": _range(0, 1, "out_mode"),
-             "bit_depth": _range(0, 0, "bit_depth (10-bit output is not emulated)"),
+             "bit_depth": _range(0, 1, "bit_depth"),
              "csc_matrix": _range(0, 5, "csc_matrix")}
 
     def __init__(self):
@@ -133,7 +133,8 @@ class VdecChannelDesc(_ChannelDesc):
         self.entype = int(StreamFormat.H265_MAIN_LEVEL)
         self.out_pic_format = int(PixelFormat.YUV_SEMIPLANAR_420)
         self.out_pic_width = self.out_pic_height = 0
-        self.ref_frame_num = self.out_mode = self.bit_depth = 0
+        self.ref_frame_num = self.out_mode = 0
+        self.bit_depth = 1                   # 10-bit: CANN's default (0 is 8-bit)
         self.csc_matrix = 0                  # ACL_DVPP_CSC_MATRIX_BT601_WIDE, CANN's default
         self.channel = None
 

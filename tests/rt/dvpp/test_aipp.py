@@ -296,3 +296,42 @@ def test_pyacl_decode_into_dvpp_memory_then_model_on_the_same_stream(tmp_path, m
     (want,) = ReferenceEvaluator(model).run(None, {"x": aipp_reference(nv12, a)})
     np.testing.assert_allclose(got, want.reshape(-1), rtol=1e-4, atol=1e-5)
     assert acl.mdl.unload(model_id) == 0 and acl.media.dvpp_destroy_channel(ch) == 0
+
+
+def nhwc_cnn(h, w, seed=0):
+    """small_cnn behind a Transpose: an N,H,W,C float32 input (a TensorFlow model's layout)."""
+    m = small_cnn(h, w, seed)
+    g = m.graph
+    g.node.insert(0, helper.make_node("Transpose", ["x_nhwc"], ["x"], perm=[0, 3, 1, 2]))
+    del g.input[:]
+    g.input.append(helper.make_tensor_value_info("x_nhwc", TensorProto.FLOAT, [1, h, w, 3]))
+    return m
+
+
+@pytest.mark.parametrize("fmt", ["RGB888_U8", "YUV420SP_U8"])
+def test_nhwc_model_input_takes_aipp_output_transposed(tmp_path, monkeypatch, fmt):
+    """ATC --input_format=NHWC: the model input is (N, H, W, C); AIPP still takes the image and
+    its NCHW result reaches the model through a Transpose: same output as onnx.reference on the
+    numpy AIPP of the same bytes. Without NHWC the input's C is read where its W is: refused."""
+    monkeypatch.setenv("ASCENDC_INTERPRET", "1")
+    h, w = 24, 40
+    conf = tmp_path / "aipp.cfg"
+    body = (JPEG_CSC if fmt == "YUV420SP_U8" else "") + NORM
+    conf.write_text(cfg(f"  src_image_size_w: {w} src_image_size_h: {h}\n" + body, fmt))
+    model = nhwc_cnn(h, w, seed=2)
+    convert(model, str(tmp_path / "m"), insert_op_conf=str(conf), input_format="NHWC")
+    m = rt.Model.load(str(tmp_path / "m.om"))
+    shape = (1, h * 3 // 2, w, 1) if fmt == "YUV420SP_U8" else (1, h, w, 3)
+    assert m.inputs[0].name == "x_nhwc" and m.inputs[0].shape == shape
+    img = np.random.default_rng(7).integers(0, 256, shape, dtype=np.uint8)
+    (got,) = m.execute([img])
+    a = attrs(w, h, 0, 0, w, h, csc=fmt == "YUV420SP_U8", fmt=fmt)
+    if fmt == "RGB888_U8":
+        a["input_bias"] = [0, 0, 0]
+    a["sub"] = [124 - 0.325, 116 + 0.28, 104 - 0.47]
+    x = aipp_reference(img, a).transpose(0, 2, 3, 1)
+    (want,) = ReferenceEvaluator(model).run(None, {"x_nhwc": x})
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    with pytest.raises(AtcError, match=r"the model input 'x_nhwc' must have 3 channels after "
+                                       r"AIPP \(" + fmt + r"\), got C=24"):
+        convert(model, str(tmp_path / "m2"), insert_op_conf=str(conf))

@@ -129,7 +129,8 @@ def encode(rep, frames, w, h, entype, fmt=NV12, force_i=(), key_frame_interval=8
     return packets, tids, order
 
 
-def decode(rep, packets, entype, out_fmt=NV12, dims=None, channel_id=0, skip=(), csc=None):
+def decode(rep, packets, entype, out_fmt=NV12, dims=None, channel_id=0, skip=(), csc=None,
+           bit_depth=None):
     """Send every packet at once, then EOS; returns [(user_data, ret_code, (w, h, ws, hs),
     frame bytes or None, output handle)] in callback order, and the callback thread ids."""
     results, tids, sent = [], [], {}
@@ -152,6 +153,8 @@ def decode(rep, packets, entype, out_fmt=NV12, dims=None, channel_id=0, skip=(),
                  (m.vdec_set_channel_desc_thread_id, rep.tid),
                  (m.vdec_set_channel_desc_callback, cb), (m.vdec_set_channel_desc_entype, entype),
                  (m.vdec_set_channel_desc_out_pic_format, out_fmt)])
+    if bit_depth is not None:
+        assert m.vdec_set_channel_desc_bit_depth(ch, bit_depth) == 0
     if csc is not None:                 # ACL_VDEC_CSC_MATRIX_UINT32, the value by host address
         value = np.array([csc], np.uint32)
         assert m.vdec_set_channel_desc_param(ch, 0, acl.util.numpy_to_ptr(value)) == (ch, 0)
@@ -359,7 +362,7 @@ def test_pyacl_video_names_are_there():
               "venc_set_channel_desc_rc_mode", "venc_set_frame_config_force_i_frame",
               "venc_send_frame", "venc_destroy_channel"):
         assert n in names
-    assert len(names) == 66         # 29 vdec_* + 37 venc_*
+    assert len(names) == 67         # 30 vdec_* + 37 venc_*
 
 
 def test_b_frames_reach_the_desc_of_their_own_packet(soc310p):

@@ -120,6 +120,27 @@ def test_unwritable_output_and_missing_model_are_messages(tmp_path, cnn, capsys)
     assert "cannot read ONNX model" in capsys.readouterr().err
 
 
+def test_a_reader_that_leaves_early_ends_atc_as_sigpipe_would(tmp_path, cnn):
+    """`python -m rt.atc ... | head -1` after the model is written: no traceback and no
+    "internal error", exit 141 (128 + SIGPIPE) as the C++ atc ended by SIGPIPE, the .om kept."""
+    import os
+    import pathlib
+    import subprocess
+    import sys
+    root = pathlib.Path(__file__).resolve().parents[3]
+    r, w = os.pipe()
+    os.close(r)                                   # the reader is already gone
+    p = subprocess.run([sys.executable, "-m", "rt.atc", f"--model={cnn}",
+                        f"--output={tmp_path}/m", "--soc_version=Ascend310"], stdout=w,
+                       stderr=subprocess.PIPE, text=True, env=dict(os.environ,
+                                                                    PYTHONPATH=str(root)),
+                       timeout=300)
+    os.close(w)
+    assert p.returncode == 141, p.stderr
+    assert p.stderr == ""
+    assert (tmp_path / "m.om").stat().st_size > 0
+
+
 def test_out_nodes_and_per_output_type(tmp_path, cnn, monkeypatch):
     # a model runs only on a device of the SoC it was converted for (the runtime refuses others)
     monkeypatch.setenv("ASCEND_EMU_SOC", "Ascend310")
