@@ -10,11 +10,11 @@ How it moves the data: kernels/img2col.py.
 
 Stride 2 along W (dilation 1, even W, KW >= 2; ResNet's 7x7/2 and 3x3/2 convs) first splits x
 into its even and odd columns (`deinterleave2_kernel` in kernels/eltwise.py: the whole image is
-one stride-2 sequence per phase when W is even, picked by WholeReduceMax over one-element
-blocks, 1024 pairs per pass), then runs the stride-1 img2col above on that 2C-channel image
-of W/2 columns (tap kj of phase p sits at column shift (kj - pw - p)/2); W' gets the matching
-column order, with zero columns for the (phase, shift) pairs no tap uses (`Conv2dTiling.phase`,
-`phase_weight_matrix`).
+one stride-2 sequence per phase when W is even: a dense GM -> UB copy of 2048 pairs per pass and
+one GatherMask per phase with the built-in even / odd pattern), then runs the stride-1 img2col
+above on that 2C-channel image of W/2 columns (tap kj of phase p sits at column shift
+(kj - pw - p)/2); W' gets the matching column order, with zero columns for the (phase, shift)
+pairs no tap uses (`Conv2dTiling.phase`, `phase_weight_matrix`).
 
 1x1 convolutions with stride 1 and no padding (`Conv2dTiling.direct`) need no img2col: x[n]
 already is the C x H*W matrix, so the matmul reads it in place as the first C rows of B; the
@@ -54,7 +54,7 @@ from .matmul import MatmulTiling, matmul_tiling
 BUF = 8192            # img2col UB buffer (elements); 2 staging, constant, sparse, dense: 160 KiB
 MAX_W = BUF           # an output row must fit one buffer (32-byte padded)
 EPI_TILE = 4096       # epilogue UB buffer (elements): 6 of them = 96 KiB
-PAIRS = 1024          # deinterleave: column pairs per pass (2048 one-element blocks = 64 KiB)
+PAIRS = 2048          # deinterleave: column pairs per pass (16 KiB in, 16 KiB out)
 
 
 def _pair(v, name):
