@@ -15,7 +15,7 @@ Per band of `nb` output rows of one plane:
    user pattern with one 32-byte block per repeat) picks V[row, 8 - pw + q*sw + j] for every
    output column q, packed: G_j is the band's nb x ow output of tap j, dense. The patterns depend
    only on the geometry; they are built on the host (`gather_patterns`, like a weight layout)
-   and cached on the device.
+   and cached on the device (`kernels._host.device_constant`).
 4. out = max over j of G_j (count form), one UB -> GM copy of the band (its rows are contiguous
    in y).
 About 4 + 2(KH - 1) + 2 KW vector instructions per band instead of ~10 per output row of the
@@ -30,7 +30,7 @@ import numpy as np
 import ascendc as asc
 import rt
 
-from ._host import round_up
+from ._host import device_constant, round_up
 
 LEFT = 8              # elements before each row in UB (one 32-byte block of -inf)
 
@@ -155,35 +155,11 @@ def maxpool_gather_kernel(x: asc.GlobalAddress, y: asc.GlobalAddress, pat: asc.G
 
 # ---- host side ---------------------------------------------------------------------------------
 
-_PATTERNS: dict = {}    # device id -> (rt Device, {(geometry, plan): DeviceArray})
-
-
-def device_patterns(t, plan: GatherPlan) -> rt.DeviceArray:
-    """The patterns of (t, plan) on the current device, cached (kernels only read them); freed
-    when the device is reset, as kernels.convmm.device_ones."""
-    dev = rt.device.get_device(None)
-    entry = _PATTERNS.get(dev.id)
-    if entry is None or entry[0] is not dev:
-        entry = _PATTERNS[dev.id] = (dev, {})
-        dev.reset_hooks.append(_drop)
-    key = (t.w, t.ow, t.kw, t.pad[1], t.stride[1], plan)
-    arr = entry[1].get(key)
-    if arr is None:
-        arr = entry[1][key] = rt.to_device(gather_patterns(t, plan), device=dev.id)
-    return arr
-
-
-def _drop(dev) -> None:
-    entry = _PATTERNS.get(dev.id)
-    if entry is not None and entry[0] is dev:
-        del _PATTERNS[dev.id]
-        for arr in entry[1].values():
-            arr.free()
-
-
 def launch_maxpool_gather(x, y, t, plan: GatherPlan, stream, **launch_options) -> None:
     """Queue maxpool_gather_kernel for PoolTiling t (x (N,C,H,W) -> y (N,C,OH,OW))."""
+    pat = device_constant(("maxpool", t.w, t.ow, t.kw, t.pad[1], t.stride[1], plan),
+                          lambda: gather_patterns(t, plan), x.device)
     maxpool_gather_kernel[t.block_dim, stream](
-        x, y, device_patterns(t, plan), t.planes, t.h, t.w, t.oh, t.ow, t.kh, t.kw,
-        t.stride[0], t.pad[0], t.planes_per_core, plan.rs, plan.nb, plan.band_rows, plan.w8,
-        plan.g_len, plan.pat_words, float("-inf"), **launch_options)
+        x, y, pat, t.planes, t.h, t.w, t.oh, t.ow, t.kh, t.kw, t.stride[0], t.pad[0],
+        t.planes_per_core, plan.rs, plan.nb, plan.band_rows, plan.w8, plan.g_len,
+        plan.pat_words, float("-inf"), **launch_options)
