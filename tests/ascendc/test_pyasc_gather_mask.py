@@ -206,3 +206,39 @@ def test_simulated_on_the_vector_pipe():
     assert asc.gather_mask.__name__ == "gather_mask"
     from ascendc.lang.surface import FUNCTIONS
     assert FUNCTIONS["gather_mask"].pipe == asc.PipeID.PIPE_V
+
+
+@asc.jit
+def gm_sync_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, ordered: int):
+    xg = asc.GlobalTensor()
+    xg.set_global_buffer(x, 256)
+    zg = asc.GlobalTensor()
+    zg.set_global_buffer(z, 128)
+    pipe = asc.TPipe()
+    ib = asc.TBuf(asc.TPosition.VECCALC)
+    ob = asc.TBuf(asc.TPosition.VECCALC)
+    pipe.init_buffer(ib, 256 * 4)
+    pipe.init_buffer(ob, 128 * 4)
+    a = ib.get(x.dtype)
+    b = ob.get(x.dtype)
+    asc.data_copy(a, xg, 256)
+    if ordered == 1:
+        asc.set_flag(asc.HardEvent.MTE2_V, 0)
+        asc.wait_flag(asc.HardEvent.MTE2_V, 0)
+    asc.gather_mask(b, a, 1, False, 0, asc.GatherMaskParams(1, 4, 8, 0))
+    asc.set_flag(asc.HardEvent.V_MTE3, 0)
+    asc.wait_flag(asc.HardEvent.V_MTE3, 0)
+    asc.data_copy(zg, b, 128)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_checked_mode_visibility(mode):
+    """gather_mask reads src0 on the V pipe: without the MTE2 -> V wait checked mode reports it;
+    with it the result is the even elements."""
+    x = np.arange(256, dtype=np.float32) - 100
+    z = np.zeros(128, np.float32)
+    gm_sync_kernel[1](x, z, 1, interpret=(mode == "interpret"), checked=True)
+    np.testing.assert_array_equal(z, x[::2])
+    with pytest.raises(rt.AclError, match=r"gather_mask: src0 must be ordered after the MTE2 "
+                                          r"copy that wrote it"):
+        gm_sync_kernel[1](x, z, 0, interpret=(mode == "interpret"), checked=True)

@@ -78,22 +78,50 @@ def _fail(what, a, b):
 
 
 @prim
-def _picked(code, pat, pbase, j):
-    """Whether lane j of a repeat is picked: built-in pattern `code` (1..7), or bit j of the
-    user pattern bytes pat[pbase:] when code == 0."""
-    if code == 0:
-        return (pat[pbase + (j >> 3)] >> (j & 7)) & 1 == 1
-    if code == 7:
-        return True
-    if code <= 2:
-        return j % 2 == code - 1
-    return j % 4 == code - 3
-
-
-@prim
 def _lane_index(r, j, per_blk, blk_stride, rep_stride):
     """Element index in src0 of lane j of repeat r."""
     return (r * rep_stride + (j // per_blk) * blk_stride) * per_blk + j % per_blk
+
+
+@prim
+def _gather(d, s, pat, code, total, lanes, per_blk, blk_stride, rep_stride, pat_stride, nd):
+    """The picks of every repeat into d (element views); the count, or -1 - index of the first
+    pick past d's end (nothing past it is written)."""
+    reps = (total + lanes - 1) // lanes
+    cnt = 0
+    dense = blk_stride == 1 and rep_stride * per_blk == lanes
+    step = 1
+    first = 0
+    if code == 1 or code == 2:
+        step = 2
+        first = code - 1
+    elif code >= 3 and code <= 6:
+        step = 4
+        first = code - 3
+    for r in range(reps):
+        nl = min(lanes, total - r * lanes)
+        rb = r * rep_stride * per_blk
+        if code != 0:
+            n_r = (nl - first + step - 1) // step if nl > first else 0
+            if cnt + n_r > nd:
+                return -1 - nd
+            if dense:
+                for q in range(n_r):
+                    d[cnt + q] = s[rb + first + q * step]
+            else:
+                for q in range(n_r):
+                    j = first + q * step
+                    d[cnt + q] = s[rb + (j // per_blk) * blk_stride * per_blk + j % per_blk]
+            cnt += n_r
+        else:
+            pbase = r * pat_stride * 32
+            for j in range(nl):
+                if (pat[pbase + (j >> 3)] >> (j & 7)) & 1:
+                    if cnt >= nd:
+                        return -1 - cnt
+                    d[cnt] = s[rb + (j // per_blk) * blk_stride * per_blk + j % per_blk]
+                    cnt += 1
+    return cnt
 
 
 @prim
@@ -139,21 +167,15 @@ def _gm_impl(ctx, d, s, pat, eb, code, reduce_mode, mask, blk_stride, reps, rep_
     vector_reads(ctx, _API, "src0", s[:far * eb], far)
     if code == 0:
         vector_reads(ctx, _API, "src1_pattern", pat, pfar)
-    cnt = 0
     nd = d.size // eb
-    for r in range(reps):
-        nl = min(lanes, total - r * lanes)
-        pbase = r * pat_stride * 32
-        for j in range(nl):
-            if not _picked(code, pat, pbase, j):
-                continue
-            if cnt >= nd:
-                _fail(4, 0, cnt)
-            si = _lane_index(r, j, per_blk, blk_stride, rep_stride) * eb
-            di = cnt * eb
-            for b in range(eb):
-                d[di + b] = s[si + b]
-            cnt += 1
+    if eb == 4:
+        cnt = _gather(d.view(np.uint32), s.view(np.uint32), pat, code, total, lanes, per_blk,
+                      blk_stride, rep_stride, pat_stride, nd)
+    else:
+        cnt = _gather(d.view(np.uint16), s.view(np.uint16), pat, code, total, lanes, per_blk,
+                      blk_stride, rep_stride, pat_stride, nd)
+    if cnt < 0:
+        _fail(4, 0, -1 - cnt)
     if cnt > 0:
         vector_reads(ctx, _API, "dst", d[:cnt * eb], cnt * eb)
     core.count(ctx, core.C_VEC_OPS, reps * lanes)
