@@ -242,3 +242,20 @@ def test_checked_mode_visibility(mode):
     with pytest.raises(rt.AclError, match=r"gather_mask: src0 must be ordered after the MTE2 "
                                           r"copy that wrote it"):
         gm_sync_kernel[1](x, z, 0, interpret=(mode == "interpret"), checked=True)
+
+
+def test_npu_view_runs_it_on_the_vector_pipe():
+    """The NPU view records gather_mask as a V-pipe instruction of its repeats, replayed with
+    the vector cost of rt/npu/model.py (deterministic: two traces give the same cycles)."""
+    x = np.arange(256, dtype=np.float32)
+    z = np.zeros(128, np.float32)
+    spans = []
+    for _ in range(2):
+        tl = asc.npu_trace(gm_sync_kernel, 1, x, z, 1)
+        recs = [(i, p, s, e) for i, _, p, s, e in tl.records if i.name == "gather_mask"]
+        assert len(recs) == 1
+        ins, pipe, start, end = recs[0]
+        assert pipe == "VECTOR" and ins.repeats == 4
+        spans.append(end - start)
+    np.testing.assert_array_equal(z, x[::2])
+    assert spans[0] == spans[1] and spans[0] > 0

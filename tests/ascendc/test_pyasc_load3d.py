@@ -184,3 +184,18 @@ def _run(**kw):
 def test_errors(kw, message):
     with pytest.raises(rt.AclError, match=message):
         _run(**kw)
+
+
+def test_npu_view_runs_it_on_mte1():
+    """The NPU view records the Load3D as an L1 -> L0A move on MTE1 of the block's bytes."""
+    c, h, w = 16, 6, 7
+    x = np.random.default_rng(0).standard_normal((c, h, w)).astype(np.float32)
+    fm = _nc1hwc0(x, 8)
+    other = np.zeros((144, 20), np.float32)
+    o = _zn(other, 8)
+    out = np.zeros(48 * 20, np.float32)
+    tl = asc.npu_trace(l3d_kernel, 1, fm, o, out, fm.size, o.size, 1, 1, 1, 1, h, w, c, 144, 48,
+                       0, 0, 1, 1, 3, 3, 1, 1, 0.0, 20, 0, False)
+    moves = {(i.path, p, i.bytes) for i, _, p, _, _ in tl.records if i.name == "load_data"}
+    assert ("L1->L0A", "MTE1", 48 * 144 * 4) in moves          # the Load3D block
+    assert ("L1->L0B", "MTE1", 144 * 32 * 4) in moves          # the 2-D load of B
