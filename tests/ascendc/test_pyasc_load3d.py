@@ -199,3 +199,35 @@ def test_npu_view_runs_it_on_mte1():
     moves = {(i.path, p, i.bytes) for i, _, p, _, _ in tl.records if i.name == "load_data"}
     assert ("L1->L0A", "MTE1", 48 * 144 * 4) in moves          # the Load3D block
     assert ("L1->L0B", "MTE1", 144 * 32 * 4) in moves          # the 2-D load of B
+
+
+@asc.jit
+def l3d_unordered_kernel(fm: asc.GlobalAddress, n_fm: int, ordered: int):
+    fg = asc.GlobalTensor()
+    fg.set_global_buffer(fm)
+    pipe = asc.TPipe()
+    qa1 = asc.TQue(asc.TPosition.A1, 1)
+    qa2 = asc.TQue(asc.TPosition.A2, 1)
+    pipe.init_buffer(qa1, 1, n_fm * 4)
+    pipe.init_buffer(qa2, 1, 16 * 8 * 4)
+    a1 = qa1.alloc_tensor(fm.dtype)
+    asc.data_copy(a1, fg, n_fm)
+    if ordered == 1:
+        qa1.enque(a1)
+        a1 = qa1.deque(fm.dtype)
+    a2 = qa2.alloc_tensor(fm.dtype)
+    asc.load_data(a2, a1, asc.LoadData3DParamsV2((0, 0, 0, 0), 4, 4, 8, 8, 16, 0, 0, 1, 1, 1,
+                                                 1, 1, 1, False, 0, False, False, False))
+    qa2.free_tensor(a2)
+    qa1.free_tensor(a1)
+
+
+@pytest.mark.parametrize("mode", ["interpret", "compiled"])
+def test_checked_mode_visibility(mode):
+    """Load3D reads the L1 feature map on MTE1: without the queue hand-off after the MTE2 copy
+    checked mode reports it."""
+    fm = np.ones(8 * 4 * 4, np.float32)
+    l3d_unordered_kernel[1](fm, fm.size, 1, interpret=(mode == "interpret"), checked=True)
+    with pytest.raises(rt.AclError, match=r"load_data: src must be ordered after the MTE2 copy "
+                                          r"that wrote it"):
+        l3d_unordered_kernel[1](fm, fm.size, 0, interpret=(mode == "interpret"), checked=True)
