@@ -180,6 +180,12 @@ def _gm_impl(ctx, d, s, pat, eb, code, reduce_mode, mask, blk_stride, reps, rep_
         vector_reads(ctx, _API, "dst", d[:cnt * eb], cnt * eb)
     core.count(ctx, core.C_VEC_OPS, reps * lanes)
     trace.vec(ctx, _OP, eb, reps, True)
+    # the sanitizer's rows: src0 over every lane read (not judged by initcheck: unpicked lanes,
+    # e.g. a row's 32-byte padding, are read and discarded), the pattern, the packed dst
+    trace.read_unchecked(ctx, _OP, np.int64(s.ctypes.data), far * eb)
+    if code == 0:
+        trace.tensor_access(ctx, _OP, pat, pfar, 0)
+    trace.tensor_access(ctx, _OP, d, cnt * eb, 1)
     return np.int64(cnt)
 
 
