@@ -10,7 +10,7 @@ from .lang.dtypes import (DataType, int8, int16, int32, int64, uint8, uint16, ui
                           float16, float32, float64, bfloat16, half, float_, double, int_)
 from .lang.enums import (TPosition, Hardware, PipeID, HardEvent, RoundMode, CMPMODE, SELMODE,
                          SelMode, ReduceOrder, QuantModes, FixpipeConfig, CubeFormat, MaskMode)
-from .lang.enums import AippInputFormat
+from .lang.enums import AippInputFormat, GatherMaskMode
 from .lang.aipp_params import (AippPaddingParams, AippSwapParams, AippSingleLineParams,
                                AippDataTypeConvParams, AippChannelPaddingParams,
                                AippColorSpaceConvParams, AippParams, LoadImageToLocalParams)
@@ -18,7 +18,8 @@ from .lang.params import (BinaryRepeatParams, UnaryRepeatParams, BrcbRepeatParam
                           DataCopyExtParams, DataCopyPadExtParams, DataCopyPadParams, Nd2NzParams,
                           LoadData2DParams, MmadParams, FixpipeParamsV220, CopyRepeatParams,
                           TransposeParamsExt, TransDataTo5HDParams, TransposeType,
-                          LayoutMode)
+                          LayoutMode, GatherMaskParams,
+                          LoadData3DParamsV2)
 from .lang.api import (GlobalAddress, GlobalTensor, LocalTensor, LocalTensorAuto, TPipe, TQue,
                        TBuf, ConstExpr, Property, DEFAULT_C0_SIZE, ONE_BLK_SIZE, TOTAL_L1_SIZE,
                        TOTAL_L0C_SIZE, FUNCTIONS as _OPS)
@@ -44,5 +45,6 @@ __all__ = [
     "TOTAL_L1_SIZE", "TOTAL_L0C_SIZE",
     "AippInputFormat", "AippPaddingParams", "AippSwapParams", "AippSingleLineParams",
     "AippDataTypeConvParams", "AippChannelPaddingParams", "AippColorSpaceConvParams",
-    "AippParams", "LoadImageToLocalParams",
+    "AippParams", "LoadImageToLocalParams", "GatherMaskMode", "GatherMaskParams",
+    "LoadData3DParamsV2",
 ] + sorted(_OPS)

@@ -44,6 +44,15 @@ ours, so loaded ratios overstate ours; say which one you quote):
   (profiled execution, loaded): conv matmul 118 ms, img2col 51, MaxPool 63, column split 37,
   residual epilogue 12 (16 launches; before: bias_act 76 ms in 53 launches + 7 Relu launches).
 
+- GatherMask (asc.gather_mask) on dense UB rows for MaxPool (kernels/maxpool.py), the stride-2
+  column split and the stride-2 1x1 convs (kernels/subsample.py), instead of one element per
+  32-byte block; 99 tasks per inference as before. Loaded machine (load 12-15, 2026-12-06), one
+  process per tree, alternating, 4 pairs: CPU time per inference 0.91x of the tree before
+  (medians 188 vs 203 ms; pairs 0.87-1.01x); same-run wall ratios not resolved under that load
+  (before 0.29-0.56x, after 0.34-0.78x). By kernel (profiled, loaded): MaxPool 9-17 ms (was
+  43-53), img2col 36-43 ms in 17 launches + subsample2 2.5 ms in 3 (was 51-62 ms in 20), column
+  split 9-18 ms (was 24); the conv matmul (133-215 ms under this load) is now most of the rest.
+
 `--conformance` runs ONNX's backend suite selection of tests/rt/models/test_onnx_backend.py
 (node tests of every claimed op + the light models, exclusions of rt.onnx_backend.conformance)
 with unittest and prints pass / fail / excluded counts.

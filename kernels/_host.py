@@ -27,3 +27,30 @@ def ceil_div(a: int, b: int) -> int:
 
 def round_up(a: int, b: int) -> int:
     return ceil_div(a, b) * b
+
+
+_CONSTANTS: dict = {}   # device id -> (rt Device, {key: DeviceArray}): read-only kernel inputs
+
+
+def device_constant(key, build, device=None) -> rt.DeviceArray:
+    """A DeviceArray holding `build()` (a numpy array) on `device` (the current one if None),
+    cached by `key`: kernels only read it (GatherMask patterns built from a geometry, like a
+    weight layout), so launches on any stream may share it. Freed when the device is reset (a
+    reset hook), never earlier, since an asynchronous launch may still be reading it."""
+    dev = rt.device.get_device(device)
+    entry = _CONSTANTS.get(dev.id)
+    if entry is None or entry[0] is not dev:
+        entry = _CONSTANTS[dev.id] = (dev, {})
+        dev.reset_hooks.append(_drop_constants)
+    arr = entry[1].get(key)
+    if arr is None:
+        arr = entry[1][key] = rt.to_device(build(), device=dev.id)
+    return arr
+
+
+def _drop_constants(dev) -> None:
+    entry = _CONSTANTS.get(dev.id)
+    if entry is not None and entry[0] is dev:
+        del _CONSTANTS[dev.id]
+        for arr in entry[1].values():
+            arr.free()

@@ -10,15 +10,18 @@ How it moves the data: kernels/img2col.py.
 
 Stride 2 along W (dilation 1, even W, KW >= 2; ResNet's 7x7/2 and 3x3/2 convs) first splits x
 into its even and odd columns (`deinterleave2_kernel` in kernels/eltwise.py: the whole image is
-one stride-2 sequence per phase when W is even, picked by WholeReduceMax over one-element
-blocks, 1024 pairs per pass), then runs the stride-1 img2col above on that 2C-channel image
-of W/2 columns (tap kj of phase p sits at column shift (kj - pw - p)/2); W' gets the matching
-column order, with zero columns for the (phase, shift) pairs no tap uses (`Conv2dTiling.phase`,
-`phase_weight_matrix`).
+one stride-2 sequence per phase when W is even: a dense GM -> UB copy of 2048 pairs per pass and
+one GatherMask per phase with the built-in even / odd pattern), then runs the stride-1 img2col
+above on that 2C-channel image of W/2 columns (tap kj of phase p sits at column shift
+(kj - pw - p)/2); W' gets the matching column order, with zero columns for the (phase, shift)
+pairs no tap uses (`Conv2dTiling.phase`, `phase_weight_matrix`).
 
 1x1 convolutions with stride 1 and no padding (`Conv2dTiling.direct`) need no img2col: x[n]
 already is the C x H*W matrix, so the matmul reads it in place as the first C rows of B; the
-ones row that carries the bias (K' = C + 1) is added in L1 by the matmul (`ones_row`).
+ones row that carries the bias (K' = C + 1) is added in L1 by the matmul (`ones_row`). With
+stride 2 (`Conv2dTiling.subsample`, ResNet's downsampling 1x1 convs) the C rows are
+x[:, ::2, ::2], packed by `subsample2_kernel` (kernels/subsample.py: dense even rows and one
+GatherMask per pass of channels), and the matmul adds the ones row the same way.
 
 `kernels.convmm.conv_matmul_kernel` (matmul_kernel's Nd2Nz -> load_data -> mmad -> fixpipe with
 its default tiling, plus that ones row and ReLU in the fixpipe) then writes the output directly
@@ -50,11 +53,12 @@ from .eltwise import bias_act_kernel, deinterleave2_kernel
 from .img2col import Img2colGeometry, Img2colSplit, img2col_kernel
 from .convmm import conv_matmul_kernel, device_ones
 from .matmul import MatmulTiling, matmul_tiling
+from .subsample import launch_subsample2, subsample_fits
 
 BUF = 8192            # img2col UB buffer (elements); 2 staging, constant, sparse, dense: 160 KiB
 MAX_W = BUF           # an output row must fit one buffer (32-byte padded)
 EPI_TILE = 4096       # epilogue UB buffer (elements): 6 of them = 96 KiB
-PAIRS = 1024          # deinterleave: column pairs per pass (2048 one-element blocks = 64 KiB)
+PAIRS = 2048          # deinterleave: column pairs per pass (16 KiB in, 16 KiB out)
 
 
 def _pair(v, name):
@@ -95,6 +99,13 @@ class Conv2dTiling:
         """1x1, stride 1, no padding: x[n] already is the C x OH*OW matrix (no img2col; the
         matmul adds the ones row of the bias in L1)."""
         return (self.kh, self.kw, self.stride, self.pad) == (1, 1, (1, 1), (0, 0, 0, 0))
+
+    @property
+    def subsample(self) -> bool:
+        """1x1, stride 2, no padding, no dilation: col = x[:, ::2, ::2] (`subsample2_kernel`;
+        the matmul adds the ones row in L1, as for `direct`)."""
+        return (self.kh, self.kw, self.stride, self.pad, self.dilation) == \
+            (1, 1, (2, 2), (0, 0, 0, 0), (1, 1)) and subsample_fits(self.c, self.h, self.w)
 
     @property
     def k_rows(self) -> int:
@@ -276,6 +287,10 @@ def launch_conv2d(x, wmat, y, col, zeros, t: Conv2dTiling, stream, *, residual=N
         yi = rt.DeviceArray((t.oc, ohw), np.float32, int(mm_out.ptr) + i * t.oc * ohw * 4)
         if t.direct:
             b_op = rt.DeviceArray((t.c, ohw), np.float32, xi.ptr)
+        elif t.subsample:
+            b_op = col
+            launch_subsample2(xi, col, t.c, t.h, t.w, rt.default_core_count(), stream,
+                              **launch_options)
         else:
             b_op, g = col, t
             if t.phase:     # split columns, then the stride-1 img2col of the 2C x H x W/2 image
@@ -286,7 +301,7 @@ def launch_conv2d(x, wmat, y, col, zeros, t: Conv2dTiling, stream, *, residual=N
                                                 **launch_options)
         conv_matmul_kernel[mm.block_dim, stream](
             wmat, b_op, yi, zeros, ones, np.int64(mm.m), np.int64(mm.n), np.int64(mm.k),
-            int(t.direct), int(relu and direct_out), mm.base_m, mm.base_n, mm.base_k,
+            int(t.direct or t.subsample), int(relu and direct_out), mm.base_m, mm.base_n, mm.base_k,
             mm.l0_n, mm.depth_l1, mm.depth_l0a, mm.depth_l0b, **launch_options)
     if not direct_out:
         launch_epilogue(y, out, t, stream, residual=residual, relu=relu, **launch_options)

@@ -279,45 +279,42 @@ def binary(op: str, x, y, *, stream=None, out=None, tiling: EltwiseTiling | None
 # ---- data movement and epilogues for kernels.conv2d --------------------------------------------
 
 EPI_BUFFERS = 2       # bias_act_kernel's queue depth
-PICK_REPEATS = 248    # WholeReduce repeats per call (<= 255, a multiple of 8: aligned dst)
 
 
 @asc.jit
 def deinterleave2_kernel(x: asc.GlobalAddress, xp: asc.GlobalAddress, half: int,
                          pairs_per_core: int, pairs: asc.ConstExpr[int]):
     """xp[p * half + i] = x[2i + p] (p = 0, 1): the even then the odd elements of x (2 * half
-    elements). A pass moves `pairs` pairs GM -> UB as one-element blocks (each in its own
-    32-byte block), per phase WholeReduceMax of lane 0 with a repeat stride of 2 blocks picks
-    them into a dense row (a one-lane max is the value itself, bit for bit), UB -> GM."""
+    elements). A pass moves `pairs` pairs GM -> UB densely (one copy), then per phase one
+    GatherMask in counter mode with the built-in pattern 1 (even lanes) or 2 (odd lanes) packs
+    that phase's elements into a dense row (bit for bit), UB -> GM. `pairs` and
+    `pairs_per_core` are multiples of 8 (32-byte aligned rows in UB)."""
     i0 = asc.get_block_idx() * pairs_per_core
     n = min(pairs_per_core, half - i0)
     if n <= 0:
         return
     sz = x.dtype.sizeof()
-    kb = 32 // sz
     xg = asc.GlobalTensor()
     xg.set_global_buffer(x, 2 * half)
     pg = asc.GlobalTensor()
     pg.set_global_buffer(xp, 2 * half)
     pipe = asc.TPipe()
-    sparse = asc.TBuf(asc.TPosition.VECCALC)
+    src = asc.TBuf(asc.TPosition.VECCALC)
     dense = asc.TBuf(asc.TPosition.VECCALC)
-    pipe.init_buffer(sparse, 2 * pairs * 32)
+    pipe.init_buffer(src, 2 * pairs * sz)
     pipe.init_buffer(dense, 2 * pairs * sz)
-    spb = sparse.get(x.dtype)
+    sb = src.get(x.dtype)
     dnb = dense.get(x.dtype)
     for s in range(i0, i0 + n, pairs):
         m = min(pairs, i0 + n - s)
         asc.set_flag(asc.HardEvent.V_MTE2, 0)       # the previous pass's picks are done
         asc.wait_flag(asc.HardEvent.V_MTE2, 0)
-        asc.data_copy_pad(spb, xg[2 * s:], asc.DataCopyExtParams(2 * m, sz, 0, 0, 0))
+        asc.data_copy_pad(sb, xg[2 * s:], asc.DataCopyExtParams(1, 2 * m * sz, 0, 0, 0))
         asc.set_flag(asc.HardEvent.MTE2_V, 0)
         asc.wait_flag(asc.HardEvent.MTE2_V, 0)
         for p in range(2):
-            for q0 in range(0, m, PICK_REPEATS):
-                nq = min(PICK_REPEATS, m - q0)
-                asc.whole_reduce_max(dnb[p * pairs + q0:], spb[(2 * q0 + p) * kb:], 1, nq, 1,
-                                     1, 2, asc.ReduceOrder.ORDER_ONLY_VALUE)
+            asc.gather_mask(dnb[p * pairs:], sb, p + 1, True, 2 * m,
+                            asc.GatherMaskParams(1, 1, 8, 0))
         asc.set_flag(asc.HardEvent.V_MTE3, 0)
         asc.wait_flag(asc.HardEvent.V_MTE3, 0)
         for p in range(2):

@@ -172,18 +172,23 @@ def copy_a_nz(q, ag, zg, off, mt, kt, ka, m16, c0):
 
 
 @asc.jit
-def _copy_b(q, bg, zg, off, kt, nt, nb, k_pad):
-    """B[k0:k0+kt, n0:n0+nt] (at bg[off:], rows nb apart) -> L1 as 16-column strips, each a
-    row-major k_pad x 16 block (C0 x 16 fractals; asc.adv's copy); K-tail rows are zero-filled
-    first."""
+def copy_b(q, bg, zg, og, off, kt, nt, nb, k_pad, rows):
+    """B[k0:k0+kt, n0:n0+nt] -> L1 as 16-column strips, each a row-major k_pad x 16 block
+    (C0 x 16 fractals; asc.adv's copy), of which the first `rows` rows come from GM (at bg[off:],
+    nb apart) and row kt - 1 is ones when rows < kt (kernels.convmm's virtual ones row, from the
+    ones workspace og); the K-tail rows kt..k_pad-1 are zero-filled first."""
     t = q.alloc_tensor(bg.dtype)
     strips = (nt + 15) // 16
+    blk = 16 * bg.dtype.sizeof() // 32      # 32-byte blocks per 16-element row
     if kt < k_pad:
-        blk = 16 * bg.dtype.sizeof() // 32      # 32-byte blocks per 16-element row
         asc.data_copy(t[kt * 16:], zg, asc.DataCopyParams(strips, (k_pad - kt) * blk, 0,
                                                           kt * blk))
         asc.pipe_barrier(asc.PipeID.PIPE_MTE2)   # before the strips' copies over the same rows
-    nd2nz_strips(t, bg, off, kt, nt, nb, k_pad)
+    if rows < kt:                           # one 16-element row of ones per strip
+        asc.data_copy(t[rows * 16:], og, asc.DataCopyParams(strips, blk, 0, (k_pad - 1) * blk))
+        asc.pipe_barrier(asc.PipeID.PIPE_MTE2)
+    if rows > 0:
+        nd2nz_strips(t, bg, off, rows, nt, nb, k_pad)
     q.enque(t)
     return q.deque(bg.dtype)
 
@@ -215,31 +220,19 @@ def load_b_zn(q, b1, j0, ns, k_pad, c0):
 
 
 @asc.jit
-def matmul_kernel(a: asc.GlobalAddress, b: asc.GlobalAddress, c: asc.GlobalAddress,
-                  zeros: asc.GlobalAddress, m: int, n: int, k: int,
-                  base_m: asc.ConstExpr[int], base_n: asc.ConstExpr[int],
-                  base_k: asc.ConstExpr[int], l0_n: asc.ConstExpr[int],
-                  depth_l1: asc.ConstExpr[int], depth_l0a: asc.ConstExpr[int],
-                  depth_l0b: asc.ConstExpr[int]):
-    isz = a.dtype.sizeof()
-    c0 = 32 // isz
+def tile_range(m, n, base_m, base_n):
+    """(tiles_m, first, last): this core's contiguous, balanced range of the output tiles,
+    numbered column-major (tm fastest)."""
     tiles_m = (m + base_m - 1) // base_m
     tiles = tiles_m * ((n + base_n - 1) // base_n)
     bidx = asc.get_block_idx()
     bnum = asc.get_block_num()
-    first = bidx * tiles // bnum
-    last = (bidx + 1) * tiles // bnum
-    if first >= last:
-        return
-    ag = asc.GlobalTensor()
-    ag.set_global_buffer(a, m * k)
-    bg = asc.GlobalTensor()
-    bg.set_global_buffer(b, k * n)
-    cg = asc.GlobalTensor()
-    cg.set_global_buffer(c, m * n)
-    zg = asc.GlobalTensor()
-    zg.set_global_buffer(zeros)
-    pipe = asc.TPipe()
+    return (tiles_m, bidx * tiles // bnum, (bidx + 1) * tiles // bnum)
+
+
+@asc.jit
+def cube_queues(pipe, isz, base_m, base_n, base_k, l0_n, depth_l1, depth_l0a, depth_l0b):
+    """The five queues of the tile loop (A1, B1, A2, B2, CO1) with their buffers."""
     qa1 = asc.TQue(asc.TPosition.A1, depth_l1)
     qb1 = asc.TQue(asc.TPosition.B1, depth_l1)
     qa2 = asc.TQue(asc.TPosition.A2, depth_l0a)
@@ -250,6 +243,15 @@ def matmul_kernel(a: asc.GlobalAddress, b: asc.GlobalAddress, c: asc.GlobalAddre
     pipe.init_buffer(qa2, depth_l0a, base_m * base_k * isz)
     pipe.init_buffer(qb2, depth_l0b, base_k * l0_n * isz)
     pipe.init_buffer(qc, 1, base_m * base_n * 4)
+    return (qa1, qb1, qa2, qb2, qc)
+
+
+@asc.jit
+def matmul_tiles(ag, bg, cg, zg, og, qa1, qb1, qa2, qb2, qc, m, n, k, kg, relu, tiles_m, first,
+                 last, base_m, base_n, base_k, l0_n):
+    """Output tiles [first, last) of C = A @ B (the module doc's steps); B has kg rows in GM
+    and, when kg < k, a last row of ones (`copy_b`); relu: the fixpipe's relu_en."""
+    c0 = 32 // ag.dtype.sizeof()
     k_chunks = (k + base_k - 1) // base_k
     for t in range(first, last):
         m0 = t % tiles_m * base_m
@@ -263,7 +265,7 @@ def matmul_kernel(a: asc.GlobalAddress, b: asc.GlobalAddress, c: asc.GlobalAddre
             kt = min(base_k, k - k0)
             k_pad = (kt + c0 - 1) // c0 * c0
             a1 = copy_a_nz(qa1, ag, zg, m0 * k + k0, mt, kt, k, m16, c0)
-            b1 = _copy_b(qb1, bg, zg, k0 * n + n0, kt, nt, n, k_pad)
+            b1 = copy_b(qb1, bg, zg, og, k0 * n + n0, kt, nt, n, k_pad, min(kt, kg - k0))
             a2 = load_a_zz(qa2, a1, m16, kt, c0)
             qa1.free_tensor(a1)
             for j in range(0, nt, l0_n):
@@ -277,8 +279,34 @@ def matmul_kernel(a: asc.GlobalAddress, b: asc.GlobalAddress, c: asc.GlobalAddre
             qb1.free_tensor(b1)
         qc.enque(cl)
         cl = qc.deque(asc.float32)
-        asc.fixpipe(cg[m0 * n + n0:], cl, asc.FixpipeParamsV220(nt, mt, m16, n))
+        asc.fixpipe(cg[m0 * n + n0:], cl, asc.FixpipeParamsV220(nt, mt, m16, n,
+                                                                 relu_en=relu != 0))
         qc.free_tensor(cl)
+
+
+@asc.jit
+def matmul_kernel(a: asc.GlobalAddress, b: asc.GlobalAddress, c: asc.GlobalAddress,
+                  zeros: asc.GlobalAddress, m: int, n: int, k: int,
+                  base_m: asc.ConstExpr[int], base_n: asc.ConstExpr[int],
+                  base_k: asc.ConstExpr[int], l0_n: asc.ConstExpr[int],
+                  depth_l1: asc.ConstExpr[int], depth_l0a: asc.ConstExpr[int],
+                  depth_l0b: asc.ConstExpr[int]):
+    tiles_m, first, last = tile_range(m, n, base_m, base_n)
+    if first >= last:
+        return
+    ag = asc.GlobalTensor()
+    ag.set_global_buffer(a, m * k)
+    bg = asc.GlobalTensor()
+    bg.set_global_buffer(b, k * n)
+    cg = asc.GlobalTensor()
+    cg.set_global_buffer(c, m * n)
+    zg = asc.GlobalTensor()
+    zg.set_global_buffer(zeros)
+    pipe = asc.TPipe()
+    qa1, qb1, qa2, qb2, qc = cube_queues(pipe, a.dtype.sizeof(), base_m, base_n, base_k, l0_n,
+                                         depth_l1, depth_l0a, depth_l0b)
+    matmul_tiles(ag, bg, cg, zg, zg, qa1, qb1, qa2, qb2, qc, m, n, k, k, 0, tiles_m, first,
+                 last, base_m, base_n, base_k, l0_n)
 
 
 # ---- host side ---------------------------------------------------------------------------------

@@ -1,16 +1,19 @@
 """2-D max / average pooling (NCHW, float32), GlobalAveragePool / GlobalMaxPool as the
 whole-plane case.
 
-Each core owns a block of (n, c) planes. Max pooling whose padded rows fit UB one element per
-32-byte block runs on the vector unit (`maxpool_kernel`, see its docstring: vector maxes over
-block-shifted views and a WholeReduceMax that picks every sw-th block, output rows leaving UB in
-batches). Global pooling of planes of at most 64 elements (ResNet's 7x7 GlobalAveragePool) is one
-WholeReduceSum/Max repeat per plane (`global_pool_kernel`). Otherwise (other average pooling,
-very wide rows), per output row, the input rows its window
-covers (at most KH, clipped to the image) move GM -> UB in one data_copy_pad (rows 32-byte padded
-in UB); the window maxima / sums are taken by scalar reads (S pipe: any kernel, stride, padding)
-into an output segment that moves UB -> GM. Average pooling divides by KH*KW
-(count_include_pad=1) or by the number of taps inside the image (ONNX's default).
+Each core owns a block of (n, c) planes. Max pooling runs on dense UB rows when a band of
+output rows fits UB (`kernels.maxpool.maxpool_gather_kernel`: vertical maxes in the repeat form,
+then one GatherMask per kernel column picks every window's column); otherwise, when its padded
+rows fit UB one element per 32-byte block, on the vector unit as `maxpool_kernel` (see its
+docstring: vector maxes over block-shifted views and a WholeReduceMax that picks every sw-th
+block, output rows leaving UB in batches). Global pooling of planes of at most 64 elements
+(ResNet's 7x7 GlobalAveragePool) is one WholeReduceSum/Max repeat per plane
+(`global_pool_kernel`). Otherwise (other average pooling, very wide rows), per output row, the
+input rows its window covers (at most KH, clipped to the image) move GM -> UB in one
+data_copy_pad (rows 32-byte padded in UB); the window maxima / sums are taken by scalar reads
+(S pipe: any kernel, stride, padding) into an output segment that moves UB -> GM. Average
+pooling divides by KH*KW (count_include_pad=1) or by the number of taps inside the image
+(ONNX's default).
 """
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ import ascendc as asc
 import rt
 
 from ._host import ceil_div, is_device, round_up
+from .maxpool import gather_plan, launch_maxpool_gather
 
 BUFFER_NUM = 2
 MODES = {"max": 0, "avg": 1}
@@ -286,14 +290,19 @@ def pool_reference(x, mode, kernel, stride=None, padding=0, count_include_pad=Fa
     return y.astype(x.dtype)
 
 
-def launch_pool(x, y, mode: str, t: PoolTiling, stream, count_include_pad=False,
+def launch_pool(x, y, mode: str, t: PoolTiling, stream, count_include_pad=False, dense=True,
                 **launch_options) -> None:
-    """Queue the pooling of device array x (N,C,H,W) into y (N,C,OH,OW) on `stream`."""
+    """Queue the pooling of device array x (N,C,H,W) into y (N,C,OH,OW) on `stream`
+    (`dense=False`: max pooling skips the GatherMask kernel, for tests of the others)."""
     if t.oh == t.ow == 1 and (t.kh, t.kw) == (t.h, t.w) and not any(t.pad) and \
             t.h * t.w <= 64:
         global_pool_kernel[t.block_dim, stream](
             x, y, t.planes, t.h * t.w, t.planes_per_core, 1.0 / (t.h * t.w), MODES[mode],
             **launch_options)
+        return
+    plan = gather_plan(t) if mode == "max" and dense else None
+    if plan is not None:
+        launch_maxpool_gather(x, y, t, plan, stream, **launch_options)
         return
     if mode == "max" and t.sparse_blocks:
         maxpool_kernel[t.block_dim, stream](

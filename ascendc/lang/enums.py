@@ -114,6 +114,11 @@ class MaskMode(IntEnum):
     COUNTER = 1
 
 
+class GatherMaskMode(IntEnum):
+    """Ascend C's GatherMaskMode (pyasc `asc.GatherMaskMode`): reserved, DEFAULT only."""
+    DEFAULT = 0
+
+
 class AippInputFormat(IntEnum):
     """Ascend C's AippInputFormat (pyasc core/enums.py, same values): the source image format of
     set_aipp_functions."""

@@ -96,6 +96,22 @@ FixpipeParamsV220 = _struct("FixpipeParamsV220", [
     ("deq_scalar", 0), ("nd_num", 1), ("src_nd_stride", 0), ("dst_nd_stride", 0),
     ("relu_en", False), ("unit_flag", 0), ("is_channel_split", False)],
     "fixpipe L0C -> GM: n_size x m_size, src_stride in C0 rows, dst_stride in elements per ND row.")
+# pyasc core/types.py LoadData3DParamsV2 (field order and defaults as there): load_data's Load3D
+LoadData3DParamsV2 = _struct("LoadData3DParamsV2", [
+    ("pad_list", (0, 0, 0, 0)), ("l1_h", 1), ("l1_w", 1), ("channel_size", 1),
+    ("k_extension", 1), ("m_extension", 1), ("k_start_pt", 0), ("m_start_pt", 0),
+    ("stride_w", 1), ("stride_h", 1), ("filter_w", 1), ("filter_h", 1),
+    ("dilation_filter_w", 1), ("dilation_filter_h", 1), ("en_transpose", False),
+    ("pad_value", 0), ("filter_size_w", False), ("filter_size_h", False),
+    ("f_matrix_ctrl", False)],
+    "load_data Load3D: img2col of an L1 NC1HWC0 feature map (pad_list = [left, right, top, "
+    "bottom]) into L0A/L0B, the m_extension x k_extension block at (m_start_pt, k_start_pt).")
+# pyasc core/types.py GatherMaskParams: uint8, uint16, uint16, uint8 (strides in 32-byte blocks)
+GatherMaskParams = _struct("GatherMaskParams", [
+    ("src0_block_stride", 1), ("repeat_times", 1), ("src0_repeat_stride", 0),
+    ("src1_repeat_stride", 0)],
+    "gather_mask: src0's block / repeat strides and the pattern's repeat stride, in 32-byte "
+    "blocks; repeats in normal mode.")
 
 from .aipp_params import (AippPaddingParams, AippSwapParams, AippSingleLineParams,  # noqa: E402
                           AippDataTypeConvParams, AippChannelPaddingParams,
@@ -104,7 +120,8 @@ from .aipp_params import (AippPaddingParams, AippSwapParams, AippSingleLineParam
 ALL = (BinaryRepeatParams, UnaryRepeatParams, CopyRepeatParams, TransposeParamsExt,
        TransDataTo5HDParams, BrcbRepeatParams, DataCopyParams, DataCopyExtParams,
        DataCopyPadExtParams, DataCopyPadParams, Nd2NzParams, LoadData2DParams, MmadParams,
-       FixpipeParamsV220, AippPaddingParams, AippSwapParams, AippSingleLineParams,
+       FixpipeParamsV220, GatherMaskParams, LoadData3DParamsV2, AippPaddingParams,
+       AippSwapParams, AippSingleLineParams,
        AippDataTypeConvParams, AippChannelPaddingParams, AippColorSpaceConvParams, AippParams,
        LoadImageToLocalParams)
 BY_NAME = {c.__name__: c for c in ALL}

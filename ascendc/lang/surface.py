@@ -221,6 +221,11 @@ _fn("bilinear_interpolation", _V, Work.ELEMENTWISE,
     _f("dst", "src0", "src0_offset", "src1", "mask", "h_repeat", "repeat_mode", "dst_blk_stride",
        "v_r_offset", "v_repeat", "shared_tmp_buffer", prim="bilinear_interpolation"),
     doc="gathered float16 blocks times src1, accumulated over horizontal iterations")
+_fn("gather_mask", _V, Work.ELEMENTWISE,
+    _f("dst", "src0", "src1_pattern", "reduce_mode", "mask", "params", "gather_mask_mode",
+       prim="gather_mask", gather_mask_mode=0), returns="int",
+    doc="Mirrors GatherMask: the src0 elements a built-in (1..7) or user bit pattern picks, "
+        "packed into dst; returns how many (rsvdCnt)")
 
 # ---- vector: reductions --------------------------------------------------------------------------
 _fn("reduce_sum", _V, Work.REDUCE,

@@ -80,6 +80,7 @@ _VECTOR = {
     "reduce_sum": (14, 7), "whole_reduce_sum": (14, 7),                       # vcadd
     "reduce_max": (14, 7), "reduce_min": (14, 7),                             # like vcadd
     "whole_reduce_max": (14, 7), "whole_reduce_min": (14, 7),                 # like vcadd
+    "gather_mask": (10, 2),             # assumption: like add (one 256-B repeat in, packed out)
 }
 
 

@@ -2,7 +2,7 @@
 Core group whose AIC and AIVs run at once, handing data over through GM workspace ordered by
 cross-core flags, in the style of Ascend C's MIX samples."""
 import ascendc as asc
-from kernels.matmul import _copy_b, copy_a_nz, load_a_zz, load_b_zn
+from kernels.matmul import copy_a_nz, copy_b, load_a_zz, load_b_zn
 
 TILE = 64
 FULL, FREE, PEER = 1, 2, 3          # flag ids
@@ -154,7 +154,7 @@ def _cube_tile(ag, bg, zg, wg, qa1, qb1, qa2, qb2, qc, m0, mt, n, k):
     k_pad = (k + c0 - 1) // c0 * c0
     cl = qc.alloc_tensor(asc.float32)
     a1 = copy_a_nz(qa1, ag, zg, m0 * k, mt, k, k, m16, c0)
-    b1 = _copy_b(qb1, bg, zg, 0, k, n, n, k_pad)
+    b1 = copy_b(qb1, bg, zg, zg, 0, k, n, n, k_pad, k)
     a2 = load_a_zz(qa2, a1, m16, k, c0)
     qa1.free_tensor(a1)
     b2 = load_b_zn(qb2, b1, 0, n, k_pad, c0)

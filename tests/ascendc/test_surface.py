@@ -22,7 +22,7 @@ VALUES = {"jit", "JitFunction", "DataType", "ConstExpr", "KernelError", "Compile
           "CMPMODE", "SELMODE", "SelMode", "ReduceOrder", "QuantModes", "FixpipeConfig",
           "CubeFormat", "MaskMode", "Property", "DEFAULT_C0_SIZE", "ONE_BLK_SIZE",
           "TOTAL_L1_SIZE", "TOTAL_L0C_SIZE", "TransposeType", "LayoutMode",
-          "AippInputFormat"}
+          "AippInputFormat", "GatherMaskMode"}
 
 
 def test_every_public_name_of_the_language_is_a_surface_row():
@@ -110,7 +110,8 @@ def test_every_public_primitive_is_used_by_a_row():
     used = {f.prim for r in S.FUNCTIONS.values() for f in r.forms}
     used |= {f.prim for r in S.METHODS.values() for f in r.forms}
     used |= {h.ctor.prim for h in S.HANDLES.values() if h.ctor is not None}
-    internal = {"kernel_end", "position_name", "load_data_typed", "stream_copy",
+    internal = {"kernel_end", "position_name", "load_data_typed", "gather_mask_typed",
+                "stream_copy",
                 "data_copy_count", "data_copy_blocks", "data_copy_nd2nz", "data_copy_ub",
                 "data_copy_pad_blocks",
                 "mix_sync_all",      # sync_all's MIX-launch path (prims/sync.py calls it)

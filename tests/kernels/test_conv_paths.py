@@ -64,7 +64,12 @@ def test_img2col_and_conv_match_numpy(interpret, shape, w_shape, stride, pad, di
     t1 = C.conv2d_tiling((1,) + shape[1:], w_shape, stride, pad, dil)
     assert not t1.direct
     col, _ = _run_conv(x[:1], w, b, t1, interpret)
-    np.testing.assert_array_equal(col.reshape(t1.k_rows, -1), _col_reference(x, t1))
+    col, ref = col.reshape(t1.k_rows, -1), _col_reference(x, t1)
+    if t1.subsample:        # 1x1 stride 2: the matmul adds the ones row in L1, col has C rows
+        np.testing.assert_array_equal(col[:-1], ref[:-1])
+        assert np.isnan(col[-1]).all()
+    else:
+        np.testing.assert_array_equal(col, ref)
     _, y = _run_conv(x, w, b, C.conv2d_tiling(shape, w_shape, stride, pad, dil), interpret)
     np.testing.assert_allclose(y, C.conv2d_reference(x, w, b, stride, pad, dil), rtol=1e-4,
                                atol=1e-4)

@@ -14,7 +14,7 @@ def _maxpool(x, kernel, stride, pad, interpret, checked=False):
     s = rt.Stream()
     y = rt.to_device(np.full((x.shape[0], x.shape[1], t.oh, t.ow), np.nan, np.float32))
     opts = {"checked": True} if checked else {}
-    launch_pool(rt.to_device(x), y, "max", t, s, interpret=interpret, **opts)
+    launch_pool(rt.to_device(x), y, "max", t, s, dense=False, interpret=interpret, **opts)
     s.synchronize()
     return t, y.copy_to_host()
 

@@ -15,3 +15,4 @@ from .tensor import *      # noqa: F401,F403
 from .aipp import *        # noqa: F401,F403
 from .shapeinfo import *   # noqa: F401,F403
 from .autotensor import *  # noqa: F401,F403
+from .gathermask import *  # noqa: F401,F403

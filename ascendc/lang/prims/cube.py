@@ -66,7 +66,9 @@ from ..errors import FAULT, fault, KernelError
 from .. import trace
 from .borrow import borrowed
 from .cubegemm import gemm_nz, make_transpose, pack_zn
-from .datacopy import py_bytes
+from .datacopy import params_class, py_bytes
+from .load3d import load_data_3d_typed
+from ..params import LoadData3DParamsV2
 from .movecore import (A_FIXPIPE, A_LOAD_DATA, A_MMAD, APIS, W_BIAS, W_CONFIG, W_DST, W_DST_GAP,
                        W_FILTER, W_FM, W_K, W_M, W_M_SIZE, W_N, W_N_SIZE, W_ND_NUM,
                        W_REPEAT_TIMES, W_SRC, W_SRC_STRIDE, W_START_INDEX, dtype_name_of, aligned,
@@ -172,6 +174,8 @@ def load_data_typed(ctx, dst, src, p):
 def load_data(ctx, dst, src, p):
     """Mirrors Ascend C `LoadData(dst, src, LoadData2DParams)` (see module doc). Python entry;
     njit code reaches `load_data_typed` through the overload."""
+    if isinstance(p, LoadData3DParamsV2):       # Load3D (prims/load3d.py)
+        return load_data_3d_typed(ctx, dst, src, p._replace(pad_list=tuple(p.pad_list)))
     d, s, isz = py_bytes("load_data", dst, src)
     i = int
     _load_impl(ctx, d, s, isz, i(p.start_index), i(p.repeat_times), i(p.src_stride),
@@ -180,6 +184,9 @@ def load_data(ctx, dst, src, p):
 
 @overload(load_data)
 def _load_data_ov(ctx, dst, src, p):
+    if params_class(p) is LoadData3DParamsV2:
+        return lambda ctx, dst, src, p: load_data_3d_typed(borrowed(ctx), borrowed(dst),
+                                                           borrowed(src), p)
     # borrowed at the call site: the typed prim's entry then takes no references
     return lambda ctx, dst, src, p: load_data_typed(borrowed(ctx), borrowed(dst),
                                                     borrowed(src), p)

@@ -1,0 +1,62 @@
+"""Process CPU time of ResNet-50's data-movement-heavy kernels, one launch at a time (compiled).
+
+    python -m bench.resnet_kernels [--repeats 15]
+
+Rows: the stem MaxPool (64 x 112 x 112, 3x3/2, pad 1), a downsampling 1x1/2 convolution
+(256 x 56 x 56 -> 512: `subsample2_kernel` + the matmul) and conv1 (3 x 224 x 224, 7x7/2: the
+column split, the stride-1 img2col and the matmul). Each figure is the median over `--repeats`
+launches of the process CPU time (all threads) from launch to synchronize, so a loaded machine
+moves it less than wall time. Run it on two trees, alternating, to compare them.
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+import rt
+from kernels.conv2d import conv2d_tiling, conv_weights, launch_conv2d
+from kernels.pool import launch_pool, pool_tiling
+
+
+def _cpu_ms(fn, stream, repeats: int) -> float:
+    fn()
+    stream.synchronize()                # compile and warm up outside the timing
+    times = []
+    for _ in range(repeats):
+        c0 = time.process_time()
+        fn()
+        stream.synchronize()
+        times.append(time.process_time() - c0)
+    return float(np.median(times)) * 1e3
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=15)
+    args = ap.parse_args(argv)
+    rt.ensure_device()
+    s = rt.Stream()
+    rng = np.random.default_rng(0)
+    x = rt.to_device(rng.standard_normal((1, 64, 112, 112)).astype(np.float32))
+    t = pool_tiling(x.shape, 3, 2, 1)
+    y = rt.device_empty((1, 64, t.oh, t.ow), np.float32)
+    ms = _cpu_ms(lambda: launch_pool(x, y, "max", t, s), s, args.repeats)
+    print(f"MaxPool 64x112x112 3x3/2: {ms:.2f} ms CPU")
+    for name, shp, w, st, p in [("conv 1x1/2 256x56x56 -> 512", (1, 256, 56, 56),
+                                 (512, 256, 1, 1), 2, 0),
+                                ("conv1 7x7/2 3x224x224 -> 64", (1, 3, 224, 224),
+                                 (64, 3, 7, 7), 2, 3)]:
+        tc = conv2d_tiling(shp, w, st, p)
+        xd = rt.to_device(rng.standard_normal(shp).astype(np.float32))
+        wm = rt.to_device(conv_weights(rng.standard_normal(w).astype(np.float32), None, tc))
+        col = rt.device_empty((tc.col_elems,), np.float32)
+        yd = rt.device_empty((1, tc.oc, tc.oh, tc.ow), np.float32)
+        z = rt.device_zeros((max(tc.mm.zeros_len, 16),), np.float32)
+        ms = _cpu_ms(lambda: launch_conv2d(xd, wm, yd, col, z, tc, s), s, args.repeats)
+        print(f"{name}: {ms:.2f} ms CPU")
+
+
+if __name__ == "__main__":
+    main()
