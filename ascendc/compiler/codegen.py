@@ -12,7 +12,6 @@ import enum
 import hashlib
 import inspect
 import os
-import textwrap
 import types as pytypes
 
 import numpy as np
@@ -20,7 +19,7 @@ import numpy as np
 from ..lang import dtypes as D
 from ..lang import surface as S
 from ..lang.numba_link import prim_calls_enabled
-from ..lang.kernel import is_kernel_function as _is_jit
+from ..lang.kernel import is_kernel_function as _is_jit, source_text
 from ..lang.trace import NCOL
 from . import lower as L
 from .frontend import KernelSource, attr_chain as _attr_chain, is_asc_module as _is_asc_module
@@ -530,7 +529,7 @@ def uses_allocation_sites(fn, seen=None) -> bool:
         return False
     seen.add(fn)
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+        tree = ast.parse(source_text(fn))
     except (OSError, TypeError, SyntaxError):
         return False
     for n in ast.walk(tree):

@@ -8,7 +8,7 @@ import textwrap
 import types
 
 from ..lang.errors import CompileError
-from ..lang.kernel import is_kernel_function
+from ..lang.kernel import is_kernel_function, source_lines, source_text
 
 
 # names the generated module defines or the generated functions use (codegen.py, lower.py)
@@ -28,7 +28,7 @@ class KernelSource:
     def __init__(self, fn):
         self.fn = fn
         self.name = fn.__name__
-        lines, first = inspect.getsourcelines(fn)
+        lines, first = source_lines(fn)
         self.file = inspect.getsourcefile(fn) or "<unknown>"
         self.first_line = first
         raw = "".join(lines)
@@ -165,7 +165,7 @@ def asc_calls(fn, _seen=None) -> frozenset:
         return frozenset()
     seen.add(fn)
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+        tree = ast.parse(source_text(fn))
     except (OSError, TypeError, SyntaxError):
         return frozenset()
     globs = dict(getattr(fn, "__globals__", {}))

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import ast
 import inspect
-import textwrap
 
-from ..lang.kernel import is_kernel_function
+from ..lang.kernel import is_kernel_function, source_text
 from ..lang.surface import ACROSS_GROUP_OPS, CROSS_CORE_OPS, MODE_SCOPED_SET
 from .frontend import attr_chain, is_asc_module
 
@@ -64,7 +63,7 @@ def sync_scope(fn, _seen=None) -> SyncScope:
         return out
     seen.add(fn)
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+        tree = ast.parse(source_text(fn))
     except (OSError, TypeError, SyntaxError):
         return out
     globs = dict(getattr(fn, "__globals__", {}))

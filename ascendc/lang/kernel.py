@@ -11,6 +11,7 @@ import linecache
 import os
 import textwrap
 import threading
+import weakref
 
 from .api import ConstExpr
 from .errors import CompileError
@@ -38,6 +39,7 @@ class KernelFunction:
         self.__wrapped__ = fn
         self.param_names = list(inspect.signature(fn).parameters)
         self.const_params = const_params(fn)
+        _remember_source(self.fn)
 
     @property
     def fn(self):
@@ -50,6 +52,39 @@ class KernelFunction:
 
 def is_kernel_function(v) -> bool:
     return isinstance(v, KernelFunction)
+
+
+# ---- the source a kernel was imported with -----------------------------------------------------
+# The compiler reads a kernel's text through linecache (inspect), at its first launch or at a new
+# specialisation, possibly long after the import. If the file was edited meanwhile, those lines at
+# the function's old line numbers are other code (another kernel, half of one): compiling them
+# would launch something the interpreter (which runs the imported bytecode) never ran.
+_SOURCES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _remember_source(fn) -> None:
+    try:
+        _SOURCES[fn] = tuple(inspect.getsourcelines(fn)[0])
+    except (OSError, TypeError):
+        pass                        # no source file (built with exec): nothing to compare
+
+
+def source_lines(fn):
+    """inspect.getsourcelines(fn), refusing text that is no longer what `fn` was declared with
+    (its file edited since the import)."""
+    lines, first = inspect.getsourcelines(fn)
+    known = _SOURCES.get(fn)
+    if known is not None and tuple(lines) != known:
+        raise CompileError(f"asc.jit: the source of {fn.__name__} must be the text it was imported "
+                           f"from, got {inspect.getsourcefile(fn)} edited since (lines {first}-"
+                           f"{first + len(known) - 1} now hold other code); re-import the module "
+                           f"(importlib.reload) to compile the edited kernel")
+    return lines, first
+
+
+def source_text(fn) -> str:
+    """The dedented source of `fn`, as source_lines checks it."""
+    return textwrap.dedent("".join(source_lines(fn)[0]))
 
 
 # ---- pyasc's `with mm.iterate() as count:` -----------------------------------------------------
