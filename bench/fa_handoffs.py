@@ -6,9 +6,11 @@ and of the backward (two launches), on DeviceArrays, compiled mode.
 For each: the median wall time and process CPU time (all threads), and from the last run the
 context switches of the process's threads (/proc/self/task/*/status: voluntary = a thread
 blocked, involuntary = preempted), the cross-core calls that reached the launch's Python side
-(rt.crossflags: sets, waits, native waits that had to block) and the live threads. Unchecked
-launches whose flags stay inside groups count sets and untaken waits in native code, so their
-sets and waits columns are 0 and only blocking waits reach Python; `--checked` shows the
+(rt.crossflags: sets, waits, native waits that blocked there), the futex sleeps and wakes of
+native waits, and the live threads. Unchecked launches whose flags stay inside groups count
+sets and untaken waits in native code, so their sets and waits columns are 0; a wait that finds
+its counter at 0 sleeps on a futex (Linux), and reaches Python ("blocked") only after sleeping
+long or without futexes (ASCEND_EMU_FUTEX=0 shows the launch without them); `--checked` shows the
 launch counting every flag (the counter limit and GM order need its lock). B1 N8 D64 fp32
 BNSD. Run it on a quiet machine for absolute numbers; the counts do not depend on load much.
 """
@@ -25,9 +27,28 @@ import rt
 import rt.crossflags as CF
 from kernels.flash_attention import flash_attention_with_stats
 from kernels.flash_attention_backward import flash_attention_backward
+from rt.futex import futex_available
 from rt.launch import core_pool
 
 CALLS = {"set_flag": 0, "wait_flag": 0, "wait_native": 0}
+LAUNCHES = []           # the launches of the current measurement (their futex counts)
+
+
+def _keep_launches():
+    orig = CF.CrossCoreLaunch.__init__
+
+    def init(self, *a, **k):
+        orig(self, *a, **k)
+        LAUNCHES.append(self)
+    CF.CrossCoreLaunch.__init__ = init
+
+
+def futex_counts():
+    """(futex sleeps, futex wakes, native waits that went on blocking in rt.crossflags) of the
+    launches made since the last call."""
+    out = [int(sum(int(L.glob[k]) for L in LAUNCHES)) for k in (1, 2, 3)]
+    LAUNCHES.clear()
+    return out
 
 
 def _count(name):
@@ -60,14 +81,16 @@ def measure(fn, repeats):
     for _ in range(repeats):
         for k in CALLS:
             CALLS[k] = 0
+        futex_counts()
         c0 = context_switches()
         t0, p0 = time.perf_counter(), time.process_time()
         fn()
         walls.append(time.perf_counter() - t0)
         cpus.append(time.process_time() - p0)
         c1 = context_switches()
+        fx = futex_counts()
     return (float(np.median(walls)) * 1e3, float(np.median(cpus)) * 1e3, c1[0] - c0[0],
-            c1[1] - c0[1], dict(CALLS), threading.active_count())
+            c1[1] - c0[1], dict(CALLS), fx, threading.active_count())
 
 
 def main(argv=None):
@@ -79,6 +102,7 @@ def main(argv=None):
     rt.ensure_device()
     for name in CALLS:
         _count(name)
+    _keep_launches()
     rng = np.random.default_rng(0)
     q, k, v, do = (rng.standard_normal((1, 8, a.seq, 64)).astype(np.float32) for _ in range(4))
     dq, dk, dv, ddo = (rt.to_device(x) for x in (q, k, v, do))
@@ -96,14 +120,16 @@ def main(argv=None):
         stream.synchronize()
     bwd()
     print(f"MIX FlashAttention B1 N8 S{a.seq} D64 fp32, {'checked' if a.checked else 'unchecked'}"
+          f", futex {'on' if futex_available() else 'off'}"
           f", {core_pool().n} emulated cores, {os.cpu_count()} CPUs, load "
           f"{os.getloadavg()[0]:.1f}; medians of {a.repeats}")
     print(f"  {'':9}{'wall ms':>9}{'cpu ms':>9}{'vol cs':>8}{'invol cs':>9}{'sets':>7}"
-          f"{'waits':>7}{'blocked':>8}{'threads':>8}")
+          f"{'waits':>7}{'blocked':>8}{'sleeps':>8}{'wakes':>7}{'threads':>8}")
     for name, fn in (("forward", fwd), ("backward", bwd)):
-        wall, cpu, vol, inv, calls, threads = measure(fn, a.repeats)
+        wall, cpu, vol, inv, calls, fx, threads = measure(fn, a.repeats)
         print(f"  {name:9}{wall:9.0f}{cpu:9.0f}{vol:8d}{inv:9d}{calls['set_flag']:7d}"
-              f"{calls['wait_flag']:7d}{calls['wait_native']:8d}{threads:8d}")
+              f"{calls['wait_flag']:7d}{calls['wait_native']:8d}{fx[0]:8d}{fx[1]:7d}"
+              f"{threads:8d}")
 
 
 if __name__ == "__main__":
