@@ -88,9 +88,9 @@ _NEW, _RUN, _BLOCKED, _DONE = range(4)
 # rounds (groups x 2 x FLAG_IDS), 6 the group's first instance, 7 its AIC's slot (-1: none),
 # 8 bit s: slot s of a group is an AIV, 9 cores per group, 10 the group, 11 address of the
 # launch's shared words (`glob`), 12 address of libc's `syscall` (0: no futexes), 13 its number
-# of futex, 14 of sched_yield, 15-16 a struct timespec of one futex slice, 17 futex slices before
-# blocking in `wait_native`, 18 sched_yield calls before sleeping
-CTL_WORDS = 19
+# of futex, 14-15 a struct timespec of one futex slice, 16 futex slices before blocking in
+# `wait_native`, 17 looks at the counter before sleeping (rt.futex.SPINS)
+CTL_WORDS = 18
 # the launch's shared words: 0 aborted, 1 futex sleeps, 2 futex wakes, 3 native waits that went
 # on to `wait_native`
 GLOB_WORDS = 4
@@ -191,7 +191,7 @@ class CrossCoreLaunch:
         self.rel = np.zeros((groups, 2, FLAG_IDS), np.int64)
         self.glob = np.zeros(GLOB_WORDS, np.int64)
         self._fence = threading.Lock()
-        sysc = _futex.SYSCALL if self.native and futex_available() else (0, None, 0, 0)
+        sysc = _futex.SYSCALL if self.native and futex_available() else (0, None, 0)
         self.instances = []
         for g in range(groups):
             sub = 0
@@ -209,7 +209,7 @@ class CrossCoreLaunch:
                               self.blk.ctypes.data, self.arr.ctypes.data, self.rel.ctypes.data,
                               i.group * len(self.roles), aic_slot, aiv_mask, len(self.roles),
                               i.group, self.glob.ctypes.data,
-                              sysc[0], sysc[2], sysc[3], 0, FUTEX_SLICE_NS, FUTEX_SLICES,
+                              sysc[0], sysc[2], 0, FUTEX_SLICE_NS, FUTEX_SLICES,
                               _futex.SPINS], np.int64)
         self._kind = {AIC: [i for i in self.instances if i.role == AIC],
                       AIV: [i for i in self.instances if i.role == AIV]}

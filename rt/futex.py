@@ -18,18 +18,20 @@ __all__ = ["SYSCALL", "FUTEX_SLICE_NS", "FUTEX_SLICES", "SPINS", "futex_availabl
 
 FUTEX_SLICE_NS = 10_000_000     # a futex sleep ends after this, to look at the launch again
 FUTEX_SLICES = 5                # ... and after this many a wait blocks in `wait_native`
-SPINS = 0                       # sched_yield calls before a futex sleep
+# looks at the counter before a futex sleep (busy, no syscall). 0: on 2 CPUs shared by 6 threads
+# the setter seldom runs meanwhile; sched_yield there gave the CPU to other processes (docs/
+# performance.md)
+SPINS = 0
 _FUTEX_WAKE_PRIVATE = 129
-_NRS = {"x86_64": (202, 24), "amd64": (202, 24), "aarch64": (98, 124),
-        "arm64": (98, 124)}     # (futex, sched_yield)
+_SYS_FUTEX = {"x86_64": 202, "amd64": 202, "aarch64": 98, "arm64": 98}
 
 
 def _libc_syscall():
-    """(address of libc's `syscall`, its ctypes function, SYS_futex, SYS_sched_yield), or None
+    """(address of libc's `syscall`, its ctypes function, SYS_futex), or None
     where futexes on the low half of an int64 word are not available (not Linux, an unknown
     machine, big-endian)."""
-    nrs = _NRS.get(platform.machine().lower())
-    if not sys.platform.startswith("linux") or nrs is None or sys.byteorder != "little":
+    nr = _SYS_FUTEX.get(platform.machine().lower())
+    if not sys.platform.startswith("linux") or nr is None or sys.byteorder != "little":
         return None
     try:
         fn = ctypes.CDLL(None, use_errno=True).syscall
@@ -37,7 +39,7 @@ def _libc_syscall():
         return None
     fn.restype = ctypes.c_long
     fn.argtypes = [ctypes.c_long] * 7
-    return ctypes.cast(fn, ctypes.c_void_p).value, fn, nrs[0], nrs[1]
+    return ctypes.cast(fn, ctypes.c_void_p).value, fn, nr
 
 
 SYSCALL = _libc_syscall()

@@ -75,8 +75,8 @@ def _status(ctx, r, api):
 
 # words of an instance's control block (rt.crossflags.CTL_WORDS), as byte offsets
 _C_NATIVE, _C_INDEX, _C_CTR, _C_BLK, _C_ARR, _C_REL, _C_BASE, _C_AIC, _C_AIVS, _C_CORES, \
-    _C_GROUP, _C_GLOB, _C_SYS, _C_FUTEX, _C_YIELD, _C_TS, _C_SLICES, _C_SPINS = \
-    0, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120, 136, 144
+    _C_GROUP, _C_GLOB, _C_SYS, _C_FUTEX, _C_TS, _C_SLICES, _C_SPINS = \
+    0, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 128, 136
 # the launch's shared words (rt.crossflags.GLOB_*): aborted, futex sleeps, futex wakes, waits
 # that went on blocking in rt.crossflags
 _G_BROKEN, _G_SLEEPS, _G_WAKES, _G_FALLBACKS = 0, 8, 16, 24
@@ -104,14 +104,13 @@ def _native_raise(st, idx, flag, n):
 
 @prim
 def _native_block(ctl, c, flag, sysfn):
-    """Counter `c` (of `flag`) was 0: yield the CPU a few times, then sleep on this instance's
-    futex for at most one slice unless the counter was raised meanwhile. -1 if the launch was
-    aborted, else 0 (the caller looks at the counter again)."""
+    """Counter `c` (of `flag`) was 0: look at it the launch's number of spins more, then sleep
+    on this instance's futex for at most one slice unless the counter was raised meanwhile. -1
+    if the launch was aborted, else 0 (the caller looks at the counter again)."""
     glob = xcore_load(ctl + _C_GLOB)
     if xcore_load(glob + _G_BROKEN) != 0:
         return -1
     for _ in range(xcore_load(ctl + _C_SPINS)):
-        xcore_syscall(sysfn, xcore_load(ctl + _C_YIELD), 0, 0, 0, 0)
         if xcore_load(c) > 0:
             return 0
     blk = xcore_load(ctl + _C_BLK) + xcore_load(ctl + _C_INDEX) * 8
