@@ -15,8 +15,10 @@ The common case needs no callback: in a launch whose flags count natively (rt.cr
 `CrossCoreLaunch.native`: unchecked, flags within groups), `st.xcore` is the address of the
 instance's control block and the primitives count sets and take waits with atomic operations
 on the launch's counters (`xcore_load`, `xcore_add`, `xcore_cas`); only a wait that finds its
-counter at 0 calls back (OP_WAIT_NATIVE: block until it is not), and a set whose target is
-blocked wakes it (OP_WAKE).
+counter at 0 blocks natively too where Linux futexes are available (`xcore_syscall`: libc's
+`syscall` called through its address, FUTEX_WAIT on the counter, FUTEX_WAKE from the setter);
+elsewhere, or after blocking long (deadlock detection), it calls back (OP_WAIT_NATIVE: block
+until it is not), and a set whose target is blocked there wakes it (OP_WAKE).
 """
 from __future__ import annotations
 
@@ -36,7 +38,8 @@ from numba.extending import intrinsic
 from .ccallback import guarded_callback
 from .errors import fault
 
-__all__ = ["attach_instance", "call_xcore", "xcore_load", "xcore_add", "xcore_cas", "CALL_ADDR",
+__all__ = ["attach_instance", "call_xcore", "xcore_load", "xcore_add", "xcore_cas", "xcore_store",
+           "xcore_syscall", "CALL_ADDR",
            "OP_SET", "OP_WAIT", "OP_IB_SET", "OP_IB_WAIT", "OP_SYNC_ALL", "OP_WAIT_NATIVE",
            "OP_WAKE", "OP_KFC", "KFC_POST", "KFC_RECV", "KFC_REPLY", "KFC_WAIT",
            "OP_GM", "OP_GM_ROWS", "ROW_BITS",
@@ -224,7 +227,7 @@ if config.DISABLE_JIT:
     def xcore_add(addr, v):
         raise AssertionError("native flags need Numba")
 
-    xcore_cas = xcore_add
+    xcore_cas = xcore_store = xcore_syscall = xcore_add
 else:
     @intrinsic
     def call_xcore(typingctx, fnptr, key, op, a, b):
@@ -261,3 +264,24 @@ else:
             pair = builder.cmpxchg(ptr, args[1], args[2], "seq_cst", "seq_cst")
             return builder.zext(builder.extract_value(pair, 1), ir.IntType(64))
         return types.int64(types.int64, types.int64, types.int64), codegen
+
+    @intrinsic
+    def xcore_store(typingctx, addr, v):
+        """Store `v` in the int64 at `addr` atomically (sequentially consistent)."""
+        def codegen(context, builder, signature, args):
+            ptr = builder.inttoptr(args[0], ir.IntType(64).as_pointer())
+            builder.atomic_rmw("xchg", ptr, args[1], "seq_cst")
+            return context.get_dummy_value()
+        return types.void(types.int64, types.int64), codegen
+
+    @intrinsic
+    def xcore_syscall(typingctx, fnptr, nr, a, b, c, d):
+        """`fnptr(nr, a, b, c, d)` for the address of libc's variadic `long syscall(long, ...)`
+        (called as variadic, so the vector-register count is set as the ABI wants)."""
+        sig = types.int64(*([types.int64] * 6))
+
+        def codegen(context, builder, signature, args):
+            i64 = ir.IntType(64)
+            fn = builder.inttoptr(args[0], ir.FunctionType(i64, [i64], var_arg=True).as_pointer())
+            return builder.call(fn, list(args[1:]))
+        return sig, codegen

@@ -9,6 +9,7 @@ import ascendc as asc
 import rt
 import rt.crossflags as CF
 from ascendc.compiler.syncscope import sync_scope
+from rt.futex import futex_available
 
 import mix_kernels as K
 
@@ -171,3 +172,65 @@ def test_unchecked_flash_attention_counts_natively_and_matches_numpy(s, causal):
                                rtol=1e-4, atol=1e-5)
     for got, want in zip(grads, flash_attention_backward_reference(do, q, k, v, causal=causal)):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+# ---- native blocking: futex sleeps (Linux) -----------------------------------------------------
+
+def _keep_launches(monkeypatch):
+    launches = []
+    orig = CF.CrossCoreLaunch.__init__
+
+    def init(self, *a, **k):
+        orig(self, *a, **k)
+        launches.append(self)
+    monkeypatch.setattr(CF.CrossCoreLaunch, "__init__", init)
+    return launches
+
+
+@pytest.mark.skipif(not futex_available(), reason="needs Linux futexes")
+def test_unchecked_blocking_waits_sleep_on_futexes_without_python(monkeypatch):
+    calls = _count_launch_calls(monkeypatch)
+    launches = _keep_launches(monkeypatch)
+    _pingpong(3, 300, False, False)
+    (launch,) = launches
+    sleeps, wakes, fallbacks = (int(launch.glob[k]) for k in (1, 2, 3))
+    # the AIVs wait for the AIC's GO on every round, so some waits find their counter at 0;
+    # they sleep on futexes and setters wake them; a wait reaches the launch's Python side
+    # only after sleeping FUTEX_SLICES slices (none of these is that long, bar a starved CPU)
+    assert sleeps > 0 and wakes > 0 and wakes <= sleeps + 3 * 3
+    assert calls["block"] == fallbacks and fallbacks * 10 <= sleeps
+    assert calls["set"] == 0 and calls["wait"] == 0
+
+
+def test_without_futexes_blocking_waits_block_in_the_launch(monkeypatch):
+    monkeypatch.setenv("ASCEND_EMU_FUTEX", "0")
+    calls = _count_launch_calls(monkeypatch)
+    launches = _keep_launches(monkeypatch)
+    _pingpong(3, 200, False, False)
+    (launch,) = launches
+    assert int(launch.glob[1]) == 0 and int(launch.glob[2]) == 0
+    assert calls["block"] > 0 and calls["block"] == int(launch.glob[3])
+    assert calls["set"] == 0 and calls["wait"] == 0
+
+
+@asc.jit(kernel_type="MIX_AIC_1_2")
+def abort_kernel(x: asc.GlobalAddress, bad: int):
+    """The AIC waits for GO, which nobody sets; AIV 0 of the group fails (a flag id out of
+    range), which aborts the launch."""
+    if asc.ascend_is_aic():
+        asc.cross_core_wait_flag(GO, 2, asc.PipeID.PIPE_FIX)
+    elif asc.get_sub_block_idx() == 0:
+        asc.cross_core_set_flag(bad, 2, asc.PipeID.PIPE_MTE3)
+
+
+@pytest.mark.skipif(not futex_available(), reason="needs Linux futexes")
+def test_an_aborted_launch_wakes_a_core_asleep_on_its_futex(monkeypatch):
+    launches = _keep_launches(monkeypatch)
+    with pytest.raises(rt.AclError, match=r"asc.cross_core_set_flag: flag_id must be in \[0, "
+                                          r"10\] on Atlas A2, got flag_id=11"):
+        abort_kernel[1](np.zeros(8, np.float32), 11, checked=False)
+    (launch,) = launches
+    assert launch.broken and launch.glob[0] == 1
+    # the AIC ended its wait on the abort (the abort's wake, or the launch seen aborted before
+    # sleeping), not after its futex slices in the launch's Python side
+    assert int(launch.glob[3]) == 0

@@ -15,10 +15,15 @@ launch's cores of the caller's kind).
 In a launch whose flags count natively (rt.crossflags: unchecked, flags within groups) a set of
 mode 1 or 2 and a wait that finds its counter above 0 are atomic operations on the launch's
 counters, with no call into Python (`_native_set`, `_native_wait`); the counting rules are
-those of rt.crossflags, which blocks a wait that finds its counter at 0 and reports deadlocks.
+those of rt.crossflags. A wait that finds its counter at 0 blocks natively where the launch
+offers Linux futexes (`_native_block`: FUTEX_WAIT on the instance's blocked word, FUTEX_WAKE from
+the set that raises the counter it waits on), in slices, checking between them whether the launch
+was aborted; after the launch's number of slices (or without futexes) it blocks in rt.crossflags,
+which reports deadlocks.
 """
 from ..core import prim, FLAG_DEFER, flush_pending
-from ..crosscore import (call_xcore, xcore_load, xcore_add, xcore_cas, OP_SET, OP_WAIT,
+from ..crosscore import (call_xcore, xcore_load, xcore_add, xcore_cas, xcore_store, xcore_syscall,
+                         OP_SET, OP_WAIT,
                          OP_IB_SET, OP_IB_WAIT, OP_SYNC_ALL, OP_WAIT_NATIVE, OP_WAKE,
                          OP_GM, OP_GM_ROWS, ROLE_AIV, ROW_BITS, STEP_BITS, ROWS_BITS, STEP_SHIFT,
                          ROWS_SHIFT)
@@ -70,16 +75,55 @@ def _status(ctx, r, api):
 
 # words of an instance's control block (rt.crossflags.CTL_WORDS), as byte offsets
 _C_NATIVE, _C_INDEX, _C_CTR, _C_BLK, _C_ARR, _C_REL, _C_BASE, _C_AIC, _C_AIVS, _C_CORES, \
-    _C_GROUP = 0, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80
+    _C_GROUP, _C_GLOB, _C_SYS, _C_FUTEX, _C_TS, _C_SLICES, _C_SPINS = \
+    0, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 128, 136
+# the launch's shared words (rt.crossflags.GLOB_*): aborted, futex sleeps, futex wakes, waits
+# that went on blocking in rt.crossflags
+_G_BROKEN, _G_SLEEPS, _G_WAKES, _G_FALLBACKS = 0, 8, 16, 24
+# an instance's blocked word: 0 running, 1 blocked in rt.crossflags, 2 + f asleep on its futex
+# waiting for flag f
+_B_PYTHON, _B_FUTEX = 1, 2
+_FUTEX_WAIT_PRIVATE, _FUTEX_WAKE_PRIVATE = 128, 129
 
 
 @prim
 def _native_raise(st, idx, flag, n):
-    """Counter `flag` of instance `idx` += n; wake it if it is blocked."""
+    """Counter `flag` of instance `idx` += n; wake it if it is blocked on that counter."""
     ctl = st.xcore
     xcore_add(xcore_load(ctl + _C_CTR) + (idx * N_FLAG_IDS + flag) * 8, n)
-    if xcore_load(xcore_load(ctl + _C_BLK) + idx * 8) != 0:
+    blk = xcore_load(ctl + _C_BLK) + idx * 8
+    b = xcore_load(blk)
+    if b == _B_FUTEX + flag:
+        if xcore_cas(blk, b, 0) != 0:
+            xcore_add(xcore_load(ctl + _C_GLOB) + _G_WAKES, 1)
+            xcore_syscall(xcore_load(ctl + _C_SYS), xcore_load(ctl + _C_FUTEX), blk,
+                          _FUTEX_WAKE_PRIVATE, 1, 0)
+    elif b == _B_PYTHON:
         call_xcore(st.xcore_fn, ctl, OP_WAKE, idx, 0)
+
+
+@prim
+def _native_block(ctl, c, flag, sysfn):
+    """Counter `c` (of `flag`) was 0: look at it the launch's number of spins more, then sleep
+    on this instance's futex for at most one slice unless the counter was raised meanwhile. -1
+    if the launch was aborted, else 0 (the caller looks at the counter again)."""
+    glob = xcore_load(ctl + _C_GLOB)
+    if xcore_load(glob + _G_BROKEN) != 0:
+        return -1
+    for _ in range(xcore_load(ctl + _C_SPINS)):
+        if xcore_load(c) > 0:
+            return 0
+    blk = xcore_load(ctl + _C_BLK) + xcore_load(ctl + _C_INDEX) * 8
+    xcore_store(blk, _B_FUTEX + flag)
+    # the store above before these reads, a setter's raise before its read of the word: one of
+    # the two sees the other's write (both sequentially consistent); a wake that comes first
+    # clears the word, and FUTEX_WAIT then returns at once
+    if xcore_load(c) == 0 and xcore_load(glob + _G_BROKEN) == 0:
+        xcore_add(glob + _G_SLEEPS, 1)
+        xcore_syscall(sysfn, xcore_load(ctl + _C_FUTEX), blk, _FUTEX_WAIT_PRIVATE,
+                      _B_FUTEX + flag, ctl + _C_TS)
+    xcore_store(blk, 0)
+    return 0
 
 
 @prim
@@ -131,16 +175,24 @@ def _native_set(st, flag, mode):
 
 @prim
 def _native_wait(st, flag, mode):
-    """CrossCoreWaitFlag counted natively: take one from the counter, blocking in the launch
-    while it is 0. The launch's status (0 passed)."""
+    """CrossCoreWaitFlag counted natively: take one from the counter, blocking while it is 0
+    (natively for the launch's futex slices, then in the launch). The launch's status (0
+    passed)."""
     ctl = st.xcore
     c = xcore_load(ctl + _C_CTR) + (xcore_load(ctl + _C_INDEX) * N_FLAG_IDS + flag) * 8
+    sysfn = xcore_load(ctl + _C_SYS)
+    slices = xcore_load(ctl + _C_SLICES) if sysfn != 0 else 0
     while True:
         v = xcore_load(c)
         if v > 0:
             if xcore_cas(c, v, v - 1) != 0:
                 return 0
+        elif slices > 0:
+            slices -= 1
+            if _native_block(ctl, c, flag, sysfn) != 0:
+                return -1
         else:
+            xcore_add(xcore_load(ctl + _C_GLOB) + _G_FALLBACKS, 1)
             r = call_xcore(st.xcore_fn, ctl, OP_WAIT_NATIVE, flag, mode)
             if r != 0:
                 return r
