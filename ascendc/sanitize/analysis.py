@@ -33,7 +33,7 @@ import numpy as np
 from ..lang import record, trace as T
 from ..lang.enums import HardEvent, PipeID
 from .report import Finding
-from .scan import first_above, first_in_flight, first_unseen_write
+from .scan import any_set, first_above, first_in_flight, first_unseen_write
 
 LANES = ("SCALAR", "VECTOR", "CUBE", "MTE1", "MTE2", "MTE3", "FIXPIPE")
 _LANE = {n: i for i, n in enumerate(LANES)}
@@ -49,6 +49,7 @@ _BARRIER_NAME = {lane: PipeID(p).name for p, lane in _BARRIER_LANE.items()}
 
 _NEVER = np.iinfo(np.int32).max       # a clock no write or read reaches
 _REACH = 8                              # w_pipe of a write recorded by its reach: pipe + 8
+_PAGE = 9                               # racecheck's filter pages: 512 bytes
 
 
 class _Shadow:
@@ -60,6 +61,7 @@ class _Shadow:
         self.size = size
         self.written = np.zeros(size, bool)
         self.freed = np.zeros(size, bool)
+        self.freed_u8 = self.freed.view(np.uint8)
         self.region_line = np.zeros(size, np.int32)
         self.w_pipe = np.full(size, -1, np.int8)    # last writer's pipe (+ _REACH: a reach)
         self.w_time = np.zeros(size, np.int32)
@@ -116,6 +118,15 @@ class BlockPass:
         # is needed only where they are later than what the accessing pipe has seen)
         self.w_max = [0] * len(LANES)
         self.r_max = [0] * len(LANES)
+        # per pipe and 512-byte page of local memory: the time of the pipe's latest write / read
+        # touching it. An access whose pages no other pipe wrote (read) later than what the
+        # accessing pipe has seen needs no byte scan (the last writer of a byte it would find
+        # is such a write, or comes after one and is unseen as well)
+        pages = (self.sh.size >> _PAGE) + 1
+        self.w_page = np.zeros((len(LANES), pages), np.int64)
+        self.r_page = np.zeros((len(LANES), pages), np.int64)
+        self._freed: dict = {}          # (lo, hi) of buffers freed and not allocated since
+        self._pend: list = []           # racecheck's per-byte updates not yet made (_flush)
         self.flags: dict = {}           # (src lane, dst lane, key) -> [clock snapshots]
         self.pending: dict = {}         # (event, id) -> [lines of set_flags not yet waited]
         self.findings: list = []
@@ -270,10 +281,14 @@ class BlockPass:
         sh = self.sh
         sh.dirty.append((lo, hi))
         if what == T.REGION_ALLOC:
+            if self._freed:
+                for a, b in [k for k in self._freed if lo <= k[0] and k[1] <= hi]:
+                    del self._freed[(a, b)]
             sh.written[lo:hi] = False
             sh.freed[lo:hi] = False
             sh.region_line[lo:hi] = line
         elif what == T.REGION_FREE:
+            self._freed[(lo, hi)] = True
             sh.freed[lo:hi] = True
             sh.region_line[lo:hi] = line
         elif sh.region_line[lo] == 0:        # a TBuf's first get: its "allocation"
@@ -295,7 +310,9 @@ class BlockPass:
         hi = min(lo + nbytes, sh.size)
         sh.dirty.append((lo, hi))
         what = "write" if write else "read"
-        if "memcheck" in self.tools and sh.freed[lo:hi].any():
+        if ("memcheck" in self.tools and self._freed
+                and any(a < hi and lo < b for a, b in self._freed)
+                and any_set(sh.freed_u8, lo, hi)):
             i = lo + int(np.argmax(sh.freed[lo:hi]))
             self.add("Write1" if write else "Read1", f"{what} of size {nbytes} through a freed "
                      f"tensor", line, address=self._at(lo, i),
@@ -313,17 +330,25 @@ class BlockPass:
 
     def _race(self, lo, hi, write, line, reach):
         sh, p, clk = self.sh, self.pipe, self.clk[self.pipe]
-        if p in _DMA and not reach and self.done[p] < min(clk[p] - 1, self.w_max[p]):
+        if hi <= lo:
+            return
+        seen = clk.tolist()
+        now = seen[p]
+        pa, pb = lo >> _PAGE, ((hi - 1) >> _PAGE) + 1
+        if (p in _DMA and not reach and self.done[p] < min(now - 1, self.w_max[p])
+                and self.w_page[p, pa:pb].max() > self.done[p]):
             self._same_pipe(lo, hi, write, line)    # (the pipe has drained up to its last op:
             # nothing of it can be in flight)
         # Sync2: bytes whose last writer is another pipe (not the scalar unit) that this pipe's
-        # clock has not seen; by writer pipe, the time seen (never for none, scalar, this pipe)
-        seen = clk.tolist()
-        if any(self.w_max[q] > seen[q] for q in range(1, len(LANES)) if q != p):
+        # clock has not seen; by writer pipe, the time seen (never for none, scalar, this pipe).
+        # The byte scan runs only where the pages show such a write
+        if (any(self.w_max[q] > seen[q] for q in range(1, len(LANES)) if q != p)
+                and _unseen(self.w_page[:, pa:pb], clk, p)):
             table = np.full(2 * _REACH, _NEVER, np.int32)
             table[1:len(LANES)] = clk[1:]
             table[_REACH + 1:_REACH + len(LANES)] = clk[1:]
             table[p] = table[_REACH + p] = _NEVER
+            self._flush()
             at = first_unseen_write(sh.w_pipe, sh.w_time, lo, hi, table)
             if at >= 0:
                 other = int(sh.w_pipe[at]) % _REACH
@@ -333,23 +358,43 @@ class BlockPass:
                          detail="no set_flag/wait_flag, queue step or barrier orders the two")
         if write:
             # Write3: reads of other pipes (not the scalar unit) this pipe has not seen
+            late = None
+            if any(self.r_max[q] > seen[q] for q in range(1, len(LANES)) if q != p):
+                late = self.r_page[:, pa:pb].max(axis=1).tolist()
             for q in range(1, len(LANES)):
-                if q == p or self.r_max[q] <= seen[q]:
+                if q == p or self.r_max[q] <= seen[q] or late[q] <= seen[q]:
                     continue
+                self._flush()
                 at = first_above(sh.r_time[q], lo, hi, seen[q])
                 if at >= 0:
                     self.add("Write3", f"potential WAR hazard between {LANES[q]} and "
                              f"{LANES[p]}", line, address=self._at(lo, at),
                              other=(f"{LANES[q]} read at", self.where(sh.r_line[q, at])),
                              detail="the write may land before the read is done")
-            self.w_max[p] = seen[p]
-            sh.w_pipe[lo:hi] = p + _REACH if reach else p
-            sh.w_time[lo:hi] = clk[p]
-            sh.w_line[lo:hi] = line
+            self.w_max[p] = now
+            self.w_page[p, pa:pb] = now
+            self._pend.append((True, lo, hi, p + _REACH if reach else p, now, line))
         else:
-            sh.r_time[p, lo:hi] = clk[p]
-            sh.r_line[p, lo:hi] = line
-            self.r_max[p] = int(clk[p])
+            self._pend.append((False, lo, hi, p, now, line))
+            self.r_max[p] = now
+            self.r_page[p, pa:pb] = now
+        if len(self._pend) > 4096:
+            self._flush()
+
+    def _flush(self):
+        """Bring the per-byte racecheck state up to date: the writes and reads since the last
+        flush, in issue order (kept as ranges until a byte scan needs them: in a clean kernel
+        the filters above leave nearly every access without one)."""
+        sh = self.sh
+        for write, lo, hi, code, t, line in self._pend:
+            if write:
+                sh.w_pipe[lo:hi] = code
+                sh.w_time[lo:hi] = t
+                sh.w_line[lo:hi] = line
+            else:
+                sh.r_time[code, lo:hi] = t
+                sh.r_line[code, lo:hi] = line
+        self._pend = []
 
     def _same_pipe(self, lo, hi, write, line):
         """Sync1: a copy over bytes an earlier copy of its own pipe wrote, that pipe not known
@@ -357,12 +402,21 @@ class BlockPass:
         DMA queues of one pipe may land out of order. (A write recorded by its reach is not
         judged: its w_pipe is pipe + _REACH.)"""
         sh, p = self.sh, self.pipe
+        self._flush()
         at = first_in_flight(sh.w_pipe, sh.w_time, lo, hi, p, self.done[p], self.clk[p, p])
         if at >= 0:
             self.add("Sync1", f"potential {'WAW' if write else 'RAW'} hazard within "
                      f"{LANES[p]}", line, address=self._at(lo, at),
                      other=(f"{LANES[p]} wrote at", self.where(sh.w_line[at])),
                      detail=f"no pipe_barrier({_BARRIER_NAME[p]}) orders the two copies")
+
+
+def _unseen(pages, clk, p) -> bool:
+    """Did a pipe other than `p` and the scalar unit write (read) one of `pages` (lanes x
+    pages: the latest times) later than `clk` (what p has seen)?"""
+    late = pages.max(axis=1) > clk
+    late[0] = late[p] = False
+    return bool(late.any())
 
 
 def _event_name(ev: int) -> str:
