@@ -50,6 +50,7 @@ _BARRIER_NAME = {lane: PipeID(p).name for p, lane in _BARRIER_LANE.items()}
 _NEVER = np.iinfo(np.int32).max       # a clock no write or read reaches
 _REACH = 8                              # w_pipe of a write recorded by its reach: pipe + 8
 _PAGE = 9                               # racecheck's filter pages: 512 bytes
+_OP_LANE: dict = {}                     # (op, src level, dst level) -> lane of a K_OP row
 
 
 class _Shadow:
@@ -127,6 +128,7 @@ class BlockPass:
         self.r_page = np.zeros((len(LANES), pages), np.int64)
         self._freed: dict = {}          # (lo, hi) of buffers freed and not allocated since
         self._pend: list = []           # racecheck's per-byte updates not yet made (_flush)
+        self._lines: list = []          # region_line updates not yet made (_set_line)
         self.flags: dict = {}           # (src lane, dst lane, key) -> [clock snapshots]
         self.pending: dict = {}         # (event, id) -> [lines of set_flags not yet waited]
         self.findings: list = []
@@ -163,14 +165,18 @@ class BlockPass:
 
     # -- the pass --------------------------------------------------------------------------------
     def run(self, rows):
-        for r in rows:
+        for r in rows.tolist() if hasattr(rows, "tolist") else rows:    # (Python ints: cheaper)
             kind = int(r[T.C_KIND])
             if kind == T.K_OP:
                 op = int(r[T.C_OP])
                 if op == _XSET or op == _XWAIT:     # they run on the pipe they name
                     self.pipe = _XPIPE.get(int(r[T.C_ID]), 0)
                 else:
-                    self.pipe = _LANE.get(record.op_pipe(r), 0)
+                    key = (op, r[T.C_SRC_LV], r[T.C_DST_LV])
+                    lane = _OP_LANE.get(key)
+                    if lane is None:
+                        lane = _OP_LANE[key] = _LANE.get(record.op_pipe(r), 0)
+                    self.pipe = lane
                 clk = self.clk
                 clk[self.pipe, self.pipe] += 1
                 # the scalar unit issues in order: an op issued after a scalar op (a scalar
@@ -286,13 +292,31 @@ class BlockPass:
                     del self._freed[(a, b)]
             sh.written[lo:hi] = False
             sh.freed[lo:hi] = False
-            sh.region_line[lo:hi] = line
+            self._set_line(lo, hi, line)
         elif what == T.REGION_FREE:
             self._freed[(lo, hi)] = True
             sh.freed[lo:hi] = True
-            sh.region_line[lo:hi] = line
-        elif sh.region_line[lo] == 0:        # a TBuf's first get: its "allocation"
-            sh.region_line[lo:hi] = line
+            self._set_line(lo, hi, line)
+        elif self._line_at(lo) == 0:        # a TBuf's first get: its "allocation"
+            self._set_line(lo, hi, line)
+
+    def _set_line(self, lo, hi, line):
+        """region_line[lo:hi] = line, kept as a range until a report or a get needs it."""
+        self._lines.append((lo, hi, line))
+        if len(self._lines) > 512:
+            self._line_at(-1)
+
+    def _line_at(self, i: int) -> int:
+        """region_line[i] (i < 0: only bring the array up to date)."""
+        if i >= 0:
+            for lo, hi, line in reversed(self._lines):
+                if lo <= i < hi:
+                    return line
+            return int(self.sh.region_line[i])
+        for lo, hi, line in self._lines:
+            self.sh.region_line[lo:hi] = line
+        self._lines = []
+        return 0
 
     def _access(self, r):
         write, nbytes, line = bool(r[T.C_ID]), int(r[T.C_BYTES]), int(r[T.C_LINE])
@@ -316,13 +340,13 @@ class BlockPass:
             i = lo + int(np.argmax(sh.freed[lo:hi]))
             self.add("Write1" if write else "Read1", f"{what} of size {nbytes} through a freed "
                      f"tensor", line, address=self._at(lo, i),
-                     other=("freed at", self.where(sh.region_line[i])))
+                     other=("freed at", self.where(self._line_at(i))))
         if not write and "initcheck" in self.tools and int(r[T.C_M]) >= 0:
             c = lo + int(r[T.C_M])
             if not sh.written[c:c + 32].all():
                 self.add("Read2", f"uninitialized read of size {nbytes}", line,
                          address=self._at(lo, c),
-                         other=("allocated at", self.where(sh.region_line[c])))
+                         other=("allocated at", self.where(self._line_at(c))))
         if self.pipe != 0 and "racecheck" in self.tools:
             self._race(lo, hi, write, line, bool(r[T.C_N]))
         if write:
