@@ -70,6 +70,7 @@ class _Shadow:
         self.r_time = np.zeros((len(LANES), size), np.int32)
         self.r_line = np.zeros((len(LANES), size), np.int32)
         self.dirty: list = []
+        self.raced = False      # were racecheck's arrays written (BlockPass._flush) since reset
 
     def reset(self):
         # each touched byte once: the ranges (one per access) merged first
@@ -82,14 +83,16 @@ class _Shadow:
                 self._clear(lo_run, hi_run)
             lo_run, hi_run = lo, hi
         self.dirty = []
+        self.raced = False
 
     def _clear(self, lo, hi):
         self.written[lo:hi] = False
         self.freed[lo:hi] = False
         self.region_line[lo:hi] = 0
-        self.w_pipe[lo:hi] = -1
-        self.w_time[lo:hi] = 0
-        self.r_time[:, lo:hi] = 0
+        if self.raced:
+            self.w_pipe[lo:hi] = -1
+            self.w_time[lo:hi] = 0
+            self.r_time[:, lo:hi] = 0
 
 
 _TLS = threading.local()
@@ -410,6 +413,7 @@ class BlockPass:
         flush, in issue order (kept as ranges until a byte scan needs them: in a clean kernel
         the filters above leave nearly every access without one)."""
         sh = self.sh
+        sh.raced = sh.raced or bool(self._pend)
         for write, lo, hi, code, t, line in self._pend:
             if write:
                 sh.w_pipe[lo:hi] = code
