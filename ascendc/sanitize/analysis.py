@@ -50,6 +50,7 @@ _BARRIER_NAME = {lane: PipeID(p).name for p, lane in _BARRIER_LANE.items()}
 _NEVER = np.iinfo(np.int32).max       # a clock no write or read reaches
 _REACH = 8                              # w_pipe of a write recorded by its reach: pipe + 8
 _PAGE = 9                               # racecheck's filter pages: 512 bytes
+_OTHERS = tuple(tuple(q for q in range(1, len(LANES)) if q != p) for p in range(len(LANES)))
 _OP_LANE: dict = {}                     # (op, src level, dst level) -> lane of a K_OP row
 
 
@@ -143,6 +144,8 @@ class BlockPass:
         self.gm: list = []
         self.points: list = []          # (kind, key, lane, lane clock) per synchronising call
         self._track = "racecheck" in tools
+        self._mem, self._init = "memcheck" in tools, "initcheck" in tools
+        self._row = None                # the accessing pipe's clock row as a tuple (_clock_row)
         self.epoch = 0
         self.pipe = 0
         self._seen: set = set()
@@ -170,6 +173,10 @@ class BlockPass:
     def run(self, rows):
         for r in rows.tolist() if hasattr(rows, "tolist") else rows:    # (Python ints: cheaper)
             kind = int(r[T.C_KIND])
+            if kind == T.K_ACCESS:
+                self._access(r)
+                continue
+            self._row = None            # (the clocks may change)
             if kind == T.K_OP:
                 op = int(r[T.C_OP])
                 if op == _XSET or op == _XWAIT:     # they run on the pipe they name
@@ -197,8 +204,6 @@ class BlockPass:
                 elif op == _IB_SET or op == _IB_WAIT:
                     self._point("ib_set" if op == _IB_SET else "ib_wait",
                                 (int(r[T.C_A]), int(r[T.C_B])))
-            elif kind == T.K_ACCESS:
-                self._access(r)
             elif kind == T.K_REGION:
                 self._region(r)
             elif kind in (T.K_SET, T.K_WAIT):
@@ -226,6 +231,11 @@ class BlockPass:
                              detail=f"set_flag(event={_event_name(ev)}, event_id={ident}) is "
                                     f"never waited for before the block ends")
         return self
+
+    def _clock_row(self) -> tuple:
+        """The current pipe's clock row, kept until a row that may change clocks."""
+        self._row = tuple(self.clk[self.pipe].tolist())
+        return self._row
 
     def _point(self, kind, key):
         if self._track:
@@ -329,7 +339,7 @@ class BlockPass:
                 blk, step = int(r[T.C_ELEMS]), int(r[T.C_REPEATS])
                 if blk <= 0 or step <= blk:
                     blk = step = 0          # contiguous
-                self.gm.append((a, a + nbytes, write, p, tuple(self.clk[p].tolist()), line,
+                self.gm.append((a, a + nbytes, write, p, self._row or self._clock_row(), line,
                                 blk, step))
             return
         sh = self.sh
@@ -337,20 +347,19 @@ class BlockPass:
         hi = min(lo + nbytes, sh.size)
         sh.dirty.append((lo, hi))
         what = "write" if write else "read"
-        if ("memcheck" in self.tools and self._freed
-                and any(a < hi and lo < b for a, b in self._freed)
-                and any_set(sh.freed_u8, lo, hi)):
+        if self._mem and self._freed and _overlaps(self._freed, lo, hi) and any_set(
+                sh.freed_u8, lo, hi):
             i = lo + int(np.argmax(sh.freed[lo:hi]))
             self.add("Write1" if write else "Read1", f"{what} of size {nbytes} through a freed "
                      f"tensor", line, address=self._at(lo, i),
                      other=("freed at", self.where(self._line_at(i))))
-        if not write and "initcheck" in self.tools and int(r[T.C_M]) >= 0:
+        if not write and self._init and int(r[T.C_M]) >= 0:
             c = lo + int(r[T.C_M])
             if not sh.written[c:c + 32].all():
                 self.add("Read2", f"uninitialized read of size {nbytes}", line,
                          address=self._at(lo, c),
                          other=("allocated at", self.where(self._line_at(c))))
-        if self.pipe != 0 and "racecheck" in self.tools:
+        if self.pipe != 0 and self._track:
             self._race(lo, hi, write, line, bool(r[T.C_N]))
         if write:
             sh.written[lo:hi] = True
@@ -359,7 +368,7 @@ class BlockPass:
         sh, p, clk = self.sh, self.pipe, self.clk[self.pipe]
         if hi <= lo:
             return
-        seen = clk.tolist()
+        seen = self._row or self._clock_row()
         now = seen[p]
         pa, pb = lo >> _PAGE, ((hi - 1) >> _PAGE) + 1
         if (p in _DMA and not reach and self.done[p] < min(now - 1, self.w_max[p])
@@ -369,8 +378,7 @@ class BlockPass:
         # Sync2: bytes whose last writer is another pipe (not the scalar unit) that this pipe's
         # clock has not seen; by writer pipe, the time seen (never for none, scalar, this pipe).
         # The byte scan runs only where the pages show such a write
-        if (any(self.w_max[q] > seen[q] for q in range(1, len(LANES)) if q != p)
-                and _unseen(self.w_page[:, pa:pb], clk, p)):
+        if _later(self.w_max, seen, p) and _unseen(self.w_page[:, pa:pb], clk, p):
             table = np.full(2 * _REACH, _NEVER, np.int32)
             table[1:len(LANES)] = clk[1:]
             table[_REACH + 1:_REACH + len(LANES)] = clk[1:]
@@ -386,10 +394,10 @@ class BlockPass:
         if write:
             # Write3: reads of other pipes (not the scalar unit) this pipe has not seen
             late = None
-            if any(self.r_max[q] > seen[q] for q in range(1, len(LANES)) if q != p):
+            if _later(self.r_max, seen, p):
                 late = self.r_page[:, pa:pb].max(axis=1).tolist()
-            for q in range(1, len(LANES)):
-                if q == p or self.r_max[q] <= seen[q] or late[q] <= seen[q]:
+            for q in _OTHERS[p] if late is not None else ():
+                if self.r_max[q] <= seen[q] or late[q] <= seen[q]:
                     continue
                 self._flush()
                 at = first_above(sh.r_time[q], lo, hi, seen[q])
@@ -437,6 +445,21 @@ class BlockPass:
                      f"{LANES[p]}", line, address=self._at(lo, at),
                      other=(f"{LANES[p]} wrote at", self.where(sh.w_line[at])),
                      detail=f"no pipe_barrier({_BARRIER_NAME[p]}) orders the two copies")
+
+
+def _later(latest, seen, p) -> bool:
+    """Is a pipe other than `p` and the scalar unit's latest time past what p has seen?"""
+    for q in _OTHERS[p]:
+        if latest[q] > seen[q]:
+            return True
+    return False
+
+
+def _overlaps(ranges, lo, hi) -> bool:
+    for a, b in ranges:
+        if a < hi and lo < b:
+            return True
+    return False
 
 
 def _unseen(pages, clk, p) -> bool:
