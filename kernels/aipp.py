@@ -149,9 +149,16 @@ def aipp_kernel(img: asc.GlobalAddress, params: asc.GlobalAddress, parity: asc.G
             inb = qin.deque(asc.uint8)
             # uint8 -> float16 -> float32 (the vector unit's cast pairs); the +1 copy's last
             # column may be stale when np1 < n: that pixel is odd, so p = 0 drops it
-            asc.cast(h16, inb, asc.RoundMode.CAST_NONE, 4 * tile)
-            qin.free_tensor(inb)
-            asc.cast(f32, h16, asc.RoundMode.CAST_NONE, 4 * tile)
+            if n == tile:
+                asc.cast(h16, inb, asc.RoundMode.CAST_NONE, 4 * tile)
+                qin.free_tensor(inb)
+                asc.cast(f32, h16, asc.RoundMode.CAST_NONE, 4 * tile)
+            else:       # a narrower tile: only the copied columns of each quarter (the rest
+                for k in range(4):      # of the buffer was never written)
+                    asc.cast(h16[k * tile:], inb[k * tile:], asc.RoundMode.CAST_NONE, n)
+                qin.free_tensor(inb)
+                for k in range(4):
+                    asc.cast(f32[k * tile:], h16[k * tile:], asc.RoundMode.CAST_NONE, n)
             asc.sub(fa, c0, cm, n)                     # first of the pair (U for NV12)
             asc.mul(fa, fa, par, n)
             asc.add(fa, fa, cm, n)

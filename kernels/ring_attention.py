@@ -129,7 +129,8 @@ def ring_merge_kernel(acc_o: asc.GlobalAddress, acc_m: asc.GlobalAddress,
         ot = oin.deque(acc_o.dtype)
         oo = oout.alloc_tensor(acc_o.dtype)
         if LOWP:
-            asc.cast(o32, ot, asc.RoundMode.CAST_NONE, 2 * R * D)
+            asc.cast(o32, ot, asc.RoundMode.CAST_NONE, r * D)       # the r rows copied in
+            asc.cast(o32[R * D:], ot[R * D:], asc.RoundMode.CAST_NONE, r * D)
             _scale_rows_into(o32, o32, bc, wa, r, D)
             _scale_rows_into(o32[R * D:], o32[R * D:], bc, wb, r, D)
             asc.add(o32, o32, o32[R * D:], r * D)

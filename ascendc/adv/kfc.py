@@ -275,5 +275,6 @@ def kfc_ws_to_local(tiling, ws, dst):
     """The client's half of GetTensorC(local): its workspace slot -> the local tensor."""
     wg = asc.GlobalTensor()
     wg.set_global_buffer(ws + asc.get_block_idx() * tiling.base_m * tiling.base_n)
-    asc.data_copy(dst, wg, tiling.base_m * tiling.base_n)
+    asc.pipe_barrier(asc.PipeID.PIPE_ALL)      # (as mm_get_tensor_c: the copy waits for the
+    asc.data_copy(dst, wg, tiling.base_m * tiling.base_n)      # tensor's earlier readers)
     asc.pipe_barrier(asc.PipeID.PIPE_ALL)

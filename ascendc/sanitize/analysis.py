@@ -33,7 +33,7 @@ import numpy as np
 from ..lang import record, trace as T
 from ..lang.enums import HardEvent, PipeID
 from .report import Finding
-from .scan import first_above, first_in_flight, first_unseen_write
+from .scan import any_set, first_above, first_in_flight, first_unseen_write
 
 LANES = ("SCALAR", "VECTOR", "CUBE", "MTE1", "MTE2", "MTE3", "FIXPIPE")
 _LANE = {n: i for i, n in enumerate(LANES)}
@@ -49,6 +49,9 @@ _BARRIER_NAME = {lane: PipeID(p).name for p, lane in _BARRIER_LANE.items()}
 
 _NEVER = np.iinfo(np.int32).max       # a clock no write or read reaches
 _REACH = 8                              # w_pipe of a write recorded by its reach: pipe + 8
+_PAGE = 9                               # racecheck's filter pages: 512 bytes
+_OTHERS = tuple(tuple(q for q in range(1, len(LANES)) if q != p) for p in range(len(LANES)))
+_OP_LANE: dict = {}                     # (op, src level, dst level) -> lane of a K_OP row
 
 
 class _Shadow:
@@ -60,6 +63,7 @@ class _Shadow:
         self.size = size
         self.written = np.zeros(size, bool)
         self.freed = np.zeros(size, bool)
+        self.freed_u8 = self.freed.view(np.uint8)
         self.region_line = np.zeros(size, np.int32)
         self.w_pipe = np.full(size, -1, np.int8)    # last writer's pipe (+ _REACH: a reach)
         self.w_time = np.zeros(size, np.int32)
@@ -67,6 +71,7 @@ class _Shadow:
         self.r_time = np.zeros((len(LANES), size), np.int32)
         self.r_line = np.zeros((len(LANES), size), np.int32)
         self.dirty: list = []
+        self.raced = False      # were racecheck's arrays written (BlockPass._flush) since reset
 
     def reset(self):
         # each touched byte once: the ranges (one per access) merged first
@@ -79,14 +84,16 @@ class _Shadow:
                 self._clear(lo_run, hi_run)
             lo_run, hi_run = lo, hi
         self.dirty = []
+        self.raced = False
 
     def _clear(self, lo, hi):
         self.written[lo:hi] = False
         self.freed[lo:hi] = False
         self.region_line[lo:hi] = 0
-        self.w_pipe[lo:hi] = -1
-        self.w_time[lo:hi] = 0
-        self.r_time[:, lo:hi] = 0
+        if self.raced:
+            self.w_pipe[lo:hi] = -1
+            self.w_time[lo:hi] = 0
+            self.r_time[:, lo:hi] = 0
 
 
 _TLS = threading.local()
@@ -116,6 +123,16 @@ class BlockPass:
         # is needed only where they are later than what the accessing pipe has seen)
         self.w_max = [0] * len(LANES)
         self.r_max = [0] * len(LANES)
+        # per pipe and 512-byte page of local memory: the time of the pipe's latest write / read
+        # touching it. An access whose pages no other pipe wrote (read) later than what the
+        # accessing pipe has seen needs no byte scan (the last writer of a byte it would find
+        # is such a write, or comes after one and is unseen as well)
+        pages = (self.sh.size >> _PAGE) + 1
+        self.w_page = np.zeros((len(LANES), pages), np.int64)
+        self.r_page = np.zeros((len(LANES), pages), np.int64)
+        self._freed: dict = {}          # (lo, hi) of buffers freed and not allocated since
+        self._pend: list = []           # racecheck's per-byte updates not yet made (_flush)
+        self._lines: list = []          # region_line updates not yet made (_set_line)
         self.flags: dict = {}           # (src lane, dst lane, key) -> [clock snapshots]
         self.pending: dict = {}         # (event, id) -> [lines of set_flags not yet waited]
         self.findings: list = []
@@ -127,6 +144,8 @@ class BlockPass:
         self.gm: list = []
         self.points: list = []          # (kind, key, lane, lane clock) per synchronising call
         self._track = "racecheck" in tools
+        self._mem, self._init = "memcheck" in tools, "initcheck" in tools
+        self._row = None                # the accessing pipe's clock row as a tuple (_clock_row)
         self.epoch = 0
         self.pipe = 0
         self._seen: set = set()
@@ -152,14 +171,22 @@ class BlockPass:
 
     # -- the pass --------------------------------------------------------------------------------
     def run(self, rows):
-        for r in rows:
+        for r in rows.tolist() if hasattr(rows, "tolist") else rows:    # (Python ints: cheaper)
             kind = int(r[T.C_KIND])
+            if kind == T.K_ACCESS:
+                self._access(r)
+                continue
+            self._row = None            # (the clocks may change)
             if kind == T.K_OP:
                 op = int(r[T.C_OP])
                 if op == _XSET or op == _XWAIT:     # they run on the pipe they name
                     self.pipe = _XPIPE.get(int(r[T.C_ID]), 0)
                 else:
-                    self.pipe = _LANE.get(record.op_pipe(r), 0)
+                    key = (op, r[T.C_SRC_LV], r[T.C_DST_LV])
+                    lane = _OP_LANE.get(key)
+                    if lane is None:
+                        lane = _OP_LANE[key] = _LANE.get(record.op_pipe(r), 0)
+                    self.pipe = lane
                 clk = self.clk
                 clk[self.pipe, self.pipe] += 1
                 # the scalar unit issues in order: an op issued after a scalar op (a scalar
@@ -177,8 +204,6 @@ class BlockPass:
                 elif op == _IB_SET or op == _IB_WAIT:
                     self._point("ib_set" if op == _IB_SET else "ib_wait",
                                 (int(r[T.C_A]), int(r[T.C_B])))
-            elif kind == T.K_ACCESS:
-                self._access(r)
             elif kind == T.K_REGION:
                 self._region(r)
             elif kind in (T.K_SET, T.K_WAIT):
@@ -206,6 +231,11 @@ class BlockPass:
                              detail=f"set_flag(event={_event_name(ev)}, event_id={ident}) is "
                                     f"never waited for before the block ends")
         return self
+
+    def _clock_row(self) -> tuple:
+        """The current pipe's clock row, kept until a row that may change clocks."""
+        self._row = tuple(self.clk[self.pipe].tolist())
+        return self._row
 
     def _point(self, kind, key):
         if self._track:
@@ -270,14 +300,36 @@ class BlockPass:
         sh = self.sh
         sh.dirty.append((lo, hi))
         if what == T.REGION_ALLOC:
+            if self._freed:
+                for a, b in [k for k in self._freed if lo <= k[0] and k[1] <= hi]:
+                    del self._freed[(a, b)]
             sh.written[lo:hi] = False
             sh.freed[lo:hi] = False
-            sh.region_line[lo:hi] = line
+            self._set_line(lo, hi, line)
         elif what == T.REGION_FREE:
+            self._freed[(lo, hi)] = True
             sh.freed[lo:hi] = True
-            sh.region_line[lo:hi] = line
-        elif sh.region_line[lo] == 0:        # a TBuf's first get: its "allocation"
-            sh.region_line[lo:hi] = line
+            self._set_line(lo, hi, line)
+        elif self._line_at(lo) == 0:        # a TBuf's first get: its "allocation"
+            self._set_line(lo, hi, line)
+
+    def _set_line(self, lo, hi, line):
+        """region_line[lo:hi] = line, kept as a range until a report or a get needs it."""
+        self._lines.append((lo, hi, line))
+        if len(self._lines) > 512:
+            self._line_at(-1)
+
+    def _line_at(self, i: int) -> int:
+        """region_line[i] (i < 0: only bring the array up to date)."""
+        if i >= 0:
+            for lo, hi, line in reversed(self._lines):
+                if lo <= i < hi:
+                    return line
+            return int(self.sh.region_line[i])
+        for lo, hi, line in self._lines:
+            self.sh.region_line[lo:hi] = line
+        self._lines = []
+        return 0
 
     def _access(self, r):
         write, nbytes, line = bool(r[T.C_ID]), int(r[T.C_BYTES]), int(r[T.C_LINE])
@@ -287,7 +339,7 @@ class BlockPass:
                 blk, step = int(r[T.C_ELEMS]), int(r[T.C_REPEATS])
                 if blk <= 0 or step <= blk:
                     blk = step = 0          # contiguous
-                self.gm.append((a, a + nbytes, write, p, tuple(self.clk[p].tolist()), line,
+                self.gm.append((a, a + nbytes, write, p, self._row or self._clock_row(), line,
                                 blk, step))
             return
         sh = self.sh
@@ -295,35 +347,43 @@ class BlockPass:
         hi = min(lo + nbytes, sh.size)
         sh.dirty.append((lo, hi))
         what = "write" if write else "read"
-        if "memcheck" in self.tools and sh.freed[lo:hi].any():
+        if self._mem and self._freed and _overlaps(self._freed, lo, hi) and any_set(
+                sh.freed_u8, lo, hi):
             i = lo + int(np.argmax(sh.freed[lo:hi]))
             self.add("Write1" if write else "Read1", f"{what} of size {nbytes} through a freed "
                      f"tensor", line, address=self._at(lo, i),
-                     other=("freed at", self.where(sh.region_line[i])))
-        if not write and "initcheck" in self.tools and int(r[T.C_M]) >= 0:
+                     other=("freed at", self.where(self._line_at(i))))
+        if not write and self._init and int(r[T.C_M]) >= 0:
             c = lo + int(r[T.C_M])
             if not sh.written[c:c + 32].all():
                 self.add("Read2", f"uninitialized read of size {nbytes}", line,
                          address=self._at(lo, c),
-                         other=("allocated at", self.where(sh.region_line[c])))
-        if self.pipe != 0 and "racecheck" in self.tools:
+                         other=("allocated at", self.where(self._line_at(c))))
+        if self.pipe != 0 and self._track:
             self._race(lo, hi, write, line, bool(r[T.C_N]))
         if write:
             sh.written[lo:hi] = True
 
     def _race(self, lo, hi, write, line, reach):
         sh, p, clk = self.sh, self.pipe, self.clk[self.pipe]
-        if p in _DMA and not reach and self.done[p] < min(clk[p] - 1, self.w_max[p]):
+        if hi <= lo:
+            return
+        seen = self._row or self._clock_row()
+        now = seen[p]
+        pa, pb = lo >> _PAGE, ((hi - 1) >> _PAGE) + 1
+        if (p in _DMA and not reach and self.done[p] < min(now - 1, self.w_max[p])
+                and self.w_page[p, pa:pb].max() > self.done[p]):
             self._same_pipe(lo, hi, write, line)    # (the pipe has drained up to its last op:
             # nothing of it can be in flight)
         # Sync2: bytes whose last writer is another pipe (not the scalar unit) that this pipe's
-        # clock has not seen; by writer pipe, the time seen (never for none, scalar, this pipe)
-        seen = clk.tolist()
-        if any(self.w_max[q] > seen[q] for q in range(1, len(LANES)) if q != p):
+        # clock has not seen; by writer pipe, the time seen (never for none, scalar, this pipe).
+        # The byte scan runs only where the pages show such a write
+        if _later(self.w_max, seen, p) and _unseen(self.w_page[:, pa:pb], clk, p):
             table = np.full(2 * _REACH, _NEVER, np.int32)
             table[1:len(LANES)] = clk[1:]
             table[_REACH + 1:_REACH + len(LANES)] = clk[1:]
             table[p] = table[_REACH + p] = _NEVER
+            self._flush()
             at = first_unseen_write(sh.w_pipe, sh.w_time, lo, hi, table)
             if at >= 0:
                 other = int(sh.w_pipe[at]) % _REACH
@@ -333,23 +393,44 @@ class BlockPass:
                          detail="no set_flag/wait_flag, queue step or barrier orders the two")
         if write:
             # Write3: reads of other pipes (not the scalar unit) this pipe has not seen
-            for q in range(1, len(LANES)):
-                if q == p or self.r_max[q] <= seen[q]:
+            late = None
+            if _later(self.r_max, seen, p):
+                late = self.r_page[:, pa:pb].max(axis=1).tolist()
+            for q in _OTHERS[p] if late is not None else ():
+                if self.r_max[q] <= seen[q] or late[q] <= seen[q]:
                     continue
+                self._flush()
                 at = first_above(sh.r_time[q], lo, hi, seen[q])
                 if at >= 0:
                     self.add("Write3", f"potential WAR hazard between {LANES[q]} and "
                              f"{LANES[p]}", line, address=self._at(lo, at),
                              other=(f"{LANES[q]} read at", self.where(sh.r_line[q, at])),
                              detail="the write may land before the read is done")
-            self.w_max[p] = seen[p]
-            sh.w_pipe[lo:hi] = p + _REACH if reach else p
-            sh.w_time[lo:hi] = clk[p]
-            sh.w_line[lo:hi] = line
+            self.w_max[p] = now
+            self.w_page[p, pa:pb] = now
+            self._pend.append((True, lo, hi, p + _REACH if reach else p, now, line))
         else:
-            sh.r_time[p, lo:hi] = clk[p]
-            sh.r_line[p, lo:hi] = line
-            self.r_max[p] = int(clk[p])
+            self._pend.append((False, lo, hi, p, now, line))
+            self.r_max[p] = now
+            self.r_page[p, pa:pb] = now
+        if len(self._pend) > 4096:
+            self._flush()
+
+    def _flush(self):
+        """Bring the per-byte racecheck state up to date: the writes and reads since the last
+        flush, in issue order (kept as ranges until a byte scan needs them: in a clean kernel
+        the filters above leave nearly every access without one)."""
+        sh = self.sh
+        sh.raced = sh.raced or bool(self._pend)
+        for write, lo, hi, code, t, line in self._pend:
+            if write:
+                sh.w_pipe[lo:hi] = code
+                sh.w_time[lo:hi] = t
+                sh.w_line[lo:hi] = line
+            else:
+                sh.r_time[code, lo:hi] = t
+                sh.r_line[code, lo:hi] = line
+        self._pend = []
 
     def _same_pipe(self, lo, hi, write, line):
         """Sync1: a copy over bytes an earlier copy of its own pipe wrote, that pipe not known
@@ -357,12 +438,36 @@ class BlockPass:
         DMA queues of one pipe may land out of order. (A write recorded by its reach is not
         judged: its w_pipe is pipe + _REACH.)"""
         sh, p = self.sh, self.pipe
+        self._flush()
         at = first_in_flight(sh.w_pipe, sh.w_time, lo, hi, p, self.done[p], self.clk[p, p])
         if at >= 0:
             self.add("Sync1", f"potential {'WAW' if write else 'RAW'} hazard within "
                      f"{LANES[p]}", line, address=self._at(lo, at),
                      other=(f"{LANES[p]} wrote at", self.where(sh.w_line[at])),
                      detail=f"no pipe_barrier({_BARRIER_NAME[p]}) orders the two copies")
+
+
+def _later(latest, seen, p) -> bool:
+    """Is a pipe other than `p` and the scalar unit's latest time past what p has seen?"""
+    for q in _OTHERS[p]:
+        if latest[q] > seen[q]:
+            return True
+    return False
+
+
+def _overlaps(ranges, lo, hi) -> bool:
+    for a, b in ranges:
+        if a < hi and lo < b:
+            return True
+    return False
+
+
+def _unseen(pages, clk, p) -> bool:
+    """Did a pipe other than `p` and the scalar unit write (read) one of `pages` (lanes x
+    pages: the latest times) later than `clk` (what p has seen)?"""
+    late = pages.max(axis=1) > clk
+    late[0] = late[p] = False
+    return bool(late.any())
 
 
 def _event_name(ev: int) -> str:

@@ -43,3 +43,18 @@ def first_in_flight(w_pipe, w_time, lo, hi, pipe, done, now):
             if t > done and t < now:
                 return i
     return -1
+
+
+@cached_njit(nogil=True)
+def any_set(flags, lo, hi):
+    """Is any byte of flags[lo:hi] (uint8) non-zero? (by chunks the compiler vectorises)"""
+    i = lo
+    while i < hi:
+        e = min(i + 4096, hi)
+        m = 0
+        for j in range(i, e):
+            m |= flags[j]
+        if m:
+            return True
+        i = e
+    return False

@@ -185,6 +185,8 @@ def swap_halves(x: asc.GlobalAddress, z: asc.GlobalAddress, half: int):
         asc.set_flag(asc.HardEvent.V_MTE3, 0)      # a VECIN deque orders V only
         asc.wait_flag(asc.HardEvent.V_MTE3, 0)
         asc.data_copy(zg[h * half:], t, half)
+        asc.set_flag(asc.HardEvent.MTE3_MTE2, 0)   # the next copy in overwrites what MTE3
+        asc.wait_flag(asc.HardEvent.MTE3_MTE2, 0)  # read: a VECIN free orders V only
         q.free_tensor(t)
 
 

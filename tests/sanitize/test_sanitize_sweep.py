@@ -15,6 +15,10 @@ PART = [
     "tests/kernels/test_add.py",
     "tests/kernels/test_softmax.py",
     "tests/ascendc/test_adv_softmax.py",    # ragged original shapes; errors provoked on purpose
+    # kernels the sweep found true errors in (ErrorRead2 of a narrow AIPP tile, ErrorWrite3 of
+    # an MTE3 read of a VECIN tensor), fixed: they stay clean
+    "tests/rt/dvpp/test_aipp.py::test_kernel_matches_reference",
+    "tests/rt/test_host_mapped_args.py",
 ]
 
 
@@ -32,7 +36,8 @@ def test_the_sweep_of_a_representative_part_is_clean(tmp_path):
     s = got["summary"]
     assert s["findings"] == 0, r.stdout[-4000:]
     assert s["failed_under_sweep"] == []
-    assert {"add_kernel", "softmax_kernel"} <= set(s["kernel_names"]), s["kernel_names"]
+    assert {"add_kernel", "softmax_kernel", "aipp_kernel", "swap_halves"} <= set(
+        s["kernel_names"]), s["kernel_names"]
     assert s["launches"] >= s["tests_with_launches"] > 50
     # the adv softmax tests that expect an error (a tiling that misses rows, too little
     # temporary space) still pass: their launches faulted, and are listed, not counted
