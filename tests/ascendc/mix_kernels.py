@@ -282,6 +282,9 @@ def matmul_ring_kernel(a: asc.GlobalAddress, b: asc.GlobalAddress, bias: asc.Glo
             _cube_tile(ag, bg, zg, wg, qa1, qb1, qa2, qb2, qc, t * BM, min(BM, m - t * BM), n, k)
             asc.cross_core_set_flag(FULL, 2, asc.PipeID.PIPE_FIX)
             i += 1
+        # take back the two credits the AIVs gave up front: no set is left unwaited at the end
+        asc.cross_core_wait_flag(FREE, 2, asc.PipeID.PIPE_FIX)
+        asc.cross_core_wait_flag(FREE, 2, asc.PipeID.PIPE_FIX)
     else:
         s = asc.get_sub_block_idx()
         bg = asc.GlobalTensor()

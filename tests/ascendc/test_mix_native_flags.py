@@ -22,15 +22,17 @@ def pingpong_kernel(z: asc.GlobalAddress, rounds: int):
     """`rounds` times: the AIC sets GO (mode 2), each AIV writes the round into its word of the
     group, the two AIVs meet on SIB (mode 1) and each checks its sibling's word, then both set
     DONE (mode 2) and the AIC, once both have, adds the two words. Per group z holds the AIC's
-    sum (2 * (1 + ... + rounds)) and each AIV's count of sibling words it found wrong."""
+    sum (2 * (1 + ... + rounds)) and each AIV's count of sibling words it found wrong. Scalar GM
+    accesses are ordered as the hardware needs: a PIPE_ALL barrier before a set, waits on PIPE_S."""
     zg = asc.GlobalTensor()
     zg.set_global_buffer(z)
     if asc.ascend_is_aic():
         g = asc.get_block_idx()
         acc = 0
         for r in range(rounds):
+            asc.pipe_barrier(asc.PipeID.PIPE_ALL)     # last round's scalar reads done
             asc.cross_core_set_flag(GO, MODE2, asc.PipeID.PIPE_FIX)
-            asc.cross_core_wait_flag(DONE, MODE2, asc.PipeID.PIPE_FIX)
+            asc.cross_core_wait_flag(DONE, MODE2, asc.PipeID.PIPE_S)    # scalar reads follow
             acc += zg.get_value(g * 8 + 1) + zg.get_value(g * 8 + 2)
         zg.set_value(g * 8, acc)
     else:
@@ -38,12 +40,14 @@ def pingpong_kernel(z: asc.GlobalAddress, rounds: int):
         sub = asc.get_sub_block_idx()
         bad = 0
         for r in range(rounds):
-            asc.cross_core_wait_flag(GO, 2, asc.PipeID.PIPE_MTE2)
+            asc.cross_core_wait_flag(GO, 2, asc.PipeID.PIPE_S)
             zg.set_value(g * 8 + 1 + sub, r + 1)
+            asc.pipe_barrier(asc.PipeID.PIPE_ALL)     # the scalar write done before MTE3's set
             asc.cross_core_set_flag(SIB, 1, asc.PipeID.PIPE_MTE3)
-            asc.cross_core_wait_flag(SIB, 1, asc.PipeID.PIPE_MTE2)
+            asc.cross_core_wait_flag(SIB, 1, asc.PipeID.PIPE_S)
             if zg.get_value(g * 8 + 2 - sub) != r + 1:
                 bad += 1
+            asc.pipe_barrier(asc.PipeID.PIPE_ALL)
             asc.cross_core_set_flag(DONE, 2, asc.PipeID.PIPE_MTE3)
         zg.set_value(g * 8 + 3 + sub, bad)
 
