@@ -13,9 +13,15 @@ flags (mode 2). From the forward's saved stats, per (S1 block i, S2 block j) til
 
 Every accumulator stays in L0C and is written once by its owner: no atomics, a fixed order,
 deterministic results. The recompute of S and dP in the second pass is the price (7 matmuls
-where an atomic dQ would take 5). The AIC runs one tile ahead of its AIVs (two workspace slots),
-so the cube computes S, dP of tile t+1 while the vector units work on tile t. The dQ pass also
-writes D and lse per row (GM), which the dKV pass reads. Fully masked (causal) tiles are
+where an atomic dQ would take 5). The AIC runs NSLOT - 1 tiles ahead of its AIVs (NSLOT
+workspace slots; the L1 tiles of the tiles in flight wait in their queue's FIFO for their
+gradient products), so the cross-core round trip of a tile hides behind the cube work of the
+next ones; each AIV copies tile t + 1's S and dP in while it works on tile t
+(kernels/flash_attention_backward_vector.py). float16 inputs hand S and dP over in float16
+(fixpipe F322F16): the dQ pass's AIVs first write Q x scale (one item ahead, flag Q_READY), so
+S is already scaled and cannot overflow where the f32 scaled S would not, and the dK/dV pass's
+dK = dS^T (Q x scale) takes an unscaled dS. bfloat16 and float32 keep f32 S and dP. The dQ pass
+also writes D and lse per row (GM), which the dKV pass reads. Fully masked (causal) tiles are
 skipped; an S2 block no query row sees gets dK = dV = 0 from its AIVs.
 
 P^T and dS^T reach L0A by the transposing load_data of 16-column strips of P / dS, and dO, Q
@@ -35,15 +41,15 @@ import rt
 
 from ._host import ceil_div, is_device
 # (no import of kernels.flash_attention: it re-exports this module's backward)
-from .flash_attention_backward_parts import (GRADS, NSLOT, SCORES, cube_begin, cube_end,
-                                             ds_k_product, gradient_tile, issue_kv_block,
-                                             issue_q_block, load_nz, load_rows, load_strips16,
-                                             load_vec, row_sum, store_acc, store_row,
-                                             store_vec, sync, transposed_product)
+from .flash_attention_backward_parts import (GRADS, NSLOT, Q_READY, cube_begin, cube_end,
+                                             ds_k_product, issue_kv_block, issue_q_block,
+                                             load_nz, load_strips16, store_acc, store_row,
+                                             sync, transposed_product)
+from .flash_attention_backward_vector import dkv_item, item_tiles, row_stats, scaled_q_item
 from .flash_attention_backward_tiling import (  # noqa: F401 (re-exported)
     FlashAttentionBackwardBuffers, FlashAttentionBackwardTiling,
     flash_attention_backward_buffers, flash_attention_backward_tiling,
-    flash_attention_backward_tiling_candidates)
+    flash_attention_backward_tiling_candidates, half_scores)
 
 API = "flash_attention_backward"
 LAYOUTS = ("BNSD", "BSND", "BSH")
@@ -73,25 +79,8 @@ class BackwardVariant(NamedTuple):
     low_precision: bool     # 16-bit inputs: P and dS go to the cube in the input dtype
     c0: int
     dq_pass: bool           # True: the dQ pass (also writes D and lse); False: dK / dV
-
-
-@asc.jit
-def dkv_item(item, shape, kv, causal, n_s1, n_s2, s1b, s2b, group):
-    """A dK/dV work item (one S2 block of one KV head), as the AIC and its AIVs both walk it:
-    (b, kv head, S2 start, S2 rows, its K/V element offset, first S1 block that sees it, S1
-    blocks per query head, steps = query heads of the group x those blocks)."""
-    b = item // (shape.kv_heads * n_s2)
-    nk = (item // n_s2) % shape.kv_heads
-    s2_0 = (item % n_s2) * s2b
-    n2 = min(s2b, shape.s2 - s2_0)
-    kv_off = b * kv.batch + nk * kv.head + s2_0 * kv.row
-    i0 = 0
-    if causal:
-        i0 = s2_0 // s1b
-    per_head = 0
-    if s2_0 < shape.s1 or not causal:
-        per_head = n_s1 - i0
-    return b, nk, s2_0, n2, kv_off, i0, per_head, group * per_head
+    s_quant: int            # fixpipe quant_pre of S and dP: F322F16 (float16 inputs: S, dP
+                            # handed over in float16, Q x scale by the dQ pass's AIVs) or NoQuant
 
 
 @asc.jit(kernel_type="MIX_AIC_1_2")
@@ -100,7 +89,8 @@ def flash_attention_backward_kernel(
         out: asc.GlobalAddress, dout: asc.GlobalAddress, smax: asc.GlobalAddress,
         ssum: asc.GlobalAddress, dsum: asc.GlobalAddress, lse: asc.GlobalAddress,
         dq: asc.GlobalAddress, dk: asc.GlobalAddress, dv: asc.GlobalAddress,
-        ws: asc.GlobalAddress, wsp: asc.GlobalAddress, shape: BackwardShape,
+        ws: asc.GlobalAddress, wsp: asc.GlobalAddress, qs: asc.GlobalAddress,
+        shape: BackwardShape,
         layout: BackwardLayout, scale: float, variant: asc.ConstExpr[BackwardVariant],
         tiling: asc.ConstExpr[FlashAttentionBackwardTiling],
         bufs: asc.ConstExpr[FlashAttentionBackwardBuffers]):
@@ -117,19 +107,29 @@ def flash_attention_backward_kernel(
     n_s2 = (shape.s2 + s2b - 1) // s2b
     pipe = asc.TPipe()
     if asc.ascend_is_aic():
-        qa1 = asc.TQue(asc.TPosition.A1, NSLOT)
-        oa1 = asc.TQue(asc.TPosition.A1, NSLOT)
-        kb1 = asc.TQue(asc.TPosition.B1, NSLOT)
-        vb1 = asc.TQue(asc.TPosition.B1, NSLOT)
+        if variant.dq_pass:         # K_j of the tiles in flight; Q_i, dO_i per item
+            qa1 = asc.TQue(asc.TPosition.A1, 1)
+            oa1 = asc.TQue(asc.TPosition.A1, 1)
+            kb1 = asc.TQue(asc.TPosition.B1, NSLOT)
+            vb1 = asc.TQue(asc.TPosition.B1, 2)
+            pipe.init_buffer(qa1, 1, bufs.q_l1)
+            pipe.init_buffer(oa1, 1, bufs.do_l1)
+            pipe.init_buffer(kb1, NSLOT, bufs.k_l1)
+            pipe.init_buffer(vb1, 2, bufs.v_l1)
+        else:                       # Q_i, dO_i of the tiles in flight; K_j, V_j per item
+            qa1 = asc.TQue(asc.TPosition.A1, NSLOT)
+            oa1 = asc.TQue(asc.TPosition.A1, NSLOT)
+            kb1 = asc.TQue(asc.TPosition.B1, 1)
+            vb1 = asc.TQue(asc.TPosition.B1, 1)
+            pipe.init_buffer(qa1, NSLOT, bufs.q_l1)
+            pipe.init_buffer(oa1, NSLOT, bufs.do_l1)
+            pipe.init_buffer(kb1, 1, bufs.k_l1)
+            pipe.init_buffer(vb1, 1, bufs.v_l1)
         xb1 = asc.TQue(asc.TPosition.B1, 1)
         pa1 = asc.TQue(asc.TPosition.A1, 2)
         l0a = asc.TBuf(asc.TPosition.A2)
         l0b = asc.TBuf(asc.TPosition.B2)
         l0c = asc.TBuf(asc.TPosition.CO1)
-        pipe.init_buffer(qa1, NSLOT, bufs.q_l1)
-        pipe.init_buffer(oa1, NSLOT, bufs.do_l1)
-        pipe.init_buffer(kb1, NSLOT, bufs.k_l1)
-        pipe.init_buffer(vb1, NSLOT, bufs.v_l1)
         pipe.init_buffer(xb1, 1, bufs.x_l1)
         pipe.init_buffer(pa1, 2, bufs.p_l1)
         pipe.init_buffer(l0a, 2 * bufs.a_slot)
@@ -164,32 +164,35 @@ def flash_attention_backward_kernel(
                 if variant.causal:
                     steps = min(n_s2, (s1_0 + m - 1) // s2b + 1)
                 qg = asc.GlobalTensor()
-                qg.set_global_buffer(q + q_off, (m - 1) * layout.q.row + d)
+                if variant.s_quant:         # Q x scale, written by the AIVs (rows d apart)
+                    asc.cross_core_wait_flag(Q_READY, 2, asc.PipeID.PIPE_MTE2)
+                    qg.set_global_buffer(qs + ((b * shape.heads + n) * shape.s1 + s1_0) * d,
+                                         m * d)
+                    q1 = load_nz(qa1, qg, m, d, d, m16, q.dtype)
+                else:
+                    qg.set_global_buffer(q + q_off, (m - 1) * layout.q.row + d)
+                    q1 = load_nz(qa1, qg, m, d, layout.q.row, m16, q.dtype)
                 og = asc.GlobalTensor()
                 og.set_global_buffer(dout + q_off, (m - 1) * layout.q.row + d)
-                q1 = load_nz(qa1, qg, m, d, layout.q.row, m16, q.dtype)
                 o1 = load_nz(oa1, og, m, d, layout.q.row, m16, q.dtype)
-                k1 = issue_kv_block(kb1, vb1, k + kv_base, v + kv_base, layout.kv.row,
-                                     wsg[(c % NSLOT) * bufs.ws_slot:], sdc, dpc, a0, a1,
-                                     b0, b1, mm % 2, q1, o1, m, min(s2b, shape.s2), d, s1b,
-                                     s2b, variant.c0)
-                mm += 2
-                k1b = k1
-                for t in range(1 - NSLOT, steps):
-                    u = t + NSLOT - 1       # issue tile u: S, dP (K_j stays for dQ += dS K_j)
-                    k1c = k1b
-                    if u < steps and u > 0:
+                # issue tile u (S, dP), then take the AIVs' dS of tile u - NSLOT + 1: NSLOT - 1
+                # tiles in flight, their K_j held in kb1's FIFO (re-enqueued) for dQ += dS K_j
+                for u in range(steps + NSLOT - 1):
+                    if u < steps:
                         s2_0 = u * s2b
-                        sl = ((c + u) % NSLOT) * bufs.ws_slot
                         kv_addr = kv_base + s2_0 * layout.kv.row
-                        k1c = issue_kv_block(kb1, vb1, k + kv_addr, v + kv_addr, layout.kv.row,
-                                              wsg[sl:], sdc, dpc, a0, a1, b0, b1, mm % 2,
-                                              q1, o1, m, min(s2b, shape.s2 - s2_0), d, s1b,
-                                              s2b, variant.c0)
+                        k1 = issue_kv_block(kb1, vb1, k + kv_addr, v + kv_addr, layout.kv.row,
+                                             wsg[((c + u) % NSLOT) * bufs.ws_slot:], sdc, dpc,
+                                             a0, a1, b0, b1, mm % 2, q1, o1, m,
+                                             min(s2b, shape.s2 - s2_0), d, s1b, s2b,
+                                             variant.c0, variant.s_quant)
+                        kb1.enque(k1)
                         mm += 2
+                    t = u - (NSLOT - 1)
                     if t >= 0:              # consume tile t: dQ += dS K
                         s2_0 = t * s2b
                         n2 = min(s2b, shape.s2 - s2_0)
+                        k1 = kb1.deque(q.dtype)
                         asc.cross_core_wait_flag(GRADS, 2, asc.PipeID.PIPE_MTE2)
                         slot = ((c + t) % NSLOT) * bufs.wsp_slot
                         if variant.low_precision:   # K's NZ is its 16-column strips
@@ -206,9 +209,6 @@ def flash_attention_backward_kernel(
                             xb1.free_tensor(x1)
                         mm += 1
                         kb1.free_tensor(k1)
-                        k1 = k1b
-                    if u > 0:
-                        k1b = k1c
                 c += steps
                 qa1.free_tensor(q1)
                 oa1.free_tensor(o1)
@@ -226,32 +226,31 @@ def flash_attention_backward_kernel(
                     vg.set_global_buffer(v + kv_off, (n2 - 1) * layout.kv.row + d)
                     k1 = load_nz(kb1, kg, n2, d, layout.kv.row, n16, q.dtype)
                     v1 = load_nz(vb1, vg, n2, d, layout.kv.row, n16, q.dtype)
-                    q_off = b * layout.q.batch + nk * group * layout.q.head + \
-                        i0 * s1b * layout.q.row
-                    q1, o1 = issue_q_block(qa1, oa1, q + q_off, dout + q_off, layout.q.row,
-                                            wsg[(c % NSLOT) * bufs.ws_slot:], sdc, dpc, a0,
-                                            a1, b0, b1, mm % 2, k1, v1,
-                                            min(s1b, shape.s1 - i0 * s1b), n2, d, s1b, s2b,
-                                            variant.c0)
-                    mm += 2
-                    q1b = q1
-                    o1b = o1
-                    for t in range(1 - NSLOT, steps):
-                        u = t + NSLOT - 1   # issue tile u: S, dP (Q_i, dO_i stay for dK, dV)
-                        q1c = q1b
-                        o1c = o1b
-                        if u < steps and u > 0:
+                    q_row = layout.q.row
+                    if variant.s_quant:     # Q x scale (dK = dS^T (Q x scale), dS unscaled)
+                        q_row = d
+                    # issue tile u, take tile u - NSLOT + 1 (Q_i, dO_i held in FIFO for dK, dV)
+                    for u in range(steps + NSLOT - 1):
+                        if u < steps:
                             n = nk * group + u // per_head
                             s1_0 = (i0 + u % per_head) * s1b
                             q_off = b * layout.q.batch + n * layout.q.head + s1_0 * layout.q.row
-                            sl = ((c + u) % NSLOT) * bufs.ws_slot
-                            q1c, o1c = issue_q_block(qa1, oa1, q + q_off, dout + q_off,
-                                                      layout.q.row, wsg[sl:], sdc, dpc, a0,
-                                                      a1, b0, b1, mm % 2, k1, v1,
-                                                      min(s1b, shape.s1 - s1_0), n2, d, s1b,
-                                                      s2b, variant.c0)
+                            qa = q + q_off
+                            if variant.s_quant:
+                                qa = qs + ((b * shape.heads + n) * shape.s1 + s1_0) * d
+                            q1, o1 = issue_q_block(qa1, oa1, qa, q_row, dout + q_off,
+                                                    layout.q.row,
+                                                    wsg[((c + u) % NSLOT) * bufs.ws_slot:],
+                                                    sdc, dpc, a0, a1, b0, b1, mm % 2, k1, v1,
+                                                    min(s1b, shape.s1 - s1_0), n2, d, s1b,
+                                                    s2b, variant.c0, variant.s_quant)
+                            qa1.enque(q1)
+                            oa1.enque(o1)
                             mm += 2
+                        t = u - (NSLOT - 1)
                         if t >= 0:          # consume tile t: dV += P^T dO, dK += dS^T Q
+                            q1 = qa1.deque(q.dtype)
+                            o1 = oa1.deque(q.dtype)
                             n = nk * group + t // per_head
                             s1_0 = (i0 + t % per_head) * s1b
                             m = min(s1b, shape.s1 - s1_0)
@@ -285,11 +284,6 @@ def flash_attention_backward_kernel(
                             mm += 2
                             qa1.free_tensor(q1)
                             oa1.free_tensor(o1)
-                            q1 = q1b
-                            o1 = o1b
-                        if u > 0:
-                            q1b = q1c
-                            o1b = o1c
                     c += steps
                     kb1.free_tensor(k1)
                     vb1.free_tensor(v1)
@@ -301,31 +295,47 @@ def flash_attention_backward_kernel(
                     store_acc(dkg, acc2, n2, d, layout.kv.row)
         cube_end()
     else:
-        sub = asc.get_sub_block_idx()
         h = bufs.rows
+        r0 = asc.get_sub_block_idx() * h    # this AIV's first row of the tile
+        sub = asc.get_sub_block_idx()
         calc = asc.TBuf(asc.TPosition.VECCALC)
         pipe.init_buffer(calc, bufs.calc)
-        su = calc.get_with_offset(h * max(s2b, d), bufs.s_ub, asc.float32)
-        dpu = calc.get_with_offset(h * max(s2b, d), bufs.dp_ub, asc.float32)
+        wide = h * max(s2b, d)
         low_n = 0
         if variant.low_precision:
-            low_n = h * max(s2b, d)
-        p16 = calc.get_with_offset(low_n, bufs.p16_ub, q.dtype)
-        ds16 = calc.get_with_offset(low_n, bufs.ds16_ub, q.dtype)
+            low_n = wide
+        tile = h * s2b                      # two UB slots (kernels/..._backward_vector.py)
+        low_t = 0
+        if variant.low_precision:
+            low_t = tile
+        s0 = calc.get_with_offset(wide, bufs.s_ub, asc.float32)
+        s1 = calc.get_with_offset(tile, bufs.s_ub1, asc.float32)
+        d0 = calc.get_with_offset(wide, bufs.dp_ub, asc.float32)
+        d1 = calc.get_with_offset(tile, bufs.dp_ub1, asc.float32)
+        h0 = calc.get_with_offset(low_n, bufs.p16_ub, q.dtype)
+        h1 = calc.get_with_offset(low_t, bufs.p16_ub1, q.dtype)
+        g0 = calc.get_with_offset(low_n, bufs.ds16_ub, q.dtype)
+        g1 = calc.get_with_offset(low_t, bufs.ds16_ub1, q.dtype)
+        l0 = calc.get_with_offset(h, bufs.lse_ub, asc.float32)
+        l1 = calc.get_with_offset(h, bufs.lse_ub1, asc.float32)
+        e0 = calc.get_with_offset(h, bufs.dsum_ub, asc.float32)
+        e1 = calc.get_with_offset(h, bufs.dsum_ub1, asc.float32)
         fold = calc.get_with_offset(h * 64, bufs.fold_ub, asc.float32)
         bc = calc.get_with_offset(h * 8, bufs.brcb_ub, asc.float32)
-        lse_u = calc.get_with_offset(h, bufs.lse_ub, asc.float32)
-        dsum_u = calc.get_with_offset(h, bufs.dsum_ub, asc.float32)
         red_u = calc.get_with_offset(h, bufs.red_ub, asc.float32)
         wsg = asc.GlobalTensor()
         wsg.set_global_buffer(ws + g * NSLOT * bufs.ws_slot, NSLOT * bufs.ws_slot)
         wpg = asc.GlobalTensor()
         wpg.set_global_buffer(wsp + g * NSLOT * bufs.wsp_slot, NSLOT * bufs.wsp_slot)
-        half = s1b * s2b
-        r0 = sub * h                        # this AIV's first row of the tile
+        ds_scale = scale
+        if variant.s_quant and not variant.dq_pass:     # dK = dS^T (Q x scale): dS unscaled
+            ds_scale = 1.0
         c = 0
         for item in range(g, shape.items, groups):
             if variant.dq_pass:
+                if variant.s_quant and item == g:   # the first item's Q x scale
+                    scaled_q_item(item, shape, layout.q, qs, q, h0, s0, n_s1, s1b, h, r0, d,
+                                  scale)
                 b = item // (shape.heads * n_s1)
                 n = (item // n_s1) % shape.heads
                 s1_0 = (item % n_s1) * s1b
@@ -335,103 +345,34 @@ def flash_attention_backward_kernel(
                 if variant.causal:
                     steps = min(n_s2, (s1_0 + m - 1) // s2b + 1)
                 if mh > 0:                  # D = rowsum(dO * O) and lse of this AIV's rows
-                    q_off = (b * layout.q.batch + n * layout.q.head
-                             + (s1_0 + r0) * layout.q.row)
-                    st_off = (b * shape.heads + n) * shape.s1 + s1_0 + r0
-                    og = asc.GlobalTensor()
-                    og.set_global_buffer(dout + q_off, (mh - 1) * layout.q.row + d)
-                    yg = asc.GlobalTensor()
-                    yg.set_global_buffer(out + q_off, (mh - 1) * layout.q.row + d)
-                    mg = asc.GlobalTensor()
-                    mg.set_global_buffer(smax + st_off, mh)
-                    lg = asc.GlobalTensor()
-                    lg.set_global_buffer(ssum + st_off, mh)
-                    sync(asc.HardEvent.V_MTE2)
-                    if variant.low_precision:
-                        load_rows(p16, og, mh, d, layout.q.row)
-                        load_rows(ds16, yg, mh, d, layout.q.row)
-                    else:
-                        load_rows(su, og, mh, d, layout.q.row)
-                        load_rows(dpu, yg, mh, d, layout.q.row)
-                    load_vec(lse_u, mg, mh)
-                    load_vec(red_u, lg, mh)
-                    sync(asc.HardEvent.MTE2_V)
-                    if variant.low_precision:
-                        asc.cast(su, p16, asc.RoundMode.CAST_NONE, mh * d)
-                        asc.cast(dpu, ds16, asc.RoundMode.CAST_NONE, mh * d)
-                    asc.mul(su, su, dpu, mh * d)
-                    row_sum(dsum_u, fold, su, mh, d, d)
-                    asc.ln(red_u, red_u, mh)
-                    asc.add(lse_u, lse_u, red_u, mh)
-                    dg = asc.GlobalTensor()
-                    dg.set_global_buffer(dsum + st_off, mh)
-                    eg = asc.GlobalTensor()
-                    eg.set_global_buffer(lse + st_off, mh)
-                    sync(asc.HardEvent.V_MTE3)
-                    store_vec(dg, dsum_u, mh)
-                    store_vec(eg, lse_u, mh)
-                    sync(asc.HardEvent.MTE3_V)
-                for t in range(steps):
-                    s2_0 = t * s2b
-                    n2 = min(s2b, shape.s2 - s2_0)
-                    asc.cross_core_wait_flag(SCORES, 2, asc.PipeID.PIPE_MTE2)
-                    if mh > 0:
-                        sl = ((c + t) % NSLOT) * bufs.ws_slot + r0 * s2b
-                        pl = ((c + t) % NSLOT) * bufs.wsp_slot + r0 * s2b
-                        sync(asc.HardEvent.V_MTE2)
-                        gradient_tile(su, dpu, bc, lse_u, dsum_u, wsg[sl:], wsg[sl + half:],
-                                       mh, s1_0 + r0, s2_0, n2, s2b, scale, variant.causal)
-                        if variant.low_precision:
-                            asc.cast(ds16, dpu, asc.RoundMode.CAST_RINT, mh * s2b)
-                        sync(asc.HardEvent.V_MTE3)
-                        if variant.low_precision:
-                            asc.data_copy(wpg[pl + half:], ds16, mh * s2b)
-                        else:
-                            asc.data_copy(wpg[pl + half:], dpu, mh * s2b)
-                        sync(asc.HardEvent.MTE3_V)
-                    asc.cross_core_set_flag(GRADS, 2, asc.PipeID.PIPE_MTE3)
+                    row_stats(dout, out, smax, ssum, dsum, lse, s0, d0, h0, g0, fold, l0, e0,
+                              red_u, b * layout.q.batch + n * layout.q.head
+                              + (s1_0 + r0) * layout.q.row,
+                              (b * shape.heads + n) * shape.s1 + s1_0 + r0, mh, d,
+                              layout.q.row, variant.low_precision)
+                if variant.s_quant and item + groups < shape.items:     # the next item's Q
+                    scaled_q_item(item + groups, shape, layout.q, qs, q, h0, s0, n_s1, s1b, h,
+                                  r0, d, scale)
+                item_tiles(s0, s1, d0, d1, h0, h1, g0, g1, l0, l0, e0, e0, bc, wsg, wpg, lse,
+                           dsum, c, steps, True, b, n, s1_0, 0, group, 0, 0, 0, 0, shape, s1b,
+                           s2b, h, r0, bufs.ws_slot, bufs.wsp_slot, scale, ds_scale,
+                           variant.causal, variant.s_quant != 0, variant.low_precision)
                 c += steps
             else:
                 b, nk, s2_0, n2, kv_off, i0, per_head, steps = dkv_item(
                     item, shape, layout.kv, variant.causal, n_s1, n_s2, s1b, s2b, group)
-                for t in range(steps):
-                    n = nk * group + t // per_head
-                    s1_0 = (i0 + t % per_head) * s1b
-                    m = min(s1b, shape.s1 - s1_0)
-                    mh = min(h, m - r0)
-                    asc.cross_core_wait_flag(SCORES, 2, asc.PipeID.PIPE_MTE2)
-                    if mh > 0:
-                        st_off = (b * shape.heads + n) * shape.s1 + s1_0 + r0
-                        eg = asc.GlobalTensor()
-                        eg.set_global_buffer(lse + st_off, mh)
-                        dg = asc.GlobalTensor()
-                        dg.set_global_buffer(dsum + st_off, mh)
-                        sl = ((c + t) % NSLOT) * bufs.ws_slot + r0 * s2b
-                        pl = ((c + t) % NSLOT) * bufs.wsp_slot + r0 * s2b
-                        sync(asc.HardEvent.V_MTE2)
-                        load_vec(lse_u, eg, mh)
-                        load_vec(dsum_u, dg, mh)
-                        gradient_tile(su, dpu, bc, lse_u, dsum_u, wsg[sl:], wsg[sl + half:],
-                                       mh, s1_0 + r0, s2_0, n2, s2b, scale, variant.causal)
-                        if variant.low_precision:
-                            asc.cast(p16, su, asc.RoundMode.CAST_RINT, mh * s2b)
-                            asc.cast(ds16, dpu, asc.RoundMode.CAST_RINT, mh * s2b)
-                        sync(asc.HardEvent.V_MTE3)
-                        if variant.low_precision:
-                            asc.data_copy(wpg[pl:], p16, mh * s2b)
-                            asc.data_copy(wpg[pl + half:], ds16, mh * s2b)
-                        else:
-                            asc.data_copy(wpg[pl:], su, mh * s2b)
-                            asc.data_copy(wpg[pl + half:], dpu, mh * s2b)
-                        sync(asc.HardEvent.MTE3_V)
-                    asc.cross_core_set_flag(GRADS, 2, asc.PipeID.PIPE_MTE3)
+                item_tiles(s0, s1, d0, d1, h0, h1, g0, g1, l0, l1, e0, e1, bc, wsg, wpg, lse,
+                           dsum, c, steps, False, b, 0, 0, nk, group, per_head, i0, s2_0, n2,
+                           shape, s1b, s2b, h, r0, bufs.ws_slot, bufs.wsp_slot, scale,
+                           ds_scale, variant.causal, variant.s_quant != 0,
+                           variant.low_precision)
                 c += steps
                 if steps == 0:              # no query row sees this S2 block: dK = dV = 0
                     hk = (n2 + 1) // 2
                     rk = min(hk, n2 - sub * hk)
-                    asc.duplicate(su, 0.0, d)
+                    asc.duplicate(s0, 0.0, d)
                     if variant.low_precision:
-                        asc.cast(p16, su, asc.RoundMode.CAST_RINT, d)
+                        asc.cast(h0, s0, asc.RoundMode.CAST_RINT, d)
                     sync(asc.HardEvent.V_MTE3)
                     for r in range(sub * hk, sub * hk + rk):
                         zg = asc.GlobalTensor()
@@ -439,13 +380,12 @@ def flash_attention_backward_kernel(
                         yg = asc.GlobalTensor()
                         yg.set_global_buffer(dv + (kv_off + r * layout.kv.row), d)
                         if variant.low_precision:
-                            store_row(zg, p16, d)
-                            store_row(yg, p16, d)
+                            store_row(zg, h0, d)
+                            store_row(yg, h0, d)
                         else:
-                            store_row(zg, su, d)
-                            store_row(yg, su, d)
+                            store_row(zg, s0, d)
+                            store_row(yg, s0, d)
                     sync(asc.HardEvent.MTE3_V)
-
 
 
 # ---- host side ----------------------------------------------------------------------------------
@@ -535,16 +475,19 @@ def flash_attention_backward(dout, q, k, v, out, softmax_max, softmax_sum, *, la
     items = {True: B * N * ceil_div(S1, t.s1_block), False: B * NK * ceil_div(S2, t.s2_block)}
     groups = {p: max(1, min(n, rt.get_soc().ai_core_num)) for p, n in items.items()}
     most = max(groups.values())
-    ws = rt.device_empty((most * NSLOT * bufs.ws_slot,), np.float32)
+    quant = half_scores(q.dtype)
+    ws = rt.device_empty((most * NSLOT * bufs.ws_slot,), q.dtype if quant else np.float32)
     wsp = rt.device_empty((most * NSLOT * bufs.wsp_slot,), q.dtype)
+    qsc = rt.device_empty((B * N * S1 * D,), q.dtype) if quant else dsum     # Q x scale
     strides = BackwardLayout(RowStrides(*qs), RowStrides(*ks))
     low = isz < 4
+    s_quant = int(asc.QuantModes.F322F16) if quant else int(asc.QuantModes.NoQuant)
     for dq_pass in (True, False):       # the dKV pass reads the D and lse the dQ pass wrote
         kern = flash_attention_backward_kernel[groups[dq_pass], stream] if stream is not None \
             else flash_attention_backward_kernel[groups[dq_pass]]
-        kern(q, k, v, out, dout, softmax_max, softmax_sum, dsum, lse, dq, dk, dv, ws, wsp,
+        kern(q, k, v, out, dout, softmax_max, softmax_sum, dsum, lse, dq, dk, dv, ws, wsp, qsc,
              BackwardShape(N, NK, S1, S2, items[dq_pass]), strides, scale,
-             BackwardVariant(D, bool(causal), low, 32 // isz, dq_pass), t, bufs,
+             BackwardVariant(D, bool(causal), low, 32 // isz, dq_pass, s_quant), t, bufs,
              **launch_options)
     return dq, dk, dv
 

@@ -7,13 +7,12 @@ import math
 
 import ascendc as asc
 
+from .flash_attention_backward_tiling import NSLOT  # noqa: F401 (the kernels read it here)
 from .flash_attention_cube import nz_to_zz
 
 NEG_INF = -math.inf
 SCORES, GRADS = 1, 2        # cross-core flag ids (mode 2): AIC -> AIVs, AIVs -> AIC
-# workspace slots per group (and L1 buffers of the tiles the AIC keeps): the AIC issues tile
-# t + 2 before it takes the AIVs' P and dS of tile t (the kernel's loops rotate three tiles)
-NSLOT = 3
+Q_READY = 3                 # AIVs -> AIC (float16 inputs): an S1 block's Q x scale is in GM
 
 
 # ---- AIC helpers ------------------------------------------------------------------------------
@@ -37,7 +36,7 @@ def cube_end():
 
 
 @asc.jit
-def _pick(x0, x1, slot):
+def pick(x0, x1, slot):
     if slot == 1:
         return x1
     return x0
@@ -53,6 +52,20 @@ def load_nz(que, g, rows, cols, row_stride, strip_rows, dtype):
                                         dst_nz_n_stride=1))
     que.enque(t)
     return que.deque(dtype)
+
+
+@asc.jit
+def load_nz_held(que, g, rows, cols, row_stride, strip_rows, dtype):
+    """As load_nz, but not through the queue's FIFO: MTE1 is ordered after the copy by an
+    event, and the caller enqueues the tile once the scores are out (the FIFO then holds the
+    tiles in flight, oldest first, for their gradient products)."""
+    t = que.alloc_tensor(dtype)
+    asc.data_copy(t, g, asc.Nd2NzParams(nd_num=1, n_value=rows, d_value=cols,
+                                        src_d_value=row_stride, dst_nz_c0_stride=strip_rows,
+                                        dst_nz_n_stride=1))
+    asc.set_flag(asc.HardEvent.MTE2_MTE1, 0)
+    asc.wait_flag(asc.HardEvent.MTE2_MTE1, 0)
+    return t
 
 
 @asc.jit
@@ -108,8 +121,8 @@ def _score_mmad(c, a0, a1, b0, b1, slot, x1, y1, m, n2, d, c0, first):
     the first of a tile's two waits until the last tile's scores have left L0C."""
     m16 = (m + 15) // 16 * 16
     n16 = (n2 + 15) // 16 * 16
-    a2 = _pick(a0, a1, slot)
-    b2 = _pick(b0, b1, slot)
+    a2 = pick(a0, a1, slot)
+    b2 = pick(b0, b1, slot)
     asc.wait_flag(asc.HardEvent.M_MTE1, slot)
     nz_to_zz(a2, x1, m16 // 16, d, c0)
     asc.load_data(b2, y1, asc.LoadData2DParams(repeat_times=(d // c0) * (n16 // 16),
@@ -122,17 +135,18 @@ def _score_mmad(c, a0, a1, b0, b1, slot, x1, y1, m, n2, d, c0, first):
 
 
 @asc.jit
-def _scores(ws, sdc, dpc, a0, a1, b0, b1, slot, q1, o1, k1, v1, m, n2, d, s1b, s2b, c0):
+def _scores(ws, sdc, dpc, a0, a1, b0, b1, slot, q1, o1, k1, v1, m, n2, d, s1b, s2b, c0, quant):
     """S = Q K^T and dP = dO V^T (L0C: S at the start of sdc, dP at dpc = sdc + s1b * s2b) into
-    the f32 workspace slot ws (S, then dP at + s1b * s2b; rows s2b apart), both by one fixpipe
-    (one landing to wait for before the flag: L0C -> GM has a long latency); then SCORES."""
+    the workspace slot ws (S, then dP at + s1b * s2b; rows s2b apart; f32, or float16 by the
+    fixpipe's F322F16 quant), both by one fixpipe (one landing to wait for before the flag:
+    L0C -> GM has a long latency); then SCORES."""
     _score_mmad(sdc, a0, a1, b0, b1, slot, q1, k1, m, n2, d, c0, True)
     _score_mmad(dpc, a0, a1, b0, b1, 1 - slot, o1, v1, m, n2, d, c0, False)
     sync(asc.HardEvent.M_FIX)
     asc.fixpipe(ws, sdc, asc.FixpipeParamsV220(n_size=(n2 + 15) // 16 * 16, m_size=m,
                                                src_stride=(m + 15) // 16 * 16, dst_stride=s2b,
                                                nd_num=2, src_nd_stride=s1b * s2b // 256,
-                                               dst_nd_stride=s1b * s2b))
+                                               dst_nd_stride=s1b * s2b, quant_pre=quant))
     asc.set_flag(asc.HardEvent.FIX_M, 0)
     asc.cross_core_set_flag(SCORES, 2, asc.PipeID.PIPE_FIX)
 
@@ -144,8 +158,8 @@ def transposed_product(acc, a0, a1, b0, b1, slot, pa1, x_ws, y1, m, n2, d, s2b, 
     n16 = (n2 + 15) // 16 * 16
     kpad = (m + c0 - 1) // c0 * c0
     x1 = load_strips16(pa1, x_ws, m, n16, s2b, kpad, c0, x_ws.dtype)
-    a2 = _pick(a0, a1, slot)
-    b2 = _pick(b0, b1, slot)
+    a2 = pick(a0, a1, slot)
+    b2 = pick(b0, b1, slot)
     asc.wait_flag(asc.HardEvent.M_MTE1, slot)
     _transposed_to_a(a2, x1, n16, kpad, c0)
     _strips_to_b(b2, y1, d, kpad, c0)
@@ -162,8 +176,8 @@ def ds_k_product(acc, a0, a1, b0, b1, slot, pa1, ds_ws, k1, m, n2, d, s2b, c0, f
     m16 = (m + 15) // 16 * 16
     kpad = (n2 + c0 - 1) // c0 * c0
     x1 = load_nz(pa1, ds_ws, m, n2, s2b, m16, ds_ws.dtype)
-    a2 = _pick(a0, a1, slot)
-    b2 = _pick(b0, b1, slot)
+    a2 = pick(a0, a1, slot)
+    b2 = pick(b0, b1, slot)
     asc.wait_flag(asc.HardEvent.M_MTE1, slot)
     nz_to_zz(a2, x1, m16 // 16, kpad, c0)
     _strips_to_b(b2, k1, d, kpad, c0)
@@ -241,21 +255,18 @@ def load_rows(dst, g, rows, d, row_stride):
 
 
 @asc.jit
-def gradient_tile(su, dpu, bc, lse, dsum, s_ws, dp_ws, rows, row0, s2_0, n2, s2b, scale,
-                   causal):
-    """S, dP rows (f32, s2b apart) -> P in su, dS = scale * P * (dP - D) in dpu."""
+def gradient_tile(su, dpu, bc, lse, dsum, rows, row0, s2_0, n2, s2b, ds_scale, causal):
+    """Scaled S, dP rows in su, dpu (s2b apart) -> P in su, dS = ds_scale * P * (dP - D) in
+    dpu."""
     n16 = (n2 + 15) // 16 * 16
     count = rows * s2b
-    asc.data_copy(su, s_ws, count)
-    asc.data_copy(dpu, dp_ws, count)
-    sync(asc.HardEvent.MTE2_V)
-    asc.muls(su, su, scale, count)
     _sub_rows(su, bc, lse, rows, n16, s2b)
     _mask_scores(su, rows, row0, s2_0, n2, n16, s2b, causal)
     asc.exp(su, su, count)
     _sub_rows(dpu, bc, dsum, rows, n16, s2b)
     asc.mul(dpu, dpu, su, count)
-    asc.muls(dpu, dpu, scale, count)
+    if ds_scale != 1.0:
+        asc.muls(dpu, dpu, ds_scale, count)
 
 
 @asc.jit
@@ -266,31 +277,48 @@ def store_row(g, src, d):
 
 @asc.jit
 def issue_kv_block(kb1, vb1, k_addr, v_addr, kv_row, ws, sdc, dpc, a0, a1, b0, b1, slot, q1, o1,
-                    m, n2, d, s1b, s2b, c0):
-    """The dQ pass's tile: K_j, V_j -> L1, S and dP out; returns K_j's L1 tile (kept for dQ)."""
+                    m, n2, d, s1b, s2b, c0, quant):
+    """The dQ pass's tile: K_j, V_j -> L1, S and dP out; returns K_j's L1 tile (kept for dQ;
+    the caller enqueues it)."""
     n16 = (n2 + 15) // 16 * 16
     kg = asc.GlobalTensor()
     kg.set_global_buffer(k_addr, (n2 - 1) * kv_row + d)
     vg = asc.GlobalTensor()
     vg.set_global_buffer(v_addr, (n2 - 1) * kv_row + d)
-    k1 = load_nz(kb1, kg, n2, d, kv_row, n16, k_addr.dtype)
+    k1 = load_nz_held(kb1, kg, n2, d, kv_row, n16, k_addr.dtype)
     v1 = load_nz(vb1, vg, n2, d, kv_row, n16, k_addr.dtype)
-    _scores(ws, sdc, dpc, a0, a1, b0, b1, slot, q1, o1, k1, v1, m, n2, d, s1b, s2b, c0)
+    _scores(ws, sdc, dpc, a0, a1, b0, b1, slot, q1, o1, k1, v1, m, n2, d, s1b, s2b, c0, quant)
     vb1.free_tensor(v1)
     return k1
 
 
 @asc.jit
-def issue_q_block(qa1, oa1, q_addr, o_addr, q_row, ws, sdc, dpc, a0, a1, b0, b1, slot, k1, v1,
-                   m, n2, d, s1b, s2b, c0):
-    """The dK/dV pass's tile: Q_i, dO_i -> L1, S and dP out; returns both L1 tiles (kept for
-    dK and dV)."""
+def issue_q_block(qa1, oa1, q_addr, q_row, o_addr, o_row, ws, sdc, dpc, a0, a1, b0, b1, slot, k1,
+                   v1, m, n2, d, s1b, s2b, c0, quant):
+    """The dK/dV pass's tile: Q_i (or Q_i x scale), dO_i -> L1, S and dP out; returns both L1
+    tiles (kept for dK and dV; the caller enqueues them)."""
     m16 = (m + 15) // 16 * 16
     qg = asc.GlobalTensor()
     qg.set_global_buffer(q_addr, (m - 1) * q_row + d)
     og = asc.GlobalTensor()
-    og.set_global_buffer(o_addr, (m - 1) * q_row + d)
-    q1 = load_nz(qa1, qg, m, d, q_row, m16, q_addr.dtype)
-    o1 = load_nz(oa1, og, m, d, q_row, m16, q_addr.dtype)
-    _scores(ws, sdc, dpc, a0, a1, b0, b1, slot, q1, o1, k1, v1, m, n2, d, s1b, s2b, c0)
+    og.set_global_buffer(o_addr, (m - 1) * o_row + d)
+    q1 = load_nz_held(qa1, qg, m, d, q_row, m16, q_addr.dtype)
+    o1 = load_nz_held(oa1, og, m, d, o_row, m16, q_addr.dtype)
+    _scores(ws, sdc, dpc, a0, a1, b0, b1, slot, q1, o1, k1, v1, m, n2, d, s1b, s2b, c0, quant)
     return q1, o1
+
+
+@asc.jit
+def scale_q_rows(qs_g, q_g, qlow, tmp, rows, d, q_row, scale):
+    """float16 inputs: `rows` Q rows (q_row apart) x scale, in float16 -> qs_g (rows d apart),
+    so the float16 S the cube hands over is already scaled and cannot overflow where the f32
+    scaled S would not. qlow (16-bit) and tmp (f32) hold rows x d."""
+    sync(asc.HardEvent.V_MTE2)
+    load_rows(qlow, q_g, rows, d, q_row)
+    sync(asc.HardEvent.MTE2_V)
+    asc.cast(tmp, qlow, asc.RoundMode.CAST_NONE, rows * d)
+    asc.muls(tmp, tmp, scale, rows * d)
+    asc.cast(qlow, tmp, asc.RoundMode.CAST_RINT, rows * d)
+    sync(asc.HardEvent.V_MTE3)
+    asc.data_copy(qs_g, qlow, rows * d)
+    sync(asc.HardEvent.MTE3_V)

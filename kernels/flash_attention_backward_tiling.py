@@ -15,15 +15,22 @@ import rt
 from ._host import ceil_div, round_up
 
 
+# tiles in flight per group: workspace slots per group, and L1 buffers of the tiles the AIC
+# keeps (the AIC issues S, dP of tile t + NSLOT - 1 before it takes the AIVs' P and dS of tile
+# t: the cross-core round trip of a tile is hidden behind NSLOT - 1 tiles of cube work)
+NSLOT = 6
+
+
 class FlashAttentionBackwardBuffers(NamedTuple):
     """Bytes of every on-chip buffer of the backward kernel and the byte offsets of the views
     carved out of the shared ones (one ConstExpr; `FlashAttentionBackwardTiling.validate` checks
     the same numbers against the SoC). AIC: L1 queues, L0A/L0B/L0C views. AIV: the rows one
     AIV owns (`rows`) and its Unified Buffer views."""
-    q_l1: int           # A1 (3 buffers): Q rows (NZ), the A operand of S = Q K^T
-    do_l1: int          # A1 (3): dO rows (NZ), the A operand of dP = dO V^T
-    k_l1: int           # B1 (3): K rows (NZ == ZN of K^T)
-    v_l1: int           # B1 (3): V rows (NZ == ZN of V^T)
+    q_l1: int           # A1 (1 buffer in the dQ pass / NSLOT in dK/dV): Q rows (NZ), the A
+                        # operand of S = Q K^T
+    do_l1: int          # A1 (1 / NSLOT): dO rows (NZ), the A operand of dP = dO V^T
+    k_l1: int           # B1 (NSLOT / 1): K rows (NZ == ZN of K^T)
+    v_l1: int           # B1 (2 / 1): V rows (NZ == ZN of V^T)
     x_l1: int           # B1 (1): f32 only: dO, Q or K rows as 16-column strips (B of dV/dK/dQ)
     p_l1: int           # A1 (2): P or dS (the A operand of dV / dK / dQ)
     a_slot: int         # A2: one of two operand slots (Q, dO, P^T, dS^T or dS)
@@ -43,7 +50,13 @@ class FlashAttentionBackwardBuffers(NamedTuple):
     lse_ub: int         # per-row max + ln(sum): P = exp(scale S - lse)
     dsum_ub: int        # per-row D = rowsum(dO * O)
     red_ub: int         # per-row scratch
-    ws_slot: int        # f32 GM workspace elements per slot: S then dP (three slots per group)
+    s_ub1: int          # the tile loop's second slot (kernels/..._backward_vector.py): S, dP,
+    dp_ub1: int         # their 16-bit copies, lse and D of a rows x s2_block tile
+    p16_ub1: int
+    ds16_ub1: int
+    lse_ub1: int
+    dsum_ub1: int
+    ws_slot: int        # f32 GM workspace elements per slot: S then dP (NSLOT slots per group)
     wsp_slot: int       # input-dtype GM workspace elements per slot: P then dS
 
 
@@ -53,6 +66,12 @@ def _end_to_end(sizes):
         offsets.append(pos)
         pos += nbytes
     return offsets, pos
+
+
+def half_scores(dtype) -> bool:
+    """Whether S and dP are handed over in 16 bits for `dtype` inputs: float16 only (as the
+    forward's S; bfloat16 keeps f32, its 8-bit mantissa would cost the scores' precision)."""
+    return np.dtype(dtype) == np.dtype(np.float16)
 
 
 def aiv_rows(s1_block: int) -> int:
@@ -67,10 +86,14 @@ def flash_attention_backward_buffers(tiling, d: int,
     low = itemsize < 4
     h = aiv_rows(s1b)
     wide = max(s2b, d)                  # a row of the S / dP tile, or of dO / O
-    (s_ub, dp_ub, p16_ub, ds16_ub, fold_ub, brcb_ub, lse_ub, dsum_ub, red_ub), calc = \
+    # two UB slots (the AIVs' tile loop): slot 0 also holds dO / O rows (wide), slot 1 a tile
+    (s_ub, dp_ub, p16_ub, ds16_ub, lse_ub, dsum_ub, s_ub1, dp_ub1, p16_ub1, ds16_ub1, lse_ub1,
+     dsum_ub1, fold_ub, brcb_ub, red_ub), calc = \
         _end_to_end((h * wide * f32, h * wide * f32, h * wide * itemsize if low else 0,
-                     h * wide * itemsize if low else 0, h * 64 * f32, h * 8 * f32,
-                     h * f32, h * f32, h * f32))
+                     h * wide * itemsize if low else 0, h * f32, h * f32,
+                     h * s2b * f32, h * s2b * f32, h * s2b * itemsize if low else 0,
+                     h * s2b * itemsize if low else 0, h * f32, h * f32,
+                     h * 64 * f32, h * 8 * f32, h * f32))
     score = s1b * s2b * f32
     acc = max(2 * s2b * d, s1b * d) * f32
     return FlashAttentionBackwardBuffers(
@@ -81,6 +104,8 @@ def flash_attention_backward_buffers(tiling, d: int,
         l0c=2 * score + acc, dp_l0c=score, acc_l0c=2 * score, acc2_l0c=2 * score + s2b * d * f32,
         rows=h, calc=calc, s_ub=s_ub, dp_ub=dp_ub, p16_ub=p16_ub, ds16_ub=ds16_ub,
         fold_ub=fold_ub, brcb_ub=brcb_ub, lse_ub=lse_ub, dsum_ub=dsum_ub, red_ub=red_ub,
+        s_ub1=s_ub1, dp_ub1=dp_ub1, p16_ub1=p16_ub1, ds16_ub1=ds16_ub1, lse_ub1=lse_ub1,
+        dsum_ub1=dsum_ub1,
         ws_slot=2 * s1b * s2b, wsp_slot=2 * s1b * s2b)
 
 
@@ -103,7 +128,9 @@ class FlashAttentionBackwardTiling:
                              f"s2_block <= 2032 (vector repeat limits), got s1_block="
                              f"{self.s1_block} s2_block={self.s2_block}")
         b = flash_attention_backward_buffers(self, d, itemsize)
-        need = {"L1": 3 * (b.q_l1 + b.do_l1 + b.k_l1 + b.v_l1) + 2 * b.p_l1 + b.x_l1,
+        l1_dq = NSLOT * b.k_l1 + 2 * b.v_l1 + b.q_l1 + b.do_l1     # the dQ pass's L1 tiles
+        l1_dkv = NSLOT * (b.q_l1 + b.do_l1) + b.k_l1 + b.v_l1       # the dK / dV pass's
+        need = {"L1": max(l1_dq, l1_dkv) + 2 * b.p_l1 + b.x_l1,
                 "L0A": 2 * b.a_slot, "L0B": 2 * b.b_slot, "L0C": b.l0c, "UB": b.calc}
         for level, nbytes in need.items():
             if nbytes > soc.capacity(level):
