@@ -35,13 +35,14 @@ import rt
 
 from .flash_attention_backward import flash_attention_backward  # noqa: F401 (the op set)
 from ._host import ceil_div, is_device
-from .flash_attention_cube import (O_READY, P_READY, Q_READY, S_READY, XMODE, load_q, pv_block,
-                                   qk_block)
+from .flash_attention_cube import (LAG, O_READY, P_READY, Q_READY, S_READY, SLOTS, XMODE, load_q,
+                                   pv_block, qk_block)
 from .flash_attention_tiling import (KV_CHUNKS, FlashAttentionBuffers,  # noqa: F401 (re-exported)
                                      FlashAttentionTiling, flash_attention_buffers, half_scores,
                                      flash_attention_tiling, flash_attention_tiling_candidates)
-from .flash_attention_vector import (add_o_part, finish_rows, issue_scores, load_scores,
-                                     mask_above_diagonal, scale_q_rows, softmax_step, store_p)
+from .flash_attention_vector import (add_o_part, finish_rows, issue_o_part, issue_scores,
+                                     load_scores, mask_above_diagonal, scale_q_rows, softmax_step,
+                                     store_p)
 
 LAYOUTS = ("BNSD", "BSND", "BSH")
 NEG_INF = -math.inf
@@ -87,6 +88,60 @@ def attention_variant(head_dim: int, dtype, causal: bool = False) -> AttentionVa
     return AttentionVariant(int(head_dim), bool(causal), isz < 4, 32 // isz, int(quant))
 
 
+@asc.jit
+def _fetch_o(oin, o_ws, slot, count):
+    """Wait for the O part of the block LAG before S slot `slot`'s, start its copy to UB."""
+    asc.cross_core_wait_flag(O_READY + (slot + SLOTS - LAG) % SLOTS, XMODE, asc.PipeID.PIPE_MTE2)
+    issue_o_part(oin, o_ws, count)
+
+
+@asc.jit
+def softmax_block(sin, oin, s_ws, p_ws, o_ws, sf, low, row_m, row_l, alpha, mnew, rowred, fold,
+                  bc, slot, fetch_o, mr, n2, q0, s2_0, d, s2b, ps, scale, s_quant, causal,
+                  low_precision):
+    """An AIV's softmax of one S2 block: its mr rows of the S slot (s_ws: row 0 of its rows) in
+    passes of ps rows -> P (p_ws), alpha; then P_READY. With `fetch_o` it also waits for the O
+    part of the block LAG back and starts its copy (o_ws) before its last pass's vector work,
+    so the copy lands while the vector unit works; `add_o_part` uses it."""
+    asc.cross_core_wait_flag(S_READY + slot, XMODE, asc.PipeID.PIPE_MTE2)
+    last = (mr - 1) // ps * ps                  # the last pass's first row
+    o_at = last                                 # f32 S: after the last pass's S copy
+    if s_quant:                                 # f16 S: after the last prefetch of S
+        o_at = max(0, last - ps)
+        if mr > 0:
+            issue_scores(sin, s_ws, min(ps, mr) * s2b)
+    if fetch_o and mr == 0:                     # no rows: the flag is taken all the same
+        asc.cross_core_wait_flag(O_READY + (slot + SLOTS - LAG) % SLOTS, XMODE,
+                                 asc.PipeID.PIPE_MTE2)
+    for p0 in range(0, mr, ps):
+        pr = min(ps, mr - p0)
+        if s_quant:                             # scaled float16 S, its next pass prefetched
+            sh = sin.deque(s_ws.dtype)
+            if p0 + ps < mr:
+                issue_scores(sin, s_ws[(p0 + ps) * s2b:], min(ps, mr - p0 - ps) * s2b)
+            if fetch_o and p0 == o_at:
+                _fetch_o(oin, o_ws, slot, mr * d)
+            asc.cast(sf, sh, asc.RoundMode.CAST_NONE, pr * s2b)
+            if causal:
+                mask_above_diagonal(sf, pr, n2, q0 + p0, s2_0, s2b)
+            softmax_step(sf, row_m[p0:], row_l[p0:], alpha[p0:], mnew, rowred, fold, bc, pr,
+                         n2, s2b)
+            store_p(p_ws[p0 * s2b:], sf, sh, pr * s2b, True, False)   # P out of the S buffer
+            sin.free_tensor(sh)
+        else:
+            su = load_scores(sin, s_ws[p0 * s2b:], pr * s2b, scale)
+            if fetch_o and p0 == o_at:
+                _fetch_o(oin, o_ws, slot, mr * d)
+            if causal:
+                mask_above_diagonal(su, pr, n2, q0 + p0, s2_0, s2b)
+            softmax_step(su, row_m[p0:], row_l[p0:], alpha[p0:], mnew, rowred, fold, bc, pr,
+                         n2, s2b)
+            store_p(p_ws[p0 * s2b:], su, low, pr * s2b, low_precision)
+            sin.free_tensor(su)
+    asc.cross_core_set_flag(P_READY + slot, XMODE, asc.PipeID.PIPE_MTE3)
+
+
+
 @asc.jit(kernel_type="MIX_AIC_1_2")
 def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.GlobalAddress,
                            out: asc.GlobalAddress, smax: asc.GlobalAddress,
@@ -129,7 +184,7 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
         wssg.set_global_buffer(wss + g * bufs.wss_block, bufs.wss_block)
         n_s1 = (shape.s1 + s1b - 1) // s1b
         group = shape.heads // shape.kv_heads
-        i = 0                                   # S2 blocks handed over so far: slot = i % 2
+        i = 0                                   # S2 blocks handed over so far: slot (i + j) % SLOTS
         for t in range(g, shape.tiles, asc.get_block_num()):
             b = t // (shape.heads * n_s1)
             n = (t // n_s1) % shape.heads
@@ -140,25 +195,25 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
             kv_base = b * layout.kv.batch + (n // group) * layout.kv.head
             if variant.s_quant:                 # the Q block the AIVs scaled
                 asc.cross_core_wait_flag(Q_READY, XMODE, asc.PipeID.PIPE_MTE2)
-                load_q(qa1, qa2, wsp + (g * bufs.wsp_block + 2 * s1b * s2b), m, m16, d, d,
+                load_q(qa1, qa2, wsp + (g * bufs.wsp_block + SLOTS * s1b * s2b), m, m16, d, d,
                        variant.c0)
             else:
                 load_q(qa1, qa2, q + q_off, m, m16, layout.q.row, d, variant.c0)
             n_s2 = (shape.s2 + s2b - 1) // s2b
             if variant.causal:
                 n_s2 = min(n_s2, (s1_0 + m - 1) // s2b + 1)
-            for j in range(n_s2 + 1):
+            for j in range(n_s2 + LAG):
                 if j < n_s2:                    # stage 1: S of block j
-                    slot = (i + j) % 2
+                    slot = (i + j) % SLOTS
                     s2_0 = j * s2b
                     qk_block(wssg[slot * s1b * s2b:], qa2, kv1, b2, lc,
                              k + (kv_base + s2_0 * layout.kv.row), m, m16,
                              min(s2b, shape.s2 - s2_0), layout.kv.row, d, s2b, tiling.kv_chunk,
                              variant.c0, variant.s_quant, bufs.l0c_num)
                     asc.cross_core_set_flag(S_READY + slot, XMODE, asc.PipeID.PIPE_FIX)
-                if j > 0:                       # stage 2: O_part of block j - 1
-                    slot = (i + j - 1) % 2
-                    s2_0 = (j - 1) * s2b
+                if j >= LAG:                    # stage 2: O_part of block j - LAG
+                    slot = (i + j + SLOTS - LAG) % SLOTS
+                    s2_0 = (j - LAG) * s2b
                     asc.cross_core_wait_flag(P_READY + slot, XMODE, asc.PipeID.PIPE_MTE2)
                     pv_block(wsg[slot * s1b * d:], wpg[slot * s1b * s2b:], p1,
                              pa2, kv1, b2, lc, v + (kv_base + s2_0 * layout.kv.row), m, m16,
@@ -180,7 +235,7 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
         oacc = calc_buf.get_with_offset(rows * d, bufs.acc_ub, asc.float32)
         row_m = calc_buf.get_with_offset(rows, bufs.m_ub, asc.float32)
         row_l = calc_buf.get_with_offset(rows, bufs.l_ub, asc.float32)
-        alphas = calc_buf.get_with_offset(2 * rows, bufs.alpha_ub, asc.float32)
+        alphas = calc_buf.get_with_offset(SLOTS * rows, bufs.alpha_ub, asc.float32)
         mnew = calc_buf.get_with_offset(rows, bufs.mnew_ub, asc.float32)
         rowred = calc_buf.get_with_offset(rows, bufs.rowred_ub, asc.float32)
         fold = calc_buf.get_with_offset(rows * 64, bufs.fold_ub, asc.float32)
@@ -202,7 +257,7 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
         wssg = asc.GlobalTensor()
         wssg.set_global_buffer(wss + g * bufs.wss_block, bufs.wss_block)
         n_s1 = (shape.s1 + s1b - 1) // s1b
-        i = 0                                   # S2 blocks handed over so far: slot = i % 2
+        i = 0                                   # S2 blocks handed over so far: slot (i + j) % SLOTS
         for t in range(g, shape.tiles, asc.get_block_num()):
             b = t // (shape.heads * n_s1)
             n = (t // n_s1) % shape.heads
@@ -213,7 +268,7 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
             q_off = b * layout.q.batch + n * layout.q.head + (s1_0 + r0) * layout.q.row
             if variant.s_quant:                 # Q x scale for the cube (oacc as scratch)
                 if mr > 0:
-                    scale_q_rows(wpg[2 * s1b * s2b + r0 * d:], q + q_off, low, oacc, mr, d,
+                    scale_q_rows(wpg[SLOTS * s1b * s2b + r0 * d:], q + q_off, low, oacc, mr, d,
                                  layout.q.row, scale)
                 asc.cross_core_set_flag(Q_READY, XMODE, asc.PipeID.PIPE_MTE3)
             asc.duplicate(row_m, NEG_INF, rows)
@@ -222,50 +277,25 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
             n_s2 = (shape.s2 + s2b - 1) // s2b
             if variant.causal:
                 n_s2 = min(n_s2, (s1_0 + m - 1) // s2b + 1)
-            for j in range(n_s2 + 1):
-                if j < n_s2:                    # the softmax of block j
-                    slot = (i + j) % 2
+            for j in range(n_s2 + LAG):
+                if j < n_s2:                    # the softmax of block j (O_part j - LAG fetched)
+                    slot = (i + j) % SLOTS
                     s2_0 = j * s2b
-                    asc.cross_core_wait_flag(S_READY + slot, XMODE, asc.PipeID.PIPE_MTE2)
-                    n2 = min(s2b, shape.s2 - s2_0)
-                    if variant.s_quant:         # scaled float16 S, its next pass prefetched
-                        ps = bufs.pass_rows
-                        base = slot * s1b * s2b + r0 * s2b
-                        if mr > 0:
-                            issue_scores(sin, wssg[base:], min(ps, mr) * s2b)
-                        for p0 in range(0, mr, ps):
-                            pr = min(ps, mr - p0)
-                            st = sin.deque(wss.dtype)
-                            if p0 + ps < mr:
-                                issue_scores(sin, wssg[base + (p0 + ps) * s2b:],
-                                             min(ps, mr - p0 - ps) * s2b)
-                            asc.cast(sf, st, asc.RoundMode.CAST_NONE, pr * s2b)
-                            if variant.causal:
-                                mask_above_diagonal(sf, pr, n2, s1_0 + r0 + p0, s2_0, s2b)
-                            softmax_step(sf, row_m[p0:], row_l[p0:],
-                                         alphas[(j % 2) * rows + p0:], mnew, rowred, fold, bc,
-                                         pr, n2, s2b)
-                            store_p(wpg[base + p0 * s2b:], sf, st, pr * s2b, True)
-                            sin.free_tensor(st)
-                    else:
-                        for p0 in range(0, mr, bufs.pass_rows):    # rows in passes that fit UB
-                            pr = min(bufs.pass_rows, mr - p0)
-                            s_at = slot * s1b * s2b + (r0 + p0) * s2b
-                            su = load_scores(sin, wssg[s_at:], pr * s2b, scale)
-                            if variant.causal:
-                                mask_above_diagonal(su, pr, n2, s1_0 + r0 + p0, s2_0, s2b)
-                            softmax_step(su, row_m[p0:], row_l[p0:],
-                                         alphas[(j % 2) * rows + p0:], mnew, rowred, fold, bc,
-                                         pr, n2, s2b)
-                            store_p(wpg[s_at:], su, low, pr * s2b, variant.low_precision)
-                            sin.free_tensor(su)
-                    asc.cross_core_set_flag(P_READY + slot, XMODE, asc.PipeID.PIPE_MTE3)
-                if j > 0:                       # the O update of block j - 1
-                    slot = (i + j - 1) % 2
-                    asc.cross_core_wait_flag(O_READY + slot, XMODE, asc.PipeID.PIPE_MTE2)
+                    softmax_block(sin, oin, wssg[slot * s1b * s2b + r0 * s2b:],
+                                  wpg[slot * s1b * s2b + r0 * s2b:],
+                                  wsg[((i + j + SLOTS - LAG) % SLOTS) * s1b * d + r0 * d:], sf, low,
+                                  row_m, row_l, alphas[(j % SLOTS) * rows:], mnew, rowred, fold,
+                                  bc, slot, j >= LAG, mr, min(s2b, shape.s2 - s2_0),
+                                  s1_0 + r0, s2_0, d, s2b, bufs.pass_rows, scale,
+                                  variant.s_quant, variant.causal, variant.low_precision)
+                elif j >= LAG:                  # the pipeline drains: O_part j - LAG alone
+                    asc.cross_core_wait_flag(O_READY + (i + j + SLOTS - LAG) % SLOTS, XMODE,
+                                             asc.PipeID.PIPE_MTE2)
                     if mr > 0:
-                        add_o_part(oacc, oin, wsg[slot * s1b * d + r0 * d:],
-                                    bc, alphas[((j - 1) % 2) * rows:], mr, d)
+                        issue_o_part(oin, wsg[((i + j + SLOTS - LAG) % SLOTS) * s1b * d + r0 * d:],
+                                     mr * d)
+                if j >= LAG and mr > 0:         # O = O * alpha + O_part of block j - LAG
+                    add_o_part(oacc, oin, bc, alphas[((j - LAG) % SLOTS) * rows:], mr, d)
             i += n_s2
             if mr > 0:
                 st_off = (b * shape.heads + n) * shape.s1 + s1_0 + r0
@@ -274,8 +304,8 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
 
 
 def attention_workspaces(bufs, block_dim, dtype) -> list:
-    """The kernel's GM workspaces for `block_dim` groups: 2 O-part slots (f32); 2 P slots and
-    (float16 inputs) the scaled Q block (input dtype); 2 S slots (f32, or float16)."""
+    """The kernel's GM workspaces for `block_dim` groups: SLOTS O-part slots (f32); SLOTS P slots
+    and (float16 inputs) the scaled Q block (input dtype); SLOTS S slots (f32, or float16)."""
     low = half_scores(dtype)
     return [rt.device_empty((block_dim * bufs.ws_block,), np.float32),
             rt.device_empty((block_dim * bufs.wsp_block,), dtype),

@@ -13,6 +13,10 @@ import rt
 
 from ._host import round_up
 
+# the forward pipeline's depth: S, P and O slots per group in the GM workspaces (the AIC computes
+# S of block j + SLOTS - 1 before P V of block j)
+SLOTS = 3
+
 
 class FlashAttentionBuffers(NamedTuple):
     """Bytes (and buffer counts) of every on-chip buffer of `flash_attention_kernel` and byte
@@ -41,18 +45,18 @@ class FlashAttentionBuffers(NamedTuple):
     acc_ub: int         # offsets in VECCALC: the f32 O accumulator (rows x D),
     m_ub: int           #   the running row max m,
     l_ub: int           #   the running row sum l,
-    alpha_ub: int       #   alpha = exp(m_old - m_new) of two S2 blocks (the pipeline's depth),
+    alpha_ub: int       #   alpha = exp(m_old - m_new) of SLOTS S2 blocks (the pipeline's depth),
     mnew_ub: int        #   m_new,
     rowred_ub: int      #   a row max or row sum,
     fold_ub: int        #   the rows x 64 fold buffer of the row reductions,
     brcb_ub: int        #   a per-row value broadcast to 8 lanes by brcb,
     low_ub: int         #   16-bit inputs: the scaled Q rows, then O, in the input dtype
     sf_ub: int          #   16-bit inputs: the f32 scores of one pass (cast from s_ub)
-    ws_block: int       # f32 GM workspace elements per group: 2 O-part slots
-    wsp_block: int      # GM workspace elements (input dtype) per group: 2 P slots, then (16-bit
-                        #   inputs) the scaled Q block
-    wss_block: int      # GM workspace elements per group (f32, or the 16-bit input dtype): 2 S
-                        #   slots
+    ws_block: int       # f32 GM workspace elements per group: SLOTS O-part slots
+    wsp_block: int      # GM workspace elements (input dtype) per group: SLOTS P slots, then
+                        #   (16-bit inputs) the scaled Q block
+    wss_block: int      # GM workspace elements per group (f32, or the 16-bit input dtype):
+                        #   SLOTS S slots
 
 
 def _end_to_end(sizes):
@@ -106,7 +110,7 @@ def _buffers(tiling, d, itemsize, soc, pass_rows, half_s) -> FlashAttentionBuffe
     sz = 2 if hs else f32        # the scores as handed over
     ps = pass_rows * s2b
     (acc_ub, m_ub, l_ub, alpha_ub, mnew_ub, rowred_ub, fold_ub, brcb_ub, low_ub, sf_ub), calc = \
-        _end_to_end((rows * d * f32, row, row, 2 * row, row, row, 64 * row, 8 * row,
+        _end_to_end((rows * d * f32, row, row, SLOTS * row, row, row, 64 * row, 8 * row,
                      (rows * d if hs else max(ps, rows * d)) * itemsize if low else 0,
                      ps * f32 if hs else 0))
     return FlashAttentionBuffers(
@@ -117,8 +121,8 @@ def _buffers(tiling, d, itemsize, soc, pass_rows, half_s) -> FlashAttentionBuffe
         o_ub=rows * d * f32, calc=calc,
         acc_ub=acc_ub, m_ub=m_ub, l_ub=l_ub, alpha_ub=alpha_ub, mnew_ub=mnew_ub,
         rowred_ub=rowred_ub, fold_ub=fold_ub, brcb_ub=brcb_ub, low_ub=low_ub, sf_ub=sf_ub,
-        ws_block=2 * s1b * d, wsp_block=2 * s1b * s2b + (s1b * d if hs else 0),
-        wss_block=2 * s1b * s2b)
+        ws_block=SLOTS * s1b * d, wsp_block=SLOTS * s1b * s2b + (s1b * d if hs else 0),
+        wss_block=SLOTS * s1b * s2b)
 
 
 @dataclass(frozen=True)
