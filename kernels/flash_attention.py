@@ -5,20 +5,23 @@ cross-core flags (mode 2: the AIC and its AIVs).
 
 per (batch, head, S1 block of s1_block rows; the group's AIVs take half the rows each):
   AIC  Q  GM -> L1 (Nd2Nz) -> L0A (ZZ), once
-  for each S2 block j (fully masked blocks skipped when causal), a two-stage pipeline:
+  for each S2 block j (fully masked blocks skipped when causal), a pipeline SLOTS (3) deep:
   AIC  QK(j)   K chunks GM -> L1 (NZ == ZN of K^T) -> L0B;  mmad S = Q K^T -> L0C -> fixpipe
-               -> S slot j % 2 of the workspace;  set S_READY   (computed while the AIVs run
-               the softmax of block j - 1: the S workspace is double-buffered, a flag per slot)
+               -> S slot j % 3 of the workspace;  set S_READY   (computed while the AIVs run
+               the softmax of block j - 2 or j - 1: S, P and O slots are triple-buffered, a
+               flag per slot)
   AIV  wait S_READY;  S rows -> UB;  scale, causal mask, online softmax (running max m, sum l,
-       alpha = exp(m_old - m_new) kept for the O update);  P -> P slot j % 2;  set P_READY
-  AIC  PV(j-1) wait P_READY;  P chunks -> L1 -> L0A, V chunks -> L1 -> L0B;  mmad O_part = P V
-               accumulated in L0C -> fixpipe -> O slot;  set O_READY
-  AIV  wait O_READY;  O = O * alpha + O_part (its rows)
+       alpha = exp(m_old - m_new) kept for the O update);  P -> P slot j % 3;  set P_READY
+  AIC  PV(j)   wait P_READY;  P chunks -> L1 -> L0A, V chunks -> L1 -> L0B;  mmad O_part = P V
+               accumulated in L0C -> fixpipe -> O slot j % 3;  set O_READY
+  AIV  wait O_READY (its copy starts during the softmax of block j + 2);  O = O * alpha + O_part
   AIV  O / l (the division deferred to the end) -> GM;  softmax_max = m, softmax_sum = l -> GM
-The AIC's order is QK(0), QK(1), PV(0), QK(2), PV(1), ...: while the AIVs turn S(j) into P(j),
-the cube computes S(j + 1); the AIVs' order is softmax(j), update(j - 1). A slot is rewritten
-only after what read it: the AIC writes S(j + 2) after it waited for P(j) (the AIVs read S(j)
-before they wrote P(j)), and O(j + 2) after P(j + 2), written after the AIVs read O(j).
+The AIC's order is QK(0), QK(1), QK(2), PV(0), QK(3), PV(1), ...: S of block j + 2 is ready
+before the AIVs finish block j + 1, so they never wait for the cube's round trip; the AIVs'
+order is softmax(j), update(j - 2). A slot is rewritten only after what read it: the AIC writes
+S(j + 3) after it waited for P(j) (the AIVs read S(j) before they wrote P(j)); the AIVs write
+P(j + 3) after they waited for O(j) (the AIC read P(j) before it wrote O(j)); the AIC writes
+O(j + 3) after P(j + 3), which the AIVs write after they read O(j).
 One group per AI Core (cube core) of the SoC as the real op launches; groups stride over the
 B*N*S1 blocks. kernels/flash_attention_cube.py and _vector.py hold the two sides; where an
 inner step's CPU time goes: `python -m bench.fa_steps`.
@@ -86,6 +89,22 @@ def attention_variant(head_dim: int, dtype, causal: bool = False) -> AttentionVa
     isz = np.dtype(dtype).itemsize
     quant = asc.QuantModes.F322F16 if half_scores(dtype) else asc.QuantModes.NoQuant
     return AttentionVariant(int(head_dim), bool(causal), isz < 4, 32 // isz, int(quant))
+
+
+@asc.jit
+def _scale_q_block(wq, q, t, shape, ql, s1b, sub, low, tmp, d, scale):
+    """float16: this AIV's rows of S1 block t's Q times the softmax scale -> the Q slot wq (rows
+    d apart; `ql` q's strides); then Q_READY for the AIC."""
+    n_s1 = (shape.s1 + s1b - 1) // s1b
+    s1_0 = (t % n_s1) * s1b
+    m = min(s1b, shape.s1 - s1_0)
+    r0 = sub * ((m + 1) // 2)
+    mr = min(m, r0 + (m + 1) // 2) - r0
+    if mr > 0:
+        q_off = (t // (shape.heads * n_s1)) * ql.batch + ((t // n_s1) % shape.heads) * ql.head
+        scale_q_rows(wq[r0 * d:], q + (q_off + (s1_0 + r0) * ql.row), low, tmp, mr, d, ql.row,
+                     scale)
+    asc.cross_core_set_flag(Q_READY, XMODE, asc.PipeID.PIPE_MTE3)
 
 
 @asc.jit
@@ -157,8 +176,8 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
     pipe = asc.TPipe()
     if asc.ascend_is_aic():
         # the AIC of group g: S1 blocks g, g + G, ...; per S1 block the S2 blocks in a
-        # two-stage pipeline: QK^T of block j + 1 (into the other S slot) before P V of block j,
-        # so the cube works while the AIVs run the softmax of block j
+        # pipeline LAG + 1 deep: QK^T of block j + LAG (into its own S slot) before P V of
+        # block j, so the cube works while the AIVs run the softmax of block j + 1
         qa1 = asc.TQue(asc.TPosition.A1, 1)
         kv1 = asc.TQue(asc.TPosition.B1, 1)
         p1 = asc.TQue(asc.TPosition.A1, 1)
@@ -185,6 +204,7 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
         n_s1 = (shape.s1 + s1b - 1) // s1b
         group = shape.heads // shape.kv_heads
         i = 0                                   # S2 blocks handed over so far: slot (i + j) % SLOTS
+        kt = 0                                  # S1 blocks so far: Q slot kt % 2
         for t in range(g, shape.tiles, asc.get_block_num()):
             b = t // (shape.heads * n_s1)
             n = (t // n_s1) % shape.heads
@@ -195,8 +215,8 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
             kv_base = b * layout.kv.batch + (n // group) * layout.kv.head
             if variant.s_quant:                 # the Q block the AIVs scaled
                 asc.cross_core_wait_flag(Q_READY, XMODE, asc.PipeID.PIPE_MTE2)
-                load_q(qa1, qa2, wsp + (g * bufs.wsp_block + SLOTS * s1b * s2b), m, m16, d, d,
-                       variant.c0)
+                q_at = g * bufs.wsp_block + SLOTS * s1b * s2b + (kt % 2) * s1b * d
+                load_q(qa1, qa2, wsp + q_at, m, m16, d, d, variant.c0)
             else:
                 load_q(qa1, qa2, q + q_off, m, m16, layout.q.row, d, variant.c0)
             n_s2 = (shape.s2 + s2b - 1) // s2b
@@ -221,9 +241,10 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
                              variant.c0, variant.low_precision)
                     asc.cross_core_set_flag(O_READY + slot, XMODE, asc.PipeID.PIPE_FIX)
             i += n_s2
+            kt += 1
     else:
         # an AIV of group g: its half of the rows of S1 blocks g, g + G, ...; per S1 block the
-        # softmax of S2 block j, then the O update of block j - 1 (whose P V the AIC computed
+        # softmax of S2 block j, then the O update of block j - LAG (whose P V the AIC computed
         # meanwhile), so the AIC always has the next S tile or P tile to work on
         sin = asc.TQue(asc.TPosition.VECIN, 2)
         oin = asc.TQue(asc.TPosition.VECIN, 1)
@@ -258,6 +279,7 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
         wssg.set_global_buffer(wss + g * bufs.wss_block, bufs.wss_block)
         n_s1 = (shape.s1 + s1b - 1) // s1b
         i = 0                                   # S2 blocks handed over so far: slot (i + j) % SLOTS
+        kt = 0                                  # S1 blocks so far: Q slot kt % 2
         for t in range(g, shape.tiles, asc.get_block_num()):
             b = t // (shape.heads * n_s1)
             n = (t // n_s1) % shape.heads
@@ -266,11 +288,15 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
             r0 = sub * ((m + 1) // 2)           # this AIV's rows: [r0, r0 + mr) of the block
             mr = min(m, r0 + (m + 1) // 2) - r0
             q_off = b * layout.q.batch + n * layout.q.head + (s1_0 + r0) * layout.q.row
-            if variant.s_quant:                 # Q x scale for the cube (oacc as scratch)
-                if mr > 0:
-                    scale_q_rows(wpg[SLOTS * s1b * s2b + r0 * d:], q + q_off, low, oacc, mr, d,
-                                 layout.q.row, scale)
-                asc.cross_core_set_flag(Q_READY, XMODE, asc.PipeID.PIPE_MTE3)
+            if variant.s_quant:                 # Q x scale for the cube (oacc as scratch), one
+                qs = SLOTS * s1b * s2b          # S1 block ahead: the AIC finds the next Q ready
+                if kt == 0:
+                    _scale_q_block(wpg[qs:], q, t, shape, layout.q, s1b, sub, low, oacc, d,
+                                   scale)
+                if t + asc.get_block_num() < shape.tiles:
+                    _scale_q_block(wpg[qs + ((kt + 1) % 2) * s1b * d:], q,
+                                   t + asc.get_block_num(), shape, layout.q, s1b, sub, low, oacc,
+                                   d, scale)
             asc.duplicate(row_m, NEG_INF, rows)
             asc.duplicate(row_l, 0.0, rows)
             asc.duplicate(oacc, 0.0, rows * d)
@@ -297,6 +323,7 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
                 if j >= LAG and mr > 0:         # O = O * alpha + O_part of block j - LAG
                     add_o_part(oacc, oin, bc, alphas[((j - LAG) % SLOTS) * rows:], mr, d)
             i += n_s2
+            kt += 1
             if mr > 0:
                 st_off = (b * shape.heads + n) * shape.s1 + s1_0 + r0
                 finish_rows(out + q_off, smax + st_off, ssum + st_off, oacc, low, bc, row_m,
@@ -305,7 +332,8 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
 
 def attention_workspaces(bufs, block_dim, dtype) -> list:
     """The kernel's GM workspaces for `block_dim` groups: SLOTS O-part slots (f32); SLOTS P slots
-    and (float16 inputs) the scaled Q block (input dtype); SLOTS S slots (f32, or float16)."""
+    and (float16 inputs) 2 slots of the scaled Q block (input dtype); SLOTS S slots (f32, or
+    float16)."""
     low = half_scores(dtype)
     return [rt.device_empty((block_dim * bufs.ws_block,), np.float32),
             rt.device_empty((block_dim * bufs.wsp_block,), dtype),

@@ -18,7 +18,7 @@ LAG = SLOTS - 1
 S_READY = 0         # AIC -> AIVs: S tile in S slot k
 P_READY = 3         # AIVs -> AIC: P tile in P slot k
 O_READY = 6         # AIC -> AIVs: O part in O slot k
-Q_READY = 9         # AIVs -> AIC: the scaled Q block (16-bit inputs) in the Q slot
+Q_READY = 9         # AIVs -> AIC: the scaled Q block (float16 inputs) in Q slot kt % 2
 XMODE = 2
 
 
