@@ -5,20 +5,23 @@ cross-core flags (mode 2: the AIC and its AIVs).
 
 per (batch, head, S1 block of s1_block rows; the group's AIVs take half the rows each):
   AIC  Q  GM -> L1 (Nd2Nz) -> L0A (ZZ), once
-  for each S2 block j (fully masked blocks skipped when causal), a two-stage pipeline:
+  for each S2 block j (fully masked blocks skipped when causal), a pipeline SLOTS (3) deep:
   AIC  QK(j)   K chunks GM -> L1 (NZ == ZN of K^T) -> L0B;  mmad S = Q K^T -> L0C -> fixpipe
-               -> S slot j % 2 of the workspace;  set S_READY   (computed while the AIVs run
-               the softmax of block j - 1: the S workspace is double-buffered, a flag per slot)
+               -> S slot j % 3 of the workspace;  set S_READY   (computed while the AIVs run
+               the softmax of block j - 2 or j - 1: S, P and O slots are triple-buffered, a
+               flag per slot)
   AIV  wait S_READY;  S rows -> UB;  scale, causal mask, online softmax (running max m, sum l,
-       alpha = exp(m_old - m_new) kept for the O update);  P -> P slot j % 2;  set P_READY
-  AIC  PV(j-1) wait P_READY;  P chunks -> L1 -> L0A, V chunks -> L1 -> L0B;  mmad O_part = P V
-               accumulated in L0C -> fixpipe -> O slot;  set O_READY
-  AIV  wait O_READY;  O = O * alpha + O_part (its rows)
+       alpha = exp(m_old - m_new) kept for the O update);  P -> P slot j % 3;  set P_READY
+  AIC  PV(j)   wait P_READY;  P chunks -> L1 -> L0A, V chunks -> L1 -> L0B;  mmad O_part = P V
+               accumulated in L0C -> fixpipe -> O slot j % 3;  set O_READY
+  AIV  wait O_READY (its copy starts during the softmax of block j + 2);  O = O * alpha + O_part
   AIV  O / l (the division deferred to the end) -> GM;  softmax_max = m, softmax_sum = l -> GM
-The AIC's order is QK(0), QK(1), PV(0), QK(2), PV(1), ...: while the AIVs turn S(j) into P(j),
-the cube computes S(j + 1); the AIVs' order is softmax(j), update(j - 1). A slot is rewritten
-only after what read it: the AIC writes S(j + 2) after it waited for P(j) (the AIVs read S(j)
-before they wrote P(j)), and O(j + 2) after P(j + 2), written after the AIVs read O(j).
+The AIC's order is QK(0), QK(1), QK(2), PV(0), QK(3), PV(1), ...: S of block j + 2 is ready
+before the AIVs finish block j + 1, so they never wait for the cube's round trip; the AIVs'
+order is softmax(j), update(j - 2). A slot is rewritten only after what read it: the AIC writes
+S(j + 3) after it waited for P(j) (the AIVs read S(j) before they wrote P(j)); the AIVs write
+P(j + 3) after they waited for O(j) (the AIC read P(j) before it wrote O(j)); the AIC writes
+O(j + 3) after P(j + 3), which the AIVs write after they read O(j).
 One group per AI Core (cube core) of the SoC as the real op launches; groups stride over the
 B*N*S1 blocks. kernels/flash_attention_cube.py and _vector.py hold the two sides; where an
 inner step's CPU time goes: `python -m bench.fa_steps`.
@@ -35,13 +38,14 @@ import rt
 
 from .flash_attention_backward import flash_attention_backward  # noqa: F401 (the op set)
 from ._host import ceil_div, is_device
-from .flash_attention_cube import (O_READY, P_READY, Q_READY, S_READY, XMODE, load_q, pv_block,
-                                   qk_block)
+from .flash_attention_cube import (LAG, O_READY, P_READY, Q_READY, S_READY, SLOTS, XMODE, load_q,
+                                   pv_block, qk_block)
 from .flash_attention_tiling import (KV_CHUNKS, FlashAttentionBuffers,  # noqa: F401 (re-exported)
                                      FlashAttentionTiling, flash_attention_buffers, half_scores,
                                      flash_attention_tiling, flash_attention_tiling_candidates)
-from .flash_attention_vector import (add_o_part, finish_rows, issue_scores, load_scores,
-                                     mask_above_diagonal, scale_q_rows, softmax_step, store_p)
+from .flash_attention_vector import (add_o_part, finish_rows, issue_o_part, issue_scores,
+                                     load_scores, mask_above_diagonal, scale_q_rows, softmax_step,
+                                     store_p)
 
 LAYOUTS = ("BNSD", "BSND", "BSH")
 NEG_INF = -math.inf
@@ -87,6 +91,76 @@ def attention_variant(head_dim: int, dtype, causal: bool = False) -> AttentionVa
     return AttentionVariant(int(head_dim), bool(causal), isz < 4, 32 // isz, int(quant))
 
 
+@asc.jit
+def _scale_q_block(wq, q, t, shape, ql, s1b, sub, low, tmp, d, scale):
+    """float16: this AIV's rows of S1 block t's Q times the softmax scale -> the Q slot wq (rows
+    d apart; `ql` q's strides); then Q_READY for the AIC."""
+    n_s1 = (shape.s1 + s1b - 1) // s1b
+    s1_0 = (t % n_s1) * s1b
+    m = min(s1b, shape.s1 - s1_0)
+    r0 = sub * ((m + 1) // 2)
+    mr = min(m, r0 + (m + 1) // 2) - r0
+    if mr > 0:
+        q_off = (t // (shape.heads * n_s1)) * ql.batch + ((t // n_s1) % shape.heads) * ql.head
+        scale_q_rows(wq[r0 * d:], q + (q_off + (s1_0 + r0) * ql.row), low, tmp, mr, d, ql.row,
+                     scale)
+    asc.cross_core_set_flag(Q_READY, XMODE, asc.PipeID.PIPE_MTE3)
+
+
+@asc.jit
+def _fetch_o(oin, o_ws, slot, count):
+    """Wait for the O part of the block LAG before S slot `slot`'s, start its copy to UB."""
+    asc.cross_core_wait_flag(O_READY + (slot + SLOTS - LAG) % SLOTS, XMODE, asc.PipeID.PIPE_MTE2)
+    issue_o_part(oin, o_ws, count)
+
+
+@asc.jit
+def softmax_block(sin, oin, s_ws, p_ws, o_ws, sf, low, row_m, row_l, alpha, mnew, rowred, fold,
+                  bc, slot, fetch_o, mr, n2, q0, s2_0, d, s2b, ps, scale, s_quant, causal,
+                  low_precision):
+    """An AIV's softmax of one S2 block: its mr rows of the S slot (s_ws: row 0 of its rows) in
+    passes of ps rows -> P (p_ws), alpha; then P_READY. With `fetch_o` it also waits for the O
+    part of the block LAG back and starts its copy (o_ws) before its last pass's vector work,
+    so the copy lands while the vector unit works; `add_o_part` uses it."""
+    asc.cross_core_wait_flag(S_READY + slot, XMODE, asc.PipeID.PIPE_MTE2)
+    last = (mr - 1) // ps * ps                  # the last pass's first row
+    o_at = last                                 # f32 S: after the last pass's S copy
+    if s_quant:                                 # f16 S: after the last prefetch of S
+        o_at = max(0, last - ps)
+        if mr > 0:
+            issue_scores(sin, s_ws, min(ps, mr) * s2b)
+    if fetch_o and mr == 0:                     # no rows: the flag is taken all the same
+        asc.cross_core_wait_flag(O_READY + (slot + SLOTS - LAG) % SLOTS, XMODE,
+                                 asc.PipeID.PIPE_MTE2)
+    for p0 in range(0, mr, ps):
+        pr = min(ps, mr - p0)
+        if s_quant:                             # scaled float16 S, its next pass prefetched
+            sh = sin.deque(s_ws.dtype)
+            if p0 + ps < mr:
+                issue_scores(sin, s_ws[(p0 + ps) * s2b:], min(ps, mr - p0 - ps) * s2b)
+            if fetch_o and p0 == o_at:
+                _fetch_o(oin, o_ws, slot, mr * d)
+            asc.cast(sf, sh, asc.RoundMode.CAST_NONE, pr * s2b)
+            if causal:
+                mask_above_diagonal(sf, pr, n2, q0 + p0, s2_0, s2b)
+            softmax_step(sf, row_m[p0:], row_l[p0:], alpha[p0:], mnew, rowred, fold, bc, pr,
+                         n2, s2b)
+            store_p(p_ws[p0 * s2b:], sf, sh, pr * s2b, True, False)   # P out of the S buffer
+            sin.free_tensor(sh)
+        else:
+            su = load_scores(sin, s_ws[p0 * s2b:], pr * s2b, scale)
+            if fetch_o and p0 == o_at:
+                _fetch_o(oin, o_ws, slot, mr * d)
+            if causal:
+                mask_above_diagonal(su, pr, n2, q0 + p0, s2_0, s2b)
+            softmax_step(su, row_m[p0:], row_l[p0:], alpha[p0:], mnew, rowred, fold, bc, pr,
+                         n2, s2b)
+            store_p(p_ws[p0 * s2b:], su, low, pr * s2b, low_precision)
+            sin.free_tensor(su)
+    asc.cross_core_set_flag(P_READY + slot, XMODE, asc.PipeID.PIPE_MTE3)
+
+
+
 @asc.jit(kernel_type="MIX_AIC_1_2")
 def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.GlobalAddress,
                            out: asc.GlobalAddress, smax: asc.GlobalAddress,
@@ -102,8 +176,8 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
     pipe = asc.TPipe()
     if asc.ascend_is_aic():
         # the AIC of group g: S1 blocks g, g + G, ...; per S1 block the S2 blocks in a
-        # two-stage pipeline: QK^T of block j + 1 (into the other S slot) before P V of block j,
-        # so the cube works while the AIVs run the softmax of block j
+        # pipeline LAG + 1 deep: QK^T of block j + LAG (into its own S slot) before P V of
+        # block j, so the cube works while the AIVs run the softmax of block j + 1
         qa1 = asc.TQue(asc.TPosition.A1, 1)
         kv1 = asc.TQue(asc.TPosition.B1, 1)
         p1 = asc.TQue(asc.TPosition.A1, 1)
@@ -129,7 +203,8 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
         wssg.set_global_buffer(wss + g * bufs.wss_block, bufs.wss_block)
         n_s1 = (shape.s1 + s1b - 1) // s1b
         group = shape.heads // shape.kv_heads
-        i = 0                                   # S2 blocks handed over so far: slot = i % 2
+        i = 0                                   # S2 blocks handed over so far: slot (i + j) % SLOTS
+        kt = 0                                  # S1 blocks so far: Q slot kt % 2
         for t in range(g, shape.tiles, asc.get_block_num()):
             b = t // (shape.heads * n_s1)
             n = (t // n_s1) % shape.heads
@@ -140,25 +215,25 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
             kv_base = b * layout.kv.batch + (n // group) * layout.kv.head
             if variant.s_quant:                 # the Q block the AIVs scaled
                 asc.cross_core_wait_flag(Q_READY, XMODE, asc.PipeID.PIPE_MTE2)
-                load_q(qa1, qa2, wsp + (g * bufs.wsp_block + 2 * s1b * s2b), m, m16, d, d,
-                       variant.c0)
+                q_at = g * bufs.wsp_block + SLOTS * s1b * s2b + (kt % 2) * s1b * d
+                load_q(qa1, qa2, wsp + q_at, m, m16, d, d, variant.c0)
             else:
                 load_q(qa1, qa2, q + q_off, m, m16, layout.q.row, d, variant.c0)
             n_s2 = (shape.s2 + s2b - 1) // s2b
             if variant.causal:
                 n_s2 = min(n_s2, (s1_0 + m - 1) // s2b + 1)
-            for j in range(n_s2 + 1):
+            for j in range(n_s2 + LAG):
                 if j < n_s2:                    # stage 1: S of block j
-                    slot = (i + j) % 2
+                    slot = (i + j) % SLOTS
                     s2_0 = j * s2b
                     qk_block(wssg[slot * s1b * s2b:], qa2, kv1, b2, lc,
                              k + (kv_base + s2_0 * layout.kv.row), m, m16,
                              min(s2b, shape.s2 - s2_0), layout.kv.row, d, s2b, tiling.kv_chunk,
                              variant.c0, variant.s_quant, bufs.l0c_num)
                     asc.cross_core_set_flag(S_READY + slot, XMODE, asc.PipeID.PIPE_FIX)
-                if j > 0:                       # stage 2: O_part of block j - 1
-                    slot = (i + j - 1) % 2
-                    s2_0 = (j - 1) * s2b
+                if j >= LAG:                    # stage 2: O_part of block j - LAG
+                    slot = (i + j + SLOTS - LAG) % SLOTS
+                    s2_0 = (j - LAG) * s2b
                     asc.cross_core_wait_flag(P_READY + slot, XMODE, asc.PipeID.PIPE_MTE2)
                     pv_block(wsg[slot * s1b * d:], wpg[slot * s1b * s2b:], p1,
                              pa2, kv1, b2, lc, v + (kv_base + s2_0 * layout.kv.row), m, m16,
@@ -166,9 +241,10 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
                              variant.c0, variant.low_precision)
                     asc.cross_core_set_flag(O_READY + slot, XMODE, asc.PipeID.PIPE_FIX)
             i += n_s2
+            kt += 1
     else:
         # an AIV of group g: its half of the rows of S1 blocks g, g + G, ...; per S1 block the
-        # softmax of S2 block j, then the O update of block j - 1 (whose P V the AIC computed
+        # softmax of S2 block j, then the O update of block j - LAG (whose P V the AIC computed
         # meanwhile), so the AIC always has the next S tile or P tile to work on
         sin = asc.TQue(asc.TPosition.VECIN, 2)
         oin = asc.TQue(asc.TPosition.VECIN, 1)
@@ -180,7 +256,7 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
         oacc = calc_buf.get_with_offset(rows * d, bufs.acc_ub, asc.float32)
         row_m = calc_buf.get_with_offset(rows, bufs.m_ub, asc.float32)
         row_l = calc_buf.get_with_offset(rows, bufs.l_ub, asc.float32)
-        alphas = calc_buf.get_with_offset(2 * rows, bufs.alpha_ub, asc.float32)
+        alphas = calc_buf.get_with_offset(SLOTS * rows, bufs.alpha_ub, asc.float32)
         mnew = calc_buf.get_with_offset(rows, bufs.mnew_ub, asc.float32)
         rowred = calc_buf.get_with_offset(rows, bufs.rowred_ub, asc.float32)
         fold = calc_buf.get_with_offset(rows * 64, bufs.fold_ub, asc.float32)
@@ -202,7 +278,8 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
         wssg = asc.GlobalTensor()
         wssg.set_global_buffer(wss + g * bufs.wss_block, bufs.wss_block)
         n_s1 = (shape.s1 + s1b - 1) // s1b
-        i = 0                                   # S2 blocks handed over so far: slot = i % 2
+        i = 0                                   # S2 blocks handed over so far: slot (i + j) % SLOTS
+        kt = 0                                  # S1 blocks so far: Q slot kt % 2
         for t in range(g, shape.tiles, asc.get_block_num()):
             b = t // (shape.heads * n_s1)
             n = (t // n_s1) % shape.heads
@@ -211,62 +288,42 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
             r0 = sub * ((m + 1) // 2)           # this AIV's rows: [r0, r0 + mr) of the block
             mr = min(m, r0 + (m + 1) // 2) - r0
             q_off = b * layout.q.batch + n * layout.q.head + (s1_0 + r0) * layout.q.row
-            if variant.s_quant:                 # Q x scale for the cube (oacc as scratch)
-                if mr > 0:
-                    scale_q_rows(wpg[2 * s1b * s2b + r0 * d:], q + q_off, low, oacc, mr, d,
-                                 layout.q.row, scale)
-                asc.cross_core_set_flag(Q_READY, XMODE, asc.PipeID.PIPE_MTE3)
+            if variant.s_quant:                 # Q x scale for the cube (oacc as scratch), one
+                qs = SLOTS * s1b * s2b          # S1 block ahead: the AIC finds the next Q ready
+                if kt == 0:
+                    _scale_q_block(wpg[qs:], q, t, shape, layout.q, s1b, sub, low, oacc, d,
+                                   scale)
+                if t + asc.get_block_num() < shape.tiles:
+                    _scale_q_block(wpg[qs + ((kt + 1) % 2) * s1b * d:], q,
+                                   t + asc.get_block_num(), shape, layout.q, s1b, sub, low, oacc,
+                                   d, scale)
             asc.duplicate(row_m, NEG_INF, rows)
             asc.duplicate(row_l, 0.0, rows)
             asc.duplicate(oacc, 0.0, rows * d)
             n_s2 = (shape.s2 + s2b - 1) // s2b
             if variant.causal:
                 n_s2 = min(n_s2, (s1_0 + m - 1) // s2b + 1)
-            for j in range(n_s2 + 1):
-                if j < n_s2:                    # the softmax of block j
-                    slot = (i + j) % 2
+            for j in range(n_s2 + LAG):
+                if j < n_s2:                    # the softmax of block j (O_part j - LAG fetched)
+                    slot = (i + j) % SLOTS
                     s2_0 = j * s2b
-                    asc.cross_core_wait_flag(S_READY + slot, XMODE, asc.PipeID.PIPE_MTE2)
-                    n2 = min(s2b, shape.s2 - s2_0)
-                    if variant.s_quant:         # scaled float16 S, its next pass prefetched
-                        ps = bufs.pass_rows
-                        base = slot * s1b * s2b + r0 * s2b
-                        if mr > 0:
-                            issue_scores(sin, wssg[base:], min(ps, mr) * s2b)
-                        for p0 in range(0, mr, ps):
-                            pr = min(ps, mr - p0)
-                            st = sin.deque(wss.dtype)
-                            if p0 + ps < mr:
-                                issue_scores(sin, wssg[base + (p0 + ps) * s2b:],
-                                             min(ps, mr - p0 - ps) * s2b)
-                            asc.cast(sf, st, asc.RoundMode.CAST_NONE, pr * s2b)
-                            if variant.causal:
-                                mask_above_diagonal(sf, pr, n2, s1_0 + r0 + p0, s2_0, s2b)
-                            softmax_step(sf, row_m[p0:], row_l[p0:],
-                                         alphas[(j % 2) * rows + p0:], mnew, rowred, fold, bc,
-                                         pr, n2, s2b)
-                            store_p(wpg[base + p0 * s2b:], sf, st, pr * s2b, True)
-                            sin.free_tensor(st)
-                    else:
-                        for p0 in range(0, mr, bufs.pass_rows):    # rows in passes that fit UB
-                            pr = min(bufs.pass_rows, mr - p0)
-                            s_at = slot * s1b * s2b + (r0 + p0) * s2b
-                            su = load_scores(sin, wssg[s_at:], pr * s2b, scale)
-                            if variant.causal:
-                                mask_above_diagonal(su, pr, n2, s1_0 + r0 + p0, s2_0, s2b)
-                            softmax_step(su, row_m[p0:], row_l[p0:],
-                                         alphas[(j % 2) * rows + p0:], mnew, rowred, fold, bc,
-                                         pr, n2, s2b)
-                            store_p(wpg[s_at:], su, low, pr * s2b, variant.low_precision)
-                            sin.free_tensor(su)
-                    asc.cross_core_set_flag(P_READY + slot, XMODE, asc.PipeID.PIPE_MTE3)
-                if j > 0:                       # the O update of block j - 1
-                    slot = (i + j - 1) % 2
-                    asc.cross_core_wait_flag(O_READY + slot, XMODE, asc.PipeID.PIPE_MTE2)
+                    softmax_block(sin, oin, wssg[slot * s1b * s2b + r0 * s2b:],
+                                  wpg[slot * s1b * s2b + r0 * s2b:],
+                                  wsg[((i + j + SLOTS - LAG) % SLOTS) * s1b * d + r0 * d:], sf, low,
+                                  row_m, row_l, alphas[(j % SLOTS) * rows:], mnew, rowred, fold,
+                                  bc, slot, j >= LAG, mr, min(s2b, shape.s2 - s2_0),
+                                  s1_0 + r0, s2_0, d, s2b, bufs.pass_rows, scale,
+                                  variant.s_quant, variant.causal, variant.low_precision)
+                elif j >= LAG:                  # the pipeline drains: O_part j - LAG alone
+                    asc.cross_core_wait_flag(O_READY + (i + j + SLOTS - LAG) % SLOTS, XMODE,
+                                             asc.PipeID.PIPE_MTE2)
                     if mr > 0:
-                        add_o_part(oacc, oin, wsg[slot * s1b * d + r0 * d:],
-                                    bc, alphas[((j - 1) % 2) * rows:], mr, d)
+                        issue_o_part(oin, wsg[((i + j + SLOTS - LAG) % SLOTS) * s1b * d + r0 * d:],
+                                     mr * d)
+                if j >= LAG and mr > 0:         # O = O * alpha + O_part of block j - LAG
+                    add_o_part(oacc, oin, bc, alphas[((j - LAG) % SLOTS) * rows:], mr, d)
             i += n_s2
+            kt += 1
             if mr > 0:
                 st_off = (b * shape.heads + n) * shape.s1 + s1_0 + r0
                 finish_rows(out + q_off, smax + st_off, ssum + st_off, oacc, low, bc, row_m,
@@ -274,8 +331,9 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
 
 
 def attention_workspaces(bufs, block_dim, dtype) -> list:
-    """The kernel's GM workspaces for `block_dim` groups: 2 O-part slots (f32); 2 P slots and
-    (float16 inputs) the scaled Q block (input dtype); 2 S slots (f32, or float16)."""
+    """The kernel's GM workspaces for `block_dim` groups: SLOTS O-part slots (f32); SLOTS P slots
+    and (float16 inputs) 2 slots of the scaled Q block (input dtype); SLOTS S slots (f32, or
+    float16)."""
     low = half_scores(dtype)
     return [rt.device_empty((block_dim * bufs.ws_block,), np.float32),
             rt.device_empty((block_dim * bufs.wsp_block,), dtype),

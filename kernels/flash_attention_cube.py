@@ -8,11 +8,17 @@ from __future__ import annotations
 
 import ascendc as asc
 
-# cross-core flag ids (mode 2, AIC <-> its AIVs); slot k of a double-buffered workspace uses id + k
+from .flash_attention_tiling import SLOTS
+
+# the pipeline's depth: SLOTS S, P and O slots per group in the GM workspaces; the AIC computes S
+# of block j + LAG before P V of block j, the AIVs add the O part of block j - LAG after the
+# softmax of block j
+LAG = SLOTS - 1
+# cross-core flag ids (mode 2, AIC <-> its AIVs); slot k of a workspace uses id + k
 S_READY = 0         # AIC -> AIVs: S tile in S slot k
-P_READY = 2         # AIVs -> AIC: P tile in P slot k
-O_READY = 4         # AIC -> AIVs: O part in O slot k
-Q_READY = 6         # AIVs -> AIC: the scaled Q block (16-bit inputs) in the Q slot
+P_READY = 3         # AIVs -> AIC: P tile in P slot k
+O_READY = 6         # AIC -> AIVs: O part in O slot k
+Q_READY = 9         # AIVs -> AIC: the scaled Q block (float16 inputs) in Q slot kt % 2
 XMODE = 2
 
 

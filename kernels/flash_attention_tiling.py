@@ -13,6 +13,10 @@ import rt
 
 from ._host import round_up
 
+# the forward pipeline's depth: S, P and O slots per group in the GM workspaces (the AIC computes
+# S of block j + SLOTS - 1 before P V of block j)
+SLOTS = 3
+
 
 class FlashAttentionBuffers(NamedTuple):
     """Bytes (and buffer counts) of every on-chip buffer of `flash_attention_kernel` and byte
@@ -41,18 +45,18 @@ class FlashAttentionBuffers(NamedTuple):
     acc_ub: int         # offsets in VECCALC: the f32 O accumulator (rows x D),
     m_ub: int           #   the running row max m,
     l_ub: int           #   the running row sum l,
-    alpha_ub: int       #   alpha = exp(m_old - m_new) of two S2 blocks (the pipeline's depth),
+    alpha_ub: int       #   alpha = exp(m_old - m_new) of SLOTS S2 blocks (the pipeline's depth),
     mnew_ub: int        #   m_new,
     rowred_ub: int      #   a row max or row sum,
     fold_ub: int        #   the rows x 64 fold buffer of the row reductions,
     brcb_ub: int        #   a per-row value broadcast to 8 lanes by brcb,
     low_ub: int         #   16-bit inputs: the scaled Q rows, then O, in the input dtype
     sf_ub: int          #   16-bit inputs: the f32 scores of one pass (cast from s_ub)
-    ws_block: int       # f32 GM workspace elements per group: 2 O-part slots
-    wsp_block: int      # GM workspace elements (input dtype) per group: 2 P slots, then (16-bit
-                        #   inputs) the scaled Q block
-    wss_block: int      # GM workspace elements per group (f32, or the 16-bit input dtype): 2 S
-                        #   slots
+    ws_block: int       # f32 GM workspace elements per group: SLOTS O-part slots
+    wsp_block: int      # GM workspace elements (input dtype) per group: SLOTS P slots, then
+                        #   (float16 inputs) 2 slots of the scaled Q block
+    wss_block: int      # GM workspace elements per group (f32, or the 16-bit input dtype):
+                        #   SLOTS S slots
 
 
 def _end_to_end(sizes):
@@ -106,7 +110,7 @@ def _buffers(tiling, d, itemsize, soc, pass_rows, half_s) -> FlashAttentionBuffe
     sz = 2 if hs else f32        # the scores as handed over
     ps = pass_rows * s2b
     (acc_ub, m_ub, l_ub, alpha_ub, mnew_ub, rowred_ub, fold_ub, brcb_ub, low_ub, sf_ub), calc = \
-        _end_to_end((rows * d * f32, row, row, 2 * row, row, row, 64 * row, 8 * row,
+        _end_to_end((rows * d * f32, row, row, SLOTS * row, row, row, 64 * row, 8 * row,
                      (rows * d if hs else max(ps, rows * d)) * itemsize if low else 0,
                      ps * f32 if hs else 0))
     return FlashAttentionBuffers(
@@ -117,8 +121,8 @@ def _buffers(tiling, d, itemsize, soc, pass_rows, half_s) -> FlashAttentionBuffe
         o_ub=rows * d * f32, calc=calc,
         acc_ub=acc_ub, m_ub=m_ub, l_ub=l_ub, alpha_ub=alpha_ub, mnew_ub=mnew_ub,
         rowred_ub=rowred_ub, fold_ub=fold_ub, brcb_ub=brcb_ub, low_ub=low_ub, sf_ub=sf_ub,
-        ws_block=2 * s1b * d, wsp_block=2 * s1b * s2b + (s1b * d if hs else 0),
-        wss_block=2 * s1b * s2b)
+        ws_block=SLOTS * s1b * d, wsp_block=SLOTS * s1b * s2b + (2 * s1b * d if hs else 0),
+        wss_block=SLOTS * s1b * s2b)
 
 
 @dataclass(frozen=True)
@@ -197,21 +201,28 @@ def flash_attention_tiling_candidates(d: int, dtype, s1: int, s2: int, soc=None,
 def flash_attention_tiling(d: int, dtype, s1: int, s2: int, soc=None) -> FlashAttentionTiling:
     """The default tiling: an S1 block of 128 rows per group (64 per AIV; fewer when S1 is
     shorter), then the largest S2 block of DEFAULT_S2_BLOCKS up to MAX_DEFAULT_S2_BLOCK for the
-    input's itemsize (capped at S2 rounded up to 16) and with it the largest kv_chunk that fit
-    the SoC (smaller S1 blocks if nothing fits, for a large D). Tall S1 blocks reload K and V less
-    often and give the cube large mmads; a long S2 block hands fewer O parts over per key.
+    input's itemsize (float16, whose S comes in float16: FLOAT16_MAX_S2_BLOCK; capped at S2
+    rounded up to 16) and with it the largest kv_chunk that fit the SoC (smaller S1 blocks if
+    nothing fits, for a large D). Tall S1 blocks reload K and V less often and give the cube
+    large mmads; a long S2 block hands fewer O parts over per key (at long S the simulated
+    kernel is bound by the GM traffic of its hand-offs through the chip's L2, docs/limitations.md).
 
-    Measured with `kernels.tune` (simulated Ascend910B2, rt.npu's model as of this change,
-    compiled). B1 N8 S2048 D64 fp32: (128, 256, 64) 314.6 µs, (128, 512, 64) 324.1, (64, 512,
-    64) 417.8. B1 N1 S1=3072 S2=8192 D128 fp16 (one wave of 24 groups): (128, 512, 128) 162.8
-    µs, (128, 1024, 128) 168.0, (128, 256, 128) 182.4. Only these were ranked (the full grid is
-    `flash_attention_tiling_candidates`): `python -m bench.flash_attention --tune` ranks them all
-    for any shape, and ASCEND_EMU_TUNE_CHECK=1 runs tests/kernels/test_tune.py's full check
-    that the default is the tuner's choice for the main job's shape."""
+    Measured (simulated Ascend910B2, the calibrated model, compiled; 2026-12-06, one
+    `rt.profile(npu=True)` launch of `flash_attention_with_stats` per tiling, as `kernels.tune`
+    runs them): B1 N1 S1=3072 S2=8192 D128 fp16 (one wave of 24 groups, before the two Q
+    slots): (128, 1024, 128) 93.2 µs, (128, 1024, 64) 97.9, (128, 512, 128) 98.5, (128, 512,
+    64) 102.1, (128, 256, 128) 110.9, (64, 1024, 128) 127.7. B1 N8 S2048 D64 fp32 (the main
+    job's shape): the default (128, 256, 64) 218.5 µs; the other fp32 tilings were not ranked
+    again after this change.
+    Only these were ranked (the full grid is `flash_attention_tiling_candidates`): `python -m
+    bench.flash_attention --tune` ranks them all for any shape, and ASCEND_EMU_TUNE_CHECK=1 runs
+    tests/kernels/test_tune.py's full check that the default is the tuner's choice for the main
+    job's shape."""
     soc = soc or rt.get_soc()
     isz = np.dtype(dtype).itemsize
     cap1 = min(128, round_up(s1, 32))     # S1 rounded up to 16 rows per AIV
-    cap2 = min(MAX_DEFAULT_S2_BLOCK[min(isz, 4)], round_up(s2, 16))
+    top = FLOAT16_MAX_S2_BLOCK if half_scores(dtype) else MAX_DEFAULT_S2_BLOCK[min(isz, 4)]
+    cap2 = min(top, round_up(s2, 16))
     for s1b in sorted({min(b, cap1) for b in (128, 96, 64, 32, 16)}, reverse=True):
         for s2b in sorted({min(b, cap2) for b in DEFAULT_S2_BLOCKS}, reverse=True):
             for kc in sorted({min(c, s2b) for c in (128, 64, 32, 16)}, reverse=True):
@@ -221,5 +232,6 @@ def flash_attention_tiling(d: int, dtype, s1: int, s2: int, soc=None) -> FlashAt
     raise ValueError(f"flash_attention: no tiling fits the SoC for D={d}, dtype={np.dtype(dtype)}")
 
 
-DEFAULT_S2_BLOCKS = (16, 32, 64, 128, 256, 512)
+DEFAULT_S2_BLOCKS = (16, 32, 64, 128, 256, 512, 1024)
 MAX_DEFAULT_S2_BLOCK = {2: 512, 4: 256}     # by input itemsize (measured, see above)
+FLOAT16_MAX_S2_BLOCK = 1024                 # float16 (measured, see above)

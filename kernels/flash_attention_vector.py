@@ -132,9 +132,12 @@ def softmax_step(su, row_m, row_l, row_a, mnew, rowred, fold, bc, rows, n2, s2b)
 
 
 @asc.jit
-def store_p(p_ws, su, plow, count, low_precision):
+def store_p(p_ws, su, plow, count, low_precision, vector_waits=True):
     """P (UB, f32; cast to the input dtype for 16-bit inputs) -> the P slot in GM; the copy has
-    read UB before the vector unit or the next S copy rewrite it."""
+    read UB before the next S copy rewrites it and, with `vector_waits`, before the vector unit
+    goes on (needed when the vector unit's next writes reuse what the copy reads; the float16
+    path copies P out of the S buffer it came in, which only the next S copy rewrites, so its
+    vector unit goes on at once)."""
     if low_precision:
         asc.cast(plow, su, asc.RoundMode.CAST_RINT, count)
     asc.set_flag(asc.HardEvent.V_MTE3, 0)
@@ -143,18 +146,24 @@ def store_p(p_ws, su, plow, count, low_precision):
         asc.data_copy(p_ws, plow, count)
     else:
         asc.data_copy(p_ws, su, count)
-    asc.set_flag(asc.HardEvent.MTE3_V, 0)
-    asc.wait_flag(asc.HardEvent.MTE3_V, 0)
+    if vector_waits:
+        asc.set_flag(asc.HardEvent.MTE3_V, 0)
+        asc.wait_flag(asc.HardEvent.MTE3_V, 0)
     asc.set_flag(asc.HardEvent.MTE3_MTE2, 0)
     asc.wait_flag(asc.HardEvent.MTE3_MTE2, 0)
 
 
 @asc.jit
-def add_o_part(oacc, oin, o_ws, bc, alpha, rows, d):
-    """O_part GM -> UB;  O = O * alpha + O_part."""
+def issue_o_part(oin, o_ws, count):
+    """O_part GM -> a UB buffer of `oin`, enqueued: `add_o_part` dequeues it later."""
     ou = oin.alloc_tensor(asc.float32)
-    asc.data_copy(ou, o_ws, rows * d)
+    asc.data_copy(ou, o_ws, count)
     oin.enque(ou)
+
+
+@asc.jit
+def add_o_part(oacc, oin, bc, alpha, rows, d):
+    """O = O * alpha + O_part (the copy `issue_o_part` started)."""
     ou = oin.deque(asc.float32)
     _scale_rows(oacc, bc, alpha, rows, d, False)
     asc.add(oacc, oacc, ou, rows * d)

@@ -164,11 +164,12 @@ def test_bad_inputs():
 
 def test_buffer_layout():
     """The kernel reads every field of FlashAttentionBuffers by name (and no other), and each
-    AIV's UB layout is O (rows x D), then 78 f32 per row (m, l, two alphas, m_new, row max/sum,
-    a 64-lane fold, 8 brcb lanes), then the 16-bit P (or O) of bfloat16 inputs, or the 16-bit
-    Q (or O) and the f32 scores of a pass of float16 inputs (whose S arrives in float16); rows
-    is half the S1 block. The GM workspace holds two O-part, two P and two S slots per group
-    (and the scaled Q block for float16)."""
+    AIV's UB layout is O (rows x D), then 79 f32 per row (m, l, an alpha per pipeline slot
+    (SLOTS = 3), m_new, row max/sum, a 64-lane fold, 8 brcb lanes), then the 16-bit P (or O) of
+    bfloat16 inputs, or the 16-bit Q (or O) and the f32 scores of a pass of float16 inputs
+    (whose S arrives in float16); rows is half the S1 block. The GM workspace holds SLOTS
+    O-part, P and S slots per group (and two slots of the scaled Q block for float16: the AIVs
+    scale the next S1 block's Q while the AIC works on this one)."""
     tree = ast.parse(textwrap.dedent(inspect.getsource(flash_attention_kernel.__wrapped__)))
     read = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)
             and isinstance(n.value, ast.Name) and n.value.id == "bufs"}
@@ -179,13 +180,13 @@ def test_buffer_layout():
         b = flash_attention_buffers(TILING, d, isz, half_s=half)
         assert b.rows == b.pass_rows == rows
         assert (b.m_ub, b.l_ub, b.alpha_ub, b.mnew_ub, b.fold_ub, b.brcb_ub, b.low_ub) == \
-            tuple(rows * (d + r) * 4 for r in (0, 1, 2, 4, 6, 70, 78))
+            tuple(rows * (d + r) * 4 for r in (0, 1, 2, 5, 7, 71, 79))
         low = rows * d * 2 if half else rows * s2b * isz if isz < 4 else 0
         sf = rows * s2b * 4 if half else 0
         assert b.sf_ub == b.low_ub + low
-        assert b.calc == rows * (d + 78) * 4 + low + sf
+        assert b.calc == rows * (d + 79) * 4 + low + sf
         assert (b.ws_block, b.wsp_block, b.wss_block) == \
-            (2 * s1b * d, 2 * s1b * s2b + (s1b * d if half else 0), 2 * s1b * s2b)
+            (3 * s1b * d, 3 * s1b * s2b + (2 * s1b * d if half else 0), 3 * s1b * s2b)
         assert b.s_ub == rows * s2b * (2 if half else 4) and b.o_ub == rows * d * 4
         assert b.s_ub_num == (2 if half else 1)
         assert (b.l0c, b.l0c_num) == (s1b * 64 * 4, 2)     # S chunk or O part, two of them
