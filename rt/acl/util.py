@@ -102,6 +102,7 @@ def stage_out(arrays, stream, what: str) -> None:
             _staged.pop(a, None)
 
 
+@_logged
 def numpy_to_ptr(array: np.ndarray) -> int:
     """Mirrors `acl.util.numpy_to_ptr`: the host address of the array's data (keep it alive)."""
     if not isinstance(array, np.ndarray):
