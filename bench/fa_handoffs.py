@@ -53,7 +53,7 @@ def _keep_launches():
 def futex_counts():
     """(futex sleeps, futex wakes, native waits that went on blocking in rt.crossflags) of the
     launches made since the last call."""
-    out = [int(sum(int(L.glob[k]) for L in LAUNCHES)) for k in (1, 2, 3)]
+    out = [int(sum(int(L.nat.glob[k]) for L in LAUNCHES)) for k in (1, 2, 3)]
     LAUNCHES.clear()
     return out
 

@@ -40,20 +40,11 @@ blocked one is released with the same message naming each instance, what it wait
 and mode) and its source line.
 
 Counting natively: in a launch that needs no rule only the lock can keep (`native`: no counter
-limit, no GM order, no flags between groups), the kernel's primitives count mode 1 / 2 sets and
-take waits with atomic operations on `ctr` / `arr` / `rel` (numpy arrays whose addresses each
-instance's control block `ctl` holds; ascendc/lang/prims/crosscore.py). A wait finding its
-counter at 0 first blocks natively where Linux futexes are available: it writes 2 + the flag
-id in its `blk` word and sleeps on it (FUTEX_WAIT, in slices of `FUTEX_SLICE_NS`), and a set
-raising that counter clears the word and wakes it (FUTEX_WAKE); abort clears every such word and
-wakes its sleeper. After `FUTEX_SLICES` slices (a long wait, maybe a deadlock), or without
-futexes (other systems, or ASCEND_EMU_FUTEX=0), the wait calls `wait_native`, which marks the
-instance blocked (`blk` 1, then a full fence) and blocks under the lock until the counter is
-above 0; a native set raises the counter first and then, if the target's `blk` is 1, calls
-`wake`: one of the two always sees the other's write. Deadlock detection is unchanged, only
-later by up to the futex slices: instances are running, blocked or done as before (one asleep
-on its futex counts as running), and a blocked one whose counter is above 0 is woken rather
-than reported. `glob` counts the futex sleeps, wakes and waits that went on to `wait_native`.
+limit, no GM order, no flags between groups), the kernel's primitives count sets and take waits
+with atomic operations on the launch's `NativeWords` (rt.crossnative, which also says how a
+wait sleeps on a futex); a wait still finding its counter at 0 after its futex slices, or
+without futexes, calls `wait_native` and blocks under the lock, and deadlock detection covers
+it as any other wait.
 
 Fidelity: matches the counting rules above and the ordering they give (nothing after a released
 wait runs before the sets that released it). Approximated: a set counts at once (on hardware when
@@ -65,14 +56,11 @@ from __future__ import annotations
 import threading
 from collections import deque
 
-import numpy as np
-
-from . import futex as _futex
-from .futex import FUTEX_SLICE_NS, FUTEX_SLICES, futex_available
+from .crossnative import NativeWords
 from .gmorder import GMOrder, join
 
 __all__ = ["CrossCoreLaunch", "Instance", "FLAG_IDS", "FLAG_LIMIT", "AIC", "AIV",
-           "PASSED", "ABORTED", "FAILED", "CTL_WORDS", "GLOB_WORDS"]
+           "PASSED", "ABORTED", "FAILED"]
 
 AIC, AIV = "AIC", "AIV"
 FLAG_IDS = 11          # Atlas A2: flagId 0..10
@@ -81,19 +69,6 @@ PASSED, ABORTED, FAILED = 0, -1, 1   # statuses of the blocking calls (FAILED: s
 
 _NEW, _RUN, _BLOCKED, _DONE = range(4)
 
-# an instance's control block (`Instance.ctl`, int64 words) for the native fast path of a launch
-# whose flags count natively (`CrossCoreLaunch.native`): 0 native (1/0), 1 the instance's index,
-# 2 address of the counters (instances x FLAG_IDS), 3 of the blocked words (one per instance),
-# 4 of the arrivals (instances x 2 x FLAG_IDS: mode 1, mode 2 to the AIC), 5 of the released
-# rounds (groups x 2 x FLAG_IDS), 6 the group's first instance, 7 its AIC's slot (-1: none),
-# 8 bit s: slot s of a group is an AIV, 9 cores per group, 10 the group, 11 address of the
-# launch's shared words (`glob`), 12 address of libc's `syscall` (0: no futexes), 13 its number
-# of futex, 14-15 a struct timespec of one futex slice, 16 futex slices before blocking in
-# `wait_native`, 17 looks at the counter before sleeping (rt.futex.SPINS)
-CTL_WORDS = 18
-# the launch's shared words: 0 aborted, 1 futex sleeps, 2 futex wakes, 3 native waits that went
-# on to `wait_native`
-GLOB_WORDS = 4
 
 
 class Instance:
@@ -108,14 +83,14 @@ class Instance:
         self.block_idx = block_idx      # GetBlockIdx as the NPU numbers this core
         self.index = len(launch.instances)   # in the launch: group * cores per group + slot
         self.state = _NEW
-        self.counters = launch.ctr[self.index]   # a row of the launch's counters
+        self.counters = launch.nat.ctr[self.index]   # a row of the launch's counters
         self.waiting = ""               # what it is blocked on, with its source line
         self.error = ""                 # the message of a FAILED status
         self.ready = None               # while blocked: does its wait pass now?
         self.vc = None                  # tracking GM order: its vector clock (rt.gmorder) ...
         self.pending = None             # ... and per flag id the clocks of its pending sets
         self.cv = None                  # made when it first blocks: it alone waits on it
-        self.ctl = None                 # its control block (CTL_WORDS; set by the launch)
+        self.ctl = None                 # its control block (rt.crossnative; set by the launch)
 
     @property
     def name(self) -> str:
@@ -184,14 +159,7 @@ class CrossCoreLaunch:
         # unless a rule needs the lock: the counter limit and GM order (checked mode), flags
         # between groups (mode 0, ib words, SyncAll)
         self.native = not (check_limit or track_gm or across_groups)
-        n_inst = groups * len(self.roles)
-        self.ctr = np.zeros((n_inst, FLAG_IDS), np.int64)
-        self.blk = np.zeros(n_inst, np.int64)          # 1 while an instance blocks (native)
-        self.arr = np.zeros((n_inst, 2, FLAG_IDS), np.int64)
-        self.rel = np.zeros((groups, 2, FLAG_IDS), np.int64)
-        self.glob = np.zeros(GLOB_WORDS, np.int64)
-        self._fence = threading.Lock()
-        sysc = _futex.SYSCALL if self.native and futex_available() else (0, None, 0)
+        self.nat = NativeWords(groups, len(self.roles), FLAG_IDS, self.native)
         self.instances = []
         for g in range(groups):
             sub = 0
@@ -205,12 +173,7 @@ class CrossCoreLaunch:
         aic_slot = self.roles.index(AIC) if AIC in self.roles else -1
         aiv_mask = sum(1 << s for s, r in enumerate(self.roles) if r == AIV)
         for i in self.instances:
-            i.ctl = np.array([int(self.native), i.index, self.ctr.ctypes.data,
-                              self.blk.ctypes.data, self.arr.ctypes.data, self.rel.ctypes.data,
-                              i.group * len(self.roles), aic_slot, aiv_mask, len(self.roles),
-                              i.group, self.glob.ctypes.data,
-                              sysc[0], sysc[2], 0, FUTEX_SLICE_NS, FUTEX_SLICES,
-                              _futex.SPINS], np.int64)
+            i.ctl = self.nat.control_block(i.index, i.group, aic_slot, aiv_mask)
         self._kind = {AIC: [i for i in self.instances if i.role == AIC],
                       AIV: [i for i in self.instances if i.role == AIV]}
         self._arrivals = {}      # (scope, flag) -> {instance: sets}
@@ -281,16 +244,7 @@ class CrossCoreLaunch:
         if not self.broken:
             self.broken = True
             self._wake_all()
-            self._wake_futexes()
-
-    def _wake_futexes(self) -> None:
-        """Abort: wake the instances asleep on their futexes (they see `glob[0]` and return)."""
-        self.glob[0] = 1
-        with self._fence:           # the store above before the reads of `blk` (a full fence)
-            pass
-        for i in np.flatnonzero(self.blk >= 2):
-            self.blk[i] = 0
-            _futex.wake(self.blk.ctypes.data + 8 * int(i))
+            self.nat.wake_sleepers()
 
     # ---- cross-core flags ------------------------------------------------------------------
     def _needs_across(self, inst, what) -> bool:
@@ -408,12 +362,10 @@ class CrossCoreLaunch:
         count itself, atomically); PASSED, ABORTED or FAILED. Another core's native set raises
         the counter without the lock, then wakes this one (`wake`) if its blocked word is 1."""
         with self.lock:
-            self.blk[inst.index] = 1
-            with self._fence:       # the store above before the counter's read (a full fence)
-                pass
+            self.nat.mark_blocked(inst.index)
             st = self._block(inst, lambda: inst.counters[flag] > 0,
                              f"cross_core_wait_flag(flag_id={flag}, mode_id={mode})", where)
-            self.blk[inst.index] = 0
+            self.nat.blk[inst.index] = 0
             return st
 
     def wake(self, index: int) -> None:

@@ -197,7 +197,7 @@ def test_unchecked_blocking_waits_sleep_on_futexes_without_python(monkeypatch):
     launches = _keep_launches(monkeypatch)
     _pingpong(3, 300, False, False)
     (launch,) = launches
-    sleeps, wakes, fallbacks = (int(launch.glob[k]) for k in (1, 2, 3))
+    sleeps, wakes, fallbacks = (int(launch.nat.glob[k]) for k in (1, 2, 3))
     # the AIVs wait for the AIC's GO on every round, so some waits find their counter at 0;
     # they sleep on futexes and setters wake them; a wait reaches the launch's Python side
     # only after sleeping FUTEX_SLICES slices (none of these is that long, bar a starved CPU)
@@ -212,8 +212,8 @@ def test_without_futexes_blocking_waits_block_in_the_launch(monkeypatch):
     launches = _keep_launches(monkeypatch)
     _pingpong(3, 200, False, False)
     (launch,) = launches
-    assert int(launch.glob[1]) == 0 and int(launch.glob[2]) == 0
-    assert calls["block"] > 0 and calls["block"] == int(launch.glob[3])
+    assert int(launch.nat.glob[1]) == 0 and int(launch.nat.glob[2]) == 0
+    assert calls["block"] > 0 and calls["block"] == int(launch.nat.glob[3])
     assert calls["set"] == 0 and calls["wait"] == 0
 
 
@@ -234,7 +234,7 @@ def test_an_aborted_launch_wakes_a_core_asleep_on_its_futex(monkeypatch):
                                           r"10\] on Atlas A2, got flag_id=11"):
         abort_kernel[1](np.zeros(8, np.float32), 11, checked=False)
     (launch,) = launches
-    assert launch.broken and launch.glob[0] == 1
+    assert launch.broken and launch.nat.glob[0] == 1
     # the AIC ended its wait on the abort (the abort's wake, or the launch seen aborted before
     # sleeping), not after its futex slices in the launch's Python side
-    assert int(launch.glob[3]) == 0
+    assert int(launch.nat.glob[3]) == 0

@@ -73,11 +73,11 @@ def _status(ctx, r, api):
     raise KernelError(FAULT)      # the bridge recorded the message
 
 
-# words of an instance's control block (rt.crossflags.CTL_WORDS), as byte offsets
+# words of an instance's control block (rt.crossnative.CTL_WORDS), as byte offsets
 _C_NATIVE, _C_INDEX, _C_CTR, _C_BLK, _C_ARR, _C_REL, _C_BASE, _C_AIC, _C_AIVS, _C_CORES, \
     _C_GROUP, _C_GLOB, _C_SYS, _C_FUTEX, _C_TS, _C_SLICES, _C_SPINS = \
     0, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 128, 136
-# the launch's shared words (rt.crossflags.GLOB_*): aborted, futex sleeps, futex wakes, waits
+# the launch's shared words (rt.crossnative.GLOB_WORDS): aborted, futex sleeps, futex wakes, waits
 # that went on blocking in rt.crossflags
 _G_BROKEN, _G_SLEEPS, _G_WAKES, _G_FALLBACKS = 0, 8, 16, 24
 # an instance's blocked word: 0 running, 1 blocked in rt.crossflags, 2 + f asleep on its futex

@@ -1,0 +1,85 @@
+"""The words a MIX launch's cross-core flags are counted in natively (rt.crossflags: a launch
+that needs no rule only its lock can keep: no counter limit, no GM order, no flags between
+groups), by the kernel's own primitives (ascendc/lang/prims/crosscore.py) with atomic operations
+and no Python.
+
+The kernel's primitives count mode 1 / 2 sets and take waits on `ctr` / `arr` / `rel` (numpy
+arrays whose addresses each instance's control block holds). A wait finding its counter at 0
+first blocks natively where Linux futexes are available (rt.futex): it writes 2 + the flag id
+in its `blk` word and sleeps on it (FUTEX_WAIT, in slices of `FUTEX_SLICE_NS`), and a set
+raising that counter clears the word and wakes it (FUTEX_WAKE); an abort clears every such word
+and wakes its sleeper (`wake_sleepers`). After `FUTEX_SLICES` slices (a long wait, maybe a
+deadlock), or without futexes (other systems, or ASCEND_EMU_FUTEX=0), the wait calls the
+launch's `wait_native`, which marks the instance blocked (`mark_blocked`: `blk` 1, then a full
+fence) and blocks under the launch's lock until the counter is above 0; a native set raises the
+counter first and then, if the target's `blk` is 1, calls the launch's `wake`: one of the two
+always sees the other's write. Deadlock detection is unchanged, only later by up to the futex
+slices: one asleep on its futex counts as running, and a blocked one whose counter is above 0
+is woken rather than reported. `glob` counts the futex sleeps, wakes and waits that went on to
+`wait_native`.
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from . import futex as _futex
+from .futex import FUTEX_SLICE_NS, FUTEX_SLICES, futex_available
+
+__all__ = ["NativeWords", "CTL_WORDS", "GLOB_WORDS"]
+
+# an instance's control block (`Instance.ctl`, int64 words): 0 native (1/0), 1 the instance's
+# index, 2 address of the counters (instances x flag ids), 3 of the blocked words (one per
+# instance), 4 of the arrivals (instances x 2 x flag ids: mode 1, mode 2 to the AIC), 5 of the
+# released rounds (groups x 2 x flag ids), 6 the group's first instance, 7 its AIC's slot (-1:
+# none), 8 bit s: slot s of a group is an AIV, 9 cores per group, 10 the group, 11 address of
+# the launch's shared words (`glob`), 12 address of libc's `syscall` (0: no futexes), 13 its
+# number of futex, 14-15 a struct timespec of one futex slice, 16 futex slices before blocking
+# in `wait_native`, 17 looks at the counter before sleeping (rt.futex.SPINS)
+CTL_WORDS = 18
+# the launch's shared words: 0 aborted, 1 futex sleeps, 2 futex wakes, 3 native waits that went
+# on to `wait_native`
+GLOB_WORDS = 4
+
+
+class NativeWords:
+    """The counters, blocked words, arrivals, released rounds and shared words of one launch of
+    `groups` groups of `cores` cores, and their control blocks (futexes only when `native`)."""
+
+    def __init__(self, groups: int, cores: int, flag_ids: int, native: bool):
+        n_inst = groups * cores
+        self.native, self.cores = native, cores
+        self.ctr = np.zeros((n_inst, flag_ids), np.int64)
+        self.blk = np.zeros(n_inst, np.int64)          # 1 while an instance blocks (native)
+        self.arr = np.zeros((n_inst, 2, flag_ids), np.int64)
+        self.rel = np.zeros((groups, 2, flag_ids), np.int64)
+        self.glob = np.zeros(GLOB_WORDS, np.int64)
+        self._fence = threading.Lock()
+        self._sys = _futex.SYSCALL if native and futex_available() else (0, None, 0)
+
+    def control_block(self, index: int, group: int, aic_slot: int, aiv_mask: int) -> np.ndarray:
+        """The CTL_WORDS of instance `index` (of `group`; its group's AIC slot, -1 for none, and
+        the bit mask of its AIV slots)."""
+        return np.array([int(self.native), index, self.ctr.ctypes.data, self.blk.ctypes.data,
+                         self.arr.ctypes.data, self.rel.ctypes.data, group * self.cores,
+                         aic_slot, aiv_mask, self.cores, group, self.glob.ctypes.data,
+                         self._sys[0], self._sys[2], 0, FUTEX_SLICE_NS, FUTEX_SLICES,
+                         _futex.SPINS], np.int64)
+
+    def _full_fence(self) -> None:
+        with self._fence:           # a lock's acquire and release: a full fence
+            pass
+
+    def mark_blocked(self, index: int) -> None:
+        """Instance `index` blocks in the launch: its word 1, before its counter is read again."""
+        self.blk[index] = 1
+        self._full_fence()
+
+    def wake_sleepers(self) -> None:
+        """Abort: wake the instances asleep on their futexes (they see `glob[0]` and return)."""
+        self.glob[0] = 1
+        self._full_fence()          # the store above before the reads of `blk`
+        for i in np.flatnonzero(self.blk >= 2):
+            self.blk[i] = 0
+            _futex.wake(self.blk.ctypes.data + 8 * int(i))
