@@ -251,6 +251,23 @@ def cast_reduce_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, bad: int):
 
 
 @asc.jit
+def _fractal_buffers(pipe):
+    """L1 (A1, B1), L0A, L0B float16 and L0C float32 buffers of one 16 x 16 x 16 fractal."""
+    ba1 = asc.TBuf(asc.TPosition.A1)
+    bb1 = asc.TBuf(asc.TPosition.B1)
+    ba2 = asc.TBuf(asc.TPosition.A2)
+    bb2 = asc.TBuf(asc.TPosition.B2)
+    bc = asc.TBuf(asc.TPosition.CO1)
+    pipe.init_buffer(ba1, 512)
+    pipe.init_buffer(bb1, 512)
+    pipe.init_buffer(ba2, 512)
+    pipe.init_buffer(bb2, 512)
+    pipe.init_buffer(bc, 1024)
+    return (ba1.get(asc.float16), bb1.get(asc.float16), ba2.get(asc.float16),
+            bb2.get(asc.float16), bc.get(asc.float32))
+
+
+@asc.jit
 def cube_flags_kernel(a: asc.GlobalAddress, b: asc.GlobalAddress, c: asc.GlobalAddress,
                       bad: int):
     """c = a @ b for one 16 x 16 x 16 float16 fractal, the cube pipes ordered by explicit flags
@@ -264,21 +281,7 @@ def cube_flags_kernel(a: asc.GlobalAddress, b: asc.GlobalAddress, c: asc.GlobalA
     cg = asc.GlobalTensor()
     cg.set_global_buffer(c, 256)
     pipe = asc.TPipe()
-    ba1 = asc.TBuf(asc.TPosition.A1)
-    bb1 = asc.TBuf(asc.TPosition.B1)
-    ba2 = asc.TBuf(asc.TPosition.A2)
-    bb2 = asc.TBuf(asc.TPosition.B2)
-    bc = asc.TBuf(asc.TPosition.CO1)
-    pipe.init_buffer(ba1, 512)
-    pipe.init_buffer(bb1, 512)
-    pipe.init_buffer(ba2, 512)
-    pipe.init_buffer(bb2, 512)
-    pipe.init_buffer(bc, 1024)
-    a1 = ba1.get(asc.float16)
-    b1 = bb1.get(asc.float16)
-    a2 = ba2.get(asc.float16)
-    b2 = bb2.get(asc.float16)
-    cl = bc.get(F32)
+    a1, b1, a2, b2, cl = _fractal_buffers(pipe)
     asc.data_copy(a1, ag, asc.Nd2NzParams(1, 16, 16, 0, 16, 16, 1, 0))
     asc.data_copy(b1, bg, asc.Nd2NzParams(1, 16, 16, 0, 16, 16, 1, 0))
     if bad != 1:
@@ -450,21 +453,7 @@ def fixpipe_cols_kernel(a: asc.GlobalAddress, b: asc.GlobalAddress, c: asc.Globa
     cg = asc.GlobalTensor()
     cg.set_global_buffer(c)
     pipe = asc.TPipe()
-    ba1 = asc.TBuf(asc.TPosition.A1)
-    bb1 = asc.TBuf(asc.TPosition.B1)
-    ba2 = asc.TBuf(asc.TPosition.A2)
-    bb2 = asc.TBuf(asc.TPosition.B2)
-    bc = asc.TBuf(asc.TPosition.CO1)
-    pipe.init_buffer(ba1, 512)
-    pipe.init_buffer(bb1, 512)
-    pipe.init_buffer(ba2, 512)
-    pipe.init_buffer(bb2, 512)
-    pipe.init_buffer(bc, 1024)
-    a1 = ba1.get(asc.float16)
-    b1 = bb1.get(asc.float16)
-    a2 = ba2.get(asc.float16)
-    b2 = bb2.get(asc.float16)
-    cl = bc.get(asc.float32)
+    a1, b1, a2, b2, cl = _fractal_buffers(pipe)
     col = blk * 16
     if bad == 1:
         col = 0
