@@ -53,6 +53,15 @@ ours, so loaded ratios overstate ours; say which one you quote):
   43-53), img2col 36-43 ms in 17 launches + subsample2 2.5 ms in 3 (was 51-62 ms in 20), column
   split 9-18 ms (was 24); the conv matmul (133-215 ms under this load) is now most of the rest.
 
+- the conv weights in the cube's order (kernels.convmm.cube_weights: each chunk's L0A image,
+  one load_data GM -> L0A instead of Nd2Nz into L1 and a load per 16 rows), float16 mmad
+  operands converted by vector fpext, contiguous load_data fractals moved by one copy. Loaded
+  machine (load 7-10, 2026-12-06), one process per tree, alternating, 3 pairs: CPU time per
+  inference 0.89x of the tree before (171.8 vs 193.7, 168.4 vs 197.1, 179.6 vs 201.5 ms); wall
+  times not resolved under that load. The GEMM inside the mmads runs near the CPU's peak
+  (`python -m bench.cube_gemm`: 190-205 GFLOP/s fp32 per core); the copies around it, img2col
+  and the launches are the rest.
+
 `--conformance` runs ONNX's backend suite selection of tests/rt/models/test_onnx_backend.py
 (node tests of every claimed op + the light models, exclusions of rt.onnx_backend.conformance)
 with unittest and prints pass / fail / excluded counts.

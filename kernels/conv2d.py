@@ -25,8 +25,9 @@ GatherMask per pass of channels), and the matmul adds the ones row the same way.
 
 `kernels.convmm.conv_matmul_kernel` (matmul_kernel's Nd2Nz -> load_data -> mmad -> fixpipe with
 its default tiling, plus that ones row and ReLU in the fixpipe) then writes the output directly
-in NCHW order. W' is built once on the host (`weight_matrix`), like ATC's weight layout
-transform.
+in NCHW order. W' is built once on the host (`weight_matrix`) and laid out in the cube's
+fractal order (`conv_weights`: the L0A image of each chunk, loaded GM -> L0A in one load_data),
+like ATC's FRACTAL_Z weight layout transform.
 
 Epilogues, as ATC's Conv+Relu and Conv+Add+Relu fusions (rt.model fuses those node chains at
 load, rt/model/fusion.py; `launch_conv2d(..., residual=, relu=, out=)` runs them): the bias is
@@ -51,7 +52,7 @@ import rt
 from ._host import ceil_div, is_device, round_up
 from .eltwise import bias_act_kernel, deinterleave2_kernel
 from .img2col import Img2colGeometry, Img2colSplit, img2col_kernel
-from .convmm import conv_matmul_kernel, device_ones
+from .convmm import conv_matmul_kernel, cube_weights, device_ones
 from .matmul import MatmulTiling, matmul_tiling
 from .subsample import launch_subsample2, subsample_fits
 
@@ -235,9 +236,15 @@ def phase_weight_matrix(w, b, t: Conv2dTiling) -> np.ndarray:
     return np.ascontiguousarray(np.concatenate([wm.reshape(oc, -1), bias], 1))
 
 
-def conv_weights(w, b, t: Conv2dTiling) -> np.ndarray:
-    """W' for the cube (host float32, the bias as its last column) for tiling t."""
+def conv_matrix(w, b, t: Conv2dTiling) -> np.ndarray:
+    """W' (OC x K', host float32, the bias as its last column) for tiling t."""
     return phase_weight_matrix(w, b, t) if t.phase else weight_matrix(w, b)
+
+
+def conv_weights(w, b, t: Conv2dTiling) -> np.ndarray:
+    """W' for tiling t as the cube reads it from GM (`kernels.convmm.cube_weights`: its L0A
+    chunks, as ATC lays a Conv's weights out once, at conversion): 1-D float32."""
+    return cube_weights(conv_matrix(w, b, t), t.mm)
 
 
 def _overlap(a, b) -> bool:

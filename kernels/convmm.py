@@ -1,11 +1,17 @@
-"""The convolution's cube matmul: `kernels.matmul`'s kernel with the Conv epilogue folded in where
-the cube can do it, as ATC's Conv fusions do on the NPU.
+"""The convolution's cube matmul: `kernels.matmul`'s tile loop with the Conv epilogue folded in
+where the cube can do it, as ATC's Conv fusions do on the NPU, and the weights in a fractal layout.
 
     out (OC x P) = act(W' (OC x K) @ B (K x P)),   act = ReLU (fixpipe `relu_en`) or none
 
-`conv_matmul_kernel` is `kernels.matmul.matmul_kernel` (Nd2Nz -> load_data -> mmad -> fixpipe,
-the same tiling, queues and tile loop: `tile_range`, `cube_queues`, `matmul_tiles`) plus two
-things:
+`conv_matmul_kernel` runs `kernels.matmul.matmul_kernel`'s steps (B: Nd2Nz -> load_data -> mmad
+-> fixpipe, the same tiling, queue depths and tile order: `tile_range`, `copy_b`, `load_b_zn`),
+with three differences:
+- the weights are in GM in the cube's own layout, as ATC stores a Conv's weights (FRACTAL_Z)
+  instead of ND: `cube_weights` lays W' out on the host, once, as the sequence of L0A images
+  of its (base_m x base_k) chunks (ZZ: 16 x C0 fractals, row-major grid; K padded with zeros
+  to C0), so each chunk is one contiguous `load_data` GM -> L0A (MTE2), with no Nd2Nz copy into
+  L1 and no L1 -> L0A load. Chunk (tm, kc) starts at tm*base_m*KP + m16*kc*base_k, KP the
+  padded K of all chunks, m16 the tile's rows rounded up to 16.
 - a ones row: with `ones_row` = 1, B has only K - 1 rows in GM and its last row is all ones,
   brought into L1 from a ones workspace (`ones`, >= base_n elements) by one strided copy
   (`kernels.matmul.copy_b`), next to the zero-filled K padding. W' carries the bias as its
@@ -24,7 +30,30 @@ import numpy as np
 import ascendc as asc
 import rt
 
-from .matmul import cube_queues, matmul_tiles, tile_range
+from ._host import ceil_div, round_up
+from .matmul import MatmulTiling, copy_b, load_b_zn, tile_range
+
+
+@asc.jit
+def load_a_gm(q, ag, off, m16, kt, c0):
+    """The A chunk (m16 x kt, the L0A image `cube_weights` put at ag[off:]) -> L0A by load_data
+    GM -> L0A: one call, or one per 16-row block when the fractals exceed 255 repeats. The A2
+    queue orders MTE1 and M; this load is MTE2's, so it waits for M's last read of the buffer
+    (M_MTE2) and M waits for it (MTE2_M)."""
+    t = q.alloc_tensor(ag.dtype)
+    asc.set_flag(asc.HardEvent.M_MTE2, 0)
+    asc.wait_flag(asc.HardEvent.M_MTE2, 0)
+    kb = (kt + c0 - 1) // c0
+    if m16 // 16 * kb <= 255:
+        asc.load_data(t, ag[off:], asc.LoadData2DParams(0, m16 // 16 * kb, 1, 0, 0, False, 0))
+    else:
+        for r in range(m16 // 16):
+            asc.load_data(t[r * kb * 16 * c0:], ag[off + r * kb * 16 * c0:],
+                          asc.LoadData2DParams(0, kb, 1, 0, 0, False, 0))
+    asc.set_flag(asc.HardEvent.MTE2_M, 0)
+    asc.wait_flag(asc.HardEvent.MTE2_M, 0)
+    q.enque(t)
+    return q.deque(ag.dtype)
 
 
 @asc.jit
@@ -39,8 +68,11 @@ def conv_matmul_kernel(a: asc.GlobalAddress, b: asc.GlobalAddress, c: asc.Global
     tiles_m, first, last = tile_range(m, n, base_m, base_n)
     if first >= last:
         return
+    c0 = 32 // a.dtype.sizeof()
+    k_chunks = (k + base_k - 1) // base_k
+    kp_all = (k_chunks - 1) * base_k + (k - (k_chunks - 1) * base_k + c0 - 1) // c0 * c0
     ag = asc.GlobalTensor()
-    ag.set_global_buffer(a, m * k)
+    ag.set_global_buffer(a, (m + 15) // 16 * 16 * kp_all)
     bg = asc.GlobalTensor()
     bg.set_global_buffer(b, kg * n)
     cg = asc.GlobalTensor()
@@ -50,10 +82,42 @@ def conv_matmul_kernel(a: asc.GlobalAddress, b: asc.GlobalAddress, c: asc.Global
     og = asc.GlobalTensor()
     og.set_global_buffer(ones)
     pipe = asc.TPipe()
-    qa1, qb1, qa2, qb2, qc = cube_queues(pipe, a.dtype.sizeof(), base_m, base_n, base_k, l0_n,
-                                         depth_l1, depth_l0a, depth_l0b)
-    matmul_tiles(ag, bg, cg, zg, og, qa1, qb1, qa2, qb2, qc, m, n, k, kg, relu, tiles_m, first,
-                 last, base_m, base_n, base_k, l0_n)
+    isz = a.dtype.sizeof()
+    qb1 = asc.TQue(asc.TPosition.B1, depth_l1)
+    qa2 = asc.TQue(asc.TPosition.A2, depth_l0a)
+    qb2 = asc.TQue(asc.TPosition.B2, depth_l0b)
+    qc = asc.TQue(asc.TPosition.CO1, 1)
+    pipe.init_buffer(qb1, depth_l1, base_k * base_n * isz)
+    pipe.init_buffer(qa2, depth_l0a, base_m * base_k * isz)
+    pipe.init_buffer(qb2, depth_l0b, base_k * l0_n * isz)
+    pipe.init_buffer(qc, 1, base_m * base_n * 4)
+    for t in range(first, last):
+        m0 = t % tiles_m * base_m
+        n0 = t // tiles_m * base_n
+        mt = min(base_m, m - m0)
+        nt = min(base_n, n - n0)
+        m16 = (mt + 15) // 16 * 16
+        cl = qc.alloc_tensor(asc.float32)
+        for kc in range(k_chunks):
+            k0 = kc * base_k
+            kt = min(base_k, k - k0)
+            k_pad = (kt + c0 - 1) // c0 * c0
+            b1 = copy_b(qb1, bg, zg, og, k0 * n + n0, kt, nt, n, k_pad, min(kt, kg - k0))
+            a2 = load_a_gm(qa2, ag, m0 * kp_all + m16 * k0, m16, kt, c0)
+            for j in range(0, nt, l0_n):
+                ns = min(l0_n, nt - j)
+                b2 = load_b_zn(qb2, b1, j // 16, ns, k_pad, c0)
+                asc.mmad(cl[j * m16:], a2, b2,
+                         asc.MmadParams(m=mt, n=ns, k=kt, unit_flag=0, cmatrix_source=False,
+                                        cmatrix_init_val=kc == 0))
+                qb2.free_tensor(b2)
+            qa2.free_tensor(a2)
+            qb1.free_tensor(b1)
+        qc.enque(cl)
+        cl = qc.deque(asc.float32)
+        asc.fixpipe(cg[m0 * n + n0:], cl, asc.FixpipeParamsV220(nt, mt, m16, n,
+                                                                 relu_en=relu != 0))
+        qc.free_tensor(cl)
 
 
 # ---- host side ---------------------------------------------------------------------------------
@@ -82,3 +146,30 @@ def _drop_ones(dev) -> None:
         del _ONES[dev.id]
         for arr in entry[1]:
             arr.free()
+
+
+def cube_weights(wm: np.ndarray, mm: MatmulTiling) -> np.ndarray:
+    """W' (M x K, float32) in GM as `conv_matmul_kernel` reads it with tiling mm: for each tile
+    row tm, for each K chunk kc, the L0A image (ZZ) of the m16 x k_pad block, rows past M and
+    columns past K zero (module doc). Returns a 1-D float32 array."""
+    wm = np.asarray(wm, np.float32)
+    m, k = wm.shape
+    if (m, k) != (mm.m, mm.k):
+        raise ValueError(f"cube_weights: wm must be mm.m x mm.k = {mm.m} x {mm.k}, got "
+                         f"wm.shape={wm.shape}")
+    c0 = 32 // np.dtype(mm.dtype).itemsize
+    parts = []
+    for m0 in range(0, m, mm.base_m):
+        mt = min(mm.base_m, m - m0)
+        m16 = round_up(mt, 16)
+        for k0 in range(0, k, mm.base_k):
+            kt = min(mm.base_k, k - k0)
+            kp = round_up(kt, c0)
+            blk = np.zeros((m16, kp), np.float32)
+            blk[:mt, :kt] = wm[m0:m0 + mt, k0:k0 + kt]
+            parts.append(blk.reshape(m16 // 16, 16, kp // c0, c0).transpose(0, 2, 1, 3).ravel())
+    out = np.concatenate(parts)
+    assert out.size == round_up(m, 16) * ((ceil_div(k, mm.base_k) - 1) * mm.base_k
+                                          + round_up(k - (ceil_div(k, mm.base_k) - 1)
+                                                     * mm.base_k, c0))
+    return out

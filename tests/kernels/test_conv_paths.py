@@ -88,7 +88,7 @@ def test_direct_1x1_path(interpret, shape, oc, with_bias):
     b = rng.standard_normal(oc).astype(np.float32) if with_bias else None
     t = C.conv2d_tiling(shape, w.shape)
     assert t.direct and t.mm.k == shape[1] + 1          # + the ones row the matmul adds in L1
-    wmat = C.conv_weights(w, b, t)
+    wmat = C.conv_matrix(w, b, t)
     assert wmat.shape == (oc, shape[1] + 1)
     np.testing.assert_array_equal(wmat[:, -1], 0 if b is None else b)
     _, y = _run_conv(x, w, b, t, interpret)

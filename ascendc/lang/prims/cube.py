@@ -42,9 +42,11 @@ converted to float32 first (same layouts). int8 -> int32 through float64 dgemm o
 bias row (BT, f32, or int32 for int8) whatever cmatrix_init_val says, as Ascend C's bias path does
 (cmatrix_source=1). fm_offset, en_ssparse, winograd, unit_flag, k_direction_align, cmatrix_source
 (without a bias tensor) are ignored. Counters: cube_macs (f16/bf16/int8) or cube_macs_fp32 (f32)
-+= m*n*k. Measured (f32, thread CPU time, against np.dot with one BLAS thread, 2-core AMD EPYC
-with AVX-512, loaded machine): 128x128x128 0.70x of a bare np.dot, 64x64x256 0.78x, 64x128x64
-0.78x, 128x256x128 0.65x (the BLAS-based version it replaces: 1.15-1.7x).
++= m*n*k. Measured (`python -m bench.cube_gemm`, thread CPU time, one mmad with its checks against
+np.dot of the same product on one OpenBLAS thread, 2-core AMD EPYC with AVX-512, load ~7,
+2026-12-06): f32 190-205 GFLOP/s at 64..256 x 64..256 x 64..128, 1.7-1.9x np.dot's speed; f16
+150-175 GFLOP/s, 1.3-1.5x (the conversion of both operands and the 16 x 16 fractals cost the
+difference).
 
 fixpipe(dst, src L0C, FixpipeParamsV220, config): cfg_row_major: for each of nd_num matrices
 (src += i*src_nd_stride KB, dst += i*dst_nd_stride elements) C[r, c] (r < m_size, c < n_size),
@@ -65,7 +67,7 @@ from ..dtypes import st as _st
 from ..errors import FAULT, fault, KernelError
 from .. import trace
 from .borrow import borrowed
-from .cubegemm import gemm_nz, make_transpose, pack_zn
+from .cubegemm import gemm_nz, h2f16, make_transpose, pack_zn
 from .datacopy import params_class, py_bytes
 from .load3d import load_data_3d_typed
 from ..params import LoadData3DParamsV2
@@ -137,7 +139,9 @@ def _load_impl(ctx, d, s, isz, start, rep, sstr, gap, trans):
     bound(st, api, W_DST, D, isz, 0, span, True)
     t = write_target(ctx, d, span * isz, gap == 0) if sl < 0 else d[:span * isz]
     sv = s[:(last + fe) * isz]
-    if not trans:
+    if not trans and gap == 0 and sstr == 1:    # contiguous fractals: one copy
+        bcopy(t, 0, sv, start * 512, rep * 512)
+    elif not trans:
         for i in range(rep):
             bcopy(t, i * (1 + gap) * 512, sv, (start + i * sstr) * 512, 512)
     elif isz == 1:
@@ -246,7 +250,10 @@ def _to_scratch_ov(a, n):
             u = a.view(np.uint16)
             out = np.empty(n, np.float32)
             if f16:
-                for i in range(n):
+                n16 = n // 16 * 16
+                for i in range(0, n16, 16):     # 16 at a time by the CPU's half -> float
+                    h2f16(out, i, u, i)
+                for i in range(n16, n):
                     out[i] = _h2f(u[i])
             else:
                 for i in range(n):
