@@ -180,6 +180,9 @@ def _load_bias(q, bt, biasg, n0, nt):
     q.enque(b1)
     b1 = q.deque(biasg.dtype)
     t = bt.get(biasg.dtype)
+    # BT is no queue's: the copy (MTE1) waits for the previous tile's mmad (M) reading it
+    asc.set_flag(asc.HardEvent.M_MTE1, 0)
+    asc.wait_flag(asc.HardEvent.M_MTE1, 0)
     asc.data_copy(t, b1, (nt + 7) // 8 * 8)
     q.free_tensor(b1)
     return t

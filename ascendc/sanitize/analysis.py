@@ -193,7 +193,9 @@ class BlockPass:
                 # cross-core wait among them) runs after it
                 clk[self.pipe, 0] = clk[0, 0]
                 if (op == _XSET or op == _XWAIT) and int(r[T.C_B]) == _P2P:
-                    pass        # a served Matmul's message: paired by construction (adv/kfc.py)
+                    # a served Matmul's message (adv/kfc.py): paired by construction, so not
+                    # synccheck's; it orders GM as a flag does (the slot it names: gmrace.py)
+                    self._point("p2p_set" if op == _XSET else "p2p_wait", int(r[T.C_A]))
                 elif op == _XSET:
                     self.xsets.append((int(r[T.C_A]), int(r[T.C_B]), int(r[T.C_LINE])))
                     self.done[self.pipe] = clk[self.pipe, self.pipe]   # fires once drained

@@ -10,7 +10,12 @@ CrossCoreSetFlag on Atlas A2):
   mode 1: the same over the AIVs of the setter's group;
   mode 2: an AIC's set gives each AIV of its group a count; once every AIV of the group has made
           its n-th set, the group's AIC gets one;
-  a wait takes the counts of its id in the order they came; ib_set / ib_wait hand one word over
+  a wait takes the counts of its id in the order they came;
+  a served Matmul's messages (adv/kfc.py, mode 3 in the NPU view): point to point between an AIC
+          and an AIV of its group, a set naming the slot of the core it reaches (0 the AIC, 1 + k
+          the group's k-th AIV), a wait the slot it waits for; each (sender, receiver) pair is a
+          queue taken in order, as the hardware's message queue is;
+  ib_set / ib_wait hand one word over
   (a set only once the word's earlier set was taken); the n-th sync_all of every instance that
   calls it is one barrier.
 A set carries what its pipe has seen (its clock over its instance's pipes, and what earlier waits
@@ -70,6 +75,13 @@ class _Replay:
         self.syncs: dict = {}           # n-th sync_all -> {instance: export}
         self.sync_parties = {t.index for t in tracks
                              if any(p[0] == "sync_all" for p in t.points)}
+        self.slot = {}                  # instance -> its slot in its group (the messages' names)
+        self.at_slot = {}               # (group, slot) -> instance
+        for g in {t.group for t in tracks}:
+            aivs = sorted((t for t in tracks if t.role == "AIV" and t.group == g), key=_block_idx)
+            members = [(0, t) for t in tracks if t.role == "AIC" and t.group == g]
+            for s, t in members + [(1 + k, t) for k, t in enumerate(aivs)]:
+                self.slot[t.index], self.at_slot[(g, s)] = s, t.index
         self._cache: dict = {}
 
     # -- knowledge --------------------------------------------------------------------------
@@ -127,8 +139,14 @@ class _Replay:
             flag, mode = key
             self.set_flag(t, flag, mode, self.export(t, clock))
             return True
-        if kind == "wait":
-            q = self.gains.get((t.index, key))
+        if kind == "p2p_set":       # a message to the core in slot `key` of the group
+            to = self.at_slot.get((t.group, key))
+            if to is not None:
+                self.gains.setdefault((to, ("p2p", self.slot.get(t.index))), deque()).append(
+                    self.export(t, clock))
+            return True
+        if kind == "wait" or kind == "p2p_wait":
+            q = self.gains.get((t.index, key if kind == "wait" else ("p2p", key)))
             if not q:
                 return False
             self.bring_in(t, lane, tick, q.popleft())
@@ -186,6 +204,11 @@ class _Replay:
                 self.gains.setdefault((r.index, flag), deque()).append(imp)
             n += 1
         self.done_rounds[rkey] = n
+
+
+def _block_idx(t: Track) -> int:
+    """The block index in an instance's label (aiv(3) -> 3)."""
+    return int(t.label[t.label.index("(") + 1:-1])
 
 
 def check(kernel: str, tracks: list, where, gm_name) -> list:

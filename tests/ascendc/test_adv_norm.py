@@ -29,6 +29,7 @@ def rms_kernel(x: asc.GlobalAddress, g: asc.GlobalAddress, z: asc.GlobalAddress,
     qg.enque(gl)
     a, gl = qi.deque(x.dtype), qg.deque(x.dtype)
     o = qo.alloc_tensor(x.dtype)
+    asc.duplicate(o, 0.0, rows * h)     # rmsnorm writes the original columns; all are copied out
     tmp = tb.get(asc.uint8)
     if in_kernel == 1:
         mine = asc.adv.RmsNormTiling(b_length=2, s_length=rows // 2, h_length=h,
@@ -114,6 +115,7 @@ def ln_kernel(x: asc.GlobalAddress, g: asc.GlobalAddress, bt: asc.GlobalAddress,
     qi.enque(bl)
     a, gl, bl = qi.deque(x.dtype), qi.deque(x.dtype), qi.deque(x.dtype)
     o, m = qo.alloc_tensor(x.dtype), qm.alloc_tensor(x.dtype)
+    asc.duplicate(o, 0.0, rows * h)     # layernorm writes the original columns; all are copied out
     asc.adv.layernorm(o, m, m[8:], a, gl, bl, eps, tiling, shared_tmp_buffer=tb.get(asc.uint8))
     qo.enque(o)
     qm.enque(m)

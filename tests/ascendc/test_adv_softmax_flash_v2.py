@@ -36,6 +36,7 @@ def flash_kernel(x: asc.GlobalAddress, x2: asc.GlobalAddress, z: asc.GlobalAddre
     a, b = qi.deque(x.dtype), qi.deque(x.dtype)
     o, s = qo.alloc_tensor(x.dtype), qs.alloc_tensor(x.dtype)
     asc.duplicate(s, 0.0, 3 * M * 8)
+    asc.duplicate(o, 0.0, 2 * M * K)    # softmax writes the original columns; all are copied out
     asc.pipe_barrier(asc.PipeID.PIPE_V)
     tmp = tb.get(asc.uint8)
     shape = asc.adv.SoftMaxShapeInfo(M, K, M, ok)

@@ -127,11 +127,17 @@ def veccalc_queue_kernel(x: asc.GlobalAddress, y: asc.GlobalAddress, n: int):
     asc.data_copy(a, gx, n)
     qi.enque(a)
     a = qi.deque(x.dtype)
+    # a VECCALC queue has no pipe pair: its steps are no flags on the NPU, so the copies are
+    # ordered by flags of their own
+    asc.set_flag(asc.HardEvent.MTE2_V, 0)
+    asc.wait_flag(asc.HardEvent.MTE2_V, 0)
     b = qo.alloc_tensor(y.dtype)
     asc.adds(b, a, 1.5, n)
     qo.enque(b)
     qi.free_tensor(a)
     b = qo.deque(y.dtype)
+    asc.set_flag(asc.HardEvent.V_MTE3, 0)
+    asc.wait_flag(asc.HardEvent.V_MTE3, 0)
     asc.data_copy(gy, b, n)
     qo.free_tensor(b)
 

@@ -193,6 +193,27 @@ def overlap_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, bad: int):
     asc.data_copy(zg, a, TILE + TILE // 2)
 
 
+@asc.jit
+def interleave_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, bad: int):
+    """Two copy-ins of 32-byte blocks one block apart in UB (DataCopyParams dst_stride 1): the
+    second fills the gaps the first left, so no barrier is needed between them; bad=1 starts
+    the second at the first's blocks (Sync1: they overlap with no barrier)."""
+    xg = asc.GlobalTensor()
+    xg.set_global_buffer(x, 2 * TILE)
+    zg = asc.GlobalTensor()
+    zg.set_global_buffer(z, 2 * TILE)
+    pipe = asc.TPipe()
+    buf = asc.TBuf(asc.TPosition.VECCALC)
+    pipe.init_buffer(buf, TILE * 8)
+    a = buf.get(F32)
+    p = asc.DataCopyParams(block_count=TILE // 8, block_len=1, src_stride=0, dst_stride=1)
+    asc.data_copy(a, xg, repeat_params=p)
+    asc.data_copy(a[8 - 8 * bad:], xg[TILE:], repeat_params=p)
+    asc.set_flag(asc.HardEvent.MTE2_MTE3, 0)
+    asc.wait_flag(asc.HardEvent.MTE2_MTE3, 0)
+    asc.data_copy(zg, a, 2 * TILE)
+
+
 FULL, FREE = 1, 2       # cross-core flag ids
 
 

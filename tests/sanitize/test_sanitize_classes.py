@@ -240,6 +240,24 @@ def test_bad_tool_is_rejected():
 
 # -- Sync1 and cross-core flags ------------------------------------------------------------------
 
+def test_copies_filling_each_others_gaps_need_no_barrier(interpret):
+    # a strided local destination is recorded block by block, not as one range of its bytes
+    x, z = data()
+    rep = run(K.interleave_kernel, 1, (x, z, 0), interpret, check_all=True)
+    assert rep.count() == 0, rep.format()
+    blocks = np.stack([x[:TILE].reshape(-1, 8), x[TILE:2 * TILE].reshape(-1, 8)], 1)
+    np.testing.assert_array_equal(z[:2 * TILE], blocks.ravel())
+
+
+def test_strided_copies_over_the_same_blocks_without_the_barrier_are_sync1(interpret):
+    x, z = data()
+    rep = run(K.interleave_kernel, 1, (x, z, 1), interpret, tool="racecheck")
+    f = only(rep, "Sync1")
+    assert f.where == line_of(K.interleave_kernel, "asc.data_copy(a[8 - 8 * bad:], xg[TILE:]")
+    assert f.other == ("MTE2 wrote at", line_of(K.interleave_kernel, "asc.data_copy(a, xg, "))
+    assert f.address == "UB offset 0"
+
+
 def test_overlapping_copies_of_one_pipe_without_its_barrier_are_sync1(interpret):
     x, z = data()
     rep = run(K.overlap_kernel, 1, (x, z, 1), interpret, tool="racecheck")

@@ -119,3 +119,42 @@ def test_two_aivs_of_a_group_writing_the_same_gm_tile_stomp(interpret):
         assert f.where == line_of(K._add_to, "asc.data_copy(dst, b, n)")
     # the clean twin (bad=0: each AIV writes its own tile) is
     # test_aivs_ordered_by_mode_1_or_sync_all_are_clean
+
+
+# ---- a served Matmul (asc.adv.Matmul in a MIX kernel): its messages order GM as flags do -------
+
+def served(bad, interpret, m=128, n=64, k=64, **kw):
+    rng = np.random.default_rng(1)
+    x = rng.integers(-5, 5, (m, k)).astype(np.float16)
+    a = np.zeros_like(x)
+    b = rng.integers(-5, 5, (k, n)).astype(np.float16)
+    bias = rng.integers(-5, 5, n).astype(np.float32)
+    c = np.zeros((m, n), np.float32)
+    t = K.served_tiling(m, n, k, 2, 64, 32)         # 2 AIVs of one group, 2 tiles each
+    ws = np.zeros(1 << 16, np.uint8)
+    with asc.sanitize(**kw) as san:
+        K.served_kernel[1](x, a, b, c, bias, t, ws, bad, interpret=interpret)
+    np.testing.assert_array_equal(c, x.astype(np.float32) @ b.astype(np.float32) + bias)
+    return san.report
+
+
+def test_a_served_matmuls_messages_order_the_workspace_and_the_operands(interpret):
+    # the AIC's fixpipe into an AIV's workspace slot, that AIV's copy out of it and the next
+    # tile's fixpipe over it are ordered by the answer and the next call; the bias table is
+    # reloaded per tile after the previous tile's mmad
+    rep = served(0, interpret, check_all=True)
+    assert rep.count() == 0, rep.format()
+
+
+def test_an_operand_written_without_the_barrier_before_the_call_races_with_the_server(
+        interpret):
+    rep = served(1, interpret, tool="racecheck")
+    got = races(rep)
+    assert {f.cls for f in rep.findings} == {"GMRace"}, rep.format()
+    assert {f.block for f in got} == {"aic(0)"}
+    assert {f.other[0] for f in got} == {"aiv(0) (MTE3) wrote at", "aiv(1) (MTE3) wrote at"}
+    for f in got:
+        assert f.where == line_of(K.served_kernel, "asc.adv.register_matmul(")
+        assert f.other[1] == line_of(K._copy_to, "asc.data_copy(dst, b, n)")
+        assert f.address.startswith("GM argument 'a' offset ")
+        assert "aic(0) (MTE2) reads" in f.detail

@@ -107,3 +107,98 @@ def neighbour_kernel(x: asc.GlobalAddress, ws: asc.GlobalAddress, z: asc.GlobalA
         elif bad == 2:
             asc.sync_all()
         _add_to(zg[out * TILE:], wg[other * TILE:], qi, qo, 1.0, TILE)
+
+
+@asc.jit
+def _copy_to(dst, src, q_in, q_out, n):
+    """dst[:n] = src[:n] through UB (MTE2 read, vector muls by 1, MTE3 write)."""
+    a = q_in.alloc_tensor(src.dtype)
+    asc.data_copy(a, src, n)
+    q_in.enque(a)
+    a = q_in.deque(src.dtype)
+    b = q_out.alloc_tensor(dst.dtype)
+    asc.muls(b, a, 1.0, n)
+    q_out.enque(b)
+    q_in.free_tensor(a)
+    b = q_out.deque(dst.dtype)
+    asc.data_copy(dst, b, n)
+    q_out.free_tensor(b)
+
+
+@asc.jit(kernel_type="MIX_AIC_1_2")
+def served_kernel(x: asc.GlobalAddress, a: asc.GlobalAddress, b: asc.GlobalAddress,
+                  c: asc.GlobalAddress, bias: asc.GlobalAddress, tiling: asc.adv.TCubeTiling,
+                  workspace: asc.GlobalAddress, bad: int):
+    """A served Matmul (the AIC serves its AIVs' calls, ascendc/adv/kfc.py): each AIV copies its
+    rows of A from x (MTE3 writes them), then asks for C = A @ B + bias tile by tile (iterate,
+    get_tensor_c into UB through the workspace) and copies each tile to C. The messages order
+    the AIC's fixpipe into an AIV's workspace slot before that AIV's copy out of it, and the
+    copy before the next tile's fixpipe. bad=0: a PIPE_ALL barrier before the first Matmul
+    call, so its message carries the rows of A written; bad=1: none (the AIC's copy of A races
+    with the AIV's write)."""
+    blk = asc.get_block_idx()
+    rows = (tiling.m + tiling.single_core_m - 1) // tiling.single_core_m
+    mi = blk % rows
+    ni = blk // rows
+    xg = asc.GlobalTensor()
+    ag = asc.GlobalTensor()
+    bg = asc.GlobalTensor()
+    cg = asc.GlobalTensor()
+    biasg = asc.GlobalTensor()
+    xg.set_global_buffer(x + mi * tiling.k_a * tiling.single_core_m)
+    ag.set_global_buffer(a + mi * tiling.k_a * tiling.single_core_m)
+    bg.set_global_buffer(b + ni * tiling.single_core_n)
+    cg.set_global_buffer(c + mi * tiling.n * tiling.single_core_m + ni * tiling.single_core_n)
+    biasg.set_global_buffer(bias + ni * tiling.single_core_n)
+    pipe = asc.TPipe()
+    in_q = asc.TQue(asc.TPosition.VECIN, 1)
+    a_q = asc.TQue(asc.TPosition.VECOUT, 1)
+    out_q = asc.TQue(asc.TPosition.VECOUT, 1)
+    pipe.init_buffer(que=in_q, num=1, len=tiling.single_core_m * tiling.k_a * 2)
+    pipe.init_buffer(que=a_q, num=1, len=tiling.single_core_m * tiling.k_a * 2)
+    pipe.init_buffer(que=out_q, num=1, len=tiling.base_m * tiling.base_n * 4)
+    mm = asc.adv.Matmul(
+        a=asc.adv.MatmulType(asc.TPosition.GM, asc.CubeFormat.ND, ag.dtype),
+        b=asc.adv.MatmulType(asc.TPosition.GM, asc.CubeFormat.ND, bg.dtype),
+        c=asc.adv.MatmulType(asc.TPosition.VECCALC, asc.CubeFormat.ND, cg.dtype),
+        bias=asc.adv.MatmulType(asc.TPosition.GM, asc.CubeFormat.ND, biasg.dtype))
+    asc.adv.register_matmul(pipe, workspace, mm, tiling)
+    if blk < tiling.used_core_num:
+        _copy_to(ag, xg, in_q, a_q, tiling.single_core_m * tiling.k_a)
+        if bad == 0:
+            asc.pipe_barrier(asc.PipeID.PIPE_ALL)
+        mm.set_tensor_a(ag)
+        mm.set_tensor_b(bg)
+        mm.set_bias(biasg)
+        tiles_m = tiling.single_core_m // tiling.base_m
+        with mm.iterate() as tile:
+            out = out_q.alloc_tensor(c.dtype)
+            mm.get_tensor_c(out, en_sequential_write=True)
+            out_q.enque(out)
+            out = out_q.deque(c.dtype)
+            at = tile % tiles_m * tiling.base_m * tiling.n + tile // tiles_m * tiling.base_n
+            asc.data_copy(cg[at:], out, repeat_params=asc.DataCopyParams(
+                block_count=tiling.base_m, block_len=tiling.base_n * 4 // 32, src_stride=0,
+                dst_stride=(tiling.n - tiling.base_n) * 4 // 32))
+            out_q.free_tensor(out)
+        mm.end()
+
+
+def served_tiling(m, n, k, cores, base_m, base_n):
+    from ascendc import host
+    t = host.MultiCoreMatmulTiling(host.get_ascendc_platform())
+    dt = host.DataType
+    t.set_a_type(host.TPosition.GM, host.CubeFormat.ND, dt.DT_FLOAT16, False)
+    t.set_b_type(host.TPosition.GM, host.CubeFormat.ND, dt.DT_FLOAT16, False)
+    t.set_c_type(host.TPosition.VECCALC, host.CubeFormat.ND, dt.DT_FLOAT)
+    t.set_bias_type(host.TPosition.GM, host.CubeFormat.ND, dt.DT_FLOAT)
+    t.set_dim(cores)
+    t.set_org_shape(m, n, k)
+    t.set_shape(m, n, k)
+    t.enable_bias(True)
+    t.set_traverse(host.MatrixTraverse.FIRSTM)
+    t.set_fix_split(base_m, base_n, -1)
+    t.set_buffer_space(-1, -1, -1)
+    tiling = asc.adv.TCubeTiling()
+    assert t.get_tiling(tiling) == 0
+    return tiling

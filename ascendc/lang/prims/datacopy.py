@@ -134,7 +134,8 @@ def _blocks_impl(ctx, d, s, isz, bc, bl, sg, dg):
     bump(st, ctr, bc * nb)
     traced_blocks(ctx, _OP_DATA_COPY, D, S, bc * nb, isz,
                   (bc - 1) * (sstep if S[0] < 0 else dstep) + nb, nb,
-                  sstep if S[0] < 0 else dstep)
+                  sstep if S[0] < 0 else dstep, 0 if S[0] >= 0 and D[0] >= 0 else
+                  dstep if S[0] < 0 else sstep)
 
 
 @prim
@@ -346,14 +347,14 @@ def _pad_impl(ctx, d, s, isz, bc, bl, sstride, dstride, bl_max, is_pad, left, ri
                         t[q] = np.uint8((pad_bits >> np.uint64(8 * ((q - ub) % isz))) & 0xFF)
         bump(st, C_MTE2, bc * bl)
         traced_blocks(ctx, _OP_DATA_COPY_PAD, D, S, bc * bl, isz, (bc - 1) * gstep + bl, bl,
-                      gstep)
+                      gstep, 0)
     else:
         bound(st, api, W_SRC, S, isz, 0, ((bc - 1) * ustep + bl) // isz, False)
         for i in range(bc):
             bcopy(d, i * gstep, s, i * ustep, bl)
         bump(st, C_MTE3, bc * bl)
         traced_blocks(ctx, _OP_DATA_COPY_PAD, D, S, bc * bl, isz, (bc - 1) * gstep + bl, bl,
-                      gstep)
+                      gstep, 0)
 
 
 @prim

@@ -141,13 +141,15 @@ def _visible(ctx, op_id, slv, dlv, addr, nbytes):
 def traced(ctx, op_id, D, S, nbytes, isz, gm_span):
     """The NPU-view trace row of a move of `nbytes` between located tensors D <- S; the GM side
     (if any) covers `gm_span` bytes from its address."""
-    traced_blocks(ctx, op_id, D, S, nbytes, isz, gm_span, gm_span, gm_span)
+    traced_blocks(ctx, op_id, D, S, nbytes, isz, gm_span, gm_span, gm_span, 0)
 
 
 @inline
-def traced_blocks(ctx, op_id, D, S, nbytes, isz, gm_span, blk, step):
+def traced_blocks(ctx, op_id, D, S, nbytes, isz, gm_span, blk, step, local_step):
     """traced() of a copy whose GM side is blocks of `blk` bytes every `step` bytes (the
-    sanitizer records those, not the span: blocks may interleave with another core's)."""
+    sanitizer records those, not the span: blocks may interleave with another core's); with
+    `local_step` > 0 its local side is blocks of `blk` bytes that far apart (recorded block by
+    block when they are not contiguous)."""
     if in_flight(ctx) and S[0] >= 0:
         _visible(ctx, op_id, S[0], D[0], S[2], nbytes)
     if trace.on(ctx):
@@ -156,12 +158,20 @@ def traced_blocks(ctx, op_id, D, S, nbytes, isz, gm_span, blk, step):
         # the sanitizer's rows: the GM side over its span; a local source over the bytes moved
         # when it goes to GM contiguously (else its layout is not known here: not recorded); a
         # local destination over them when contiguous, else to the tensor's end
+        if local_step > blk:        # a strided local side: its blocks
+            for i in range(nbytes // blk):
+                trace.access(ctx, op_id, (S[2] if D[0] < 0 else D[2]) + i * local_step, blk,
+                             0 if D[0] < 0 else 1)
         if S[0] < 0:
             trace.gm_blocks(ctx, op_id, S[2], gm_span, blk, step, 0)
+        elif local_step > blk:
+            pass
         elif D[0] < 0 and gm_span == nbytes:
             trace.access(ctx, op_id, S[2], nbytes, 0)
         if D[0] < 0:
             trace.gm_blocks(ctx, op_id, D[2], gm_span, blk, step, 1)
+        elif local_step > blk:
+            pass
         elif gm_span == nbytes:
             trace.access(ctx, op_id, D[2], nbytes, 1)
         else:           # (strided local -> local: its byte count, not its bytes)
