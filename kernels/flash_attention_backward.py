@@ -24,6 +24,14 @@ dK = dS^T (Q x scale) takes an unscaled dS. bfloat16 and float32 keep f32 S and 
 also writes D and lse per row (GM), which the dKV pass reads. Fully masked (causal) tiles are
 skipped; an S2 block no query row sees gets dK = dV = 0 from its AIVs.
 
+The kernel sets up the buffers and walks its work items; an item's body is a helper: the AIC's
+in kernels/flash_attention_backward_items.py (`dq_item_cube`, `dkv_item_cube`), the AIVs' in
+kernels/flash_attention_backward_vector.py (`dq_item_vector`, `dkv_item_vector`). A helper call
+records no instruction, so the split leaves the NPU view's instruction stream as it was (the
+simulated time can still move by a few cycles between two versions of the code: the device
+pool places buffers on 64-byte boundaries, the simulated L2 keeps 128-byte sectors, and where
+a buffer lands depends on the process's allocation history).
+
 P^T and dS^T reach L0A by the transposing load_data of 16-column strips of P / dS, and dO, Q
 (dKV) or K (dQ) reach L0B the same way from row strips: "16-column strips" in L1 means element
 (r, c) at (c // 16) * kpad * 16 + r * 16 + c % 16 (kpad = rows rounded up to C0), the NZ layout
@@ -41,11 +49,9 @@ import rt
 
 from ._host import ceil_div, is_device
 # (no import of kernels.flash_attention: it re-exports this module's backward)
-from .flash_attention_backward_parts import (GRADS, NSLOT, Q_READY, cube_begin, cube_end,
-                                             ds_k_product, issue_kv_block, issue_q_block,
-                                             load_nz, load_strips16, store_acc, store_row,
-                                             sync, transposed_product)
-from .flash_attention_backward_vector import dkv_item, item_tiles, row_stats, scaled_q_item
+from .flash_attention_backward_items import dkv_item_cube, dq_item_cube
+from .flash_attention_backward_parts import NSLOT, cube_begin, cube_end
+from .flash_attention_backward_vector import dkv_item_vector, dq_item_vector
 from .flash_attention_backward_tiling import (  # noqa: F401 (re-exported)
     FlashAttentionBackwardBuffers, FlashAttentionBackwardTiling,
     flash_attention_backward_buffers, flash_attention_backward_tiling,
@@ -102,7 +108,6 @@ def flash_attention_backward_kernel(
     if asc.ascend_is_aiv():
         g = asc.get_block_idx() // 2
     groups = asc.get_block_num()
-    group = shape.heads // shape.kv_heads
     n_s1 = (shape.s1 + s1b - 1) // s1b
     n_s2 = (shape.s2 + s2b - 1) // s2b
     pipe = asc.TPipe()
@@ -147,152 +152,28 @@ def flash_attention_backward_kernel(
         wsg.set_global_buffer(ws + g * NSLOT * bufs.ws_slot, NSLOT * bufs.ws_slot)
         wpg = asc.GlobalTensor()
         wpg.set_global_buffer(wsp + g * NSLOT * bufs.wsp_slot, NSLOT * bufs.wsp_slot)
-        half = s1b * s2b
+        qsrc = q                            # Q_i's rows: Q, or Q x scale (float16)
+        if variant.s_quant:
+            qsrc = qs
         c = 0                               # tiles handed over so far: workspace slot c % NSLOT
         mm = 0                              # mmads so far: L0A / L0B slot mm % 2
         cube_begin()
         for item in range(g, shape.items, groups):
             if variant.dq_pass:
-                b = item // (shape.heads * n_s1)
-                n = (item // n_s1) % shape.heads
-                s1_0 = (item % n_s1) * s1b
-                m = min(s1b, shape.s1 - s1_0)
-                m16 = (m + 15) // 16 * 16
-                q_off = b * layout.q.batch + n * layout.q.head + s1_0 * layout.q.row
-                kv_base = b * layout.kv.batch + (n // group) * layout.kv.head
-                steps = n_s2
-                if variant.causal:
-                    steps = min(n_s2, (s1_0 + m - 1) // s2b + 1)
-                qg = asc.GlobalTensor()
-                if variant.s_quant:         # Q x scale, written by the AIVs (rows d apart)
-                    asc.cross_core_wait_flag(Q_READY, 2, asc.PipeID.PIPE_MTE2)
-                    qg.set_global_buffer(qs + ((b * shape.heads + n) * shape.s1 + s1_0) * d,
-                                         m * d)
-                    q1 = load_nz(qa1, qg, m, d, d, m16, q.dtype)
-                else:
-                    qg.set_global_buffer(q + q_off, (m - 1) * layout.q.row + d)
-                    q1 = load_nz(qa1, qg, m, d, layout.q.row, m16, q.dtype)
-                og = asc.GlobalTensor()
-                og.set_global_buffer(dout + q_off, (m - 1) * layout.q.row + d)
-                o1 = load_nz(oa1, og, m, d, layout.q.row, m16, q.dtype)
-                # issue tile u (S, dP), then take the AIVs' dS of tile u - NSLOT + 1: NSLOT - 1
-                # tiles in flight, their K_j held in kb1's FIFO (re-enqueued) for dQ += dS K_j
-                for u in range(steps + NSLOT - 1):
-                    if u < steps:
-                        s2_0 = u * s2b
-                        kv_addr = kv_base + s2_0 * layout.kv.row
-                        k1 = issue_kv_block(kb1, vb1, k + kv_addr, v + kv_addr, layout.kv.row,
-                                             wsg[((c + u) % NSLOT) * bufs.ws_slot:], sdc, dpc,
-                                             a0, a1, b0, b1, mm % 2, q1, o1, m,
-                                             min(s2b, shape.s2 - s2_0), d, s1b, s2b,
-                                             variant.c0, variant.s_quant)
-                        kb1.enque(k1)
-                        mm += 2
-                    t = u - (NSLOT - 1)
-                    if t >= 0:              # consume tile t: dQ += dS K
-                        s2_0 = t * s2b
-                        n2 = min(s2b, shape.s2 - s2_0)
-                        k1 = kb1.deque(q.dtype)
-                        asc.cross_core_wait_flag(GRADS, 2, asc.PipeID.PIPE_MTE2)
-                        slot = ((c + t) % NSLOT) * bufs.wsp_slot
-                        if variant.low_precision:   # K's NZ is its 16-column strips
-                            ds_k_product(acc, a0, a1, b0, b1, mm % 2, pa1, wpg[slot + half:],
-                                          k1, m, n2, d, s2b, variant.c0, t == 0)
-                        else:
-                            kg = asc.GlobalTensor()
-                            kg.set_global_buffer(k + (kv_base + s2_0 * layout.kv.row),
-                                                 (n2 - 1) * layout.kv.row + d)
-                            x1 = load_strips16(xb1, kg, n2, d, layout.kv.row,
-                                                (n2 + 7) // 8 * 8, variant.c0, q.dtype)
-                            ds_k_product(acc, a0, a1, b0, b1, mm % 2, pa1, wpg[slot + half:],
-                                          x1, m, n2, d, s2b, variant.c0, t == 0)
-                            xb1.free_tensor(x1)
-                        mm += 1
-                        kb1.free_tensor(k1)
-                c += steps
-                qa1.free_tensor(q1)
-                oa1.free_tensor(o1)
-                dqg = asc.GlobalTensor()
-                dqg.set_global_buffer(dq + q_off, (m - 1) * layout.q.row + d)
-                store_acc(dqg, acc, m, d, layout.q.row)
+                mm, steps = dq_item_cube(item, k, v, dout, dq, qsrc, qa1, oa1, kb1, vb1, xb1,
+                                         pa1, a0, a1, b0, b1, sdc, dpc, acc, wsg, wpg, c, mm,
+                                         shape, layout.q, layout.kv, d, s1b, s2b, n_s1, n_s2,
+                                         bufs.ws_slot, bufs.wsp_slot, variant.c0,
+                                         variant.causal, variant.low_precision,
+                                         variant.s_quant)
             else:
-                b, nk, s2_0, n2, kv_off, i0, per_head, steps = dkv_item(
-                    item, shape, layout.kv, variant.causal, n_s1, n_s2, s1b, s2b, group)
-                n16 = (n2 + 15) // 16 * 16
-                if steps > 0:
-                    kg = asc.GlobalTensor()
-                    kg.set_global_buffer(k + kv_off, (n2 - 1) * layout.kv.row + d)
-                    vg = asc.GlobalTensor()
-                    vg.set_global_buffer(v + kv_off, (n2 - 1) * layout.kv.row + d)
-                    k1 = load_nz(kb1, kg, n2, d, layout.kv.row, n16, q.dtype)
-                    v1 = load_nz(vb1, vg, n2, d, layout.kv.row, n16, q.dtype)
-                    q_row = layout.q.row
-                    if variant.s_quant:     # Q x scale (dK = dS^T (Q x scale), dS unscaled)
-                        q_row = d
-                    # issue tile u, take tile u - NSLOT + 1 (Q_i, dO_i held in FIFO for dK, dV)
-                    for u in range(steps + NSLOT - 1):
-                        if u < steps:
-                            n = nk * group + u // per_head
-                            s1_0 = (i0 + u % per_head) * s1b
-                            q_off = b * layout.q.batch + n * layout.q.head + s1_0 * layout.q.row
-                            qa = q + q_off
-                            if variant.s_quant:
-                                qa = qs + ((b * shape.heads + n) * shape.s1 + s1_0) * d
-                            q1, o1 = issue_q_block(qa1, oa1, qa, q_row, dout + q_off,
-                                                    layout.q.row,
-                                                    wsg[((c + u) % NSLOT) * bufs.ws_slot:],
-                                                    sdc, dpc, a0, a1, b0, b1, mm % 2, k1, v1,
-                                                    min(s1b, shape.s1 - s1_0), n2, d, s1b,
-                                                    s2b, variant.c0, variant.s_quant)
-                            qa1.enque(q1)
-                            oa1.enque(o1)
-                            mm += 2
-                        t = u - (NSLOT - 1)
-                        if t >= 0:          # consume tile t: dV += P^T dO, dK += dS^T Q
-                            q1 = qa1.deque(q.dtype)
-                            o1 = oa1.deque(q.dtype)
-                            n = nk * group + t // per_head
-                            s1_0 = (i0 + t % per_head) * s1b
-                            m = min(s1b, shape.s1 - s1_0)
-                            asc.cross_core_wait_flag(GRADS, 2, asc.PipeID.PIPE_MTE2)
-                            slot = ((c + t) % NSLOT) * bufs.wsp_slot
-                            if variant.low_precision:   # their NZ is their 16-column strips
-                                transposed_product(acc, a0, a1, b0, b1, mm % 2, pa1, wpg[slot:],
-                                                    o1, m, n2, d, s2b, variant.c0, t == 0)
-                                transposed_product(acc2, a0, a1, b0, b1, 1 - mm % 2, pa1,
-                                                    wpg[slot + half:], q1, m, n2, d, s2b,
-                                                    variant.c0, t == 0)
-                            else:
-                                q_off = (b * layout.q.batch + n * layout.q.head
-                                         + s1_0 * layout.q.row)
-                                og = asc.GlobalTensor()
-                                og.set_global_buffer(dout + q_off, (m - 1) * layout.q.row + d)
-                                qg = asc.GlobalTensor()
-                                qg.set_global_buffer(q + q_off, (m - 1) * layout.q.row + d)
-                                kpad = (m + 7) // 8 * 8
-                                x1 = load_strips16(xb1, og, m, d, layout.q.row, kpad,
-                                                    variant.c0, q.dtype)
-                                transposed_product(acc, a0, a1, b0, b1, mm % 2, pa1, wpg[slot:],
-                                                    x1, m, n2, d, s2b, variant.c0, t == 0)
-                                xb1.free_tensor(x1)
-                                x1 = load_strips16(xb1, qg, m, d, layout.q.row, kpad,
-                                                    variant.c0, q.dtype)
-                                transposed_product(acc2, a0, a1, b0, b1, 1 - mm % 2, pa1,
-                                                    wpg[slot + half:], x1, m, n2, d, s2b,
-                                                    variant.c0, t == 0)
-                                xb1.free_tensor(x1)
-                            mm += 2
-                            qa1.free_tensor(q1)
-                            oa1.free_tensor(o1)
-                    c += steps
-                    kb1.free_tensor(k1)
-                    vb1.free_tensor(v1)
-                    dvg = asc.GlobalTensor()
-                    dvg.set_global_buffer(dv + kv_off, (n2 - 1) * layout.kv.row + d)
-                    store_acc(dvg, acc, n2, d, layout.kv.row)
-                    dkg = asc.GlobalTensor()
-                    dkg.set_global_buffer(dk + kv_off, (n2 - 1) * layout.kv.row + d)
-                    store_acc(dkg, acc2, n2, d, layout.kv.row)
+                mm, steps = dkv_item_cube(item, q, k, v, dout, dk, dv, qsrc, qa1, oa1, kb1, vb1,
+                                          xb1, pa1, a0, a1, b0, b1, sdc, dpc, acc, acc2, wsg,
+                                          wpg, c, mm, shape, layout.q, layout.kv, d, s1b, s2b,
+                                          n_s1, n_s2, bufs.ws_slot, bufs.wsp_slot, variant.c0,
+                                          variant.causal, variant.low_precision,
+                                          variant.s_quant)
+            c += steps
         cube_end()
     else:
         h = bufs.rows
@@ -330,62 +211,25 @@ def flash_attention_backward_kernel(
         ds_scale = scale
         if variant.s_quant and not variant.dq_pass:     # dK = dS^T (Q x scale): dS unscaled
             ds_scale = 1.0
+        qsrc = q
+        if variant.s_quant:
+            qsrc = qs
         c = 0
         for item in range(g, shape.items, groups):
             if variant.dq_pass:
-                if variant.s_quant and item == g:   # the first item's Q x scale
-                    scaled_q_item(item, shape, layout.q, qs, q, h0, s0, n_s1, s1b, h, r0, d,
-                                  scale)
-                b = item // (shape.heads * n_s1)
-                n = (item // n_s1) % shape.heads
-                s1_0 = (item % n_s1) * s1b
-                m = min(s1b, shape.s1 - s1_0)
-                mh = min(h, m - r0)
-                steps = n_s2
-                if variant.causal:
-                    steps = min(n_s2, (s1_0 + m - 1) // s2b + 1)
-                if mh > 0:                  # D = rowsum(dO * O) and lse of this AIV's rows
-                    row_stats(dout, out, smax, ssum, dsum, lse, s0, d0, h0, g0, fold, l0, e0,
-                              red_u, b * layout.q.batch + n * layout.q.head
-                              + (s1_0 + r0) * layout.q.row,
-                              (b * shape.heads + n) * shape.s1 + s1_0 + r0, mh, d,
-                              layout.q.row, variant.low_precision)
-                if variant.s_quant and item + groups < shape.items:     # the next item's Q
-                    scaled_q_item(item + groups, shape, layout.q, qs, q, h0, s0, n_s1, s1b, h,
-                                  r0, d, scale)
-                item_tiles(s0, s1, d0, d1, h0, h1, g0, g1, l0, l0, e0, e0, bc, wsg, wpg, lse,
-                           dsum, c, steps, True, b, n, s1_0, 0, group, 0, 0, 0, 0, shape, s1b,
-                           s2b, h, r0, bufs.ws_slot, bufs.wsp_slot, scale, ds_scale,
-                           variant.causal, variant.s_quant != 0, variant.low_precision)
-                c += steps
+                steps = dq_item_vector(item, g, groups, q, qsrc, out, dout, smax, ssum, dsum,
+                                       lse, s0, s1, d0, d1, h0, h1, g0, g1, l0, e0, fold, bc,
+                                       red_u, wsg, wpg, c, shape, layout.q, n_s1, n_s2, s1b,
+                                       s2b, h, r0, d, bufs.ws_slot, bufs.wsp_slot, scale,
+                                       ds_scale, variant.causal, variant.s_quant != 0,
+                                       variant.low_precision)
             else:
-                b, nk, s2_0, n2, kv_off, i0, per_head, steps = dkv_item(
-                    item, shape, layout.kv, variant.causal, n_s1, n_s2, s1b, s2b, group)
-                item_tiles(s0, s1, d0, d1, h0, h1, g0, g1, l0, l1, e0, e1, bc, wsg, wpg, lse,
-                           dsum, c, steps, False, b, 0, 0, nk, group, per_head, i0, s2_0, n2,
-                           shape, s1b, s2b, h, r0, bufs.ws_slot, bufs.wsp_slot, scale,
-                           ds_scale, variant.causal, variant.s_quant != 0,
-                           variant.low_precision)
-                c += steps
-                if steps == 0:              # no query row sees this S2 block: dK = dV = 0
-                    hk = (n2 + 1) // 2
-                    rk = min(hk, n2 - sub * hk)
-                    asc.duplicate(s0, 0.0, d)
-                    if variant.low_precision:
-                        asc.cast(h0, s0, asc.RoundMode.CAST_RINT, d)
-                    sync(asc.HardEvent.V_MTE3)
-                    for r in range(sub * hk, sub * hk + rk):
-                        zg = asc.GlobalTensor()
-                        zg.set_global_buffer(dk + (kv_off + r * layout.kv.row), d)
-                        yg = asc.GlobalTensor()
-                        yg.set_global_buffer(dv + (kv_off + r * layout.kv.row), d)
-                        if variant.low_precision:
-                            store_row(zg, h0, d)
-                            store_row(yg, h0, d)
-                        else:
-                            store_row(zg, s0, d)
-                            store_row(yg, s0, d)
-                    sync(asc.HardEvent.MTE3_V)
+                steps = dkv_item_vector(item, dk, dv, dsum, lse, s0, s1, d0, d1, h0, h1, g0, g1,
+                                        l0, l1, e0, e1, bc, wsg, wpg, c, shape, layout.kv, n_s1,
+                                        n_s2, s1b, s2b, h, r0, sub, d, bufs.ws_slot,
+                                        bufs.wsp_slot, scale, ds_scale, variant.causal,
+                                        variant.s_quant != 0, variant.low_precision)
+            c += steps
 
 
 # ---- host side ----------------------------------------------------------------------------------

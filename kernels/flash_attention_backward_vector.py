@@ -10,11 +10,13 @@ V_MTE2 (the vector unit is done with slot k), MTE2_V (slot k's inputs have lande
 item's loop starts and taken when it ends, so every set has its wait."""
 from __future__ import annotations
 
+import math
+
 import ascendc as asc
 
 from .flash_attention_backward_parts import (GRADS, NSLOT, Q_READY, SCORES, gradient_tile,
                                              load_rows, load_vec, pick, row_sum,
-                                             scale_q_rows, store_vec, sync)
+                                             scale_q_rows, store_row, store_vec, sync)
 
 
 @asc.jit
@@ -56,9 +58,9 @@ def scaled_q_item(item, shape, lq, qs, q, qlow, tmp, n_s1, s1b, h, r0, d, scale)
 
 @asc.jit
 def row_stats(dout, out, smax, ssum, dsum, lse, su, dpu, p16, ds16, fold, lse_u, dsum_u,
-              red_u, q_off, st_off, mh, d, q_row, low):
-    """dQ pass: D = rowsum(dO * O) and lse = max + ln(sum) of mh rows -> UB (lse_u, dsum_u)
-    and GM (dsum, lse)."""
+              red_u, q_off, st_off, mh, d, q_row, low, shift):
+    """dQ pass: D = rowsum(dO * O) and lse = max + ln(sum) of mh rows -> GM (dsum, lse) and
+    UB (dsum_u, and lse_u - shift: exp(S - lse + shift) = e^shift P)."""
     og = asc.GlobalTensor()
     og.set_global_buffer(dout + q_off, (mh - 1) * q_row + d)
     yg = asc.GlobalTensor()
@@ -92,6 +94,8 @@ def row_stats(dout, out, smax, ssum, dsum, lse, su, dpu, p16, ds16, fold, lse_u,
     store_vec(dg, dsum_u, mh)
     store_vec(eg, lse_u, mh)
     sync(asc.HardEvent.MTE3_V)
+    if shift != 0.0:
+        asc.adds(lse_u, lse_u, -shift, mh)
 
 
 @asc.jit
@@ -212,3 +216,73 @@ def item_tiles(s0, s1, d0, d1, h0, h1, g0, g1, l0, l1, e0, e1, bc, wsg, wpg, lse
                           n2, s2b, scale, ds_scale, causal, half_s, low, not dq)
             asc.cross_core_set_flag(GRADS, 2, asc.PipeID.PIPE_MTE3)
     slots_close()
+
+
+@asc.jit
+def dq_item_vector(item, g, groups, q, qsrc, out, dout, smax, ssum, dsum, lse, s0, s1, d0, d1,
+                   h0, h1, g0, g1, l0, e0, fold, bc, red_u, wsg, wpg, c, shape, lq, n_s1, n_s2,
+                   s1b, s2b, h, r0, d, ws_slot, wsp_slot, scale, ds_scale, causal, quant, low):
+    """The dQ pass's item on one AIV: its rows' D and lse (and with `quant` Q x scale into
+    qsrc, the first item's before, the next item's after), then the item's tiles. The pass
+    needs P only inside dS = ds_scale P (dP - D): a positive ds_scale goes into the exponent
+    (lse - ln ds_scale in UB), which saves a multiply per element. Returns the item's tiles."""
+    shift = 0.0
+    tile_scale = ds_scale
+    if ds_scale > 0.0:
+        shift = math.log(ds_scale)
+        tile_scale = 1.0
+    if quant and item == g:         # the first item's Q x scale
+        scaled_q_item(item, shape, lq, qsrc, q, h0, s0, n_s1, s1b, h, r0, d, scale)
+    b = item // (shape.heads * n_s1)
+    n = (item // n_s1) % shape.heads
+    s1_0 = (item % n_s1) * s1b
+    m = min(s1b, shape.s1 - s1_0)
+    mh = min(h, m - r0)
+    steps = n_s2
+    if causal:
+        steps = min(n_s2, (s1_0 + m - 1) // s2b + 1)
+    if mh > 0:                      # D = rowsum(dO * O) and lse of this AIV's rows
+        row_stats(dout, out, smax, ssum, dsum, lse, s0, d0, h0, g0, fold, l0, e0, red_u,
+                  b * lq.batch + n * lq.head + (s1_0 + r0) * lq.row,
+                  (b * shape.heads + n) * shape.s1 + s1_0 + r0, mh, d, lq.row, low, shift)
+    if quant and item + groups < shape.items:      # the next item's Q
+        scaled_q_item(item + groups, shape, lq, qsrc, q, h0, s0, n_s1, s1b, h, r0, d, scale)
+    item_tiles(s0, s1, d0, d1, h0, h1, g0, g1, l0, l0, e0, e0, bc, wsg, wpg, lse, dsum, c, steps,
+               True, b, n, s1_0, 0, 1, 0, 0, 0, 0, shape, s1b, s2b, h, r0, ws_slot, wsp_slot,
+               scale, tile_scale, causal, quant, low)
+    return steps
+
+
+@asc.jit
+def dkv_item_vector(item, dk, dv, dsum, lse, s0, s1, d0, d1, h0, h1, g0, g1, l0, l1, e0, e1, bc,
+                    wsg, wpg, c, shape, lkv, n_s1, n_s2, s1b, s2b, h, r0, sub, d, ws_slot,
+                    wsp_slot, scale, ds_scale, causal, quant, low):
+    """The dK/dV pass's item on one AIV: the tiles of one S2 block over every query head of its
+    KV head's group; an S2 block no query row sees gets dK = dV = 0 (this AIV's half of its
+    rows). Returns the item's tiles."""
+    group = shape.heads // shape.kv_heads
+    b, nk, s2_0, n2, kv_off, i0, per_head, steps = dkv_item(
+        item, shape, lkv, causal, n_s1, n_s2, s1b, s2b, group)
+    item_tiles(s0, s1, d0, d1, h0, h1, g0, g1, l0, l1, e0, e1, bc, wsg, wpg, lse, dsum, c, steps,
+               False, b, 0, 0, nk, group, per_head, i0, s2_0, n2, shape, s1b, s2b, h, r0,
+               ws_slot, wsp_slot, scale, ds_scale, causal, quant, low)
+    if steps == 0:                  # no query row sees this S2 block: dK = dV = 0
+        hk = (n2 + 1) // 2
+        rk = min(hk, n2 - sub * hk)
+        asc.duplicate(s0, 0.0, d)
+        if low:
+            asc.cast(h0, s0, asc.RoundMode.CAST_RINT, d)
+        sync(asc.HardEvent.V_MTE3)
+        for r in range(sub * hk, sub * hk + rk):
+            zg = asc.GlobalTensor()
+            zg.set_global_buffer(dk + (kv_off + r * lkv.row), d)
+            yg = asc.GlobalTensor()
+            yg.set_global_buffer(dv + (kv_off + r * lkv.row), d)
+            if low:
+                store_row(zg, h0, d)
+                store_row(yg, h0, d)
+            else:
+                store_row(zg, s0, d)
+                store_row(yg, s0, d)
+        sync(asc.HardEvent.MTE3_V)
+    return steps
