@@ -101,13 +101,42 @@ def _page_max(pages, q, pa, pb):
     return m
 
 
+_HT = 8192                  # slots of the pending ranges' hash table (> 1.5 x PEND)
+PEND = 4096                 # accesses kept as ranges before the per-byte state is written
+
+
 @cached_njit(nogil=True)
-def _flush(pend, npend, w_pipe, w_time, w_line, r_time, r_line, state):
+def _pend_add(pend, npend, ht, write, lo, hi, code, t, line):
+    """Keep an access as a range (pend row: write 1 / read 0 / -1 dropped, lo, hi, pipe code,
+    time, line, hash slot). An earlier pending access of the same bytes and kind (any write;
+    a read of the same pipe) is dropped: every byte it would set, this one sets later."""
+    fam = -1 if write else code
+    h = ((lo * 0x9E3779B1) ^ (hi * 0x85EBCA77) ^ (fam + 1)) & (_HT - 1)
+    k = npend[0]
+    while ht[h] != 0:
+        j = ht[h] - 1
+        if pend[j, 1] == lo and pend[j, 2] == hi and (
+                (write and pend[j, 0] == 1) or (not write and pend[j, 0] == 0 and
+                                                pend[j, 3] == code)):
+            pend[j, 0] = -1
+            break
+        h = (h + 1) & (_HT - 1)
+    ht[h] = k + 1
+    pend[k, 0], pend[k, 1], pend[k, 2], pend[k, 3] = (1 if write else 0), lo, hi, code
+    pend[k, 4], pend[k, 5], pend[k, 6] = t, line, h
+    npend[0] = k + 1
+
+
+@cached_njit(nogil=True)
+def _flush(pend, npend, ht, w_pipe, w_time, w_line, r_time, r_line, state):
     """Bring the per-byte racecheck state up to date with the accesses kept as ranges (in a
     clean kernel the page filters leave nearly every access without a byte scan)."""
     if npend[0]:
         state[0] = 1
     for i in range(npend[0]):
+        ht[pend[i, 6]] = 0
+        if pend[i, 0] < 0:
+            continue
         lo, hi, code, t, line = pend[i, 1], pend[i, 2], pend[i, 3], pend[i, 4], pend[i, 5]
         if pend[i, 0]:
             w_pipe[lo:hi] = code
@@ -159,8 +188,9 @@ def block_pass(rows, lanes, tools, ev_lanes, sh_written, sh_freed, sh_rline, w_p
     fr_lo = np.empty(n + 1, np.int64)
     fr_hi = np.empty(n + 1, np.int64)
     nfr = 0
-    pend = np.empty((4097, 6), np.int64)
+    pend = np.empty((PEND + 1, 7), np.int64)
     npend = np.zeros(1, np.int64)
+    ht = np.zeros(_HT, np.int64)
     nf = ng = npt = 0
     pipe = 0
     epoch = 0
@@ -217,7 +247,7 @@ def block_pass(rows, lanes, tools, ev_lanes, sh_written, sh_freed, sh_rline, w_p
                 # Sync1: the pipe's own earlier copies, the pipe not known drained since
                 if ((DMA_MASK >> p) & 1 and not reach and done[p] < min(now - 1, w_max[p])
                         and _page_max(w_page, p, pa, pb) > done[p]):
-                    _flush(pend, npend, w_pipe, w_time, w_line, r_time, r_line, state)
+                    _flush(pend, npend, ht, w_pipe, w_time, w_line, r_time, r_line, state)
                     at = first_in_flight(w_pipe, w_time, lo, hi, p, done[p], now)
                     if at >= 0:
                         found[nf, 0], found[nf, 1], found[nf, 2], found[nf, 3] = \
@@ -237,7 +267,7 @@ def block_pass(rows, lanes, tools, ev_lanes, sh_written, sh_freed, sh_rline, w_p
                         if q != p:
                             table[q] = clk[p, q]
                             table[REACH + q] = clk[p, q]
-                    _flush(pend, npend, w_pipe, w_time, w_line, r_time, r_line, state)
+                    _flush(pend, npend, ht, w_pipe, w_time, w_line, r_time, r_line, state)
                     at = first_unseen_write(w_pipe, w_time, lo, hi, table)
                     if at >= 0:
                         found[nf, 0], found[nf, 1], found[nf, 2], found[nf, 3] = \
@@ -251,7 +281,7 @@ def block_pass(rows, lanes, tools, ev_lanes, sh_written, sh_freed, sh_rline, w_p
                         if q == p or r_max[q] <= clk[p, q] or \
                                 _page_max(r_page, q, pa, pb) <= clk[p, q]:
                             continue
-                        _flush(pend, npend, w_pipe, w_time, w_line, r_time, r_line, state)
+                        _flush(pend, npend, ht, w_pipe, w_time, w_line, r_time, r_line, state)
                         at = first_above(r_time[q], lo, hi, clk[p, q])
                         if at >= 0:
                             found[nf, 0], found[nf, 1], found[nf, 2], found[nf, 3] = \
@@ -260,19 +290,14 @@ def block_pass(rows, lanes, tools, ev_lanes, sh_written, sh_freed, sh_rline, w_p
                             nf += 1
                     w_max[p] = now
                     w_page[p, pa:pb] = now
-                    k = npend[0]
-                    pend[k, 0], pend[k, 1], pend[k, 2] = 1, lo, hi
-                    pend[k, 3], pend[k, 4], pend[k, 5] = p + REACH if reach else p, now, line
-                    npend[0] = k + 1
+                    _pend_add(pend, npend, ht, True, lo, hi, p + REACH if reach else p, now,
+                              line)
                 else:
-                    k = npend[0]
-                    pend[k, 0], pend[k, 1], pend[k, 2] = 0, lo, hi
-                    pend[k, 3], pend[k, 4], pend[k, 5] = p, now, line
-                    npend[0] = k + 1
+                    _pend_add(pend, npend, ht, False, lo, hi, p, now, line)
                     r_max[p] = now
                     r_page[p, pa:pb] = now
-                if npend[0] > 4096:
-                    _flush(pend, npend, w_pipe, w_time, w_line, r_time, r_line, state)
+                if npend[0] >= PEND:
+                    _flush(pend, npend, ht, w_pipe, w_time, w_line, r_time, r_line, state)
             if write and hi > lo:
                 sh_written[lo:hi] = 1
             continue
