@@ -138,10 +138,10 @@ class BlockPass:
         self.findings: list = []
         self.xsets: list = []           # (flag id, mode, line) of each cross_core_set_flag
         self.xwaits: list = []          # (flag id, line) of each cross_core_wait_flag
-        # for the launch's cross-core GM check (gmrace.py), with racecheck on:
-        # (lo, hi, write, lane, lane clock, line, block, step) per GM access: a strided one is
-        # blocks of `block` bytes every `step` bytes from lo (0, 0: all of [lo, hi))
-        self.gm: list = []
+        # for the launch's cross-core GM check (gmrace.py), with racecheck on: per GM access
+        # (scan.G_COLS) lo, hi, write, lane, line, block, step and the lane's clock (7): a
+        # strided one is blocks of `block` bytes every `step` bytes from lo (0, 0: all of it)
+        self.gm = np.empty((0, C.G_COLS), np.int64)
         self.points: list = []          # (kind, key, lane, lane clock) per synchronising call
         self._track = "racecheck" in tools
         self._seen: set = set()
@@ -195,8 +195,7 @@ class BlockPass:
                 key = a if kind_ in ("wait", "sync_all") else (a, b)
                 self.points.append((kind_, key, lane, tuple(clock)))
         if self._track:
-            self.gm = [(lo, hi, bool(w), lane, tuple(clock), line, blk, step)
-                       for lo, hi, w, lane, line, blk, step, *clock in gm[:ng].tolist()]
+            self.gm = gm[:ng]
         return self
 
     def _finding(self, rows, code, i, at, lo, other, a, b, c):
