@@ -231,28 +231,20 @@ def _groups(tracks):
     acc = np.concatenate([np.asarray(t.gm, np.int64).reshape(-1, G_COLS) for t in tracks])
     inst = np.repeat(np.array([t.index for t in tracks], np.int64), [len(t.gm) for t in tracks])
     keep = acc[:, 1] > acc[:, 0]
-    acc, inst = acc[keep], inst[keep]
-    idx = np.arange(len(acc))
-    lo, hi, write, lane, blk, step = acc[:, 0], acc[:, 1], acc[:, 2], acc[:, 3], acc[:, 5], \
-        acc[:, 6]
-    cols = (step, blk, write, lane, inst, hi, lo)
-    order = np.lexsort((idx,) + cols)
-    key = np.stack([c[order] for c in cols], axis=1)
-    new = np.ones(len(order), bool)
-    new[1:] = (key[1:] != key[:-1]).any(axis=1)
-    gid = np.cumsum(new) - 1                        # group of each access (sorted order)
-    first = idx[order][new]                         # each group's first access
-    starts = np.flatnonzero(new)
-    rank = np.empty(len(starts), np.int64)
-    rank[np.lexsort((first, hi[order][starts], lo[order][starts]))] = np.arange(len(starts))
-    order = order[np.lexsort((idx[order], rank[gid]))]     # by group rank, then issue order
+    if not keep.all():
+        acc, inst = acc[keep], inst[keep]
+    keys = np.ascontiguousarray(np.stack((inst, acc[:, 3], acc[:, 0], acc[:, 1], acc[:, 2],
+                                          acc[:, 5], acc[:, 6]), axis=1))
+    gid, first = gmscan.group_ids(keys)         # numbered in the order of their first access
+    visit = np.lexsort((np.arange(len(first)), acc[first, 1], acc[first, 0]))
+    rank = np.empty(len(first), np.int64)
+    rank[visit] = np.arange(len(first))
+    order = np.argsort(rank[gid], kind="stable")        # by group rank, then issue order
+    bounds = np.zeros(len(first) + 1, np.int64)
+    np.cumsum(np.bincount(gid, minlength=len(first))[visit], out=bounds[1:])
     acc, inst = acc[order], inst[order]
-    r = np.sort(rank[gid])
-    bounds = np.searchsorted(r, np.arange(len(starts) + 1))
-    g = np.empty((len(starts), 9), np.int64)
-    s = bounds[:-1]
-    g[:, 0], g[:, 1], g[:, 2], g[:, 3] = inst[s], acc[s, 3], acc[s, 0], acc[s, 1]
-    g[:, 4], g[:, 5], g[:, 6] = acc[s, 2], acc[s, 5], acc[s, 6]
+    g = np.empty((len(first), 9), np.int64)
+    g[:, :7] = keys[first[visit]]
     g[:, 7], g[:, 8] = bounds[:-1], bounds[1:]
     clock = np.ascontiguousarray(acc[:, 7:])
     tick = clock[np.arange(len(acc)), acc[:, 3]].copy()

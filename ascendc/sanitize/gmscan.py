@@ -146,3 +146,41 @@ def wait_counts(inst, clock, woff, wn, wtick):
                 o = woff[t, q]
                 counts[i, q] = np.searchsorted(wtick[o:o + c], clock[i, q], side="right")
     return counts
+
+
+@cached_njit(nogil=True)
+def group_ids(keys):
+    """Group id of each row of `keys` (equal rows, one group), numbered in the order of their
+    first row, and that first row of each group."""
+    n = keys.shape[0]
+    size = 16
+    while size < 2 * n:
+        size <<= 1
+    table = np.full(size, -1, np.int64)
+    first = np.empty(n, np.int64)
+    gid = np.empty(n, np.int64)
+    ng = 0
+    for i in range(n):
+        h = np.uint64(1469598103934665603)
+        for c in range(keys.shape[1]):
+            h = (h ^ np.uint64(keys[i, c])) * np.uint64(1099511628211)
+        s = np.int64(h >> np.uint64(17)) & (size - 1)
+        while True:
+            g = table[s]
+            if g < 0:
+                table[s] = ng
+                first[ng] = i
+                gid[i] = ng
+                ng += 1
+                break
+            j = first[g]
+            same = True
+            for c in range(keys.shape[1]):
+                if keys[j, c] != keys[i, c]:
+                    same = False
+                    break
+            if same:
+                gid[i] = g
+                break
+            s = (s + 1) & (size - 1)
+    return gid, first[:ng].copy()
