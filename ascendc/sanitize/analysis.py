@@ -174,7 +174,7 @@ class BlockPass:
         n_local = int(np.count_nonzero(acc)) - n_gm
         n_set = int(np.count_nonzero(kind == T.K_SET))
         sh = _shadow(self.mem_size)
-        found = np.zeros((9 * n_local + 2 * n_set + 1, C.F_COLS), np.int64)
+        found = np.empty((9 * n_local + 2 * n_set + 1, C.F_COLS), np.int64)
         gm = np.empty((n_gm, C.G_COLS), np.int64)
         pts = np.empty((len(rows) - int(np.count_nonzero(acc)), C.P_COLS), np.int64)
         counts = np.zeros(3, np.int64)

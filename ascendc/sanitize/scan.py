@@ -93,6 +93,14 @@ def _key(keys, nkeys, a, b, c, d, add):
 
 
 @cached_njit(nogil=True)
+def _emit(found, nf, code, row, at, lo, other, a, b, c):
+    """Finding row nf (module docstring: F_*); returns nf + 1."""
+    found[nf, 0], found[nf, 1], found[nf, 2], found[nf, 3] = code, row, at, lo
+    found[nf, 4], found[nf, 5], found[nf, 6], found[nf, 7] = other, a, b, c
+    return nf + 1
+
+
+@cached_njit(nogil=True)
 def _page_max(pages, q, pa, pb):
     m = pages[q, pa]
     for j in range(pa + 1, pb):
@@ -225,19 +233,14 @@ def block_pass(rows, lanes, tools, ev_lanes, sh_written, sh_freed, sh_rline, w_p
                 if hit:
                     for x in range(lo, hi):
                         if sh_freed[x]:
-                            found[nf, 0], found[nf, 1], found[nf, 2], found[nf, 3] = \
-                                F_FREED, i, x, lo
-                            found[nf, 4], found[nf, 5], found[nf, 6] = sh_rline[x], write, nbytes
-                            nf += 1
+                            nf = _emit(found, nf, F_FREED, i, x, lo, sh_rline[x], write, nbytes,
+                                       0)
                             break
             if not write and init and rows[i, T.C_M] >= 0:
                 c = lo + rows[i, T.C_M]
                 for x in range(c, min(c + 32, size)):
                     if not sh_written[x]:
-                        found[nf, 0], found[nf, 1], found[nf, 2], found[nf, 3] = \
-                            F_UNINIT, i, c, lo
-                        found[nf, 4], found[nf, 6] = sh_rline[c], nbytes
-                        nf += 1
+                        nf = _emit(found, nf, F_UNINIT, i, c, lo, sh_rline[c], 0, nbytes, 0)
                         break
             if pipe != 0 and track and hi > lo:
                 p = pipe
@@ -250,10 +253,7 @@ def block_pass(rows, lanes, tools, ev_lanes, sh_written, sh_freed, sh_rline, w_p
                     _flush(pend, npend, ht, w_pipe, w_time, w_line, r_time, r_line, state)
                     at = first_in_flight(w_pipe, w_time, lo, hi, p, done[p], now)
                     if at >= 0:
-                        found[nf, 0], found[nf, 1], found[nf, 2], found[nf, 3] = \
-                            F_SYNC1, i, at, lo
-                        found[nf, 4], found[nf, 5], found[nf, 7] = w_line[at], write, p
-                        nf += 1
+                        nf = _emit(found, nf, F_SYNC1, i, at, lo, w_line[at], write, 0, p)
                 # Sync2: bytes another pipe (not the scalar unit) wrote, unseen by this one
                 late = False
                 for q in range(1, NL):
@@ -270,11 +270,8 @@ def block_pass(rows, lanes, tools, ev_lanes, sh_written, sh_freed, sh_rline, w_p
                     _flush(pend, npend, ht, w_pipe, w_time, w_line, r_time, r_line, state)
                     at = first_unseen_write(w_pipe, w_time, lo, hi, table)
                     if at >= 0:
-                        found[nf, 0], found[nf, 1], found[nf, 2], found[nf, 3] = \
-                            F_SYNC2, i, at, lo
-                        found[nf, 4], found[nf, 5] = w_line[at], write
-                        found[nf, 6], found[nf, 7] = w_pipe[at] % REACH, p
-                        nf += 1
+                        nf = _emit(found, nf, F_SYNC2, i, at, lo, w_line[at], write,
+                                   w_pipe[at] % REACH, p)
                 if write:
                     # Write3: reads of other pipes (not the scalar unit) unseen by this one
                     for q in range(1, NL):
@@ -284,10 +281,7 @@ def block_pass(rows, lanes, tools, ev_lanes, sh_written, sh_freed, sh_rline, w_p
                         _flush(pend, npend, ht, w_pipe, w_time, w_line, r_time, r_line, state)
                         at = first_above(r_time[q], lo, hi, clk[p, q])
                         if at >= 0:
-                            found[nf, 0], found[nf, 1], found[nf, 2], found[nf, 3] = \
-                                F_WRITE3, i, at, lo
-                            found[nf, 4], found[nf, 6], found[nf, 7] = r_line[q, at], q, p
-                            nf += 1
+                            nf = _emit(found, nf, F_WRITE3, i, at, lo, r_line[q, at], 0, q, p)
                     w_max[p] = now
                     w_page[p, pa:pb] = now
                     _pend_add(pend, npend, ht, True, lo, hi, p + REACH if reach else p, now,
@@ -393,9 +387,7 @@ def block_pass(rows, lanes, tools, ev_lanes, sh_written, sh_freed, sh_rline, w_p
             if kind == T.K_SET:
                 k = _key(pkeys, npkeys, ev, ident, 0, 0, True)
                 if phead[k] >= 0 and sync:
-                    found[nf, 0], found[nf, 1], found[nf, 4] = F_SYNC4, i, plines[phead[k]]
-                    found[nf, 5], found[nf, 6] = ev, ident
-                    nf += 1
+                    nf = _emit(found, nf, F_SYNC4, i, 0, 0, plines[phead[k]], ev, ident, 0)
                 plines[npl] = rows[i, T.C_LINE]
                 pnxt[npl] = -1
                 if ptail[k] >= 0:
@@ -433,9 +425,7 @@ def block_pass(rows, lanes, tools, ev_lanes, sh_written, sh_freed, sh_rline, w_p
         for k in range(npkeys[0]):
             s = phead[k]
             while s >= 0:
-                found[nf, 0], found[nf, 1], found[nf, 4] = F_SYNC3, -1, plines[s]
-                found[nf, 5], found[nf, 6] = pkeys[k, 0], pkeys[k, 1]
-                nf += 1
+                nf = _emit(found, nf, F_SYNC3, -1, 0, 0, plines[s], pkeys[k, 0], pkeys[k, 1], 0)
                 s = pnxt[s]
     counts[0], counts[1], counts[2] = nf, ng, npt
 
