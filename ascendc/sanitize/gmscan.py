@@ -161,10 +161,11 @@ def group_ids(keys):
     gid = np.empty(n, np.int64)
     ng = 0
     for i in range(n):
-        h = np.uint64(1469598103934665603)
+        h = 2166136261                  # FNV-1a over 32-bit folds (no overflow in int64)
         for c in range(keys.shape[1]):
-            h = (h ^ np.uint64(keys[i, c])) * np.uint64(1099511628211)
-        s = np.int64(h >> np.uint64(17)) & (size - 1)
+            k = keys[i, c]
+            h = ((h ^ ((k ^ (k >> 32)) & 0xFFFFFFFF)) * 16777619) & 0xFFFFFFFF
+        s = (h ^ (h >> 15)) & (size - 1)
         while True:
             g = table[s]
             if g < 0:
