@@ -4,13 +4,13 @@
     python -m bench.sanitize_cost                     # B1 N8 S2048 D64 float16
     python -m bench.sanitize_cost --seq 512 --profile 25   # + the sanitizer's top 25 costs
 
-Prints the unsanitized time (median of --repeats warm runs), the sanitized time (one run: it
-analyses every block's trace, so it is not repeated), their ratio, the same for the process's
-CPU time (all threads: on a machine other jobs load, the wall-clock ratio grows with the load,
-the CPU one much less), the errors found (0 expected)
-and, with --profile, the sanitized run's hottest functions (cProfile of every sanitized range
-on the core pool's workers, merged: with two workers their times add up to about twice the wall
-time).
+Runs the two in turn, --repeats pairs (an unsanitized launch, then a sanitized one: the machine's
+load hits both alike), after one warm-up of each, and prints the medians of their wall-clock
+times and of the process's CPU times (all threads: on a machine other jobs load, the wall-clock
+times grow with the load, the CPU ones much less), the medians of the per-pair ratios, the errors
+found (0 expected) and, with --profile, one more sanitized run's hottest functions (cProfile of
+every sanitized range on the core pool's workers, merged: with several workers their times add
+up to more than the wall time).
 """
 from __future__ import annotations
 
@@ -25,7 +25,6 @@ import numpy as np
 
 import ascendc as asc
 from ascendc import binaries
-from bench._timing import median
 from kernels.flash_attention import flash_attention
 
 
@@ -37,45 +36,55 @@ def main(argv=None) -> int:
     ap.add_argument("--head-dim", type=int, default=64)
     ap.add_argument("--dtype", default="float16")
     ap.add_argument("--causal", action="store_true")
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=3, help="pairs of runs (median)")
     ap.add_argument("--profile", type=int, default=0, help="print the top N functions")
     a = ap.parse_args(argv)
     rng = np.random.default_rng(0)
     shape = (a.batch, a.heads, a.seq, a.head_dim)
     q, k, v = (rng.standard_normal(shape).astype(a.dtype) for _ in range(3))
+    errors = []
 
     def plain():
         flash_attention(q, k, v, causal=a.causal)
-    plain()                                             # compile
-    t_plain = median(plain, a.repeats)
-    c_plain = median(plain, a.repeats, warmup=0, clock=time.process_time)
-    with asc.sanitize(check_all=True) as san:           # compile the sanitized variant (one
-        flash_attention(q[:, :1], k[:, :1], v[:, :1], causal=a.causal)     # head: same tiling)
-    stats = _profile_workers() if a.profile else None
-    try:
+
+    def sanitized():
         with asc.sanitize(check_all=True) as san:
-            t0, c0 = time.perf_counter(), time.process_time()
             flash_attention(q, k, v, causal=a.causal)
-            t_san = time.perf_counter() - t0
-            c_san = time.process_time() - c0
-    finally:
-        if stats is not None:
-            binaries.Binary._run_sanitized = stats["orig"]
+        errors.append(san.report.count())
+
+    def timed(fn):
+        t0, c0 = time.perf_counter(), time.process_time()
+        fn()
+        return time.perf_counter() - t0, time.process_time() - c0
+    plain()                                             # compile both variants
+    sanitized()
+    runs = [(timed(plain), timed(sanitized)) for _ in range(max(a.repeats, 1))]
+    med = lambda xs: float(np.median(xs))               # noqa: E731
+    t_plain, c_plain = med([p[0] for p, _ in runs]), med([p[1] for p, _ in runs])
+    t_san, c_san = med([s[0] for _, s in runs]), med([s[1] for _, s in runs])
+    r_wall, r_cpu = med([s[0] / p[0] for p, s in runs]), med([s[1] / p[1] for p, s in runs])
     print(f"FlashAttention B{a.batch} N{a.heads} S{a.seq} D{a.head_dim} {a.dtype}"
-          f"{' causal' if a.causal else ''}")
-    print(f"  unsanitized (compiled, median of {a.repeats}): {t_plain * 1e3:9.1f} ms")
-    print(f"  sanitized --check-all (one run):          {t_san * 1e3:9.1f} ms")
-    print(f"  ratio: {t_san / t_plain:.1f}x   errors found: {san.report.count()}")
-    print(f"  CPU time of the process (all threads): unsanitized {c_plain * 1e3:.1f} ms, "
-          f"sanitized {c_san * 1e3:.1f} ms, ratio {c_san / c_plain:.1f}x (what the other "
-          f"jobs of a loaded machine do not add to)")
-    if stats is not None and stats["profiles"]:
-        out = io.StringIO()
-        st = pstats.Stats(stats["profiles"][0], stream=out)
-        for p in stats["profiles"][1:]:
-            st.add(p)
-        st.sort_stats("tottime").print_stats(a.profile)
-        print(out.getvalue())
+          f"{' causal' if a.causal else ''} ({len(runs)} pairs, medians)")
+    print(f"  unsanitized (compiled):            {t_plain * 1e3:9.1f} ms wall  "
+          f"{c_plain * 1e3:9.1f} ms CPU")
+    print(f"  sanitized --check-all:             {t_san * 1e3:9.1f} ms wall  "
+          f"{c_san * 1e3:9.1f} ms CPU")
+    print(f"  ratio (median of the pairs): wall {r_wall:.1f}x, CPU {r_cpu:.1f}x (the CPU time of "
+          f"the process, all threads: what the other jobs of a loaded machine do not add to)   "
+          f"errors found: {max(errors)}")
+    if a.profile:
+        stats = _profile_workers()
+        try:
+            sanitized()
+        finally:
+            binaries.Binary._run_sanitized = stats["orig"]
+        if stats["profiles"]:
+            out = io.StringIO()
+            st = pstats.Stats(stats["profiles"][0], stream=out)
+            for p in stats["profiles"][1:]:
+                st.add(p)
+            st.sort_stats("tottime").print_stats(a.profile)
+            print(out.getvalue())
     return 0
 
 

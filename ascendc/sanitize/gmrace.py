@@ -39,8 +39,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import gmscan
 from .analysis import LANES
 from .report import Finding
+from .scan import G_COLS
 
 _NL = len(LANES)
 _EVERYTHING = np.iinfo(np.int64).max // 2
@@ -52,7 +54,8 @@ class Track:
     label: str                  # aic(0), aiv(1), aiv(3)
     role: str | None            # "AIC" / "AIV" in a MIX-style launch, None for a plain block
     group: int
-    gm: list                    # (lo, hi, write, lane, lane clock, line, block, step)
+    gm: np.ndarray              # per GM access: lo, hi, write, lane, line, block, step, lane
+    #                             clock (7 columns): analysis.BlockPass.gm
     points: list                # (kind, key, lane, lane clock)
     index: int = 0
     # filled by the replay: per lane, the clock values of its waits and the knowledge brought in
@@ -213,93 +216,69 @@ def _block_idx(t: Track) -> int:
 
 def check(kernel: str, tracks: list, where, gm_name) -> list:
     """Findings of the GM accesses of `tracks` (one launch's instances) no synchronisation
-    orders; where(line id) -> (file, line); gm_name(address) -> (argument name, offset)."""
-    if len(tracks) < 2 or not any(t.gm for t in tracks):
+    orders; where(line id) -> (file, line); gm_name(address) -> (argument name, offset). The
+    sweep over the accesses and the search of each overlapping pair are compiled (gmscan.py)."""
+    if len(tracks) < 2 or not any(len(t.gm) for t in tracks):
         return []
     rp = _Replay(tracks)
     rp.run()
-    groups: dict = {}   # (instance, lane, lo, hi, write, block, step) -> [(tick, clock, line)]
-    for t in tracks:
-        for lo, hi, write, lane, clock, line, blk, step in t.gm:
-            if hi > lo:
-                groups.setdefault((t.index, lane, lo, hi, write, blk, step), []).append(
-                    (clock[lane], clock, line))
+    g, line, tick, counts, woff, know = _groups(tracks)
     found, seen = [], set()
-    open_w: list = []
-    open_r: list = []
-    for key in sorted(groups, key=lambda k: (k[2], k[3])):
-        inst, lane, lo, hi, write = key[:5]
-        open_w = [g for g in open_w if g[3] > lo]
-        open_r = [g for g in open_r if g[3] > lo]
-        for other in (open_w + open_r) if write else open_w:
-            if other[0] == inst:
-                continue
-            both = _overlap(other, key)
-            if both is None:        # strided blocks that interleave without touching
-                continue
-            hit = _unordered(rp, groups[other], other, groups[key], key)
-            if hit is None:
-                continue
-            a, b = hit      # one report per pair of instances and lines (not per address)
-            sig = tuple(sorted(((other[0], other[4], a[2]), (inst, write, b[2]))))
-            if sig not in seen:
-                seen.add(sig)
-                found.append(_finding(kernel, tracks, other, a, key, b, where, gm_name, both))
-        (open_w if write else open_r).append(key)
+    for o, i, a, b, lo, hi in gmscan.sweep(g, tick, counts, woff, know):
+        acc_a = (int(g[o, 0]), int(g[o, 1]), bool(g[o, 4]), int(line[a]))
+        acc_b = (int(g[i, 0]), int(g[i, 1]), bool(g[i, 4]), int(line[b]))
+        # one report per pair of instances and lines (not per address)
+        sig = tuple(sorted(((acc_a[0], acc_a[2], acc_a[3]), (acc_b[0], acc_b[2], acc_b[3]))))
+        if sig not in seen:
+            seen.add(sig)
+            found.append(_finding(kernel, tracks, acc_a, acc_b, where, gm_name,
+                                  (int(lo), int(hi))))
     return found
 
 
-def _unordered(rp, accs_a, key_a, accs_b, key_b):
-    """(access of group a, access of group b) that no synchronisation orders, or None. The
-    accesses of one group (one instance's pipe) are in issue order, so those known complete
-    before an access b are a prefix and those that know b is complete a suffix."""
-    ta, tb = rp.tracks[key_a[0]], rp.tracks[key_b[0]]
-    ticks = [a[0] for a in accs_a]
-    for b in accs_b:
-        kb = rp.known(tb, b[1])
-        seen_a = int(kb[ta.index, key_a[1]]) if kb is not None else 0
-        k = bisect_right(ticks, seen_a)
-        if k == len(accs_a):
-            continue
-        a = accs_a[k]
-        ka = rp.known(ta, a[1])
-        if ka is None or ka[tb.index, key_b[1]] < b[0]:
-            return a, b
-    return None
+def _groups(tracks):
+    """The launch's GM accesses for gmscan.sweep: grouped by (instance, pipe, lo, hi, write,
+    block, step), each group in issue order, the groups in the order the check visits them
+    (by lo, then hi, then first access); with each access's line, tick and wait counts, and the
+    knowledge the replay gave each instance's waits."""
+    n = len(tracks)
+    woff = np.zeros((n, _NL), np.int64)
+    wn = np.zeros((n, _NL), np.int64)
+    ticks, know = [], []
+    for t in tracks:
+        for q in range(_NL):
+            woff[t.index, q], wn[t.index, q] = len(ticks), len(t.wait_t[q])
+            ticks += t.wait_t[q]
+            know += t.wait_k[q]
+    know = np.stack(know) if know else np.zeros((1, n, _NL), np.int64)
+    acc = np.concatenate([np.asarray(t.gm, np.int64).reshape(-1, G_COLS) for t in tracks])
+    inst = np.repeat(np.array([t.index for t in tracks], np.int64), [len(t.gm) for t in tracks])
+    keep = acc[:, 1] > acc[:, 0]
+    if not keep.all():
+        acc, inst = acc[keep], inst[keep]
+    keys = np.ascontiguousarray(np.stack((inst, acc[:, 3], acc[:, 0], acc[:, 1], acc[:, 2],
+                                          acc[:, 5], acc[:, 6]), axis=1))
+    gid, first = gmscan.group_ids(keys)         # numbered in the order of their first access
+    visit = np.lexsort((np.arange(len(first)), acc[first, 1], acc[first, 0]))
+    rank = np.empty(len(first), np.int64)
+    rank[visit] = np.arange(len(first))
+    order = np.argsort(rank[gid], kind="stable")        # by group rank, then issue order
+    bounds = np.zeros(len(first) + 1, np.int64)
+    np.cumsum(np.bincount(gid, minlength=len(first))[visit], out=bounds[1:])
+    acc, inst = acc[order], inst[order]
+    g = np.empty((len(first), 9), np.int64)
+    g[:, :7] = keys[first[visit]]
+    g[:, 7], g[:, 8] = bounds[:-1], bounds[1:]
+    clock = np.ascontiguousarray(acc[:, 7:])
+    tick = clock[np.arange(len(acc)), acc[:, 3]].copy()
+    counts = gmscan.wait_counts(inst, clock, woff, wn, np.array(ticks, np.int64))
+    return g, acc[:, 4].copy(), tick, counts, woff, know
 
 
-def _blocks(key):
-    """(lo, hi, block, step) of a group key: a contiguous access is one block."""
-    lo, hi, blk, step = key[2], key[3], key[5], key[6]
-    return (lo, hi, blk, step) if blk else (lo, hi, hi - lo, hi - lo)
-
-
-def _overlap(key_a, key_b):
-    """(lo, hi) of the first bytes two GM accesses (group keys) both touch, or None: each is
-    blocks of `block` bytes every `step` bytes, the last one ending at hi."""
-    a, b = _blocks(key_a), _blocks(key_b)
-    if (a[1] - a[0]) // a[3] > (b[1] - b[0]) // b[3]:
-        a, b = b, a                     # walk the access with fewer blocks
-    lo_b, hi_b, blk_b, step_b = b
-    x = max(a[0], lo_b - a[2])
-    x = a[0] + (x - a[0]) // a[3] * a[3]
-    while x < min(a[1], hi_b):
-        x_hi = min(x + a[2], a[1])
-        # the blocks of b that may touch [x, x_hi)
-        j = max((x - lo_b) // step_b, 0)
-        while lo_b + j * step_b < x_hi and lo_b + j * step_b < hi_b:
-            y = lo_b + j * step_b
-            y_hi = min(y + blk_b, hi_b)
-            if y < x_hi and x < y_hi:
-                return max(x, y), min(x_hi, y_hi)
-            j += 1
-        x += a[3]
-    return None
-
-
-def _finding(kernel, tracks, key_a, a, key_b, b, where, gm_name, both):
-    ia, la, wa = key_a[0], key_a[1], key_a[4]
-    ib, lb, wb = key_b[0], key_b[1], key_b[4]
+def _finding(kernel, tracks, acc_a, acc_b, where, gm_name, both):
+    """The report of two accesses (instance, pipe, write, line) nothing orders."""
+    ia, la, wa, line_a = acc_a
+    ib, lb, wb, line_b = acc_b
     lo, hi = both
     size = hi - lo
     name, off = gm_name(lo)
@@ -307,14 +286,15 @@ def _finding(kernel, tracks, key_a, a, key_b, b, where, gm_name, both):
     la_name, lb_name = tracks[ia].label, tracks[ib].label
     if wa and wb:
         return Finding("Stomp", f"write of size {size} to GM bytes another block writes",
-                       kernel, lb_name, where(b[2]), address,
-                       other=(f"block {la_name} ({LANES[la]}) wrote at", where(a[2])),
+                       kernel, lb_name, where(line_b), address,
+                       other=(f"block {la_name} ({LANES[la]}) wrote at", where(line_a)),
                        detail=f"nothing orders the two blocks' writes: {_HOW}")
     # name the writer first (which of the two ran first is what nothing decides)
-    (iw, lw, w), (ir, lr, r) = ((ia, la, a), (ib, lb, b)) if wa else ((ib, lb, b), (ia, la, a))
+    (iw, lw, w), (ir, lr, r) = ((ia, la, line_a), (ib, lb, line_b)) if wa else \
+        ((ib, lb, line_b), (ia, la, line_a))
     return Finding("GMRace", f"potential RAW/WAR hazard on GM between {tracks[iw].label} and "
-                   f"{tracks[ir].label}", kernel, tracks[ir].label, where(r[2]), address,
-                   other=(f"{tracks[iw].label} ({LANES[lw]}) wrote at", where(w[2])),
+                   f"{tracks[ir].label}", kernel, tracks[ir].label, where(r), address,
+                   other=(f"{tracks[iw].label} ({LANES[lw]}) wrote at", where(w)),
                    detail=f"{tracks[ir].label} ({LANES[lr]}) reads {size} bytes "
                           f"{tracks[iw].label} writes and nothing orders the two: {_HOW}")
 

@@ -1,8 +1,448 @@
-"""The per-byte scans of racecheck (analysis.BlockPass), compiled: one pass over an access's
-bytes that stops at the first hazard, instead of several numpy passes and temporaries each."""
+"""The compiled side of the per-block analysis (analysis.BlockPass): `block_pass` runs a block's
+trace rows in issue order, keeps the per-byte shadow state, the pipes' vector clocks and the
+flag queues, and writes what it found as numbers (findings, GM accesses, synchronising points)
+that analysis.py turns into reports; the byte scans stop at the first hazard.
+
+It releases the GIL: the other cores of a sanitized launch run their kernels while a finished
+block is analysed. analysis.py's docstring says what is kept and why; the numbers here:
+- lanes 0..6 are analysis.LANES (0 the scalar unit); `lanes[i]` (analysis._row_lanes) is the
+  lane that runs row i: a K_OP row's pipe, a set's source / a wait's destination pipe, a queue
+  step's sending / receiving pipe (-1: a position no pipe pair is known for), a barrier's pipe
+  (-2: PIPE_ALL, -1: none);
+- `state` (int64): [0] the shadow's racecheck arrays were written since their last reset;
+- findings: rows of F_* codes and operands (F_COLS), in the order the rows raised them.
+"""
 from __future__ import annotations
 
+import numpy as np
+
+from ..lang import trace as T
 from ..lang.numba_link import cached_njit
+
+NL = 7                      # lanes
+REACH = 8                   # w_pipe of a write recorded by its reach: its pipe + 8
+PAGE = 9                    # racecheck's filter pages (and the shadow's reset unit): 512 bytes
+NEVER = np.iinfo(np.int32).max
+DMA_MASK = (1 << 3) | (1 << 4) | (1 << 5) | (1 << 6)    # MTE1, MTE2, MTE3, FIXPIPE: Sync1's
+REGION_FREE, REGION_ALLOC = T.REGION_FREE, T.REGION_ALLOC
+
+# findings: (code, row, at, lo, other line, a, b, c)
+(F_FREED,       # Read1 / Write1: a = write, b = bytes; other = the free's line
+ F_UNINIT,      # Read2: b = bytes; other = the allocation's line
+ F_SYNC1,       # a = write, c = pipe; other = the earlier copy's line
+ F_SYNC2,       # a = write, b = the writer's pipe, c = pipe; other = the write's line
+ F_WRITE3,      # b = the reader's pipe, c = pipe; other = the read's line
+ F_SYNC4,       # a = event, b = event id; other = the line of the set still pending
+ F_SYNC3,       # a = event, b = event id; row -1, other = the set's line
+ ) = range(7)
+F_COLS = 8
+# points (synchronising calls, for gmrace): (kind, key a, key b, lane, line, clock[7])
+# (P2P: a served Matmul's messages (adv/kfc.py): paired by construction, so not synccheck's;
+# they order GM as a flag does, key a = the slot they name: gmrace.py)
+P_SET, P_WAIT, P_IB_SET, P_IB_WAIT, P_SYNC_ALL, P_P2P_SET, P_P2P_WAIT = range(7)
+P_COLS = 5 + NL
+# GM accesses: (lo, hi, write, lane, line, block, step, clock[7])
+G_COLS = 7 + NL
+_P2P = 3            # rt.npu.xcore.P2P: a served Matmul's messages (paired by construction)
+
+
+def shadow_arrays(size: int) -> tuple:
+    """Per-byte state of a core's local memory of `size` bytes (reused across blocks: the pass
+    resets the pages it touched at its next start)."""
+    pages = (size >> PAGE) + 1
+    return (np.zeros(size, np.uint8),            # written since allocation
+            np.zeros(size, np.uint8),            # freed (free_tensor) and not allocated again
+            np.zeros(size, np.int32),            # line of the allocation (or free)
+            np.full(size, -1, np.int8),          # last writer's pipe (+ REACH: a reach)
+            np.zeros(size, np.int32),            # ... its time
+            np.zeros(size, np.int32),            # ... its line
+            np.zeros((NL, size), np.int32),      # per pipe: time of its last read
+            np.zeros((NL, size), np.int32),      # ... its line
+            np.zeros(pages, np.uint8),           # pages touched by the last pass
+            np.zeros(1, np.int64))               # state (module docstring)
+
+
+@cached_njit(nogil=True)
+def _reset(sh_written, sh_freed, sh_rline, w_pipe, w_time, r_time, dirty, state):
+    size = sh_written.shape[0]
+    for pg in range(dirty.shape[0]):
+        if dirty[pg]:
+            dirty[pg] = 0
+            lo = pg << PAGE
+            hi = min(lo + (1 << PAGE), size)
+            sh_written[lo:hi] = 0
+            sh_freed[lo:hi] = 0
+            sh_rline[lo:hi] = 0
+            if state[0]:
+                w_pipe[lo:hi] = -1
+                w_time[lo:hi] = 0
+                r_time[:, lo:hi] = 0
+    state[0] = 0
+
+
+@cached_njit(nogil=True)
+def _key(keys, nkeys, a, b, c, d, add):
+    """Index of key (a, b, c, d) in keys[:nkeys[0]] (add: appended when new), or -1."""
+    for i in range(nkeys[0]):
+        if keys[i, 0] == a and keys[i, 1] == b and keys[i, 2] == c and keys[i, 3] == d:
+            return i
+    if not add:
+        return -1
+    i = nkeys[0]
+    keys[i, 0], keys[i, 1], keys[i, 2], keys[i, 3] = a, b, c, d
+    nkeys[0] = i + 1
+    return i
+
+
+@cached_njit(nogil=True)
+def _emit(found, nf, code, row, at, lo, other, a, b, c):
+    """Finding row nf (module docstring: F_*); returns nf + 1."""
+    found[nf, 0], found[nf, 1], found[nf, 2], found[nf, 3] = code, row, at, lo
+    found[nf, 4], found[nf, 5], found[nf, 6], found[nf, 7] = other, a, b, c
+    return nf + 1
+
+
+@cached_njit(nogil=True)
+def _page_max(pages, q, pa, pb):
+    m = pages[q, pa]
+    for j in range(pa + 1, pb):
+        if pages[q, j] > m:
+            m = pages[q, j]
+    return m
+
+
+_HT = 8192                  # slots of the pending ranges' hash table (> 1.5 x PEND)
+PEND = 4096                 # accesses kept as ranges before the per-byte state is written
+
+
+@cached_njit(nogil=True)
+def _pend_add(pend, npend, ht, write, lo, hi, code, t, line):
+    """Keep an access as a range (pend row: write 1 / read 0 / -1 dropped, lo, hi, pipe code,
+    time, line, hash slot). An earlier pending access of the same bytes and kind (any write;
+    a read of the same pipe) is dropped: every byte it would set, this one sets later."""
+    fam = -1 if write else code
+    h = ((lo * 0x9E3779B1) ^ (hi * 0x85EBCA77) ^ (fam + 1)) & (_HT - 1)
+    k = npend[0]
+    while ht[h] != 0:
+        j = ht[h] - 1
+        if pend[j, 1] == lo and pend[j, 2] == hi and (
+                (write and pend[j, 0] == 1) or (not write and pend[j, 0] == 0 and
+                                                pend[j, 3] == code)):
+            pend[j, 0] = -1
+            break
+        h = (h + 1) & (_HT - 1)
+    ht[h] = k + 1
+    pend[k, 0], pend[k, 1], pend[k, 2], pend[k, 3] = (1 if write else 0), lo, hi, code
+    pend[k, 4], pend[k, 5], pend[k, 6] = t, line, h
+    npend[0] = k + 1
+
+
+@cached_njit(nogil=True)
+def _flush(pend, npend, ht, w_pipe, w_time, w_line, r_time, r_line, state):
+    """Bring the per-byte racecheck state up to date with the accesses kept as ranges (in a
+    clean kernel the page filters leave nearly every access without a byte scan)."""
+    if npend[0]:
+        state[0] = 1
+    for i in range(npend[0]):
+        ht[pend[i, 6]] = 0
+        if pend[i, 0] < 0:
+            continue
+        lo, hi, code, t, line = pend[i, 1], pend[i, 2], pend[i, 3], pend[i, 4], pend[i, 5]
+        if pend[i, 0]:
+            w_pipe[lo:hi] = code
+            w_time[lo:hi] = t
+            w_line[lo:hi] = line
+        else:
+            r_time[code, lo:hi] = t
+            r_line[code, lo:hi] = line
+    npend[0] = 0
+
+
+@cached_njit(nogil=True)
+def block_pass(rows, lanes, tools, ev_lanes, sh_written, sh_freed, sh_rline, w_pipe, w_time,
+               w_line, r_time, r_line, dirty, state, xset, xwait, ib_set, ib_wait,
+               found, gm, pts, counts):
+    """One block's rows (module docstring). tools: memcheck, racecheck, initcheck, synccheck
+    (0/1 each); ev_lanes[event] = (source lane, destination lane). Writes `found`, `gm`, `pts`
+    and counts = [findings, GM accesses, points]."""
+    _reset(sh_written, sh_freed, sh_rline, w_pipe, w_time, r_time, dirty, state)
+    mem, track, init, sync = tools[0] != 0, tools[1] != 0, tools[2] != 0, tools[3] != 0
+    size = sh_written.shape[0]
+    n = rows.shape[0]
+    pages = (size >> PAGE) + 1
+    clk = np.zeros((NL, NL), np.int64)
+    done = np.zeros(NL, np.int64)
+    w_max = np.zeros(NL, np.int64)
+    r_max = np.zeros(NL, np.int64)
+    w_page = np.zeros((NL, pages), np.int64)
+    r_page = np.zeros((NL, pages), np.int64)
+    table = np.empty(2 * REACH, np.int64)
+    # flag queues: keys (0, src, dst, id) events, (1, qid) enque -> deque, (2, qid, slot)
+    # free_tensor -> alloc_tensor; each a FIFO of clock snapshots (linked through nxt)
+    keys = np.empty((n + 1, 4), np.int64)
+    nkeys = np.zeros(1, np.int64)
+    head = np.full(n + 1, -1, np.int64)
+    tail = np.full(n + 1, -1, np.int64)
+    snaps = np.empty((n + 1, NL), np.int64)
+    nxt = np.full(n + 1, -1, np.int64)
+    nsnap = 0
+    # set_flags not yet waited for, per (event, id) in the order first set: FIFOs of lines
+    pkeys = np.empty((n + 1, 4), np.int64)
+    npkeys = np.zeros(1, np.int64)
+    phead = np.full(n + 1, -1, np.int64)
+    ptail = np.full(n + 1, -1, np.int64)
+    plines = np.empty(n + 1, np.int64)
+    pnxt = np.full(n + 1, -1, np.int64)
+    npl = 0
+    # buffers freed and not allocated since
+    fr_lo = np.empty(n + 1, np.int64)
+    fr_hi = np.empty(n + 1, np.int64)
+    nfr = 0
+    pend = np.empty((PEND + 1, 7), np.int64)
+    npend = np.zeros(1, np.int64)
+    ht = np.zeros(_HT, np.int64)
+    nf = ng = npt = 0
+    pipe = 0
+    epoch = 0
+    for i in range(n):
+        kind = rows[i, T.C_KIND]
+        if kind == T.K_ACCESS:
+            write = rows[i, T.C_ID] != 0
+            nbytes = rows[i, T.C_BYTES]
+            line = rows[i, T.C_LINE]
+            a = rows[i, T.C_A]
+            if rows[i, T.C_DST_LV] < 0:
+                if track:
+                    blk, step = rows[i, T.C_ELEMS], rows[i, T.C_REPEATS]
+                    if blk <= 0 or step <= blk:
+                        blk = step = 0          # contiguous
+                    gm[ng, 0], gm[ng, 1], gm[ng, 2], gm[ng, 3] = a, a + nbytes, write, pipe
+                    gm[ng, 4], gm[ng, 5], gm[ng, 6] = line, blk, step
+                    gm[ng, 7:] = clk[pipe]
+                    ng += 1
+                continue
+            lo = a
+            hi = min(lo + nbytes, size)
+            if hi > lo:
+                for pg in range(lo >> PAGE, ((hi - 1) >> PAGE) + 1):
+                    dirty[pg] = 1
+            if mem and nfr:
+                hit = False
+                for j in range(nfr):
+                    if fr_lo[j] < hi and lo < fr_hi[j]:
+                        hit = True
+                        break
+                if hit:
+                    for x in range(lo, hi):
+                        if sh_freed[x]:
+                            nf = _emit(found, nf, F_FREED, i, x, lo, sh_rline[x], write, nbytes,
+                                       0)
+                            break
+            if not write and init and rows[i, T.C_M] >= 0:
+                c = lo + rows[i, T.C_M]
+                for x in range(c, min(c + 32, size)):
+                    if not sh_written[x]:
+                        nf = _emit(found, nf, F_UNINIT, i, c, lo, sh_rline[c], 0, nbytes, 0)
+                        break
+            if pipe != 0 and track and hi > lo:
+                p = pipe
+                now = clk[p, p]
+                reach = rows[i, T.C_N] != 0
+                pa, pb = lo >> PAGE, ((hi - 1) >> PAGE) + 1
+                # Sync1: the pipe's own earlier copies, the pipe not known drained since
+                if ((DMA_MASK >> p) & 1 and not reach and done[p] < min(now - 1, w_max[p])
+                        and _page_max(w_page, p, pa, pb) > done[p]):
+                    _flush(pend, npend, ht, w_pipe, w_time, w_line, r_time, r_line, state)
+                    at = first_in_flight(w_pipe, w_time, lo, hi, p, done[p], now)
+                    if at >= 0:
+                        nf = _emit(found, nf, F_SYNC1, i, at, lo, w_line[at], write, 0, p)
+                # Sync2: bytes another pipe (not the scalar unit) wrote, unseen by this one
+                late = False
+                for q in range(1, NL):
+                    if q != p and w_max[q] > clk[p, q] and _page_max(w_page, q, pa, pb) > \
+                            clk[p, q]:
+                        late = True
+                        break
+                if late:
+                    table[:] = NEVER
+                    for q in range(1, NL):
+                        if q != p:
+                            table[q] = clk[p, q]
+                            table[REACH + q] = clk[p, q]
+                    _flush(pend, npend, ht, w_pipe, w_time, w_line, r_time, r_line, state)
+                    at = first_unseen_write(w_pipe, w_time, lo, hi, table)
+                    if at >= 0:
+                        nf = _emit(found, nf, F_SYNC2, i, at, lo, w_line[at], write,
+                                   w_pipe[at] % REACH, p)
+                if write:
+                    # Write3: reads of other pipes (not the scalar unit) unseen by this one
+                    for q in range(1, NL):
+                        if q == p or r_max[q] <= clk[p, q] or \
+                                _page_max(r_page, q, pa, pb) <= clk[p, q]:
+                            continue
+                        _flush(pend, npend, ht, w_pipe, w_time, w_line, r_time, r_line, state)
+                        at = first_above(r_time[q], lo, hi, clk[p, q])
+                        if at >= 0:
+                            nf = _emit(found, nf, F_WRITE3, i, at, lo, r_line[q, at], 0, q, p)
+                    w_max[p] = now
+                    w_page[p, pa:pb] = now
+                    _pend_add(pend, npend, ht, True, lo, hi, p + REACH if reach else p, now,
+                              line)
+                else:
+                    _pend_add(pend, npend, ht, False, lo, hi, p, now, line)
+                    r_max[p] = now
+                    r_page[p, pa:pb] = now
+                if npend[0] >= PEND:
+                    _flush(pend, npend, ht, w_pipe, w_time, w_line, r_time, r_line, state)
+            if write and hi > lo:
+                sh_written[lo:hi] = 1
+            continue
+        if kind == T.K_OP:
+            op = rows[i, T.C_OP]
+            pipe = lanes[i]
+            clk[pipe, pipe] += 1
+            # the scalar unit issues in order: an op issued after a scalar op runs after it
+            clk[pipe, 0] = clk[0, 0]
+            cross = op == xset or op == xwait
+            if cross or op == ib_set or op == ib_wait:
+                if cross and rows[i, T.C_B] == _P2P:
+                    pts[npt, 0] = P_P2P_SET if op == xset else P_P2P_WAIT
+                elif op == xset:
+                    done[pipe] = clk[pipe, pipe]        # fires once its pipe has drained
+                    pts[npt, 0] = P_SET
+                elif op == xwait:
+                    pts[npt, 0] = P_WAIT
+                else:
+                    pts[npt, 0] = P_IB_SET if op == ib_set else P_IB_WAIT
+                pts[npt, 1], pts[npt, 2] = rows[i, T.C_A], rows[i, T.C_B]
+                pts[npt, 3], pts[npt, 4] = pipe, rows[i, T.C_LINE]
+                pts[npt, 5:] = clk[pipe]
+                npt += 1
+        elif kind == T.K_REGION:
+            lo = rows[i, T.C_A]
+            hi = min(lo + rows[i, T.C_BYTES], size)
+            what, line = rows[i, T.C_ID], rows[i, T.C_LINE]
+            if hi > lo:
+                for pg in range(lo >> PAGE, ((hi - 1) >> PAGE) + 1):
+                    dirty[pg] = 1
+            if what == REGION_ALLOC:
+                j = 0
+                while j < nfr:          # (the freed buffers inside it are allocated again)
+                    if lo <= fr_lo[j] and fr_hi[j] <= hi:
+                        nfr -= 1
+                        fr_lo[j], fr_hi[j] = fr_lo[nfr], fr_hi[nfr]
+                    else:
+                        j += 1
+                if hi > lo:
+                    sh_written[lo:hi] = 0
+                    sh_freed[lo:hi] = 0
+                    sh_rline[lo:hi] = line
+            elif what == REGION_FREE:
+                fr_lo[nfr], fr_hi[nfr] = lo, hi
+                nfr += 1
+                if hi > lo:
+                    sh_freed[lo:hi] = 1
+                    sh_rline[lo:hi] = line
+            elif hi > lo and sh_rline[lo] == 0:     # a TBuf's first get: its "allocation"
+                sh_rline[lo:hi] = line
+        elif kind == T.K_SET or kind == T.K_WAIT or (kind >= T.K_Q_ALLOC and
+                                                     kind <= T.K_Q_FREE):
+            lane = lanes[i]
+            if lane < 0:
+                continue
+            ev = ident = k0 = k1 = k2 = k3 = 0
+            if kind == T.K_SET or kind == T.K_WAIT:
+                ev, ident = rows[i, T.C_A], rows[i, T.C_ID]
+                k0, k1, k2, k3 = 0, ev_lanes[ev, 0], ev_lanes[ev, 1], ident
+                send = kind == T.K_SET
+            else:
+                k1 = rows[i, T.C_B]                         # the queue's id
+                if kind == T.K_Q_ENQUE or kind == T.K_Q_DEQUE:
+                    k0 = 1
+                else:
+                    k0, k2 = 2, rows[i, T.C_ID]             # ... and the buffer's slot
+                send = kind == T.K_Q_ENQUE or kind == T.K_Q_FREE
+            if send:
+                k = _key(keys, nkeys, k0, k1, k2, k3, True)
+                snaps[nsnap] = clk[lane]
+                nxt[nsnap] = -1
+                if tail[k] >= 0:
+                    nxt[tail[k]] = nsnap
+                else:
+                    head[k] = nsnap
+                tail[k] = nsnap
+                nsnap += 1
+                done[lane] = clk[lane, lane]        # a set fires once its pipe has drained
+            else:
+                k = _key(keys, nkeys, k0, k1, k2, k3, False)
+                if k >= 0 and head[k] >= 0:
+                    s = head[k]
+                    head[k] = nxt[s]
+                    if head[k] < 0:
+                        tail[k] = -1
+                    for q in range(NL):
+                        if snaps[s, q] > clk[lane, q]:
+                            clk[lane, q] = snaps[s, q]
+                    # another pipe waited for this pipe's ops up to snap[lane]: complete
+                    if snaps[s, lane] > done[lane]:
+                        done[lane] = snaps[s, lane]
+            if kind == T.K_SET:
+                k = _key(pkeys, npkeys, ev, ident, 0, 0, True)
+                if phead[k] >= 0 and sync:
+                    nf = _emit(found, nf, F_SYNC4, i, 0, 0, plines[phead[k]], ev, ident, 0)
+                plines[npl] = rows[i, T.C_LINE]
+                pnxt[npl] = -1
+                if ptail[k] >= 0:
+                    pnxt[ptail[k]] = npl
+                else:
+                    phead[k] = npl
+                ptail[k] = npl
+                npl += 1
+            elif kind == T.K_WAIT:
+                k = _key(pkeys, npkeys, ev, ident, 0, 0, False)
+                if k >= 0 and phead[k] >= 0:
+                    phead[k] = pnxt[phead[k]]
+                    if phead[k] < 0:
+                        ptail[k] = -1
+        elif kind == T.K_BARRIER:
+            lane = lanes[i]
+            if lane == -2:
+                _join_all(clk, done)
+            elif lane >= 0:
+                for r in range(NL):
+                    for q in range(NL):
+                        if clk[lane, q] > clk[r, q]:
+                            clk[r, q] = clk[lane, q]
+                done[lane] = clk[lane, lane]
+        elif kind == T.K_SYNC_ALL:
+            clk[0, 0] += 1              # a scalar step every later op comes after
+            _join_all(clk, done)
+            epoch += 1
+            pipe = 0
+            pts[npt, 0], pts[npt, 1], pts[npt, 2] = P_SYNC_ALL, epoch, 0
+            pts[npt, 3], pts[npt, 4] = 0, rows[i, T.C_LINE]
+            pts[npt, 5:] = clk[0]
+            npt += 1
+    if sync:
+        for k in range(npkeys[0]):
+            s = phead[k]
+            while s >= 0:
+                nf = _emit(found, nf, F_SYNC3, -1, 0, 0, plines[s], pkeys[k, 0], pkeys[k, 1], 0)
+                s = pnxt[s]
+    counts[0], counts[1], counts[2] = nf, ng, npt
+
+
+@cached_njit(nogil=True)
+def _join_all(clk, done):
+    for q in range(NL):
+        m = clk[0, q]
+        for r in range(1, NL):
+            if clk[r, q] > m:
+                m = clk[r, q]
+        for r in range(NL):
+            clk[r, q] = m
+    for q in range(NL):
+        done[q] = clk[q, q]
 
 
 @cached_njit(nogil=True)
@@ -43,18 +483,3 @@ def first_in_flight(w_pipe, w_time, lo, hi, pipe, done, now):
             if t > done and t < now:
                 return i
     return -1
-
-
-@cached_njit(nogil=True)
-def any_set(flags, lo, hi):
-    """Is any byte of flags[lo:hi] (uint8) non-zero? (by chunks the compiler vectorises)"""
-    i = lo
-    while i < hi:
-        e = min(i + 4096, hi)
-        m = 0
-        for j in range(i, e):
-            m |= flags[j]
-        if m:
-            return True
-        i = e
-    return False
