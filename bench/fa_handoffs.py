@@ -3,6 +3,7 @@ and of the backward (two launches), on DeviceArrays, compiled mode.
 
     python -m bench.fa_handoffs [--seq 2048] [--repeats 5] [--checked]
     python -m bench.fa_handoffs --paired [--repeats 7]
+    python -m bench.fa_handoffs --perf [--repeats 5]     (Linux perf: where the CPU time goes)
 
 For each: the median wall time and process CPU time (all threads), and from the last run the
 context switches of the process's threads (/proc/self/task/*/status: voluntary = a thread
@@ -20,6 +21,11 @@ blocking waits in rt.crossflags) and on, and torch's SDPA forward and backward (
 backward alone timed, as bench.flash_attention times it) next to them; medians of the rounds'
 wall times, the on/off speed-up, the ratios to torch (torch's time / ours: 1 = as fast) and the
 process CPU time of our calls.
+
+`--perf`: `perf record` of this process during `--repeats` forwards, then as many backwards, with
+the compiled code's symbols (a /tmp/perf-PID.map written from Numba's JIT engine after warm-up,
+bench/fa_perf.py), summed by primitive group: the table of docs/performance.md ("Where a MIX
+FlashAttention launch's CPU time goes"). Primitives the kernel's code inlines count as its glue.
 """
 from __future__ import annotations
 
@@ -107,6 +113,8 @@ def main(argv=None):
     ap.add_argument("--checked", action="store_true", help="checked launches (ASCENDC_CHECKED)")
     ap.add_argument("--paired", action="store_true",
                     help="futexes off / on alternating, next to torch SDPA")
+    ap.add_argument("--perf", action="store_true",
+                    help="perf record the calls; CPU samples by primitive group")
     a = ap.parse_args(argv)
     rt.ensure_device()
     for name in CALLS:
@@ -130,6 +138,10 @@ def main(argv=None):
     bwd()
     if a.paired:
         return paired(fwd, bwd, q, k, v, do, a)
+    if a.perf:
+        from bench.fa_perf import profile
+        return profile([("forward", fwd), ("backward", bwd)], a.repeats,
+                       f"MIX FlashAttention B1 N8 S{a.seq} D64 fp32")
     print(f"MIX FlashAttention B1 N8 S{a.seq} D64 fp32, {'checked' if a.checked else 'unchecked'}"
           f", futex {'on' if futex_available() else 'off'}"
           f", {core_pool().n} emulated cores, {os.cpu_count()} CPUs, load "

@@ -66,9 +66,39 @@ def new_ctx(soc, flags=0, trace_rows=1):
     return (mem, stage, st, trace)
 
 
+class StateView:
+    """The core's CORE_STATE record, fields by attribute (`state(ctx).block_idx`, also
+    `state(ctx)["block_idx"]`) as numpy's record view gives them: a scalar field reads as a numpy
+    scalar, an array field as a view into the state; writes go to the state. Without the record
+    view's Python-level field lookup (several us per access; a MIX launch's instance run makes
+    some 40 in its set-up, rt -> binaries.run_blocks), one field view of the array each."""
+    __slots__ = ("_a",)
+
+    def __init__(self, a):
+        object.__setattr__(self, "_a", a)
+
+    def __getattr__(self, name):
+        try:
+            v = self._a[name][0]
+        except (ValueError, KeyError):
+            raise AttributeError(f"CORE_STATE has no field {name!r}") from None
+        if v.dtype.names is not None:       # nested records (queues, ...): by attribute too
+            return getattr(self._a.view(np.recarray)[0], name)
+        return v
+
+    def __setattr__(self, name, value):
+        try:
+            self._a[name][0] = value
+        except (ValueError, KeyError):
+            raise AttributeError(f"CORE_STATE has no field {name!r}") from None
+
+    __getitem__ = __getattr__
+    __setitem__ = __setattr__
+
+
 def state(ctx):
-    """The core's CORE_STATE record (a view; fields by attribute: `state(ctx).block_idx`)."""
-    return ctx[STATE].view(np.recarray)[0]
+    """The core's CORE_STATE record (a StateView; fields by attribute: `state(ctx).block_idx`)."""
+    return StateView(ctx[STATE].view(np.ndarray))
 
 
 @overload(state)

@@ -50,9 +50,9 @@ def set_gm_sizes(st, gms, report) -> None:
     """Before a run of blocks: the own bytes of the launch's GM arguments `gms` ([(binaries.GMArg,
     bytes reached)] in registration order); with `report` (over-reach is noted), the notes
     cleared."""
-    n = min(len(gms), len(st.gm_size))
-    for k in range(n):
-        st.gm_size[k] = gms[k][0].nbytes
+    sizes = st.gm_size          # one field lookup, not one per argument
+    n = min(len(gms), len(sizes))
+    sizes[:n] = [g[0].nbytes for g in gms[:n]]
     st.gm_preset = n
     if report:
         st.gm_over[:] = 0

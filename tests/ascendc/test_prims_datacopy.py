@@ -100,6 +100,24 @@ def test_count_ub_to_large_gm_streams_exact_bytes(how, first):
     assert c.counters()["mte3_bytes"] == n * 4
 
 
+def test_streaming_stores_only_outside_cross_core_launches():
+    """Streaming (non-temporal) stores are chosen for a large UB->GM copy into a large GM
+    argument, but not in a launch whose cores synchronise (st.xcore set: MIX kernels), where the
+    GM written is what another core reads next; nor for small copies or small arguments."""
+    from ascendc.lang.prims.movecore import STREAM_MIN_COPY, STREAM_MIN_GM, streams
+    c = Core()
+    big = c.gm(np.zeros(STREAM_MIN_GM // 4, np.float32))
+    small = c.gm(np.zeros(STREAM_MIN_GM // 8, np.float32))
+    st = core.state(c.ctx)
+    assert streams(st, big.ctypes.data + 64, STREAM_MIN_COPY)
+    assert not streams(st, big.ctypes.data, STREAM_MIN_COPY - 32)
+    assert not streams(st, small.ctypes.data, STREAM_MIN_COPY)
+    st.xcore = 12345                        # as ascendc.lang.crosscore.attach_instance sets it
+    assert not streams(st, big.ctypes.data + 64, STREAM_MIN_COPY)
+    st.xcore = 0
+    assert streams(st, big.ctypes.data + 64, STREAM_MIN_COPY)
+
+
 @pytest.mark.parametrize("how,dtype,count,copied", [
     ("py", np.float32, 20, 16), ("py", np.float16, 20, 16), ("py", np.int8, 70, 64),
     ("py", np.float32, 7, 0), ("njit", np.float32, 20, 16)])

@@ -4,7 +4,8 @@
 where the 64-byte-aligned middle of the destination is written with non-temporal (streaming)
 stores, then `sfence`. A UB->GM copy of a large output then costs no read-for-ownership of the
 GM lines and does not evict the core's working set: about 3/4 of the DRAM traffic of a plain
-copy. Only the cost changes, never the bytes written. Off x86 it is a plain memcpy.
+copy. Only the cost changes, never the bytes written. Off x86 it is a plain memcpy. Launches
+whose cores hand GM to each other (MIX kernels) never stream (movecore.streams).
 """
 from __future__ import annotations
 

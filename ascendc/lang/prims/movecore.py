@@ -339,8 +339,11 @@ STREAM_MIN_GM = 8 << 20         # bytes of the GM argument written
 def streams(st, addr, nb):
     """Whether a UB->GM copy of nb bytes to GM address `addr` uses streaming stores
     (memops.stream_copy): at least STREAM_MIN_COPY bytes into a GM argument of at least
-    STREAM_MIN_GM bytes, an output too large to stay in the CPU's caches anyway."""
-    if nb < STREAM_MIN_COPY:
+    STREAM_MIN_GM bytes, an output too large to stay in the CPU's caches anyway; never in a
+    launch whose cores synchronise with each other (st.xcore: MIX kernels, cross-core flags),
+    where GM is how one core hands data to another that reads it next (a FlashAttention P tile
+    streamed out had to come back from DRAM for the AIC)."""
+    if nb < STREAM_MIN_COPY or st.xcore != 0:
         return False
     for j in range(st.ngm):
         b = st.gm_addr[j]
