@@ -43,15 +43,17 @@ class FlashAttentionBuffers(NamedTuple):
     o_ub: int           # VECIN queue: the f32 O part of the AIV's rows
     calc: int           # VECCALC: the views below
     acc_ub: int         # offsets in VECCALC: the f32 O accumulator (rows x D),
-    m_ub: int           #   the running row max m,
-    l_ub: int           #   the running row sum l,
+    m_ub: int           #   the running row max m and
+    l_ub: int           #   the running row sum l of SLOTS S1 blocks (the pipeline runs on
+                        #   across S1 blocks: up to SLOTS of them are in flight),
     alpha_ub: int       #   alpha = exp(m_old - m_new) of SLOTS S2 blocks (the pipeline's depth),
     mnew_ub: int        #   m_new,
     rowred_ub: int      #   a row max or row sum,
     fold_ub: int        #   the rows x 64 fold buffer of the row reductions,
     brcb_ub: int        #   a per-row value broadcast to 8 lanes by brcb,
     low_ub: int         #   16-bit inputs: the scaled Q rows, then O, in the input dtype
-    sf_ub: int          #   16-bit inputs: the f32 scores of one pass (cast from s_ub)
+    sf_ub: int          #   float16 inputs: the f32 scores of one pass (cast from s_ub), and
+                        #   the f32 scratch of the next S1 block's Q scaling (so at least rows x D)
     ws_block: int       # f32 GM workspace elements per group: SLOTS O-part slots
     wsp_block: int      # GM workspace elements (input dtype) per group: SLOTS P slots, then
                         #   (float16 inputs) 2 slots of the scaled Q block
@@ -110,9 +112,9 @@ def _buffers(tiling, d, itemsize, soc, pass_rows, half_s) -> FlashAttentionBuffe
     sz = 2 if hs else f32        # the scores as handed over
     ps = pass_rows * s2b
     (acc_ub, m_ub, l_ub, alpha_ub, mnew_ub, rowred_ub, fold_ub, brcb_ub, low_ub, sf_ub), calc = \
-        _end_to_end((rows * d * f32, row, row, SLOTS * row, row, row, 64 * row, 8 * row,
-                     (rows * d if hs else max(ps, rows * d)) * itemsize if low else 0,
-                     ps * f32 if hs else 0))
+        _end_to_end((rows * d * f32, SLOTS * row, SLOTS * row, SLOTS * row, row, row, 64 * row,
+                     8 * row, (rows * d if hs else max(ps, rows * d)) * itemsize if low else 0,
+                     max(ps, rows * d) * f32 if hs else 0))
     return FlashAttentionBuffers(
         q_l1=q_l1, kv_l1=kv_l1, kv_l1_num=l1_num, p_l1=p_l1, p_l1_num=l1_num,
         q_l0a=q_l0a, p_l0a=p_l0a, p_l0a_num=p_l0a_num, l0b=l0b, l0b_num=l0b_num,
