@@ -63,7 +63,10 @@ class AttentionShape(NamedTuple):
     kv_heads: int       # N_kv, key/value heads (divides N: grouped-query attention)
     s1: int             # query rows per head
     s2: int             # key/value rows per head
-    tiles: int          # B * N * ceil(S1 / s1_block): the work the blocks stride over
+    tiles: int          # the work items the blocks stride over: S1 blocks, the last ones split
+    whole: int          # items 0 .. whole - 1: S1 block t (of B * N * ceil(S1 / s1_block))
+    parts: int          # each S1 block after them is `parts` items of part_rows rows (the
+    part_rows: int      #   last one fewer): the last round of S1 blocks is spread over groups
 
 
 class TensorStrides(NamedTuple):
@@ -96,12 +99,19 @@ def attention_variant(head_dim: int, dtype, causal: bool = False) -> AttentionVa
 
 
 @asc.jit
-def _tile_rows(t, shape, s1b):
-    """S1 block t (of the B * N * ceil(S1 / s1b) the groups stride over): its batch, head, first
-    row and row count."""
+def _tile_rows(w, shape, s1b):
+    """Work item w (`AttentionShape`: an S1 block of s1b rows, or a part of one of the last
+    round's): its batch, head, first row and row count."""
     n_s1 = (shape.s1 + s1b - 1) // s1b
-    s1_0 = (t % n_s1) * s1b
-    return t // (shape.heads * n_s1), (t // n_s1) % shape.heads, s1_0, min(s1b, shape.s1 - s1_0)
+    t = w
+    off = 0
+    rows = s1b
+    if w >= shape.whole:
+        t = shape.whole + (w - shape.whole) // shape.parts
+        off = ((w - shape.whole) % shape.parts) * shape.part_rows
+        rows = min(shape.part_rows, s1b - off)
+    s1_0 = (t % n_s1) * s1b + off
+    return t // (shape.heads * n_s1), (t // n_s1) % shape.heads, s1_0, min(rows, shape.s1 - s1_0)
 
 
 @asc.jit
@@ -386,6 +396,24 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
                      variant.low_precision, q_slots)
 
 
+def split_last_round(tiles, groups, s1, s1b):
+    """(items, whole, parts, part_rows) of `AttentionShape` for `tiles` S1 blocks of s1b rows
+    over `groups`: when the last round leaves groups idle (tiles % groups <= groups // 2) and
+    every S1 block is whole (S1 % s1b == 0), its S1 blocks are cut into parts of a multiple of
+    16 rows, one per group, so the groups end nearly together (a part still reads all of K
+    and V: it costs more than its share of rows, less than a whole block)."""
+    rest = tiles % groups
+    parts = groups // rest if rest else 1
+    if parts < 2 or s1 % s1b:
+        return tiles, tiles, 1, s1b
+    part_rows = (-(-s1b // parts) + 15) // 16 * 16
+    parts = -(-s1b // part_rows)
+    if parts < 2:
+        return tiles, tiles, 1, s1b
+    whole = tiles - rest
+    return whole + rest * parts, whole, parts, part_rows
+
+
 def attention_workspaces(bufs, block_dim, dtype) -> list:
     """The kernel's GM workspaces for `block_dim` groups: SLOTS O-part slots (f32); SLOTS P slots
     and (float16 inputs) 2 slots of the scaled Q block (input dtype); SLOTS S slots (f32, or
@@ -463,7 +491,7 @@ def flash_attention_with_stats(q, k, v, *, layout="BNSD", head_num=None, scale=N
     gm = [a if dev else np.ascontiguousarray(a).reshape(-1) for a in (q, k, v)]
     gm += [x if dev else x.reshape(-1) for x in (out, smax, ssum)]
     gm += attention_workspaces(bufs, block_dim, q.dtype)
-    shape = AttentionShape(N, NK, S1, S2, tiles)
+    shape = AttentionShape(N, NK, S1, S2, *split_last_round(tiles, block_dim, S1, t.s1_block))
     strides = AttentionLayout(TensorStrides(*qs), TensorStrides(*ks))
     launch = (flash_attention_kernel[block_dim, stream] if stream is not None
               else flash_attention_kernel[block_dim])

@@ -215,7 +215,9 @@ def flash_attention_tiling(d: int, dtype, s1: int, s2: int, soc=None) -> FlashAt
     slots): (128, 1024, 128) 93.2 µs, (128, 1024, 64) 97.9, (128, 512, 128) 98.5, (128, 512,
     64) 102.1, (128, 256, 128) 110.9, (64, 1024, 128) 127.7. B1 N8 S2048 D64 fp32 (the main
     job's shape): the default (128, 256, 64) 218.5 µs; the other fp32 tilings were not ranked
-    again after this change.
+    again after this change. Later the same day, with the pipeline running on across S1 blocks
+    and the last round of S1 blocks cut into parts: B1 N8 S2048 D64 fp32 (128, 256, 64) 192.8
+    µs; B1 N3 S8192 D128 fp16 (128, 1024, 128) 642.5 µs.
     Only these were ranked (the full grid is `flash_attention_tiling_candidates`): `python -m
     bench.flash_attention --tune` ranks them all for any shape, and ASCEND_EMU_TUNE_CHECK=1 runs
     tests/kernels/test_tune.py's full check that the default is the tuner's choice for the main

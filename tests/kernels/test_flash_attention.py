@@ -17,7 +17,8 @@ import rt
 from kernels.flash_attention import (FlashAttentionBuffers, FlashAttentionTiling,
                                      flash_attention, flash_attention_buffers,
                                      flash_attention_kernel, flash_attention_reference,
-                                     flash_attention_tiling, flash_attention_with_stats)
+                                     flash_attention_tiling, flash_attention_with_stats,
+                                     split_last_round)
 from kernels.tolerances import assert_close
 
 TILING = FlashAttentionTiling(32, 144, 32)
@@ -95,11 +96,15 @@ def test_layouts(interpret, layout):
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_pipeline_runs_across_s1_blocks(interpret, causal):
-    """More S1 blocks than groups: each group strides over 2 or 3 of them (the last one of a
-    head ragged) as one pipeline of steps, the next S1 block's first S tiles computed before
-    this one's last P V. Causal gives the S1 blocks different numbers of S2 blocks; an S2 of
-    one block (100 keys) puts SLOTS S1 blocks in flight at once (their own m and l each)."""
-    for s1, s2, dtype in ((300, 300, np.float32), (300, 100, np.float16)):
+    """More S1 blocks than groups: each group strides over 2 or 3 of them as one pipeline of
+    steps, the next S1 block's first S tiles computed before this one's last P V. S1 = 320: 60
+    whole S1 blocks on 24 groups, the last round's 12 cut in two parts of 16 rows (one per
+    group, `split_last_round`); S1 = 300: the last S1 block of a head ragged, none cut. Causal
+    gives the S1 blocks different numbers of S2 blocks; an S2 of one block (100 keys) puts
+    SLOTS S1 blocks in flight at once (their own m and l each)."""
+    assert split_last_round(60, 24, 320, 32) == (72, 48, 2, 16)
+    assert split_last_round(60, 24, 300, 32) == (60, 60, 1, 32)
+    for s1, s2, dtype in ((320, 300, np.float32), (300, 100, np.float16)):
         q, k, v = qkv((2, 3, s1, 64), (2, 3, s2, 64), dtype, s1 + s2)
         assert 2 * 3 * -(-s1 // TILING.s1_block) > rt.get_soc().ai_core_num
         o, mx, sm = flash_attention_with_stats(q, k, v, causal=causal, tiling=TILING,
@@ -109,6 +114,16 @@ def test_pipeline_runs_across_s1_blocks(interpret, causal):
         tol = 1e-5 if dtype == np.float32 else 2e-3     # float16: S handed over in float16
         np.testing.assert_allclose(mx, rmx, rtol=tol, atol=tol)
         np.testing.assert_allclose(sm, rsm, rtol=100 * tol)
+
+
+def test_split_last_round():
+    """The last round of S1 blocks is cut into parts (multiples of 16 rows) only when it leaves
+    at least half the groups idle and every S1 block is whole."""
+    assert split_last_round(512, 24, 8192, 128) == (528, 504, 3, 48)   # 48 + 48 + 32 rows
+    assert split_last_round(128, 24, 2048, 128) == (144, 120, 3, 48)
+    assert split_last_round(192, 24, 8192, 128) == (192, 192, 1, 128)  # no last round
+    assert split_last_round(40, 24, 640, 32) == (40, 40, 1, 32)        # 16 of 24: not cut
+    assert split_last_round(25, 24, 32, 16) == (25, 25, 1, 16)         # 16 rows: one part
 
 
 def test_gqa_and_scale(interpret):
