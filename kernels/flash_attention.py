@@ -451,10 +451,11 @@ def _strides(layout, shape, heads):
 
 def flash_attention_with_stats(q, k, v, *, layout="BNSD", head_num=None, scale=None,
                                causal=False, stream=None, tiling=None, kv_head_num=None,
-                               **launch_options):
+                               balance=True, **launch_options):
     """FlashAttention forward. Returns (out, softmax_max, softmax_sum); the stats are (B, N, S1)
     float32 (the real op broadcasts them to (B, N, S1, 8)). numpy in -> numpy out; rt.DeviceArray
-    in -> DeviceArrays out, launched asynchronously on `stream`."""
+    in -> DeviceArrays out, launched asynchronously on `stream`. `balance=False` keeps the last
+    round of S1 blocks whole (`split_last_round` otherwise cuts it over the idle groups)."""
     dev = is_device(q, k, v)
     rt.ensure_device()
     if q.dtype != k.dtype or q.dtype != v.dtype:
@@ -491,7 +492,8 @@ def flash_attention_with_stats(q, k, v, *, layout="BNSD", head_num=None, scale=N
     gm = [a if dev else np.ascontiguousarray(a).reshape(-1) for a in (q, k, v)]
     gm += [x if dev else x.reshape(-1) for x in (out, smax, ssum)]
     gm += attention_workspaces(bufs, block_dim, q.dtype)
-    shape = AttentionShape(N, NK, S1, S2, *split_last_round(tiles, block_dim, S1, t.s1_block))
+    shape = AttentionShape(N, NK, S1, S2, *(split_last_round(tiles, block_dim, S1, t.s1_block)
+                                            if balance else (tiles, tiles, 1, t.s1_block)))
     strides = AttentionLayout(TensorStrides(*qs), TensorStrides(*ks))
     launch = (flash_attention_kernel[block_dim, stream] if stream is not None
               else flash_attention_kernel[block_dim])

@@ -114,6 +114,9 @@ def test_pipeline_runs_across_s1_blocks(interpret, causal):
         tol = 1e-5 if dtype == np.float32 else 2e-3     # float16: S handed over in float16
         np.testing.assert_allclose(mx, rmx, rtol=tol, atol=tol)
         np.testing.assert_allclose(sm, rsm, rtol=100 * tol)
+    o = flash_attention(q, k, v, causal=causal, tiling=TILING, interpret=interpret,
+                        balance=False)                  # the last round's S1 blocks whole
+    assert_close(o, ro, dtype, scale=2)
 
 
 def test_split_last_round():
