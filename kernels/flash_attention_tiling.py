@@ -217,7 +217,12 @@ def flash_attention_tiling(d: int, dtype, s1: int, s2: int, soc=None) -> FlashAt
     job's shape): the default (128, 256, 64) 218.5 µs; the other fp32 tilings were not ranked
     again after this change. Later the same day, with the pipeline running on across S1 blocks
     and the last round of S1 blocks cut into parts: B1 N8 S2048 D64 fp32 (128, 256, 64) 192.8
-    µs; B1 N3 S8192 D128 fp16 (128, 1024, 128) 642.5 µs.
+    µs; B1 N3 S8192 D128 fp16 (128, 1024, 128) 642.5 µs. The candidates with S1 block 128 and
+    S2 block >= 256 (9 of the 42 that fit; `kernels.tune` in a scratch script, about a minute
+    each on the loaded machine: the goal shape and the smaller tilings were too slow) at B1 N1
+    S1=6144 S2=4096 D128 fp16 (two rounds of S1 blocks on 24 groups): (128, 1024, 128) 93.65
+    µs, (128, 1024, 64) 98.17, (128, 512, 128) 99.10, (128, 512, 64) 102.91, (128, 1024, 32)
+    108.55; the default stays the first.
     Only these were ranked (the full grid is `flash_attention_tiling_candidates`): `python -m
     bench.flash_attention --tune` ranks them all for any shape, and ASCEND_EMU_TUNE_CHECK=1 runs
     tests/kernels/test_tune.py's full check that the default is the tuner's choice for the main
