@@ -176,12 +176,13 @@ def softmax_block(sin, oin, s_ws, p_ws, o_ws, sf, low, row_m, row_l, alpha, mnew
     """An AIV's softmax of one S2 block: its mr rows of the S slot (s_ws: row 0 of its rows) in
     passes of ps rows -> P (p_ws), alpha; then P_READY. With `fetch_o` it also waits for the O
     part of the step LAG back (its o_rows rows, o_ws; maybe of the previous S1 block) and starts
-    its copy before its last pass's vector work, so the copy lands while the vector unit works;
-    `add_o_part` uses it."""
+    its copy, so that it lands while the vector unit works: f16 S before the last pass's vector
+    work; f32 S after it (under the P copy-out: on the CPU the AIC's P V is then done, not waited
+    for); `add_o_part` uses it."""
     asc.cross_core_wait_flag(S_READY + slot, XMODE, asc.PipeID.PIPE_MTE2)
     o_slot = (slot + SLOTS - LAG) % SLOTS
     last = (mr - 1) // ps * ps                  # the last pass's first row
-    o_at = last                                 # f32 S: after the last pass's S copy
+    o_at = last                                 # f32 S: after the last pass's softmax
     if s_quant:                                 # f16 S: after the last prefetch of S
         o_at = max(0, last - ps)
         if mr > 0:
@@ -205,12 +206,12 @@ def softmax_block(sin, oin, s_ws, p_ws, o_ws, sf, low, row_m, row_l, alpha, mnew
             sin.free_tensor(sh)
         else:
             su = load_scores(sin, s_ws[p0 * s2b:], pr * s2b, scale)
-            if fetch_o and p0 == o_at:
-                _fetch_o(oin, o_ws, o_slot, o_rows * d)
             if causal:
                 mask_above_diagonal(su, pr, n2, q0 + p0, s2_0, s2b)
             softmax_step(su, row_m[p0:], row_l[p0:], alpha[p0:], mnew, rowred, fold, bc, pr,
                          n2, s2b)
+            if fetch_o and p0 == o_at:
+                _fetch_o(oin, o_ws, o_slot, o_rows * d)
             store_p(p_ws[p0 * s2b:], su, low, pr * s2b, low_precision)
             sin.free_tensor(su)
     asc.cross_core_set_flag(P_READY + slot, XMODE, asc.PipeID.PIPE_MTE3)
