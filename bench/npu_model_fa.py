@@ -13,7 +13,8 @@ published table, QK preload 3, `min(S0 / 128, cube cores)` blocks). Here the sam
 `FlashAttentionTiling(s1_block=128, s2_block=TILE_S1, kv_chunk=128)` (our S1 is PTO's S0, our S2
 PTO's S1), and the public wrapper launches `min(S1 / 128, AI Cores)` groups: S0 / 128 blocks when
 that fits the 24 cores of a 910B2, else 24 groups striding over the 128-row tiles, which is the
-occupancy of PTO's waves. What the kernel here cannot express: the QK preload depth (ours is 2,
+occupancy of PTO's waves (`balance=False`: the last round's tiles are not cut into parts).
+What the kernel here cannot express: the QK preload depth (ours is 2,
 one S tile ahead, through 2 GM slots per hand-off; PTO's 3 or 4 through 8) and the fused
 "load wide K once" of the manual kernel; the rows say so in their notes.
 
@@ -66,7 +67,8 @@ def fa_runner(s0: int, s1: int, tile_s1: int = 256, d: int = 128, soc: str = SOC
         v = rt.device_zeros((1, 1, s1, d), dtype)
         try:
             with rt.profile(npu=True) as prof:
-                out = flash_attention(q, k, v, tiling=t, interpret=mode == "interpret", soc=soc)
+                out = flash_attention(q, k, v, tiling=t, interpret=mode == "interpret", soc=soc,
+                                      balance=False)
                 rt.current_stream().synchronize()
             out.free()
         finally:

@@ -3,25 +3,29 @@ CANN's FlashAttentionScore on Atlas A2: each block is an AI Core group, its cube
 its two vector cores (AIVs) run at once and hand tiles over through a GM workspace, ordered by
 cross-core flags (mode 2: the AIC and its AIVs).
 
-per (batch, head, S1 block of s1_block rows; the group's AIVs take half the rows each):
-  AIC  Q  GM -> L1 (Nd2Nz) -> L0A (ZZ), once
-  for each S2 block j (fully masked blocks skipped when causal), a pipeline SLOTS (3) deep:
-  AIC  QK(j)   K chunks GM -> L1 (NZ == ZN of K^T) -> L0B;  mmad S = Q K^T -> L0C -> fixpipe
-               -> S slot j % 3 of the workspace;  set S_READY   (computed while the AIVs run
-               the softmax of block j - 2 or j - 1: S, P and O slots are triple-buffered, a
+per (batch, head, S1 block of s1_block rows; the group's AIVs take half the rows each), the
+S2 blocks j of every S1 block of a group form one stream of steps (fully masked blocks skipped
+when causal) through a pipeline SLOTS (3) deep that runs on across S1 blocks:
+  AIC  at an S1 block's first step: Q GM -> L1 (Nd2Nz) -> L0A (ZZ)
+  AIC  QK(x)   K chunks GM -> L1 (NZ == ZN of K^T) -> L0B;  mmad S = Q K^T -> L0C -> fixpipe
+               -> S slot x % 3 of the workspace;  set S_READY   (computed while the AIVs run
+               the softmax of step x - 2 or x - 1: S, P and O slots are triple-buffered, a
                flag per slot)
   AIV  wait S_READY;  S rows -> UB;  scale, causal mask, online softmax (running max m, sum l,
-       alpha = exp(m_old - m_new) kept for the O update);  P -> P slot j % 3;  set P_READY
-  AIC  PV(j)   wait P_READY;  P chunks -> L1 -> L0A, V chunks -> L1 -> L0B;  mmad O_part = P V
-               accumulated in L0C -> fixpipe -> O slot j % 3;  set O_READY
-  AIV  wait O_READY (its copy starts during the softmax of block j + 2);  O = O * alpha + O_part
-  AIV  O / l (the division deferred to the end) -> GM;  softmax_max = m, softmax_sum = l -> GM
-The AIC's order is QK(0), QK(1), QK(2), PV(0), QK(3), PV(1), ...: S of block j + 2 is ready
-before the AIVs finish block j + 1, so they never wait for the cube's round trip; the AIVs'
-order is softmax(j), update(j - 2). A slot is rewritten only after what read it: the AIC writes
-S(j + 3) after it waited for P(j) (the AIVs read S(j) before they wrote P(j)); the AIVs write
-P(j + 3) after they waited for O(j) (the AIC read P(j) before it wrote O(j)); the AIC writes
-O(j + 3) after P(j + 3), which the AIVs write after they read O(j).
+       alpha = exp(m_old - m_new) kept for the O update);  P -> P slot x % 3;  set P_READY
+  AIC  PV(x)   wait P_READY;  P chunks -> L1 -> L0A, V chunks -> L1 -> L0B;  mmad O_part = P V
+               accumulated in L0C -> fixpipe -> O slot x % 3;  set O_READY
+  AIV  wait O_READY (its copy starts during the softmax of step x + 2);  O = O * alpha + O_part
+  AIV  after an S1 block's last step: O / l (the division deferred to the end) -> GM;
+       softmax_max = m, softmax_sum = l -> GM
+The AIC's order is QK(0), QK(1), QK(2), PV(0), QK(3), PV(1), ...: S of step x + 2 is ready
+before the AIVs finish step x + 1, so they never wait for the cube's round trip, and the next
+S1 block's first S tiles are computed before this one's last P V (the pipeline fills and drains
+once per group, not per S1 block; each AIV keeps m and l of up to SLOTS S1 blocks in flight);
+the AIVs' order is softmax(x), update(x - 2). A slot is rewritten only after what read it: the
+AIC writes S(x + 3) after it waited for P(x) (the AIVs read S(x) before they wrote P(x)); the
+AIVs write P(x + 3) after they waited for O(x) (the AIC read P(x) before it wrote O(x)); the AIC
+writes O(x + 3) after P(x + 3), which the AIVs write after they read O(x).
 One group per AI Core (cube core) of the SoC as the real op launches; groups stride over the
 B*N*S1 blocks. kernels/flash_attention_cube.py and _vector.py hold the two sides; where an
 inner step's CPU time goes: `python -m bench.fa_steps`.
@@ -59,7 +63,10 @@ class AttentionShape(NamedTuple):
     kv_heads: int       # N_kv, key/value heads (divides N: grouped-query attention)
     s1: int             # query rows per head
     s2: int             # key/value rows per head
-    tiles: int          # B * N * ceil(S1 / s1_block): the work the blocks stride over
+    tiles: int          # the work items the blocks stride over: S1 blocks, the last ones split
+    whole: int          # items 0 .. whole - 1: S1 block t (of B * N * ceil(S1 / s1_block))
+    parts: int          # each S1 block after them is `parts` items of part_rows rows (the
+    part_rows: int      #   last one fewer): the last round of S1 blocks is spread over groups
 
 
 class TensorStrides(NamedTuple):
@@ -92,46 +99,96 @@ def attention_variant(head_dim: int, dtype, causal: bool = False) -> AttentionVa
 
 
 @asc.jit
+def _tile_rows(w, shape, s1b):
+    """Work item w (`AttentionShape`: an S1 block of s1b rows, or a part of one of the last
+    round's): its batch, head, first row and row count."""
+    n_s1 = (shape.s1 + s1b - 1) // s1b
+    t = w
+    off = 0
+    rows = s1b
+    if w >= shape.whole:
+        t = shape.whole + (w - shape.whole) // shape.parts
+        off = ((w - shape.whole) % shape.parts) * shape.part_rows
+        rows = min(shape.part_rows, s1b - off)
+    s1_0 = (t % n_s1) * s1b + off
+    return t // (shape.heads * n_s1), (t // n_s1) % shape.heads, s1_0, min(rows, shape.s1 - s1_0)
+
+
+@asc.jit
+def _s2_blocks(shape, s1_0, m, s2b, causal):
+    """S2 blocks of an S1 block whose m rows start at s1_0 (causal: the fully masked ones
+    skipped)."""
+    n_s2 = (shape.s2 + s2b - 1) // s2b
+    if causal:
+        n_s2 = min(n_s2, (s1_0 + m - 1) // s2b + 1)
+    return n_s2
+
+
+@asc.jit
+def _group_steps(shape, g, groups, s1b, s2b, causal):
+    """The pipeline's steps of group g: the S2 blocks of all its S1 blocks."""
+    steps = 0
+    for t in range(g, shape.tiles, groups):
+        b, n, s1_0, m = _tile_rows(t, shape, s1b)
+        steps += _s2_blocks(shape, s1_0, m, s2b, causal)
+    return steps
+
+
+@asc.jit
+def _next_step(t, j, n_s2, groups):
+    """The step after S2 block j (of n_s2) of S1 block t: (S1 block, S2 block)."""
+    if j + 1 == n_s2:
+        return t + groups, 0
+    return t, j + 1
+
+
+@asc.jit
+def _half_rows(m, sub):
+    """AIV `sub`'s rows of an S1 block of m rows: [r0, r0 + mr)."""
+    r0 = sub * ((m + 1) // 2)
+    return r0, min(m, r0 + (m + 1) // 2) - r0
+
+
+@asc.jit
 def _scale_q_block(wq, q, t, shape, ql, s1b, sub, low, tmp, d, scale):
     """float16: this AIV's rows of S1 block t's Q times the softmax scale -> the Q slot wq (rows
     d apart; `ql` q's strides); then Q_READY for the AIC."""
-    n_s1 = (shape.s1 + s1b - 1) // s1b
-    s1_0 = (t % n_s1) * s1b
-    m = min(s1b, shape.s1 - s1_0)
-    r0 = sub * ((m + 1) // 2)
-    mr = min(m, r0 + (m + 1) // 2) - r0
+    b, n, s1_0, m = _tile_rows(t, shape, s1b)
+    r0, mr = _half_rows(m, sub)
     if mr > 0:
-        q_off = (t // (shape.heads * n_s1)) * ql.batch + ((t // n_s1) % shape.heads) * ql.head
-        scale_q_rows(wq[r0 * d:], q + (q_off + (s1_0 + r0) * ql.row), low, tmp, mr, d, ql.row,
-                     scale)
+        scale_q_rows(wq[r0 * d:], q + (b * ql.batch + n * ql.head + (s1_0 + r0) * ql.row), low,
+                     tmp, mr, d, ql.row, scale)
     asc.cross_core_set_flag(Q_READY, XMODE, asc.PipeID.PIPE_MTE3)
 
 
 @asc.jit
 def _fetch_o(oin, o_ws, slot, count):
-    """Wait for the O part of the block LAG before S slot `slot`'s, start its copy to UB."""
-    asc.cross_core_wait_flag(O_READY + (slot + SLOTS - LAG) % SLOTS, XMODE, asc.PipeID.PIPE_MTE2)
-    issue_o_part(oin, o_ws, count)
+    """Wait for the O part in O slot `slot`, start its copy (count elements, if any) to UB."""
+    asc.cross_core_wait_flag(O_READY + slot, XMODE, asc.PipeID.PIPE_MTE2)
+    if count > 0:
+        issue_o_part(oin, o_ws, count)
 
 
 @asc.jit
 def softmax_block(sin, oin, s_ws, p_ws, o_ws, sf, low, row_m, row_l, alpha, mnew, rowred, fold,
-                  bc, slot, fetch_o, mr, n2, q0, s2_0, d, s2b, ps, scale, s_quant, causal,
+                  bc, slot, fetch_o, mr, o_rows, n2, q0, s2_0, d, s2b, ps, scale, s_quant, causal,
                   low_precision):
     """An AIV's softmax of one S2 block: its mr rows of the S slot (s_ws: row 0 of its rows) in
     passes of ps rows -> P (p_ws), alpha; then P_READY. With `fetch_o` it also waits for the O
-    part of the block LAG back and starts its copy (o_ws) before its last pass's vector work,
-    so the copy lands while the vector unit works; `add_o_part` uses it."""
+    part of the step LAG back (its o_rows rows, o_ws; maybe of the previous S1 block) and starts
+    its copy, so that it lands while the vector unit works: f16 S before the last pass's vector
+    work; f32 S after it (under the P copy-out: on the CPU the AIC's P V is then done, not waited
+    for); `add_o_part` uses it."""
     asc.cross_core_wait_flag(S_READY + slot, XMODE, asc.PipeID.PIPE_MTE2)
+    o_slot = (slot + SLOTS - LAG) % SLOTS
     last = (mr - 1) // ps * ps                  # the last pass's first row
-    o_at = last                                 # f32 S: after the last pass's S copy
+    o_at = last                                 # f32 S: after the last pass's softmax
     if s_quant:                                 # f16 S: after the last prefetch of S
         o_at = max(0, last - ps)
         if mr > 0:
             issue_scores(sin, s_ws, min(ps, mr) * s2b)
     if fetch_o and mr == 0:                     # no rows: the flag is taken all the same
-        asc.cross_core_wait_flag(O_READY + (slot + SLOTS - LAG) % SLOTS, XMODE,
-                                 asc.PipeID.PIPE_MTE2)
+        _fetch_o(oin, o_ws, o_slot, o_rows * d)
     for p0 in range(0, mr, ps):
         pr = min(ps, mr - p0)
         if s_quant:                             # scaled float16 S, its next pass prefetched
@@ -139,7 +196,7 @@ def softmax_block(sin, oin, s_ws, p_ws, o_ws, sf, low, row_m, row_l, alpha, mnew
             if p0 + ps < mr:
                 issue_scores(sin, s_ws[(p0 + ps) * s2b:], min(ps, mr - p0 - ps) * s2b)
             if fetch_o and p0 == o_at:
-                _fetch_o(oin, o_ws, slot, mr * d)
+                _fetch_o(oin, o_ws, o_slot, o_rows * d)
             asc.cast(sf, sh, asc.RoundMode.CAST_NONE, pr * s2b)
             if causal:
                 mask_above_diagonal(sf, pr, n2, q0 + p0, s2_0, s2b)
@@ -149,16 +206,118 @@ def softmax_block(sin, oin, s_ws, p_ws, o_ws, sf, low, row_m, row_l, alpha, mnew
             sin.free_tensor(sh)
         else:
             su = load_scores(sin, s_ws[p0 * s2b:], pr * s2b, scale)
-            if fetch_o and p0 == o_at:
-                _fetch_o(oin, o_ws, slot, mr * d)
             if causal:
                 mask_above_diagonal(su, pr, n2, q0 + p0, s2_0, s2b)
             softmax_step(su, row_m[p0:], row_l[p0:], alpha[p0:], mnew, rowred, fold, bc, pr,
                          n2, s2b)
+            if fetch_o and p0 == o_at:
+                _fetch_o(oin, o_ws, o_slot, o_rows * d)
             store_p(p_ws[p0 * s2b:], su, low, pr * s2b, low_precision)
             sin.free_tensor(su)
     asc.cross_core_set_flag(P_READY + slot, XMODE, asc.PipeID.PIPE_MTE3)
 
+
+@asc.jit
+def aic_pipeline(q, k, v, wsp, wsg, wpg, wssg, qa1, qa2, kv1, p1, pa2, b2, lc, shape, layout, g,
+                 groups, s1b, s2b, kc, d, c0, s_quant, causal, low_precision, q_slots, l0c_num):
+    """The AIC of group g: S1 blocks g, g + groups, ...; their S2 blocks are one pipeline of
+    steps, LAG + 1 deep, that runs on across S1 blocks: S = Q K^T of step x + LAG (into its own S
+    slot) before O_part = P V of step x, so the cube works while the AIVs run the softmax of
+    step x + 1, and the first S tiles of the next S1 block are computed while the AIVs finish
+    this one. `q_slots`: the float16 Q slots' offset in the P workspace `wsp`."""
+    steps = _group_steps(shape, g, groups, s1b, s2b, causal)
+    group = shape.heads // shape.kv_heads
+    ta, ja, tb, jb = g, 0, g, 0                 # the steps of stage 1 and of stage 2
+    kt = 0                                      # S1 blocks so far: Q slot kt % 2
+    for x in range(steps + LAG):
+        if x < steps:                           # stage 1: S of step x in S slot x % SLOTS
+            b, n, s1_0, m = _tile_rows(ta, shape, s1b)
+            m16 = (m + 15) // 16 * 16
+            if ja == 0:                         # a new S1 block: its Q -> L0A
+                if s_quant:                     # the Q block the AIVs scaled
+                    asc.cross_core_wait_flag(Q_READY, XMODE, asc.PipeID.PIPE_MTE2)
+                    load_q(qa1, qa2, wsp + (q_slots + (kt % 2) * s1b * d), m, m16, d, d, c0)
+                else:
+                    load_q(qa1, qa2, q + (b * layout.q.batch + n * layout.q.head +
+                                          s1_0 * layout.q.row), m, m16, layout.q.row, d, c0)
+                kt += 1
+            slot = x % SLOTS
+            s2_0 = ja * s2b
+            qk_block(wssg[slot * s1b * s2b:], qa2, kv1, b2, lc,
+                     k + (b * layout.kv.batch + (n // group) * layout.kv.head +
+                          s2_0 * layout.kv.row), m, m16, min(s2b, shape.s2 - s2_0),
+                     layout.kv.row, d, s2b, kc, c0, s_quant, l0c_num)
+            asc.cross_core_set_flag(S_READY + slot, XMODE, asc.PipeID.PIPE_FIX)
+            ta, ja = _next_step(ta, ja, _s2_blocks(shape, s1_0, m, s2b, causal), groups)
+        if x >= LAG:                            # stage 2: O_part of step x - LAG
+            b, n, s1_0, m = _tile_rows(tb, shape, s1b)
+            slot = (x - LAG) % SLOTS
+            s2_0 = jb * s2b
+            asc.cross_core_wait_flag(P_READY + slot, XMODE, asc.PipeID.PIPE_MTE2)
+            pv_block(wsg[slot * s1b * d:], wpg[slot * s1b * s2b:], p1, pa2, kv1, b2, lc,
+                     v + (b * layout.kv.batch + (n // group) * layout.kv.head +
+                          s2_0 * layout.kv.row), m, (m + 15) // 16 * 16,
+                     min(s2b, shape.s2 - s2_0), layout.kv.row, d, s2b, kc, c0, low_precision)
+            asc.cross_core_set_flag(O_READY + slot, XMODE, asc.PipeID.PIPE_FIX)
+            tb, jb = _next_step(tb, jb, _s2_blocks(shape, s1_0, m, s2b, causal), groups)
+
+
+@asc.jit
+def aiv_pipeline(q, out, smax, ssum, wsg, wpg, wssg, sin, oin, oacc, row_m, row_l, alphas, mnew,
+                 rowred, fold, bc, low, sf, shape, layout, scale, g, groups, sub, rows, ps, s1b,
+                 s2b, d, s_quant, causal, low_precision, q_slots):
+    """An AIV of group g: its half of the rows of S1 blocks g, g + groups, ...; per step x the
+    softmax of step x, then the O update of step x - LAG (whose P V the AIC computed meanwhile;
+    at the last S2 block of an S1 block, O / l and the stats -> GM), so the AIC always has the
+    next S tile or P tile to work on. Up to SLOTS S1 blocks are in flight: each has its own m and
+    l (set k % SLOTS of the k-th S1 block)."""
+    steps = _group_steps(shape, g, groups, s1b, s2b, causal)
+    ta, ja, tb, jb = g, 0, g, 0                 # the steps of the softmax and of the O update
+    ka, kb = 0, 0                               # S1 blocks the two have started
+    for x in range(steps + LAG):
+        b, n, s1_0, m = _tile_rows(tb, shape, s1b)      # the O update's S1 block
+        r0b, mrb = _half_rows(m, sub)
+        o_ws = wsg[((x + SLOTS - LAG) % SLOTS) * s1b * d + r0b * d:]
+        if x < steps:                           # the softmax of step x (O_part x - LAG fetched)
+            b, n, s1_0, m = _tile_rows(ta, shape, s1b)
+            r0, mr = _half_rows(m, sub)
+            if ja == 0:                         # a new S1 block
+                if s_quant:                     # Q x scale for the cube, one S1 block ahead: the
+                    if ka == 0:                 # AIC finds the next Q ready
+                        _scale_q_block(wpg[q_slots:], q, ta, shape, layout.q, s1b, sub, low, sf,
+                                       d, scale)
+                    if ta + groups < shape.tiles:
+                        _scale_q_block(wpg[q_slots + ((ka + 1) % 2) * s1b * d:], q, ta + groups,
+                                       shape, layout.q, s1b, sub, low, sf, d, scale)
+                asc.duplicate(row_m[(ka % SLOTS) * rows:], NEG_INF, rows)
+                asc.duplicate(row_l[(ka % SLOTS) * rows:], 0.0, rows)
+                ka += 1
+            ml = ((ka - 1) % SLOTS) * rows
+            slot = x % SLOTS
+            s2_0 = ja * s2b
+            softmax_block(sin, oin, wssg[slot * s1b * s2b + r0 * s2b:],
+                          wpg[slot * s1b * s2b + r0 * s2b:], o_ws, sf, low, row_m[ml:],
+                          row_l[ml:], alphas[slot * rows:], mnew, rowred, fold, bc, slot,
+                          x >= LAG, mr, mrb, min(s2b, shape.s2 - s2_0), s1_0 + r0, s2_0, d, s2b,
+                          ps, scale, s_quant, causal, low_precision)
+            ta, ja = _next_step(ta, ja, _s2_blocks(shape, s1_0, m, s2b, causal), groups)
+        elif x >= LAG:                          # the pipeline drains: O_part x - LAG alone
+            _fetch_o(oin, o_ws, (x + SLOTS - LAG) % SLOTS, mrb * d)
+        if x >= LAG:                            # O = O * alpha + O_part of step x - LAG
+            b, n, s1_0, m = _tile_rows(tb, shape, s1b)
+            if mrb > 0:
+                add_o_part(oacc, oin, bc, alphas[((x - LAG) % SLOTS) * rows:], mrb, d, jb == 0)
+            n_s2 = _s2_blocks(shape, s1_0, m, s2b, causal)
+            if jb + 1 == n_s2:                  # its S1 block is done
+                if mrb > 0:
+                    st_off = (b * shape.heads + n) * shape.s1 + s1_0 + r0b
+                    ml = (kb % SLOTS) * rows
+                    finish_rows(out + (b * layout.q.batch + n * layout.q.head +
+                                       (s1_0 + r0b) * layout.q.row),
+                                smax + st_off, ssum + st_off, oacc, low, bc, row_m[ml:],
+                                row_l[ml:], mrb, d, layout.q.row, low_precision)
+                kb += 1
+            tb, jb = _next_step(tb, jb, n_s2, groups)
 
 
 @asc.jit(kernel_type="MIX_AIC_1_2")
@@ -172,12 +331,15 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
                            bufs: asc.ConstExpr[FlashAttentionBuffers]):
     """out = softmax(scale * q k^T [causal]) v and the row stats, for the tensors' `layout`;
     `bufs` is `flash_attention_buffers(tiling, ...)`: buffer sizes and view offsets. Each block
-    is an AI Core group: its AIC and its two AIVs run this at once, each its own branch."""
+    is an AI Core group: its AIC and its two AIVs run this at once, each its own branch (the
+    buffers here, the pipeline in `aic_pipeline` / `aiv_pipeline`)."""
     pipe = asc.TPipe()
+    s1b, s2b, d = tiling.s1_block, tiling.s2_block, variant.head_dim
+    q_slots = SLOTS * s1b * s2b                 # float16: the scaled Q blocks in the P workspace
+    wsg = asc.GlobalTensor()                    # this group's workspaces: O parts (f32), P, S
+    wpg = asc.GlobalTensor()
+    wssg = asc.GlobalTensor()
     if asc.ascend_is_aic():
-        # the AIC of group g: S1 blocks g, g + G, ...; per S1 block the S2 blocks in a
-        # pipeline LAG + 1 deep: QK^T of block j + LAG (into its own S slot) before P V of
-        # block j, so the cube works while the AIVs run the softmax of block j + 1
         qa1 = asc.TQue(asc.TPosition.A1, 1)
         kv1 = asc.TQue(asc.TPosition.B1, 1)
         p1 = asc.TQue(asc.TPosition.A1, 1)
@@ -192,142 +354,65 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
         pipe.init_buffer(pa2, bufs.p_l0a_num, bufs.p_l0a)
         pipe.init_buffer(b2, bufs.l0b_num, bufs.l0b)
         pipe.init_buffer(lc, bufs.l0c_num, bufs.l0c)
-        qa2 = qa2_buf.get(q.dtype)
-        s1b, s2b, d = tiling.s1_block, tiling.s2_block, variant.head_dim
         g = asc.get_block_idx()
-        wsg = asc.GlobalTensor()
         wsg.set_global_buffer(ws + g * bufs.ws_block, bufs.ws_block)
-        wpg = asc.GlobalTensor()
         wpg.set_global_buffer(wsp + g * bufs.wsp_block, bufs.wsp_block)
-        wssg = asc.GlobalTensor()
         wssg.set_global_buffer(wss + g * bufs.wss_block, bufs.wss_block)
-        n_s1 = (shape.s1 + s1b - 1) // s1b
-        group = shape.heads // shape.kv_heads
-        i = 0                                   # S2 blocks handed over so far: slot (i + j) % SLOTS
-        kt = 0                                  # S1 blocks so far: Q slot kt % 2
-        for t in range(g, shape.tiles, asc.get_block_num()):
-            b = t // (shape.heads * n_s1)
-            n = (t // n_s1) % shape.heads
-            s1_0 = (t % n_s1) * s1b
-            m = min(s1b, shape.s1 - s1_0)
-            m16 = (m + 15) // 16 * 16
-            q_off = b * layout.q.batch + n * layout.q.head + s1_0 * layout.q.row
-            kv_base = b * layout.kv.batch + (n // group) * layout.kv.head
-            if variant.s_quant:                 # the Q block the AIVs scaled
-                asc.cross_core_wait_flag(Q_READY, XMODE, asc.PipeID.PIPE_MTE2)
-                q_at = g * bufs.wsp_block + SLOTS * s1b * s2b + (kt % 2) * s1b * d
-                load_q(qa1, qa2, wsp + q_at, m, m16, d, d, variant.c0)
-            else:
-                load_q(qa1, qa2, q + q_off, m, m16, layout.q.row, d, variant.c0)
-            n_s2 = (shape.s2 + s2b - 1) // s2b
-            if variant.causal:
-                n_s2 = min(n_s2, (s1_0 + m - 1) // s2b + 1)
-            for j in range(n_s2 + LAG):
-                if j < n_s2:                    # stage 1: S of block j
-                    slot = (i + j) % SLOTS
-                    s2_0 = j * s2b
-                    qk_block(wssg[slot * s1b * s2b:], qa2, kv1, b2, lc,
-                             k + (kv_base + s2_0 * layout.kv.row), m, m16,
-                             min(s2b, shape.s2 - s2_0), layout.kv.row, d, s2b, tiling.kv_chunk,
-                             variant.c0, variant.s_quant, bufs.l0c_num)
-                    asc.cross_core_set_flag(S_READY + slot, XMODE, asc.PipeID.PIPE_FIX)
-                if j >= LAG:                    # stage 2: O_part of block j - LAG
-                    slot = (i + j + SLOTS - LAG) % SLOTS
-                    s2_0 = (j - LAG) * s2b
-                    asc.cross_core_wait_flag(P_READY + slot, XMODE, asc.PipeID.PIPE_MTE2)
-                    pv_block(wsg[slot * s1b * d:], wpg[slot * s1b * s2b:], p1,
-                             pa2, kv1, b2, lc, v + (kv_base + s2_0 * layout.kv.row), m, m16,
-                             min(s2b, shape.s2 - s2_0), layout.kv.row, d, s2b, tiling.kv_chunk,
-                             variant.c0, variant.low_precision)
-                    asc.cross_core_set_flag(O_READY + slot, XMODE, asc.PipeID.PIPE_FIX)
-            i += n_s2
-            kt += 1
+        aic_pipeline(q, k, v, wsp, wsg, wpg, wssg, qa1, qa2_buf.get(q.dtype), kv1, p1, pa2, b2,
+                     lc, shape, layout, g, asc.get_block_num(), s1b, s2b, tiling.kv_chunk, d,
+                     variant.c0, variant.s_quant, variant.causal, variant.low_precision,
+                     g * bufs.wsp_block + q_slots, bufs.l0c_num)
     else:
-        # an AIV of group g: its half of the rows of S1 blocks g, g + G, ...; per S1 block the
-        # softmax of S2 block j, then the O update of block j - LAG (whose P V the AIC computed
-        # meanwhile), so the AIC always has the next S tile or P tile to work on
         sin = asc.TQue(asc.TPosition.VECIN, 2)
         oin = asc.TQue(asc.TPosition.VECIN, 1)
         calc_buf = asc.TBuf(asc.TPosition.VECCALC)
         pipe.init_buffer(sin, bufs.s_ub_num, bufs.s_ub)
         pipe.init_buffer(oin, 1, bufs.o_ub)
         pipe.init_buffer(calc_buf, bufs.calc)
-        s1b, s2b, d, rows = tiling.s1_block, tiling.s2_block, variant.head_dim, bufs.rows
-        oacc = calc_buf.get_with_offset(rows * d, bufs.acc_ub, asc.float32)
-        row_m = calc_buf.get_with_offset(rows, bufs.m_ub, asc.float32)
-        row_l = calc_buf.get_with_offset(rows, bufs.l_ub, asc.float32)
-        alphas = calc_buf.get_with_offset(SLOTS * rows, bufs.alpha_ub, asc.float32)
-        mnew = calc_buf.get_with_offset(rows, bufs.mnew_ub, asc.float32)
-        rowred = calc_buf.get_with_offset(rows, bufs.rowred_ub, asc.float32)
-        fold = calc_buf.get_with_offset(rows * 64, bufs.fold_ub, asc.float32)
-        bc = calc_buf.get_with_offset(rows * 8, bufs.brcb_ub, asc.float32)
+        rows = bufs.rows
         n_low = 0
         if variant.s_quant:
             n_low = rows * d
         elif variant.low_precision:
             n_low = max(bufs.pass_rows * s2b, rows * d)
-        low = calc_buf.get_with_offset(n_low, bufs.low_ub, out.dtype)
-        sf = calc_buf.get_with_offset(bufs.pass_rows * s2b if variant.s_quant else 0,
-                                      bufs.sf_ub, asc.float32)
         g = asc.get_block_idx() // 2
-        sub = asc.get_sub_block_idx()
-        wsg = asc.GlobalTensor()
         wsg.set_global_buffer(ws + g * bufs.ws_block, bufs.ws_block)
-        wpg = asc.GlobalTensor()
         wpg.set_global_buffer(wsp + g * bufs.wsp_block, bufs.wsp_block)
-        wssg = asc.GlobalTensor()
         wssg.set_global_buffer(wss + g * bufs.wss_block, bufs.wss_block)
-        n_s1 = (shape.s1 + s1b - 1) // s1b
-        i = 0                                   # S2 blocks handed over so far: slot (i + j) % SLOTS
-        kt = 0                                  # S1 blocks so far: Q slot kt % 2
-        for t in range(g, shape.tiles, asc.get_block_num()):
-            b = t // (shape.heads * n_s1)
-            n = (t // n_s1) % shape.heads
-            s1_0 = (t % n_s1) * s1b
-            m = min(s1b, shape.s1 - s1_0)
-            r0 = sub * ((m + 1) // 2)           # this AIV's rows: [r0, r0 + mr) of the block
-            mr = min(m, r0 + (m + 1) // 2) - r0
-            q_off = b * layout.q.batch + n * layout.q.head + (s1_0 + r0) * layout.q.row
-            if variant.s_quant:                 # Q x scale for the cube (oacc as scratch), one
-                qs = SLOTS * s1b * s2b          # S1 block ahead: the AIC finds the next Q ready
-                if kt == 0:
-                    _scale_q_block(wpg[qs:], q, t, shape, layout.q, s1b, sub, low, oacc, d,
-                                   scale)
-                if t + asc.get_block_num() < shape.tiles:
-                    _scale_q_block(wpg[qs + ((kt + 1) % 2) * s1b * d:], q,
-                                   t + asc.get_block_num(), shape, layout.q, s1b, sub, low, oacc,
-                                   d, scale)
-            asc.duplicate(row_m, NEG_INF, rows)
-            asc.duplicate(row_l, 0.0, rows)
-            asc.duplicate(oacc, 0.0, rows * d)
-            n_s2 = (shape.s2 + s2b - 1) // s2b
-            if variant.causal:
-                n_s2 = min(n_s2, (s1_0 + m - 1) // s2b + 1)
-            for j in range(n_s2 + LAG):
-                if j < n_s2:                    # the softmax of block j (O_part j - LAG fetched)
-                    slot = (i + j) % SLOTS
-                    s2_0 = j * s2b
-                    softmax_block(sin, oin, wssg[slot * s1b * s2b + r0 * s2b:],
-                                  wpg[slot * s1b * s2b + r0 * s2b:],
-                                  wsg[((i + j + SLOTS - LAG) % SLOTS) * s1b * d + r0 * d:], sf, low,
-                                  row_m, row_l, alphas[(j % SLOTS) * rows:], mnew, rowred, fold,
-                                  bc, slot, j >= LAG, mr, min(s2b, shape.s2 - s2_0),
-                                  s1_0 + r0, s2_0, d, s2b, bufs.pass_rows, scale,
-                                  variant.s_quant, variant.causal, variant.low_precision)
-                elif j >= LAG:                  # the pipeline drains: O_part j - LAG alone
-                    asc.cross_core_wait_flag(O_READY + (i + j + SLOTS - LAG) % SLOTS, XMODE,
-                                             asc.PipeID.PIPE_MTE2)
-                    if mr > 0:
-                        issue_o_part(oin, wsg[((i + j + SLOTS - LAG) % SLOTS) * s1b * d + r0 * d:],
-                                     mr * d)
-                if j >= LAG and mr > 0:         # O = O * alpha + O_part of block j - LAG
-                    add_o_part(oacc, oin, bc, alphas[((j - LAG) % SLOTS) * rows:], mr, d)
-            i += n_s2
-            kt += 1
-            if mr > 0:
-                st_off = (b * shape.heads + n) * shape.s1 + s1_0 + r0
-                finish_rows(out + q_off, smax + st_off, ssum + st_off, oacc, low, bc, row_m,
-                             row_l, mr, d, layout.q.row, variant.low_precision)
+        aiv_pipeline(q, out, smax, ssum, wsg, wpg, wssg, sin, oin,
+                     calc_buf.get_with_offset(rows * d, bufs.acc_ub, asc.float32),
+                     calc_buf.get_with_offset(SLOTS * rows, bufs.m_ub, asc.float32),
+                     calc_buf.get_with_offset(SLOTS * rows, bufs.l_ub, asc.float32),
+                     calc_buf.get_with_offset(SLOTS * rows, bufs.alpha_ub, asc.float32),
+                     calc_buf.get_with_offset(rows, bufs.mnew_ub, asc.float32),
+                     calc_buf.get_with_offset(rows, bufs.rowred_ub, asc.float32),
+                     calc_buf.get_with_offset(rows * 64, bufs.fold_ub, asc.float32),
+                     calc_buf.get_with_offset(rows * 8, bufs.brcb_ub, asc.float32),
+                     calc_buf.get_with_offset(n_low, bufs.low_ub, out.dtype),
+                     calc_buf.get_with_offset(max(bufs.pass_rows * s2b, rows * d)
+                                              if variant.s_quant else 0, bufs.sf_ub,
+                                              asc.float32),
+                     shape, layout, scale, g, asc.get_block_num(), asc.get_sub_block_idx(), rows,
+                     bufs.pass_rows, s1b, s2b, d, variant.s_quant, variant.causal,
+                     variant.low_precision, q_slots)
+
+
+def split_last_round(tiles, groups, s1, s1b):
+    """(items, whole, parts, part_rows) of `AttentionShape` for `tiles` S1 blocks of s1b rows
+    over `groups`: when the last round leaves groups idle (tiles % groups <= groups // 2) and
+    every S1 block is whole (S1 % s1b == 0), its S1 blocks are cut into parts of a multiple of
+    16 rows, one per group, so the groups end nearly together (a part still reads all of K
+    and V: it costs more than its share of rows, less than a whole block)."""
+    rest = tiles % groups
+    parts = groups // rest if rest else 1
+    if parts < 2 or s1 % s1b:
+        return tiles, tiles, 1, s1b
+    part_rows = (-(-s1b // parts) + 15) // 16 * 16
+    parts = -(-s1b // part_rows)
+    if parts < 2:
+        return tiles, tiles, 1, s1b
+    whole = tiles - rest
+    return whole + rest * parts, whole, parts, part_rows
 
 
 def attention_workspaces(bufs, block_dim, dtype) -> list:
@@ -367,10 +452,11 @@ def _strides(layout, shape, heads):
 
 def flash_attention_with_stats(q, k, v, *, layout="BNSD", head_num=None, scale=None,
                                causal=False, stream=None, tiling=None, kv_head_num=None,
-                               **launch_options):
+                               balance=True, **launch_options):
     """FlashAttention forward. Returns (out, softmax_max, softmax_sum); the stats are (B, N, S1)
     float32 (the real op broadcasts them to (B, N, S1, 8)). numpy in -> numpy out; rt.DeviceArray
-    in -> DeviceArrays out, launched asynchronously on `stream`."""
+    in -> DeviceArrays out, launched asynchronously on `stream`. `balance=False` keeps the last
+    round of S1 blocks whole (`split_last_round` otherwise cuts it over the idle groups)."""
     dev = is_device(q, k, v)
     rt.ensure_device()
     if q.dtype != k.dtype or q.dtype != v.dtype:
@@ -407,7 +493,8 @@ def flash_attention_with_stats(q, k, v, *, layout="BNSD", head_num=None, scale=N
     gm = [a if dev else np.ascontiguousarray(a).reshape(-1) for a in (q, k, v)]
     gm += [x if dev else x.reshape(-1) for x in (out, smax, ssum)]
     gm += attention_workspaces(bufs, block_dim, q.dtype)
-    shape = AttentionShape(N, NK, S1, S2, tiles)
+    shape = AttentionShape(N, NK, S1, S2, *(split_last_round(tiles, block_dim, S1, t.s1_block)
+                                            if balance else (tiles, tiles, 1, t.s1_block)))
     strides = AttentionLayout(TensorStrides(*qs), TensorStrides(*ks))
     launch = (flash_attention_kernel[block_dim, stream] if stream is not None
               else flash_attention_kernel[block_dim])

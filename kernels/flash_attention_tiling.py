@@ -43,15 +43,17 @@ class FlashAttentionBuffers(NamedTuple):
     o_ub: int           # VECIN queue: the f32 O part of the AIV's rows
     calc: int           # VECCALC: the views below
     acc_ub: int         # offsets in VECCALC: the f32 O accumulator (rows x D),
-    m_ub: int           #   the running row max m,
-    l_ub: int           #   the running row sum l,
+    m_ub: int           #   the running row max m and
+    l_ub: int           #   the running row sum l of SLOTS S1 blocks (the pipeline runs on
+                        #   across S1 blocks: up to SLOTS of them are in flight),
     alpha_ub: int       #   alpha = exp(m_old - m_new) of SLOTS S2 blocks (the pipeline's depth),
     mnew_ub: int        #   m_new,
     rowred_ub: int      #   a row max or row sum,
     fold_ub: int        #   the rows x 64 fold buffer of the row reductions,
     brcb_ub: int        #   a per-row value broadcast to 8 lanes by brcb,
     low_ub: int         #   16-bit inputs: the scaled Q rows, then O, in the input dtype
-    sf_ub: int          #   16-bit inputs: the f32 scores of one pass (cast from s_ub)
+    sf_ub: int          #   float16 inputs: the f32 scores of one pass (cast from s_ub), and
+                        #   the f32 scratch of the next S1 block's Q scaling (so at least rows x D)
     ws_block: int       # f32 GM workspace elements per group: SLOTS O-part slots
     wsp_block: int      # GM workspace elements (input dtype) per group: SLOTS P slots, then
                         #   (float16 inputs) 2 slots of the scaled Q block
@@ -110,9 +112,9 @@ def _buffers(tiling, d, itemsize, soc, pass_rows, half_s) -> FlashAttentionBuffe
     sz = 2 if hs else f32        # the scores as handed over
     ps = pass_rows * s2b
     (acc_ub, m_ub, l_ub, alpha_ub, mnew_ub, rowred_ub, fold_ub, brcb_ub, low_ub, sf_ub), calc = \
-        _end_to_end((rows * d * f32, row, row, SLOTS * row, row, row, 64 * row, 8 * row,
-                     (rows * d if hs else max(ps, rows * d)) * itemsize if low else 0,
-                     ps * f32 if hs else 0))
+        _end_to_end((rows * d * f32, SLOTS * row, SLOTS * row, SLOTS * row, row, row, 64 * row,
+                     8 * row, (rows * d if hs else max(ps, rows * d)) * itemsize if low else 0,
+                     max(ps, rows * d) * f32 if hs else 0))
     return FlashAttentionBuffers(
         q_l1=q_l1, kv_l1=kv_l1, kv_l1_num=l1_num, p_l1=p_l1, p_l1_num=l1_num,
         q_l0a=q_l0a, p_l0a=p_l0a, p_l0a_num=p_l0a_num, l0b=l0b, l0b_num=l0b_num,
@@ -213,7 +215,14 @@ def flash_attention_tiling(d: int, dtype, s1: int, s2: int, soc=None) -> FlashAt
     slots): (128, 1024, 128) 93.2 µs, (128, 1024, 64) 97.9, (128, 512, 128) 98.5, (128, 512,
     64) 102.1, (128, 256, 128) 110.9, (64, 1024, 128) 127.7. B1 N8 S2048 D64 fp32 (the main
     job's shape): the default (128, 256, 64) 218.5 µs; the other fp32 tilings were not ranked
-    again after this change.
+    again after this change. Later the same day, with the pipeline running on across S1 blocks
+    and the last round of S1 blocks cut into parts: B1 N8 S2048 D64 fp32 (128, 256, 64) 192.8
+    µs; B1 N3 S8192 D128 fp16 (128, 1024, 128) 642.5 µs. The candidates with S1 block 128 and
+    S2 block >= 256 (9 of the 42 that fit; `kernels.tune` in a scratch script, about a minute
+    each on the loaded machine: the goal shape and the smaller tilings were too slow) at B1 N1
+    S1=6144 S2=4096 D128 fp16 (two rounds of S1 blocks on 24 groups): (128, 1024, 128) 93.65
+    µs, (128, 1024, 64) 98.17, (128, 512, 128) 99.10, (128, 512, 64) 102.91, (128, 1024, 32)
+    108.55; the default stays the first.
     Only these were ranked (the full grid is `flash_attention_tiling_candidates`): `python -m
     bench.flash_attention --tune` ranks them all for any shape, and ASCEND_EMU_TUNE_CHECK=1 runs
     tests/kernels/test_tune.py's full check that the default is the tuner's choice for the main

@@ -80,7 +80,7 @@ def issue_scores(sin, s_ws, count):
 def scale_q_rows(wq, q_addr, qlow, tmp, rows, d, q_row, scale):
     """16-bit inputs: the AIV's Q rows (q_row apart) times the softmax scale, in the input dtype,
     -> the group's Q slot (rows d apart), so the 16-bit S the cube hands over is already scaled.
-    `tmp` (f32, rows x d) is free until the O accumulator is cleared after this."""
+    `tmp` (f32, rows x d) is scratch the caller does not need meanwhile."""
     qg = asc.GlobalTensor()
     qg.set_global_buffer(q_addr, (rows - 1) * q_row + d)
     isz = q_addr.dtype.sizeof()
@@ -162,11 +162,15 @@ def issue_o_part(oin, o_ws, count):
 
 
 @asc.jit
-def add_o_part(oacc, oin, bc, alpha, rows, d):
-    """O = O * alpha + O_part (the copy `issue_o_part` started)."""
+def add_o_part(oacc, oin, bc, alpha, rows, d, first):
+    """O = O * alpha + O_part (the copy `issue_o_part` started); O = O_part for the `first` S2
+    block of an S1 block (what O held is the previous block's, alpha is 0)."""
     ou = oin.deque(asc.float32)
-    _scale_rows(oacc, bc, alpha, rows, d, False)
-    asc.add(oacc, oacc, ou, rows * d)
+    if first:
+        asc.muls(oacc, ou, 1.0, rows * d)
+    else:
+        _scale_rows(oacc, bc, alpha, rows, d, False)
+        asc.add(oacc, oacc, ou, rows * d)
     oin.free_tensor(ou)
 
 

@@ -17,7 +17,8 @@ import rt
 from kernels.flash_attention import (FlashAttentionBuffers, FlashAttentionTiling,
                                      flash_attention, flash_attention_buffers,
                                      flash_attention_kernel, flash_attention_reference,
-                                     flash_attention_tiling, flash_attention_with_stats)
+                                     flash_attention_tiling, flash_attention_with_stats,
+                                     split_last_round)
 from kernels.tolerances import assert_close
 
 TILING = FlashAttentionTiling(32, 144, 32)
@@ -93,6 +94,41 @@ def test_layouts(interpret, layout):
                  np.float32, scale=5)
 
 
+@pytest.mark.parametrize("causal", [False, True])
+def test_pipeline_runs_across_s1_blocks(interpret, causal):
+    """More S1 blocks than groups: each group strides over 2 or 3 of them as one pipeline of
+    steps, the next S1 block's first S tiles computed before this one's last P V. S1 = 320: 60
+    whole S1 blocks on 24 groups, the last round's 12 cut in two parts of 16 rows (one per
+    group, `split_last_round`); S1 = 300: the last S1 block of a head ragged, none cut. Causal
+    gives the S1 blocks different numbers of S2 blocks; an S2 of one block (100 keys) puts
+    SLOTS S1 blocks in flight at once (their own m and l each)."""
+    assert split_last_round(60, 24, 320, 32) == (72, 48, 2, 16)
+    assert split_last_round(60, 24, 300, 32) == (60, 60, 1, 32)
+    for s1, s2, dtype in ((320, 300, np.float32), (300, 100, np.float16)):
+        q, k, v = qkv((2, 3, s1, 64), (2, 3, s2, 64), dtype, s1 + s2)
+        assert 2 * 3 * -(-s1 // TILING.s1_block) > rt.get_soc().ai_core_num
+        o, mx, sm = flash_attention_with_stats(q, k, v, causal=causal, tiling=TILING,
+                                               interpret=interpret)
+        ro, rmx, rsm = flash_attention_reference(q, k, v, causal=causal)
+        assert_close(o, ro, dtype, scale=5 if dtype == np.float32 else 2)
+        tol = 1e-5 if dtype == np.float32 else 2e-3     # float16: S handed over in float16
+        np.testing.assert_allclose(mx, rmx, rtol=tol, atol=tol)
+        np.testing.assert_allclose(sm, rsm, rtol=100 * tol)
+    o = flash_attention(q, k, v, causal=causal, tiling=TILING, interpret=interpret,
+                        balance=False)                  # the last round's S1 blocks whole
+    assert_close(o, ro, dtype, scale=2)
+
+
+def test_split_last_round():
+    """The last round of S1 blocks is cut into parts (multiples of 16 rows) only when it leaves
+    at least half the groups idle and every S1 block is whole."""
+    assert split_last_round(512, 24, 8192, 128) == (528, 504, 3, 48)   # 48 + 48 + 32 rows
+    assert split_last_round(128, 24, 2048, 128) == (144, 120, 3, 48)
+    assert split_last_round(192, 24, 8192, 128) == (192, 192, 1, 128)  # no last round
+    assert split_last_round(40, 24, 640, 32) == (40, 40, 1, 32)        # 16 of 24: not cut
+    assert split_last_round(25, 24, 32, 16) == (25, 25, 1, 16)         # 16 rows: one part
+
+
 def test_gqa_and_scale(interpret):
     q, k, v = qkv((1, 4, 33, 64), (1, 2, 33, 64), np.float32, 7)   # 2 query heads per KV head
     o = flash_attention(q, k, v, scale=0.3, tiling=TILING, interpret=interpret)
@@ -164,10 +200,11 @@ def test_bad_inputs():
 
 def test_buffer_layout():
     """The kernel reads every field of FlashAttentionBuffers by name (and no other), and each
-    AIV's UB layout is O (rows x D), then 79 f32 per row (m, l, an alpha per pipeline slot
-    (SLOTS = 3), m_new, row max/sum, a 64-lane fold, 8 brcb lanes), then the 16-bit P (or O) of
-    bfloat16 inputs, or the 16-bit Q (or O) and the f32 scores of a pass of float16 inputs
-    (whose S arrives in float16); rows is half the S1 block. The GM workspace holds SLOTS
+    AIV's UB layout is O (rows x D), then 83 f32 per row (m and l of each S1 block in flight and
+    an alpha per pipeline slot (SLOTS = 3 each), m_new, row max/sum, a 64-lane fold, 8 brcb
+    lanes), then the 16-bit P (or O) of bfloat16 inputs, or the 16-bit Q (or O) and the f32
+    scores of a pass (at least rows x D: the Q scaling's scratch) of float16 inputs (whose S
+    arrives in float16); rows is half the S1 block. The GM workspace holds SLOTS
     O-part, P and S slots per group (and two slots of the scaled Q block for float16: the AIVs
     scale the next S1 block's Q while the AIC works on this one)."""
     tree = ast.parse(textwrap.dedent(inspect.getsource(flash_attention_kernel.__wrapped__)))
@@ -180,11 +217,11 @@ def test_buffer_layout():
         b = flash_attention_buffers(TILING, d, isz, half_s=half)
         assert b.rows == b.pass_rows == rows
         assert (b.m_ub, b.l_ub, b.alpha_ub, b.mnew_ub, b.fold_ub, b.brcb_ub, b.low_ub) == \
-            tuple(rows * (d + r) * 4 for r in (0, 1, 2, 5, 7, 71, 79))
+            tuple(rows * (d + r) * 4 for r in (0, 3, 6, 9, 11, 75, 83))
         low = rows * d * 2 if half else rows * s2b * isz if isz < 4 else 0
-        sf = rows * s2b * 4 if half else 0
+        sf = rows * max(s2b, d) * 4 if half else 0
         assert b.sf_ub == b.low_ub + low
-        assert b.calc == rows * (d + 79) * 4 + low + sf
+        assert b.calc == rows * (d + 83) * 4 + low + sf
         assert (b.ws_block, b.wsp_block, b.wss_block) == \
             (3 * s1b * d, 3 * s1b * s2b + (2 * s1b * d if half else 0), 3 * s1b * s2b)
         assert b.s_ub == rows * s2b * (2 if half else 4) and b.o_ub == rows * d * 4
