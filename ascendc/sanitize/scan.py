@@ -408,11 +408,7 @@ def block_pass(rows, lanes, tools, ev_lanes, sh_written, sh_freed, sh_rline, w_p
             lane = lanes[i]
             if lane == -2:
                 _join_all(clk, done)
-            elif lane >= 0:
-                for r in range(NL):
-                    for q in range(NL):
-                        if clk[lane, q] > clk[r, q]:
-                            clk[r, q] = clk[lane, q]
+            elif lane >= 0:     # its own pipe only (as checked mode): the pipe has drained
                 done[lane] = clk[lane, lane]
         elif kind == T.K_SYNC_ALL:
             clk[0, 0] += 1              # a scalar step every later op comes after

@@ -90,7 +90,9 @@ def flags_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, bad: int):
     the MTE2_MTE3 flag (Sync2, RAW); bad=2: the second copy-in overwrites the buffer without
     waiting for the copy-out (Write3, WAR); bad=3: a set_flag never waited for (Sync3);
     bad=4: the same event id set twice (Sync4); bad=5: wait_flag with no set_flag (Sync3);
-    bad=6: an event id out of range (Sync4)."""
+    bad=6: an event id out of range (Sync4); bad=7: a pipe_barrier of MTE2 instead of the
+    MTE2_MTE3 flag (it orders MTE2 alone: Sync2, RAW); bad=8: pipe_barrier(PIPE_ALL) instead
+    (clean)."""
     xg = asc.GlobalTensor()
     xg.set_global_buffer(x, 2 * TILE)
     zg = asc.GlobalTensor()
@@ -100,7 +102,11 @@ def flags_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, bad: int):
     pipe.init_buffer(buf, TILE * 4)
     a = buf.get(F32)
     asc.data_copy(a, xg, TILE)
-    if bad != 1:
+    if bad == 7:
+        asc.pipe_barrier(asc.PipeID.PIPE_MTE2)
+    elif bad == 8:
+        asc.pipe_barrier(asc.PipeID.PIPE_ALL)
+    elif bad != 1:
         asc.set_flag(asc.HardEvent.MTE2_MTE3, 0)
         asc.wait_flag(asc.HardEvent.MTE2_MTE3, 0)
     asc.data_copy(zg, a, TILE)

@@ -178,6 +178,17 @@ def test_raw_between_pipes_without_a_flag(interpret):
     assert f.other == ("MTE2 wrote at", line_of(K.flags_kernel, "asc.data_copy(a, xg, TILE)"))
 
 
+def test_a_barrier_of_one_pipe_does_not_order_another(interpret):
+    x, z = data()
+    rep = run(K.flags_kernel, 1, (x, z, 7), interpret, tool="racecheck")
+    f = only(rep, "Sync2")      # MTE2 drained (no Sync1), but MTE3 is not ordered after it
+    assert f.kind == "potential RAW hazard between MTE2 and MTE3"
+    assert f.where == line_of(K.flags_kernel, "asc.data_copy(zg, a, TILE)")
+    rep = run(K.flags_kernel, 1, (x, z, 8), interpret, check_all=True)
+    assert rep.count() == 0, rep.format()
+    np.testing.assert_array_equal(z[:2 * TILE], x[:2 * TILE])
+
+
 def test_war_write_over_data_not_yet_read(interpret):
     x, z = data()
     rep = run(K.flags_kernel, 1, (x, z, 2), interpret, tool="racecheck")
