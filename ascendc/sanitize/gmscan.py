@@ -88,6 +88,17 @@ def _unordered(g, ga, gb, tick, counts, woff, know):
 
 
 @cached_njit(nogil=True)
+def _still_open(g, open_, n, lo):
+    """Keep the first n entries of open_ whose range ends past lo (in order); their count."""
+    k = 0
+    for j in range(n):
+        if g[open_[j], G_HI] > lo:
+            open_[k] = open_[j]
+            k += 1
+    return k
+
+
+@cached_njit(nogil=True)
 def sweep(g, tick, counts, woff, know):
     """Every pair of overlapping groups of two instances (one a write) with two accesses nothing
     orders: a list of (group a, group b, access a, access b, lo, hi of the first shared bytes),
@@ -100,18 +111,8 @@ def sweep(g, tick, counts, woff, know):
     hits.pop()
     for i in range(n):
         lo = g[i, G_LO]
-        k = 0
-        for j in range(nw):
-            if g[open_w[j], G_HI] > lo:
-                open_w[k] = open_w[j]
-                k += 1
-        nw = k
-        k = 0
-        for j in range(nr):
-            if g[open_r[j], G_HI] > lo:
-                open_r[k] = open_r[j]
-                k += 1
-        nr = k
+        nw = _still_open(g, open_w, nw, lo)
+        nr = _still_open(g, open_r, nr, lo)
         write = g[i, G_WRITE] != 0
         for j in range(nw + nr if write else nw):
             o = open_w[j] if j < nw else open_r[j - nw]

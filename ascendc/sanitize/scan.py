@@ -159,6 +159,27 @@ def _flush(pend, npend, ht, w_pipe, w_time, w_line, r_time, r_line, state):
 
 
 @cached_njit(nogil=True)
+def _push(head, tail, nxt, k, idx):
+    """Append entry idx to FIFO k (linked through nxt; head/tail -1 when empty)."""
+    nxt[idx] = -1
+    if tail[k] >= 0:
+        nxt[tail[k]] = idx
+    else:
+        head[k] = idx
+    tail[k] = idx
+
+
+@cached_njit(nogil=True)
+def _pop(head, tail, nxt, k):
+    """Take the oldest entry of the non-empty FIFO k; returns its index."""
+    s = head[k]
+    head[k] = nxt[s]
+    if head[k] < 0:
+        tail[k] = -1
+    return s
+
+
+@cached_njit(nogil=True)
 def block_pass(rows, lanes, tools, ev_lanes, sh_written, sh_freed, sh_rline, w_pipe, w_time,
                w_line, r_time, r_line, dirty, state, xset, xwait, ib_set, ib_wait,
                found, gm, pts, counts):
@@ -365,21 +386,13 @@ def block_pass(rows, lanes, tools, ev_lanes, sh_written, sh_freed, sh_rline, w_p
             if send:
                 k = _key(keys, nkeys, k0, k1, k2, k3, True)
                 snaps[nsnap] = clk[lane]
-                nxt[nsnap] = -1
-                if tail[k] >= 0:
-                    nxt[tail[k]] = nsnap
-                else:
-                    head[k] = nsnap
-                tail[k] = nsnap
+                _push(head, tail, nxt, k, nsnap)
                 nsnap += 1
                 done[lane] = clk[lane, lane]        # a set fires once its pipe has drained
             else:
                 k = _key(keys, nkeys, k0, k1, k2, k3, False)
                 if k >= 0 and head[k] >= 0:
-                    s = head[k]
-                    head[k] = nxt[s]
-                    if head[k] < 0:
-                        tail[k] = -1
+                    s = _pop(head, tail, nxt, k)
                     for q in range(NL):
                         if snaps[s, q] > clk[lane, q]:
                             clk[lane, q] = snaps[s, q]
@@ -391,19 +404,12 @@ def block_pass(rows, lanes, tools, ev_lanes, sh_written, sh_freed, sh_rline, w_p
                 if phead[k] >= 0 and sync:
                     nf = _emit(found, nf, F_SYNC4, i, 0, 0, plines[phead[k]], ev, ident, 0)
                 plines[npl] = rows[i, T.C_LINE]
-                pnxt[npl] = -1
-                if ptail[k] >= 0:
-                    pnxt[ptail[k]] = npl
-                else:
-                    phead[k] = npl
-                ptail[k] = npl
+                _push(phead, ptail, pnxt, k, npl)
                 npl += 1
             elif kind == T.K_WAIT:
                 k = _key(pkeys, npkeys, ev, ident, 0, 0, False)
                 if k >= 0 and phead[k] >= 0:
-                    phead[k] = pnxt[phead[k]]
-                    if phead[k] < 0:
-                        ptail[k] = -1
+                    _pop(phead, ptail, pnxt, k)
         elif kind == T.K_BARRIER:
             lane = lanes[i]
             if lane == -2:
