@@ -4,7 +4,8 @@ where the cube can do it, as ATC's Conv fusions do on the NPU, and the weights i
     out (OC x P) = act(W' (OC x K) @ B (K x P)),   act = ReLU (fixpipe `relu_en`) or none
 
 `conv_matmul_kernel` runs `kernels.matmul.matmul_kernel`'s steps (B: Nd2Nz -> load_data -> mmad
--> fixpipe, the same tiling, queue depths and tile order: `tile_range`, `copy_b`, `load_b_zn`),
+-> fixpipe, the same tiling, queue depths and tile order: `tile_range`, `copy_b`, `mmad_strips`,
+`store_c`),
 with three differences:
 - the weights are in GM in the cube's own layout, as ATC stores a Conv's weights (FRACTAL_Z)
   instead of ND: `cube_weights` lays W' out on the host, once, as the sequence of L0A images
@@ -31,7 +32,7 @@ import ascendc as asc
 import rt
 
 from ._host import ceil_div, round_up
-from .matmul import MatmulTiling, copy_b, load_b_zn, tile_range
+from .matmul import MatmulTiling, copy_b, mmad_strips, store_c, tile_range
 
 
 @asc.jit
@@ -104,20 +105,10 @@ def conv_matmul_kernel(a: asc.GlobalAddress, b: asc.GlobalAddress, c: asc.Global
             k_pad = (kt + c0 - 1) // c0 * c0
             b1 = copy_b(qb1, bg, zg, og, k0 * n + n0, kt, nt, n, k_pad, min(kt, kg - k0))
             a2 = load_a_gm(qa2, ag, m0 * kp_all + m16 * k0, m16, kt, c0)
-            for j in range(0, nt, l0_n):
-                ns = min(l0_n, nt - j)
-                b2 = load_b_zn(qb2, b1, j // 16, ns, k_pad, c0)
-                asc.mmad(cl[j * m16:], a2, b2,
-                         asc.MmadParams(m=mt, n=ns, k=kt, unit_flag=0, cmatrix_source=False,
-                                        cmatrix_init_val=kc == 0))
-                qb2.free_tensor(b2)
+            mmad_strips(qb2, b1, a2, cl, m16, mt, nt, kt, k_pad, c0, l0_n, kc == 0)
             qa2.free_tensor(a2)
             qb1.free_tensor(b1)
-        qc.enque(cl)
-        cl = qc.deque(asc.float32)
-        asc.fixpipe(cg[m0 * n + n0:], cl, asc.FixpipeParamsV220(nt, mt, m16, n,
-                                                                 relu_en=relu != 0))
-        qc.free_tensor(cl)
+        store_c(qc, cl, cg, m0 * n + n0, mt, nt, m16, n, relu)
 
 
 # ---- host side ---------------------------------------------------------------------------------

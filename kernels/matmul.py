@@ -220,6 +220,29 @@ def load_b_zn(q, b1, j0, ns, k_pad, c0):
 
 
 @asc.jit
+def mmad_strips(qb2, b1, a2, cl, m16, mt, nt, kt, k_pad, c0, l0_n, init):
+    """C (+)= A2 @ B1 over the tile's nt columns, l0_n at a time (each strip of B1 loaded to L0B
+    first); init: the first K chunk (C starts from 0)."""
+    for j in range(0, nt, l0_n):
+        ns = min(l0_n, nt - j)
+        b2 = load_b_zn(qb2, b1, j // 16, ns, k_pad, c0)
+        asc.mmad(cl[j * m16:], a2, b2,
+                 asc.MmadParams(m=mt, n=ns, k=kt, unit_flag=0, cmatrix_source=False,
+                                cmatrix_init_val=init))
+        qb2.free_tensor(b2)
+
+
+@asc.jit
+def store_c(qc, cl, cg, off, mt, nt, m16, n, relu):
+    """The finished mt x nt tile in L0C to C at element `off` (row stride n) by the fixpipe,
+    relu: its relu_en."""
+    qc.enque(cl)
+    cl = qc.deque(asc.float32)
+    asc.fixpipe(cg[off:], cl, asc.FixpipeParamsV220(nt, mt, m16, n, relu_en=relu != 0))
+    qc.free_tensor(cl)
+
+
+@asc.jit
 def tile_range(m, n, base_m, base_n):
     """(tiles_m, first, last): this core's contiguous, balanced range of the output tiles,
     numbered column-major (tm fastest)."""
@@ -268,20 +291,10 @@ def matmul_tiles(ag, bg, cg, zg, og, qa1, qb1, qa2, qb2, qc, m, n, k, kg, relu, 
             b1 = copy_b(qb1, bg, zg, og, k0 * n + n0, kt, nt, n, k_pad, min(kt, kg - k0))
             a2 = load_a_zz(qa2, a1, m16, kt, c0)
             qa1.free_tensor(a1)
-            for j in range(0, nt, l0_n):
-                ns = min(l0_n, nt - j)
-                b2 = load_b_zn(qb2, b1, j // 16, ns, k_pad, c0)
-                asc.mmad(cl[j * m16:], a2, b2,
-                         asc.MmadParams(m=mt, n=ns, k=kt, unit_flag=0, cmatrix_source=False,
-                                        cmatrix_init_val=kc == 0))
-                qb2.free_tensor(b2)
+            mmad_strips(qb2, b1, a2, cl, m16, mt, nt, kt, k_pad, c0, l0_n, kc == 0)
             qa2.free_tensor(a2)
             qb1.free_tensor(b1)
-        qc.enque(cl)
-        cl = qc.deque(asc.float32)
-        asc.fixpipe(cg[m0 * n + n0:], cl, asc.FixpipeParamsV220(nt, mt, m16, n,
-                                                                 relu_en=relu != 0))
-        qc.free_tensor(cl)
+        store_c(qc, cl, cg, m0 * n + n0, mt, nt, m16, n, relu)
 
 
 @asc.jit
