@@ -42,11 +42,7 @@ converted to float32 first (same layouts). int8 -> int32 through float64 dgemm o
 bias row (BT, f32, or int32 for int8) whatever cmatrix_init_val says, as Ascend C's bias path does
 (cmatrix_source=1). fm_offset, en_ssparse, winograd, unit_flag, k_direction_align, cmatrix_source
 (without a bias tensor) are ignored. Counters: cube_macs (f16/bf16/int8) or cube_macs_fp32 (f32)
-+= m*n*k. Measured (`python -m bench.cube_gemm`, thread CPU time, one mmad with its checks against
-np.dot of the same product on one OpenBLAS thread, 2-core AMD EPYC with AVX-512, load ~7,
-2026-12-06): f32 190-205 GFLOP/s at 64..256 x 64..256 x 64..128, 1.7-1.9x np.dot's speed; f16
-150-175 GFLOP/s, 1.3-1.5x (the conversion of both operands and the 16 x 16 fractals cost the
-difference).
++= m*n*k. Its speed against np.dot: `python -m bench.cube_gemm` (docs/performance.md).
 
 fixpipe(dst, src L0C, FixpipeParamsV220, config): cfg_row_major: for each of nd_num matrices
 (src += i*src_nd_stride KB, dst += i*dst_nd_stride elements) C[r, c] (r < m_size, c < n_size),

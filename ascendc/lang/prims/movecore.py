@@ -158,20 +158,19 @@ def traced_blocks(ctx, op_id, D, S, nbytes, isz, gm_span, blk, step, local_step)
         # the sanitizer's rows: the GM side over its span; a local source over the bytes moved
         # when it goes to GM contiguously (else its layout is not known here: not recorded); a
         # local destination over them when contiguous, else to the tensor's end
-        if local_step > blk:        # a strided local side: its blocks
+        strided = local_step > blk
+        if strided:                 # a strided local side: its blocks
             for i in range(nbytes // blk):
                 trace.access(ctx, op_id, (S[2] if D[0] < 0 else D[2]) + i * local_step, blk,
                              0 if D[0] < 0 else 1)
         if S[0] < 0:
             trace.gm_blocks(ctx, op_id, S[2], gm_span, blk, step, 0)
-        elif local_step > blk:
-            pass
-        elif D[0] < 0 and gm_span == nbytes:
+        elif not strided and D[0] < 0 and gm_span == nbytes:
             trace.access(ctx, op_id, S[2], nbytes, 0)
         if D[0] < 0:
             trace.gm_blocks(ctx, op_id, D[2], gm_span, blk, step, 1)
-        elif local_step > blk:
-            pass
+        elif strided:
+            pass                    # (recorded above)
         elif gm_span == nbytes:
             trace.access(ctx, op_id, D[2], nbytes, 1)
         else:           # (strided local -> local: its byte count, not its bytes)
