@@ -13,6 +13,13 @@ run at once, each on its own thread. How many groups run at once:
 - across groups (mode 0, ib_set / ib_wait, sync_all): every group at once, as the hardware runs
   them; the caller bounds `block_dim` by the SoC's AI Cores (rt does not know the kernel type).
 
+In an intra-group launch the threads of slot s are pinned to one CPU of the process's affinity
+set (the s-th, modulo their number) while they run the launch, and given back their own
+affinity after: a group's AIC and AIVs then hand tiles over on one CPU, so the thread a set
+wakes runs at once on the CPU its waker leaves, and the S, P and O tiles stay in that CPU's
+caches (docs/performance.md has the numbers). `ASCEND_EMU_PIN_GROUPS=0` (read at each launch)
+leaves them to the OS scheduler; one slot, or one CPU, is never pinned.
+
 Threads come from the resident-core set of rt.resident and are reused. Each instance runs through
 the core pool's range runner (`CorePool._run_range`), so a fault is recorded as any block's, the
 others are released and skip their work, and `CorePool.cancel` (op timeout, device reset) stops
@@ -25,6 +32,7 @@ up; more threads than CPUs time-slice.
 """
 from __future__ import annotations
 
+import os
 import random
 from dataclasses import dataclass
 
@@ -64,20 +72,49 @@ def dispatch_mix(task, pool, run_instance, register) -> None:
     if task.binary.shuffle_blocks:
         random.shuffle(order)
     slots = bd if spec.across_groups else min(bd, pool.n)
+    cpus = None if spec.across_groups else slot_cpus(slots)
     jobs = []
     for s in range(slots):
         groups = order[s::slots]
+        cpu = None if cpus is None else cpus[s]
         for k in range(len(spec.roles)):
-            jobs.append(lambda groups=groups, k=k, s=s: _run_slot(launch, groups, k, s,
-                                                                  run_instance))
+            jobs.append(lambda groups=groups, k=k, s=s, cpu=cpu: _run_slot(launch, groups, k, s,
+                                                                           run_instance, cpu))
     launch.slots = slots
     register(task, launch)
     start_threads(jobs)
 
 
-def _run_slot(launch, groups, k, wid, run_instance) -> None:
-    """One thread of a slot: core `k` of each of `groups`, in order."""
-    for g in groups:
-        if not launch.claim():
-            return
-        run_instance(g, wid, launch.instance(g, k))
+def slot_cpus(slots: int):
+    """The CPU the threads of each of `slots` slots are pinned to, or None (not pinned: one slot,
+    one CPU in the process's affinity set, no sched_setaffinity, or ASCEND_EMU_PIN_GROUPS=0)."""
+    if slots < 2 or os.environ.get("ASCEND_EMU_PIN_GROUPS", "1") == "0" or not hasattr(
+            os, "sched_setaffinity"):
+        return None
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        return None
+    return [cpus[s % len(cpus)] for s in range(slots)]
+
+
+def _run_slot(launch, groups, k, wid, run_instance, cpu=None) -> None:
+    """One thread of a slot: core `k` of each of `groups`, in order; on CPU `cpu` if not None
+    (the thread's own affinity is given back after)."""
+    old = None
+    if cpu is not None:
+        try:
+            old = os.sched_getaffinity(0)
+            os.sched_setaffinity(0, (cpu,))
+        except OSError:         # a CPU taken away meanwhile: run where the OS puts us
+            old = None
+    try:
+        for g in groups:
+            if not launch.claim():
+                return
+            run_instance(g, wid, launch.instance(g, k))
+    finally:
+        if old is not None:
+            try:
+                os.sched_setaffinity(0, old)
+            except OSError:     # none of them left: keep the pinned CPU
+                pass

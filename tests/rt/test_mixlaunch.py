@@ -95,6 +95,38 @@ def test_groups_run_concurrently_on_few_threads_and_flags_order_them(dev0, cores
             assert max(b.seq(w, "aiv-write") for w in aivs) < b.seq(v, "aiv-after-mode1")
 
 
+def _affinity_body(inst, log):
+    import os
+    log(("cpus", tuple(sorted(os.sched_getaffinity(0))), inst.group))
+    return _ping_pong(inst, lambda ev: None)
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "sched_setaffinity")
+                    or len(__import__("os").sched_getaffinity(0)) < 2,
+                    reason="needs sched_setaffinity and 2 CPUs")
+def test_a_slots_threads_share_one_cpu_while_they_run_and_get_their_affinity_back(
+        dev0, cores2, monkeypatch):
+    import os
+    every = tuple(sorted(os.sched_getaffinity(0)))
+    b = MixBinary(_affinity_body)
+    assert _run(b, 8).error is None
+    seen = {}
+    for _, name, (_, cpus, g) in b.events:
+        assert len(cpus) == 1 and cpus[0] in every, (name, cpus)
+        seen.setdefault(g, set()).add(cpus[0])
+    assert all(len(c) == 1 for c in seen.values())          # a group's 3 cores: one CPU
+    assert set().union(*seen.values()) == set(every[:2])    # 2 slots (shuffled groups): 2 CPUs
+    # the same threads run the next launch: a launch across groups is not pinned, so the
+    # affinity they report is what they had before (the whole set)
+    across = MixBinary(_affinity_body, across=True)
+    assert _run(across, 2).error is None
+    assert {cpus for _, _, (_, cpus, _) in across.events} == {every}
+    monkeypatch.setenv("ASCEND_EMU_PIN_GROUPS", "0")
+    off = MixBinary(_affinity_body)
+    assert _run(off, 8).error is None
+    assert {cpus for _, _, (_, cpus, _) in off.events} == {every}
+
+
 def test_mode_0_is_a_barrier_over_cores_of_one_kind(dev0):
     def body(inst, log):
         L = inst.launch
