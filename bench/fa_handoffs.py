@@ -12,7 +12,8 @@ blocked, involuntary = preempted), the cross-core calls that reached the launch'
 native waits, and the live threads. Unchecked launches whose flags stay inside groups count
 sets and untaken waits in native code, so their sets and waits columns are 0; a wait that finds
 its counter at 0 sleeps on a futex (Linux), and reaches Python ("blocked") only after sleeping
-long or without futexes (ASCEND_EMU_FUTEX=0 shows the launch without them); `--checked` shows the
+long or without futexes (ASCEND_EMU_FUTEX=0 shows the launch without them; ASCEND_EMU_PIN_GROUPS=0
+without each slot's threads pinned to one CPU); `--checked` shows the
 launch counting every flag (the counter limit and GM order need its lock). B1 N8 D64 fp32
 BNSD. Run it on a quiet machine for absolute numbers; the counts do not depend on load much.
 
@@ -42,6 +43,7 @@ from kernels.flash_attention import flash_attention_with_stats
 from kernels.flash_attention_backward import flash_attention_backward
 from rt.futex import futex_available
 from rt.launch import core_pool
+from rt.mixlaunch import slot_cpus
 
 CALLS = {"set_flag": 0, "wait_flag": 0, "wait_native": 0}
 LAUNCHES = []           # the launches of the current measurement (their futex counts)
@@ -143,7 +145,8 @@ def main(argv=None):
         return profile([("forward", fwd), ("backward", bwd)], a.repeats,
                        f"MIX FlashAttention B1 N8 S{a.seq} D64 fp32")
     print(f"MIX FlashAttention B1 N8 S{a.seq} D64 fp32, {'checked' if a.checked else 'unchecked'}"
-          f", futex {'on' if futex_available() else 'off'}"
+          f", futex {'on' if futex_available() else 'off'}, slots "
+          f"{'pinned' if slot_cpus(core_pool().n) else 'not pinned'}"
           f", {core_pool().n} emulated cores, {os.cpu_count()} CPUs, load "
           f"{os.getloadavg()[0]:.1f}; medians of {a.repeats}")
     print(f"  {'':9}{'wall ms':>9}{'cpu ms':>9}{'vol cs':>8}{'invol cs':>9}{'sets':>7}"
