@@ -2,7 +2,7 @@
 and of the backward (two launches), on DeviceArrays, compiled mode.
 
     python -m bench.fa_handoffs [--seq 2048] [--repeats 5] [--checked]
-    python -m bench.fa_handoffs --paired [--repeats 7]
+    python -m bench.fa_handoffs --paired [--repeats 7] [--switch futex|pin]
     python -m bench.fa_handoffs --perf [--repeats 5]     (Linux perf: where the CPU time goes)
 
 For each: the median wall time and process CPU time (all threads), and from the last run the
@@ -21,7 +21,9 @@ BNSD. Run it on a quiet machine for absolute numbers; the counts do not depend o
 blocking waits in rt.crossflags) and on, and torch's SDPA forward and backward (autograd, the
 backward alone timed, as bench.flash_attention times it) next to them; medians of the rounds'
 wall times, the on/off speed-up, the ratios to torch (torch's time / ours: 1 = as fast) and the
-process CPU time of our calls.
+process CPU time of our calls. `--switch pin` pairs
+ASCEND_EMU_PIN_GROUPS=0 (each slot's threads left to the OS) with the default (pinned to one
+CPU) instead.
 
 `--perf`: `perf record` of this process during `--repeats` forwards, then as many backwards, with
 the compiled code's symbols (a /tmp/perf-PID.map written from Numba's JIT engine after warm-up,
@@ -113,6 +115,8 @@ def main(argv=None):
     ap.add_argument("--seq", type=int, default=2048)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--checked", action="store_true", help="checked launches (ASCENDC_CHECKED)")
+    ap.add_argument("--switch", choices=("futex", "pin"), default="futex",
+                    help="what --paired turns off and on")
     ap.add_argument("--paired", action="store_true",
                     help="futexes off / on alternating, next to torch SDPA")
     ap.add_argument("--perf", action="store_true",
@@ -193,12 +197,13 @@ def paired(fwd, bwd, q, k, v, do, a):
     t_fwd, t_bwd = _sdpa_steps(q, k, v, do)
     runs = {key: [] for key in ("fwd off", "fwd on", "bwd off", "bwd on", "torch fwd",
                                 "torch bwd")}
-    saved = os.environ.get("ASCEND_EMU_FUTEX")
+    var = {"futex": "ASCEND_EMU_FUTEX", "pin": "ASCEND_EMU_PIN_GROUPS"}[a.switch]
+    saved = os.environ.get(var)
     loads = [os.getloadavg()[0]]
     try:
         for _ in range(a.repeats):
             for mode in ("off", "on"):
-                os.environ["ASCEND_EMU_FUTEX"] = "0" if mode == "off" else "1"
+                os.environ[var] = "0" if mode == "off" else "1"
                 runs[f"fwd {mode}"].append(timed(fwd, f"fwd {mode}"))
                 runs[f"bwd {mode}"].append(timed(bwd, f"bwd {mode}"))
             runs["torch fwd"].append(t_fwd())
@@ -206,13 +211,13 @@ def paired(fwd, bwd, q, k, v, do, a):
             loads.append(os.getloadavg()[0])
     finally:
         if saved is None:
-            os.environ.pop("ASCEND_EMU_FUTEX", None)
+            os.environ.pop(var, None)
         else:
-            os.environ["ASCEND_EMU_FUTEX"] = saved
+            os.environ[var] = saved
     med = {key: float(np.median(x)) * 1e3 for key, x in runs.items()}
     print(f"MIX FlashAttention B1 N8 S{a.seq} D64 fp32 unchecked, {os.cpu_count()} CPUs, load "
           f"{min(loads):.1f}-{max(loads):.1f}; medians of {a.repeats} rounds (wall ms)")
-    print(f"  {'':9}{'futex off':>10}{'futex on':>10}{'speed-up':>10}{'torch':>8}"
+    print(f"  {'':9}{a.switch + ' off':>10}{a.switch + ' on':>10}{'speed-up':>10}{'torch':>8}"
           f"{'off/torch':>10}{'on/torch':>10}{'cpu off':>9}{'cpu on':>8}")
     for name in ("fwd", "bwd"):
         off, on, tt = med[f"{name} off"], med[f"{name} on"], med[f"torch {name}"]
