@@ -16,6 +16,10 @@ above on that 2C-channel image of W/2 columns (tap kj of phase p sits at column 
 (kj - pw - p)/2); W' gets the matching column order, with zero columns for the (phase, shift)
 pairs no tap uses (`Conv2dTiling.phase`, `phase_weight_matrix`).
 
+3x3 convolutions with stride 1 and padding 1 on images whose padded row (W+2 rounded up to 16)
+wastes little (`Conv2dTiling.tap_wp`, ResNet's 56/28/14 stages) skip img2col: x is copied once
+with a zero border and the cube reads the 9 taps from it in place (kernels/convtap.py).
+
 1x1 convolutions with stride 1 and no padding (`Conv2dTiling.direct`) need no img2col: x[n]
 already is the C x H*W matrix, so the matmul reads it in place as the first C rows of B; the
 ones row that carries the bias (K' = C + 1) is added in L1 by the matmul (`ones_row`). With
@@ -53,6 +57,7 @@ from ._host import ceil_div, is_device, round_up
 from .eltwise import bias_act_kernel, deinterleave2_kernel
 from .img2col import Img2colGeometry, Img2colSplit, img2col_kernel
 from .convmm import conv_matmul_kernel, cube_weights, device_ones
+from .convtap import SLACK, conv_tap_kernel, pad_kernel, tap_fits, tap_weight_matrix, tap_wp
 from .matmul import MatmulTiling, matmul_tiling
 from .subsample import launch_subsample2, subsample_fits
 
@@ -94,6 +99,7 @@ class Conv2dTiling:
     mm: MatmulTiling
     phase: "Conv2dTiling | None" = None   # stride-2 path: the stride-1 img2col of the split x
     ch_per_copy: int = 0  # stride-1 img2col by channel batches (small images; 0: by row groups)
+    tap_wp: int = 0      # 3x3/1 pad 1 without img2col (kernels/convtap.py): xp's row length Wp
 
     @property
     def direct(self) -> bool:
@@ -117,6 +123,8 @@ class Conv2dTiling:
         """img2col workspace elements (+ the column-split x after it on the stride-2 path)."""
         if self.phase:
             return round_up(self.phase.col_elems, 8) + self.c * self.h * self.w
+        if self.tap_wp:
+            return self.c * (self.h + 2) * self.tap_wp + SLACK
         return self.k_rows * self.oh * self.ow
 
     def __post_init__(self):
@@ -164,6 +172,9 @@ def conv2d_tiling(x_shape, w_shape, stride=1, padding=0, dilation=1, block_dim=N
     by_channels = kh * kw * ceil_div(c, max(cpc, 1)) * (2 + 3 * oh)
     ch_mode = sw == 1 and not direct and cpc > 0 and by_channels < by_rows
     mm = matmul_tiling(oc, p, c * kh * kw + 1, np.float32, soc=soc)
+    tap = tap_wp(w) if tap_fits(c, h, w, kh, kw, (sh, sw), pad, (dh, dw), mm.base_n, BUF) else 0
+    if tap:             # the padded output: oh rows of Wp columns
+        mm = matmul_tiling(oc, oh * tap, c * kh * kw + 1, np.float32, soc=soc)
     ow8 = round_up(max(ow, 1), 8)
     sparse_blocks = max(pad[1] + w, (ow - 1) * sw + (kw - 1) * dw + 1)
     rows_per_pass = min(oh, BUF // (kw * ow8)) if sw > 1 and sparse_blocks * 8 <= BUF else 0
@@ -176,7 +187,7 @@ def conv2d_tiling(x_shape, w_shape, stride=1, padding=0, dilation=1, block_dim=N
                         ceil_div(groups, per_core), per_core,
                         max(1, min(4095, BUF // ow8)), rows_per_pass,
                         ceil_div(rows, ceil_div(rows, epi_cores)), ceil_div(rows, epi_cores),
-                        phase.mm if phase else mm, phase, cpc if ch_mode else 0)
+                        phase.mm if phase else mm, phase, cpc if ch_mode else 0, tap)
 
 
 # ---- host ----------------------------------------------------------------------------------------
@@ -238,6 +249,8 @@ def phase_weight_matrix(w, b, t: Conv2dTiling) -> np.ndarray:
 
 def conv_matrix(w, b, t: Conv2dTiling) -> np.ndarray:
     """W' (OC x K', host float32, the bias as its last column) for tiling t."""
+    if t.tap_wp:
+        return tap_weight_matrix(w, b)
     return phase_weight_matrix(w, b, t) if t.phase else weight_matrix(w, b)
 
 
@@ -265,6 +278,22 @@ def launch_epilogue(y, out, t: Conv2dTiling, stream, bias=None, residual=None, r
         EPI_TILE, **launch_options)
 
 
+def _launch_taps(xi, wmat, yi, col, zeros, ones, t: Conv2dTiling, relu: int, stream,
+                 launch_options) -> None:
+    """One image of a tap convolution (kernels/convtap.py): xp into the workspace, then the
+    cube reads the 9 taps from it."""
+    mm, wp = t.mm, t.tap_wp
+    xp = rt.DeviceArray((t.col_elems,), np.float32, col.ptr)
+    cores = min(rt.default_core_count(), t.c)
+    per_core = ceil_div(t.c, cores)
+    pad_kernel[ceil_div(t.c, per_core), stream](xi, xp, t.c, t.h, t.w, wp, per_core,
+                                                max(1, BUF // (t.h * wp)), BUF,
+                                                **launch_options)
+    conv_tap_kernel[mm.block_dim, stream](
+        wmat, xp, yi, zeros, ones, np.int64(mm.m), t.c, t.h, t.w, wp, relu, mm.base_m,
+        mm.base_n, mm.base_k, mm.l0_n, mm.depth_l1, mm.depth_l0a, mm.depth_l0b, **launch_options)
+
+
 def launch_conv2d(x, wmat, y, col, zeros, t: Conv2dTiling, stream, *, residual=None,
                   relu=False, out=None, **launch_options) -> None:
     """Queue out = act(conv2d(x) + bias [+ residual]) on `stream` with device arrays: x
@@ -286,12 +315,16 @@ def launch_conv2d(x, wmat, y, col, zeros, t: Conv2dTiling, stream, *, residual=N
         xp = rt.DeviceArray((chw,), np.float32, int(col.ptr) + round_up(t.phase.col_elems, 8) * 4)
         dcores = min(rt.default_core_count(), ceil_div(chw // 2, PAIRS))
         per_core = round_up(ceil_div(chw // 2, dcores), 8)
-    if not t.direct:
+    if not t.direct and not t.tap_wp:
         col = rt.DeviceArray((t.k_rows, ohw), np.float32, col.ptr)
     mm = t.mm
     for i in range(t.n):
         xi = rt.DeviceArray((chw,), np.float32, int(x.ptr) + i * chw * 4)
         yi = rt.DeviceArray((t.oc, ohw), np.float32, int(mm_out.ptr) + i * t.oc * ohw * 4)
+        if t.tap_wp:
+            _launch_taps(xi, wmat, yi, col, zeros, ones, t, int(relu and direct_out), stream,
+                         launch_options)
+            continue
         if t.direct:
             b_op = rt.DeviceArray((t.c, ohw), np.float32, xi.ptr)
         elif t.subsample:

@@ -86,3 +86,15 @@ def test_model_with_workspace_free_1x1_conv_runs_on_the_ai_core(tmp_path):
                                rtol=1e-4, atol=1e-5)
     names = {r.name for r in prof.records if r.kind == "kernel"}
     assert "conv1 (conv_matmul_kernel)" in names and "conv1 (img2col_kernel)" not in names
+
+
+def test_workspace_covers_the_tap_path():
+    """3x3/1 pad 1: kernels.conv2d's tap path needs only x with a zero border (less than the
+    img2col matrix rt.atc plans for), so the planned workspace is enough."""
+    x, w = (1, 64, 56, 56), (64, 64, 3, 3)
+    t = conv2d_tiling(x, w, 1, 1)
+    assert t.tap_wp
+    node = {"name": "c", "op": "Conv", "inputs": ["x", "w"], "outputs": ["y"],
+            "attrs": {"kernel_shape": [3, 3], "strides": [1, 1], "pads": [1, 1, 1, 1]}}
+    specs = {"x": (x, "float32"), "y": ((1, 64, 56, 56), "float32")}
+    assert t.col_elems * 4 < node_workspace(node, specs) == (64 * 9 + 1) * 56 * 56 * 4
