@@ -9,7 +9,10 @@ with rt.Model, and times `model.execute([x])` (synchronous, numpy in and out) ag
 interleaved (bench._timing). It prints both medians, the ratio onnxruntime time / our time (1.0 =
 as fast; the goal is >= 0.5) and the per-node breakdown of one profiled execution
 (op_summary rows: AI Core kernels named "<node> (<kernel>)", AI CPU nodes "<node> (AI_CPU <op>)"),
-summed per op type. onnxruntime is an optional extra (`pip install onnxruntime`).
+summed per op type. Before the timing it splits the CPU time of an inference: the kernels' block
+ranges by kernel (thread CPU time of each range on the core threads) against the rest, and the
+host thread's CPU time to enqueue one inference (the launches' Python), so a loaded machine
+still shows where the time goes. onnxruntime is an optional extra (`pip install onnxruntime`).
 
 Measured (2 cores shared with other jobs; onnxruntime's time suffers more from the load than
 ours, so loaded ratios overstate ours; say which one you quote):
@@ -116,6 +119,7 @@ def run_bench(name: str, repeats: int) -> int:
         model.execute([x])
     print(f"rt.Model CPU time per inference (all threads): "
           f"{(time.process_time() - c0) / repeats * 1e3:.1f} ms ({repeats} runs)")
+    _host_and_kernel_cpu(model, x, repeats)
     variants = {"rt.Model": lambda: model.execute([x])}
     try:
         import onnxruntime as ort
@@ -164,6 +168,58 @@ def run_bench(name: str, repeats: int) -> int:
     for r in top:
         print(f"  {r['op_name']:<44}{r['host_total_us'] / 1e3:>10.2f} ms")
     return 0
+
+
+def _host_and_kernel_cpu(model, x, repeats: int) -> None:
+    """Where the CPU time of an inference goes: the host thread's CPU time to enqueue one
+    inference (device input, asynchronous `execute`: binding, argument checks and the launches'
+    Python, overlapping the kernels), and the thread CPU time of the kernels' block ranges on the
+    core threads by kernel (each `run_blocks` call timed with time.thread_time_ns, so load from
+    other processes does not count)."""
+    import threading
+
+    import rt
+    from ascendc import binaries
+
+    s = rt.current_stream()
+    xd = rt.to_device(x)
+    enq = []
+    for _ in range(repeats):
+        s.synchronize()
+        c0 = time.thread_time()
+        model.execute([xd])
+        enq.append(time.thread_time() - c0)
+    s.synchronize()
+    acc: dict = {}
+    lock = threading.Lock()
+    orig = binaries.Binary.run_blocks
+
+    def timed(self, *args, **kwargs):
+        c0 = time.thread_time_ns()
+        try:
+            return orig(self, *args, **kwargs)
+        finally:
+            d = time.thread_time_ns() - c0
+            with lock:
+                v = acc.setdefault(self.name, [0, 0])
+                v[0] += d
+                v[1] += 1
+    binaries.Binary.run_blocks = timed
+    try:
+        c0 = time.process_time()
+        for _ in range(repeats):
+            model.execute([xd])
+            s.synchronize()
+        cpu = (time.process_time() - c0) / repeats * 1e3
+    finally:
+        binaries.Binary.run_blocks = orig
+    ker = sum(v[0] for v in acc.values()) / repeats / 1e6
+    print(f"CPU per inference {cpu:.1f} ms: kernels' block ranges {ker:.1f} ms (thread CPU), "
+          f"the rest {cpu - ker:.1f} ms, of which the host thread enqueueing the launches "
+          f"{float(np.median(enq)) * 1e3:.1f} ms (median; the launches' Python, overlapping the "
+          f"kernels)")
+    for name, (ns, n) in sorted(acc.items(), key=lambda kv: -kv[1][0]):
+        print(f"  {name:<28}{n / repeats:>6.0f} ranges{ns / repeats / 1e6:>9.1f} ms CPU")
 
 
 def run_conformance(light: bool, pattern: str | None) -> int:
