@@ -57,7 +57,8 @@ from ._host import ceil_div, is_device, round_up
 from .eltwise import bias_act_kernel, deinterleave2_kernel
 from .img2col import Img2colGeometry, Img2colSplit, img2col_kernel
 from .convmm import conv_matmul_kernel, cube_weights, device_ones
-from .convtap import SLACK, conv_tap_kernel, pad_kernel, tap_fits, tap_weight_matrix, tap_wp
+from .convtap import (SLACK, conv_tap_kernel, pad_kernel, pad_phases_kernel, tap_fits, tap_rows,
+                      tap_weight_matrix, tap_wp)
 from .matmul import MatmulTiling, matmul_tiling
 from .subsample import launch_subsample2, subsample_fits
 
@@ -123,8 +124,10 @@ class Conv2dTiling:
         """img2col workspace elements (+ the column-split x after it on the stride-2 path)."""
         if self.phase:
             return round_up(self.phase.col_elems, 8) + self.c * self.h * self.w
-        if self.tap_wp:
-            return self.c * (self.h + 2) * self.tap_wp + SLACK
+        if self.tap_wp:         # xp (stride 2: four phase images, then x split by columns)
+            s = self.stride[0]
+            xp = s * s * self.c * tap_rows(self.h, s) * self.tap_wp + SLACK
+            return xp if s == 1 else round_up(xp, 8) + self.c * self.h * self.w
         return self.k_rows * self.oh * self.ow
 
     def __post_init__(self):
@@ -172,9 +175,11 @@ def conv2d_tiling(x_shape, w_shape, stride=1, padding=0, dilation=1, block_dim=N
     by_channels = kh * kw * ceil_div(c, max(cpc, 1)) * (2 + 3 * oh)
     ch_mode = sw == 1 and not direct and cpc > 0 and by_channels < by_rows
     mm = matmul_tiling(oc, p, c * kh * kw + 1, np.float32, soc=soc)
-    tap = tap_wp(w) if tap_fits(c, h, w, kh, kw, (sh, sw), pad, (dh, dw), mm.base_n, BUF) else 0
+    tap = tap_wp(w, sh) if tap_fits(c, h, w, kh, kw, (sh, sw), pad, (dh, dw), mm.base_n, BUF) \
+        else 0
     if tap:             # the padded output: oh rows of Wp columns
         mm = matmul_tiling(oc, oh * tap, c * kh * kw + 1, np.float32, soc=soc)
+        phase = None
     ow8 = round_up(max(ow, 1), 8)
     sparse_blocks = max(pad[1] + w, (ow - 1) * sw + (kw - 1) * dw + 1)
     rows_per_pass = min(oh, BUF // (kw * ow8)) if sw > 1 and sparse_blocks * 8 <= BUF else 0
@@ -282,16 +287,29 @@ def _launch_taps(xi, wmat, yi, col, zeros, ones, t: Conv2dTiling, relu: int, str
                  launch_options) -> None:
     """One image of a tap convolution (kernels/convtap.py): xp into the workspace, then the
     cube reads the 9 taps from it."""
-    mm, wp = t.mm, t.tap_wp
-    xp = rt.DeviceArray((t.col_elems,), np.float32, col.ptr)
-    cores = min(rt.default_core_count(), t.c)
-    per_core = ceil_div(t.c, cores)
-    pad_kernel[ceil_div(t.c, per_core), stream](xi, xp, t.c, t.h, t.w, wp, per_core,
-                                                max(1, BUF // (t.h * wp)), BUF,
-                                                **launch_options)
+    mm, wp, s = t.mm, t.tap_wp, t.stride[0]
+    hp = tap_rows(t.h, s)
+    xp = rt.DeviceArray((s * s * t.c * hp * wp + SLACK,), np.float32, col.ptr)
+    cores = rt.default_core_count()
+    if s == 1:
+        per_core = ceil_div(t.c, min(cores, t.c))
+        pad_kernel[ceil_div(t.c, per_core), stream](xi, xp, t.c, t.h, t.w, wp, per_core,
+                                                    max(1, BUF // (t.h * wp)), BUF,
+                                                    **launch_options)
+    else:               # split the columns, then the four phase images
+        chw = t.c * t.h * t.w
+        xs = rt.DeviceArray((chw,), np.float32, int(col.ptr) + round_up(xp.size, 8) * 4)
+        per_core = round_up(ceil_div(chw // 2, min(cores, ceil_div(chw // 2, PAIRS))), 8)
+        deinterleave2_kernel[ceil_div(chw // 2, per_core), stream](
+            xi, xs, chw // 2, per_core, PAIRS, **launch_options)
+        per_core = ceil_div(2 * t.c, min(cores, 2 * t.c))
+        pad_phases_kernel[ceil_div(2 * t.c, per_core), stream](
+            xs, xp, 2 * t.c, t.h, t.w // 2, wp, per_core, max(1, BUF // (t.h // 2 * wp)), BUF,
+            **launch_options)
     conv_tap_kernel[mm.block_dim, stream](
-        wmat, xp, yi, zeros, ones, np.int64(mm.m), t.c, t.h, t.w, wp, relu, mm.base_m,
-        mm.base_n, mm.base_k, mm.l0_n, mm.depth_l1, mm.depth_l0a, mm.depth_l0b, **launch_options)
+        wmat, xp, yi, zeros, ones, np.int64(mm.m), t.c, t.oh, t.ow, wp, hp, int(s == 2), relu,
+        mm.base_m, mm.base_n, mm.base_k, mm.l0_n, mm.depth_l1, mm.depth_l0a, mm.depth_l0b,
+        **launch_options)
 
 
 def launch_conv2d(x, wmat, y, col, zeros, t: Conv2dTiling, stream, *, residual=None,
