@@ -3,10 +3,13 @@
     python -m bench.resnet_kernels [--repeats 15]
 
 Rows: the stem MaxPool (64 x 112 x 112, 3x3/2, pad 1), a downsampling 1x1/2 convolution
-(256 x 56 x 56 -> 512: `subsample2_kernel` + the matmul) and conv1 (3 x 224 x 224, 7x7/2: the
-column split, the stride-1 img2col and the matmul). Each figure is the median over `--repeats`
-launches of the process CPU time (all threads) from launch to synchronize, so a loaded machine
-moves it less than wall time. Run it on two trees, alternating, to compare them.
+(256 x 56 x 56 -> 512: `subsample2_kernel` + the matmul), conv1 (3 x 224 x 224, 7x7/2: the
+column split, the stride-1 img2col and the matmul) and ResNet's 3x3 convs with C output
+channels at 56, 28 and 14 (stride 1) and its 3x3/2 downsampling convs (kernels/convtap.py's
+padding / phase images and the tap matmul, or img2col and the matmul on a tree without it).
+Each figure is the median over `--repeats` launches of the process CPU time (all threads) from
+launch to synchronize, so a loaded machine moves it less than wall time. Run it on two trees,
+alternating, to compare them.
 """
 from __future__ import annotations
 
@@ -47,7 +50,16 @@ def main(argv=None) -> None:
     for name, shp, w, st, p in [("conv 1x1/2 256x56x56 -> 512", (1, 256, 56, 56),
                                  (512, 256, 1, 1), 2, 0),
                                 ("conv1 7x7/2 3x224x224 -> 64", (1, 3, 224, 224),
-                                 (64, 3, 7, 7), 2, 3)]:
+                                 (64, 3, 7, 7), 2, 3),
+                                ("conv 3x3/1 64x56x56", (1, 64, 56, 56), (64, 64, 3, 3), 1, 1),
+                                ("conv 3x3/1 128x28x28", (1, 128, 28, 28), (128, 128, 3, 3), 1,
+                                 1),
+                                ("conv 3x3/1 256x14x14", (1, 256, 14, 14), (256, 256, 3, 3), 1,
+                                 1),
+                                ("conv 3x3/2 128x56x56", (1, 128, 56, 56), (128, 128, 3, 3), 2,
+                                 1),
+                                ("conv 3x3/2 256x28x28", (1, 256, 28, 28), (256, 256, 3, 3), 2,
+                                 1)]:
         tc = conv2d_tiling(shp, w, st, p)
         xd = rt.to_device(rng.standard_normal(shp).astype(np.float32))
         wm = rt.to_device(conv_weights(rng.standard_normal(w).astype(np.float32), None, tc))
