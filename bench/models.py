@@ -69,10 +69,12 @@ ours, so loaded ratios overstate ours; say which one you quote):
   stride 2; the cube reads the 9 taps in place; no img2col for the 11 stride-1 and the 2 even
   stride-2 3x3 convs at 56/28/14). Loaded machine (load 13-14, 2026-12-06), one process per
   tree, alternating: CPU time per inference 0.88x of the tree before (137.1 vs 154.9, 137.3 vs
-  156.4 ms); the convs alone (`python -m bench.resnet_kernels`) 0.52-0.60x; wall not resolved
-  under that load. The split printed before the timing (140.5 ms of CPU): conv_matmul 54.5 ms,
-  conv_tap 47.7, bias_act 6.0, img2col 4.2, MaxPool 3.8, the rest of the kernels 7.4, outside
-  the kernels 16.9 (the host thread enqueueing the 99 launches: 8.2).
+  156.4 ms), but 0.82-1.12x (median 0.98) in 7 more pairs: within the load's noise; the conv
+  kernels' CPU -23 ms per inference (split of one pair); the convs alone (`python -m
+  bench.resnet_kernels`) 0.52-0.60x; wall not resolved under that load. The split printed
+  before the timing (140.5 ms of CPU): conv_matmul 54.5 ms, conv_tap 47.7, bias_act 6.0,
+  img2col 4.2, MaxPool 3.8, the rest of the kernels 7.4, outside the kernels 16.9 (the host
+  thread enqueueing the 99 launches: 8.2).
 
 `--conformance` runs ONNX's backend suite selection of tests/rt/models/test_onnx_backend.py
 (node tests of every claimed op + the light models, exclusions of rt.onnx_backend.conformance)
