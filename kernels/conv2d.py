@@ -101,6 +101,7 @@ class Conv2dTiling:
     phase: "Conv2dTiling | None" = None   # stride-2 path: the stride-1 img2col of the split x
     ch_per_copy: int = 0  # stride-1 img2col by channel batches (small images; 0: by row groups)
     tap_wp: int = 0      # 3x3/1 pad 1 without img2col (kernels/convtap.py): xp's row length Wp
+    tile_n: int = 0      # the matmul's output tile width (`even_tile_n`; 0: mm.base_n)
 
     @property
     def direct(self) -> bool:
@@ -188,11 +189,23 @@ def conv2d_tiling(x_shape, w_shape, stride=1, padding=0, dilation=1, block_dim=N
     if ch_mode:         # work split by channels
         per_core = ceil_div(c, min(rt.default_core_count(), c))
         groups = c
+    mm_t = phase.mm if phase else mm
     return Conv2dTiling(n, c, h, w, oc, kh, kw, (sh, sw), pad, (dh, dw), oh, ow,
                         ceil_div(groups, per_core), per_core,
                         max(1, min(4095, BUF // ow8)), rows_per_pass,
                         ceil_div(rows, ceil_div(rows, epi_cores)), ceil_div(rows, epi_cores),
-                        phase.mm if phase else mm, phase, cpc if ch_mode else 0, tap)
+                        mm_t, phase, cpc if ch_mode else 0, tap,
+                        even_tile_n(mm_t.n, mm_t.base_n, tap or 16))
+
+
+def even_tile_n(n: int, base_n: int, align: int = 16) -> int:
+    """The output tile width of the conv matmuls: as many column tiles as base_n-wide ones
+    need, of equal width rounded up to `align` (16, or Wp on the tap path: whole rows), so the
+    last tile is not a sliver next to full ones (N = 784: 208, 208, 208, 160, not 256, 256,
+    256, 16) and blocks finish together. Never more than base_n (the buffers' size), as long
+    as base_n is a multiple of align."""
+    tiles = ceil_div(n, base_n)
+    return min(base_n, round_up(ceil_div(n, tiles), align))
 
 
 # ---- host ----------------------------------------------------------------------------------------
@@ -308,8 +321,8 @@ def _launch_taps(xi, wmat, yi, col, zeros, ones, t: Conv2dTiling, relu: int, str
             **launch_options)
     conv_tap_kernel[mm.block_dim, stream](
         wmat, xp, yi, zeros, ones, np.int64(mm.m), t.c, t.oh, t.ow, wp, hp, int(s == 2), relu,
-        mm.base_m, mm.base_n, mm.base_k, mm.l0_n, mm.depth_l1, mm.depth_l0a, mm.depth_l0b,
-        **launch_options)
+        t.tile_n or mm.base_n, mm.base_m, mm.base_n, mm.base_k, mm.l0_n, mm.depth_l1,
+        mm.depth_l0a, mm.depth_l0b, **launch_options)
 
 
 def launch_conv2d(x, wmat, y, col, zeros, t: Conv2dTiling, stream, *, residual=None,
@@ -359,8 +372,9 @@ def launch_conv2d(x, wmat, y, col, zeros, t: Conv2dTiling, stream, *, residual=N
                                                 **launch_options)
         conv_matmul_kernel[mm.block_dim, stream](
             wmat, b_op, yi, zeros, ones, np.int64(mm.m), np.int64(mm.n), np.int64(mm.k),
-            int(t.direct or t.subsample), int(relu and direct_out), mm.base_m, mm.base_n, mm.base_k,
-            mm.l0_n, mm.depth_l1, mm.depth_l0a, mm.depth_l0b, **launch_options)
+            int(t.direct or t.subsample), int(relu and direct_out), t.tile_n or mm.base_n,
+            mm.base_m, mm.base_n, mm.base_k, mm.l0_n, mm.depth_l1, mm.depth_l0a, mm.depth_l0b,
+            **launch_options)
     if not direct_out:
         launch_epilogue(y, out, t, stream, residual=residual, relu=relu, **launch_options)
 

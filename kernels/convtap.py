@@ -229,20 +229,21 @@ def copy_b_taps(q, xg, zg, og, n0, k0, kt, nt, k_pad, rows, cin, hpwp, wp, s2):
 @asc.jit
 def conv_tap_kernel(a: asc.GlobalAddress, xp: asc.GlobalAddress, c: asc.GlobalAddress,
                     zeros: asc.GlobalAddress, ones: asc.GlobalAddress, m: int, cin: int, h: int,
-                    w: int, wp: int, hp: int, s2: int, relu: int,
+                    w: int, wp: int, hp: int, s2: int, relu: int, tile_n: int,
                     base_m: asc.ConstExpr[int], base_n: asc.ConstExpr[int],
                     base_k: asc.ConstExpr[int], l0_n: asc.ConstExpr[int],
                     depth_l1: asc.ConstExpr[int], depth_l0a: asc.ConstExpr[int],
                     depth_l0b: asc.ConstExpr[int]):
     """y (m x h x w, NCHW: the output's rows and columns) = act(W' @ taps of xp):
     `kernels.convmm.conv_matmul_kernel`'s tile loop over the padded output (N = h*wp columns,
-    K = 9*cin + 1), B from xp (hp rows of wp per channel; s2: four phase images) by
+    K = 9*cin + 1, tiles of tile_n <= base_n columns, a multiple of wp), B from xp (hp rows of
+    wp per channel; s2: four phase images) by
     `copy_b_taps`, each tile's valid columns stored by one multi-ND fixpipe."""
     n = h * wp
     k = 9 * cin + 1
     kg = 9 * cin
     hpwp = hp * wp
-    tiles_m, first, last = tile_range(m, n, base_m, base_n)
+    tiles_m, first, last = tile_range(m, n, base_m, tile_n)
     if first >= last:
         return
     c0 = 32 // a.dtype.sizeof()
@@ -270,9 +271,9 @@ def conv_tap_kernel(a: asc.GlobalAddress, xp: asc.GlobalAddress, c: asc.GlobalAd
     pipe.init_buffer(qc, 1, base_m * base_n * 4)
     for t in range(first, last):
         m0 = t % tiles_m * base_m
-        n0 = t // tiles_m * base_n
+        n0 = t // tiles_m * tile_n
         mt = min(base_m, m - m0)
-        nt = min(base_n, n - n0)
+        nt = min(tile_n, n - n0)
         m16 = (mt + 15) // 16 * 16
         cl = qc.alloc_tensor(asc.float32)
         for kc in range(k_chunks):

@@ -1,0 +1,67 @@
+"""kernels.conv2d's even output tiles (`even_tile_n`): the conv matmuls cut N into tiles of one
+width (the last one at most `align` narrower, none wider than base_n), the outputs stay equal to
+numpy in both modes on ragged and tile-multiple shapes, and the simulated time of the widest
+block falls against base_n-wide tiles with a sliver at the end."""
+import dataclasses
+
+import numpy as np
+import pytest
+
+from kernels.conv2d import conv2d, conv2d_reference, conv2d_tiling, even_tile_n
+from kernels.tune import npu_total_us
+
+
+@pytest.mark.parametrize("n,base_n,align", [(784, 256, 16), (896, 256, 32), (3584, 256, 64),
+                                            (196, 256, 16), (49, 256, 16), (12544, 256, 16),
+                                            (513, 128, 16), (16, 16, 16)])
+def test_even_tile_n_keeps_the_tile_count_and_capacity(n, base_n, align):
+    tn = even_tile_n(n, base_n, align)
+    tiles = -(-n // base_n)
+    assert tn <= base_n and tn % align == 0
+    assert -(-n // tn) == tiles                      # no extra tile (each reloads all of A)
+    widths = [min(tn, n - i * tn) for i in range(tiles)]
+    assert sum(widths) == n and min(widths) > 0
+    assert max(widths) < -(-n // tiles) + align     # the widest tile: the mean + < align
+    assert min(widths) > n / tiles - tiles * align   # the narrowest: no sliver
+
+
+def test_even_tile_n_splits_784_evenly():
+    assert even_tile_n(784, 256) == 208             # 208, 208, 208, 160 (not ..., 256, 16)
+    assert even_tile_n(28 * 32, 256, 32) == 224     # the tap path: 7 whole rows of Wp = 32
+
+
+@pytest.mark.parametrize("shape,oc,k,s,p", [
+    ((1, 32, 28, 28), 256, 1, 1, 0),    # direct 1x1, N = 784: 4 tiles of 208/160
+    ((1, 16, 28, 28), 130, 3, 1, 1),    # taps, N = 28 * 32: 4 tiles of 7 rows, ragged M
+    ((2, 5, 13, 11), 20, 3, 1, 0),      # img2col, ragged: N = 99 (one tile)
+    ((1, 24, 30, 30), 40, 3, 2, 1),     # stride 2 (phase path), N = 225
+    ((1, 8, 32, 32), 16, 1, 1, 0),      # N = 1024: a multiple of base_n, tiles unchanged
+])
+def test_conv_with_even_tiles_matches_reference(interpret, shape, oc, k, s, p):
+    t = conv2d_tiling(shape, (oc, shape[1], k, k), s, p)
+    assert t.tile_n == even_tile_n(t.mm.n, t.mm.base_n, t.tap_wp or 16)
+    rng = np.random.default_rng(sum(shape) + oc)
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = rng.standard_normal((oc, shape[1], k, k)).astype(np.float32)
+    b = rng.standard_normal(oc).astype(np.float32)
+    ref = conv2d_reference(x, w, b, s, p)
+    y = conv2d(x, w, b, stride=s, padding=p, relu=True, interpret=interpret)
+    np.testing.assert_allclose(y, np.maximum(ref, 0), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("shape,oc,k,p,name", [
+    ((1, 32, 28, 28), 256, 1, 0, "conv_matmul_kernel"),
+    ((1, 16, 28, 28), 128, 3, 1, "conv_tap_kernel"),
+])
+def test_even_tiles_shorten_the_simulated_launch(shape, oc, k, p, name):
+    t = conv2d_tiling(shape, (oc, shape[1], k, k), 1, p)
+    assert t.tile_n < t.mm.base_n
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = rng.standard_normal((oc, shape[1], k, k)).astype(np.float32)
+    us, ys = [], []
+    for tt in (t, dataclasses.replace(t, tile_n=0)):    # 0: base_n-wide tiles
+        us.append(npu_total_us(lambda: ys.append(conv2d(x, w, None, padding=p, tiling=tt)),
+                               name))
+    np.testing.assert_array_equal(ys[0], ys[1])     # same cells, same fma chains
+    assert us[0] < 0.92 * us[1]
