@@ -1,6 +1,6 @@
 """Process CPU time of ResNet-50's data-movement-heavy kernels, one launch at a time (compiled).
 
-    python -m bench.resnet_kernels [--repeats 15]
+    python -m bench.resnet_kernels [--repeats 15] [--tiles]
 
 Rows: the stem MaxPool (64 x 112 x 112, 3x3/2, pad 1), a downsampling 1x1/2 convolution
 (256 x 56 x 56 -> 512: `subsample2_kernel` + the matmul), conv1 (3 x 224 x 224, 7x7/2: the
@@ -9,11 +9,14 @@ channels at 56, 28 and 14 (stride 1) and its 3x3/2 downsampling convs (kernels/c
 padding / phase images and the tap matmul, or img2col and the matmul on a tree without it).
 Each figure is the median over `--repeats` launches of the process CPU time (all threads) from
 launch to synchronize, so a loaded machine moves it less than wall time. Run it on two trees,
-alternating, to compare them.
+alternating, to compare them. `--tiles` prints instead the simulated time of each conv's
+matmul launch (NPU view, deterministic) with kernels.conv2d's tile widths (`balanced_tile_n`)
+and with base_n-wide tiles (the last one ragged).
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 
 import numpy as np
@@ -38,8 +41,11 @@ def _cpu_ms(fn, stream, repeats: int) -> float:
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=15)
+    ap.add_argument("--tiles", action="store_true")
     args = ap.parse_args(argv)
     rt.ensure_device()
+    if args.tiles:
+        return _tiles()
     s = rt.Stream()
     rng = np.random.default_rng(0)
     x = rt.to_device(rng.standard_normal((1, 64, 112, 112)).astype(np.float32))
@@ -68,6 +74,29 @@ def main(argv=None) -> None:
         z = rt.device_zeros((max(tc.mm.zeros_len, 16),), np.float32)
         ms = _cpu_ms(lambda: launch_conv2d(xd, wm, yd, col, z, tc, s), s, args.repeats)
         print(f"{name}: {ms:.2f} ms CPU")
+
+
+def _tiles() -> None:
+    from kernels.conv2d import conv2d
+    from kernels.tune import npu_total_us
+    rng = np.random.default_rng(0)
+    for shp, w, st, p in [((1, 3, 224, 224), (64, 3, 7, 7), 2, 3),
+                          ((1, 64, 56, 56), (256, 64, 1, 1), 1, 0),
+                          ((1, 256, 28, 28), (512, 256, 1, 1), 1, 0),
+                          ((1, 128, 28, 28), (128, 128, 3, 3), 1, 1),
+                          ((1, 1024, 14, 14), (256, 1024, 1, 1), 1, 0)]:
+        t = conv2d_tiling(shp, w, st, p)
+        x = rng.standard_normal(shp).astype(np.float32)
+        wt = rng.standard_normal(w).astype(np.float32)
+        name = "conv_tap_kernel" if t.tap_wp else "conv_matmul_kernel"
+        base = dataclasses.replace(t, tile_n=0, mm=dataclasses.replace(
+            t.mm, block_dim=min(-(-t.mm.m // t.mm.base_m) * -(-t.mm.n // t.mm.base_n),
+                                rt.get_soc().ai_core_num)))
+        us = [npu_total_us(lambda: conv2d(x, wt, None, stride=st, padding=p, tiling=tt), name)
+              for tt in (t, base)]
+        print(f"{shp[1]}x{shp[2]}x{shp[3]} -> {w[0]} {w[2]}x{w[3]}/{st} (N = {t.mm.n}): tiles of "
+              f"{t.tile_n} on {t.mm.block_dim} blocks {us[0]:.2f} us, of {t.mm.base_n} on "
+              f"{base.mm.block_dim} blocks {us[1]:.2f} us simulated ({us[0] / us[1]:.2f}x)")
 
 
 if __name__ == "__main__":
