@@ -1,6 +1,6 @@
 """Process CPU time of ResNet-50's data-movement-heavy kernels, one launch at a time (compiled).
 
-    python -m bench.resnet_kernels [--repeats 15] [--tiles]
+    python -m bench.resnet_kernels [--repeats 15] [--tiles | --epilogue]
 
 Rows: the stem MaxPool (64 x 112 x 112, 3x3/2, pad 1), a downsampling 1x1/2 convolution
 (256 x 56 x 56 -> 512: `subsample2_kernel` + the matmul), conv1 (3 x 224 x 224, 7x7/2: the
@@ -11,7 +11,8 @@ Each figure is the median over `--repeats` launches of the process CPU time (all
 launch to synchronize, so a loaded machine moves it less than wall time. Run it on two trees,
 alternating, to compare them. `--tiles` prints instead the simulated time of each conv's
 matmul launch (NPU view, deterministic) with kernels.conv2d's tile widths (`balanced_tile_n`)
-and with base_n-wide tiles (the last one ragged).
+and with base_n-wide tiles (the last one ragged); `--epilogue` the simulated time and the
+process CPU time of the residual epilogue (`bias_act_kernel`) by its number of blocks.
 """
 from __future__ import annotations
 
@@ -42,10 +43,13 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=15)
     ap.add_argument("--tiles", action="store_true")
+    ap.add_argument("--epilogue", action="store_true")
     args = ap.parse_args(argv)
     rt.ensure_device()
     if args.tiles:
         return _tiles()
+    if args.epilogue:
+        return _epilogue(args.repeats)
     s = rt.Stream()
     rng = np.random.default_rng(0)
     x = rt.to_device(rng.standard_normal((1, 64, 112, 112)).astype(np.float32))
@@ -97,6 +101,29 @@ def _tiles() -> None:
         print(f"{shp[1]}x{shp[2]}x{shp[3]} -> {w[0]} {w[2]}x{w[3]}/{st} (N = {t.mm.n}): tiles of "
               f"{t.tile_n} on {t.mm.block_dim} blocks {us[0]:.2f} us, of {t.mm.base_n} on "
               f"{base.mm.block_dim} blocks {us[1]:.2f} us simulated ({us[0] / us[1]:.2f}x)")
+
+
+def _epilogue(repeats: int) -> None:
+    from kernels.conv2d import launch_epilogue
+    from kernels.tune import npu_total_us
+    s = rt.Stream()
+    rng = np.random.default_rng(0)
+    for shp, oc in [((1, 128, 28, 28), 512), ((1, 64, 56, 56), 256), ((1, 512, 7, 7), 2048)]:
+        t0 = conv2d_tiling(shp, (oc, shp[1], 1, 1))
+        out_shape = (1, oc) + shp[2:]
+        y, r = (rt.to_device(rng.standard_normal(out_shape).astype(np.float32)) for _ in "yr")
+        o = rt.device_empty(out_shape, np.float32)
+        for blocks in sorted({2, 8, t0.epi_block_dim, min(48, oc)}):
+            per = -(-oc // blocks)
+            t = dataclasses.replace(t0, epi_block_dim=-(-oc // per), epi_rows_per_core=per)
+
+            def run():
+                launch_epilogue(y, o, t, s, residual=r, relu=True)
+                s.synchronize()
+            us = npu_total_us(run, "bias_act_kernel")
+            ms = _cpu_ms(lambda: launch_epilogue(y, o, t, s, residual=r, relu=True), s, repeats)
+            print(f"epilogue {oc}x{shp[2]}x{shp[3]}: {t.epi_block_dim} blocks {us:.2f} us "
+                  f"simulated, {ms:.3f} ms CPU")
 
 
 if __name__ == "__main__":
