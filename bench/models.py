@@ -76,6 +76,13 @@ ours, so loaded ratios overstate ours; say which one you quote):
   img2col 4.2, MaxPool 3.8, the rest of the kernels 7.4, outside the kernels 16.9 (the host
   thread enqueueing the 99 launches: 8.2).
 
+- even column tiles in the conv matmuls (N = 784 as 208 x 3 + 160, not 256 x 3 + 16), more and
+  narrower ones where the tiles outnumber the SoC's 24 cores (conv1: 72 of 176, not 49 of 256),
+  and the residual epilogue on 24 blocks instead of 2: a simulated-NPU gain (the conv matmul
+  launches 0.68-1.00x, `python -m bench.resnet_kernels --tiles`; the epilogue 0.13-0.25x,
+  `--epilogue`); the CPU per inference unchanged within the noise (load 6-8, 2026-12-06, 3
+  alternating pairs: split 146.4, 140.6, 145.4 vs 144.3, 142.5, 151.2 ms).
+
 `--conformance` runs ONNX's backend suite selection of tests/rt/models/test_onnx_backend.py
 (node tests of every claimed op + the light models, exclusions of rt.onnx_backend.conformance)
 with unittest and prints pass / fail / excluded counts.
