@@ -195,9 +195,9 @@ def conv2d_tiling(x_shape, w_shape, stride=1, padding=0, dilation=1, block_dim=N
     tiles_m = ceil_div(mm_t.m, mm_t.base_m)
     tile_n = balanced_tile_n(mm_t.n, mm_t.base_n, tap or 16, tiles_m,
                              rt.get_soc(soc).ai_core_num)
-    if block_dim is None:   # one block per core while there are tiles for them
-        mm_t = replace(mm_t, block_dim=min(tiles_m * ceil_div(mm_t.n, tile_n),
-                                           rt.get_soc(soc).ai_core_num))
+    # one block per core while there are tiles for them (block_dim above is img2col's)
+    mm_t = replace(mm_t, block_dim=min(tiles_m * ceil_div(mm_t.n, tile_n),
+                                       rt.get_soc(soc).ai_core_num))
     return Conv2dTiling(n, c, h, w, oc, kh, kw, (sh, sw), pad, (dh, dw), oh, ow,
                         ceil_div(groups, per_core), per_core,
                         max(1, min(4095, BUF // ow8)), rows_per_pass,
