@@ -9,7 +9,10 @@ with rt.Model, and times `model.execute([x])` (synchronous, numpy in and out) ag
 interleaved (bench._timing). It prints both medians, the ratio onnxruntime time / our time (1.0 =
 as fast; the goal is >= 0.5) and the per-node breakdown of one profiled execution
 (op_summary rows: AI Core kernels named "<node> (<kernel>)", AI CPU nodes "<node> (AI_CPU <op>)"),
-summed per op type. onnxruntime is an optional extra (`pip install onnxruntime`).
+summed per op type. Before the timing it splits the CPU time of an inference: the kernels' block
+ranges by kernel (thread CPU time of each range on the core threads) against the rest, and the
+host thread's CPU time to enqueue one inference (the launches' Python), so a loaded machine
+still shows where the time goes. onnxruntime is an optional extra (`pip install onnxruntime`).
 
 Measured (2 cores shared with other jobs; onnxruntime's time suffers more from the load than
 ours, so loaded ratios overstate ours; say which one you quote):
@@ -61,6 +64,24 @@ ours, so loaded ratios overstate ours; say which one you quote):
   times not resolved under that load. The GEMM inside the mmads runs near the CPU's peak
   (`python -m bench.cube_gemm`: 190-205 GFLOP/s fp32 per core); the copies around it, img2col
   and the launches are the rest.
+
+- 3x3 convolutions by taps (kernels/convtap.py: x padded once, or as its four phase images for
+  stride 2; the cube reads the 9 taps in place; no img2col for the 11 stride-1 and the 2 even
+  stride-2 3x3 convs at 56/28/14). Loaded machine (load 13-14, 2026-12-06), one process per
+  tree, alternating: CPU time per inference 0.88x of the tree before (137.1 vs 154.9, 137.3 vs
+  156.4 ms), but 0.82-1.12x (median 0.98) in 7 more pairs: within the load's noise; the conv
+  kernels' CPU -23 ms per inference (split of one pair); the convs alone (`python -m
+  bench.resnet_kernels`) 0.52-0.60x; wall not resolved under that load. The split printed
+  before the timing (140.5 ms of CPU): conv_matmul 54.5 ms, conv_tap 47.7, bias_act 6.0,
+  img2col 4.2, MaxPool 3.8, the rest of the kernels 7.4, outside the kernels 16.9 (the host
+  thread enqueueing the 99 launches: 8.2).
+
+- even column tiles in the conv matmuls (N = 784 as 208 x 3 + 160, not 256 x 3 + 16), more and
+  narrower ones where the tiles outnumber the SoC's 24 cores (conv1: 72 of 176, not 49 of 256),
+  and the residual epilogue on 24 blocks instead of 2: a simulated-NPU gain (the conv matmul
+  launches 0.68-1.00x, `python -m bench.resnet_kernels --tiles`; the epilogue 0.13-0.25x,
+  `--epilogue`); the CPU per inference unchanged within the noise (load 6-8, 2026-12-06, 3
+  alternating pairs: split 146.4, 140.6, 145.4 vs 144.3, 142.5, 151.2 ms).
 
 `--conformance` runs ONNX's backend suite selection of tests/rt/models/test_onnx_backend.py
 (node tests of every claimed op + the light models, exclusions of rt.onnx_backend.conformance)
@@ -116,6 +137,7 @@ def run_bench(name: str, repeats: int) -> int:
         model.execute([x])
     print(f"rt.Model CPU time per inference (all threads): "
           f"{(time.process_time() - c0) / repeats * 1e3:.1f} ms ({repeats} runs)")
+    _host_and_kernel_cpu(model, x, repeats)
     variants = {"rt.Model": lambda: model.execute([x])}
     try:
         import onnxruntime as ort
@@ -164,6 +186,58 @@ def run_bench(name: str, repeats: int) -> int:
     for r in top:
         print(f"  {r['op_name']:<44}{r['host_total_us'] / 1e3:>10.2f} ms")
     return 0
+
+
+def _host_and_kernel_cpu(model, x, repeats: int) -> None:
+    """Where the CPU time of an inference goes: the host thread's CPU time to enqueue one
+    inference (device input, asynchronous `execute`: binding, argument checks and the launches'
+    Python, overlapping the kernels), and the thread CPU time of the kernels' block ranges on the
+    core threads by kernel (each `run_blocks` call timed with time.thread_time_ns, so load from
+    other processes does not count)."""
+    import threading
+
+    import rt
+    from ascendc import binaries
+
+    s = rt.current_stream()
+    xd = rt.to_device(x)
+    enq = []
+    for _ in range(repeats):
+        s.synchronize()
+        c0 = time.thread_time()
+        model.execute([xd])
+        enq.append(time.thread_time() - c0)
+    s.synchronize()
+    acc: dict = {}
+    lock = threading.Lock()
+    orig = binaries.Binary.run_blocks
+
+    def timed(self, *args, **kwargs):
+        c0 = time.thread_time_ns()
+        try:
+            return orig(self, *args, **kwargs)
+        finally:
+            d = time.thread_time_ns() - c0
+            with lock:
+                v = acc.setdefault(self.name, [0, 0])
+                v[0] += d
+                v[1] += 1
+    binaries.Binary.run_blocks = timed
+    try:
+        c0 = time.process_time()
+        for _ in range(repeats):
+            model.execute([xd])
+            s.synchronize()
+        cpu = (time.process_time() - c0) / repeats * 1e3
+    finally:
+        binaries.Binary.run_blocks = orig
+    ker = sum(v[0] for v in acc.values()) / repeats / 1e6
+    print(f"CPU per inference {cpu:.1f} ms: kernels' block ranges {ker:.1f} ms (thread CPU), "
+          f"the rest {cpu - ker:.1f} ms, of which the host thread enqueueing the launches "
+          f"{float(np.median(enq)) * 1e3:.1f} ms (median; the launches' Python, overlapping the "
+          f"kernels)")
+    for name, (ns, n) in sorted(acc.items(), key=lambda kv: -kv[1][0]):
+        print(f"  {name:<28}{n / repeats:>6.0f} ranges{ns / repeats / 1e6:>9.1f} ms CPU")
 
 
 def run_conformance(light: bool, pattern: str | None) -> int:

@@ -16,6 +16,10 @@ above on that 2C-channel image of W/2 columns (tap kj of phase p sits at column 
 (kj - pw - p)/2); W' gets the matching column order, with zero columns for the (phase, shift)
 pairs no tap uses (`Conv2dTiling.phase`, `phase_weight_matrix`).
 
+3x3 convolutions with stride 1 and padding 1 on images whose padded row (W+2 rounded up to 16)
+wastes little (`Conv2dTiling.tap_wp`, ResNet's 56/28/14 stages) skip img2col: x is copied once
+with a zero border and the cube reads the 9 taps from it in place (kernels/convtap.py).
+
 1x1 convolutions with stride 1 and no padding (`Conv2dTiling.direct`) need no img2col: x[n]
 already is the C x H*W matrix, so the matmul reads it in place as the first C rows of B; the
 ones row that carries the bias (K' = C + 1) is added in L1 by the matmul (`ones_row`). With
@@ -43,7 +47,7 @@ runtime runs them on the AI CPU).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -53,6 +57,8 @@ from ._host import ceil_div, is_device, round_up
 from .eltwise import bias_act_kernel, deinterleave2_kernel
 from .img2col import Img2colGeometry, Img2colSplit, img2col_kernel
 from .convmm import conv_matmul_kernel, cube_weights, device_ones
+from .convtap import (SLACK, conv_tap_kernel, pad_kernel, pad_phases_kernel, tap_fits, tap_rows,
+                      tap_weight_matrix, tap_wp)
 from .matmul import MatmulTiling, matmul_tiling
 from .subsample import launch_subsample2, subsample_fits
 
@@ -94,6 +100,8 @@ class Conv2dTiling:
     mm: MatmulTiling
     phase: "Conv2dTiling | None" = None   # stride-2 path: the stride-1 img2col of the split x
     ch_per_copy: int = 0  # stride-1 img2col by channel batches (small images; 0: by row groups)
+    tap_wp: int = 0      # 3x3/1 pad 1 without img2col (kernels/convtap.py): xp's row length Wp
+    tile_n: int = 0      # the matmul's output tile width (`even_tile_n`; 0: mm.base_n)
 
     @property
     def direct(self) -> bool:
@@ -117,6 +125,10 @@ class Conv2dTiling:
         """img2col workspace elements (+ the column-split x after it on the stride-2 path)."""
         if self.phase:
             return round_up(self.phase.col_elems, 8) + self.c * self.h * self.w
+        if self.tap_wp:         # xp (stride 2: four phase images, then x split by columns)
+            s = self.stride[0]
+            xp = s * s * self.c * tap_rows(self.h, s) * self.tap_wp + SLACK
+            return xp if s == 1 else round_up(xp, 8) + self.c * self.h * self.w
         return self.k_rows * self.oh * self.ow
 
     def __post_init__(self):
@@ -164,19 +176,64 @@ def conv2d_tiling(x_shape, w_shape, stride=1, padding=0, dilation=1, block_dim=N
     by_channels = kh * kw * ceil_div(c, max(cpc, 1)) * (2 + 3 * oh)
     ch_mode = sw == 1 and not direct and cpc > 0 and by_channels < by_rows
     mm = matmul_tiling(oc, p, c * kh * kw + 1, np.float32, soc=soc)
+    tap = tap_wp(w, sh) if tap_fits(c, h, w, kh, kw, (sh, sw), pad, (dh, dw), mm.base_n, BUF) \
+        else 0
+    if tap:             # the padded output: oh rows of Wp columns
+        mm = matmul_tiling(oc, oh * tap, c * kh * kw + 1, np.float32, soc=soc)
+        phase = None
     ow8 = round_up(max(ow, 1), 8)
     sparse_blocks = max(pad[1] + w, (ow - 1) * sw + (kw - 1) * dw + 1)
     rows_per_pass = min(oh, BUF // (kw * ow8)) if sw > 1 and sparse_blocks * 8 <= BUF else 0
     rows = n * oc
-    epi_cores = min(rt.default_core_count(), rows, max(1, rows * p // EPI_TILE))
+    # the residual epilogue: a block per AI Core (EPI_TILE elements at least); the machine's 2
+    # CPUs ran it 6x longer on the simulated NPU, and 48 blocks (the AIVs) cost CPU time
+    epi_cores = min(rt.get_soc(soc).ai_core_num, rows, max(1, rows * p // EPI_TILE))
     if ch_mode:         # work split by channels
         per_core = ceil_div(c, min(rt.default_core_count(), c))
         groups = c
+    mm_t = phase.mm if phase else mm
+    tiles_m = ceil_div(mm_t.m, mm_t.base_m)
+    tile_n = balanced_tile_n(mm_t.n, mm_t.base_n, tap or 16, tiles_m,
+                             rt.get_soc(soc).ai_core_num)
+    # one block per core while there are tiles for them (block_dim above is img2col's)
+    mm_t = replace(mm_t, block_dim=min(tiles_m * ceil_div(mm_t.n, tile_n),
+                                       rt.get_soc(soc).ai_core_num))
     return Conv2dTiling(n, c, h, w, oc, kh, kw, (sh, sw), pad, (dh, dw), oh, ow,
                         ceil_div(groups, per_core), per_core,
                         max(1, min(4095, BUF // ow8)), rows_per_pass,
                         ceil_div(rows, ceil_div(rows, epi_cores)), ceil_div(rows, epi_cores),
-                        phase.mm if phase else mm, phase, cpc if ch_mode else 0)
+                        mm_t, phase, cpc if ch_mode else 0, tap, tile_n)
+
+
+def even_tile_n(n: int, base_n: int, align: int = 16) -> int:
+    """The output tile width of the conv matmuls: as many column tiles as base_n-wide ones
+    need, of equal width rounded up to `align` (16, or Wp on the tap path: whole rows), so the
+    last tile is not a sliver next to full ones (N = 784: 208, 208, 208, 160, not 256, 256,
+    256, 16) and blocks finish together. Never more than base_n (the buffers' size), as long
+    as base_n is a multiple of align."""
+    tiles = ceil_div(n, base_n)
+    return min(base_n, round_up(ceil_div(n, tiles), align))
+
+
+def balanced_tile_n(n: int, base_n: int, align: int, tiles_m: int, cores: int) -> int:
+    """`even_tile_n`, then, when the T0 = tiles_m * ceil(n / base_n) tiles outnumber the
+    SoC's cores (some cores run one tile more than others), narrower tiles up to
+    ceil(T0 / cores) * cores of them: the same tiles per core, every core busy to the end
+    (conv1's 49 tiles of 256 on 24 cores: 3 on one core, 2 on the others -> 72 of 176, 3 on
+    each). At most twice the column tiles. Fewer tiles than cores stay as they are: more,
+    narrower tiles would shorten the launch on the NPU too, but each tile loads all of A
+    again (ResNet's 3x3 256 x 14 x 14 as 4 tiles instead of 2: simulated -44 %, process CPU
+    +9 %, 2026-12-06), and the emulator's CPU time is what this tiling keeps down."""
+    tiles_n = ceil_div(n, base_n)
+    best = even_tile_n(n, base_n, align)
+    if tiles_m * tiles_n <= cores:
+        return best
+    limit = ceil_div(tiles_m * tiles_n, cores) * cores
+    for tn_count in range(tiles_n + 1, 2 * tiles_n + 1):
+        if tiles_m * tn_count > limit:
+            break
+        best = min(best, round_up(ceil_div(n, tn_count), align))
+    return best
 
 
 # ---- host ----------------------------------------------------------------------------------------
@@ -238,6 +295,8 @@ def phase_weight_matrix(w, b, t: Conv2dTiling) -> np.ndarray:
 
 def conv_matrix(w, b, t: Conv2dTiling) -> np.ndarray:
     """W' (OC x K', host float32, the bias as its last column) for tiling t."""
+    if t.tap_wp:
+        return tap_weight_matrix(w, b)
     return phase_weight_matrix(w, b, t) if t.phase else weight_matrix(w, b)
 
 
@@ -265,6 +324,35 @@ def launch_epilogue(y, out, t: Conv2dTiling, stream, bias=None, residual=None, r
         EPI_TILE, **launch_options)
 
 
+def _launch_taps(xi, wmat, yi, col, zeros, ones, t: Conv2dTiling, relu: int, stream,
+                 launch_options) -> None:
+    """One image of a tap convolution (kernels/convtap.py): xp into the workspace, then the
+    cube reads the 9 taps from it."""
+    mm, wp, s = t.mm, t.tap_wp, t.stride[0]
+    hp = tap_rows(t.h, s)
+    xp = rt.DeviceArray((s * s * t.c * hp * wp + SLACK,), np.float32, col.ptr)
+    cores = rt.default_core_count()
+    if s == 1:
+        per_core = ceil_div(t.c, min(cores, t.c))
+        pad_kernel[ceil_div(t.c, per_core), stream](xi, xp, t.c, t.h, t.w, wp, per_core,
+                                                    max(1, BUF // (t.h * wp)), BUF,
+                                                    **launch_options)
+    else:               # split the columns, then the four phase images
+        chw = t.c * t.h * t.w
+        xs = rt.DeviceArray((chw,), np.float32, int(col.ptr) + round_up(xp.size, 8) * 4)
+        per_core = round_up(ceil_div(chw // 2, min(cores, ceil_div(chw // 2, PAIRS))), 8)
+        deinterleave2_kernel[ceil_div(chw // 2, per_core), stream](
+            xi, xs, chw // 2, per_core, PAIRS, **launch_options)
+        per_core = ceil_div(2 * t.c, min(cores, 2 * t.c))
+        pad_phases_kernel[ceil_div(2 * t.c, per_core), stream](
+            xs, xp, 2 * t.c, t.h, t.w // 2, wp, per_core, max(1, BUF // (t.h // 2 * wp)), BUF,
+            **launch_options)
+    conv_tap_kernel[mm.block_dim, stream](
+        wmat, xp, yi, zeros, ones, np.int64(mm.m), t.c, t.oh, t.ow, wp, hp, int(s == 2), relu,
+        t.tile_n or mm.base_n, mm.base_m, mm.base_n, mm.base_k, mm.l0_n, mm.depth_l1,
+        mm.depth_l0a, mm.depth_l0b, **launch_options)
+
+
 def launch_conv2d(x, wmat, y, col, zeros, t: Conv2dTiling, stream, *, residual=None,
                   relu=False, out=None, **launch_options) -> None:
     """Queue out = act(conv2d(x) + bias [+ residual]) on `stream` with device arrays: x
@@ -286,12 +374,16 @@ def launch_conv2d(x, wmat, y, col, zeros, t: Conv2dTiling, stream, *, residual=N
         xp = rt.DeviceArray((chw,), np.float32, int(col.ptr) + round_up(t.phase.col_elems, 8) * 4)
         dcores = min(rt.default_core_count(), ceil_div(chw // 2, PAIRS))
         per_core = round_up(ceil_div(chw // 2, dcores), 8)
-    if not t.direct:
+    if not t.direct and not t.tap_wp:
         col = rt.DeviceArray((t.k_rows, ohw), np.float32, col.ptr)
     mm = t.mm
     for i in range(t.n):
         xi = rt.DeviceArray((chw,), np.float32, int(x.ptr) + i * chw * 4)
         yi = rt.DeviceArray((t.oc, ohw), np.float32, int(mm_out.ptr) + i * t.oc * ohw * 4)
+        if t.tap_wp:
+            _launch_taps(xi, wmat, yi, col, zeros, ones, t, int(relu and direct_out), stream,
+                         launch_options)
+            continue
         if t.direct:
             b_op = rt.DeviceArray((t.c, ohw), np.float32, xi.ptr)
         elif t.subsample:
@@ -308,8 +400,9 @@ def launch_conv2d(x, wmat, y, col, zeros, t: Conv2dTiling, stream, *, residual=N
                                                 **launch_options)
         conv_matmul_kernel[mm.block_dim, stream](
             wmat, b_op, yi, zeros, ones, np.int64(mm.m), np.int64(mm.n), np.int64(mm.k),
-            int(t.direct or t.subsample), int(relu and direct_out), mm.base_m, mm.base_n, mm.base_k,
-            mm.l0_n, mm.depth_l1, mm.depth_l0a, mm.depth_l0b, **launch_options)
+            int(t.direct or t.subsample), int(relu and direct_out), t.tile_n or mm.base_n,
+            mm.base_m, mm.base_n, mm.base_k, mm.l0_n, mm.depth_l1, mm.depth_l0a, mm.depth_l0b,
+            **launch_options)
     if not direct_out:
         launch_epilogue(y, out, t, stream, residual=residual, relu=relu, **launch_options)
 

@@ -20,6 +20,10 @@ with three differences:
   term. This is how the direct 1x1 convolutions
   (which read x[n] in place as B) get their bias without a vector epilogue; the img2col paths
   have the ones row in GM already (`ones_row` = 0).
+- the output tiles are tile_n <= base_n columns wide (a run-time argument; base_n sizes the
+  buffers): the host evens the column tiles out (`kernels.conv2d.even_tile_n`: N = 784 as 208, 208,
+  208, 160 instead of 256, 256, 256, 16), so no block gets a sliver while another gets a full
+  tile.
 - ReLU on the way out: `fixpipe(..., relu_en=True)` (max(x, 0) as L0C leaves), so a Conv+Relu
   needs no epilogue at all. A residual Add still runs on the vector cores after the matmul
   (`bias_act_kernel`), since it must come before the ReLU.
@@ -60,13 +64,13 @@ def load_a_gm(q, ag, off, m16, kt, c0):
 @asc.jit
 def conv_matmul_kernel(a: asc.GlobalAddress, b: asc.GlobalAddress, c: asc.GlobalAddress,
                        zeros: asc.GlobalAddress, ones: asc.GlobalAddress, m: int, n: int, k: int,
-                       ones_row: int, relu: int,
+                       ones_row: int, relu: int, tile_n: int,
                        base_m: asc.ConstExpr[int], base_n: asc.ConstExpr[int],
                        base_k: asc.ConstExpr[int], l0_n: asc.ConstExpr[int],
                        depth_l1: asc.ConstExpr[int], depth_l0a: asc.ConstExpr[int],
                        depth_l0b: asc.ConstExpr[int]):
     kg = k - ones_row                       # rows of B in GM
-    tiles_m, first, last = tile_range(m, n, base_m, base_n)
+    tiles_m, first, last = tile_range(m, n, base_m, tile_n)
     if first >= last:
         return
     c0 = 32 // a.dtype.sizeof()
@@ -94,9 +98,9 @@ def conv_matmul_kernel(a: asc.GlobalAddress, b: asc.GlobalAddress, c: asc.Global
     pipe.init_buffer(qc, 1, base_m * base_n * 4)
     for t in range(first, last):
         m0 = t % tiles_m * base_m
-        n0 = t // tiles_m * base_n
+        n0 = t // tiles_m * tile_n
         mt = min(base_m, m - m0)
-        nt = min(base_n, n - n0)
+        nt = min(tile_n, n - n0)
         m16 = (mt + 15) // 16 * 16
         cl = qc.alloc_tensor(asc.float32)
         for kc in range(k_chunks):

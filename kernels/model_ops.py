@@ -7,7 +7,8 @@ importing this module. Each implementation accepts a node only in the cases its 
 | device op | kernel |
 |---|---|
 | Conv (2-D, group 1, float32), fused Add/Sum/Relu | kernels.conv2d: img2col + conv matmul |
-|   | (bias, ReLU in the fixpipe) + a residual epilogue |
+|   | (bias, ReLU in the fixpipe) + a residual epilogue; 3x3/1: taps |
+|   | read in place from a zero-padded x (kernels.convtap) |
 | MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool (float32, 4-D) | kernels.pool |
 | MatMul (A: ... x K, B: K x N 2-D; float32/float16 in, float32 out) | kernels.matmul |
 | Gemm (normalised by ATC: A @ B + bias) | kernels.matmul + kernels.eltwise row broadcast |

@@ -341,7 +341,9 @@ def node_workspace(n: dict, specs: dict) -> int:
     """Bytes of scratch a node needs on the device: Conv's img2col matrix
     ((C/group * KH * KW + 1) rows of OH * OW; the +1 row of ones carries the bias), none for a
     1x1 stride-1 unpadded Conv; on the stride-2 path also x split into even/odd columns (the
-    formula mirrors kernels.conv2d.Conv2dTiling.col_elems: rt cannot import kernels)."""
+    formula mirrors kernels.conv2d.Conv2dTiling.col_elems: rt cannot import kernels). A 3x3
+    stride-1 Conv that kernels.conv2d runs without img2col (its tap path: x with a zero border,
+    about (H+2)*(W+2)/(9*H*W) of this) uses only the start of it."""
     if n["op"] != "Conv" or n["attrs"].get("group", 1) != 1:
         return 0
     xs, dt = specs[n["inputs"][0]]

@@ -38,7 +38,7 @@ def test_direct_1x1_conv_has_no_workspace_others_have_img2col():
 
 @pytest.mark.parametrize("x,w,stride,pads", [
     ((1, 3, 224, 224), (64, 3, 7, 7), [2, 2], [3, 3, 3, 3]),     # the stride-2 path
-    ((1, 128, 56, 56), (128, 128, 3, 3), [2, 2], [1, 1, 1, 1]),
+    ((1, 128, 14, 14), (128, 128, 3, 3), [2, 2], [1, 1, 1, 1]),
     ((1, 4, 9, 12), (8, 4, 3, 2), [1, 2], [0, 1, 2, 0]),
     ((1, 3, 9, 11), (5, 3, 3, 3), [2, 2], [1, 1, 1, 1]),          # odd W: plain img2col
     ((1, 3, 8, 8), (5, 3, 1, 1), [2, 2], [0, 0, 0, 0]),
@@ -86,3 +86,20 @@ def test_model_with_workspace_free_1x1_conv_runs_on_the_ai_core(tmp_path):
                                rtol=1e-4, atol=1e-5)
     names = {r.name for r in prof.records if r.kind == "kernel"}
     assert "conv1 (conv_matmul_kernel)" in names and "conv1 (img2col_kernel)" not in names
+
+
+@pytest.mark.parametrize("x,s,planned", [
+    ((1, 64, 56, 56), 1, (64 * 9 + 1) * 56 * 56),
+    ((1, 128, 56, 56), 2, (2 * 128 * 3 * 2 + 1) * 28 * 28 + 128 * 56 * 56),   # the phase plan
+])
+def test_workspace_covers_the_tap_path(x, s, planned):
+    """3x3 pad 1, stride 1 or 2: kernels.conv2d's tap path needs only x with a zero border (four
+    phase images and the column split for stride 2), less than the img2col workspace rt.atc
+    plans, so the planned workspace is enough."""
+    w = (x[1], x[1], 3, 3)
+    t = conv2d_tiling(x, w, s, 1)
+    assert t.tap_wp and t.phase is None
+    node = {"name": "c", "op": "Conv", "inputs": ["x", "w"], "outputs": ["y"],
+            "attrs": {"kernel_shape": [3, 3], "strides": [s, s], "pads": [1, 1, 1, 1]}}
+    specs = {"x": (x, "float32"), "y": ((1, x[1], t.oh, t.ow), "float32")}
+    assert t.col_elems * 4 < node_workspace(node, specs) == planned * 4
