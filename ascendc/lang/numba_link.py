@@ -364,14 +364,28 @@ def _unlink(path) -> None:
         pass
 
 
+def link_mode() -> str:
+    """The linking a compiled entry was made with, part of every cache key here: "calls" (the
+    larger primitives called, PRIM_CALLS on) or "inlined" (ASCEND_EMU_PRIM_CALLS=0). The two
+    give different object code for the same source and signature (a called primitive is only
+    declared, with a loader to run first), so processes in different modes must not share
+    entries."""
+    return "calls" if prim_calls_enabled() else "inlined"
+
+
 class CheckedFunctionCache(FunctionCache):
-    """Numba's FunctionCache with sealed files (CheckedCacheFile)."""
+    """Numba's FunctionCache with sealed files (CheckedCacheFile), its entries keyed by the
+    link mode too (`link_mode`)."""
 
     def __init__(self, py_func):
         super().__init__(py_func)
         cf = self._cache_file
         self._cache_file = CheckedCacheFile(cf._cache_path, self._impl.filename_base,
                                             cf._source_stamp)
+
+    def _index_key(self, sig, codegen):
+        sig_key, magic, hashes = super()._index_key(sig, codegen)
+        return sig_key, (*magic, link_mode()), hashes
 
 
 def cached_njit(**options):
