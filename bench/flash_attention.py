@@ -8,7 +8,7 @@ peers on the same data.
     python -m bench.flash_attention --dtype float16 --head-dim 128   # the shape people profile
     python -m bench.flash_attention --tune    # + rank both kernels' tilings (slow cold)
     python -m bench.flash_attention --no-backward         # the forward alone
-    python -m bench.flash_attention --tune-only --no-backward --tune-tilings "128,1024,128;128,512,128"
+    python -m bench.flash_attention --tune-only --tune-tilings "128,1024,128;128,512,64"
 
 For each S: a correctness check against a float64 numpy reference, the median time on this CPU,
 GFLOP/s (4*B*N*S^2*D, halved for causal), torch's scaled_dot_product_attention (4-D call, if
