@@ -8,6 +8,7 @@ peers on the same data.
     python -m bench.flash_attention --dtype float16 --head-dim 128   # the shape people profile
     python -m bench.flash_attention --tune    # + rank both kernels' tilings (slow cold)
     python -m bench.flash_attention --no-backward         # the forward alone
+    python -m bench.flash_attention --tune-only --tune-tilings "128,1024,128;128,512,64"
 
 For each S: a correctness check against a float64 numpy reference, the median time on this CPU,
 GFLOP/s (4*B*N*S^2*D, halved for causal), torch's scaled_dot_product_attention (4-D call, if
@@ -19,7 +20,8 @@ simulated run. Writes trace.json (host), op_summary.csv (host columns, then mspr
 ones), results.csv, gflops.png, and the simulated views of the main S (npu_trace.json,
 PipeUtilization.csv, code_exe.csv, roofline.png, pipe_utilization.png; PNGs need matplotlib)
 into the output folder it prints. `--tune` ranks `flash_attention_tiling_candidates` for the
-main shape by simulated time (kernels/tune.py), marks the default tiling and writes tune.csv.
+main shape by simulated time (kernels/tune.py), marks the default tiling and writes tune.csv;
+`--tune-tilings` ranks only the given forward tilings, `--tune-only` skips everything else.
 
 The backward (`--backward`, on by default; kernels/flash_attention_backward.py, a MIX kernel run
 as two launches: dQ, then dK / dV) gets the same for each S: a check of dq, dk, dv against the
@@ -330,16 +332,48 @@ def pipe_excerpt(tl) -> str:
     return "\n".join(lines)
 
 
+def run_tuner(a, sim):
+    """--tune: rank the forward's (and with --backward the backward's) tilings for the main
+    shape, print the rankings, write tune.csv (and tune_backward.csv)."""
+    results, default = tune_main_shape(a, lambda i, n, c: progress(i, n, f"tune {c}"[:40]))
+    which = "the given" if a.tune_tilings else "all"
+    print(f"\nTiling candidates ({which}) for S={a.seq} ranked by simulated time ({sim}):")
+    print(format_ranking(results, mark=default, label=sim, top=a.top))
+    write_tune_csv(results, default, os.path.join(a.out, "tune.csv"))
+    if a.backward:
+        results, default = tune_backward_main_shape(
+            a, lambda i, n, c: progress(i, n, f"tune bwd {c}"[:40]))
+        print(f"\nBackward tiling candidates for S={a.seq} ranked by simulated time "
+              f"(both launches; {sim}):")
+        print(format_ranking(results, mark=default, label=sim, top=a.top))
+        write_tune_csv(results, default, os.path.join(a.out, "tune_backward.csv"),
+                       ("s1_block", "s2_block"))
+
+
+def parse_tilings(text: str) -> list:
+    """--tune-tilings "128,1024,128;128,512,128" -> [FlashAttentionTiling, ...]."""
+    out = []
+    for part in (p for p in text.split(";") if p.strip()):
+        fields = part.split(",")
+        if len(fields) != 3 or not all(f.strip().isdigit() for f in fields):
+            raise ValueError(f"--tune-tilings: each tiling must be s1_block,s2_block,kv_chunk, "
+                             f"got tiling={part!r}")
+        out.append(FlashAttentionTiling(*(int(f) for f in fields)))
+    return out
+
+
 def tune_main_shape(a, progress_fn=None):
-    """Rank `flash_attention_tiling_candidates` for the main shape by simulated time (one
-    launch each, recorded with the NPU view); returns (results, the default tiling)."""
+    """Rank `flash_attention_tiling_candidates` (or the --tune-tilings) for the main shape by
+    simulated time (one launch each, recorded with the NPU view); returns (results, the default
+    tiling)."""
     dtype = DTYPES[a.dtype]
     s = a.seq
     q, k, v = make_inputs(a.batch, a.heads, s, a.head_dim, dtype, a.layout)
     opts = case_options(a)
     opts.pop("tiling")
     default = flash_attention_tiling(a.head_dim, dtype, s, s)
-    cands = flash_attention_tiling_candidates(a.head_dim, dtype, s, s)
+    cands = (parse_tilings(a.tune_tilings) if a.tune_tilings else
+             flash_attention_tiling_candidates(a.head_dim, dtype, s, s))
 
     def run(t):
         return npu_timeline(lambda: flash_attention_with_stats(q, k, v, tiling=t, **opts), KERNEL)
@@ -367,10 +401,18 @@ def main(argv=None):
     ap.add_argument("--tune", action="store_true",
                     help="rank FlashAttentionTiling candidates for the main shape by simulated "
                          "time (compiles each candidate once: minutes cold)")
+    ap.add_argument("--tune-tilings", default="",
+                    help="with --tune: rank only these forward tilings, 's1,s2,kv;s1,s2,kv;...'")
+    ap.add_argument("--tune-only", action="store_true",
+                    help="only the tuner (implies --tune): no CPU timing, no profile")
     ap.add_argument("--top", type=int, default=10, help="source lines / tuner rows to print")
     a = ap.parse_args(argv)
+    a.tune = a.tune or a.tune_only
     os.makedirs(a.out, exist_ok=True)
     rt.ensure_device()          # rt.init + set_device(0), unless a caller (a test) already did
+    if a.tune_only:
+        run_tuner(a, f"simulated {rt.get_soc().name}")
+        return 0
     seqs = sorted({int(x) for x in a.sweep.split(",") if x} | {a.seq})
     print(f"FlashAttention {'fwd + bwd' if a.backward else 'fwd'}  B{a.batch} N{a.heads} "
           f"D{a.head_dim} {a.dtype} {a.layout} causal={a.causal} mode={a.mode}  S in {seqs}")
@@ -429,18 +471,7 @@ def main(argv=None):
             print(f"\nbackward, {label}: {run.timeline.us:.1f} us simulated")
             print(pipe_excerpt(run.timeline))
     if a.tune:
-        results, default = tune_main_shape(a, lambda i, n, c: progress(i, n, f"tune {c}"[:40]))
-        print(f"\nTiling candidates for S={a.seq} ranked by simulated time ({sim}):")
-        print(format_ranking(results, mark=default, label=sim, top=a.top))
-        write_tune_csv(results, default, os.path.join(a.out, "tune.csv"))
-        if a.backward:
-            results, default = tune_backward_main_shape(
-                a, lambda i, n, c: progress(i, n, f"tune bwd {c}"[:40]))
-            print(f"\nBackward tiling candidates for S={a.seq} ranked by simulated time "
-                  f"(both launches; {sim}):")
-            print(format_ranking(results, mark=default, label=sim, top=a.top))
-            write_tune_csv(results, default, os.path.join(a.out, "tune_backward.csv"),
-                           ("s1_block", "s2_block"))
+        run_tuner(a, sim)
     written = ["trace.json (open in Perfetto)", "op_summary.csv", "results.csv"]
     written += [os.path.basename(str(p)) for p in npu_files.values()]
     written += bwd_dirs

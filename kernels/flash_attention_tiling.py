@@ -223,6 +223,19 @@ def flash_attention_tiling(d: int, dtype, s1: int, s2: int, soc=None) -> FlashAt
     S1=6144 S2=4096 D128 fp16 (two rounds of S1 blocks on 24 groups): (128, 1024, 128) 93.65
     µs, (128, 1024, 64) 98.17, (128, 512, 128) 99.10, (128, 512, 64) 102.91, (128, 1024, 32)
     108.55; the default stays the first.
+    At the goal shape, B1 N3 S8192 D128 fp16 (192 S1 blocks on 24 groups: 8 rounds), only the
+    five that ranked first at S1=6144 S2=4096 (one candidate simulates for 8-25 wall minutes
+    on the loaded machine, compile included; all 42 would take most of a day), ranked the
+    same day with the forward as it is now: (128, 1024, 128) 642.48 µs (45.3 % of the fp16
+    peak), (128, 1024, 64) 685.89, (128, 512, 128) 688.19, (128, 512, 64) 718.75, (128,
+    1024, 32) 776.10 (the busiest pipe of all five: the AIVs' VECTOR, 67-82 %). The default
+    stays the first for float16 on Ascend910B2 (`python -m bench.flash_attention --dtype
+    float16 --head-dim 128 --heads 3 --seq 8192 --no-backward --tune-only --tune-tilings
+    "128,1024,128;128,1024,64;128,512,128;128,512,64;128,1024,32"` runs the same launches).
+    A slice of the grid (one group's S1 blocks) would simulate faster but not the same time:
+    the groups share the model's L2 and HBM pools (one group: M12-128x8192 68.8 µs; eight
+    groups with the same work each: M12-1024x8192 76.9 µs, docs/npu-model.md), so the goal
+    shape was simulated whole.
     Only these were ranked (the full grid is `flash_attention_tiling_candidates`): `python -m
     bench.flash_attention --tune` ranks them all for any shape, and ASCEND_EMU_TUNE_CHECK=1 runs
     tests/kernels/test_tune.py's full check that the default is the tuner's choice for the main

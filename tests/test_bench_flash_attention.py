@@ -96,3 +96,24 @@ def test_tune_ranks_the_candidates_and_marks_the_default(tmp_path, capsys):
     us = [float(r["simulated_us"]) for r in ranked]
     assert us == sorted(us) and len(ranked) >= 2
     assert sum(r["is_default"] == "True" for r in rows) == 1
+
+
+def test_tune_only_ranks_the_given_tilings_alone(tmp_path, capsys):
+    out = tmp_path / "t"
+    assert fa.main(TINY + ["--seq", "48", "--tune-only", "--no-backward", "--tune-tilings",
+                           "32,32,32;64,48,16", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "Tiling candidates (the given) for S=48 ranked by simulated time" in text
+    assert "Backward" not in text and "ours ms" not in text      # no profile, no backward
+    rows = _csv(out / "tune.csv")
+    assert sorted((r["s1_block"], r["s2_block"], r["kv_chunk"]) for r in rows) == \
+        [("32", "32", "32"), ("64", "48", "16")]
+    assert [r["rank"] for r in rows] == ["1", "2"]
+    assert not (out / "trace.json").exists()
+
+
+def test_tune_tilings_must_be_three_numbers(tmp_path):
+    with pytest.raises(ValueError, match=r"--tune-tilings: each tiling must be "
+                                         r"s1_block,s2_block,kv_chunk, got tiling='128,256'"):
+        fa.main(TINY + ["--seq", "48", "--tune-only", "--no-backward", "--tune-tilings",
+                        "128,256", "--out", str(tmp_path)])

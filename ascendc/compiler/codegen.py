@@ -8,7 +8,9 @@ become int64 records, and every `asc.<op>` becomes a call of its primitive with 
 from __future__ import annotations
 
 import ast
+import dis
 import enum
+import functools
 import hashlib
 import inspect
 import os
@@ -28,6 +30,16 @@ GA, T, Q, PIPE, OTHER = S.GA, S.T, S.Q, S.PIPE, S.OTHER
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 BUILTINS = {"range", "min", "max", "int", "float", "len", "abs", "bool", "print", "round"}
 _call, _const, CTX = L.call, L.const, L.CTX
+
+
+@functools.lru_cache(maxsize=None)
+def call_spreads_args(nargs: int) -> bool:
+    """Whether CPython compiles a call with `nargs` positional arguments as `f(*args)`
+    (CALL_FUNCTION_EX; 3.11 does above 30), which Numba's closure inliner rejects ("Calling a
+    closure with *args is unsupported") while its typing of a call accepts it."""
+    src = f"f({', '.join(f'a{i}' for i in range(nargs))})"
+    return any(i.opname == "CALL_FUNCTION_EX"
+               for i in dis.get_instructions(compile(src, "<call>", "eval")))
 
 
 class Generator:
@@ -100,8 +112,11 @@ class Generator:
             # as GLUE a helper is compiled once per signature and called (its primitives are
             # called too, so LLVM inlines only the glue): Numba's IR inlining re-ran the
             # untyped passes of a helper at every call site (12 of 17 s of an adv.Matmul kernel)
+            # Numba's IR inliner refuses a call CPython compiles as f(*args) (more than 30
+            # arguments, _ctx included): such a helper is compiled and called instead
+            inline = not self.glue and not call_spreads_args(len(params) + 1)
             rk = self.function(jf.fn, name, {p.arg: k for p, k in zip(params, kinds)}, {},
-                               inline=not self.glue, helper=True)
+                               inline=inline, helper=True)
             self.helpers[key] = (name, rk)
         return self.helpers[key]
 
@@ -477,7 +492,9 @@ def kernel_module(kf, consts: dict, sig: tuple, soc=None) -> str:
     rt_params = [n for n in kf.param_names if n not in consts]
     kinds = {n: (GA if s[0] == "GA" else OTHER) for n, s in zip(rt_params, sig)}
     # as GLUE, the kernel is inlined into _run: its LLVM module is made (and optimised) once
-    gen.function(kf.fn, "_kernel", kinds, consts, inline=gen.glue, helper=False)
+    # (unless its call is an f(*args) one, which Numba's inliner rejects: call_spreads_args)
+    gen.function(kf.fn, "_kernel", kinds, consts,
+                 inline=gen.glue and not call_spreads_args(len(rt_params) + 1), helper=False)
     ps = ", ".join(rt_params)
     regs = "".join(f"        _C.register_gm(_ctx, {n})\n" for n in rt_params if kinds[n] == GA)
     # arrays arrive as (address, length) and are rebuilt without a reference count (rawptr.py:

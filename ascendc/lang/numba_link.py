@@ -22,7 +22,8 @@ checked against the Numba and llvmlite versions in TESTED_NUMBA / TESTED_LLVMLIT
 - `numba.core.caching.FunctionCache`: `_index_key(sig, codegen)` (its `(sig, magic,
   (code_hash, cells_hash))` shape), `_cache_file._source_stamp`, `_py_func`;
 - `numba.core.caching.IndexDataCacheFile` (the dispatcher cache's `_cache_file`), overriding
-  `_save_data` / `_load_data` / `_save_index` / `_load_index` and using `_dump`,
+  `save` / `load` / `_save_data` / `_load_data` / `_save_index` / `_load_index` and using
+  `_data_name`, `_dump`,
   `_open_for_write`, `_data_path`, `_index_path`, `_version`, `_source_stamp` (CheckedCacheFile);
 - `numba.core.serialize.dumps`, `numba.core.config.DISABLE_JIT`;
 and llvmlite's public `binding.add_symbol` and `binding.parse_assembly` (llvmlite is pinned to
@@ -310,13 +311,46 @@ def heal_warning(path, why: str) -> None:
                   stacklevel=4)
 
 
+def data_number(key) -> int:
+    """The number in the data file name of cache entry `key`: from a hash of the key, so two
+    processes saving different entries at once never write the same file."""
+    return int(hashlib.sha256(repr(key).encode()).hexdigest()[:12], 16)
+
+
 class CheckedCacheFile(IndexDataCacheFile):
     """Numba's index and data files of a cached function, each pickle sealed with its SHA-256.
 
     Numba trusts the bytes it reads back: a data file with a flipped byte unpickles into a
     different object-code blob (a wrong result, or the same fault at every launch, for good),
     a damaged index into an unpickling error. Here a file whose seal does not match is reported
-    with a warning and removed; the function compiles again and Numba's save rewrites it."""
+    with a warning and removed; the function compiles again and Numba's save rewrites it.
+
+    Numba also names a new entry's data file by the first number its index does not use; two
+    processes saving different entries at once (another signature, or the other link mode)
+    took the same number, and the index could end up naming the other entry's object code:
+    its entry point called with this signature's arguments (a segfault). Here the file is named
+    by a hash of the key (`data_number`) and holds the key, and an entry whose data file holds
+    another key is a miss (compiled again)."""
+
+    def save(self, key, data):
+        overloads = self._load_index()
+        name = self._data_name(data_number(key))
+        if overloads.get(key) != name:
+            overloads[key] = name
+            self._save_index(overloads)
+        self._save_data(name, (key, data))
+
+    def load(self, key):
+        name = self._load_index().get(key)
+        if name is None:
+            return None
+        try:
+            got = self._load_data(name)
+        except OSError:             # removed while the index still named it
+            return None
+        if not (isinstance(got, tuple) and len(got) == 2 and got[0] == key):
+            return None             # another entry's data (or none): compiled and saved again
+        return got[1]
 
     def _save_data(self, name, data):
         payload = self._dump(data)
@@ -364,14 +398,28 @@ def _unlink(path) -> None:
         pass
 
 
+def link_mode() -> str:
+    """The linking a compiled entry was made with, part of every cache key here: "calls" (the
+    larger primitives called, PRIM_CALLS on) or "inlined" (ASCEND_EMU_PRIM_CALLS=0). The two
+    give different object code for the same source and signature (a called primitive is only
+    declared, with a loader to run first), so processes in different modes must not share
+    entries."""
+    return "calls" if prim_calls_enabled() else "inlined"
+
+
 class CheckedFunctionCache(FunctionCache):
-    """Numba's FunctionCache with sealed files (CheckedCacheFile)."""
+    """Numba's FunctionCache with sealed files (CheckedCacheFile), its entries keyed by the
+    link mode too (`link_mode`)."""
 
     def __init__(self, py_func):
         super().__init__(py_func)
         cf = self._cache_file
         self._cache_file = CheckedCacheFile(cf._cache_path, self._impl.filename_base,
                                             cf._source_stamp)
+
+    def _index_key(self, sig, codegen):
+        sig_key, magic, hashes = super()._index_key(sig, codegen)
+        return sig_key, (*magic, link_mode()), hashes
 
 
 def cached_njit(**options):
