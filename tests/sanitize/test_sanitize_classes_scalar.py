@@ -254,3 +254,58 @@ def test_aipp_load_read_after_its_hand_off_is_clean(interpret):
     np.testing.assert_array_equal(z[0:3], px[0].astype(np.int8))
     np.testing.assert_array_equal(z[32:35], px[1].astype(np.int8))
     assert not z[3:32].any() and not z[35:].any()
+
+
+# -- the pass on hand-made rows: what orders the scalar unit's accesses --------------------------
+
+def _rows(*spec):
+    """Rows of ("op", name, src level, dst level, line) / ("acc", lo, nbytes, write, line) /
+    ("bar", PipeID) / ("flag", HardEvent)."""
+    from ascendc.lang import trace as T
+    out = []
+    for s in spec:
+        r = [0] * T.NCOL
+        if s[0] == "op":
+            r[T.C_KIND], r[T.C_OP], r[T.C_SRC_LV], r[T.C_DST_LV], r[T.C_LINE] = (
+                T.K_OP, T.op(s[1]), s[2], s[3], s[4])
+        elif s[0] == "acc":
+            r[T.C_KIND], r[T.C_A], r[T.C_BYTES], r[T.C_ID], r[T.C_M], r[T.C_LINE] = (
+                T.K_ACCESS, s[1], s[2], int(s[3]), -1, s[4])
+        elif s[0] == "bar":
+            r[T.C_KIND], r[T.C_A] = T.K_BARRIER, int(s[1])
+        else:
+            r[T.C_KIND], r[T.C_A] = T.K_SET, int(s[1])
+            out.append(r)
+            r = list(r)
+            r[T.C_KIND] = T.K_WAIT
+        out.append(r)
+    return np.array(out, np.int64).reshape(-1, T.NCOL)
+
+
+def _pass(rows):
+    from ascendc.sanitize.analysis import BlockPass
+    lines = [("", 0)] + [("k.py", i) for i in range(1, 20)]
+    bp = BlockPass({"racecheck"}, "k", "aiv(0)", lines, [("UB", 0, 4096)]).run(rows)
+    return [(f.cls, f.kind, f.where[1]) for f in bp.findings]
+
+
+@pytest.mark.parametrize("between, found", [
+    ((), [("Sync2", "potential RAW hazard between SCALAR and VECTOR", 3)]),
+    ((("bar", asc.PipeID.PIPE_V),), [("Sync2", "potential RAW hazard between SCALAR and "
+                                               "VECTOR", 3)]),     # a barrier of V only
+    ((("bar", asc.PipeID.PIPE_ALL),), []),
+    ((("flag", E.S_V),), []),
+    ((("flag", E.S_MTE3),), [("Sync2", "potential RAW hazard between SCALAR and VECTOR", 3)]),
+])
+def test_what_orders_a_vector_read_after_set_value(between, found):
+    rows = _rows(("op", "LocalTensor.set_value", 0, 0, 1), ("acc", 64, 4, True, 1), *between,
+                 ("op", "adds", 0, 0, 3), ("acc", 0, 256, False, 3))
+    assert _pass(rows) == found
+
+
+def test_scalar_ops_other_than_element_accesses_are_not_judged():
+    """An access row after another scalar op (a system value) is not the scalar unit's."""
+    rows = _rows(("op", "data_copy", -1, 0, 1), ("acc", 0, 256, True, 1),
+                 ("op", "get_block_idx", 0, 0, 2), ("acc", 0, 4, False, 2),
+                 ("op", "LocalTensor.get_value", 0, 0, 3), ("acc", 0, 4, False, 3))
+    assert _pass(rows) == [("Sync2", "potential RAW hazard between MTE2 and SCALAR", 3)]
