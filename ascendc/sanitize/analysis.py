@@ -15,11 +15,11 @@ barriers and queue steps. What the pass keeps per byte of the core's local memor
   joins every pipe with the barrier's pipe (PIPE_ALL and sync_all: all with all). An access
   conflicts with an earlier one of another pipe (one of them a write) that its pipe's clock has
   not seen. The scalar unit's element accesses (get_value / set_value of a local tensor) are
-  judged like a pipe's, with one difference: an op issued after them follows them in issue
-  order but sees what they wrote (or is known not to overwrite what they read) only through a
-  flag from the scalar unit (S_V, S_MTE3, S_MTE2, ...), PIPE_ALL or sync_all; the scalar unit
-  sees another pipe's writes through that pipe's flag to it (MTE2_S, V_S, ...), as checked
-  mode decides for get_value.
+  judged like a pipe's, with two differences: an op issued after a set_value follows it in
+  issue order but sees what it wrote only through a flag from the scalar unit (S_V, S_MTE3,
+  S_MTE2, ...), PIPE_ALL or sync_all; a get_value is done before the scalar unit goes on, so a
+  later write over what it read is no hazard. The scalar unit sees another pipe's writes
+  through that pipe's flag to it (MTE2_S, V_S, ...), as checked mode decides for get_value.
   Within one DMA pipe (MTE1, MTE2, MTE3, FIXPIPE: copies may land out of order) a copy over
   bytes an earlier copy of that pipe wrote conflicts (Sync1) unless the pipe is known to have
   drained since: a pipe_barrier of it, a set_flag / queue step it sent, or a clock it receives

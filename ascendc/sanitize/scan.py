@@ -11,10 +11,11 @@ block is analysed. analysis.py's docstring says what is kept and why; the number
   (-2: PIPE_ALL, -1: none);
 - a lane's clock has a column per lane (the time of that lane's ops it has seen: column 0,
   the scalar unit's issue order, which every later op follows) and one more, SMEM: the time of
-  the scalar unit's local accesses (get_value / set_value) the lane has seen; only a flag from
-  the scalar unit (S_V, S_MTE2, S_MTE3, ...), PIPE_ALL or sync_all carries it, as on the NPU
-  an element the scalar unit wrote reaches the other pipes (and one it read is done) only
-  then, though they issue after it;
+  the scalar unit's element writes (set_value) the lane has seen; only a flag from the scalar
+  unit (S_V, S_MTE3, S_MTE2, ...), PIPE_ALL or sync_all carries it, as on the NPU an element
+  the scalar unit wrote reaches the other pipes only then, though they issue after it. A
+  scalar read (get_value) is done when the scalar unit goes on (its value is in a register),
+  so no later write of another pipe can land before it: no Write3 has it as the read;
 - `state` (int64): [0] the shadow's racecheck arrays were written since their last reset;
 - findings: rows of F_* codes and operands (F_COLS), in the order the rows raised them.
 """
@@ -188,9 +189,7 @@ def _pop(head, tail, nxt, k):
 
 
 # a pass's counters, in one array the row handlers update in place
-# (V_JUDGE: racecheck judges the current op's local accesses: a pipe's op or a scalar element
-# access, not the other scalar ops' accesses)
-(V_NF, V_NG, V_NPT, V_NSNAP, V_NPL, V_NFR, V_PIPE, V_EPOCH, V_JUDGE) = range(9)
+(V_NF, V_NG, V_NPT, V_NSNAP, V_NPL, V_NFR, V_EPOCH) = range(7)
 
 
 @cached_njit(nogil=True)
@@ -205,6 +204,7 @@ def block_pass(rows, lanes, tools, ev_lanes, sh_written, sh_freed, sh_rline, w_p
     n = rows.shape[0]
     sh = (sh_written, sh_freed, sh_rline, w_pipe, w_time, w_line, r_time, r_line, dirty, state)
     ck = _clocks((sh_written.shape[0] >> PAGE) + 1)
+    clk, done, w_max, r_max, w_page, r_page, table = ck
     # flag queues: keys (0, src, dst, id) events, (1, qid) enque -> deque, (2, qid, slot)
     # free_tensor -> alloc_tensor; each a FIFO of clock snapshots (linked through nxt)
     fq = (np.empty((n + 1, 4), np.int64), np.zeros(1, np.int64), np.full(n + 1, -1, np.int64),
@@ -214,18 +214,83 @@ def block_pass(rows, lanes, tools, ev_lanes, sh_written, sh_freed, sh_rline, w_p
     ps = (np.empty((n + 1, 4), np.int64), np.zeros(1, np.int64), np.full(n + 1, -1, np.int64),
           np.full(n + 1, -1, np.int64), np.empty(n + 1, np.int64),
           np.full(n + 1, -1, np.int64))
-    fr = (np.empty(n + 1, np.int64), np.empty(n + 1, np.int64))    # freed, not allocated since
-    pd = (np.empty((PEND + 1, 7), np.int64), np.zeros(1, np.int64), np.zeros(_HT, np.int64))
-    v = np.zeros(9, np.int64)
+    fr_lo, fr_hi = np.empty(n + 1, np.int64), np.empty(n + 1, np.int64)   # freed, not since
+    fr = (fr_lo, fr_hi)                                                    # allocated again
+    pend, npend, ht = (np.empty((PEND + 1, 7), np.int64), np.zeros(1, np.int64),
+                       np.zeros(_HT, np.int64))
+    v = np.zeros(7, np.int64)
+    size = sh_written.shape[0]
+    pipe = judge = 0        # the lane of the last K_OP row; racecheck judges its accesses
     for i in range(n):
         kind = rows[i, T.C_KIND]
-        if kind == T.K_ACCESS:
-            if rows[i, T.C_DST_LV] >= 0:
-                _local_access(rows, i, tools, sh, ck, fr, pd, found, v)
-            elif tools[1]:
-                _gm_access(rows, i, gm, ck[0], v)
+        if kind == T.K_ACCESS and rows[i, T.C_DST_LV] < 0:
+            if tools[1]:
+                _gm_access(rows, i, gm, clk, v, pipe)
+        elif kind == T.K_ACCESS:        # a local access (the hot path: no helper's arrays)
+            write = rows[i, T.C_ID] != 0
+            lo = rows[i, T.C_A]
+            hi = min(lo + rows[i, T.C_BYTES], size)
+            if hi > lo:
+                for pg in range(lo >> PAGE, ((hi - 1) >> PAGE) + 1):
+                    dirty[pg] = 1
+            if tools[0] and v[V_NFR]:
+                _freed_check(rows, i, lo, hi, fr_lo, fr_hi, sh_freed, sh_rline, found, v)
+            if not write and tools[2] and rows[i, T.C_M] >= 0:
+                c = lo + rows[i, T.C_M]
+                for x in range(c, min(c + 32, size)):
+                    if not sh_written[x]:
+                        v[V_NF] = _emit(found, v[V_NF], F_UNINIT, i, c, lo, sh_rline[c], 0,
+                                        rows[i, T.C_BYTES], 0)
+                        break
+            if judge and tools[1] and hi > lo:
+                p = pipe
+                now = clk[p, p]
+                reach = rows[i, T.C_N] != 0
+                pa, pb = lo >> PAGE, ((hi - 1) >> PAGE) + 1
+                # Sync1: the pipe's own earlier copies, the pipe not known drained since
+                if ((DMA_MASK >> p) & 1 and not reach and done[p] < min(now - 1, w_max[p])
+                        and _page_max(w_page, p, pa, pb) > done[p]):
+                    _sync1_scan(i, write, lo, hi, p, done[p], now, w_pipe, w_time, w_line,
+                                r_time, r_line, state, pend, npend, ht, found, v)
+                # Sync2 / Write3: another pipe's writes / reads this one has not seen (the
+                # page filters; a page they flag gets the exact scan)
+                for q in range(NL):
+                    seen = clk[p, SMEM] if q == 0 else clk[p, q]
+                    if q != p and w_max[q] > seen and _page_max(w_page, q, pa, pb) > seen:
+                        _sync2_scan(rows, i, write, lo, hi, p, w_pipe, w_time, w_line, r_time,
+                                    r_line, state, clk, table, pend, npend, ht, found, v)
+                        break
+                line = rows[i, T.C_LINE]
+                if write:       # (a scalar read is done before the next op issues)
+                    for q in range(1, NL):
+                        seen = clk[p, q]
+                        if q != p and r_max[q] > seen and _page_max(r_page, q, pa, pb) > seen:
+                            _write3_scan(i, lo, hi, p, q, seen, w_pipe, w_time, w_line, r_time,
+                                         r_line, state, pend, npend, ht, found, v)
+                    w_max[p] = now
+                    w_page[p, pa:pb] = now
+                    _pend_add(pend, npend, ht, True, lo, hi, p + REACH if reach else p, now,
+                              line)
+                elif p != 0:
+                    _pend_add(pend, npend, ht, False, lo, hi, p, now, line)
+                    r_max[p] = now
+                    r_page[p, pa:pb] = now
+                if npend[0] >= PEND:
+                    _flush(pend, npend, ht, w_pipe, w_time, w_line, r_time, r_line, state)
+            if write and hi > lo:
+                sh_written[lo:hi] = 1
         elif kind == T.K_OP:
-            _op_row(rows, i, lanes[i], ck, pts, v, ops)
+            pipe = lanes[i]
+            op = rows[i, T.C_OP]
+            clk[pipe, pipe] += 1
+            # the scalar unit issues in order: an op issued after a scalar op runs after it
+            clk[pipe, 0] = clk[0, 0]
+            # the scalar unit's element accesses are judged (SMEM), its other ops' are not
+            judge = pipe != 0 or op == ops[4] or op == ops[5]
+            if pipe == 0 and judge:
+                clk[0, SMEM] = clk[0, 0]
+            if op == ops[0] or op == ops[1] or op == ops[2] or op == ops[3]:
+                _cross_point(rows, i, pipe, op, clk, done, pts, v, ops)
         elif kind == T.K_REGION:
             _region_row(rows, i, sh, fr, v)
         elif kind == T.K_SET or kind == T.K_WAIT or (kind >= T.K_Q_ALLOC and
@@ -235,11 +300,12 @@ def block_pass(rows, lanes, tools, ev_lanes, sh_written, sh_freed, sh_rline, w_p
         elif kind == T.K_BARRIER:
             lane = lanes[i]
             if lane == -2:
-                _join_all(ck[0], ck[1])
+                _join_all(clk, done)
             elif lane >= 0:     # its own pipe only (as checked mode): the pipe has drained
-                ck[1][lane] = ck[0][lane, lane]
+                done[lane] = clk[lane, lane]
         elif kind == T.K_SYNC_ALL:
             _sync_all_row(rows, i, ck, pts, v)
+            pipe = judge = 0
     if tools[3]:
         _unwaited(ps, found, v)
     counts[0], counts[1], counts[2] = v[V_NF], v[V_NG], v[V_NPT]
@@ -256,134 +322,78 @@ def _clocks(pages):
 
 
 @cached_njit(nogil=True, inline="always")
-def _gm_access(rows, i, gm, clk, v):
+def _gm_access(rows, i, gm, clk, v, pipe):
     """A GM access, kept with its pipe's clock for the launch's cross-core check."""
-    ng, pipe, a = v[V_NG], v[V_PIPE], rows[i, T.C_A]
+    ng, a = v[V_NG], rows[i, T.C_A]
     blk, step = rows[i, T.C_ELEMS], rows[i, T.C_REPEATS]
     if blk <= 0 or step <= blk:
         blk = step = 0          # contiguous
     gm[ng, 0], gm[ng, 1], gm[ng, 2], gm[ng, 3] = a, a + rows[i, T.C_BYTES], rows[i, T.C_ID], pipe
     gm[ng, 4], gm[ng, 5], gm[ng, 6] = rows[i, T.C_LINE], blk, step
-    gm[ng, 7:] = clk[pipe, :NL]
+    for q in range(NL):
+        gm[ng, 7 + q] = clk[pipe, q]
     v[V_NG] = ng + 1
 
 
-@cached_njit(nogil=True, inline="always")
-def _local_access(rows, i, tools, sh, ck, fr, pd, found, v):
-    """A local access: memcheck (a freed buffer), initcheck (a fresh chunk read), racecheck."""
-    sh_written, sh_freed, sh_rline, dirty = sh[0], sh[1], sh[2], sh[8]
-    size = sh_written.shape[0]
-    write = rows[i, T.C_ID] != 0
-    nbytes = rows[i, T.C_BYTES]
-    lo = rows[i, T.C_A]
-    hi = min(lo + nbytes, size)
-    if hi > lo:
-        for pg in range(lo >> PAGE, ((hi - 1) >> PAGE) + 1):
-            dirty[pg] = 1
-    nfr, fr_lo, fr_hi = v[V_NFR], fr[0], fr[1]
-    if tools[0] and nfr:
-        hit = False
-        for j in range(nfr):
-            if fr_lo[j] < hi and lo < fr_hi[j]:
-                hit = True
-                break
-        if hit:
+@cached_njit(nogil=True)
+def _freed_check(rows, i, lo, hi, fr_lo, fr_hi, sh_freed, sh_rline, found, v):
+    """memcheck: a local access [lo, hi) to a buffer freed and not allocated again (Read1 /
+    Write1 at its first such byte)."""
+    for j in range(v[V_NFR]):
+        if fr_lo[j] < hi and lo < fr_hi[j]:
             for x in range(lo, hi):
                 if sh_freed[x]:
-                    v[V_NF] = _emit(found, v[V_NF], F_FREED, i, x, lo, sh_rline[x], write,
-                                    nbytes, 0)
-                    break
-    if not write and tools[2] and rows[i, T.C_M] >= 0:
-        c = lo + rows[i, T.C_M]
-        for x in range(c, min(c + 32, size)):
-            if not sh_written[x]:
-                v[V_NF] = _emit(found, v[V_NF], F_UNINIT, i, c, lo, sh_rline[c], 0, nbytes, 0)
-                break
-    if v[V_JUDGE] and tools[1] and hi > lo:
-        _race(rows, i, write, lo, hi, sh, ck, pd, found, v)
-    if write and hi > lo:
-        sh_written[lo:hi] = 1
+                    v[V_NF] = _emit(found, v[V_NF], F_FREED, i, x, lo, sh_rline[x],
+                                    rows[i, T.C_ID] != 0, rows[i, T.C_BYTES], 0)
+                    return
+            return
 
 
-@cached_njit(nogil=True, inline="always")
-def _race(rows, i, write, lo, hi, sh, ck, pd, found, v):
-    """racecheck of a local access by pipe v[V_PIPE] over [lo, hi): Sync1, Sync2, Write3; then
-    the access waits as a range (_pend_add)."""
-    w_pipe, w_time, w_line, r_time, r_line, state = sh[3], sh[4], sh[5], sh[6], sh[7], sh[9]
-    clk, done, w_max, r_max, w_page, r_page, table = ck
-    pend, npend, ht = pd
-    p = v[V_PIPE]
-    now = clk[p, p]
-    reach = rows[i, T.C_N] != 0
-    pa, pb = lo >> PAGE, ((hi - 1) >> PAGE) + 1
-    # Sync1: the pipe's own earlier copies, the pipe not known drained since
-    if ((DMA_MASK >> p) & 1 and not reach and done[p] < min(now - 1, w_max[p])
-            and _page_max(w_page, p, pa, pb) > done[p]):
-        _flush(pend, npend, ht, w_pipe, w_time, w_line, r_time, r_line, state)
-        at = first_in_flight(w_pipe, w_time, lo, hi, p, done[p], now)
-        if at >= 0:
-            v[V_NF] = _emit(found, v[V_NF], F_SYNC1, i, at, lo, w_line[at], write, 0, p)
-    # Sync2: bytes another pipe wrote, unseen by this one (the scalar unit's accesses: SMEM)
-    late = False
+@cached_njit(nogil=True)
+def _sync1_scan(i, write, lo, hi, p, done, now, w_pipe, w_time, w_line, r_time, r_line, state,
+                pend, npend, ht, found, v):
+    """Sync1's exact scan, once the page filter flagged a copy of DMA pipe p in flight."""
+    _flush(pend, npend, ht, w_pipe, w_time, w_line, r_time, r_line, state)
+    at = first_in_flight(w_pipe, w_time, lo, hi, p, done, now)
+    if at >= 0:
+        v[V_NF] = _emit(found, v[V_NF], F_SYNC1, i, at, lo, w_line[at], write, 0, p)
+
+
+@cached_njit(nogil=True)
+def _write3_scan(i, lo, hi, p, q, seen, w_pipe, w_time, w_line, r_time, r_line, state, pend,
+                 npend, ht, found, v):
+    """Write3's exact scan, once the page filter flagged a read of pipe q that p has not
+    seen."""
+    _flush(pend, npend, ht, w_pipe, w_time, w_line, r_time, r_line, state)
+    at = first_above(r_time[q], lo, hi, seen)
+    if at >= 0:
+        v[V_NF] = _emit(found, v[V_NF], F_WRITE3, i, at, lo, r_line[q, at], 0, q, p)
+
+
+@cached_njit(nogil=True)
+def _sync2_scan(rows, i, write, lo, hi, p, w_pipe, w_time, w_line, r_time, r_line, state, clk,
+                table, pend, npend, ht, found, v):
+    """Sync2's exact scan, once the page filter flagged a write pipe p has not seen."""
+    table[:] = NEVER
     for q in range(NL):
-        seen = clk[p, SMEM] if q == 0 else clk[p, q]
-        if q != p and w_max[q] > seen and _page_max(w_page, q, pa, pb) > seen:
-            late = True
-            break
-    if late:
-        table[:] = NEVER
-        for q in range(NL):
-            if q != p:
-                table[q] = table[REACH + q] = clk[p, SMEM] if q == 0 else clk[p, q]
-        _flush(pend, npend, ht, w_pipe, w_time, w_line, r_time, r_line, state)
-        at = first_unseen_write(w_pipe, w_time, lo, hi, table)
-        if at >= 0:
-            v[V_NF] = _emit(found, v[V_NF], F_SYNC2, i, at, lo, w_line[at], write,
-                            w_pipe[at] % REACH, p)
-    line = rows[i, T.C_LINE]
-    if write:
-        # Write3: reads of other pipes unseen by this one
-        for q in range(NL):
-            seen = clk[p, SMEM] if q == 0 else clk[p, q]
-            if q == p or r_max[q] <= seen or _page_max(r_page, q, pa, pb) <= seen:
-                continue
-            _flush(pend, npend, ht, w_pipe, w_time, w_line, r_time, r_line, state)
-            at = first_above(r_time[q], lo, hi, seen)
-            if at >= 0:
-                v[V_NF] = _emit(found, v[V_NF], F_WRITE3, i, at, lo, r_line[q, at], 0, q, p)
-        w_max[p] = now
-        w_page[p, pa:pb] = now
-        _pend_add(pend, npend, ht, True, lo, hi, p + REACH if reach else p, now, line)
-    else:
-        _pend_add(pend, npend, ht, False, lo, hi, p, now, line)
-        r_max[p] = now
-        r_page[p, pa:pb] = now
-    if npend[0] >= PEND:
-        _flush(pend, npend, ht, w_pipe, w_time, w_line, r_time, r_line, state)
+        if q != p:
+            table[q] = table[REACH + q] = clk[p, SMEM] if q == 0 else clk[p, q]
+    _flush(pend, npend, ht, w_pipe, w_time, w_line, r_time, r_line, state)
+    at = first_unseen_write(w_pipe, w_time, lo, hi, table)
+    if at >= 0:
+        v[V_NF] = _emit(found, v[V_NF], F_SYNC2, i, at, lo, w_line[at], write,
+                        w_pipe[at] % REACH, p)
 
 
-@cached_njit(nogil=True, inline="always")
-def _op_row(rows, i, pipe, ck, pts, v, ops):
-    """An instruction of lane `pipe`: its clock ticks; a cross-core call is kept as a point."""
-    clk = ck[0]
-    op = rows[i, T.C_OP]
-    xset, xwait, ib_set, ib_wait = ops[0], ops[1], ops[2], ops[3]
-    v[V_PIPE] = pipe
-    clk[pipe, pipe] += 1
-    # the scalar unit issues in order: an op issued after a scalar op runs after it
-    clk[pipe, 0] = clk[0, 0]
-    v[V_JUDGE] = pipe != 0
-    if pipe == 0 and (op == ops[4] or op == ops[5]):
-        v[V_JUDGE] = 1
-        clk[0, SMEM] = clk[0, 0]
-    cross = op == xset or op == xwait
-    if not (cross or op == ib_set or op == ib_wait):
-        return
+@cached_njit(nogil=True)
+def _cross_point(rows, i, pipe, op, clk, done, pts, v, ops):
+    """A cross-core call (cross_core_set/wait_flag, ib_set/wait), kept as a point."""
+    xset, xwait, ib_set = ops[0], ops[1], ops[2]
     npt = v[V_NPT]
-    if cross and rows[i, T.C_B] == _P2P:
+    if (op == xset or op == xwait) and rows[i, T.C_B] == _P2P:
         pts[npt, 0] = P_P2P_SET if op == xset else P_P2P_WAIT
     elif op == xset:
-        ck[1][pipe] = clk[pipe, pipe]       # fires once its pipe has drained
+        done[pipe] = clk[pipe, pipe]        # fires once its pipe has drained
         pts[npt, 0] = P_SET
     elif op == xwait:
         pts[npt, 0] = P_WAIT
@@ -391,7 +401,8 @@ def _op_row(rows, i, pipe, ck, pts, v, ops):
         pts[npt, 0] = P_IB_SET if op == ib_set else P_IB_WAIT
     pts[npt, 1], pts[npt, 2] = rows[i, T.C_A], rows[i, T.C_B]
     pts[npt, 3], pts[npt, 4] = pipe, rows[i, T.C_LINE]
-    pts[npt, 5:] = clk[pipe, :NL]
+    for q in range(NL):
+        pts[npt, 5 + q] = clk[pipe, q]
     v[V_NPT] = npt + 1
 
 
@@ -488,11 +499,11 @@ def _sync_all_row(rows, i, ck, pts, v):
     clk[0, 0] += 1
     _join_all(clk, ck[1])
     v[V_EPOCH] += 1
-    v[V_PIPE] = 0
     npt = v[V_NPT]
     pts[npt, 0], pts[npt, 1], pts[npt, 2] = P_SYNC_ALL, v[V_EPOCH], 0
     pts[npt, 3], pts[npt, 4] = 0, rows[i, T.C_LINE]
-    pts[npt, 5:] = clk[0, :NL]
+    for q in range(NL):
+        pts[npt, 5 + q] = clk[0, q]
     v[V_NPT] = npt + 1
 
 
