@@ -87,6 +87,10 @@ def pool_tiling(x_shape, kernel, stride=None, padding=0, block_dim=None) -> Pool
 def _pool_row(xl, ol, r0, nr, ow, w, w_pad, kw, sw, pw, kh_total, mode, count_pad):
     asc.set_flag(asc.HardEvent.MTE2_S, 0)
     asc.wait_flag(asc.HardEvent.MTE2_S, 0)
+    # the scalar unit writes ol: an earlier row's MTE3 copy out of this buffer must be done (a
+    # VECOUT free_tensor -> alloc_tensor orders the vector pipe, not the scalar unit)
+    asc.set_flag(asc.HardEvent.MTE3_S, 0)
+    asc.wait_flag(asc.HardEvent.MTE3_S, 0)
     for q in range(ow):
         c0 = q * sw - pw
         acc = 0.0

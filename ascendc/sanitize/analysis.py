@@ -14,7 +14,12 @@ barriers and queue steps. What the pass keeps per byte of the core's local memor
   matching wait_flag / deque / alloc_tensor joins it into the destination pipe's, pipe_barrier
   joins every pipe with the barrier's pipe (PIPE_ALL and sync_all: all with all). An access
   conflicts with an earlier one of another pipe (one of them a write) that its pipe's clock has
-  not seen. Scalar-unit accesses (get_value / set_value) are left out of racecheck.
+  not seen. The scalar unit's element accesses (get_value / set_value of a local tensor) are
+  judged like a pipe's, with two differences: an op issued after a set_value follows it in
+  issue order but sees what it wrote only through a flag from the scalar unit (S_V, S_MTE3,
+  S_MTE2, ...), PIPE_ALL or sync_all; a get_value is done before the scalar unit goes on, so a
+  later write over what it read is no hazard. The scalar unit sees another pipe's writes
+  through that pipe's flag to it (MTE2_S, V_S, ...), as checked mode decides for get_value.
   Within one DMA pipe (MTE1, MTE2, MTE3, FIXPIPE: copies may land out of order) a copy over
   bytes an earlier copy of that pipe wrote conflicts (Sync1) unless the pipe is known to have
   drained since: a pipe_barrier of it, a set_flag / queue step it sent, or a clock it receives
@@ -40,6 +45,8 @@ _LANE = {n: i for i, n in enumerate(LANES)}
 _BARRIER_LANE = {int(p): _LANE[n] for p, n in record.PIPE_NAMES.items()}
 _XSET, _XWAIT = T.op("cross_core_set_flag"), T.op("cross_core_wait_flag")
 _IB_SET, _IB_WAIT = T.op("ib_set"), T.op("ib_wait")
+_PASS_OPS = np.array([_XSET, _XWAIT, _IB_SET, _IB_WAIT, T.op("LocalTensor.get_value"),
+                      T.op("LocalTensor.set_value")], np.int64)     # scan.block_pass's `ops`
 _XPIPE = {int(p): _LANE[n] for p, n in record.PIPE_NAMES.items()}   # a cross op's named pipe
 _BARRIER_NAME = {lane: PipeID(p).name for p, lane in _BARRIER_LANE.items()}
 _OP_LANE: dict = {}                     # (op << 16 | level / pipe code) -> lane of a K_OP row
@@ -180,8 +187,8 @@ class BlockPass:
         counts = np.zeros(3, np.int64)
         tools = np.array([t in self.tools for t in ("memcheck", "racecheck", "initcheck",
                                                     "synccheck")], np.int64)
-        C.block_pass(rows, _row_lanes(rows), tools, _EV_LANES, *sh, _XSET, _XWAIT, _IB_SET,
-                     _IB_WAIT, found, gm, pts, counts)
+        C.block_pass(rows, _row_lanes(rows), tools, _EV_LANES, *sh, _PASS_OPS, found, gm, pts,
+                     counts)
         nf, ng, npt = (int(c) for c in counts)
         for f in found[:nf].tolist():
             self._finding(rows, *f)

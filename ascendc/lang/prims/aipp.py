@@ -410,6 +410,10 @@ def _load(ctx, d, code, dname, hsz, vsz, hs, vs, width, top, bot, left, right):
     st.counters[C_MTE2] += vsz * hsz * bpp + (vsz * hsz // 2 if fmt == YUV420SP else 0)
     if trace.on(ctx):
         trace.copy(ctx, _OP_LOAD, -1, L1, nbytes, isz, a0, need0)
+        # the sanitizer's records (FLAG_SANITIZE): the L1 bytes written, the image bytes read
+        trace.access(ctx, _OP_LOAD, np.int64(d.ctypes.data), nbytes, 1)
+        trace.access(ctx, _OP_LOAD, a0, need0, 0)
+        trace.access(ctx, _OP_LOAD, a1, need1, 0)
 
 
 @prim
