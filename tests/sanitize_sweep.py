@@ -14,7 +14,9 @@ Tests that open a session of their own (tests/sanitize) are not wrapped. A test 
 normally but fails under the sweep is listed too (the sanitizer changed what the kernel did, or
 the test expects a raise the sanitizer turns into a report: the GM-order check); a test that
 failed with pytest.raises' "DID NOT RAISE" while its launches had findings is taken to be such
-a test (it provokes the error on purpose) and listed apart, its findings as expected. At the
+a test (it provokes the error on purpose) and listed apart, its findings as expected. A block
+whose trace outgrew the trace buffer ("block too long to analyse whole": the sanitizer analysed
+its first rows only) is a note, listed apart and not counted as a finding. At the
 end the counts and every finding go to the terminal and, as JSON, to the file the variable
 names (and test by test, as JSON lines, to that name + "l"). ASCEND_EMU_SANITIZE_SWEEP_ONE=1
 keeps one case per test function.
@@ -27,6 +29,7 @@ import os
 import pytest
 
 ENV = "ASCEND_EMU_SANITIZE_SWEEP"
+PARTLY = "block too long to analyse whole"      # session.py's note for a trace cut short
 _RESULTS: list = []          # one dict per test
 
 
@@ -78,13 +81,15 @@ def pytest_runtest_makereport(item, call):
         session = getattr(item, "_sweep", None)
         entry = {"test": item.nodeid, "outcome": getattr(item, "_sweep_outcome", "skipped"),
                  "own_session": session == "own", "launches": 0, "kernels": [],
-                 "expected": [], "findings": []}
+                 "expected": [], "findings": [], "notes": []}
         if session is not None and session != "own":
             entry["launches"] = len(session.launches)
             entry["kernels"] = sorted({name for name, _, _ in session.launches})
             for name, faulted, found in session.launches:
-                target = entry["expected"] if faulted else entry["findings"]
-                target += [_finding(f) for f in found]
+                for f in found:
+                    target = ("expected" if faulted else
+                              "notes" if f.kind == PARTLY else "findings")
+                    entry[target].append(_finding(f))
             if getattr(item, "_sweep_no_raise", False) and entry["findings"]:
                 # the test expects checked mode's error (a race it provokes on purpose) and the
                 # sanitizer reported it instead of raising: expected, not a false positive
@@ -123,6 +128,7 @@ def summary(results: list) -> dict:
         "tests_expecting_errors": sum(1 for r in wrapped if r["expected"]),
         "tests_with_findings": [r["test"] for r in wrapped if r["findings"]],
         "findings": sum(len(r["findings"]) for r in wrapped),
+        "partly_analysed": [r["test"] for r in wrapped if r.get("notes")],
         "failed_under_sweep": [r["test"] for r in wrapped if r["outcome"] == "failed"
                                and not r.get("reported_instead")],
         "reported_instead_of_raised": [r["test"] for r in wrapped if r.get("reported_instead")],
@@ -142,6 +148,8 @@ def pytest_terminal_summary(terminalreporter):
         for f in r["findings"]:
             tr.write_line(f"  {r['test']}: {f['class']} {f['kind']} in {f['kernel']} "
                           f"{f['block']} at {f['where']} ({f['other']})")
+    for t in s["partly_analysed"]:
+        tr.write_line(f"  note: a block too long to analyse whole (its first rows analysed): {t}")
     for t in s["failed_under_sweep"]:
         tr.write_line(f"  failed under the sweep: {t}")
     for t in s["reported_instead_of_raised"]:
