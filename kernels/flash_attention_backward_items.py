@@ -13,7 +13,8 @@ import ascendc as asc
 
 from .flash_attention_backward_parts import (GRADS, NSLOT, Q_READY, dq_tile, ds_k_product,
                                              issue_kv_block, issue_q_block, load_nz,
-                                             load_strips16, store_acc, transposed_product)
+                                             load_strips16, store_acc, transposed_mmad,
+                                             transposed_product)
 from .flash_attention_backward_vector import dkv_item
 
 
@@ -141,21 +142,32 @@ def dkv_item_cube(item, q, k, v, dout, dk, dv, qsrc, qa1, oa1, kb1, vb1, xb1, pa
                 m = min(s1b, shape.s1 - s1_0)
                 asc.cross_core_wait_flag(GRADS, 2, asc.PipeID.PIPE_MTE2)
                 slot = ((c + t) % NSLOT) * wsp_slot
-                if with_dq:     # dQ_i += dS K_j first: its fixpipe overlaps dV's and dK's mmads
+                if with_dq:     # one-pass: dQ_i += dS K_j first, its fixpipe overlaps dV, dK
                     dq_at = b * lq.batch + n * lq.head + s1_0 * lq.row
                     dq_row = lq.row
                     if low:
                         dq_at = ((b * shape.heads + n) * shape.s1 + s1_0) * d
                         dq_row = d
-                    dq_tile(dqc, a0, a1, b0, b1, mm % 2, pa1, wpg[slot + half:], kx, m, n2, d,
-                            s2b, c0, dqw + dq_at, dq_row)
+                    m16 = (m + 15) // 16 * 16
+                    cols = n2
+                    if low:     # (whole 16-column strips: dK's transposing load reads them)
+                        cols = n16
+                    ds1 = load_nz(pa1, wpg[slot + half:], m, cols, s2b, m16, dout.dtype)
+                    dq_tile(dqc, a0, a1, b0, b1, mm % 2, ds1, kx, m, n2, d, c0, dqw + dq_at,
+                            dq_row)
                     mm += 1
-                if low:         # their NZ is their 16-column strips
+                    if low:     # dS's NZ is its 16-column strips: dK = dS^T Q from it too
+                        transposed_product(acc, a0, a1, b0, b1, mm % 2, pa1, wpg[slot:], o1, m,
+                                           n2, d, s2b, c0, t == 0)
+                        transposed_mmad(acc2, a0, a1, b0, b1, 1 - mm % 2, ds1, q1, m, n2, d, c0,
+                                        t == 0)
+                    pa1.free_tensor(ds1)
+                if low and not with_dq:     # their NZ is their 16-column strips
                     transposed_product(acc, a0, a1, b0, b1, mm % 2, pa1, wpg[slot:], o1, m,
                                        n2, d, s2b, c0, t == 0)
                     transposed_product(acc2, a0, a1, b0, b1, 1 - mm % 2, pa1,
                                        wpg[slot + half:], q1, m, n2, d, s2b, c0, t == 0)
-                else:
+                elif not low:
                     q_off = b * lq.batch + n * lq.head + s1_0 * lq.row
                     og = asc.GlobalTensor()
                     og.set_global_buffer(dout + q_off, (m - 1) * lq.row + d)

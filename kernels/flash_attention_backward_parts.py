@@ -155,21 +155,30 @@ def _scores(ws, sdc, dpc, a0, a1, b0, b1, slot, q1, o1, k1, v1, m, n2, d, s1b, s
 
 
 @asc.jit
+def transposed_mmad(acc, a0, a1, b0, b1, slot, x1, y1, m, n2, d, c0, first):
+    """acc (n2 x d) (+)= X^T Y: X (m x n2) and Y (m x d) in L1 as 16-column strips (kpad = m
+    rounded up to C0)."""
+    n16 = (n2 + 15) // 16 * 16
+    kpad = (m + c0 - 1) // c0 * c0
+    a2 = pick(a0, a1, slot)
+    b2 = pick(b0, b1, slot)
+    asc.wait_flag(asc.HardEvent.M_MTE1, slot)
+    _transposed_to_a(a2, x1, n16, kpad, c0)
+    _strips_to_b(b2, y1, d, kpad, c0)
+    _loaded(slot)
+    asc.mmad(acc, a2, b2, asc.MmadParams(m=n2, n=d, k=m, cmatrix_init_val=first))
+    asc.set_flag(asc.HardEvent.M_MTE1, slot)
+
+
+@asc.jit
 def transposed_product(acc, a0, a1, b0, b1, slot, pa1, x_ws, y1, m, n2, d, s2b, c0, first):
     """acc (n2 x d) (+)= X^T Y: X (m x n2) from the workspace, Y (m x d) in L1 as 16-column
     strips (kpad = m rounded up to C0)."""
     n16 = (n2 + 15) // 16 * 16
     kpad = (m + c0 - 1) // c0 * c0
     x1 = load_strips16(pa1, x_ws, m, n16, s2b, kpad, c0, x_ws.dtype)
-    a2 = pick(a0, a1, slot)
-    b2 = pick(b0, b1, slot)
-    asc.wait_flag(asc.HardEvent.M_MTE1, slot)
-    _transposed_to_a(a2, x1, n16, kpad, c0)
-    _strips_to_b(b2, y1, d, kpad, c0)
+    transposed_mmad(acc, a0, a1, b0, b1, slot, x1, y1, m, n2, d, c0, first)
     pa1.free_tensor(x1)
-    _loaded(slot)
-    asc.mmad(acc, a2, b2, asc.MmadParams(m=n2, n=d, k=m, cmatrix_init_val=first))
-    asc.set_flag(asc.HardEvent.M_MTE1, slot)
 
 
 @asc.jit
@@ -191,20 +200,19 @@ def ds_k_product(acc, a0, a1, b0, b1, slot, pa1, ds_ws, k1, m, n2, d, s2b, c0, f
 
 
 @asc.jit
-def dq_tile(dqc, a0, a1, b0, b1, slot, pa1, ds_ws, k1, m, n2, d, s2b, c0, dq_addr, dq_row):
-    """The one-pass form's dQ_i += dS K_j: dqc (L0C, m x d) = dS K (dS from the workspace, K in
-    L1 as 16-column strips), then added into the float32 GM rows at dq_addr (dq_row apart) by
-    an atomic fixpipe: the groups of every S2 block add into the same rows. The mmad waits
-    (FIX_M 2) until the last tile's dQ has left L0C; nothing waits for this one's landing."""
+def dq_tile(dqc, a0, a1, b0, b1, slot, x1, k1, m, n2, d, c0, dq_addr, dq_row):
+    """The one-pass form's dQ_i += dS K_j: dqc (L0C, m x d) = dS K (dS in L1 as NZ with strips
+    of ceil16(m) rows, K in L1 as 16-column strips), then added into the float32 GM rows at
+    dq_addr (dq_row apart) by an atomic fixpipe: the groups of every S2 block add into the same
+    rows. The mmad waits (FIX_M 2) until the last tile's dQ has left L0C; nothing waits for
+    this one's landing."""
     m16 = (m + 15) // 16 * 16
     kpad = (n2 + c0 - 1) // c0 * c0
-    x1 = load_nz(pa1, ds_ws, m, n2, s2b, m16, ds_ws.dtype)
     a2 = pick(a0, a1, slot)
     b2 = pick(b0, b1, slot)
     asc.wait_flag(asc.HardEvent.M_MTE1, slot)
     nz_to_zz(a2, x1, m16 // 16, kpad, c0)
     _strips_to_b(b2, k1, d, kpad, c0)
-    pa1.free_tensor(x1)
     _loaded(slot)
     asc.wait_flag(asc.HardEvent.FIX_M, 2)
     asc.mmad(dqc, a2, b2, asc.MmadParams(m=m, n=d, k=n2, cmatrix_init_val=True))

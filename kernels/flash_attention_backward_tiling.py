@@ -181,9 +181,10 @@ def flash_attention_backward_tiling_candidates(d: int, dtype, s1: int, s2: int, 
 
 def flash_attention_backward_tiling(d: int, dtype, s1: int, s2: int,
                                     soc=None) -> FlashAttentionBackwardTiling:
-    """The default: the tallest S1 block (<= 128, capped at S1 rounded up to 16) that fits with
-    an S2 block of 64 (or less for a large D), then the widest S2 block that still fits. L0C
-    holds S, dP and the two s2_block x D accumulators at once, which bounds the tile."""
+    """The default, in the one-pass form: the tallest S1 block (<= 128, capped at S1 rounded up
+    to 16) that fits with an S2 block of 64 (or less for a large D), then the widest S2 block
+    that still fits. L0C holds S, dP, the two s2_block x D accumulators and dQ's s1_block x D
+    tile at once, which bounds the tile (D=128, 16-bit: 64 x 64)."""
     soc = soc or rt.get_soc()
     isz = np.dtype(dtype).itemsize
     cap1, cap2 = min(240, round_up(s1, 16)), min(2032, round_up(s2, 16))

@@ -237,7 +237,9 @@ def block_pass(rows, lanes, tools, ev_lanes, sh_written, sh_freed, sh_rline, w_p
                     blk, step = rows[i, T.C_ELEMS], rows[i, T.C_REPEATS]
                     if blk <= 0 or step <= blk:
                         blk = step = 0          # contiguous
-                    gm[ng, 0], gm[ng, 1], gm[ng, 2], gm[ng, 3] = a, a + nbytes, write, pipe
+                    # (write 2: an atomic add, which another core's atomic adds may overlap)
+                    gm[ng, 0], gm[ng, 1] = a, a + nbytes
+                    gm[ng, 2], gm[ng, 3] = rows[i, T.C_ID], pipe
                     gm[ng, 4], gm[ng, 5], gm[ng, 6] = line, blk, step
                     gm[ng, 7:] = clk[pipe]
                     ng += 1

@@ -592,6 +592,7 @@ def fixpipe(ctx, dst, src, p, config=0):
             # destination's rows (ND: m_size rows of n_size at dst_stride; NZ: a strip of
             # m_size x 16 per 16 columns), one span when they are contiguous
             ssz, nstrip = src.itemsize, (nsz + 15) // 16
+            aw = 2 if atomic else 1         # (2: an atomic add, ascendc/sanitize/gmscan.py)
             for i in range(nd):
                 for j in range(nstrip):
                     trace.access(ctx, _OP_FIXPIPE, S[2] + (i * snd * 256 + j * sstr * 16) * ssz,
@@ -599,13 +600,13 @@ def fixpipe(ctx, dst, src, p, config=0):
                 if cfg == 0 and dstr != nsz:
                     for r in range(msz):
                         trace.access(ctx, _OP_FIXPIPE, D[2] + (i * dnd + r * dstr) * isz,
-                                     nsz * isz, 1)
+                                     nsz * isz, aw)
                 elif cfg == 0:
-                    trace.access(ctx, _OP_FIXPIPE, D[2] + i * dnd * isz, msz * nsz * isz, 1)
+                    trace.access(ctx, _OP_FIXPIPE, D[2] + i * dnd * isz, msz * nsz * isz, aw)
                 elif dstr != msz:
                     for j in range(nstrip):
                         trace.access(ctx, _OP_FIXPIPE, D[2] + (i * dnd + j * dstr * 16) * isz,
-                                     msz * 16 * isz, 1)
+                                     msz * 16 * isz, aw)
                 else:
                     trace.access(ctx, _OP_FIXPIPE, D[2] + i * dnd * isz,
-                                 nstrip * msz * 16 * isz, 1)
+                                 nstrip * msz * 16 * isz, aw)
