@@ -160,8 +160,8 @@ S2_BLOCKS = (32, 64, 128, 256)
 def flash_attention_backward_tiling_candidates(d: int, dtype, s1: int, s2: int, soc=None, *,
                                                fitting: bool = True) -> list:
     """The tilings `kernels.tune` ranks: one-pass and two-pass forms, S1 block in S1_BLOCKS, S2
-    block in S2_BLOCKS, each capped at S1 / S2 rounded up to 16; with `fitting` only those that
-    fit `soc`."""
+    block in S2_BLOCKS, each capped at S1 / S2 rounded up to 16, and the default tiling; with
+    `fitting` only those that fit `soc`."""
     soc = soc or rt.get_soc()
     isz = np.dtype(dtype).itemsize
     cap1, cap2 = min(240, round_up(s1, 16)), min(2032, round_up(s2, 16))
@@ -176,7 +176,8 @@ def flash_attention_backward_tiling_candidates(d: int, dtype, s1: int, s2: int, 
             except ValueError:
                 continue
         out.append(t)
-    return out
+    default = flash_attention_backward_tiling(d, dtype, s1, s2, soc)     # (off the grid: 112)
+    return out if default in out else out + [default]
 
 
 def flash_attention_backward_tiling(d: int, dtype, s1: int, s2: int,

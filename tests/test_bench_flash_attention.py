@@ -42,7 +42,7 @@ def test_main_writes_the_simulated_columns_and_files(tmp_path, capsys):
     assert op["simulated_soc"] == f"simulated {soc}" and op["simulated_calls"] == "1"
     assert float(op["aicore_time(us)"]) == pytest.approx(float(rows[1]["npu_sim_us"]), abs=1e-3)
     assert 0 < float(op["aic_mac_ratio"]) <= 1 and 0 < float(op["aiv_vec_ratio"]) <= 1
-    assert int(ops[fa.KERNEL_BWD]["calls"]) == 2     # one timed backward: two launches
+    assert int(ops[fa.KERNEL_BWD]["calls"]) == 2     # one timed backward: prep, fused (f32)
 
 
 def test_main_profiles_the_backward(tmp_path, capsys):
