@@ -1,5 +1,5 @@
 """Where a MIX FlashAttention launch's CPU time goes between its cores: per call of the forward
-and of the backward (two launches), on DeviceArrays, compiled mode.
+and of the backward (its two or three launches), on DeviceArrays, compiled mode.
 
     python -m bench.fa_handoffs [--seq 2048] [--repeats 5] [--checked]
     python -m bench.fa_handoffs --paired [--repeats 7] [--switch futex|pin]

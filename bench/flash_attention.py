@@ -23,13 +23,16 @@ into the output folder it prints. `--tune` ranks `flash_attention_tiling_candida
 main shape by simulated time (kernels/tune.py), marks the default tiling and writes tune.csv;
 `--tune-tilings` ranks only the given forward tilings, `--tune-only` skips everything else.
 
-The backward (`--backward`, on by default; kernels/flash_attention_backward.py, a MIX kernel run
-as two launches: dQ, then dK / dV) gets the same for each S: a check of dq, dk, dv against the
-float64 reference gradients, its CPU time next to torch's SDPA backward (autograd: the forward
-untimed, then `out.backward(dout)` timed; also forward + backward), GFLOP/s (10*B*N*S^2*D,
-halved for causal), the simulated NPU time of both launches, TFLOP/s and the share of the cube's
-peak (fp16/bf16: 4096 MACs per cycle per AI Core). Its simulated views of the main S go to
-backward_dq/ and backward_dkv/ in the output folder, `--tune` writes tune_backward.csv.
+The backward (`--backward`, on by default; kernels/flash_attention_backward.py, a MIX kernel; the
+one-pass form runs it as a prep launch (D, lse), the fused launch and, for 16-bit inputs, a cast
+of dQ; the two-pass form as a dQ launch, then a dK / dV one) gets the same for each S: a check
+of dq, dk, dv against the float64 reference gradients, its CPU time next to torch's SDPA
+backward (autograd: the forward untimed, then `out.backward(dout)` timed; also forward +
+backward), GFLOP/s (10*B*N*S^2*D, halved for causal), the simulated NPU time of all its
+launches, TFLOP/s and the share of the cube's peak (fp16/bf16: 4096 MACs per cycle per AI
+Core). Its simulated views of the main S go to one folder per launch (backward_prep/,
+backward_fused/, backward_cast/, or backward_dq/ and backward_dkv/), `--tune` writes
+tune_backward.csv.
 """
 from __future__ import annotations
 
@@ -49,7 +52,7 @@ from bench._timing import median
 from kernels.flash_attention import (FlashAttentionTiling, flash_attention_reference,
                                      flash_attention_tiling, flash_attention_tiling_candidates,
                                      flash_attention_with_stats)
-from kernels.flash_attention_backward import (FlashAttentionBackwardTiling,
+from kernels.flash_attention_backward import (FlashAttentionBackwardTiling, backward_launches,
                                               flash_attention_backward,
                                               flash_attention_backward_reference,
                                               flash_attention_backward_tiling,
@@ -224,10 +227,18 @@ def run_case(a, s, prof=None, npu_prof=None):
 
 
 def backward_options(a):
-    tiling = (FlashAttentionBackwardTiling(*map(int, a.backward_tiling.split(",")))
-              if a.backward_tiling else None)
+    f = [int(x) for x in a.backward_tiling.split(",")] if a.backward_tiling else None
+    tiling = FlashAttentionBackwardTiling(f[0], f[1], bool(f[2]) if len(f) > 2 else True) \
+        if f else None
     return dict(layout=a.layout, head_num=a.heads if a.layout == "BSH" else None,
                 causal=a.causal, tiling=tiling, interpret=(a.mode == "interpret"))
+
+
+def bwd_launches(a, s) -> list:
+    """(label, folder) of the backward's launches for the main options at S = s."""
+    t = backward_options(a)["tiling"] or flash_attention_backward_tiling(
+        a.head_dim, DTYPES[a.dtype], s, s)
+    return backward_launches(t, DTYPES[a.dtype])
 
 
 def peak_flops(dtype) -> float:
@@ -282,8 +293,9 @@ def run_backward(a, s, q, k, v, dev, stream, fwd, prof, npu_prof):
     npu_prof = npu_prof or rt.profile(npu=True)
     with npu_prof:
         ours()
-    runs = npu_prof.npu_runs(KERNEL_BWD)[-2:]
-    if len(runs) == 2:
+    nl = len(bwd_launches(a, s))
+    runs = npu_prof.npu_runs(KERNEL_BWD)[-nl:]
+    if len(runs) == nl:
         us = sum(r.timeline.us for r in runs)
         row.update(bwd_npu_sim_us=us, bwd_npu_sim_tflops=flops / (us * 1e-6) / 1e12,
                    bwd_npu_peak_share=flops / (us * 1e-6) / peak_flops(dtype))
@@ -344,10 +356,10 @@ def run_tuner(a, sim):
         results, default = tune_backward_main_shape(
             a, lambda i, n, c: progress(i, n, f"tune bwd {c}"[:40]))
         print(f"\nBackward tiling candidates for S={a.seq} ranked by simulated time "
-              f"(both launches; {sim}):")
+              f"(all its launches; {sim}):")
         print(format_ranking(results, mark=default, label=sim, top=a.top))
         write_tune_csv(results, default, os.path.join(a.out, "tune_backward.csv"),
-                       ("s1_block", "s2_block"))
+                       ("s1_block", "s2_block", "one_pass"))
 
 
 def parse_tilings(text: str) -> list:
@@ -393,7 +405,7 @@ def main(argv=None):
     ap.add_argument("--backward", action=argparse.BooleanOptionalAction, default=True,
                     help="profile the backward too (default: on)")
     ap.add_argument("--backward-tiling", default="",
-                    help="s1_block,s2_block of the backward (default: auto)")
+                    help="s1_block,s2_block[,one_pass 1|0] of the backward (default: auto)")
     ap.add_argument("--mode", choices=("compiled", "interpret"), default="compiled")
     ap.add_argument("--sweep", default="256,512,1024", help="extra S values ('' for none)")
     ap.add_argument("--repeats", type=int, default=3)
@@ -428,8 +440,9 @@ def main(argv=None):
     write_op_summary_csv(prof, os.path.join(a.out, "op_summary.csv"), npu_from=nprof)
     npu_files = nprof.export_npu(a.out, KERNEL) if nprof.npu_runs(KERNEL) else {}
     bwd_dirs = []
-    if len(nprof.npu_runs(KERNEL_BWD)) >= 2:        # the main S's two launches: dQ, dK / dV
-        for sub, index in (("backward_dq", -2), ("backward_dkv", -1)):
+    launches = bwd_launches(a, a.seq)
+    if a.backward and len(nprof.npu_runs(KERNEL_BWD)) >= len(launches):    # the main S's
+        for index, (_, sub) in enumerate(launches, -len(launches)):
             nprof.export_npu(os.path.join(a.out, sub), KERNEL_BWD, index)
             bwd_dirs.append(sub + "/")
     with open(os.path.join(a.out, "results.csv"), "w", newline="") as f:
@@ -466,8 +479,8 @@ def main(argv=None):
         print(format_top_lines(tl, a.top))
         print(pipe_excerpt(tl))
     bruns = nprof.npu_runs(KERNEL_BWD)
-    if len(bruns) >= 2:
-        for label, run in (("dQ pass", bruns[-2]), ("dK/dV pass", bruns[-1])):
+    if a.backward and len(bruns) >= len(launches):
+        for (label, _), run in zip(launches, bruns[-len(launches):]):
             print(f"\nbackward, {label}: {run.timeline.us:.1f} us simulated")
             print(pipe_excerpt(run.timeline))
     if a.tune:
@@ -498,8 +511,9 @@ def print_backward(rows, sim):
              else f"{'-':>11}{'-':>9}{'-':>9}")
         print(f"{r['S']:>6}{r['bwd_ms']:>10.2f}{r['bwd_gflops']:>9.1f}{t}{n}"
               f"{r['bwd_max_abs_err']:>10.2e}  {'yes' if r['bwd_correct'] else 'NO'}")
-    print("(backward FLOPs: 10*B*N*S^2*D, halved for causal; sim us: both launches, dQ then "
-          "dK/dV; of peak: of the cube's peak for the input dtype)")
+    print("(backward FLOPs: 10*B*N*S^2*D, halved for causal; sim us: all its launches (one-pass "
+          "form: prep, fused, dQ cast; two-pass: dQ, dK/dV); of peak: of the cube's peak for the "
+          "input dtype)")
 
 
 def tune_backward_main_shape(a, progress_fn=None):

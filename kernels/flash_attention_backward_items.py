@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import ascendc as asc
 
-from .flash_attention_backward_parts import (GRADS, NSLOT, Q_READY, ds_k_product,
+from .flash_attention_backward_parts import (GRADS, NSLOT, Q_READY, dq_tile, ds_k_product,
                                              issue_kv_block, issue_q_block, load_nz,
-                                             load_strips16, store_acc, transposed_product)
+                                             load_strips16, store_acc, transposed_mmad,
+                                             transposed_product)
 from .flash_attention_backward_vector import dkv_item
 
 
@@ -90,11 +91,14 @@ def dq_item_cube(item, k, v, dout, dq, qsrc, qa1, oa1, kb1, vb1, xb1, pa1, a0, a
 @asc.jit
 def dkv_item_cube(item, q, k, v, dout, dk, dv, qsrc, qa1, oa1, kb1, vb1, xb1, pa1, a0, a1, b0,
                   b1, sdc, dpc, acc, acc2, wsg, wpg, c, mm, shape, lq, lkv, d, s1b, s2b, n_s1,
-                  n_s2, ws_slot, wsp_slot, c0, causal, low, quant):
+                  n_s2, ws_slot, wsp_slot, c0, causal, low, quant, with_dq, dqc, kx1, dqw):
     """The dK/dV pass's item (S2 block of one KV head): K_j, V_j -> L1; per S1 block of every
     query head of the group S, dP out (Q_i from qsrc: Q x scale with `quant`), then
     dV_j += P^T dO_i, dK_j += dS^T Q_i; dV_j, dK_j -> GM (an S2 block no query row sees: the
-    AIVs write zeros). Returns (mmads so far, tiles of the item)."""
+    AIVs write zeros). `with_dq` (the one-pass form): also dQ_i += dS K_j per tile, added
+    atomically into the float32 rows at dqw (dq itself for float32 inputs, in its layout; else
+    a (B, N, S1, D) workspace; K as 16-column strips in kx1 for float32). Returns (mmads so
+    far, tiles of the item)."""
     group = shape.heads // shape.kv_heads
     half = s1b * s2b
     b, nk, s2_0, n2, kv_off, i0, per_head, steps = dkv_item(
@@ -107,6 +111,9 @@ def dkv_item_cube(item, q, k, v, dout, dk, dv, qsrc, qa1, oa1, kb1, vb1, xb1, pa
         vg.set_global_buffer(v + kv_off, (n2 - 1) * lkv.row + d)
         k1 = load_nz(kb1, kg, n2, d, lkv.row, n16, dout.dtype)
         v1 = load_nz(vb1, vg, n2, d, lkv.row, n16, dout.dtype)
+        kx = k1                 # K as 16-column strips (16-bit: its NZ)
+        if with_dq and not low:
+            kx = load_strips16(kx1, kg, n2, d, lkv.row, (n2 + 7) // 8 * 8, c0, dout.dtype)
         q_row = lq.row
         if quant:               # Q x scale (dK = dS^T (Q x scale), dS unscaled)
             q_row = d
@@ -135,12 +142,32 @@ def dkv_item_cube(item, q, k, v, dout, dk, dv, qsrc, qa1, oa1, kb1, vb1, xb1, pa
                 m = min(s1b, shape.s1 - s1_0)
                 asc.cross_core_wait_flag(GRADS, 2, asc.PipeID.PIPE_MTE2)
                 slot = ((c + t) % NSLOT) * wsp_slot
-                if low:         # their NZ is their 16-column strips
+                if with_dq:     # one-pass: dQ_i += dS K_j first, its fixpipe overlaps dV, dK
+                    dq_at = b * lq.batch + n * lq.head + s1_0 * lq.row
+                    dq_row = lq.row
+                    if low:
+                        dq_at = ((b * shape.heads + n) * shape.s1 + s1_0) * d
+                        dq_row = d
+                    m16 = (m + 15) // 16 * 16
+                    cols = n2
+                    if low:     # (whole 16-column strips: dK's transposing load reads them)
+                        cols = n16
+                    ds1 = load_nz(pa1, wpg[slot + half:], m, cols, s2b, m16, dout.dtype)
+                    dq_tile(dqc, a0, a1, b0, b1, mm % 2, ds1, kx, m, n2, d, c0, dqw + dq_at,
+                            dq_row)
+                    mm += 1
+                    if low:     # dS's NZ is its 16-column strips: dK = dS^T Q from it too
+                        transposed_product(acc, a0, a1, b0, b1, mm % 2, pa1, wpg[slot:], o1, m,
+                                           n2, d, s2b, c0, t == 0)
+                        transposed_mmad(acc2, a0, a1, b0, b1, 1 - mm % 2, ds1, q1, m, n2, d, c0,
+                                        t == 0)
+                    pa1.free_tensor(ds1)
+                if low and not with_dq:     # their NZ is their 16-column strips
                     transposed_product(acc, a0, a1, b0, b1, mm % 2, pa1, wpg[slot:], o1, m,
                                        n2, d, s2b, c0, t == 0)
                     transposed_product(acc2, a0, a1, b0, b1, 1 - mm % 2, pa1,
                                        wpg[slot + half:], q1, m, n2, d, s2b, c0, t == 0)
-                else:
+                elif not low:
                     q_off = b * lq.batch + n * lq.head + s1_0 * lq.row
                     og = asc.GlobalTensor()
                     og.set_global_buffer(dout + q_off, (m - 1) * lq.row + d)
@@ -158,6 +185,8 @@ def dkv_item_cube(item, q, k, v, dout, dk, dv, qsrc, qa1, oa1, kb1, vb1, xb1, pa
                 mm += 2
                 qa1.free_tensor(q1)
                 oa1.free_tensor(o1)
+        if with_dq and not low:
+            kx1.free_tensor(kx)
         kb1.free_tensor(k1)
         vb1.free_tensor(v1)
         dvg = asc.GlobalTensor()

@@ -18,14 +18,16 @@ Q_READY = 3                 # AIVs -> AIC (float16 inputs): an S1 block's Q x sc
 # ---- AIC helpers ------------------------------------------------------------------------------
 # L0A and L0B hold two operand slots each, used by alternate mmads (slot = mmads so far % 2): the
 # loads of one mmad overlap the previous one. Events: M_MTE1 per slot (the slot's last mmad is
-# done), FIX_M 0 (the last tile's S and dP have left L0C), set once up front (`cube_begin`)
-# and taken once at the end (`cube_end`).
+# done), FIX_M 0 (the last tile's S and dP have left L0C), FIX_M 2 (the one-pass form: the
+# last tile's dQ has left L0C), set once up front (`cube_begin`) and taken once at the end
+# (`cube_end`).
 
 @asc.jit
 def cube_begin():
     asc.set_flag(asc.HardEvent.M_MTE1, 0)
     asc.set_flag(asc.HardEvent.M_MTE1, 1)
     asc.set_flag(asc.HardEvent.FIX_M, 0)
+    asc.set_flag(asc.HardEvent.FIX_M, 2)
 
 
 @asc.jit
@@ -33,6 +35,7 @@ def cube_end():
     asc.wait_flag(asc.HardEvent.M_MTE1, 0)
     asc.wait_flag(asc.HardEvent.M_MTE1, 1)
     asc.wait_flag(asc.HardEvent.FIX_M, 0)
+    asc.wait_flag(asc.HardEvent.FIX_M, 2)
 
 
 @asc.jit
@@ -152,21 +155,30 @@ def _scores(ws, sdc, dpc, a0, a1, b0, b1, slot, q1, o1, k1, v1, m, n2, d, s1b, s
 
 
 @asc.jit
+def transposed_mmad(acc, a0, a1, b0, b1, slot, x1, y1, m, n2, d, c0, first):
+    """acc (n2 x d) (+)= X^T Y: X (m x n2) and Y (m x d) in L1 as 16-column strips (kpad = m
+    rounded up to C0)."""
+    n16 = (n2 + 15) // 16 * 16
+    kpad = (m + c0 - 1) // c0 * c0
+    a2 = pick(a0, a1, slot)
+    b2 = pick(b0, b1, slot)
+    asc.wait_flag(asc.HardEvent.M_MTE1, slot)
+    _transposed_to_a(a2, x1, n16, kpad, c0)
+    _strips_to_b(b2, y1, d, kpad, c0)
+    _loaded(slot)
+    asc.mmad(acc, a2, b2, asc.MmadParams(m=n2, n=d, k=m, cmatrix_init_val=first))
+    asc.set_flag(asc.HardEvent.M_MTE1, slot)
+
+
+@asc.jit
 def transposed_product(acc, a0, a1, b0, b1, slot, pa1, x_ws, y1, m, n2, d, s2b, c0, first):
     """acc (n2 x d) (+)= X^T Y: X (m x n2) from the workspace, Y (m x d) in L1 as 16-column
     strips (kpad = m rounded up to C0)."""
     n16 = (n2 + 15) // 16 * 16
     kpad = (m + c0 - 1) // c0 * c0
     x1 = load_strips16(pa1, x_ws, m, n16, s2b, kpad, c0, x_ws.dtype)
-    a2 = pick(a0, a1, slot)
-    b2 = pick(b0, b1, slot)
-    asc.wait_flag(asc.HardEvent.M_MTE1, slot)
-    _transposed_to_a(a2, x1, n16, kpad, c0)
-    _strips_to_b(b2, y1, d, kpad, c0)
+    transposed_mmad(acc, a0, a1, b0, b1, slot, x1, y1, m, n2, d, c0, first)
     pa1.free_tensor(x1)
-    _loaded(slot)
-    asc.mmad(acc, a2, b2, asc.MmadParams(m=n2, n=d, k=m, cmatrix_init_val=first))
-    asc.set_flag(asc.HardEvent.M_MTE1, slot)
 
 
 @asc.jit
@@ -185,6 +197,34 @@ def ds_k_product(acc, a0, a1, b0, b1, slot, pa1, ds_ws, k1, m, n2, d, s2b, c0, f
     _loaded(slot)
     asc.mmad(acc, a2, b2, asc.MmadParams(m=m, n=d, k=n2, cmatrix_init_val=first))
     asc.set_flag(asc.HardEvent.M_MTE1, slot)
+
+
+@asc.jit
+def dq_tile(dqc, a0, a1, b0, b1, slot, x1, k1, m, n2, d, c0, dq_addr, dq_row):
+    """The one-pass form's dQ_i += dS K_j: dqc (L0C, m x d) = dS K (dS in L1 as NZ with strips
+    of ceil16(m) rows, K in L1 as 16-column strips), then added into the float32 GM rows at
+    dq_addr (dq_row apart) by an atomic fixpipe: the groups of every S2 block add into the same
+    rows. The mmad waits (FIX_M 2) until the last tile's dQ has left L0C; nothing waits for
+    this one's landing."""
+    m16 = (m + 15) // 16 * 16
+    kpad = (n2 + c0 - 1) // c0 * c0
+    a2 = pick(a0, a1, slot)
+    b2 = pick(b0, b1, slot)
+    asc.wait_flag(asc.HardEvent.M_MTE1, slot)
+    nz_to_zz(a2, x1, m16 // 16, kpad, c0)
+    _strips_to_b(b2, k1, d, kpad, c0)
+    _loaded(slot)
+    asc.wait_flag(asc.HardEvent.FIX_M, 2)
+    asc.mmad(dqc, a2, b2, asc.MmadParams(m=m, n=d, k=n2, cmatrix_init_val=True))
+    asc.set_flag(asc.HardEvent.M_MTE1, slot)
+    g = asc.GlobalTensor()
+    g.set_global_buffer(dq_addr, (m - 1) * dq_row + d)
+    sync(asc.HardEvent.M_FIX)
+    asc.set_atomic_add(asc.float32)
+    asc.fixpipe(g, dqc, asc.FixpipeParamsV220(n_size=d, m_size=m, src_stride=m16,
+                                              dst_stride=dq_row))
+    asc.set_atomic_none()
+    asc.set_flag(asc.HardEvent.FIX_M, 2)
 
 
 @asc.jit

@@ -32,6 +32,7 @@ class FlashAttentionBackwardBuffers(NamedTuple):
     k_l1: int           # B1 (NSLOT / 1): K rows (NZ == ZN of K^T)
     v_l1: int           # B1 (2 / 1): V rows (NZ == ZN of V^T)
     x_l1: int           # B1 (1): f32 only: dO, Q or K rows as 16-column strips (B of dV/dK/dQ)
+    kx_l1: int          # B1 (1): one-pass form, f32 only: K_j as 16-column strips (B of dQ)
     p_l1: int           # A1 (2): P or dS (the A operand of dV / dK / dQ)
     a_slot: int         # A2: one of two operand slots (Q, dO, P^T, dS^T or dS)
     b_slot: int         # B2: one of two operand slots (K^T, V^T, dO, Q or K)
@@ -39,6 +40,8 @@ class FlashAttentionBackwardBuffers(NamedTuple):
     dp_l0c: int
     acc_l0c: int        # dV and dK (s2 x D each, second at acc2_l0c), or dQ (s1 x D)
     acc2_l0c: int
+    dq_l0c: int         # one-pass form: dQ_i's tile (s1 x D), after the two accumulators
+    dq_l0c_n: int       # ... its elements (0 in the two-pass form)
     rows: int           # S1 rows per AIV (half an S1 block, rounded up to 8)
     calc: int           # VECCALC bytes: the views below
     s_ub: int           # f32 S -> P (rows x s2_block), also dO in f32 for D = rowsum(dO O)
@@ -82,6 +85,7 @@ def aiv_rows(s1_block: int) -> int:
 def flash_attention_backward_buffers(tiling, d: int,
                                      itemsize: int) -> FlashAttentionBackwardBuffers:
     s1b, s2b = tiling.s1_block, tiling.s2_block
+    one = tiling.one_pass
     f32 = 4
     low = itemsize < 4
     h = aiv_rows(s1b)
@@ -96,12 +100,16 @@ def flash_attention_backward_buffers(tiling, d: int,
                      h * 64 * f32, h * 8 * f32, h * f32))
     score = s1b * s2b * f32
     acc = max(2 * s2b * d, s1b * d) * f32
+    dq_tile = s1b * d * f32 if one else 0
     return FlashAttentionBackwardBuffers(
         q_l1=s1b * d * itemsize, do_l1=s1b * d * itemsize, k_l1=s2b * d * itemsize,
         v_l1=s2b * d * itemsize, x_l1=max(s1b, s2b) * d * itemsize if not low else 32,
+        kx_l1=s2b * d * itemsize if one and not low else 32,
         p_l1=s1b * s2b * itemsize,
         a_slot=max(s1b * d, s1b * s2b) * itemsize, b_slot=max(s1b, s2b) * d * itemsize,
-        l0c=2 * score + acc, dp_l0c=score, acc_l0c=2 * score, acc2_l0c=2 * score + s2b * d * f32,
+        l0c=2 * score + acc + dq_tile, dp_l0c=score, acc_l0c=2 * score,
+        acc2_l0c=2 * score + s2b * d * f32, dq_l0c=2 * score + acc,
+        dq_l0c_n=dq_tile // f32,
         rows=h, calc=calc, s_ub=s_ub, dp_ub=dp_ub, p16_ub=p16_ub, ds16_ub=ds16_ub,
         fold_ub=fold_ub, brcb_ub=brcb_ub, lse_ub=lse_ub, dsum_ub=dsum_ub, red_ub=red_ub,
         s_ub1=s_ub1, dp_ub1=dp_ub1, p16_ub1=p16_ub1, ds16_ub1=ds16_ub1, lse_ub1=lse_ub1,
@@ -112,9 +120,12 @@ def flash_attention_backward_buffers(tiling, d: int,
 @dataclass(frozen=True)
 class FlashAttentionBackwardTiling:
     """S1 rows (s1_block) and S2 columns (s2_block) of the score tile one AI Core group works on
-    per step, both multiples of 16. The same tiling serves both passes (dQ, then dK / dV)."""
+    per step, both multiples of 16, and the form: `one_pass` (S, dP once per tile pair, dQ added
+    atomically into a float32 GM workspace: 5 matmuls) or two passes (dQ, then dK / dV, each
+    recomputing S and dP: 7 matmuls; every accumulator owned by one group, deterministic)."""
     s1_block: int
     s2_block: int
+    one_pass: bool = True
 
     def validate(self, d: int, itemsize: int, soc=None):
         soc = soc or rt.get_soc()
@@ -130,7 +141,9 @@ class FlashAttentionBackwardTiling:
         b = flash_attention_backward_buffers(self, d, itemsize)
         l1_dq = NSLOT * b.k_l1 + 2 * b.v_l1 + b.q_l1 + b.do_l1     # the dQ pass's L1 tiles
         l1_dkv = NSLOT * (b.q_l1 + b.do_l1) + b.k_l1 + b.v_l1       # the dK / dV pass's
-        need = {"L1": max(l1_dq, l1_dkv) + 2 * b.p_l1 + b.x_l1,
+        if self.one_pass:
+            l1_dq = 0
+        need = {"L1": max(l1_dq, l1_dkv) + 2 * b.p_l1 + b.x_l1 + b.kx_l1,
                 "L0A": 2 * b.a_slot, "L0B": 2 * b.b_slot, "L0C": b.l0c, "UB": b.calc}
         for level, nbytes in need.items():
             if nbytes > soc.capacity(level):
@@ -146,29 +159,33 @@ S2_BLOCKS = (32, 64, 128, 256)
 
 def flash_attention_backward_tiling_candidates(d: int, dtype, s1: int, s2: int, soc=None, *,
                                                fitting: bool = True) -> list:
-    """The tilings `kernels.tune` ranks: S1 block in S1_BLOCKS, S2 block in S2_BLOCKS, each
-    capped at S1 / S2 rounded up to 16; with `fitting` only those that fit `soc`."""
+    """The tilings `kernels.tune` ranks: one-pass and two-pass forms, S1 block in S1_BLOCKS, S2
+    block in S2_BLOCKS, each capped at S1 / S2 rounded up to 16, and the default tiling; with
+    `fitting` only those that fit `soc`."""
     soc = soc or rt.get_soc()
     isz = np.dtype(dtype).itemsize
     cap1, cap2 = min(240, round_up(s1, 16)), min(2032, round_up(s2, 16))
     out = []
-    for s1b in dict.fromkeys(min(b, cap1) for b in S1_BLOCKS):
-        for s2b in dict.fromkeys(min(b, cap2) for b in S2_BLOCKS):
-            t = FlashAttentionBackwardTiling(s1b, s2b)
-            if fitting:
-                try:
-                    t.validate(d, isz, soc)
-                except ValueError:
-                    continue
-            out.append(t)
-    return list(dict.fromkeys(out))
+    s1s = list(dict.fromkeys(min(b, cap1) for b in S1_BLOCKS))
+    s2s = list(dict.fromkeys(min(b, cap2) for b in S2_BLOCKS))
+    for t in (FlashAttentionBackwardTiling(a, b, one) for one in (True, False) for a in s1s
+              for b in s2s):
+        if fitting:
+            try:
+                t.validate(d, isz, soc)
+            except ValueError:
+                continue
+        out.append(t)
+    default = flash_attention_backward_tiling(d, dtype, s1, s2, soc)     # (off the grid: 112)
+    return out if default in out else out + [default]
 
 
 def flash_attention_backward_tiling(d: int, dtype, s1: int, s2: int,
                                     soc=None) -> FlashAttentionBackwardTiling:
-    """The default: the tallest S1 block (<= 128, capped at S1 rounded up to 16) that fits with
-    an S2 block of 64 (or less for a large D), then the widest S2 block that still fits. L0C
-    holds S, dP and the two s2_block x D accumulators at once, which bounds the tile."""
+    """The default, in the one-pass form: the tallest S1 block (<= 128, capped at S1 rounded up
+    to 16) that fits with an S2 block of 64 (or less for a large D), then the widest S2 block
+    that still fits. L0C holds S, dP, the two s2_block x D accumulators and dQ's s1_block x D
+    tile at once, which bounds the tile (D=128, 16-bit: 64 x 64)."""
     soc = soc or rt.get_soc()
     isz = np.dtype(dtype).itemsize
     cap1, cap2 = min(240, round_up(s1, 16)), min(2032, round_up(s2, 16))

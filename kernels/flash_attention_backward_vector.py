@@ -286,3 +286,71 @@ def dkv_item_vector(item, dk, dv, dsum, lse, s0, s1, d0, d1, h0, h1, g0, g1, l0,
                 store_row(yg, s0, d)
         sync(asc.HardEvent.MTE3_V)
     return steps
+
+
+# ---- the one-pass form's launches around the fused one (flash_attention_backward.py) ----------
+
+@asc.jit
+def item_rows(item, shape, lq, n_s1, s1b, h, r0):
+    """(element offset of this AIV's first row of an S1-block item in q's layout, its row in
+    (B, N, S1) order, rows it owns) of a work item (one S1 block of one head)."""
+    b = item // (shape.heads * n_s1)
+    n = (item // n_s1) % shape.heads
+    s1_0 = (item % n_s1) * s1b
+    mh = min(h, min(s1b, shape.s1 - s1_0) - r0)
+    return (b * lq.batch + n * lq.head + (s1_0 + r0) * lq.row,
+            (b * shape.heads + n) * shape.s1 + s1_0 + r0, mh)
+
+
+@asc.jit
+def prep_item_vector(item, q, qsrc, out, dout, smax, ssum, dsum, lse, dqw, s0, d0, h0, g0, l0,
+                     e0, fold, red_u, shape, lq, n_s1, s1b, h, r0, d, scale, quant, low,
+                     dq_direct):
+    """Before the fused launch, one S1 block's rows of this AIV: D = rowsum(dO * O) and lse
+    (GM), Q x scale (float16: `quant`) and zeros in the float32 dQ rows the fused launch adds
+    into (dq itself in its layout with `dq_direct`, else the (B, N, S1, D) workspace)."""
+    q_off, st_off, mh = item_rows(item, shape, lq, n_s1, s1b, h, r0)
+    if mh > 0:
+        row_stats(dout, out, smax, ssum, dsum, lse, s0, d0, h0, g0, fold, l0, e0, red_u, q_off,
+                  st_off, mh, d, lq.row, low, 0.0)
+        if quant:
+            qg = asc.GlobalTensor()
+            qg.set_global_buffer(q + q_off, (mh - 1) * lq.row + d)
+            sg = asc.GlobalTensor()
+            sg.set_global_buffer(qsrc + st_off * d, mh * d)
+            scale_q_rows(sg, qg, h0, s0, mh, d, lq.row, scale)
+        zg = asc.GlobalTensor()
+        row = d
+        at = st_off * d
+        if dq_direct:
+            row = lq.row
+            at = q_off
+        zg.set_global_buffer(dqw + at, (mh - 1) * row + d)
+        asc.duplicate(s0, 0.0, mh * d)
+        sync(asc.HardEvent.V_MTE3)
+        asc.data_copy_pad(zg, s0, asc.DataCopyExtParams(block_count=mh, block_len=d * 4,
+                                                        dst_stride=(row - d) * 4))
+        sync(asc.HardEvent.MTE3_V)
+
+
+@asc.jit
+def cast_item_vector(item, dq, dqw, s0, h0, shape, lq, n_s1, s1b, h, r0, d, dq_scale):
+    """After the fused launch (16-bit inputs), one S1 block's rows of this AIV: the float32 dQ
+    rows of the workspace x dq_scale, in dq's dtype and layout."""
+    q_off, st_off, mh = item_rows(item, shape, lq, n_s1, s1b, h, r0)
+    if mh > 0:
+        wg = asc.GlobalTensor()
+        wg.set_global_buffer(dqw + st_off * d, mh * d)
+        sync(asc.HardEvent.V_MTE2)
+        asc.data_copy(s0, wg, mh * d)
+        sync(asc.HardEvent.MTE2_V)
+        if dq_scale != 1.0:
+            asc.muls(s0, s0, dq_scale, mh * d)
+        asc.cast(h0, s0, asc.RoundMode.CAST_RINT, mh * d)
+        og = asc.GlobalTensor()
+        og.set_global_buffer(dq + q_off, (mh - 1) * lq.row + d)
+        isz = dq.dtype.sizeof()
+        sync(asc.HardEvent.V_MTE3)
+        asc.data_copy_pad(og, h0, asc.DataCopyExtParams(block_count=mh, block_len=d * isz,
+                                                        dst_stride=(lq.row - d) * isz))
+        sync(asc.HardEvent.MTE3_V)

@@ -11,19 +11,21 @@ another instance read, or a write of bytes another instance wrote, that the flag
 is reported, naming both sides, whichever of the two ran first on this machine (so the report
 does not depend on thread timing).
 
-Two writes of one range count: the kernel language has no atomic accumulation (no
-SetAtomicAdd), so two cores writing the same bytes with no flag between them leave whichever
-landed last, a race. Reads of one range by several cores never conflict. A strided access is
-recorded row by row (`rows` rows `step` bytes apart), so cores writing interleaved rows or
-column blocks of one matrix do not overlap. A record is kept per (instance, range, kind), its
-latest clock only (an access ordered after the latest one of an instance is ordered after its
-earlier ones), in buckets of `PAGE` bytes.
+Two writes of one range count: two cores writing the same bytes with no flag between them leave
+whichever landed last, a race, unless both are atomic adds (a fixpipe under `set_atomic_add`,
+api `ATOMIC_API`): those accumulate in any order. An atomic add still conflicts with another
+core's read or plain write of the bytes. Reads of one range by several cores never conflict. A
+strided access is recorded row by row (`rows` rows `step` bytes apart), so cores writing
+interleaved rows or column blocks of one matrix do not overlap. A record is kept per (instance,
+range, kind), its latest clock only (an access ordered after the latest one of an instance is
+ordered after its earlier ones), in buckets of `PAGE` bytes.
 """
 from __future__ import annotations
 
 __all__ = ["GMOrder", "join", "PAGE_BITS"]
 
 PAGE_BITS = 16          # records are bucketed by 64 KiB of GM
+ATOMIC_API = "asc.fixpipe (atomic add)"     # ascendc.lang.crosscore.GM_APIS[7]
 
 
 def join(into: list, other) -> None:
@@ -50,6 +52,8 @@ class GMOrder:
         callable)."""
         if nbytes <= 0:
             return ""
+        if write and api == ATOMIC_API:
+            write = 2           # an atomic add: does not conflict with another atomic add
         for r in range(max(rows, 1)):
             msg = self._row(inst, lo + r * step, nbytes, write, api, where)
             if msg:
@@ -65,7 +69,8 @@ class GMOrder:
             if not recs:
                 continue
             for (j, a, b, w), (clock, other, line) in recs.items():
-                if j != i and (w or write) and a < hi and lo < b and clock > vc[j]:
+                if j != i and (w or write) and (w != 2 or write != 2) and a < hi and lo < b \
+                        and clock > vc[j]:
                     return self._message(api, inst, lo, hi, write, where, other, a, b, w, line)
         rec = (vc[i], inst, where)
         key = (i, lo, hi, write)
@@ -84,9 +89,9 @@ class GMOrder:
         if write and other_write:
             return (f"{api}: GM two cores write must be ordered by a cross-core flag "
                     f"(cross_core_set_flag after one write, cross_core_wait_flag before the "
-                    f"other), ib_set -> ib_wait or sync_all (the language has no atomic "
-                    f"accumulation: the later write wins, a race), got {that} and {this} with "
-                    f"no flag between them")
+                    f"other), ib_set -> ib_wait or sync_all, or both be atomic adds "
+                    f"(set_atomic_add; plain writes have no atomic accumulation: the later "
+                    f"write wins, a race), got {that} and {this} with no flag between them")
         first, second = (this, that) if write else (that, this)     # the writer first
         return (f"{api}: GM one core writes and another reads must be ordered by a "
                 f"cross-core flag (cross_core_set_flag after the write, cross_core_wait_flag "

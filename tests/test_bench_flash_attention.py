@@ -42,7 +42,7 @@ def test_main_writes_the_simulated_columns_and_files(tmp_path, capsys):
     assert op["simulated_soc"] == f"simulated {soc}" and op["simulated_calls"] == "1"
     assert float(op["aicore_time(us)"]) == pytest.approx(float(rows[1]["npu_sim_us"]), abs=1e-3)
     assert 0 < float(op["aic_mac_ratio"]) <= 1 and 0 < float(op["aiv_vec_ratio"]) <= 1
-    assert int(ops[fa.KERNEL_BWD]["calls"]) == 2     # one timed backward: two launches
+    assert int(ops[fa.KERNEL_BWD]["calls"]) == 2     # one timed backward: prep, fused (f32)
 
 
 def test_main_profiles_the_backward(tmp_path, capsys):
@@ -50,12 +50,12 @@ def test_main_profiles_the_backward(tmp_path, capsys):
     assert fa.main(TINY + ["--seq", "48", "--sweep", "", "--causal", "--out", str(out)]) == 0
     text = capsys.readouterr().out
     assert "fwd + bwd" in text and "backward (dq, dk, dv)" in text and "torch bwd" in text
-    assert "backward, dQ pass" in text and "backward, dK/dV pass" in text
+    assert "backward, prep pass" in text and "backward, fused pass" in text    # one-pass, f32
     (row,) = _csv(out / "results.csv")
     assert row["bwd_correct"] == "True" and float(row["bwd_max_abs_err"]) < 1e-4
     assert float(row["bwd_ms"]) > 0 and float(row["bwd_npu_sim_us"]) > 0
     assert 0 < float(row["bwd_npu_peak_share"]) < 1
-    for sub in ("backward_dq", "backward_dkv"):
+    for sub in ("backward_prep", "backward_fused"):
         for name in ("npu_trace.json", "PipeUtilization.csv", "code_exe.csv"):
             assert (out / sub / name).is_file(), (sub, name)
 
@@ -66,9 +66,9 @@ def test_no_backward_profiles_the_forward_alone(tmp_path, capsys):
                            str(out)]) == 0
     text = capsys.readouterr().out
     assert "fwd + bwd" not in text and "backward (dq, dk, dv)" not in text
-    assert "dQ pass" not in text
+    assert "fused pass" not in text
     (row,) = _csv(out / "results.csv")
-    assert "bwd_ms" not in row and not (out / "backward_dq").exists()
+    assert "bwd_ms" not in row and not (out / "backward_fused").exists()
 
 
 def test_simulated_time_is_deterministic(tmp_path):

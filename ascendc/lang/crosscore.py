@@ -60,7 +60,7 @@ OP_GM_ROWS = 32
 ROW_BITS, STEP_BITS, ROWS_BITS = 22, 26, 14
 STEP_SHIFT, ROWS_SHIFT = ROW_BITS, ROW_BITS + STEP_BITS
 GM_APIS = ("asc.data_copy", "asc.data_copy_pad", "asc.load_data", "asc.mmad", "asc.fixpipe",
-           "GlobalTensor.get_value", "GlobalTensor.set_value")
+           "GlobalTensor.get_value", "GlobalTensor.set_value", "asc.fixpipe (atomic add)")
 ROLE_AIV, ROLE_AIC = 1, 2          # CORE_STATE.core_role of an instance of a MIX launch
 
 #: ports of running instances by key, each with a function giving its current source line

@@ -17,7 +17,8 @@ __all__ = ["CORE_STATE", "QUEUE_RECORD", "new_state", "MAX_PENDING", "MAX_QUEUES
            "MAX_SLOTS", "N_HARD_EVENTS", "N_EVENT_IDS", "N_COUNTERS", "KIND_QUE", "KIND_BUF",
            "MAX_SHAPES", "SHAPE_COLS", "MAX_AUTO",
            "FLAG_NAN_FILL", "FLAG_DEFER", "FLAG_REPORT_ROUNDING", "FLAG_TRACE", "AIPP_WORDS",
-           "FLAG_REPORT_OVERREACH", "FLAG_SANITIZE", "FLAG_GM_ORDER", "MEM", "STAGE", "STATE",
+           "FLAG_REPORT_OVERREACH", "FLAG_SANITIZE", "FLAG_GM_ORDER", "FLAG_ATOMIC_ADD", "MEM",
+           "STAGE", "STATE",
            "TRACE"]
 
 # the slots of a core context `ctx` (a plain tuple, core.new_ctx): ctx[MEM] the local memories,
@@ -48,6 +49,7 @@ FLAG_TRACE = 8             # primitives append NPU-view trace rows to ctx[TRACE]
 FLAG_REPORT_OVERREACH = 16  # GM accesses past an argument's end are noted (lang/gmreach.py)
 FLAG_SANITIZE = 32         # primitives add memory-access rows to the trace (ascendc/sanitize)
 FLAG_GM_ORDER = 64         # GM accesses of a MIX launch's cores are checked for order (rt.gmorder)
+FLAG_ATOMIC_ADD = 128      # set_atomic_add is on: fixpipe adds into GM (prims/atomic.py)
 
 _I8 = np.int64
 

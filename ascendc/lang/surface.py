@@ -258,6 +258,11 @@ _fn("mmad", _M, Work.MMAD, _f("dst", "fm", "filter", "mmad_params", prim="mmad")
     _f("dst", "fm", "filter", "bias", "mmad_params", prim="mmad_bias"), unit="AIC")
 _fn("fixpipe", PipeID.PIPE_FIX, Work.FIXPIPE,
     _f("dst", "src", "intri_params", "config", prim="fixpipe", config=0), unit="AIC")
+# atomic accumulation of fixpipe's GM writes (prims/atomic.py)
+_fn("set_atomic_add", _S, Work.SCALAR, _f("dtype", prim="set_atomic_add"),
+    doc="Mirrors SetAtomicAdd<T>(): later fixpipes to GM add into it (float32)")
+_fn("set_atomic_none", _S, Work.SCALAR, _f(prim="set_atomic_none"),
+    doc="Mirrors SetAtomicNone()")
 
 # ---- AIPP: image pre-processing on the way GM -> L1 (prims/aipp.py) ------------------------------
 _fn("set_aipp_functions", _S, Work.SCALAR,

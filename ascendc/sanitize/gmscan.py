@@ -116,8 +116,8 @@ def sweep(g, tick, counts, woff, know):
         write = g[i, G_WRITE] != 0
         for j in range(nw + nr if write else nw):
             o = open_w[j] if j < nw else open_r[j - nw]
-            if g[o, G_INST] == g[i, G_INST]:
-                continue
+            if g[o, G_INST] == g[i, G_INST] or (g[o, G_WRITE] == 2 and g[i, G_WRITE] == 2):
+                continue        # one instance, or two atomic adds (set_atomic_add)
             ok, both_lo, both_hi = overlap(g, o, i)
             if not ok:          # strided blocks that interleave without touching
                 continue

@@ -323,7 +323,8 @@ def _clocks(pages):
 
 @cached_njit(nogil=True, inline="always")
 def _gm_access(rows, i, gm, clk, v, pipe):
-    """A GM access, kept with its pipe's clock for the launch's cross-core check."""
+    """A GM access, kept with its pipe's clock for the launch's cross-core check (column 2 is
+    the row's write id: 2 for an atomic add, which another core's atomic adds may overlap)."""
     ng, a = v[V_NG], rows[i, T.C_A]
     blk, step = rows[i, T.C_ELEMS], rows[i, T.C_REPEATS]
     if blk <= 0 or step <= blk:

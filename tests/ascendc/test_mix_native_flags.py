@@ -171,7 +171,7 @@ def test_unchecked_flash_attention_counts_natively_and_matches_numpy(s, causal):
         grads = flash_attention_backward(do, q, k, v, o, mx, sm, causal=causal, checked=False)
     finally:
         CF.CrossCoreLaunch.__init__ = orig
-    assert native == [True, True, True]          # the forward's launch and the backward's two
+    assert native == [True, True, True]     # the forward's launch, the backward's prep and fused
     np.testing.assert_allclose(o, flash_attention_reference(q, k, v, causal=causal)[0],
                                rtol=1e-4, atol=1e-5)
     for got, want in zip(grads, flash_attention_backward_reference(do, q, k, v, causal=causal)):

@@ -470,7 +470,8 @@ def sync_all_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, bad: int):
 def fixpipe_cols_kernel(a: asc.GlobalAddress, b: asc.GlobalAddress, c: asc.GlobalAddress, bad: int):
     """Each block computes a 16 x 16 tile of c = a @ b (a: 16 x 16, b: 16 x 16*blocks) and
     writes it at column 16*block of c (row stride 16*blocks) by fixpipe: the blocks' rows
-    interleave in GM without overlapping. bad=1: every block writes column 0 (a stomp)."""
+    interleave in GM without overlapping. bad=1: every block writes column 0 (a stomp); bad=2:
+    every block adds its tile into column 0 under set_atomic_add (atomic adds: no stomp)."""
     blk = asc.get_block_idx()
     nb = asc.get_block_num()
     ag = asc.GlobalTensor()
@@ -482,10 +483,11 @@ def fixpipe_cols_kernel(a: asc.GlobalAddress, b: asc.GlobalAddress, c: asc.Globa
     pipe = asc.TPipe()
     a1, b1, a2, b2, cl = _fractal_buffers(pipe)
     col = blk * 16
-    if bad == 1:
+    src = col
+    if bad != 0:
         col = 0
     asc.data_copy(a1, ag, asc.Nd2NzParams(1, 16, 16, 0, 16, 16, 1, 0))
-    asc.data_copy(b1, bg[col:], asc.Nd2NzParams(1, 16, 16, 0, 16 * nb, 16, 1, 0))
+    asc.data_copy(b1, bg[src:], asc.Nd2NzParams(1, 16, 16, 0, 16 * nb, 16, 1, 0))
     asc.set_flag(asc.HardEvent.MTE2_MTE1, 0)
     asc.wait_flag(asc.HardEvent.MTE2_MTE1, 0)
     asc.load_data(a2, a1, asc.LoadData2DParams(0, 1, 1, 0, 0, False, 0))
@@ -496,7 +498,10 @@ def fixpipe_cols_kernel(a: asc.GlobalAddress, b: asc.GlobalAddress, c: asc.Globa
                                          cmatrix_init_val=True))
     asc.set_flag(asc.HardEvent.M_FIX, 0)
     asc.wait_flag(asc.HardEvent.M_FIX, 0)
+    if bad == 2:
+        asc.set_atomic_add(asc.float32)
     asc.fixpipe(cg[col:], cl, asc.FixpipeParamsV220(16, 16, 16, 16 * nb))
+    asc.set_atomic_none()
 
 
 @asc.jit

@@ -7,6 +7,7 @@ from .vector import *      # noqa: F401,F403
 from .reduce import *      # noqa: F401,F403
 from .datacopy import *    # noqa: F401,F403
 from .cube import *        # noqa: F401,F403
+from .atomic import *      # noqa: F401,F403
 from .queue import *       # noqa: F401,F403
 from .sync import *        # noqa: F401,F403
 from .crosscore import *   # noqa: F401,F403

@@ -67,12 +67,13 @@ from .cubegemm import gemm_nz, h2f16, make_transpose, pack_zn
 from .datacopy import params_class, py_bytes
 from .load3d import load_data_3d_typed
 from ..params import LoadData3DParamsV2
-from .movecore import (A_FIXPIPE, A_LOAD_DATA, A_MMAD, APIS, W_BIAS, W_CONFIG, W_DST, W_DST_GAP,
-                       W_FILTER, W_FM, W_K, W_M, W_M_SIZE, W_N, W_N_SIZE, W_ND_NUM,
-                       W_REPEAT_TIMES, W_SRC, W_SRC_STRIDE, W_START_INDEX, dtype_name_of, aligned,
-                       bcopy, bound, bound_rows, bump, check_dtypes, in_range, locate, locate2,
-                       pair_info, traced, write_target)
-from ..state import MEM, STATE
+from .atomic import fix_loop_atomic
+from .movecore import (A_FIXPIPE, A_FIXPIPE_ATOMIC, A_LOAD_DATA, A_MMAD, APIS, W_BIAS, W_CONFIG,
+                       W_DST, W_DST_GAP, W_FILTER, W_FM, W_K, W_M, W_M_SIZE, W_N, W_N_SIZE,
+                       W_ND_NUM, W_REPEAT_TIMES, W_SRC, W_SRC_STRIDE, W_START_INDEX,
+                       dtype_name_of, aligned, bcopy, bound, bound_rows, bump, check_dtypes,
+                       in_range, locate, locate2, pair_info, traced, write_target)
+from ..state import FLAG_ATOMIC_ADD, MEM, STATE
 
 __all__ = ["load_data", "load_data_typed", "mmad", "mmad_bias", "fixpipe"]
 
@@ -471,10 +472,10 @@ def _fix_info_ov(dst, src):
 
 
 @prim
-def _fix_checks(st, D, S, disz, info, nsz, msz, sstr, dstr, q, nd, snd, dnd, cfg):
+def _fix_checks(st, D, S, disz, info, nsz, msz, sstr, dstr, q, nd, snd, dnd, cfg, atomic):
     """All checks of a fixpipe on located dst and src; info = _fix_info(dst, src). Returns False
     when there is nothing to do."""
-    api = A_FIXPIPE
+    api = A_FIXPIPE_ATOMIC if atomic else A_FIXPIPE     # (rt.gmorder: atomic adds may overlap)
     dl, sl = D[0], S[0]
     if sl != L0C or not (dl < 0 or dl == L1):
         fault("fixpipe: path must be L0C->GM (or L0C->L1), got {:level}->{:level}",
@@ -501,6 +502,10 @@ def _fix_checks(st, D, S, disz, info, nsz, msz, sstr, dstr, q, nd, snd, dnd, cfg
               "(NoQuant), float32->float16 (F322F16), float32->bfloat16 (F322BF16), "
               "int32->int32 (NoQuant), got src={} dst={} quant_pre={}", info[3],
               info[2], q)
+        raise KernelError(FAULT)
+    if atomic and (dl >= 0 or info[0] != 1):
+        fault("fixpipe: dst must be float32 in GM under set_atomic_add, got dst={} in "
+              "{:level}", info[2], dl)
         raise KernelError(FAULT)
     aligned(api, W_SRC, S, 64)
     if dl >= 0:
@@ -569,9 +574,14 @@ def fixpipe(ctx, dst, src, p, config=0):
     cfg = np.int64(config)
     ctx, dst, src = borrowed(ctx), borrowed(dst), borrowed(src)    # no refcounting
     D, S = locate2(ctx, dst.view(np.uint8), src.view(np.uint8))
+    atomic = (ctx[STATE][0].options & FLAG_ATOMIC_ADD) != 0        # prims/atomic.py
     if _fix_checks(ctx[STATE][0], D, S, dst.itemsize, _fix_info(dst, src), nsz, msz, sstr, dstr,
-                   np.int64(p.quant_pre), nd, snd, dnd, cfg):
-        _fix_loop(dst, src, nsz, msz, sstr, dstr, nd, snd * 256, dnd, cfg, p.relu_en != 0)
+                   np.int64(p.quant_pre), nd, snd, dnd, cfg, atomic):
+        if atomic:
+            fix_loop_atomic(dst, src, nsz, msz, sstr, dstr, nd, snd * 256, dnd, cfg,
+                            p.relu_en != 0)
+        else:
+            _fix_loop(dst, src, nsz, msz, sstr, dstr, nd, snd * 256, dnd, cfg, p.relu_en != 0)
         if trace.on(ctx):
             isz = dst.itemsize
             last = (nd - 1) * dnd + ((msz - 1) * dstr + nsz if cfg == 0 else
@@ -582,6 +592,7 @@ def fixpipe(ctx, dst, src, p, config=0):
             # destination's rows (ND: m_size rows of n_size at dst_stride; NZ: a strip of
             # m_size x 16 per 16 columns), one span when they are contiguous
             ssz, nstrip = src.itemsize, (nsz + 15) // 16
+            aw = 2 if atomic else 1         # (2: an atomic add, ascendc/sanitize/gmscan.py)
             for i in range(nd):
                 for j in range(nstrip):
                     trace.access(ctx, _OP_FIXPIPE, S[2] + (i * snd * 256 + j * sstr * 16) * ssz,
@@ -589,13 +600,13 @@ def fixpipe(ctx, dst, src, p, config=0):
                 if cfg == 0 and dstr != nsz:
                     for r in range(msz):
                         trace.access(ctx, _OP_FIXPIPE, D[2] + (i * dnd + r * dstr) * isz,
-                                     nsz * isz, 1)
+                                     nsz * isz, aw)
                 elif cfg == 0:
-                    trace.access(ctx, _OP_FIXPIPE, D[2] + i * dnd * isz, msz * nsz * isz, 1)
+                    trace.access(ctx, _OP_FIXPIPE, D[2] + i * dnd * isz, msz * nsz * isz, aw)
                 elif dstr != msz:
                     for j in range(nstrip):
                         trace.access(ctx, _OP_FIXPIPE, D[2] + (i * dnd + j * dstr * 16) * isz,
-                                     msz * 16 * isz, 1)
+                                     msz * 16 * isz, aw)
                 else:
                     trace.access(ctx, _OP_FIXPIPE, D[2] + i * dnd * isz,
-                                 nstrip * msz * 16 * isz, 1)
+                                 nstrip * msz * 16 * isz, aw)

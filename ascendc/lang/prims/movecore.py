@@ -49,8 +49,12 @@ inline = register_jitable(inline="always")
 
 
 # Names in messages travel as small ints (string arguments cost a few ns per call in hot code)
-APIS = ("data_copy", "data_copy_pad", "load_data", "mmad", "fixpipe")
+# (5, 6: GlobalTensor get / set_value in crosscore.GM_APIS; 7: a fixpipe under set_atomic_add,
+# which rt.gmorder lets overlap another core's atomic adds)
+APIS = ("data_copy", "data_copy_pad", "load_data", "mmad", "fixpipe", "GlobalTensor.get_value",
+        "GlobalTensor.set_value", "fixpipe")
 A_DATA_COPY, A_DATA_COPY_PAD, A_LOAD_DATA, A_MMAD, A_FIXPIPE = range(5)
+A_FIXPIPE_ATOMIC = 7
 NAMES = ("bias", "block_count", "block_len", "config", "d_value", "dst", "dst_gap",
          "dst_nz_c0_stride", "dst_nz_matrix_stride", "dst_nz_n_stride", "dst_stride", "filter",
          "fm", "k", "m", "m_size", "n", "n_size", "n_value", "nd_num", "repeat_times", "src",
