@@ -48,6 +48,10 @@ def layout(soc):
         off += s
     return offs, sizes, off
 
+# lock words of the atomic adds into GM (prims/atomic.py), one per 256-byte granule modulo the
+# table, shared by every core context of the process (so by every launch and stream)
+ATOMIC_LOCKS = np.zeros(4096, np.int32)
+
 
 def new_ctx(soc, flags=0, trace_rows=1):
     """A fresh context for one core (reused across the blocks a worker runs); with FLAG_TRACE
@@ -62,6 +66,7 @@ def new_ctx(soc, flags=0, trace_rows=1):
     rec["level_base"][:] = offs
     rec["level_size"][:] = sizes
     rec["options"] = flags
+    rec["atomic_locks"] = ATOMIC_LOCKS.ctypes.data
     trace = np.zeros((max(int(trace_rows), 1), 18), np.int64)   # trace.NCOL columns
     return (mem, stage, st, trace)
 

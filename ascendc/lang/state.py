@@ -89,6 +89,7 @@ CORE_STATE = np.dtype([
     ("sub_idx", _I8),      # ... the AIV's index in its group
     ("xcore", _I8),        # ... key of the instance's port (rt.crossflags.Instance)
     ("xcore_fn", _I8),     # ... address of the C callback that reaches it
+    ("atomic_locks", _I8),  # address of the process's lock words for atomic adds (prims/atomic.py)
     ("kfc", _I8),          # ... its Matmul role (adv/kfc.py): 1 client (AIV), 2 server (AIC)
     ("trace_n", _I8),      # NPU-view trace rows written to ctx[TRACE] (lang/trace.py)
     ("trace_lost", _I8),   # rows that did not fit in ctx[TRACE]

@@ -41,3 +41,31 @@ def test_set_atomic_add_of_another_dtype_than_float32_is_an_error(interpret):
                                           r"atomic type emulated\), got dtype=float16"):
         K.split_k_kernel[1](a, b, np.zeros((32, 32), np.float32), np.zeros(512, np.float16),
                             32, 32, 32, 2, interpret=interpret)
+
+
+@pytest.mark.parametrize("with_locks", [True, False])
+def test_atomic_adds_of_threads_racing_on_one_tile_lose_nothing(with_locks):
+    """The fixpipe's atomic loop itself, from real threads at once (it releases the GIL): the
+    granule lock words (core.ATOMIC_LOCKS) and the per-element compare-and-swap without them."""
+    import threading
+    from ascendc.lang.core import ATOMIC_LOCKS
+    from ascendc.lang.prims.atomic import fix_loop_atomic
+    msz, nsz = 16, 64                       # a 16 x 64 float32 tile, NZ in L0C, ND in GM
+    src = np.ones(msz * nsz, np.float32)
+    dst = np.full(msz * nsz + 8, 2.0, np.float32)
+    out = dst[3:3 + msz * nsz]              # not granule-aligned: rows straddle lock words
+    locks = ATOMIC_LOCKS.ctypes.data if with_locks else 0
+    rounds, nthreads, nd = 100, 4, 64       # nd: the same tile added 64 times per call
+    fix_loop_atomic(out, src, nsz, msz, msz, nsz, nd, 0, 0, 0, False, locks)    # compile
+
+    def run():
+        for _ in range(rounds):
+            fix_loop_atomic(out, src, nsz, msz, msz, nsz, nd, 0, 0, 0, False, locks)
+    threads = [threading.Thread(target=run) for _ in range(nthreads)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    np.testing.assert_array_equal(out, 2.0 + nd * (1 + rounds * nthreads))
+    assert (dst[:3] == 2.0).all() and (dst[3 + msz * nsz:] == 2.0).all()
+    assert not ATOMIC_LOCKS.any()            # every lock word released

@@ -579,7 +579,7 @@ def fixpipe(ctx, dst, src, p, config=0):
                    np.int64(p.quant_pre), nd, snd, dnd, cfg, atomic):
         if atomic:
             fix_loop_atomic(dst, src, nsz, msz, sstr, dstr, nd, snd * 256, dnd, cfg,
-                            p.relu_en != 0)
+                            p.relu_en != 0, ctx[STATE][0].atomic_locks)
         else:
             _fix_loop(dst, src, nsz, msz, sstr, dstr, nd, snd * 256, dnd, cfg, p.relu_en != 0)
         if trace.on(ctx):
