@@ -16,19 +16,13 @@ in L1/L0A/L0B, 16x16 elements = 1 KB (f32/int32) in L0C):
 
 load_data(dst, src, LoadData2DParams): paths L1->L0A, L1->L0B, GM->L1, GM->L0A, GM->L0B. Repeat i
 copies src fractal (start_index + i*src_stride) to dst fractal i*(1 + dst_gap). With if_transpose
-each source fractal is read as a row-major C0 x 16 block (k x n: the B1 fractal of Ascend C's table,
-16x16 for 2-byte types, 8x16 for f32, 32x16 for int8) and written transposed, 16 x C0 (a ZN
+each source fractal is read as a row-major C0 x 16 block (k x n: the B1 fractal of Ascend C's
+table, 16x16 for 2-byte types, 8x16 for f32, 32x16 for int8) and written transposed, 16 x C0 (a ZN
 fractal). For f16/bf16 this is the square 16x16 transpose, so pyasc's example (B in L1 as NZ with
 16-wide strips, `load_data(b2[kb*16*N:], b1[kb*256:], repeat_times=N//16, src_stride=K//16,
-if_transpose=True)`) gives ZN. For f32 the standard NZ holds 16x8 (k x n) fractals, which no fractal
-transpose turns into ZN's 16(n) x 8(k); put B in L1 as 8x16 fractals instead, i.e. each 16-column
-strip of B as a row-major K x 16 block: Nd2NzParams(nd_num=ceil(N/16), n_value=K, d_value=16,
-src_nd_matrix_stride=16, src_d_value=N, dst_nz_c0_stride=1, dst_nz_n_stride=2,
-dst_nz_matrix_stride=ceil8(K)*16) (a last partial strip needs its own call with d_value=N%16), then
-`load_data(b2[kb*8*N16:], b1[kb*128:], repeat_times=N16//16, src_stride=ceil8(K)//8,
-if_transpose=True)`. (A B given transposed, n x k, is already ZN after a standard Nd2Nz: no
-transpose needed.) The hardware's separate LoadDataWithTranspose (pairs of 16x8 fractals) is not
-emulated.
+if_transpose=True)`) gives ZN. For f32 (whose standard NZ holds 16x8 fractals no fractal transpose
+turns into ZN) see docs/design.md, "float32 B operands of mmad". The hardware's
+LoadDataWithTranspose (pairs of 16x8 fractals) is not emulated.
 
 mmad: C (+)= A @ B over whole 16-row / 16-column fractals (ceil16(m) x ceil16(n) cells of L0C are
 written, as the cube does: rows past m and columns past n come from the fractal padding of L0A/L0B
