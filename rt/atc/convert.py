@@ -20,6 +20,7 @@ from ..graph import aicpu
 from ..graph.format import ALIGN, DTYPES, MAX_TENSOR_BYTES, align, pack
 from ..graph.onnx_types import numpy_dtype
 from ..soc import SOCS
+from . import shapes as shape_passes
 from . import windows
 
 
@@ -190,6 +191,12 @@ def load_onnx(model, input_shape: dict | None = None) -> Graph:
                        f"(inputs: {[v.name for v in g.input if v.name not in init_names]})")
     try:
         model = onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
+        if shape_passes.has_dynamic_dims(model.graph):    # shape computations: fold, infer again
+            model = shape_passes.fold_for_shapes(onnx, numpy_helper, model, _attrs,
+                                                 check_tensor_size)
+            model = onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
+    except AtcError:
+        raise
     except Exception as e:
         raise AtcError(f"atc: ONNX shape inference failed: {e}") from e
     g = model.graph
@@ -273,7 +280,8 @@ def fold_batchnorm(g: Graph) -> int:
     for bn in [n for n in g.nodes if n["op"] == "BatchNormalization"]:
         y = bn["inputs"][0]
         convs = [n for n in g.nodes if n["op"] == "Conv" and y in n["outputs"]]
-        if len(bn["outputs"]) > 1 and any(bn["outputs"][1:]) or not convs:
+        if len(bn["outputs"]) > 1 and any(bn["outputs"][1:]) or not convs or \
+                bn["attrs"].get("training_mode", 0):
             continue
         conv = convs[0]
         if len(g.consumers(y)) != 1 or y in g.outputs or \
@@ -566,6 +574,7 @@ def build(model, soc_version: str, shapes: dict, insert_op_conf=None,
     for n in g.nodes:
         nn = {"name": n["name"], "op": n["op"], "inputs": n["inputs"], "outputs": n["outputs"],
               "attrs": {k: _jsonable(v) for k, v in n["attrs"].items()}}
+        shape_passes.mark_zero_size_inputs(nn, g)
         if n["name"] in node_ws:
             nn.update(workspace_offset=node_ws[n["name"]],
                       workspace_bytes=node_workspace(n, g.specs))
