@@ -212,3 +212,32 @@ def test_reshape_target_computed_from_shape_is_folded_by_atc():
     x = np.arange(48, dtype=np.float32).reshape(2, 6, 4)
     (y,) = backend.prepare(m).run([x])
     np.testing.assert_array_equal(y, x.reshape(2, 3, 2, 4))
+
+
+@pytest.mark.parametrize("mode", ["SAME_UPPER", "SAME_LOWER", "VALID"])
+@pytest.mark.parametrize("shape,k,s", [((1, 2, 10), [4], [3]), ((1, 1, 5, 7, 6), [2, 3, 3],
+                                                                 [2, 2, 1])])
+def test_auto_pad_on_1d_and_3d_inputs_through_atc(mode, shape, k, s):
+    """auto_pad on non-2-D inputs (ATC writes out pads for 2-D ones): ONNX's rule, out =
+    ceil(in / stride), the odd padding element at the end (UPPER) or the start (LOWER)."""
+    nd = len(k)
+    x = np.random.default_rng(11).standard_normal(shape).astype(np.float32)
+    pb, pe = [0] * nd, [0] * nd
+    for i in range(nd):
+        if mode != "VALID":
+            out = -(-shape[2 + i] // s[i])
+            total = max((out - 1) * s[i] + k[i] - shape[2 + i], 0)
+            small = total // 2
+            pb[i], pe[i] = (small, total - small) if mode == "SAME_UPPER" else \
+                (total - small, small)
+    rmax, _ = _loop_pool(x, k, s, [1] * nd, pb + pe, 0, "max")
+    ravg, _ = _loop_pool(x, k, s, [1] * nd, pb + pe, 0, "avg", 0)
+    x_vi = helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))
+    nodes = [helper.make_node("MaxPool", ["x"], ["m"], kernel_shape=k, strides=s, auto_pad=mode),
+             helper.make_node("AveragePool", ["x"], ["a"], kernel_shape=k, strides=s,
+                              auto_pad=mode)]
+    m = _model(nodes, [x_vi], [helper.make_tensor_value_info("m", TensorProto.FLOAT, None),
+                               helper.make_tensor_value_info("a", TensorProto.FLOAT, None)])
+    ym, ya = backend.prepare(m).run([x])
+    np.testing.assert_array_equal(ym, rmax.astype(np.float32))
+    np.testing.assert_allclose(ya, ravg, rtol=1e-5, atol=1e-6)
