@@ -99,7 +99,8 @@ def max_pool(attrs, x):
     nd = x.ndim - 2
     geo = _geometry(attrs, x.shape[2:])
     win = _windows(x, *geo, _lowest(x.dtype))
-    flat = win.reshape(win.shape[:2 + nd] + (-1,))
+    taps = math.prod(geo[0])
+    flat = win.reshape(win.shape[:2 + nd] + (taps,))
     y = flat.max(axis=-1).astype(x.dtype)
     spatial = x.shape[2:]
     size = math.prod(spatial)
@@ -107,7 +108,7 @@ def max_pool(attrs, x):
     pos = pos.reshape(spatial) if not attrs.get("storage_order", 0) else \
         pos.reshape(spatial[::-1]).transpose()
     pwin = _windows(pos.reshape((1, 1) + spatial), *geo, -1)
-    pflat = pwin.reshape(pwin.shape[2:2 + nd] + (-1,))
+    pflat = pwin.reshape(pwin.shape[2:2 + nd] + (taps,))
     # the first maximum among the window's input elements (padding never wins)
     first = (flat == y[..., None]) & (pflat[None, None] >= 0)
     arg = np.argmax(first, axis=-1)

@@ -241,3 +241,16 @@ def test_auto_pad_on_1d_and_3d_inputs_through_atc(mode, shape, k, s):
     ym, ya = backend.prepare(m).run([x])
     np.testing.assert_array_equal(ym, rmax.astype(np.float32))
     np.testing.assert_allclose(ya, ravg, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(0, 3, 8, 8), (2, 0, 8)])
+def test_pooling_and_conv_of_zero_size_batches_or_channels(shape):
+    nd = len(shape) - 2
+    x = np.zeros(shape, np.float32)
+    y, ind = aicpu.run("MaxPool", {"kernel_shape": [2] * nd}, [x])
+    (a,) = aicpu.run("AveragePool", {"kernel_shape": [2] * nd}, [x])
+    out = shape[:2] + (shape[2] - 1,) * nd
+    assert y.shape == ind.shape == a.shape == out and ind.dtype == np.int64
+    w = np.ones((4, shape[1]) + (2,) * nd, np.float32)
+    (c,) = aicpu.run("Conv", {}, [x, w])
+    assert c.shape == (shape[0], 4) + (shape[2] - 1,) * nd and not c.any()
