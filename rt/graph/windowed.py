@@ -12,6 +12,7 @@ MaxPool ignores the rest, AveragePool divides by the count of input elements
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -92,16 +93,40 @@ def conv(attrs, x, w, b=None):
     return [out.astype(x.dtype, copy=False)]
 
 
+class LazyOutputs(Sequence):
+    """An op's outputs, each computed when first read: a node without the optional ones (the
+    executor and ATC zip the results with the node's outputs) never pays for them."""
+
+    def __init__(self, *thunks):
+        self._thunks, self._done = thunks, {}
+
+    def __len__(self):
+        return len(self._thunks)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        i = range(len(self))[i]
+        if i not in self._done:
+            self._done[i] = self._thunks[i]()
+        return self._done[i]
+
+
 def max_pool(attrs, x):
-    """Y, and Indices: the flat index of each maximum in X (the first of equal maxima), over the
-    whole tensor (batch and channel included), its spatial part row-major (`storage_order=0`) or
-    column-major (`storage_order=1`)."""
+    """Y, and Indices (computed only when read): the flat index of each maximum in X (the first
+    of equal maxima), over the whole tensor (batch and channel included), its spatial part
+    row-major (`storage_order=0`) or column-major (`storage_order=1`)."""
     nd = x.ndim - 2
     geo = _geometry(attrs, x.shape[2:])
     win = _windows(x, *geo, _lowest(x.dtype))
     taps = math.prod(geo[0])
     flat = win.reshape(win.shape[:2 + nd] + (taps,))
     y = flat.max(axis=-1).astype(x.dtype)
+    return LazyOutputs(lambda: y, lambda: _argmax_indices(attrs, x, geo, flat, y))
+
+
+def _argmax_indices(attrs, x, geo, flat, y):
+    nd, taps = x.ndim - 2, flat.shape[-1]
     spatial = x.shape[2:]
     size = math.prod(spatial)
     pos = np.arange(size, dtype=np.int64)
@@ -115,7 +140,7 @@ def max_pool(attrs, x):
     sp_idx = np.take_along_axis(np.broadcast_to(pflat, flat.shape), arg[..., None], -1)[..., 0]
     base = (np.arange(x.shape[0] * x.shape[1], dtype=np.int64) * size).reshape(
         (x.shape[0], x.shape[1]) + (1,) * nd)
-    return [y, (base + sp_idx).astype(np.int64)]
+    return (base + sp_idx).astype(np.int64)
 
 
 def average_pool(attrs, x):

@@ -254,3 +254,15 @@ def test_pooling_and_conv_of_zero_size_batches_or_channels(shape):
     w = np.ones((4, shape[1]) + (2,) * nd, np.float32)
     (c,) = aicpu.run("Conv", {}, [x, w])
     assert c.shape == (shape[0], 4) + (shape[2] - 1,) * nd and not c.any()
+
+
+def test_lazy_outputs_compute_each_output_once_and_only_when_read():
+    from rt.graph.windowed import LazyOutputs
+    calls = []
+    outs = LazyOutputs(lambda: calls.append(0) or "y", lambda: calls.append(1) or "i")
+    for _dst, val in zip(["only Y is bound"], outs):     # as the executor binds the results
+        assert val == "y"
+    assert calls == [0] and len(outs) == 2
+    assert outs[-1] == "i" and outs[1] == "i" and outs[:2] == ["y", "i"] and calls == [0, 1]
+    with pytest.raises(IndexError):
+        outs[2]
