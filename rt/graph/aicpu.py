@@ -6,13 +6,15 @@ refuses an ONNX op that maps to nothing in it). Ops that the kernel library also
 AI Core implementation accepts the node. ATC also uses these functions for constant folding.
 
 Each function takes the node's attrs and its input arrays (None for an omitted optional input) and
-returns a list of output arrays. Attribute names and defaults are ONNX's (opset 13-21).
+returns a list of output arrays. Attribute names and defaults are ONNX's (opset 13-21). Conv,
+MaxPool and AveragePool (any spatial rank) are in `windowed`.
 """
 from __future__ import annotations
 
 import math
 
 import numpy as np
+
 from . import windowed
 from .format import MAX_TENSOR_BYTES
 
