@@ -280,8 +280,7 @@ def fold_batchnorm(g: Graph) -> int:
     for bn in [n for n in g.nodes if n["op"] == "BatchNormalization"]:
         y = bn["inputs"][0]
         convs = [n for n in g.nodes if n["op"] == "Conv" and y in n["outputs"]]
-        if len(bn["outputs"]) > 1 and any(bn["outputs"][1:]) or not convs or \
-                bn["attrs"].get("training_mode", 0):
+        if len(bn["outputs"]) > 1 and any(bn["outputs"][1:]) or not convs:
             continue
         conv = convs[0]
         if len(g.consumers(y)) != 1 or y in g.outputs or \

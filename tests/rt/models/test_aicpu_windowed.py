@@ -266,3 +266,28 @@ def test_lazy_outputs_compute_each_output_once_and_only_when_read():
     assert outs[-1] == "i" and outs[1] == "i" and outs[:2] == ["y", "i"] and calls == [0, 1]
     with pytest.raises(IndexError):
         outs[2]
+
+
+def test_conv_then_training_mode_batchnorm_through_atc_and_model():
+    """Conv -> BatchNormalization(training_mode=1): normalised by the batch's statistics, the
+    running ones as outputs (ATC folds the pair only in inference mode)."""
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((2, 3, 6, 6)).astype(np.float32)
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    stats = [np.full(4, v, np.float32) for v in (2.0, 0.5, 10.0, 3.0)]   # scale, B, mean, var
+    inits = [onnx.numpy_helper.from_array(w, "w")] + [
+        onnx.numpy_helper.from_array(v, n) for v, n in zip(stats, ("s", "b", "m", "v"))]
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], kernel_shape=[3, 3]),
+             helper.make_node("BatchNormalization", ["c", "s", "b", "m", "v"], ["y", "rm", "rv"],
+                              training_mode=1, momentum=0.75)]
+    m = _model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 6, 6])],
+               [helper.make_tensor_value_info(n, TensorProto.FLOAT, None)
+                for n in ("y", "rm", "rv")], inits)
+    y, rm, rv = backend.prepare(m).run([x])
+    (c,) = aicpu.run("Conv", {"kernel_shape": [3, 3]}, [x, w])
+    c64 = c.astype(np.float64)
+    mu, var = c64.mean(axis=(0, 2, 3), keepdims=True), c64.var(axis=(0, 2, 3), keepdims=True)
+    np.testing.assert_allclose(y, 2.0 * (c64 - mu) / np.sqrt(var + 1e-5) + 0.5, rtol=1e-4,
+                               atol=1e-4)
+    np.testing.assert_allclose(rm, 10.0 * 0.75 + mu.ravel() * 0.25, rtol=1e-5)
+    np.testing.assert_allclose(rv, 3.0 * 0.75 + var.ravel() * 0.25, rtol=1e-5)
