@@ -20,6 +20,7 @@ from ..graph import aicpu
 from ..graph.format import ALIGN, DTYPES, MAX_TENSOR_BYTES, align, pack
 from ..graph.onnx_types import numpy_dtype
 from ..soc import SOCS
+from . import shapes as shape_passes
 from . import windows
 
 
@@ -190,6 +191,12 @@ def load_onnx(model, input_shape: dict | None = None) -> Graph:
                        f"(inputs: {[v.name for v in g.input if v.name not in init_names]})")
     try:
         model = onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
+        if shape_passes.has_dynamic_dims(model.graph):    # shape computations: fold, infer again
+            model = shape_passes.fold_for_shapes(onnx, numpy_helper, model, _attrs,
+                                                 check_tensor_size)
+            model = onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
+    except AtcError:
+        raise
     except Exception as e:
         raise AtcError(f"atc: ONNX shape inference failed: {e}") from e
     g = model.graph
@@ -566,6 +573,7 @@ def build(model, soc_version: str, shapes: dict, insert_op_conf=None,
     for n in g.nodes:
         nn = {"name": n["name"], "op": n["op"], "inputs": n["inputs"], "outputs": n["outputs"],
               "attrs": {k: _jsonable(v) for k, v in n["attrs"].items()}}
+        shape_passes.mark_zero_size_inputs(nn, g)
         if n["name"] in node_ws:
             nn.update(workspace_offset=node_ws[n["name"]],
                       workspace_bytes=node_workspace(n, g.specs))

@@ -26,7 +26,7 @@ def resolve_auto_pad(g) -> None:
             continue
         shape = g.specs.get(n["inputs"][0], ((),))[0]
         if len(shape) != 4:
-            continue                    # the op refuses it with its own message
+            continue                    # other ranks: the AI CPU op applies auto_pad / ceil_mode
         k = list(a["kernel_shape"])
         strides, dil = list(a.get("strides") or [1, 1]), list(a.get("dilations") or [1, 1])
         pads = list(a.get("pads") or [0, 0, 0, 0])

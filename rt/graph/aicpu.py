@@ -6,15 +6,16 @@ refuses an ONNX op that maps to nothing in it). Ops that the kernel library also
 AI Core implementation accepts the node. ATC also uses these functions for constant folding.
 
 Each function takes the node's attrs and its input arrays (None for an omitted optional input) and
-returns a list of output arrays. Attribute names and defaults are ONNX's (opset 13-21).
+returns a list of output arrays. Attribute names and defaults are ONNX's (opset 13-21). Conv,
+MaxPool and AveragePool (any spatial rank) are in `windowed`.
 """
 from __future__ import annotations
 
 import math
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
+from . import windowed
 from .format import MAX_TENSOR_BYTES
 
 OPS: dict = {}
@@ -28,67 +29,9 @@ def op(*names):
     return deco
 
 
-def _pads(attrs, nd):
-    p = attrs.get("pads") or [0] * (2 * nd)
-    return p[:nd], p[nd:]
-
-
-def conv_out_hw(h, w, attrs) -> tuple[int, int]:
-    kh, kw = attrs["kernel_shape"]
-    (pt, pl), (pb, pr) = _pads(attrs, 2)
-    sh, sw = attrs.get("strides") or [1, 1]
-    dh, dw = attrs.get("dilations") or [1, 1]
-    return ((h + pt + pb - dh * (kh - 1) - 1) // sh + 1,
-            (w + pl + pr - dw * (kw - 1) - 1) // sw + 1)
-
-
-def _windows(x, attrs, pad_value=0.0):
-    """(N, C, OH, OW, KH, KW) strided view of the padded input."""
-    kh, kw = attrs["kernel_shape"]
-    (pt, pl), (pb, pr) = _pads(attrs, 2)
-    sh, sw = attrs.get("strides") or [1, 1]
-    dh, dw = attrs.get("dilations") or [1, 1]
-    xp = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)), constant_values=pad_value)
-    win = sliding_window_view(xp, ((kh - 1) * dh + 1, (kw - 1) * dw + 1), axis=(2, 3))
-    return win[:, :, ::sh, ::sw, ::dh, ::dw]
-
-
-@op("Conv")
-def conv(attrs, x, w, b=None):
-    if x.ndim != 4:
-        raise NotImplementedError(f"Conv: only 2-D convolutions (4-D input), got x.ndim={x.ndim}")
-    g = attrs.get("group", 1)
-    win = _windows(x, attrs)                       # N, C, OH, OW, KH, KW
-    n, c, oh, ow = win.shape[:4]
-    oc = w.shape[0]
-    out = np.empty((n, oc, oh, ow), np.result_type(x, w))
-    cg, og = c // g, oc // g
-    for i in range(g):
-        part = win[:, i * cg:(i + 1) * cg]
-        out[:, i * og:(i + 1) * og] = np.einsum("ncpqhw,ochw->nopq", part,
-                                                w[i * og:(i + 1) * og], optimize=True)
-    if b is not None:
-        out += b.reshape(1, -1, 1, 1)
-    return [out.astype(x.dtype, copy=False)]
-
-
-@op("MaxPool")
-def max_pool(attrs, x):
-    if attrs.get("ceil_mode", 0) or attrs.get("storage_order", 0):
-        raise NotImplementedError("MaxPool: ceil_mode and storage_order are not supported")
-    return [_windows(x, attrs, -np.inf).max(axis=(4, 5)).astype(x.dtype)]
-
-
-@op("AveragePool")
-def average_pool(attrs, x):
-    if attrs.get("ceil_mode", 0):
-        raise NotImplementedError("AveragePool: ceil_mode is not supported")
-    s = _windows(x, attrs).sum(axis=(4, 5), dtype=np.float64)
-    if attrs.get("count_include_pad", 0):
-        cnt = float(np.prod(attrs["kernel_shape"]))
-    else:
-        cnt = _windows(np.ones((1, 1) + x.shape[2:], np.float64), attrs).sum(axis=(4, 5))
-    return [(s / cnt).astype(x.dtype)]
+OPS["Conv"] = windowed.conv
+OPS["MaxPool"] = windowed.max_pool
+OPS["AveragePool"] = windowed.average_pool
 
 
 @op("GlobalAveragePool")
@@ -103,10 +46,22 @@ def global_max_pool(attrs, x):
 
 @op("BatchNormalization")
 def batch_norm(attrs, x, scale, bias, mean, var):
+    """Inference: normalise by the given statistics. `training_mode=1`: by the batch's (mean
+    and population variance over every axis but 1), and the running statistics come out as
+    outputs 2 and 3: `input * momentum + batch * (1 - momentum)` (ONNX's formula, opset 14-15)."""
     shape = (1, -1) + (1,) * (x.ndim - 2)
+    out_stats = []
+    if attrs.get("training_mode", 0):
+        axes = (0,) + tuple(range(2, x.ndim))
+        xf = x.astype(np.float64)
+        bmean, bvar = xf.mean(axis=axes), xf.var(axis=axes)
+        m = attrs.get("momentum", 0.9)
+        out_stats = [(mean * m + bmean * (1 - m)).astype(mean.dtype),
+                     (var * m + bvar * (1 - m)).astype(var.dtype)]
+        mean, var = bmean, bvar
     inv = scale / np.sqrt(var.astype(np.float64) + attrs.get("epsilon", 1e-5))
     y = (x - mean.reshape(shape)) * inv.reshape(shape) + bias.reshape(shape)
-    return [y.astype(x.dtype)]
+    return [y.astype(x.dtype)] + out_stats
 
 
 def _binary(fn):
@@ -163,9 +118,20 @@ def identity(attrs, x, *rest):
 
 @op("Dropout")
 def dropout(attrs, x, ratio=None, training_mode=None):
-    if training_mode is not None and bool(training_mode) and (ratio is None or float(ratio)):
-        raise NotImplementedError("Dropout: training_mode (random masks) is not supported")
-    return [x.copy(), np.ones(x.shape, bool)]       # inference: output = input, mask all True
+    """Inference (or ratio 0): output = input, mask all True. Training: mask =
+    `numpy.random.RandomState(seed).uniform(0, 1, x.shape) >= ratio` (ONNX leaves the generator
+    to the backend; this is the one of ONNX's reference, so a `seed` attribute reproduces its
+    masks; without `seed` a fresh one per run), output = x * mask / (1 - ratio)."""
+    r = 0.5 if ratio is None else float(ratio)
+    if training_mode is None or not bool(training_mode) or r == 0:
+        return [x.copy(), np.ones(x.shape, bool)]
+    if not 0 <= r < 1:
+        raise ValueError(f"Dropout: ratio must be in [0, 1), got ratio={r}")
+    seed = attrs.get("seed")
+    rng = np.random.RandomState(int(seed) & 0xFFFFFFFF) if seed is not None else \
+        np.random.RandomState()
+    mask = rng.uniform(0, 1.0, x.shape) >= r
+    return [(mask * x * (1 / (1 - r))).astype(x.dtype), mask]
 
 
 @op("LeakyRelu")
@@ -301,7 +267,9 @@ def cast(attrs, x):
     return [x.astype(numpy_dtype(attrs["to"]))]
 
 
-def _reduce(fn):
+def _reduce(fn, empty=None):
+    """A Reduce op; `empty(dtype)`: its identity, the result over an empty set (ReduceMax's
+    lowest value, ReduceMin's highest; numpy's sum/prod/mean have their own)."""
     def run(attrs, x, axes=None):
         axes = attrs.get("axes") if axes is None else [int(a) for a in axes]
         keep = bool(attrs.get("keepdims", 1))
@@ -309,17 +277,30 @@ def _reduce(fn):
             if attrs.get("noop_with_empty_axes", 0):
                 return [x.copy()]
             axes = None
-        ax = None if axes is None else tuple(axes)
+        ax = None if axes is None else tuple(int(a) % max(x.ndim, 1) for a in axes)
+        if empty is not None and x.size == 0:
+            shape = [1 if ax is None or i in ax else n for i, n in enumerate(x.shape)]
+            out = np.full(shape, empty(x.dtype), x.dtype)
+            return [out if keep else out.reshape(
+                [n for i, n in enumerate(x.shape) if not (ax is None or i in ax)])]
         return [np.asarray(fn(x, axis=ax, keepdims=keep)).astype(x.dtype)]
     return run
 
 
+def _extreme(high):
+    def value(dt):
+        if dt == np.bool_:
+            return high
+        if np.issubdtype(dt, np.floating):
+            return np.inf if high else -np.inf
+        return np.iinfo(dt).max if high else np.iinfo(dt).min
+    return value
+
+
 OPS["ReduceMean"] = _reduce(np.mean)
 OPS["ReduceSum"] = _reduce(np.sum)
-OPS["ReduceMax"] = _reduce(np.max)
-
-
-OPS["ReduceMin"] = _reduce(np.min)
+OPS["ReduceMax"] = _reduce(np.max, _extreme(False))
+OPS["ReduceMin"] = _reduce(np.min, _extreme(True))
 OPS["ReduceProd"] = _reduce(np.prod)
 
 
@@ -406,9 +387,21 @@ def slice_(attrs, x, starts, ends, axes=None, steps=None):
     return [x[tuple(idx)].copy()]
 
 
+# node attribute written by ATC: {input index: [shape, dtype]} of the node's zero-size inputs
+# (they own no device memory; the executor passes None for them)
+ZERO_SIZE_INPUTS = "_zero_size_inputs"
+
+
 def run(op_type: str, attrs: dict, inputs: list) -> list:
-    """Run op `op_type` on numpy inputs (None for an omitted optional input)."""
+    """Run op `op_type` on numpy inputs (None for an omitted optional input, and for a zero-size
+    one, which `attrs[ZERO_SIZE_INPUTS]` describes)."""
     fn = OPS[op_type]
+    empty = attrs.get(ZERO_SIZE_INPUTS)
+    if empty:
+        inputs = list(inputs)
+        for i, (shape, dt) in empty.items():
+            inputs[int(i)] = np.empty(shape, dt)
+        attrs = {k: v for k, v in attrs.items() if k != ZERO_SIZE_INPUTS}
     while inputs and inputs[-1] is None:
         inputs = inputs[:-1]
     return fn(attrs, *inputs)

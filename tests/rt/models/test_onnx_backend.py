@@ -24,10 +24,18 @@ import rt.onnx_backend as backend
 from rt.onnx_backend import conformance
 
 CI_LIGHT = ("test_shufflenet",)
+# newly passing node tests CI runs besides the representative subset (small shapes)
+CI_EXTRA = ("test_maxpool_with_argmax_2d_precomputed_pads", "test_maxpool_3d_default",
+            "test_averagepool_2d_dilations", "test_averagepool_3d_dilations_small",
+            "test_batchnorm_example_training_mode", "test_training_dropout_mask",
+            "test_reduce_max_empty_set", "test_reduce_min_empty_set",
+            "test_reduce_sum_square_empty_set_expanded", "test_shape_start_greater_than_end",
+            "test_spacetodepth_example_expanded")
 SLOW_LIGHT = tuple(m for m in conformance.LIGHT_MODELS if m not in CI_LIGHT)
 
 _bt = onnx.backend.test.BackendTest(backend, __name__)
-for _name in conformance.representative_node_tests() + list(conformance.LIGHT_MODELS):
+for _name in conformance.representative_node_tests() + list(CI_EXTRA) + \
+        list(conformance.LIGHT_MODELS):
     _bt.include(rf"^{_name}_cpu$")
 for _pattern, _reason in conformance.EXCLUDE:
     _bt.exclude(_pattern)
@@ -56,6 +64,12 @@ def rt_ops():
 def test_exclusions_are_documented():
     for pattern, reason in conformance.EXCLUDE:
         assert pattern.startswith("^") and len(reason) > 20, (pattern, reason)
+
+
+def test_ci_extra_tests_are_selected_and_not_excluded():
+    claimed = set(conformance.claimed_node_tests())
+    for name in CI_EXTRA:
+        assert name in claimed and not conformance.excluded(name), name
 
 
 @pytest.mark.slow
