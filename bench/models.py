@@ -11,8 +11,9 @@ as fast; the goal is >= 0.5) and the per-node breakdown of one profiled executio
 (op_summary rows: AI Core kernels named "<node> (<kernel>)", AI CPU nodes "<node> (AI_CPU <op>)"),
 summed per op type. Before the timing it splits the CPU time of an inference: the kernels' block
 ranges by kernel (thread CPU time of each range on the core threads) against the rest, and the
-host thread's CPU time to enqueue one inference (the launches' Python), so a loaded machine
-still shows where the time goes. onnxruntime is an optional extra (`pip install onnxruntime`).
+host thread's CPU time to enqueue one inference (the launches' Python; also with the nodes'
+recorded launches off, `kernels.model_ops.REPLAY`), so a loaded machine still shows where the
+time goes. onnxruntime is an optional extra (`pip install onnxruntime`).
 
 Measured (2 cores shared with other jobs; onnxruntime's time suffers more from the load than
 ours, so loaded ratios overstate ours; say which one you quote):
@@ -199,14 +200,18 @@ def _host_and_kernel_cpu(model, x, repeats: int) -> None:
     import rt
     from ascendc import binaries
 
+    from kernels import model_ops
+
     s = rt.current_stream()
     xd = rt.to_device(x)
-    enq = []
-    for _ in range(repeats):
+    enq: dict = {True: [], False: []}
+    for i in range(2 * repeats):        # alternating: launches replayed / bound anew
+        model_ops.REPLAY = replay = i % 2 == 0
         s.synchronize()
         c0 = time.thread_time()
         model.execute([xd])
-        enq.append(time.thread_time() - c0)
+        enq[replay].append(time.thread_time() - c0)
+    model_ops.REPLAY = True
     s.synchronize()
     acc: dict = {}
     lock = threading.Lock()
@@ -234,8 +239,9 @@ def _host_and_kernel_cpu(model, x, repeats: int) -> None:
     ker = sum(v[0] for v in acc.values()) / repeats / 1e6
     print(f"CPU per inference {cpu:.1f} ms: kernels' block ranges {ker:.1f} ms (thread CPU), "
           f"the rest {cpu - ker:.1f} ms, of which the host thread enqueueing the launches "
-          f"{float(np.median(enq)) * 1e3:.1f} ms (median; the launches' Python, overlapping the "
-          f"kernels)")
+          f"{float(np.median(enq[True])) * 1e3:.1f} ms (median; the launches' Python, "
+          f"overlapping the kernels; {float(np.median(enq[False])) * 1e3:.1f} ms with every "
+          f"launch bound anew, kernels.model_ops.REPLAY = False)")
     for name, (ns, n) in sorted(acc.items(), key=lambda kv: -kv[1][0]):
         print(f"  {name:<28}{n / repeats:>6.0f} ranges{ns / repeats / 1e6:>9.1f} ms CPU")
 
