@@ -1,6 +1,6 @@
 """ResNet-50 (ONNX's light model, batch 1) through our runtime vs onnxruntime's CPU provider.
 
-    python -m bench.models [--repeats 5] [--model resnet50] [--aicpu-only]
+    python -m bench.models [--repeats 5] [--model resnet50] [--aicpu-only] [--perf]
     python -m bench.models --conformance [--light] [--pattern REGEX]
 
 The default run converts `light_resnet50.onnx` (shipped in the `onnx` wheel) with rt.atc, loads it
@@ -12,8 +12,11 @@ as fast; the goal is >= 0.5) and the per-node breakdown of one profiled executio
 summed per op type. Before the timing it splits the CPU time of an inference: the kernels' block
 ranges by kernel (thread CPU time of each range on the core threads) against the rest, and the
 host thread's CPU time to enqueue one inference (the launches' Python; also with the nodes'
-recorded launches off, `kernels.model_ops.REPLAY`), so a loaded machine still shows where the
-time goes. onnxruntime is an optional extra (`pip install onnxruntime`).
+recorded launches off, `kernels.model_ops.REPLAY`), and how evenly each launch's blocks kept
+the core threads busy, so a loaded machine still shows where the time goes. `--perf` adds
+the CPU time of --repeats inferences by primitive group from Linux `perf` samples
+(bench/fa_perf.py's groups and symbol map). onnxruntime is an optional extra
+(`pip install onnxruntime`).
 
 Measured (2 cores shared with other jobs; onnxruntime's time suffers more from the load than
 ours, so loaded ratios overstate ours; say which one you quote):
@@ -106,7 +109,7 @@ def _light(name: str) -> str:
                         f"light_{name}.onnx")
 
 
-def run_bench(name: str, repeats: int) -> int:
+def run_bench(name: str, repeats: int, perf: bool = False) -> int:
     import onnx
     from onnx.backend.test.runner import Runner
 
@@ -139,6 +142,10 @@ def run_bench(name: str, repeats: int) -> int:
     print(f"rt.Model CPU time per inference (all threads): "
           f"{(time.process_time() - c0) / repeats * 1e3:.1f} ms ({repeats} runs)")
     _host_and_kernel_cpu(model, x, repeats)
+    if perf:
+        from bench import fa_perf
+        fa_perf.profile([("rt.Model.execute", lambda: model.execute([x]))], repeats,
+                        f"light_{name}.onnx")
     variants = {"rt.Model": lambda: model.execute([x])}
     try:
         import onnxruntime as ort
@@ -216,6 +223,8 @@ def _host_and_kernel_cpu(model, x, repeats: int) -> None:
     acc: dict = {}
     lock = threading.Lock()
     orig = binaries.Binary.run_blocks
+    launches: dict = {}     # (inference, args) -> [blocks covered, busiest range's ns]
+    busiest = [0, 0]        # per inference: sum of the busiest ranges, inference index
 
     def timed(self, *args, **kwargs):
         c0 = time.thread_time_ns()
@@ -227,10 +236,18 @@ def _host_and_kernel_cpu(model, x, repeats: int) -> None:
                 v = acc.setdefault(self.name, [0, 0])
                 v[0] += d
                 v[1] += 1
+                if len(args) >= 4:      # (first, last, block_dim, args): ranges tile the blocks
+                    g = launches.setdefault((busiest[1], id(args[3])), [0, 0])
+                    g[0] += args[1] - args[0]
+                    g[1] = max(g[1], d)
+                    if g[0] >= args[2]:
+                        busiest[0] += g[1]
+                        del launches[(busiest[1], id(args[3]))]
     binaries.Binary.run_blocks = timed
     try:
         c0 = time.process_time()
-        for _ in range(repeats):
+        for i in range(repeats):
+            busiest[1] = i
             model.execute([xd])
             s.synchronize()
         cpu = (time.process_time() - c0) / repeats * 1e3
@@ -244,6 +261,9 @@ def _host_and_kernel_cpu(model, x, repeats: int) -> None:
           f"launch bound anew, kernels.model_ops.REPLAY = False)")
     for name, (ns, n) in sorted(acc.items(), key=lambda kv: -kv[1][0]):
         print(f"  {name:<28}{n / repeats:>6.0f} ranges{ns / repeats / 1e6:>9.1f} ms CPU")
+    print(f"balance over the {rt.default_core_count()} core threads: each launch's busiest "
+          f"block range, summed, {busiest[0] / repeats / 1e6:.1f} ms against "
+          f"{ker / rt.default_core_count():.1f} ms if every launch split its CPU time evenly")
 
 
 def run_conformance(light: bool, pattern: str | None) -> int:
@@ -293,12 +313,15 @@ def main(argv=None) -> int:
     p.add_argument("--conformance", action="store_true")
     p.add_argument("--light", action="store_true", help="with --conformance: the light models too")
     p.add_argument("--pattern", default=None, help="with --conformance: only tests matching it")
+    p.add_argument("--perf", action="store_true",
+                   help="also the CPU time of --repeats inferences by primitive group (Linux "
+                        "perf; bench/fa_perf.py)")
     a = p.parse_args(argv)
     if a.aicpu_only:
         os.environ["ASCEND_EMU_MODEL_AICPU_ONLY"] = "1"
     if a.conformance:
         return run_conformance(a.light, a.pattern)
-    return run_bench(a.model, a.repeats)
+    return run_bench(a.model, a.repeats, a.perf)
 
 
 if __name__ == "__main__":

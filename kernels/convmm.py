@@ -62,21 +62,6 @@ def load_a_gm(q, ag, off, m16, kt, c0):
 
 
 @asc.jit
-def conv_queues(pipe, isz, base_m, base_n, base_k, l0_n, depth_l1, depth_l0a, depth_l0b):
-    """The conv matmuls' queues (B1, A2, B2, CO1) with their buffers: A goes GM -> L0A
-    (`load_a_gm`), so no A1."""
-    qb1 = asc.TQue(asc.TPosition.B1, depth_l1)
-    qa2 = asc.TQue(asc.TPosition.A2, depth_l0a)
-    qb2 = asc.TQue(asc.TPosition.B2, depth_l0b)
-    qc = asc.TQue(asc.TPosition.CO1, 1)
-    pipe.init_buffer(qb1, depth_l1, base_k * base_n * isz)
-    pipe.init_buffer(qa2, depth_l0a, base_m * base_k * isz)
-    pipe.init_buffer(qb2, depth_l0b, base_k * l0_n * isz)
-    pipe.init_buffer(qc, 1, base_m * base_n * 4)
-    return (qb1, qa2, qb2, qc)
-
-
-@asc.jit
 def weight_chunks(k, base_k, c0):
     """(K chunks, KP): the padded K of all chunks of `cube_weights`' layout (module doc)."""
     k_chunks = (k + base_k - 1) // base_k
@@ -135,8 +120,15 @@ def conv_matmul_kernel(a: asc.GlobalAddress, b: asc.GlobalAddress, c: asc.Global
     og = asc.GlobalTensor()
     og.set_global_buffer(ones)
     pipe = asc.TPipe()
-    qb1, qa2, qb2, qc = conv_queues(pipe, a.dtype.sizeof(), base_m, base_n, base_k, l0_n,
-                                    depth_l1, depth_l0a, depth_l0b)
+    isz = a.dtype.sizeof()
+    qb1 = asc.TQue(asc.TPosition.B1, depth_l1)   # no A1: A goes GM -> L0A (load_a_gm)
+    qa2 = asc.TQue(asc.TPosition.A2, depth_l0a)
+    qb2 = asc.TQue(asc.TPosition.B2, depth_l0b)
+    qc = asc.TQue(asc.TPosition.CO1, 1)
+    pipe.init_buffer(qb1, depth_l1, base_k * base_n * isz)
+    pipe.init_buffer(qa2, depth_l0a, base_m * base_k * isz)
+    pipe.init_buffer(qb2, depth_l0b, base_k * l0_n * isz)
+    pipe.init_buffer(qc, 1, base_m * base_n * 4)
     for t in range(first, last):
         m0, n0, mt, nt, m16 = tile_at(t, tiles_m, m, n, base_m, tile_n)
         cl = qc.alloc_tensor(asc.float32)

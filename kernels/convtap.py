@@ -45,7 +45,7 @@ import ascendc as asc
 from ascendc.adv import nd2nz_strips
 
 from ._host import round_up
-from .convmm import chunk_k, chunk_mmad, conv_queues, tile_at, weight_chunks
+from .convmm import chunk_k, chunk_mmad, tile_at, weight_chunks
 from .matmul import tile_range
 
 SLACK = 8           # elements after the last channel of xp (zeroed; read by garbage columns)
@@ -258,8 +258,15 @@ def conv_tap_kernel(a: asc.GlobalAddress, xp: asc.GlobalAddress, c: asc.GlobalAd
     og = asc.GlobalTensor()
     og.set_global_buffer(ones)
     pipe = asc.TPipe()
-    qb1, qa2, qb2, qc = conv_queues(pipe, a.dtype.sizeof(), base_m, base_n, base_k, l0_n,
-                                    depth_l1, depth_l0a, depth_l0b)
+    isz = a.dtype.sizeof()
+    qb1 = asc.TQue(asc.TPosition.B1, depth_l1)
+    qa2 = asc.TQue(asc.TPosition.A2, depth_l0a)
+    qb2 = asc.TQue(asc.TPosition.B2, depth_l0b)
+    qc = asc.TQue(asc.TPosition.CO1, 1)
+    pipe.init_buffer(qb1, depth_l1, base_k * base_n * isz)
+    pipe.init_buffer(qa2, depth_l0a, base_m * base_k * isz)
+    pipe.init_buffer(qb2, depth_l0b, base_k * l0_n * isz)
+    pipe.init_buffer(qc, 1, base_m * base_n * 4)
     for t in range(first, last):
         m0, n0, mt, nt, m16 = tile_at(t, tiles_m, m, n, base_m, tile_n)
         cl = qc.alloc_tensor(asc.float32)
