@@ -87,6 +87,12 @@ ours, so loaded ratios overstate ours; say which one you quote):
   `--epilogue`); the CPU per inference unchanged within the noise (load 6-8, 2026-12-06, 3
   alternating pairs: split 146.4, 140.6, 145.4 vs 144.3, 142.5, 151.2 ms).
 
+- each node's launches recorded at its first execution and replayed after
+  (kernels.model_ops.Replayed, asc.record_launches): the host thread's enqueue 2.1 ms instead of
+  6.6 (same run, alternating, load 13.8, 2026-12-06), the CPU outside the kernels 5.9-12.7 ms
+  against 14.7-19.2 for the tree before (5 alternating pairs of processes, load 13-17); the
+  whole inference's CPU and wall time within that load's noise (docs/performance.md).
+
 `--conformance` runs ONNX's backend suite selection of tests/rt/models/test_onnx_backend.py
 (node tests of every claimed op + the light models, exclusions of rt.onnx_backend.conformance)
 with unittest and prints pass / fail / excluded counts.
