@@ -90,8 +90,9 @@ ours, so loaded ratios overstate ours; say which one you quote):
 - each node's launches recorded at its first execution and replayed after
   (kernels.model_ops.Replayed, asc.record_launches): the host thread's enqueue 2.1 ms instead of
   6.6 (same run, alternating, load 13.8, 2026-12-06), the CPU outside the kernels 5.9-12.7 ms
-  against 14.7-19.2 for the tree before (5 alternating pairs of processes, load 13-17); the
-  whole inference's CPU and wall time within that load's noise (docs/performance.md).
+  against 14.7-19.2 for the tree before (5 alternating pairs of processes, load 10-17); the
+  whole inference's process CPU 0.92x and 0.96x of the tree before (2 pairs: 120.1, 127.7 vs
+  131.1, 133.0 ms); wall time not resolved under that load (docs/performance.md).
 
 `--conformance` runs ONNX's backend suite selection of tests/rt/models/test_onnx_backend.py
 (node tests of every claimed op + the light models, exclusions of rt.onnx_backend.conformance)
