@@ -12,9 +12,11 @@ from .language import *  # noqa: F403  (the kernel language: asc.add, asc.TQue, 
 from .language import __all__ as _LANGUAGE
 from . import adv, host, lib
 from .adv.memalloc import LocalMemAllocator
+from .jit import PreparedLaunch, record_launches  # launches bound once, queued again
 from .npu import npu_trace  # the NPU view: simulated pipe timeline of an interpreted launch
 # the kernel sanitizer: `with asc.sanitize(...)` (the function; the package is ascendc.sanitize's
 # modules, `python -m ascendc.sanitize`)
 from .sanitize import sanitize  # noqa: E402
 
-__all__ = list(_LANGUAGE) + ["adv", "host", "lib", "npu_trace", "LocalMemAllocator", "sanitize"]
+__all__ = list(_LANGUAGE) + ["adv", "host", "lib", "npu_trace", "LocalMemAllocator", "sanitize",
+                         "record_launches", "PreparedLaunch"]

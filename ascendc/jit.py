@@ -193,56 +193,19 @@ class JitFunction(KernelFunction):
         rt.ensure_device()
         single_threaded_blas()
         opts = {**self.options, **kwargs}
-        interpret = O.interpret_mode(opts.get("interpret"))
-        checked = O.resolve(opts.get("checked"))
-        soc = rt.get_soc(opts.get("soc"))
-        traced = rt.npu_view_on()
-        if sanitizer() is not None:       # ascendc/sanitize: checked, every access recorded
-            checked, traced = O.SANITIZED, True
-        ktype = self.kernel_type(opts)
-        mix = _mix.mix_spec(ktype, self._sync_scope(), self._asc_calls(), checked)
-        if mix is None:
-            self._check_resident(block_dim, soc)
-        _mix.check_block_dim(self.__name__, block_dim, soc, mix)
-        consts, launch_args, sig, host_arrays = {}, [], [], []
+        state = self._state(opts)
+        host_arrays = []
         host_args = rt.array.HostArgs()
         try:
-            for name, v in zip(self.param_names, args):
-                if name in self.const_params:
-                    consts[name] = v
-                    continue
-                if hasattr(v, "_kernel_record") or hasattr(type(v), "_fields"):  # a struct
-                    launch_args.append(v._kernel_record() if hasattr(v, "_kernel_record") else
-                                       _record(v, name, self.__name__))
-                    sig.append(("R", type(v).__name__))
-                    continue
-                gm = self._gm_arg(name, v, stream, host_arrays, len(launch_args))
-                if gm is not None:
-                    launch_args.append(gm)
-                    sig.append(("GA", gm.dtype.name))
-                elif name in self.gm_params:     # e.g. np.int64(ptr): not a typing dump later
-                    raise E.AclError(E.ACL_ERROR_INVALID_PARAM,
-                                     f"{self.__name__}: GlobalAddress argument {name!r} must be "
-                                     f"an rt.DeviceArray, rt.DevicePtr, numpy array or CPU torch "
-                                     f"tensor (an integer is not a device address), got "
-                                     f"{name}={v!r}")
-                else:
-                    s = _scalar(v, name, self.__name__)
-                    launch_args.append(s)
-                    sig.append(("S", s.dtype.name))
-            key = (interpret, checked, soc.name, tuple(sorted((k, repr(v)) for k, v in
-                                                             consts.items())), tuple(sig), traced,
-                   ktype)
-            binary = self._binary(key, interpret, checked, soc, consts, sig, traced, ktype)
-            binary.mix = mix
-            binary.kfc = mix is not None and _mix.serves_matmul(ktype, self._asc_calls())
+            binary, blocks, launch_args = self._bind(block_dim, args, opts, state, host_arrays)
+            rec = getattr(_RECORDING, "launches", None)
+            if rec is not None:         # record_launches(): replayable if all on the device
+                rec.append(PreparedLaunch(self, block_dim, args, opts, state, binary, blocks,
+                                          launch_args) if not host_arrays else None)
             for i, name, v in host_arrays:    # mapped if only read, else copied (rt.HostArgs)
                 dev = host_args.add(v, binary.written is None or name in binary.written)
                 launch_args[i] = GMArg(dev.ptr, dev.nbytes, D.from_numpy(v.dtype), name, dev)
-            # a MIX launch runs block_dim groups (rt.mixlaunch); a Matmul kernel detected as
-            # MIX_AIC_1_2 runs its 2 * block_dim AIV instances on the core pool
-            task = rt.launch(binary, block_dim if mix is not None else
-                             block_dim * binary.per_block, tuple(launch_args), stream)
+            task = rt.launch(binary, blocks, tuple(launch_args), stream)
             if host_arrays:   # a synchronous launch: its errors name the launch, as it was called
                 (stream or rt.current_stream()).synchronize(
                     api=f"kernel {binary.name!r}[{block_dim}]", own=task)
@@ -251,7 +214,62 @@ class JitFunction(KernelFunction):
             host_args.free()
         return None
 
-    def _gm_arg(self, name, v, stream, host_arrays, index):
+    def _state(self, opts) -> tuple:
+        """(interpret, checked, soc, traced): the process-wide settings a launch's binary
+        depends on besides its arguments (environment, defaults, NPU view, sanitizer)."""
+        interpret = O.interpret_mode(opts.get("interpret"))
+        checked = O.resolve(opts.get("checked"))
+        soc = rt.get_soc(opts.get("soc"))
+        traced = rt.npu_view_on()
+        if sanitizer() is not None:       # ascendc/sanitize: checked, every access recorded
+            checked, traced = O.SANITIZED, True
+        return interpret, checked, soc, traced
+
+    def _bind(self, block_dim, args, opts, state, host_arrays) -> tuple:
+        """(binary, blocks to launch, argument list) of a launch in `state` (`_state`); host
+        arrays among the arguments go to `host_arrays` (their slots are filled by the caller)."""
+        interpret, checked, soc, traced = state
+        ktype = self.kernel_type(opts)
+        mix = _mix.mix_spec(ktype, self._sync_scope(), self._asc_calls(), checked)
+        if mix is None:
+            self._check_resident(block_dim, soc)
+        _mix.check_block_dim(self.__name__, block_dim, soc, mix)
+        consts, launch_args, sig = {}, [], []
+        for name, v in zip(self.param_names, args):
+            if name in self.const_params:
+                consts[name] = v
+                continue
+            if hasattr(v, "_kernel_record") or hasattr(type(v), "_fields"):  # a struct
+                launch_args.append(v._kernel_record() if hasattr(v, "_kernel_record") else
+                                   _record(v, name, self.__name__))
+                sig.append(("R", type(v).__name__))
+                continue
+            gm = self._gm_arg(name, v, host_arrays, len(launch_args))
+            if gm is not None:
+                launch_args.append(gm)
+                sig.append(("GA", gm.dtype.name))
+            elif name in self.gm_params:     # e.g. np.int64(ptr): not a typing dump later
+                raise E.AclError(E.ACL_ERROR_INVALID_PARAM,
+                                 f"{self.__name__}: GlobalAddress argument {name!r} must be "
+                                 f"an rt.DeviceArray, rt.DevicePtr, numpy array or CPU torch "
+                                 f"tensor (an integer is not a device address), got "
+                                 f"{name}={v!r}")
+            else:
+                s = _scalar(v, name, self.__name__)
+                launch_args.append(s)
+                sig.append(("S", _dtype_name(s.dtype)))
+        key = (interpret, checked, soc.name, tuple(sorted((k, repr(v)) for k, v in
+                                                         consts.items())), tuple(sig), traced,
+               ktype)
+        binary = self._binary(key, interpret, checked, soc, consts, sig, traced, ktype)
+        binary.mix = mix
+        binary.kfc = mix is not None and _mix.serves_matmul(ktype, self._asc_calls())
+        # a MIX launch runs block_dim groups (rt.mixlaunch); a Matmul kernel detected as
+        # MIX_AIC_1_2 runs its 2 * block_dim AIV instances on the core pool
+        return binary, block_dim if mix is not None else block_dim * binary.per_block, \
+            launch_args
+
+    def _gm_arg(self, name, v, host_arrays, index):
         if isinstance(v, rt.DeviceArray):
             return GMArg(v.ptr, v.nbytes, D.from_numpy(v.dtype), name, v)
         if type(v).__module__.startswith("torch"):
@@ -317,6 +335,65 @@ class JitFunction(KernelFunction):
                 b.written_args = tuple(i for i, n in enumerate(rt_params) if n in b.written)
             self._cache[key] = b
             return b
+
+
+_RECORDING = threading.local()
+_DT_NAMES: dict = {}
+
+
+def _dtype_name(dt) -> str:
+    """numpy dtype -> its name, memoised (numpy computes dtype.name anew on each access)."""
+    name = _DT_NAMES.get(dt)
+    if name is None:
+        name = _DT_NAMES[dt] = dt.name
+    return name
+
+
+class PreparedLaunch:
+    """A launch recorded by `record_launches`: its binary and argument tuple, bound once.
+    Calling it (`p(stream)`) queues the same launch again with `rt.launch` directly, without
+    binding and converting the arguments anew; the binary is chosen again only if the settings
+    it was chosen for changed since (`JitFunction._state`: interpret / checked defaults, the
+    NPU view, the sanitizer). The arguments are the recorded ones: device buffers by address,
+    scalars by value."""
+    __slots__ = ("fn", "block_dim", "bound", "opts", "state", "binary", "blocks", "args", "mix",
+                 "kfc")
+
+    def __init__(self, fn, block_dim, bound, opts, state, binary, blocks, launch_args):
+        self.fn, self.block_dim, self.bound, self.opts = fn, block_dim, bound, opts
+        self._set(state, binary, blocks, launch_args)
+
+    def _set(self, state, binary, blocks, launch_args):
+        self.state, self.binary, self.blocks, self.args = state, binary, blocks, \
+            tuple(launch_args)
+        self.mix, self.kfc = binary.mix, binary.kfc
+
+    def __call__(self, stream=None):
+        state = self.fn._state(self.opts)
+        if state != self.state:
+            self._set(state, *self.fn._bind(self.block_dim, self.bound, self.opts, state, []))
+        b = self.binary
+        b.mix, b.kfc = self.mix, self.kfc
+        return rt.launch(b, self.blocks, self.args, stream)
+
+
+class record_launches:
+    """`with record_launches() as rec:` -> rec.launches, one `PreparedLaunch` per kernel launch
+    the calling thread made inside (still run as usual), or None in place of a launch with host
+    (numpy) arguments, which cannot be replayed. `rec.replayable`: every launch recorded."""
+
+    def __enter__(self):
+        self.outer = getattr(_RECORDING, "launches", None)
+        self.launches = _RECORDING.launches = []
+        return self
+
+    def __exit__(self, *exc):
+        _RECORDING.launches = self.outer
+        return False
+
+    @property
+    def replayable(self) -> bool:
+        return all(p is not None for p in self.launches)
 
 
 def jit(fn=None, **options):

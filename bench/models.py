@@ -1,6 +1,6 @@
 """ResNet-50 (ONNX's light model, batch 1) through our runtime vs onnxruntime's CPU provider.
 
-    python -m bench.models [--repeats 5] [--model resnet50] [--aicpu-only]
+    python -m bench.models [--repeats 5] [--model resnet50] [--aicpu-only] [--perf]
     python -m bench.models --conformance [--light] [--pattern REGEX]
 
 The default run converts `light_resnet50.onnx` (shipped in the `onnx` wheel) with rt.atc, loads it
@@ -11,8 +11,12 @@ as fast; the goal is >= 0.5) and the per-node breakdown of one profiled executio
 (op_summary rows: AI Core kernels named "<node> (<kernel>)", AI CPU nodes "<node> (AI_CPU <op>)"),
 summed per op type. Before the timing it splits the CPU time of an inference: the kernels' block
 ranges by kernel (thread CPU time of each range on the core threads) against the rest, and the
-host thread's CPU time to enqueue one inference (the launches' Python), so a loaded machine
-still shows where the time goes. onnxruntime is an optional extra (`pip install onnxruntime`).
+host thread's CPU time to enqueue one inference (the launches' Python; also with the nodes'
+recorded launches off, `kernels.model_ops.REPLAY`), and how evenly each launch's blocks kept
+the core threads busy, so a loaded machine still shows where the time goes. `--perf` adds
+the CPU time of --repeats inferences by primitive group from Linux `perf` samples
+(bench/fa_perf.py's groups and symbol map). onnxruntime is an optional extra
+(`pip install onnxruntime`).
 
 Measured (2 cores shared with other jobs; onnxruntime's time suffers more from the load than
 ours, so loaded ratios overstate ours; say which one you quote):
@@ -83,6 +87,13 @@ ours, so loaded ratios overstate ours; say which one you quote):
   `--epilogue`); the CPU per inference unchanged within the noise (load 6-8, 2026-12-06, 3
   alternating pairs: split 146.4, 140.6, 145.4 vs 144.3, 142.5, 151.2 ms).
 
+- each node's launches recorded at its first execution and replayed after
+  (kernels.model_ops.Replayed, asc.record_launches): the host thread's enqueue 2.1 ms instead of
+  6.6 (same run, alternating, load 13.8, 2026-12-06), the CPU outside the kernels 5.9-12.7 ms
+  against 14.7-19.2 for the tree before (5 alternating pairs of processes, load 10-17); the
+  whole inference's process CPU 0.92x and 0.96x of the tree before (2 pairs: 120.1, 127.7 vs
+  131.1, 133.0 ms); wall time not resolved under that load (docs/performance.md).
+
 `--conformance` runs ONNX's backend suite selection of tests/rt/models/test_onnx_backend.py
 (node tests of every claimed op + the light models, exclusions of rt.onnx_backend.conformance)
 with unittest and prints pass / fail / excluded counts.
@@ -105,7 +116,7 @@ def _light(name: str) -> str:
                         f"light_{name}.onnx")
 
 
-def run_bench(name: str, repeats: int) -> int:
+def run_bench(name: str, repeats: int, perf: bool = False) -> int:
     import onnx
     from onnx.backend.test.runner import Runner
 
@@ -138,6 +149,10 @@ def run_bench(name: str, repeats: int) -> int:
     print(f"rt.Model CPU time per inference (all threads): "
           f"{(time.process_time() - c0) / repeats * 1e3:.1f} ms ({repeats} runs)")
     _host_and_kernel_cpu(model, x, repeats)
+    if perf:
+        from bench import fa_perf
+        fa_perf.profile([("rt.Model.execute", lambda: model.execute([x]))], repeats,
+                        f"light_{name}.onnx")
     variants = {"rt.Model": lambda: model.execute([x])}
     try:
         import onnxruntime as ort
@@ -199,18 +214,24 @@ def _host_and_kernel_cpu(model, x, repeats: int) -> None:
     import rt
     from ascendc import binaries
 
+    from kernels import model_ops
+
     s = rt.current_stream()
     xd = rt.to_device(x)
-    enq = []
-    for _ in range(repeats):
+    enq: dict = {True: [], False: []}
+    for i in range(2 * repeats):        # alternating: launches replayed / bound anew
+        model_ops.REPLAY = replay = i % 2 == 0
         s.synchronize()
         c0 = time.thread_time()
         model.execute([xd])
-        enq.append(time.thread_time() - c0)
+        enq[replay].append(time.thread_time() - c0)
+    model_ops.REPLAY = True
     s.synchronize()
     acc: dict = {}
     lock = threading.Lock()
     orig = binaries.Binary.run_blocks
+    launches: dict = {}     # (inference, args) -> [blocks covered, busiest range's ns]
+    busiest = [0, 0]        # per inference: sum of the busiest ranges, inference index
 
     def timed(self, *args, **kwargs):
         c0 = time.thread_time_ns()
@@ -222,10 +243,18 @@ def _host_and_kernel_cpu(model, x, repeats: int) -> None:
                 v = acc.setdefault(self.name, [0, 0])
                 v[0] += d
                 v[1] += 1
+                if len(args) >= 4:      # (first, last, block_dim, args): ranges tile the blocks
+                    g = launches.setdefault((busiest[1], id(args[3])), [0, 0])
+                    g[0] += args[1] - args[0]
+                    g[1] = max(g[1], d)
+                    if g[0] >= args[2]:
+                        busiest[0] += g[1]
+                        del launches[(busiest[1], id(args[3]))]
     binaries.Binary.run_blocks = timed
     try:
         c0 = time.process_time()
-        for _ in range(repeats):
+        for i in range(repeats):
+            busiest[1] = i
             model.execute([xd])
             s.synchronize()
         cpu = (time.process_time() - c0) / repeats * 1e3
@@ -234,10 +263,14 @@ def _host_and_kernel_cpu(model, x, repeats: int) -> None:
     ker = sum(v[0] for v in acc.values()) / repeats / 1e6
     print(f"CPU per inference {cpu:.1f} ms: kernels' block ranges {ker:.1f} ms (thread CPU), "
           f"the rest {cpu - ker:.1f} ms, of which the host thread enqueueing the launches "
-          f"{float(np.median(enq)) * 1e3:.1f} ms (median; the launches' Python, overlapping the "
-          f"kernels)")
+          f"{float(np.median(enq[True])) * 1e3:.1f} ms (median; the launches' Python, "
+          f"overlapping the kernels; {float(np.median(enq[False])) * 1e3:.1f} ms with every "
+          f"launch bound anew, kernels.model_ops.REPLAY = False)")
     for name, (ns, n) in sorted(acc.items(), key=lambda kv: -kv[1][0]):
         print(f"  {name:<28}{n / repeats:>6.0f} ranges{ns / repeats / 1e6:>9.1f} ms CPU")
+    print(f"balance over the {rt.default_core_count()} core threads: each launch's busiest "
+          f"block range, summed, {busiest[0] / repeats / 1e6:.1f} ms against "
+          f"{ker / rt.default_core_count():.1f} ms if every launch split its CPU time evenly")
 
 
 def run_conformance(light: bool, pattern: str | None) -> int:
@@ -287,12 +320,15 @@ def main(argv=None) -> int:
     p.add_argument("--conformance", action="store_true")
     p.add_argument("--light", action="store_true", help="with --conformance: the light models too")
     p.add_argument("--pattern", default=None, help="with --conformance: only tests matching it")
+    p.add_argument("--perf", action="store_true",
+                   help="also the CPU time of --repeats inferences by primitive group (Linux "
+                        "perf; bench/fa_perf.py)")
     a = p.parse_args(argv)
     if a.aicpu_only:
         os.environ["ASCEND_EMU_MODEL_AICPU_ONLY"] = "1"
     if a.conformance:
         return run_conformance(a.light, a.pattern)
-    return run_bench(a.model, a.repeats)
+    return run_bench(a.model, a.repeats, a.perf)
 
 
 if __name__ == "__main__":

@@ -62,6 +62,40 @@ def load_a_gm(q, ag, off, m16, kt, c0):
 
 
 @asc.jit
+def weight_chunks(k, base_k, c0):
+    """(K chunks, KP): the padded K of all chunks of `cube_weights`' layout (module doc)."""
+    k_chunks = (k + base_k - 1) // base_k
+    return (k_chunks, (k_chunks - 1) * base_k + (k - (k_chunks - 1) * base_k + c0 - 1) // c0 * c0)
+
+
+@asc.jit
+def tile_at(t, tiles_m, m, n, base_m, tile_n):
+    """(m0, n0, mt, nt, m16) of output tile t (numbered column-major, `tile_range`)."""
+    m0 = t % tiles_m * base_m
+    n0 = t // tiles_m * tile_n
+    mt = min(base_m, m - m0)
+    return (m0, n0, mt, min(tile_n, n - n0), (mt + 15) // 16 * 16)
+
+
+@asc.jit
+def chunk_k(kc, k, base_k, c0):
+    """(k0, kt, k_pad) of K chunk kc."""
+    k0 = kc * base_k
+    kt = min(base_k, k - k0)
+    return (k0, kt, (kt + c0 - 1) // c0 * c0)
+
+
+@asc.jit
+def chunk_mmad(qb1, qa2, qb2, b1, ag, cl, off, m16, mt, nt, kt, k_pad, c0, l0_n, init):
+    """One K chunk of a tile once its B chunk `b1` is in L1: the A chunk GM -> L0A
+    (`load_a_gm`, at ag[off:]), the mmads into cl, both buffers freed."""
+    a2 = load_a_gm(qa2, ag, off, m16, kt, c0)
+    mmad_strips(qb2, b1, a2, cl, m16, mt, nt, kt, k_pad, c0, l0_n, init)
+    qa2.free_tensor(a2)
+    qb1.free_tensor(b1)
+
+
+@asc.jit
 def conv_matmul_kernel(a: asc.GlobalAddress, b: asc.GlobalAddress, c: asc.GlobalAddress,
                        zeros: asc.GlobalAddress, ones: asc.GlobalAddress, m: int, n: int, k: int,
                        ones_row: int, relu: int, tile_n: int,
@@ -74,8 +108,7 @@ def conv_matmul_kernel(a: asc.GlobalAddress, b: asc.GlobalAddress, c: asc.Global
     if first >= last:
         return
     c0 = 32 // a.dtype.sizeof()
-    k_chunks = (k + base_k - 1) // base_k
-    kp_all = (k_chunks - 1) * base_k + (k - (k_chunks - 1) * base_k + c0 - 1) // c0 * c0
+    k_chunks, kp_all = weight_chunks(k, base_k, c0)
     ag = asc.GlobalTensor()
     ag.set_global_buffer(a, (m + 15) // 16 * 16 * kp_all)
     bg = asc.GlobalTensor()
@@ -88,7 +121,7 @@ def conv_matmul_kernel(a: asc.GlobalAddress, b: asc.GlobalAddress, c: asc.Global
     og.set_global_buffer(ones)
     pipe = asc.TPipe()
     isz = a.dtype.sizeof()
-    qb1 = asc.TQue(asc.TPosition.B1, depth_l1)
+    qb1 = asc.TQue(asc.TPosition.B1, depth_l1)   # no A1: A goes GM -> L0A (load_a_gm)
     qa2 = asc.TQue(asc.TPosition.A2, depth_l0a)
     qb2 = asc.TQue(asc.TPosition.B2, depth_l0b)
     qc = asc.TQue(asc.TPosition.CO1, 1)
@@ -97,21 +130,13 @@ def conv_matmul_kernel(a: asc.GlobalAddress, b: asc.GlobalAddress, c: asc.Global
     pipe.init_buffer(qb2, depth_l0b, base_k * l0_n * isz)
     pipe.init_buffer(qc, 1, base_m * base_n * 4)
     for t in range(first, last):
-        m0 = t % tiles_m * base_m
-        n0 = t // tiles_m * tile_n
-        mt = min(base_m, m - m0)
-        nt = min(tile_n, n - n0)
-        m16 = (mt + 15) // 16 * 16
+        m0, n0, mt, nt, m16 = tile_at(t, tiles_m, m, n, base_m, tile_n)
         cl = qc.alloc_tensor(asc.float32)
         for kc in range(k_chunks):
-            k0 = kc * base_k
-            kt = min(base_k, k - k0)
-            k_pad = (kt + c0 - 1) // c0 * c0
+            k0, kt, k_pad = chunk_k(kc, k, base_k, c0)
             b1 = copy_b(qb1, bg, zg, og, k0 * n + n0, kt, nt, n, k_pad, min(kt, kg - k0))
-            a2 = load_a_gm(qa2, ag, m0 * kp_all + m16 * k0, m16, kt, c0)
-            mmad_strips(qb2, b1, a2, cl, m16, mt, nt, kt, k_pad, c0, l0_n, kc == 0)
-            qa2.free_tensor(a2)
-            qb1.free_tensor(b1)
+            chunk_mmad(qb1, qa2, qb2, b1, ag, cl, m0 * kp_all + m16 * k0, m16, mt, nt, kt,
+                       k_pad, c0, l0_n, kc == 0)
         store_c(qc, cl, cg, m0 * n + n0, mt, nt, m16, n, relu)
 
 

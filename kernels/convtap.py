@@ -45,8 +45,8 @@ import ascendc as asc
 from ascendc.adv import nd2nz_strips
 
 from ._host import round_up
-from .convmm import load_a_gm
-from .matmul import mmad_strips, tile_range
+from .convmm import chunk_k, chunk_mmad, tile_at, weight_chunks
+from .matmul import tile_range
 
 SLACK = 8           # elements after the last channel of xp (zeroed; read by garbage columns)
 TAP_WASTE = 1.25    # largest Wp / W accepted (garbage columns' share of the cube work)
@@ -91,6 +91,27 @@ def tap_weight_matrix(w, b=None) -> np.ndarray:
 
 
 @asc.jit
+def zeroed_buffers(pipe, rbuf, zbuf, pg, end, bidx, buf):
+    """The pad kernels' two UB buffers of buf elements (pg's dtype), zero-filled before any
+    copy (a row's padding columns keep those zeros; zb is the source of the zero rows), and
+    block 0 zeroes the SLACK after the last channel (pg[end:])."""
+    pipe.init_buffer(rbuf, buf * pg.dtype.sizeof())
+    pipe.init_buffer(zbuf, buf * pg.dtype.sizeof())
+    rb = rbuf.get(pg.dtype)
+    zb = zbuf.get(pg.dtype)
+    asc.duplicate(rb, 0.0, buf)
+    asc.duplicate(zb, 0.0, buf)
+    asc.set_flag(asc.HardEvent.V_MTE2, 0)
+    asc.wait_flag(asc.HardEvent.V_MTE2, 0)
+    asc.set_flag(asc.HardEvent.V_MTE3, 0)
+    asc.wait_flag(asc.HardEvent.V_MTE3, 0)
+    if bidx == 0:
+        asc.data_copy_pad(pg[end:], zb, asc.DataCopyExtParams(1, 8 * pg.dtype.sizeof(), 0, 0,
+                                                             0))
+    return (rb, zb)
+
+
+@asc.jit
 def pad_kernel(x: asc.GlobalAddress, xp: asc.GlobalAddress, c: int, h: int, w: int, wp: int,
                ch_per_core: int, ch_per_pass: int, buf: asc.ConstExpr[int]):
     """xp (c x (h+2) x wp + SLACK, module doc) from x (c x h x w); each core owns ch_per_core
@@ -106,19 +127,8 @@ def pad_kernel(x: asc.GlobalAddress, xp: asc.GlobalAddress, c: int, h: int, w: i
     pipe = asc.TPipe()
     rbuf = asc.TBuf(asc.TPosition.VECCALC)
     zbuf = asc.TBuf(asc.TPosition.VECCALC)
-    pipe.init_buffer(rbuf, buf * x.dtype.sizeof())
-    pipe.init_buffer(zbuf, buf * x.dtype.sizeof())
-    rb = rbuf.get(x.dtype)
-    zb = zbuf.get(x.dtype)
-    asc.duplicate(rb, 0.0, buf)             # the padding columns of every UB row stay zero
-    asc.duplicate(zb, 0.0, buf)
-    asc.set_flag(asc.HardEvent.V_MTE2, 0)
-    asc.wait_flag(asc.HardEvent.V_MTE2, 0)
-    asc.set_flag(asc.HardEvent.V_MTE3, 0)
-    asc.wait_flag(asc.HardEvent.V_MTE3, 0)
+    rb, zb = zeroed_buffers(pipe, rbuf, zbuf, pg, c * hp * wp, bidx, buf)
     sz = x.dtype.sizeof()
-    if bidx == 0:
-        asc.data_copy_pad(pg[c * hp * wp:], zb, asc.DataCopyExtParams(1, 8 * sz, 0, 0, 0))
     for cb in range(c0, c0 + nc, ch_per_pass):
         ncc = min(ch_per_pass, c0 + nc - cb)
         asc.data_copy_pad(rb, xg[cb * h * w:], asc.DataCopyExtParams(ncc * h, w * sz, 0, 0, 0),
@@ -154,19 +164,8 @@ def pad_phases_kernel(xs: asc.GlobalAddress, xp: asc.GlobalAddress, c2: int, h: 
     pipe = asc.TPipe()
     rbuf = asc.TBuf(asc.TPosition.VECCALC)
     zbuf = asc.TBuf(asc.TPosition.VECCALC)
-    pipe.init_buffer(rbuf, buf * xs.dtype.sizeof())
-    pipe.init_buffer(zbuf, buf * xs.dtype.sizeof())
-    rb = rbuf.get(xs.dtype)
-    zb = zbuf.get(xs.dtype)
-    asc.duplicate(rb, 0.0, buf)             # the padding columns of every UB row stay zero
-    asc.duplicate(zb, 0.0, buf)
-    asc.set_flag(asc.HardEvent.V_MTE2, 0)
-    asc.wait_flag(asc.HardEvent.V_MTE2, 0)
-    asc.set_flag(asc.HardEvent.V_MTE3, 0)
-    asc.wait_flag(asc.HardEvent.V_MTE3, 0)
+    rb, zb = zeroed_buffers(pipe, rbuf, zbuf, pg, 2 * c2 * hp * wp, bidx, buf)
     sz = xs.dtype.sizeof()
-    if bidx == 0:
-        asc.data_copy_pad(pg[2 * c2 * hp * wp:], zb, asc.DataCopyExtParams(1, 8 * sz, 0, 0, 0))
     for cb in range(c0, c0 + nc, ch_per_pass):
         ncc = min(ch_per_pass, c0 + nc - cb)
         for p in range(2):
@@ -247,8 +246,7 @@ def conv_tap_kernel(a: asc.GlobalAddress, xp: asc.GlobalAddress, c: asc.GlobalAd
     if first >= last:
         return
     c0 = 32 // a.dtype.sizeof()
-    k_chunks = (k + base_k - 1) // base_k
-    kp_all = (k_chunks - 1) * base_k + (k - (k_chunks - 1) * base_k + c0 - 1) // c0 * c0
+    k_chunks, kp_all = weight_chunks(k, base_k, c0)
     ag = asc.GlobalTensor()
     ag.set_global_buffer(a, (m + 15) // 16 * 16 * kp_all)
     bg = asc.GlobalTensor()
@@ -270,22 +268,14 @@ def conv_tap_kernel(a: asc.GlobalAddress, xp: asc.GlobalAddress, c: asc.GlobalAd
     pipe.init_buffer(qb2, depth_l0b, base_k * l0_n * isz)
     pipe.init_buffer(qc, 1, base_m * base_n * 4)
     for t in range(first, last):
-        m0 = t % tiles_m * base_m
-        n0 = t // tiles_m * tile_n
-        mt = min(base_m, m - m0)
-        nt = min(tile_n, n - n0)
-        m16 = (mt + 15) // 16 * 16
+        m0, n0, mt, nt, m16 = tile_at(t, tiles_m, m, n, base_m, tile_n)
         cl = qc.alloc_tensor(asc.float32)
         for kc in range(k_chunks):
-            k0 = kc * base_k
-            kt = min(base_k, k - k0)
-            k_pad = (kt + c0 - 1) // c0 * c0
+            k0, kt, k_pad = chunk_k(kc, k, base_k, c0)
             b1 = copy_b_taps(qb1, bg, zg, og, n0, k0, kt, nt, k_pad, min(kt, kg - k0), cin,
                              hpwp, wp, s2)
-            a2 = load_a_gm(qa2, ag, m0 * kp_all + m16 * k0, m16, kt, c0)
-            mmad_strips(qb2, b1, a2, cl, m16, mt, nt, kt, k_pad, c0, l0_n, kc == 0)
-            qa2.free_tensor(a2)
-            qb1.free_tensor(b1)
+            chunk_mmad(qb1, qa2, qb2, b1, ag, cl, m0 * kp_all + m16 * k0, m16, mt, nt, kt,
+                       k_pad, c0, l0_n, kc == 0)
         qc.enque(cl)
         cl = qc.deque(asc.float32)
         asc.fixpipe(cg[m0 * h * w + n0 // wp * w:], cl,

@@ -170,3 +170,45 @@ def test_direct_1x1_conv_needs_no_img2col_workspace():
                                specs(w3, 0))
     assert Conv().supports({"attrs": {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}},
                            specs(w3, 4 * 37 * 36))
+
+
+def test_executions_after_the_first_replay_the_recorded_launches(tmp_path, monkeypatch):
+    """kernels.model_ops.Replayed: the first execution records each node's launches, the next
+    ones queue them again without kernel[...](...) (no JitFunction.launch call), with the new
+    input's values; a changed setting (interpret mode, checked mode) picks the binary again."""
+    import ascendc as asc
+    from ascendc import binaries
+    from ascendc.jit import JitFunction
+    m = _residual_model(3)
+    onnx.save(m, tmp_path / "res.onnx")
+    path = convert(str(tmp_path / "res.onnx"), str(tmp_path / "res"), "Ascend910B2")["path"]
+    model = rt.Model.load(path)
+    rng = np.random.default_rng(5)
+    xs = [rng.standard_normal((2, 6, 9, 7)).astype(np.float32) for _ in range(4)]
+    refs = [ReferenceEvaluator(m).run(None, {"x": x})[0] for x in xs]
+    with rt.profile() as first:
+        np.testing.assert_allclose(model.execute([xs[0]])[0], refs[0], rtol=1e-4, atol=1e-5)
+    calls = []
+    orig = JitFunction.launch
+    monkeypatch.setattr(JitFunction, "launch", lambda self, *a: calls.append(self) or
+                        orig(self, *a))
+    with rt.profile() as again:
+        np.testing.assert_allclose(model.execute([xs[1]])[0], refs[1], rtol=1e-4, atol=1e-5)
+    assert calls == []
+    names = [r.name for r in first.records if r.kind == "kernel"]
+    assert names and [r.name for r in again.records if r.kind == "kernel"] == names
+    plans = [p for n in model.nodes for plan in n.state[1].values() for p in plan]
+    assert len(plans) == len(names)
+    monkeypatch.setenv("ASCENDC_INTERPRET", "1")
+    np.testing.assert_allclose(model.execute([xs[2]])[0], refs[2], rtol=1e-4, atol=1e-5)
+    assert all(isinstance(p.binary, binaries.InterpretedBinary) for p in plans)
+    monkeypatch.delenv("ASCENDC_INTERPRET")
+    was = plans[0].state[1]
+    asc.set_default_checked(not was.nan_fill)
+    try:
+        np.testing.assert_allclose(model.execute([xs[3]])[0], refs[3], rtol=1e-4, atol=1e-5)
+        assert all(isinstance(p.binary, binaries.CompiledBinary) for p in plans)
+        assert {p.state[1] for p in plans} == {asc.options.resolve(None)} != {was}
+    finally:
+        asc.set_default_checked(was)
+    assert calls == []
