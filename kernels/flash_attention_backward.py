@@ -22,8 +22,8 @@ Two forms (FlashAttentionBackwardTiling.one_pass), each a few launches of this k
   DKV_PASS (one group per (b, n_kv, S2 block)): dV_j, dK_j; every accumulator stays in L0C
   and is written once by its owner (deterministic), at the price of recomputing S and dP
   (7 matmuls per tile pair).
-The AIC runs NSLOT - 1 tiles ahead of its AIVs (NSLOT workspace slots; the L1 tiles of the
-tiles in flight wait in their queue's FIFO for their gradient products), so the cross-core
+The AIC runs NSLOT - 1 tiles ahead of its AIVs (NSLOT workspace slots; the L1 tiles in flight,
+but float32's Q_i, dO_i, wait in their queue's FIFO for their gradient products), so the cross-core
 round trip of a tile hides behind the cube work of the next ones; each AIV copies tile t + 1's
 S and dP in while it works on tile t (kernels/flash_attention_backward_vector.py). float16
 inputs hand S and dP over in float16 (fixpipe F322F16) with Q x scale as the cube's Q (written
