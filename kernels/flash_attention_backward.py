@@ -22,8 +22,8 @@ Two forms (FlashAttentionBackwardTiling.one_pass), each a few launches of this k
   DKV_PASS (one group per (b, n_kv, S2 block)): dV_j, dK_j; every accumulator stays in L0C
   and is written once by its owner (deterministic), at the price of recomputing S and dP
   (7 matmuls per tile pair).
-The AIC runs NSLOT - 1 tiles ahead of its AIVs (NSLOT workspace slots; the L1 tiles of the
-tiles in flight wait in their queue's FIFO for their gradient products), so the cross-core
+The AIC runs NSLOT - 1 tiles ahead of its AIVs (NSLOT workspace slots; the L1 tiles in flight,
+but float32's Q_i, dO_i, wait in their queue's FIFO for their gradient products), so the cross-core
 round trip of a tile hides behind the cube work of the next ones; each AIV copies tile t + 1's
 S and dP in while it works on tile t (kernels/flash_attention_backward_vector.py). float16
 inputs hand S and dP over in float16 (fixpipe F322F16) with Q x scale as the cube's Q (written
@@ -104,11 +104,15 @@ class BackwardVariant(NamedTuple):
 
 
 @asc.jit
-def cube_queues(pipe, dq_pass, q_l1, do_l1, k_l1, v_l1, x_l1, kx_l1, p_l1):
+def cube_queues(pipe, dq_pass, low, q_l1, do_l1, k_l1, v_l1, x_l1, kx_l1, p_l1):
     """The AIC's L1 queues: the dQ pass keeps K_j of the tiles in flight and one Q_i, dO_i per
-    item; the dK/dV passes (two-pass and fused) Q_i, dO_i of the tiles in flight and one K_j,
-    V_j per item (and K_j as 16-column strips in kx1: fused, float32)."""
+    item; the dK/dV passes (two-pass and fused) Q_i, dO_i of the tiles in flight (16-bit: they
+    are the B operands of dK, dV; float32 reloads those as 16-column strips, so its Q_i, dO_i
+    are double-buffered and freed once the scores have read them) and one K_j, V_j per item
+    (and K_j as 16-column strips in kx1: fused, float32)."""
     nq = NSLOT
+    if not low:
+        nq = 2
     nk = 1
     nv = 1
     if dq_pass:
@@ -197,8 +201,8 @@ def flash_attention_backward_kernel(
     cube = variant.stage == DQ_PASS or variant.stage == DKV_PASS or variant.stage == FUSED
     if asc.ascend_is_aic() and cube:
         qa1, oa1, kb1, vb1, xb1, kx1, pa1 = cube_queues(
-            pipe, variant.stage == DQ_PASS, bufs.q_l1, bufs.do_l1, bufs.k_l1, bufs.v_l1,
-            bufs.x_l1, bufs.kx_l1, bufs.p_l1)
+            pipe, variant.stage == DQ_PASS, variant.low_precision, bufs.q_l1, bufs.do_l1,
+            bufs.k_l1, bufs.v_l1, bufs.x_l1, bufs.kx_l1, bufs.p_l1)
         l0a = asc.TBuf(asc.TPosition.A2)
         l0b = asc.TBuf(asc.TPosition.B2)
         l0c = asc.TBuf(asc.TPosition.CO1)

@@ -93,7 +93,8 @@ def dkv_item_cube(item, q, k, v, dout, dk, dv, qsrc, qa1, oa1, kb1, vb1, xb1, pa
                   b1, sdc, dpc, acc, acc2, wsg, wpg, c, mm, shape, lq, lkv, d, s1b, s2b, n_s1,
                   n_s2, ws_slot, wsp_slot, c0, causal, low, quant, with_dq, dqc, kx1, dqw):
     """The dK/dV pass's item (S2 block of one KV head): K_j, V_j -> L1; per S1 block of every
-    query head of the group S, dP out (Q_i from qsrc: Q x scale with `quant`), then
+    query head of the group S, dP out (Q_i from qsrc: Q x scale with `quant`; Q_i, dO_i held
+    for the gradient products in 16 bits, freed at once in float32), then
     dV_j += P^T dO_i, dK_j += dS^T Q_i; dV_j, dK_j -> GM (an S2 block no query row sees: the
     AIVs write zeros). `with_dq` (the one-pass form): also dQ_i += dS K_j per tile, added
     atomically into the float32 rows at dqw (dq itself for float32 inputs, in its layout; else
@@ -132,11 +133,17 @@ def dkv_item_cube(item, q, k, v, dout, dk, dv, qsrc, qa1, oa1, kb1, vb1, xb1, pa
                                        s1b, s2b, c0, quant)
                 qa1.enque(q1)
                 oa1.enque(o1)
+                if not low:     # float32: dK, dV reload Q_i, dO_i as 16-column strips
+                    qa1.free_tensor(qa1.deque(dout.dtype))
+                    oa1.free_tensor(oa1.deque(dout.dtype))
                 mm += 2
             t = u - (NSLOT - 1)
             if t >= 0:          # consume tile t: dV += P^T dO, dK += dS^T Q
-                q1 = qa1.deque(dout.dtype)
-                o1 = oa1.deque(dout.dtype)
+                q1 = k1
+                o1 = v1
+                if low:
+                    q1 = qa1.deque(dout.dtype)
+                    o1 = oa1.deque(dout.dtype)
                 n = nk * group + t // per_head
                 s1_0 = (i0 + t % per_head) * s1b
                 m = min(s1b, shape.s1 - s1_0)
@@ -183,8 +190,9 @@ def dkv_item_cube(item, q, k, v, dout, dk, dv, qsrc, qa1, oa1, kb1, vb1, xb1, pa
                                        wpg[slot + half:], x1, m, n2, d, s2b, c0, t == 0)
                     xb1.free_tensor(x1)
                 mm += 2
-                qa1.free_tensor(q1)
-                oa1.free_tensor(o1)
+                if low:
+                    qa1.free_tensor(q1)
+                    oa1.free_tensor(o1)
         if with_dq and not low:
             kx1.free_tensor(kx)
         kb1.free_tensor(k1)

@@ -26,9 +26,9 @@ class FlashAttentionBackwardBuffers(NamedTuple):
     carved out of the shared ones (one ConstExpr; `FlashAttentionBackwardTiling.validate` checks
     the same numbers against the SoC). AIC: L1 queues, L0A/L0B/L0C views. AIV: the rows one
     AIV owns (`rows`) and its Unified Buffer views."""
-    q_l1: int           # A1 (1 buffer in the dQ pass / NSLOT in dK/dV): Q rows (NZ), the A
-                        # operand of S = Q K^T
-    do_l1: int          # A1 (1 / NSLOT): dO rows (NZ), the A operand of dP = dO V^T
+    q_l1: int           # A1 (1 buffer in the dQ pass / NSLOT in dK/dV, 2 for float32): Q rows
+                        # (NZ), the A operand of S = Q K^T
+    do_l1: int          # A1 (1 / NSLOT or 2): dO rows (NZ), the A operand of dP = dO V^T
     k_l1: int           # B1 (NSLOT / 1): K rows (NZ == ZN of K^T)
     v_l1: int           # B1 (2 / 1): V rows (NZ == ZN of V^T)
     x_l1: int           # B1 (1): f32 only: dO, Q or K rows as 16-column strips (B of dV/dK/dQ)
@@ -140,7 +140,8 @@ class FlashAttentionBackwardTiling:
                              f"{self.s1_block} s2_block={self.s2_block}")
         b = flash_attention_backward_buffers(self, d, itemsize)
         l1_dq = NSLOT * b.k_l1 + 2 * b.v_l1 + b.q_l1 + b.do_l1     # the dQ pass's L1 tiles
-        l1_dkv = NSLOT * (b.q_l1 + b.do_l1) + b.k_l1 + b.v_l1       # the dK / dV pass's
+        held = NSLOT if itemsize < 4 else 2     # Q_i, dO_i held (16-bit) or double-buffered
+        l1_dkv = held * (b.q_l1 + b.do_l1) + b.k_l1 + b.v_l1        # the dK / dV pass's
         if self.one_pass:
             l1_dq = 0
         need = {"L1": max(l1_dq, l1_dkv) + 2 * b.p_l1 + b.x_l1 + b.kx_l1,

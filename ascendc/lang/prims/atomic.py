@@ -118,7 +118,8 @@ def fix_loop_atomic(dst, src, nsz, msz, sstr, dstr, nd, soff, dnd, cfg, relu, lo
     every core of the process), so the adds of concurrent cores never lose one; a thread holds
     one lock word at a time, kept while consecutive elements stay in its granule. One
     lock-prefixed instruction per granule instead of one compare-and-swap per element (about
-    5 ns each on x86: the one-pass FlashAttention backward makes tens of millions). With no
+    5 ns each on x86: the one-pass FlashAttention backward makes tens of millions); a row of
+    16 (or fewer) elements inside one granule is added as one loop under its lock. With no
     lock table (locks == 0), one atomic add per element."""
     nstrip = (nsz + 15) // 16
     base = np.int64(dst.ctypes.data)
@@ -133,6 +134,22 @@ def fix_loop_atomic(dst, src, nsz, msz, sstr, dstr, nd, soff, dnd, cfg, relu, lo
                     d = i * dnd + r * dstr + j * 16
                 else:
                     d = i * dnd + j * dstr * 16 + r * 16
+                if locks != 0:
+                    first = (base + d * 4) >> _GRANULE_SHIFT
+                    if first == (base + (d + w - 1) * 4) >> _GRANULE_SHIFT:
+                        g0 = first & _LOCK_MASK
+                        if g0 != held:      # the whole row in one granule: one lock
+                            if held >= 0:
+                                _unlock(locks + held * 4)
+                            _lock(locks + g0 * 4)
+                            held = g0
+                        at = base + d * 4
+                        for e in range(w):
+                            v = np.float32(src[o + e])
+                            if relu and v < 0:
+                                v = np.float32(0.0)
+                            _add_to(at + e * 4, v)
+                        continue
                 for e in range(w):
                     v = np.float32(src[o + e])
                     if relu and v < 0:
