@@ -23,7 +23,8 @@ backward alone timed, as bench.flash_attention times it) next to them; medians o
 wall times, the on/off speed-up, the ratios to torch (torch's time / ours: 1 = as fast) and the
 process CPU time of our calls. `--switch pin` pairs
 ASCEND_EMU_PIN_GROUPS=0 (each slot's threads left to the OS) with the default (pinned to one
-CPU) instead.
+CPU) instead; `--switch lazy` pairs ASCEND_EMU_LAZY_WAKE=0 (a set wakes the thread it releases
+at once) with the default (pinned groups: the wake deferred until the setter sleeps or ends).
 
 `--perf`: `perf record` of this process during `--repeats` forwards, then as many backwards, with
 the compiled code's symbols (a /tmp/perf-PID.map written from Numba's JIT engine after warm-up,
@@ -63,7 +64,8 @@ def _keep_launches():
 def futex_counts():
     """(futex sleeps, futex wakes, native waits that went on blocking in rt.crossflags) of the
     launches made since the last call."""
-    out = [int(sum(int(L.nat.glob[k]) for L in LAUNCHES)) for k in (1, 2, 3)]
+    out = [int(sum(sum(int(L.nat.glob[k]) for k in ks) for L in LAUNCHES))
+           for ks in ((1,), (2, 5), (3,))]
     LAUNCHES.clear()
     return out
 
@@ -115,7 +117,7 @@ def main(argv=None):
     ap.add_argument("--seq", type=int, default=2048)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--checked", action="store_true", help="checked launches (ASCENDC_CHECKED)")
-    ap.add_argument("--switch", choices=("futex", "pin"), default="futex",
+    ap.add_argument("--switch", choices=("futex", "pin", "lazy"), default="futex",
                     help="what --paired turns off and on")
     ap.add_argument("--paired", action="store_true",
                     help="futexes off / on alternating, next to torch SDPA")
@@ -197,7 +199,8 @@ def paired(fwd, bwd, q, k, v, do, a):
     t_fwd, t_bwd = _sdpa_steps(q, k, v, do)
     runs = {key: [] for key in ("fwd off", "fwd on", "bwd off", "bwd on", "torch fwd",
                                 "torch bwd")}
-    var = {"futex": "ASCEND_EMU_FUTEX", "pin": "ASCEND_EMU_PIN_GROUPS"}[a.switch]
+    var = {"futex": "ASCEND_EMU_FUTEX", "pin": "ASCEND_EMU_PIN_GROUPS",
+           "lazy": "ASCEND_EMU_LAZY_WAKE"}[a.switch]
     saved = os.environ.get(var)
     loads = [os.getloadavg()[0]]
     try:

@@ -56,7 +56,7 @@ from __future__ import annotations
 import threading
 from collections import deque
 
-from .crossnative import NativeWords
+from .crossnative import CTL_DEFER, NativeWords
 from .gmorder import GMOrder, join
 
 __all__ = ["CrossCoreLaunch", "Instance", "FLAG_IDS", "FLAG_LIMIT", "AIC", "AIV",
@@ -198,6 +198,16 @@ class CrossCoreLaunch:
     def instance(self, group: int, slot: int) -> Instance:
         return self.instances[group * len(self.roles) + slot]
 
+    def defer_wakes(self) -> bool:
+        """Native sets defer their futex wakes until their instance sleeps or ends
+        (rt.crossnative: for groups whose threads share one CPU); before any instance starts.
+        False where flags are not counted natively or there are no futexes."""
+        if not self.native or not self.nat.futexes:
+            return False
+        for i in self.instances:
+            i.ctl[CTL_DEFER] = 1
+        return True
+
     # ---- scheduling hooks ------------------------------------------------------------------
     def claim(self) -> bool:
         """A runner is about to start one more instance; False once a cancel took the rest."""
@@ -220,6 +230,7 @@ class CrossCoreLaunch:
             return not self.broken
 
     def finished(self, inst: Instance) -> None:
+        self.nat.flush(inst.index)
         with self.lock:
             inst.state = _DONE
             # a wait may hinge on its peers ending (a Matmul server on its clients)

@@ -17,6 +17,14 @@ always sees the other's write. Deadlock detection is unchanged, only later by up
 slices: one asleep on its futex counts as running, and a blocked one whose counter is above 0
 is woken rather than reported. `glob` counts the futex sleeps, wakes and waits that went on to
 `wait_native`.
+
+Deferred wakes (`CTL_DEFER`, set by rt.mixlaunch when a group's instances are pinned to one
+CPU): a set that clears a sleeper's word does not wake it at once but records it in the setter's
+`pend` word, and the setter makes the wakes it owes just before it sleeps itself, and when its
+instance ends (`flush`). On one CPU the woken thread could not run beside its waker anyway; woken
+at once it preempts the waker (Linux favours a thread that slept), which soon blocks on the next
+hand-off, so the threads ping-pong a context switch or two per flag. Deferred, each runs until
+it must wait, as far ahead as the flags let it: the same order of events, fewer switches.
 """
 from __future__ import annotations
 
@@ -27,7 +35,7 @@ import numpy as np
 from . import futex as _futex
 from .futex import FUTEX_SLICE_NS, FUTEX_SLICES, futex_available
 
-__all__ = ["NativeWords", "CTL_WORDS", "GLOB_WORDS"]
+__all__ = ["NativeWords", "CTL_WORDS", "CTL_DEFER", "GLOB_WORDS"]
 
 # an instance's control block (`Instance.ctl`, int64 words): 0 native (1/0), 1 the instance's
 # index, 2 address of the counters (instances x flag ids), 3 of the blocked words (one per
@@ -36,11 +44,14 @@ __all__ = ["NativeWords", "CTL_WORDS", "GLOB_WORDS"]
 # none), 8 bit s: slot s of a group is an AIV, 9 cores per group, 10 the group, 11 address of
 # the launch's shared words (`glob`), 12 address of libc's `syscall` (0: no futexes), 13 its
 # number of futex, 14-15 a struct timespec of one futex slice, 16 futex slices before blocking
-# in `wait_native`, 17 looks at the counter before sleeping (rt.futex.SPINS)
-CTL_WORDS = 18
+# in `wait_native`, 17 looks at the counter before sleeping (rt.futex.SPINS), 18 1: a set defers
+# the futex wakes it owes (`defer_wakes`), 19 address of the instance's word of deferred wakes
+CTL_WORDS = 20
+CTL_DEFER = 18
 # the launch's shared words: 0 aborted, 1 futex sleeps, 2 futex wakes, 3 native waits that went
-# on to `wait_native`
-GLOB_WORDS = 4
+# on to `wait_native`, 4 wakes deferred (made later: by the native code before a sleep, counted
+# in 2, or at the instance's end, counted in 5; 5 is written under a Python lock, not atomically)
+GLOB_WORDS = 6
 
 
 class NativeWords:
@@ -55,8 +66,10 @@ class NativeWords:
         self.arr = np.zeros((n_inst, 2, flag_ids), np.int64)
         self.rel = np.zeros((groups, 2, flag_ids), np.int64)
         self.glob = np.zeros(GLOB_WORDS, np.int64)
+        self.pend = np.zeros(n_inst, np.int64)         # bit s: wake slot s of its group later
         self._fence = threading.Lock()
         self._sys = _futex.SYSCALL if native and futex_available() else (0, None, 0)
+        self.futexes = self._sys[0] != 0
 
     def control_block(self, index: int, group: int, aic_slot: int, aiv_mask: int) -> np.ndarray:
         """The CTL_WORDS of instance `index` (of `group`; its group's AIC slot, -1 for none, and
@@ -65,7 +78,19 @@ class NativeWords:
                          self.arr.ctypes.data, self.rel.ctypes.data, group * self.cores,
                          aic_slot, aiv_mask, self.cores, group, self.glob.ctypes.data,
                          self._sys[0], self._sys[2], 0, FUTEX_SLICE_NS, FUTEX_SLICES,
-                         _futex.SPINS], np.int64)
+                         _futex.SPINS, 0, self.pend.ctypes.data + 8 * index], np.int64)
+
+    def flush(self, index: int) -> None:
+        """Instance `index` ends: the futex wakes it deferred (`defer_wakes`), now."""
+        p = int(self.pend[index])
+        if p:
+            self.pend[index] = 0
+            base = index - index % self.cores
+            for s in range(self.cores):
+                if p >> s & 1:
+                    with self._fence:
+                        self.glob[5] += 1
+                    _futex.wake(self.blk.ctypes.data + 8 * (base + s))
 
     def _full_fence(self) -> None:
         with self._fence:           # a lock's acquire and release: a full fence
@@ -80,6 +105,7 @@ class NativeWords:
         """Abort: wake the instances asleep on their futexes (they see `glob[0]` and return)."""
         self.glob[0] = 1
         self._full_fence()          # the store above before the reads of `blk`
-        for i in np.flatnonzero(self.blk >= 2):
-            self.blk[i] = 0
-            _futex.wake(self.blk.ctypes.data + 8 * int(i))
+        for i in range(len(self.blk)):  # every word: a deferred wake may have cleared it
+            if self.blk[i] >= 2:
+                self.blk[i] = 0
+            _futex.wake(self.blk.ctypes.data + 8 * i)

@@ -18,7 +18,10 @@ set (the s-th, modulo their number) while they run the launch, and given back th
 affinity after: a group's AIC and AIVs then hand tiles over on one CPU, so the thread a set
 wakes runs at once on the CPU its waker leaves, and the S, P and O tiles stay in that CPU's
 caches (docs/performance.md has the numbers). `ASCEND_EMU_PIN_GROUPS=0` (read at each launch)
-leaves them to the OS scheduler; one slot, or one CPU, is never pinned.
+leaves them to the OS scheduler; one slot, or one CPU, is never pinned. In a pinned launch a
+flag set defers the wake of the thread it releases until the setter sleeps or ends
+(rt.crossnative's deferred wakes: each thread runs until it must wait, instead of the released
+one preempting its waker at every hand-off); `ASCEND_EMU_LAZY_WAKE=0` wakes at once.
 
 Threads come from the resident-core set of rt.resident and are reused. Each instance runs through
 the core pool's range runner (`CorePool._run_range`), so a fault is recorded as any block's, the
@@ -81,6 +84,8 @@ def dispatch_mix(task, pool, run_instance, register) -> None:
             jobs.append(lambda groups=groups, k=k, s=s, cpu=cpu: _run_slot(launch, groups, k, s,
                                                                            run_instance, cpu))
     launch.slots = slots
+    if cpus is not None and os.environ.get("ASCEND_EMU_LAZY_WAKE", "1") != "0":
+        launch.defer_wakes()
     register(task, launch)
     start_threads(jobs)
 

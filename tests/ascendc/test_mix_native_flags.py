@@ -238,3 +238,42 @@ def test_an_aborted_launch_wakes_a_core_asleep_on_its_futex(monkeypatch):
     # the AIC ended its wait on the abort (the abort's wake, or the launch seen aborted before
     # sleeping), not after its futex slices in the launch's Python side
     assert int(launch.nat.glob[3]) == 0
+
+
+def _pinned_slots():
+    import os
+    return hasattr(os, "sched_setaffinity") and len(os.sched_getaffinity(0)) >= 2
+
+
+@pytest.mark.skipif(not futex_available() or not _pinned_slots(),
+                    reason="needs Linux futexes, sched_setaffinity and 2 CPUs")
+@pytest.mark.parametrize("lazy", ["1", "0"])
+def test_pinned_groups_defer_their_wakes_until_the_setter_sleeps_or_ends(monkeypatch, lazy):
+    import importlib
+    from rt.crossnative import CTL_DEFER
+    launch_mod = importlib.import_module("rt.launch")
+    monkeypatch.setenv("ASCEND_EMU_LAZY_WAKE", lazy)
+    launches = _keep_launches(monkeypatch)
+    launch_mod.set_core_count(2)            # 2 slots, each pinned to its CPU
+    try:
+        _pingpong(5, 300, False, False)
+    finally:
+        launch_mod.set_core_count()
+    (launch,) = launches
+    sleeps, wakes, deferred, at_end = (int(launch.nat.glob[k]) for k in (1, 2, 4, 5))
+    assert {int(i.ctl[CTL_DEFER]) for i in launch.instances} == {int(lazy)}
+    # every wake a pinned set owed went through the setter's word, made when it slept or ended
+    # (none left over); with ASCEND_EMU_LAZY_WAKE=0 every wake is made at once
+    assert sleeps > 0 and wakes > 0
+    assert deferred == (wakes + at_end if lazy == "1" else 0)
+    assert not launch.nat.pend.any()
+
+
+@pytest.mark.skipif(not futex_available(), reason="needs Linux futexes")
+def test_a_launch_that_is_not_pinned_wakes_at_once(monkeypatch):
+    monkeypatch.setenv("ASCEND_EMU_PIN_GROUPS", "0")
+    launches = _keep_launches(monkeypatch)
+    _pingpong(5, 100, False, False)
+    (launch,) = launches
+    assert int(launch.nat.glob[4]) == 0 and int(launch.nat.glob[5]) == 0
+    assert not launch.nat.pend.any()

@@ -17,9 +17,10 @@ mode 1 or 2 and a wait that finds its counter above 0 are atomic operations on t
 counters, with no call into Python (`_native_set`, `_native_wait`); the counting rules are
 those of rt.crossflags. A wait that finds its counter at 0 blocks natively where the launch
 offers Linux futexes (`_native_block`: FUTEX_WAIT on the instance's blocked word, FUTEX_WAKE from
-the set that raises the counter it waits on), in slices, checking between them whether the launch
-was aborted; after the launch's number of slices (or without futexes) it blocks in rt.crossflags,
-which reports deadlocks.
+the set that raises the counter it waits on; in a group pinned to one CPU, that set's
+instance when it next sleeps or ends: rt.crossnative's deferred wakes), in slices, checking
+between them whether the launch was aborted; after the launch's number of slices (or without
+futexes) it blocks in rt.crossflags, which reports deadlocks.
 """
 from ..core import prim, FLAG_DEFER, flush_pending
 from ..crosscore import (call_xcore, xcore_load, xcore_add, xcore_cas, xcore_store, xcore_syscall,
@@ -75,11 +76,11 @@ def _status(ctx, r, api):
 
 # words of an instance's control block (rt.crossnative.CTL_WORDS), as byte offsets
 _C_NATIVE, _C_INDEX, _C_CTR, _C_BLK, _C_ARR, _C_REL, _C_BASE, _C_AIC, _C_AIVS, _C_CORES, \
-    _C_GROUP, _C_GLOB, _C_SYS, _C_FUTEX, _C_TS, _C_SLICES, _C_SPINS = \
-    0, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 128, 136
+    _C_GROUP, _C_GLOB, _C_SYS, _C_FUTEX, _C_TS, _C_SLICES, _C_SPINS, _C_DEFER, _C_PEND = \
+    0, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 128, 136, 144, 152
 # the launch's shared words (rt.crossnative.GLOB_WORDS): aborted, futex sleeps, futex wakes, waits
-# that went on blocking in rt.crossflags
-_G_BROKEN, _G_SLEEPS, _G_WAKES, _G_FALLBACKS = 0, 8, 16, 24
+# that went on blocking in rt.crossflags, wakes deferred
+_G_BROKEN, _G_SLEEPS, _G_WAKES, _G_FALLBACKS, _G_DEFERRED = 0, 8, 16, 24, 32
 # an instance's blocked word: 0 running, 1 blocked in rt.crossflags, 2 + f asleep on its futex
 # waiting for flag f
 _B_PYTHON, _B_FUTEX = 1, 2
@@ -95,18 +96,41 @@ def _native_raise(st, idx, flag, n):
     b = xcore_load(blk)
     if b == _B_FUTEX + flag:
         if xcore_cas(blk, b, 0) != 0:
-            xcore_add(xcore_load(ctl + _C_GLOB) + _G_WAKES, 1)
-            xcore_syscall(xcore_load(ctl + _C_SYS), xcore_load(ctl + _C_FUTEX), blk,
-                          _FUTEX_WAKE_PRIVATE, 1, 0)
+            if xcore_load(ctl + _C_DEFER) != 0:     # woken when this instance sleeps or ends
+                xcore_add(xcore_load(ctl + _C_GLOB) + _G_DEFERRED, 1)
+                pend = xcore_load(ctl + _C_PEND)
+                xcore_store(pend, xcore_load(pend) | (1 << (idx - xcore_load(ctl + _C_BASE))))
+            else:
+                xcore_add(xcore_load(ctl + _C_GLOB) + _G_WAKES, 1)
+                xcore_syscall(xcore_load(ctl + _C_SYS), xcore_load(ctl + _C_FUTEX), blk,
+                              _FUTEX_WAKE_PRIVATE, 1, 0)
     elif b == _B_PYTHON:
         call_xcore(st.xcore_fn, ctl, OP_WAKE, idx, 0)
 
 
 @prim
+def _native_flush(ctl, sysfn):
+    """The futex wakes this instance deferred (rt.crossnative `CTL_DEFER`), now."""
+    pend = xcore_load(ctl + _C_PEND)
+    p = xcore_load(pend)
+    if p == 0:
+        return
+    xcore_store(pend, 0)
+    blk = xcore_load(ctl + _C_BLK) + xcore_load(ctl + _C_BASE) * 8
+    for s in range(xcore_load(ctl + _C_CORES)):
+        if (p >> s) & 1:
+            xcore_add(xcore_load(ctl + _C_GLOB) + _G_WAKES, 1)
+            xcore_syscall(sysfn, xcore_load(ctl + _C_FUTEX), blk + s * 8, _FUTEX_WAKE_PRIVATE,
+                          1, 0)
+
+
+@prim
 def _native_block(ctl, c, flag, sysfn):
-    """Counter `c` (of `flag`) was 0: look at it the launch's number of spins more, then sleep
-    on this instance's futex for at most one slice unless the counter was raised meanwhile. -1
-    if the launch was aborted, else 0 (the caller looks at the counter again)."""
+    """Counter `c` (of `flag`) was 0: make the wakes this instance deferred, look at the
+    counter the launch's number of spins more, then sleep on this instance's futex for at most
+    one slice unless the counter was raised meanwhile. -1 if the launch was aborted, else 0 (the
+    caller looks at the counter again)."""
+    _native_flush(ctl, sysfn)
     glob = xcore_load(ctl + _C_GLOB)
     if xcore_load(glob + _G_BROKEN) != 0:
         return -1
