@@ -182,28 +182,30 @@ def flash_attention_backward_tiling_candidates(d: int, dtype, s1: int, s2: int, 
 
 def flash_attention_backward_tiling(d: int, dtype, s1: int, s2: int,
                                     soc=None) -> FlashAttentionBackwardTiling:
-    """The default, in the one-pass form: of the tiles that fit (S1 block <= 128, S2 block <=
-    256, multiples of 16, capped at S1 / S2 rounded up to 16), the one of the largest area
-    s1_block x s2_block, ties to the squarer tile, then to the taller S1 block. L0C holds S,
-    dP, the two s2_block x D accumulators and dQ's s1_block x D tile at once, which bounds the
-    tile (D=128, 16-bit: 64 x 64; D=64, float32: 96 x 80). Ranked by kernels.tune on the
+    """The default, in the one-pass form: the widest S2 block (<= 128) that fits with an S1
+    block of at least 48 rows (else 32, else 16), then the tallest S1 block that fits with it
+    (<= 128); blocks multiples of 16, capped at S1 / S2 rounded up to 16. L0C holds S, dP, the
+    two s2_block x D accumulators and dQ's s1_block x D tile at once, which bounds the tile
+    (D=128, 16-bit: 64 x 64; D=64, float32: 48 x 128). Ranked by kernels.tune on the
     simulated Ascend910B2 (docs/performance.md, 2026-12-06): first at B1 N3 S8192 D128 float16
-    (64 x 64 before 80 x 48); at B1 N8 S2048 D64 float32 third, within 1 % of 48 x 128 and 64
-    x 112, ahead of 112 x 64 (the rule before: 8 % slower)."""
+    (64 x 64 before 80 x 48; at S2048 also before 48 x 64, 32 x 80 and 96 x 32: S1 blocks
+    under 48 rows reload K and V too often) and at B1 N8 S2048 D64 float32 (48 x 128, then 64
+    x 112, 96 x 80, 80 x 96, 112 x 64, 128 x 48)."""
     soc = soc or rt.get_soc()
     isz = np.dtype(dtype).itemsize
-    cap1, cap2 = min(128, round_up(s1, 16)), min(256, round_up(s2, 16))
-    best = None
-    for s1b in range(16, cap1 + 1, 16):
-        for s2b in range(16, cap2 + 1, 16):
-            try:
-                t = FlashAttentionBackwardTiling(s1b, s2b).validate(d, isz, soc)
-            except ValueError:
-                continue
-            key = (s1b * s2b, min(s1b, s2b), s1b)
-            if best is None or key > best[0]:
-                best = (key, t)
-    if best is None:
-        raise ValueError(f"flash_attention_backward: no tiling fits the SoC for D={d}, "
-                         f"dtype={np.dtype(dtype)}")
-    return best[1]
+    cap1, cap2 = min(128, round_up(s1, 16)), min(128, round_up(s2, 16))
+
+    def fits(s1b, s2b):
+        try:
+            FlashAttentionBackwardTiling(s1b, s2b).validate(d, isz, soc)
+            return True
+        except ValueError:
+            return False
+    for floor in (48, 32, 16):
+        s1_floor = min(floor, cap1)
+        for s2b in range(cap2 - cap2 % 16, 0, -16):
+            if fits(s1_floor, s2b):
+                s1b = max(b for b in range(s1_floor, cap1 + 1, 16) if fits(b, s2b))
+                return FlashAttentionBackwardTiling(s1b, s2b)
+    raise ValueError(f"flash_attention_backward: no tiling fits the SoC for D={d}, "
+                     f"dtype={np.dtype(dtype)}")
