@@ -9,6 +9,7 @@ peers on the same data.
     python -m bench.flash_attention --tune    # + rank both kernels' tilings (slow cold)
     python -m bench.flash_attention --no-backward         # the forward alone
     python -m bench.flash_attention --tune-only --tune-tilings "128,1024,128;128,512,64"
+    python -m bench.flash_attention --tune-only --no-tune-forward --tune-backward-tilings "64,64"
 
 For each S: a correctness check against a float64 numpy reference, the median time on this CPU,
 GFLOP/s (4*B*N*S^2*D, halved for causal), torch's scaled_dot_product_attention (4-D call, if
@@ -21,7 +22,9 @@ ones), results.csv, gflops.png, and the simulated views of the main S (npu_trace
 PipeUtilization.csv, code_exe.csv, roofline.png, pipe_utilization.png; PNGs need matplotlib)
 into the output folder it prints. `--tune` ranks `flash_attention_tiling_candidates` for the
 main shape by simulated time (kernels/tune.py), marks the default tiling and writes tune.csv;
-`--tune-tilings` ranks only the given forward tilings, `--tune-only` skips everything else.
+`--tune-tilings` ranks only the given forward tilings, `--tune-backward-tilings` only the
+given backward ones, `--no-tune-forward` leaves the forward's out, `--tune-only` skips
+everything else.
 
 The backward (`--backward`, on by default; kernels/flash_attention_backward.py, a MIX kernel; the
 one-pass form runs it as a prep launch (D, lse), the fused launch and, for 16-bit inputs, a cast
@@ -347,15 +350,17 @@ def pipe_excerpt(tl) -> str:
 def run_tuner(a, sim):
     """--tune: rank the forward's (and with --backward the backward's) tilings for the main
     shape, print the rankings, write tune.csv (and tune_backward.csv)."""
-    results, default = tune_main_shape(a, lambda i, n, c: progress(i, n, f"tune {c}"[:40]))
-    which = "the given" if a.tune_tilings else "all"
-    print(f"\nTiling candidates ({which}) for S={a.seq} ranked by simulated time ({sim}):")
-    print(format_ranking(results, mark=default, label=sim, top=a.top))
-    write_tune_csv(results, default, os.path.join(a.out, "tune.csv"))
+    if a.tune_forward:
+        results, default = tune_main_shape(a, lambda i, n, c: progress(i, n, f"tune {c}"[:40]))
+        which = "the given" if a.tune_tilings else "all"
+        print(f"\nTiling candidates ({which}) for S={a.seq} ranked by simulated time ({sim}):")
+        print(format_ranking(results, mark=default, label=sim, top=a.top))
+        write_tune_csv(results, default, os.path.join(a.out, "tune.csv"))
     if a.backward:
         results, default = tune_backward_main_shape(
             a, lambda i, n, c: progress(i, n, f"tune bwd {c}"[:40]))
-        print(f"\nBackward tiling candidates for S={a.seq} ranked by simulated time "
+        which = "the given" if a.tune_backward_tilings else "all"
+        print(f"\nBackward tiling candidates ({which}) for S={a.seq} ranked by simulated time "
               f"(all its launches; {sim}):")
         print(format_ranking(results, mark=default, label=sim, top=a.top))
         write_tune_csv(results, default, os.path.join(a.out, "tune_backward.csv"),
@@ -371,6 +376,21 @@ def parse_tilings(text: str) -> list:
             raise ValueError(f"--tune-tilings: each tiling must be s1_block,s2_block,kv_chunk, "
                              f"got tiling={part!r}")
         out.append(FlashAttentionTiling(*(int(f) for f in fields)))
+    return out
+
+
+def parse_backward_tilings(text: str) -> list:
+    """--tune-backward-tilings "64,64;80,48,1;128,64,0" -> [FlashAttentionBackwardTiling, ...]
+    (the third field, one_pass 1 or 0, defaults to 1: the one-pass form)."""
+    out = []
+    for part in (p for p in text.split(";") if p.strip()):
+        fields = [f.strip() for f in part.split(",")]
+        if len(fields) not in (2, 3) or not all(f.isdigit() for f in fields) or \
+                (len(fields) == 3 and fields[2] not in ("0", "1")):
+            raise ValueError(f"--tune-backward-tilings: each tiling must be "
+                             f"s1_block,s2_block[,one_pass 1|0], got tiling={part!r}")
+        out.append(FlashAttentionBackwardTiling(int(fields[0]), int(fields[1]),
+                                                fields[2] == "1" if len(fields) == 3 else True))
     return out
 
 
@@ -415,6 +435,12 @@ def main(argv=None):
                          "time (compiles each candidate once: minutes cold)")
     ap.add_argument("--tune-tilings", default="",
                     help="with --tune: rank only these forward tilings, 's1,s2,kv;s1,s2,kv;...'")
+    ap.add_argument("--tune-backward-tilings", default="",
+                    help="with --tune: rank only these backward tilings, "
+                         "'s1,s2[,one_pass 1|0];...'")
+    ap.add_argument("--tune-forward", action=argparse.BooleanOptionalAction, default=True,
+                    help="with --tune: rank the forward's tilings (default: on; "
+                         "--no-tune-forward ranks the backward's alone)")
     ap.add_argument("--tune-only", action="store_true",
                     help="only the tuner (implies --tune): no CPU timing, no profile")
     ap.add_argument("--top", type=int, default=10, help="source lines / tuner rows to print")
@@ -488,7 +514,7 @@ def main(argv=None):
     written = ["trace.json (open in Perfetto)", "op_summary.csv", "results.csv"]
     written += [os.path.basename(str(p)) for p in npu_files.values()]
     written += bwd_dirs
-    written += ["tune.csv"] if a.tune else []
+    written += ["tune.csv"] if a.tune and a.tune_forward else []
     written += ["tune_backward.csv"] if a.tune and a.backward else []
     print(f"\nwrote into {a.out}/: " + ", ".join(written) +
           (f", {os.path.basename(png)}" if png else " (no matplotlib: no plots)") +
@@ -529,7 +555,8 @@ def tune_backward_main_shape(a, progress_fn=None):
     opts = backward_options(a)
     opts.pop("tiling")
     default = flash_attention_backward_tiling(a.head_dim, dtype, s, s)
-    cands = flash_attention_backward_tiling_candidates(a.head_dim, dtype, s, s)
+    cands = (parse_backward_tilings(a.tune_backward_tilings) if a.tune_backward_tilings else
+             flash_attention_backward_tiling_candidates(a.head_dim, dtype, s, s))
 
     def run(t):
         return npu_total_us(lambda: flash_attention_backward(dout, q, k, v, o, mx, sm, tiling=t,

@@ -177,19 +177,24 @@ def flash_attention_backward_tiling_candidates(d: int, dtype, s1: int, s2: int, 
             except ValueError:
                 continue
         out.append(t)
-    default = flash_attention_backward_tiling(d, dtype, s1, s2, soc)     # (off the grid: 112)
+    default = flash_attention_backward_tiling(d, dtype, s1, s2, soc)     # (may be off the grid)
     return out if default in out else out + [default]
 
 
 def flash_attention_backward_tiling(d: int, dtype, s1: int, s2: int,
                                     soc=None) -> FlashAttentionBackwardTiling:
-    """The default, in the one-pass form: the tallest S1 block (<= 128, capped at S1 rounded up
-    to 16) that fits with an S2 block of 64 (or less for a large D), then the widest S2 block
-    that still fits. L0C holds S, dP, the two s2_block x D accumulators and dQ's s1_block x D
-    tile at once, which bounds the tile (D=128, 16-bit: 64 x 64)."""
+    """The default, in the one-pass form: the widest S2 block (<= 128) that fits with an S1
+    block of at least 48 rows (else 32, else 16), then the tallest S1 block that fits with it
+    (<= 128); blocks multiples of 16, capped at S1 / S2 rounded up to 16. L0C holds S, dP, the
+    two s2_block x D accumulators and dQ's s1_block x D tile at once, which bounds the tile
+    (D=128, 16-bit: 64 x 64; D=64, float32: 48 x 128). Ranked by kernels.tune on the
+    simulated Ascend910B2 (docs/performance.md, 2026-12-06): first at B1 N3 S8192 D128 float16
+    (64 x 64 before 80 x 48; at S2048 also before 48 x 64, 32 x 80 and 96 x 32: S1 blocks
+    under 48 rows reload K and V too often) and at B1 N8 S2048 D64 float32 (48 x 128, then 64
+    x 112, 96 x 80, 80 x 96, 112 x 64, 128 x 48)."""
     soc = soc or rt.get_soc()
     isz = np.dtype(dtype).itemsize
-    cap1, cap2 = min(240, round_up(s1, 16)), min(2032, round_up(s2, 16))
+    cap1, cap2 = min(128, round_up(s1, 16)), min(128, round_up(s2, 16))
 
     def fits(s1b, s2b):
         try:
@@ -197,13 +202,11 @@ def flash_attention_backward_tiling(d: int, dtype, s1: int, s2: int,
             return True
         except ValueError:
             return False
-    for s2_floor in (64, 32, 16):
-        s2b = min(s2_floor, cap2)
-        for s1b in range(min(128, cap1), 0, -16):
-            if fits(s1b, s2b):
-                for wider in (256, 128):
-                    if min(wider, cap2) > s2b and fits(s1b, min(wider, cap2)):
-                        return FlashAttentionBackwardTiling(s1b, min(wider, cap2))
+    for floor in (48, 32, 16):
+        s1_floor = min(floor, cap1)
+        for s2b in range(cap2 - cap2 % 16, 0, -16):
+            if fits(s1_floor, s2b):
+                s1b = max(b for b in range(s1_floor, cap1 + 1, 16) if fits(b, s2b))
                 return FlashAttentionBackwardTiling(s1b, s2b)
     raise ValueError(f"flash_attention_backward: no tiling fits the SoC for D={d}, "
                      f"dtype={np.dtype(dtype)}")

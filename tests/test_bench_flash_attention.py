@@ -117,3 +117,28 @@ def test_tune_tilings_must_be_three_numbers(tmp_path):
                                          r"s1_block,s2_block,kv_chunk, got tiling='128,256'"):
         fa.main(TINY + ["--seq", "48", "--tune-only", "--no-backward", "--tune-tilings",
                         "128,256", "--out", str(tmp_path)])
+
+
+def test_tune_backward_tilings_rank_the_given_backward_tilings_alone(tmp_path, capsys):
+    out = tmp_path / "t"
+    assert fa.main(TINY + ["--seq", "48", "--tune-only", "--no-tune-forward",
+                           "--tune-backward-tilings", "32,32;16,48,1;32,32,0", "--out",
+                           str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "Backward tiling candidates (the given) for S=48 ranked by simulated time" in text
+    assert "Tiling candidates (the given)" not in text and "Tiling candidates (all)" not in text
+    assert not (out / "tune.csv").exists()
+    rows = _csv(out / "tune_backward.csv")
+    assert sorted((r["s1_block"], r["s2_block"], r["one_pass"]) for r in rows) == \
+        [("16", "48", "True"), ("32", "32", "False"), ("32", "32", "True")]
+    assert [r["rank"] for r in rows] == ["1", "2", "3"]
+    us = [float(r["simulated_us"]) for r in rows]
+    assert us == sorted(us) and len(set(us)) == 3
+
+
+def test_tune_backward_tilings_must_be_two_or_three_numbers(tmp_path):
+    with pytest.raises(ValueError, match=r"--tune-backward-tilings: each tiling must be "
+                                         r"s1_block,s2_block\[,one_pass 1\|0\], got "
+                                         r"tiling='64,64,2'"):
+        fa.main(TINY + ["--seq", "48", "--tune-only", "--no-tune-forward",
+                        "--tune-backward-tilings", "32,32;64,64,2", "--out", str(tmp_path)])

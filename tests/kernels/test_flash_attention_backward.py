@@ -111,13 +111,13 @@ def test_grad_runs_the_forward_first(interpret):
 
 @pytest.mark.parametrize("one_pass", [True, False])
 def test_default_tiling_and_deterministic_results(one_pass):
-    """The default tiling (one S1 block of 100 rows, two S2 blocks here), in either form, is
-    right; the two-pass form gives bit-identical results twice (every accumulator has one owner
-    and a fixed order), the one-pass form so for dK and dV (dQ's atomic adds land in any
-    order)."""
+    """The default tiling ((64, 112): two S1 blocks, the second ragged, and one S2 block), in
+    either form, is right; the two-pass form gives bit-identical results twice (every
+    accumulator has one owner and a fixed order), the one-pass form so for dK and dV (dQ's
+    atomic adds land in any order)."""
     q, k, v, do = inputs((1, 2, 100, 64), (1, 2, 100, 64), np.float16, 12)
     t = flash_attention_backward_tiling(64, np.float16, 100, 100)
-    assert t.one_pass
+    assert t == FlashAttentionBackwardTiling(64, 112, True)
     t = FlashAttentionBackwardTiling(t.s1_block, t.s2_block, one_pass)
     a = check(q, k, v, do, np.float16, tiling=t)
     b = check(q, k, v, do, np.float16, tiling=t)
@@ -207,9 +207,13 @@ def test_tiling_is_validated_against_the_soc():
         flash_attention_backward(*_ok(), tiling=FlashAttentionBackwardTiling(240, 512))
 
 
-@pytest.mark.parametrize("d,dtype", [(64, np.float32), (128, np.float16), (256, np.float16)])
-def test_default_tiling_fits_and_is_a_candidate(d, dtype):
+@pytest.mark.parametrize("d,dtype,want", [(64, np.float32, (48, 128)), (128, np.float16, (64, 64)),
+                                          (256, np.float16, (48, 32))])
+def test_default_tiling_fits_and_is_a_candidate(d, dtype, want):
+    """The default is the tuner's first at B1 N3 S8192 D128 float16 and B1 N8 S2048 D64 float32
+    among the tiles ranked there (docs/performance.md)."""
     t = flash_attention_backward_tiling(d, dtype, 8192, 8192)
+    assert (t.s1_block, t.s2_block) == want
     t.validate(d, np.dtype(dtype).itemsize)
     cands = flash_attention_backward_tiling_candidates(d, dtype, 8192, 8192)
     assert t in cands and len(cands) >= 2 and t.one_pass
