@@ -200,9 +200,29 @@ def flash_attention_backward_kernel(
     pipe = asc.TPipe()
     cube = variant.stage == DQ_PASS or variant.stage == DKV_PASS or variant.stage == FUSED
     if asc.ascend_is_aic() and cube:
-        qa1, oa1, kb1, vb1, xb1, kx1, pa1 = cube_queues(
-            pipe, variant.stage == DQ_PASS, variant.low_precision, bufs.q_l1, bufs.do_l1,
-            bufs.k_l1, bufs.v_l1, bufs.x_l1, bufs.kx_l1, bufs.p_l1)
+        nq = NSLOT
+        if not variant.low_precision:
+            nq = 2
+        nk = 1
+        nv = 1
+        if variant.stage == DQ_PASS:
+            nq = 1
+            nk = NSLOT
+            nv = 2
+        qa1 = asc.TQue(asc.TPosition.A1, NSLOT)
+        oa1 = asc.TQue(asc.TPosition.A1, NSLOT)
+        kb1 = asc.TQue(asc.TPosition.B1, NSLOT)
+        vb1 = asc.TQue(asc.TPosition.B1, 2)
+        xb1 = asc.TQue(asc.TPosition.B1, 1)
+        kx1 = asc.TQue(asc.TPosition.B1, 1)
+        pa1 = asc.TQue(asc.TPosition.A1, 2)
+        pipe.init_buffer(qa1, nq, bufs.q_l1)
+        pipe.init_buffer(oa1, nq, bufs.do_l1)
+        pipe.init_buffer(kb1, nk, bufs.k_l1)
+        pipe.init_buffer(vb1, nv, bufs.v_l1)
+        pipe.init_buffer(xb1, 1, bufs.x_l1)
+        pipe.init_buffer(kx1, 1, bufs.kx_l1)
+        pipe.init_buffer(pa1, 2, bufs.p_l1)
         l0a = asc.TBuf(asc.TPosition.A2)
         l0b = asc.TBuf(asc.TPosition.B2)
         l0c = asc.TBuf(asc.TPosition.CO1)
