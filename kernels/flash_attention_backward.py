@@ -104,39 +104,6 @@ class BackwardVariant(NamedTuple):
 
 
 @asc.jit
-def cube_queues(pipe, dq_pass, low, q_l1, do_l1, k_l1, v_l1, x_l1, kx_l1, p_l1):
-    """The AIC's L1 queues: the dQ pass keeps K_j of the tiles in flight and one Q_i, dO_i per
-    item; the dK/dV passes (two-pass and fused) Q_i, dO_i of the tiles in flight (16-bit: they
-    are the B operands of dK, dV; float32 reloads those as 16-column strips, so its Q_i, dO_i
-    are double-buffered and freed once the scores have read them) and one K_j, V_j per item
-    (and K_j as 16-column strips in kx1: fused, float32)."""
-    nq = NSLOT
-    if not low:
-        nq = 2
-    nk = 1
-    nv = 1
-    if dq_pass:
-        nq = 1
-        nk = NSLOT
-        nv = 2
-    qa1 = asc.TQue(asc.TPosition.A1, NSLOT)
-    oa1 = asc.TQue(asc.TPosition.A1, NSLOT)
-    kb1 = asc.TQue(asc.TPosition.B1, NSLOT)
-    vb1 = asc.TQue(asc.TPosition.B1, 2)
-    xb1 = asc.TQue(asc.TPosition.B1, 1)
-    kx1 = asc.TQue(asc.TPosition.B1, 1)
-    pa1 = asc.TQue(asc.TPosition.A1, 2)
-    pipe.init_buffer(qa1, nq, q_l1)
-    pipe.init_buffer(oa1, nq, do_l1)
-    pipe.init_buffer(kb1, nk, k_l1)
-    pipe.init_buffer(vb1, nv, v_l1)
-    pipe.init_buffer(xb1, 1, x_l1)
-    pipe.init_buffer(kx1, 1, kx_l1)
-    pipe.init_buffer(pa1, 2, p_l1)
-    return qa1, oa1, kb1, vb1, xb1, kx1, pa1
-
-
-@asc.jit
 def vector_items(g, groups, q, qsrc, out, dout, smax, ssum, dsum, lse, dq, dk, dv, dqw, wsg,
                  wpg, s0, s1, d0, d1, h0, h1, g0, g1, l0, l1, e0, e1, fold, bc, red_u, shape,
                  lq, lkv, scale, d, causal, low, stage, quant, s1b, s2b, h, ws_slot, wsp_slot):
@@ -200,6 +167,12 @@ def flash_attention_backward_kernel(
     pipe = asc.TPipe()
     cube = variant.stage == DQ_PASS or variant.stage == DKV_PASS or variant.stage == FUSED
     if asc.ascend_is_aic() and cube:
+        # the AIC's L1 queues (made here: queues returned from a helper cost CPU in compiled
+        # code): the dQ pass keeps K_j of the tiles in flight and one Q_i, dO_i per item; the
+        # dK/dV passes (two-pass and fused) Q_i, dO_i of the tiles in flight (16-bit: the B
+        # operands of dK, dV; float32 reloads those as 16-column strips, so its Q_i, dO_i are
+        # double-buffered and freed once the scores have read them) and one K_j, V_j per item
+        # (and K_j as 16-column strips in kx1: fused, float32)
         nq = NSLOT
         if not variant.low_precision:
             nq = 2
