@@ -104,4 +104,23 @@ def test_the_example_of_each_tool_reports_as_docs_show(opts, bug, cls):
     assert r.returncode == 1, r.stdout + r.stderr
     assert f"({cls})" in r.stderr
     assert "#0 examples/sanitize_demo.py:" in r.stderr
-    assert (ROOT / "docs" / "sanitizer.md").read_text().count(f"({cls})") >= 1
+    report = "".join(line + "\n" for line in r.stderr.splitlines() if line.startswith("======"))
+    assert report in (ROOT / "docs" / "sanitizer.md").read_text(), report   # as pasted there
+
+
+def test_a_merged_report_names_its_lowest_blocks_whatever_order_they_ran_in():
+    from ascendc.sanitize.report import Finding, Report
+    lines = {}
+    shuffled = (5, 11, 0, 9, 2, 7, 1, 10, 3, 8, 4, 6)
+    for order in (tuple(range(12)), tuple(range(11, -1, -1)), shuffled):
+        report = Report()
+        for b in order:
+            report.add(Finding("Sync3", "set_flag without its wait_flag", "k", f"aiv({b})",
+                               ("k.py", 3)))
+        lines[order] = report.format()
+        assert report.findings[0].block == "aiv(0)"
+    assert len(set(lines.values())) == 1
+    text = next(iter(lines.values()))
+    assert "in block aiv(0)\n" in text
+    assert ("found 12 times, in blocks aiv(0) aiv(1) aiv(2) aiv(3) aiv(4) aiv(5) aiv(6) aiv(7) "
+            "...\n") in text
