@@ -89,9 +89,10 @@ class Finding:
 
 @dataclass
 class _Entry:
-    first: Finding
-    count: int = 0
-    blocks: list = field(default_factory=list)
+    first: Finding          # the one of the lowest block (a report does not depend on the
+    count: int = 0          # order the core threads ran the blocks in)
+    blocks: list = field(default_factory=list)      # the 8 lowest blocks, in order
+    more: bool = False                              # and more blocks than those
 
 
 class Report:
@@ -105,12 +106,19 @@ class Report:
         with self._lock:
             e = self._entries.setdefault(f.key(), _Entry(f))
             e.count += 1
-            if f.block not in e.blocks and len(e.blocks) < 8:
+            if _block_order(f.block) < _block_order(e.first.block):
+                e.first = f
+            if f.block not in e.blocks:
                 e.blocks.append(f.block)
+                e.blocks.sort(key=_block_order)
+                if len(e.blocks) > 8:
+                    e.blocks.pop()
+                    e.more = True
 
     @property
     def findings(self) -> list:
-        """One Finding per distinct error (the first seen), in the order they were found."""
+        """One Finding per distinct error (the one of its lowest block), in the order the
+        errors were first found."""
         with self._lock:
             return [e.first for e in self._entries.values()]
 
@@ -175,7 +183,6 @@ def _block_lines(e: _Entry) -> list:
     if f.detail:
         out.append(f"{PREFIX}    {f.detail}")
     if e.count > 1:
-        out.append(f"{PREFIX}    found {e.count} times, in blocks "
-                   f"{' '.join(sorted(e.blocks, key=_block_order))}"
-                   + (" ..." if len(e.blocks) >= 8 else ""))
+        out.append(f"{PREFIX}    found {e.count} times, in blocks {' '.join(e.blocks)}"
+                   + (" ..." if e.more else ""))
     return out

@@ -93,15 +93,27 @@ class Session:
     # -- what the launch's blocks found together: GM stomps, cross-core flags left pending ------
     def _collect(self, binary, launch, track, gms, inst, found, faulted, label):
         key = (id(binary), launch[0])
+        # the launch's own GM arguments, held: `key` holds the id of the launch's argument
+        # tuple, which a later launch may get once this one's is freed, so a block belongs to
+        # the launch of `key` only if it has the very same arguments (and a label not seen)
+        args = tuple(a for a, _ in gms)
         with self._lock:
             cut = self._cut.get(key)
             if cut is not None:
-                if label not in cut[1]:     # a block of a launch a fault already ended (its
-                    cut[1].add(label)       # other workers' ranges run on): same launch
-                    cut[0] += found
+                if _same(cut[2], args) and label not in cut[1]:
+                    cut[1].add(label)       # a block of a launch a fault already ended (its
+                    cut[0] += found         # other workers' ranges run on): same launch
                     return
-                del self._cut[key]          # a block seen already: a new launch
-            acc = self._launches.setdefault(key, [[], 0, [], binary.name, [], False, set()])
+                del self._cut[key]          # a new launch
+            acc = self._launches.get(key)
+            if acc is not None and (not _same(acc[7], args) or label in acc[6]):
+                # a launch a fault stopped before all its blocks ran, and a new one under its
+                # key: the old one ends here, cut short
+                del self._launches[key]
+                self.launches.append((acc[3], True, acc[4]))
+                acc = None
+            if acc is None:
+                acc = self._launches[key] = [[], 0, [], binary.name, [], False, set(), args]
             acc[6].add(label)
             if track is not None:
                 acc[0].append(track)
@@ -113,7 +125,7 @@ class Session:
             if faulted and self.raise_faults:       # the launch ends here (binaries raises)
                 del self._launches[key]
                 self.launches.append((binary.name, True, acc[4]))
-                self._cut[key] = [acc[4], acc[6]]
+                self._cut[key] = [acc[4], acc[6], args]
                 return
             if acc[1] < launch[1]:
                 return
@@ -197,6 +209,11 @@ class Session:
                                     detail="allocated by rt.malloc / a DeviceArray and not "
                                            "freed before the run ended"))
         self._allocs.clear()
+
+
+def _same(a: tuple, b: tuple) -> bool:
+    """The same GM argument objects (not equal ones: the very objects of one launch)."""
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
 
 
 def _gm_name(gms, addr):

@@ -114,6 +114,8 @@ def scalar_loop_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, n: asc.ConstE
     zl = qo.alloc_tensor(z.dtype)
     for i in range(n):
         zl.set_value(i, xl.get_value(i) * 2)
+    asc.set_flag(asc.HardEvent.S_MTE3, 0)       # nor does the VECOUT one order the scalar unit
+    asc.wait_flag(asc.HardEvent.S_MTE3, 0)      # before MTE3's copy out
     qo.enque(zl)
     qi.free_tensor(xl)
     zl = qo.deque(z.dtype)

@@ -17,51 +17,26 @@ from numba.core import config
 import ascendc as asc
 from ascendc.compiler import codegen
 from ascendc.lang import numba_link, prims
+from mix_kernels import TILE, _scale_to
 
-TILE = 64
 MODES = ("1", "0")
 
 
 @asc.jit
 def _scale_by_sum(dst, src, q_in, q_out, n, c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11,
                   c12, c13, c14, c15, c16, c17, c18, c19, c20, c21, c22, c23, c24, c25, c26):
-    """dst[:n] = src[:n] * (c0 + ... + c26) through UB: 32 parameters (33 with the core
-    context), a call CPython compiles as f(*args)."""
+    """dst[:n] = src[:n] * (c0 + ... + c26) through UB (mix_kernels' `_scale_to`): 32
+    parameters (33 with the core context), a call CPython compiles as f(*args)."""
     s = (c0 + c1 + c2 + c3 + c4 + c5 + c6 + c7 + c8 + c9 + c10 + c11 + c12 + c13 + c14 + c15 +
          c16 + c17 + c18 + c19 + c20 + c21 + c22 + c23 + c24 + c25 + c26)
-    a = q_in.alloc_tensor(src.dtype)
-    asc.data_copy(a, src, n)
-    q_in.enque(a)
-    a = q_in.deque(src.dtype)
-    b = q_out.alloc_tensor(dst.dtype)
-    asc.muls(b, a, s, n)
-    q_out.enque(b)
-    q_in.free_tensor(a)
-    b = q_out.deque(dst.dtype)
-    asc.data_copy(dst, b, n)
-    q_out.free_tensor(b)
-
-
-@asc.jit
-def _add_one(dst, src, q_in, q_out, n):
-    """dst[:n] = src[:n] + 1 through UB (a narrow helper: inlined when everything is)."""
-    a = q_in.alloc_tensor(src.dtype)
-    asc.data_copy(a, src, n)
-    q_in.enque(a)
-    a = q_in.deque(src.dtype)
-    b = q_out.alloc_tensor(dst.dtype)
-    asc.adds(b, a, 1.0, n)
-    q_out.enque(b)
-    q_in.free_tensor(a)
-    b = q_out.deque(dst.dtype)
-    asc.data_copy(dst, b, n)
-    q_out.free_tensor(b)
+    _scale_to(dst, src, q_in, q_out, s, n)
 
 
 @asc.jit(kernel_type="MIX_AIC_1_2")
 def wide_call_kernel(x: asc.GlobalAddress, ws: asc.GlobalAddress, z: asc.GlobalAddress):
     """Each AIV v: ws[v] = x[v] * (0 + 1 + ... + 26) = 351 x[v] (the wide helper), then
-    z[v] = x[v] + 1 (the narrow helper); the AIC of its group waits for both AIVs' flag."""
+    z[v] = 2 x[v] (`_scale_to` called directly: a narrow helper, inlined when everything is);
+    the AIC of its group waits for both AIVs' flag. The set-up of mix_kernels' peer_sum_kernel."""
     if asc.ascend_is_aiv():
         v = asc.get_block_idx()
         xg = asc.GlobalTensor()
@@ -79,7 +54,7 @@ def wide_call_kernel(x: asc.GlobalAddress, ws: asc.GlobalAddress, z: asc.GlobalA
                       5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0, 16.0, 17.0,
                       18.0, 19.0, 20.0, 21.0, 22.0, 23.0, 24.0, 25.0, 26.0)
         asc.cross_core_set_flag(1, 2, asc.PipeID.PIPE_MTE3)
-        _add_one(zg[v * TILE:], xg[v * TILE:], qi, qo, TILE)
+        _scale_to(zg[v * TILE:], xg[v * TILE:], qi, qo, 2.0, TILE)
     else:
         asc.cross_core_wait_flag(1, 2, asc.PipeID.PIPE_MTE2)
 
@@ -91,8 +66,9 @@ def wide_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, n: int, c0: float, c
                 c15: float, c16: float, c17: float, c18: float, c19: float, c20: float,
                 c21: float, c22: float, c23: float, c24: float, c25: float, c26: float,
                 c27: float):
-    """z = x * (c0 + ... + c27), n elements per block: a kernel of 31 parameters (32 with the
-    core context), whose call inside `_run` CPython compiles as f(*args)."""
+    """z = x * (c0 + ... + c27), n elements per block, tile by tile through mix_kernels'
+    `_scale_to`: a kernel of 31 parameters (32 with the core context), whose call inside
+    `_run` CPython compiles as f(*args)."""
     s = (c0 + c1 + c2 + c3 + c4 + c5 + c6 + c7 + c8 + c9 + c10 + c11 + c12 + c13 + c14 + c15 +
          c16 + c17 + c18 + c19 + c20 + c21 + c22 + c23 + c24 + c25 + c26 + c27)
     base = asc.get_block_idx() * n
@@ -106,17 +82,7 @@ def wide_kernel(x: asc.GlobalAddress, z: asc.GlobalAddress, n: int, c0: float, c
     pipe.init_buffer(qi, 1, TILE * 4)
     pipe.init_buffer(qo, 1, TILE * 4)
     for t in range(n // TILE):
-        a = qi.alloc_tensor(x.dtype)
-        asc.data_copy(a, xg[t * TILE:], TILE)
-        qi.enque(a)
-        a = qi.deque(x.dtype)
-        b = qo.alloc_tensor(z.dtype)
-        asc.muls(b, a, s, TILE)
-        qo.enque(b)
-        qi.free_tensor(a)
-        b = qo.deque(z.dtype)
-        asc.data_copy(zg[t * TILE:], b, TILE)
-        qo.free_tensor(b)
+        _scale_to(zg[t * TILE:], xg[t * TILE:], qi, qo, s, TILE)
 
 
 def test_cpython_spreads_calls_of_more_than_30_arguments():
@@ -144,7 +110,7 @@ def test_a_mix_kernel_calling_a_helper_of_33_arguments_runs_in_both_link_modes(l
     z = np.zeros_like(x)
     wide_call_kernel[blocks](x, ws, z, interpret=interpret)
     np.testing.assert_allclose(ws, 351 * x, rtol=1e-6)
-    np.testing.assert_allclose(z, x + 1, rtol=1e-6)
+    np.testing.assert_allclose(z, 2 * x, rtol=1e-6)
 
 
 @pytest.mark.parametrize("interpret", [False, True], ids=("compiled", "interpret"))
@@ -162,7 +128,9 @@ def test_only_helpers_with_spread_calls_leave_inlining(link):
     src = codegen.kernel_module(wide_call_kernel, {}, sig)
     called = "@njit(nogil=True, cache=True)\ndef _h0__scale_by_sum("
     assert called in src, src[:2000]        # 33 arguments: called in both modes
-    inlined = "@njit(nogil=True, cache=True, inline='always')\ndef _h1__add_one("
+    narrow = "def _h1__scale_to("                # 6 arguments, its own and the kernel's calls
+    assert src.count(narrow) == 1, src[:2000]
+    inlined = "@njit(nogil=True, cache=True, inline='always')\n" + narrow
     assert (inlined in src) == (link == "0")   # inlined only when everything is
 
 

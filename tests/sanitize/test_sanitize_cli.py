@@ -104,4 +104,60 @@ def test_the_example_of_each_tool_reports_as_docs_show(opts, bug, cls):
     assert r.returncode == 1, r.stdout + r.stderr
     assert f"({cls})" in r.stderr
     assert "#0 examples/sanitize_demo.py:" in r.stderr
-    assert (ROOT / "docs" / "sanitizer.md").read_text().count(f"({cls})") >= 1
+    report = "".join(line + "\n" for line in r.stderr.splitlines() if line.startswith("======"))
+    assert report in (ROOT / "docs" / "sanitizer.md").read_text(), report   # as pasted there
+
+
+def test_a_merged_report_names_its_lowest_blocks_whatever_order_they_ran_in():
+    from ascendc.sanitize.report import Finding, Report
+    lines = {}
+    shuffled = (5, 11, 0, 9, 2, 7, 1, 10, 3, 8, 4, 6)
+    for order in (tuple(range(12)), tuple(range(11, -1, -1)), shuffled):
+        report = Report()
+        for b in order:
+            report.add(Finding("Sync3", "set_flag without its wait_flag", "k", f"aiv({b})",
+                               ("k.py", 3)))
+        lines[order] = report.format()
+        assert report.findings[0].block == "aiv(0)"
+    assert len(set(lines.values())) == 1
+    text = next(iter(lines.values()))
+    assert "in block aiv(0)\n" in text
+    assert ("found 12 times, in blocks aiv(0) aiv(1) aiv(2) aiv(3) aiv(4) aiv(5) aiv(6) aiv(7) "
+            "...\n") in text
+
+
+def test_a_launch_key_reused_after_a_launch_a_fault_cut_short_starts_a_new_launch():
+    """A session keys a launch by the id of its argument tuple, which a later launch gets once
+    the tuple is freed. A launch a fault ended before blocks 2 and 3 ran (the sweep's
+    raise_faults), then two launches under its key, their blocks from two workers' ranges: each
+    launch gets its own blocks (they mixed: the next launch's block 2 went to the faulted one,
+    and a block 0 of each of the two later ones made one launch, a multi-core stomp of a block
+    with itself in the fuzz test of kernels.add)."""
+    from ascendc.sanitize.report import Finding
+    from ascendc.sanitize.session import Session
+
+    class Binary:
+        name = "k"
+
+        def trace_lines(self):
+            return []
+
+    class GMArg:
+        pass
+
+    san, binary = Session("memcheck", raise_faults=True), Binary()
+
+    def block(gms, b, faulted=False):
+        label = f"aiv({b})"
+        f = Finding("Fault" if faulted else "Read2", "k", "k", label, None)
+        san._collect(binary, (7, 4), None, gms, None, [f], faulted, label)
+    a, b, c = ([(GMArg(), 64), (GMArg(), 64)] for _ in range(3))
+    block(a, 0)
+    block(a, 1, faulted=True)
+    for i in (2, 3, 0, 1):
+        block(b, i)
+    for i in (0, 2, 1, 3):
+        block(c, i)
+    got = [(faulted, sorted(f.block for f in found)) for _, faulted, found in san.launches]
+    every = ["aiv(0)", "aiv(1)", "aiv(2)", "aiv(3)"]
+    assert got == [(True, ["aiv(0)", "aiv(1)"]), (False, every), (False, every)]

@@ -113,7 +113,7 @@ _LOCK_MASK = 4095           # core.ATOMIC_LOCKS has 4096 words
 
 @prim
 def fix_loop_atomic(dst, src, nsz, msz, sstr, dstr, nd, soff, dnd, cfg, relu, locks):
-    """cube._fix_loop for a float32 GM dst under set_atomic_add: each element added under the
+    """fixpipe._fix_loop for a float32 GM dst under set_atomic_add: each element added under the
     lock word of its 256-byte granule (`locks`: the address of core.ATOMIC_LOCKS, shared by
     every core of the process), so the adds of concurrent cores never lose one; a thread holds
     one lock word at a time, kept while consecutive elements stay in its granule. One
