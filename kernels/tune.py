@@ -13,7 +13,9 @@ candidate give the same cycles on any machine, interpreted or compiled), so the 
 results are sorted by simulated time, ties broken by `key(candidate)` (default: the dataclass
 fields as a tuple, else `repr`). A candidate whose `run` (or `validate`) raises ValueError (a
 tiling's `validate` does when it does not fit the SoC) is reported as skipped with the reason,
-after the ranked ones, in input order; any other exception propagates. Candidates are usually
+after the ranked ones, in input order, and so is one whose launch failed because a block issued
+more instructions than the NPU view records (raise ASCEND_EMU_NPU_TRACE_ROWS to rank it); any
+other exception propagates. Candidates are usually
 frozen dataclasses (`FlashAttentionTiling`, `AddTiling`, ...); anything hashable works.
 """
 from __future__ import annotations
@@ -97,12 +99,18 @@ def _default_key(c):
     return repr(c)
 
 
+# what a launch's error names when a block issued more instructions than the NPU view records
+TRACE_LIMIT = "ASCEND_EMU_NPU_TRACE_ROWS"
+
+
 def tune(candidates, run, *, key=None, validate=None, progress=None) -> list[TuneResult]:
     """Run every candidate once and rank them by simulated time (see the module docstring).
 
     `validate(candidate)` (optional) is called first; a ValueError from it or from `run` skips
-    the candidate with the error's text as the reason. Duplicates are run once. `progress(i, n,
-    candidate)` (optional) is called before each candidate. Returns the ranked results (fastest
+    the candidate with the error's text as the reason, and so does a launch that failed because
+    a block issued more instructions than the NPU view records (its error names TRACE_LIMIT).
+    Duplicates are run once. `progress(i, n, candidate)` (optional) is called before each
+    candidate. Returns the ranked results (fastest
     first, ties by `key`), then the skipped ones."""
     key = key or _default_key
     todo = list(dict.fromkeys(candidates))
@@ -118,6 +126,11 @@ def tune(candidates, run, *, key=None, validate=None, progress=None) -> list[Tun
         except ValueError as e:
             skipped.append(TuneResult(c, skipped=str(e) or type(e).__name__,
                                       wall_s=time.perf_counter() - t0))
+            continue
+        except rt.AclError as e:
+            if TRACE_LIMIT not in str(e):       # a block too long for the NPU view's buffer
+                raise
+            skipped.append(TuneResult(c, skipped=str(e), wall_s=time.perf_counter() - t0))
             continue
         if isinstance(got, (int, float)):
             us, cycles, pipes = float(got), None, {}

@@ -85,6 +85,22 @@ def test_add_kernel_tiles_ranked_by_simulated_time_deterministically():
     assert [(r.candidate, r.us) for r in again] == [(r.candidate, r.us) for r in res]
 
 
+def test_a_block_too_long_for_the_npu_view_is_skipped_with_the_reason(monkeypatch):
+    """A candidate whose blocks issue more instructions than the NPU view records (64-element
+    tiles: 32 tiles per block) is skipped with the launch's message; the others are ranked."""
+    rt.ensure_device()
+    n, cores = 8 * 2048, 8
+    x = y = np.ones(n, np.float32)
+    cands = [AddTiling(n, cores, n // cores, t) for t in (64, 2048)]
+    monkeypatch.setenv("ASCEND_EMU_NPU_TRACE_ROWS", "64")
+    res = tune(cands, _add_run(x, y))
+    assert [(r.candidate.tile, r.ok) for r in res] == [(2048, True), (64, False)]
+    assert "must issue at most 64 instructions" in res[1].skipped
+    assert "raise ASCEND_EMU_NPU_TRACE_ROWS" in res[1].skipped
+    with pytest.raises(KeyError):                       # other errors still propagate
+        tune(cands, lambda t: {}[t])
+
+
 # ---- the default FlashAttention tiling is the tuner's choice for the main job's shape ----------
 
 MAIN_SHAPE = dict(b=1, n=8, s=2048, d=64, dtype=np.float32)      # bench.flash_attention's default
