@@ -26,6 +26,7 @@ time-slices them; a barrier costs tens of microseconds per block here (a GIL han
 """
 from __future__ import annotations
 
+import os
 import queue
 import random
 import threading
@@ -88,6 +89,11 @@ class BlockBarrier:
         return ended
 
 
+# the CPUs the process may run on, as the importing thread saw them (none: no affinity API)
+_PROCESS_CPUS = tuple(sorted(os.sched_getaffinity(0))) if hasattr(os, "sched_getaffinity") \
+    else ()
+
+
 class _ResidentCores:
     """Threads that each run one block of a resident launch; idle ones are reused."""
 
@@ -110,6 +116,11 @@ class _ResidentCores:
             q.put(job)
 
     def _loop(self, q) -> None:
+        if _PROCESS_CPUS:   # a thread started from one pinned to a CPU (rt.mixlaunch) inherits
+            try:            # that CPU: resident threads start on the process's whole set
+                os.sched_setaffinity(0, _PROCESS_CPUS)
+            except OSError:
+                pass
         while True:
             job = q.get()
             try:

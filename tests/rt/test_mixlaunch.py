@@ -310,3 +310,31 @@ def test_only_an_aiv_of_a_mix_launch_posts_matmul_messages(dev0):
     task = _run(MixBinary(body, roles=(AIC, AIV)), 1)
     assert "asc.adv.Matmul: a Matmul client must be an AIV of a MIX kernel, got AIC 0 posting " \
            "a message" in str(task.error)
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "sched_setaffinity")
+                    or len(__import__("os").sched_getaffinity(0)) < 2,
+                    reason="needs sched_setaffinity and 2 CPUs")
+def test_resident_threads_started_from_a_pinned_thread_run_on_every_cpu():
+    """A launch dispatched from a thread pinned to one CPU (a MIX slot's thread that completed
+    the previous task) starts resident threads: they must not inherit that one CPU."""
+    import os
+
+    from rt.resident import start_threads
+    every = tuple(sorted(os.sched_getaffinity(0)))
+    n = 24                                  # more than the idle threads: some are started anew
+    gate = threading.Barrier(n + 1)
+    seen = []
+
+    def job():
+        seen.append(tuple(sorted(os.sched_getaffinity(0))))
+        gate.wait(timeout=30)
+
+    def pinned():
+        os.sched_setaffinity(0, (every[-1],))
+        start_threads([job] * n)
+    t = threading.Thread(target=pinned)
+    t.start()
+    t.join()
+    gate.wait(timeout=30)
+    assert len(seen) == n and set(seen) == {every}
