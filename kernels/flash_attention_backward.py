@@ -44,6 +44,12 @@ P^T and dS^T reach L0A by the transposing load_data of 16-column strips of P / d
 (dKV) or K (dQ) reach L0B the same way from row strips: "16-column strips" in L1 means element
 (r, c) at (c // 16) * kpad * 16 + r * 16 + c % 16 (kpad = rows rounded up to C0), the NZ layout
 for 16-bit types and the 8 x 16-fractal layout ascendc/lang/prims/cube.py describes for f32.
+
+The AIC's L1 queues: the dQ pass keeps K_j of the tiles in flight and one Q_i, dO_i per item;
+the dK/dV passes (two-pass and fused) Q_i, dO_i of the tiles in flight (16-bit: the B operands
+of dK, dV; float32 reloads those as 16-column strips, so its Q_i, dO_i are double-buffered and
+freed once the scores have read them) and one K_j, V_j per item (and K_j as 16-column strips
+in kx1: fused, float32).
 """
 from __future__ import annotations
 
@@ -167,12 +173,8 @@ def flash_attention_backward_kernel(
     pipe = asc.TPipe()
     cube = variant.stage == DQ_PASS or variant.stage == DKV_PASS or variant.stage == FUSED
     if asc.ascend_is_aic() and cube:
-        # the AIC's L1 queues (made here: queues returned from a helper cost CPU in compiled
-        # code): the dQ pass keeps K_j of the tiles in flight and one Q_i, dO_i per item; the
-        # dK/dV passes (two-pass and fused) Q_i, dO_i of the tiles in flight (16-bit: the B
-        # operands of dK, dV; float32 reloads those as 16-column strips, so its Q_i, dO_i are
-        # double-buffered and freed once the scores have read them) and one K_j, V_j per item
-        # (and K_j as 16-column strips in kx1: fused, float32)
+        # the AIC's L1 queues, depths as the module docstring says (made here, not in a
+        # helper: queues returned from a helper cost CPU in compiled code)
         nq = NSLOT
         if not variant.low_precision:
             nq = 2
