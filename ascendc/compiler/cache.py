@@ -14,6 +14,12 @@ run their code in our process. Hence:
 - loading is thread-safe (one lock; a module is published in `sys.modules` only once executed)
   and temporary files have unique names, so concurrent loads in one process cannot collide;
 - an uncreatable or read-only directory falls back to the private directory too;
+- a process killed while it writes the cache (SIGKILL, a timeout) leaves nothing a later
+  process executes: every file is written to a temporary name and renamed whole (`_write`;
+  Numba's index and data files likewise, under a per-function lock, data before index, each
+  data file holding the build it was compiled for: lang/numba_link.py's CheckedCacheFile), so a
+  later load finds a whole entry, or a torn one that it reports and recompiles; temporary files
+  such a writer left are removed once STALE_TEMP_SECONDS old;
 - when NUMBA_CACHE_DIR is set, Numba keeps every cache=True function's index and data there
   (ours and the generated kernels'), so that directory is checked the same way (it, its
   subdirectories and their files must be ours and not group- or world-writable) before Numba
@@ -28,6 +34,7 @@ import stat
 import sys
 import tempfile
 import threading
+import time
 import types
 import warnings
 from functools import lru_cache
@@ -208,6 +215,7 @@ def load_module(source: str, stem: str):
                 _drop_numba_cache(path)
             _write(path, source)
         else:
+            _remove_stale_temps(path)
             damaged = _damaged_numba_cache(path)
             if damaged:
                 warnings.warn(f"ascendc kernel cache: Numba's cache of {path.name} must be whole, "
@@ -241,6 +249,26 @@ def _damaged_numba_cache(path: Path) -> str | None:
             if why is not None:
                 return f"{data.name} {why}"
     return None
+
+
+#: a temporary cache file older than this (seconds) was left by a writer that died (a live one
+#: replaces its temporary file within the save, milliseconds)
+STALE_TEMP_SECONDS = 600.0
+
+
+def _remove_stale_temps(path: Path) -> None:
+    """Remove the temporary files a killed writer left of module `path` (ours: `<name>.*.tmp`,
+    Numba's: `<name>.*.tmp.<uid>`), once they are STALE_TEMP_SECONDS old. They are never read
+    (a file is only used once replaced under its final name); this keeps them from piling up."""
+    now = time.time()
+    for d, pattern in ((path.parent, f"{path.stem}.*.tmp"),
+                       (numba_cache_path(path), f"{path.stem}.*.tmp.*")):
+        for f in d.glob(pattern):
+            try:
+                if now - f.lstat().st_mtime > STALE_TEMP_SECONDS:
+                    f.unlink()
+            except OSError:
+                pass
 
 
 def _drop_numba_cache(path: Path) -> None:

@@ -317,6 +317,10 @@ def data_number(key) -> int:
     return int(hashlib.sha256(repr(key).encode()).hexdigest()[:12], 16)
 
 
+#: the layout of CheckedCacheFile's entries: 2 = data files holding (key, build, entry)
+CACHE_FORMAT = 2
+
+
 class CheckedCacheFile(IndexDataCacheFile):
     """Numba's index and data files of a cached function, each pickle sealed with its SHA-256.
 
@@ -330,15 +334,29 @@ class CheckedCacheFile(IndexDataCacheFile):
     took the same number, and the index could end up naming the other entry's object code:
     its entry point called with this signature's arguments (a segfault). Here the file is named
     by a hash of the key (`data_number`) and holds the key, and an entry whose data file holds
-    another key is a miss (compiled again)."""
+    another key is a miss (compiled again).
+
+    A process killed while saving (SIGKILL, a timeout) leaves an entry half made. Each file is
+    written whole or not at all (a temporary file, then `os.replace`); an entry is its data
+    file, written first, then the index line naming it, both under a lock on the index
+    (`_entry_lock`: concurrent savers of one function take turns). The data file also holds
+    the build it was compiled for (`build_tag`: Numba's version and the index's source stamp),
+    so an index naming a data file left by an older build of the same function (same key, same
+    file name: a writer killed between the two files of a rebuild) is a miss too. What a load
+    finds torn (a named data file missing, another entry's or another build's data) is reported
+    with a warning and compiled again; nothing of it is executed."""
+
+    def build_tag(self) -> tuple:
+        return (self._version, self._source_stamp)
 
     def save(self, key, data):
-        overloads = self._load_index()
         name = self._data_name(data_number(key))
-        if overloads.get(key) != name:
-            overloads[key] = name
-            self._save_index(overloads)
-        self._save_data(name, (key, data))
+        with _entry_lock(self._index_path):
+            self._save_data(name, (key, self.build_tag(), data))
+            overloads = self._load_index()
+            if overloads.get(key) != name:
+                overloads[key] = name
+                self._save_index(overloads)
 
     def load(self, key):
         name = self._load_index().get(key)
@@ -347,15 +365,34 @@ class CheckedCacheFile(IndexDataCacheFile):
         try:
             got = self._load_data(name)
         except OSError:             # removed while the index still named it
+            heal_warning(self._index_path, f"an entry naming {name}, which is missing (a torn "
+                                           f"save)")
             return None
-        if not (isinstance(got, tuple) and len(got) == 2 and got[0] == key):
-            return None             # another entry's data (or none): compiled and saved again
-        return got[1]
+        if got is None:             # damaged: reported and removed by _load_data
+            return None
+        if not (isinstance(got, tuple) and len(got) == 3 and got[0] == key):
+            why = "another entry's data"
+        elif got[1] != self.build_tag():
+            why = f"data of another build ({got[1]!r}, not {self.build_tag()!r})"
+        else:
+            return got[2]
+        heal_warning(self._data_path(name), f"{why} under its index (a torn save)")
+        return None
+
+    def _write(self, path, kind, parts):
+        """Write `parts` (bytes) to `path` through a temporary file (`crash_point`: test hook)."""
+        blob = b"".join(parts)
+        with self._open_for_write(path) as f:
+            if crash_point(kind + "-torn", path):
+                f.write(blob[:len(blob) // 2])
+                f.flush()
+                _kill_self()
+            f.write(blob)
+        if crash_point(kind, path):
+            _kill_self()
 
     def _save_data(self, name, data):
-        payload = self._dump(data)
-        with self._open_for_write(self._data_path(name)) as f:
-            f.write(seal(payload))
+        self._write(self._data_path(name), "data", [seal(self._dump(data))])
 
     def _load_data(self, name):
         path = self._data_path(name)
@@ -371,11 +408,15 @@ class CheckedCacheFile(IndexDataCacheFile):
         _unlink(path)
         return None                 # Numba compiles and `save` rewrites this entry
 
+    def _index_stamp(self):
+        """The index's stamp: the source stamp and CACHE_FORMAT (an index written before the
+        data files held their build is stale, silently, not a torn entry)."""
+        return (CACHE_FORMAT, self._source_stamp)
+
     def _save_index(self, overloads):
-        payload = self._dump((self._source_stamp, overloads))
-        with self._open_for_write(self._index_path) as f:
-            pickle.dump(self._version, f, protocol=-1)
-            f.write(seal(payload))
+        payload = self._dump((self._index_stamp(), overloads))
+        self._write(self._index_path, "index",
+                    [pickle.dumps(self._version, protocol=-1), seal(payload)])
 
     def _load_index(self):
         try:
@@ -386,9 +427,51 @@ class CheckedCacheFile(IndexDataCacheFile):
             heal_warning(self._index_path, f"{type(e).__name__}: {e}")
             _unlink(self._index_path)
             return {}
-        if version != self._version or entry[0] != self._source_stamp:
+        if version != self._version or entry[0] != self._index_stamp():
             return {}               # another Numba, or stale: rewritten by the next save
         return entry[1]
+
+
+@contextlib.contextmanager
+def _entry_lock(index_path):
+    """An exclusive lock on the cache entries of one function (a `.lock` file next to its
+    index; the kernel releases it when its holder dies). Without fcntl: no lock (each file is
+    still replaced whole, and `load` checks that data and index belong together)."""
+    try:
+        import fcntl
+    except ImportError:         # pragma: no cover - not POSIX
+        yield
+        return
+    fd = os.open(str(index_path) + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)            # releases the lock
+
+
+def crash_point(kind: str, path) -> bool:
+    """Test hook (env ASCEND_EMU_CACHE_CRASH="<kind>:<n>", kind one of data, index, data-torn,
+    index-torn): True at the n-th write of that kind of a generated kernel module's cache file
+    (names starting ascendc_gen_) in this process; the caller then SIGKILLs the process, after
+    the file was replaced (data, index) or with half of it written to the temporary file
+    (-torn): what a killed compile leaves behind. Unset: always False."""
+    spec = os.environ.get("ASCEND_EMU_CACHE_CRASH")
+    if not spec or not os.path.basename(str(path)).startswith("ascendc_gen_"):
+        return False
+    want, _, n = spec.partition(":")
+    if want != kind:
+        return False
+    _CRASH_COUNT[kind] = _CRASH_COUNT.get(kind, 0) + 1
+    return _CRASH_COUNT[kind] == int(n or 1)
+
+
+_CRASH_COUNT: dict = {}
+
+
+def _kill_self() -> None:
+    import signal
+    os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _unlink(path) -> None:
@@ -420,6 +503,20 @@ class CheckedFunctionCache(FunctionCache):
     def _index_key(self, sig, codegen):
         sig_key, magic, hashes = super()._index_key(sig, codegen)
         return sig_key, (*magic, link_mode()), hashes
+
+    def load_overload(self, sig, target_context):
+        """Numba's load, with the loaders the entry ran (its `reload_init`: the primitives its
+        object code calls, PrimLoader) put back on the rebuilt code library. Numba rebuilds the
+        library with none, and a caller compiled in this process links the library and takes
+        its loaders from it: a kernel's `_run` linking a helper loaded from the cache was saved
+        without the helper's loaders, so a fresh process loading that `_run` never defined the
+        primitive symbols the helper's inlined code calls (a call to address 0: a segfault at
+        the first launch, in every process, after a compile killed between the helper's save
+        and `_run`'s)."""
+        cres = super().load_overload(sig, target_context)
+        if cres is not None and cres.reload_init:
+            cres.library._reload_init.update(cres.reload_init)
+        return cres
 
 
 def cached_njit(**options):
