@@ -89,8 +89,10 @@ def warm(script):
     return kc
 
 
-@pytest.mark.parametrize("crash", ["data:1", "index:1", "data-torn:1", "index-torn:1",
-                                   "data:2", "index-torn:2"])
+@pytest.mark.parametrize("crash", ["data:1", "index:1", "index-torn:1",
+                                   pytest.param("data-torn:1", marks=pytest.mark.slow),
+                                   pytest.param("data:2", marks=pytest.mark.slow),
+                                   pytest.param("index-torn:2", marks=pytest.mark.slow)])
 def test_a_writer_killed_at_a_cache_write_leaves_a_cache_that_loads_or_recompiles(
         script, tmp_path, crash):
     kc = tmp_path / "kc"
