@@ -5,10 +5,8 @@ last, block_dim, args)` running blocks `first <= block_idx < last`, and the flag
 reads; rt never imports the compiler. `launch` enqueues a kernel task
 on a stream; when the stream reaches it, `range(block_dim)` is cut into at most one contiguous range
 per core-pool worker (one hand-off per worker; `block_dim` above the core count runs in waves, as on
-hardware; a worker that finds a range still waiting for a late worker takes half of it,
-`CorePool._split`) and the last worker to finish completes the task. Kernels of all streams
-share the pool; when it is contended, ranges of higher-priority streams (lower number) are taken
-first.
+hardware) and the last worker to finish completes the task. Kernels of all streams share the pool;
+when it is contended, ranges of higher-priority streams (lower number) are taken first.
 
 Fidelity: matches ACL's launch contract (async, in stream order, error at the next synchronize with
 the block named). Approximated: blocks go to cores as fixed contiguous ranges, not dynamically one
@@ -112,9 +110,6 @@ class CorePool:
                            f"CorePool: n_cores must be >= 1, got n_cores={n_cores}")
         self.n = int(n_cores)
         self.assist_enabled = os.environ.get("ASCEND_EMU_SYNC_ASSIST", "1") != "0"
-        # a core back for more of its kernel while a rung core is late halves the range it takes
-        # (`_split`; ASCEND_EMU_SPLIT_LATE=0: it takes the whole range, one hand-off per core)
-        self.split_late = os.environ.get("ASCEND_EMU_SPLIT_LATE", "1") != "0"
         self._lock = threading.Lock()
         self._heap = []
         self._idle = []                         # ids of sleeping, un-rung workers
@@ -181,20 +176,6 @@ class CorePool:
         for w in wake:
             self._bells[w].release()
 
-    def _split(self, e: _Range) -> None:
-        """(Under the lock.) A worker back for a range of the kernel it just ran a range of, while
-        a core rung for that kernel has not arrived yet (woken late: a loaded machine), takes the
-        first half of `e` only; the second half waits in its place for the late core, or for this
-        worker's next turn. A core on time never gets here; a late one costs one more range per
-        halving instead of the whole range's wait at the launch's end."""
-        task = e.task
-        mid = e.first + (e.last - e.first) // 2
-        rest = _Range(e.priority, e.seq, task, mid, e.last)
-        e.last = mid
-        heapq.heappush(self._heap, rest)
-        task.entries.append(rest)
-        task.left += 1
-
     def _register_launch(self, task: KernelTask, launch) -> None:
         """Keep a MIX launch's synchronisation state, for `cancel` to abort (rt.mixlaunch)."""
         with self._lock:
@@ -204,7 +185,6 @@ class CorePool:
         heap, lock, idle, state = self._heap, self._lock, self._idle, self._state
         bell = self._bells[wid]
         pop = heapq.heappop
-        last = None                             # the task of the range this worker just ran
         while True:
             with lock:
                 if self._gen[wid] != gen:       # abandoned to a cancelled kernel: replaced
@@ -215,12 +195,8 @@ class CorePool:
                 elif heap:
                     e = pop(heap)
                     state[wid] = _RUN
-                    task = e.task
-                    if task is not None:
-                        task.entries.remove(e)
-                        if task is last and not task.entries and e.last - e.first > 1 and \
-                                _RUNG in state and self.split_late:
-                            self._split(e)
+                    if e.task is not None:
+                        e.task.entries.remove(e)
                 else:
                     e = None
                     state[wid] = _IDLE
@@ -232,7 +208,6 @@ class CorePool:
             if task is None:
                 return                          # shutdown
             self._run_range(task, wid, e.first, e.last, True)
-            last = task
             del task, e
 
     def assist(self, task: KernelTask) -> None:

@@ -166,7 +166,7 @@ def test_ten_thousand_malloc_launch_free_cycles_leave_no_memory(dev0):
 
 
 def test_all_streams_share_the_core_pool(dev0):
-    L.set_core_count(2).split_late = False     # one range per core, checked below
+    L.set_core_count(2)
     try:
         streams = [rt.Stream() for _ in range(6)]
         body = type("Sleepy", (PlainBinary,), {

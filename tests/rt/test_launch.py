@@ -45,7 +45,6 @@ AXPY = Binary("axpy", axpy_body)
 @pytest.fixture
 def cores4():
     pool = L.set_core_count(4)
-    pool.split_late = False     # one range per core: these tests check that layout
     yield pool
     L.set_core_count()
 

@@ -35,7 +35,7 @@ class CountingBinary(Binary):
 
 @pytest.fixture
 def cores2():
-    L.set_core_count(2).split_late = False     # one range per core (the records' layout)
+    L.set_core_count(2)
     yield
     L.set_core_count()
 
