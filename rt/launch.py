@@ -274,6 +274,7 @@ class CorePool:
                     wid = None
                 else:                           # asleep (lent while idle, or parked): wake it
                     state[wid] = _RUNG
+                    self._rang[wid] = perf_counter_ns()
             if wid is not None:
                 self._bells[wid].release()
 
