@@ -56,6 +56,24 @@ def _core_ctx(soc, flags):
     return cache[key]
 
 
+def _ctx_addrs(ctx) -> tuple:
+    """The addresses and sizes of a core context's arrays as a compiled kernel takes them, made
+    once per context of this thread's `_core_ctx` cache (kept beside it; any other context's
+    are made anew, never kept)."""
+    addrs = getattr(_CTX, "addrs", None)
+    if addrs is None:
+        addrs = _CTX.addrs = {}
+    got = addrs.get(id(ctx))
+    if got is not None and got[0] is ctx:
+        return got[1]
+    mem, stage, st, tr = ctx
+    c = (mem.ctypes.data, mem.size, stage.ctypes.data, stage.size, st.ctypes.data,
+         tr.ctypes.data, tr.shape[0])
+    if any(v is ctx for v in getattr(_CTX, "cache", {}).values()):
+        addrs[id(ctx)] = (ctx, c)
+    return c
+
+
 _SANITIZER: list = []     # the active sanitizer (ascendc/sanitize), if any
 
 
@@ -73,12 +91,20 @@ def sanitizer():
 
 class GMArg:
     """A GM argument as the binary receives it: device address, bytes, dtype."""
-    __slots__ = ("ptr", "nbytes", "dtype", "name", "owner", "_view")
+    __slots__ = ("ptr", "nbytes", "dtype", "name", "owner", "_view", "_flat")
 
     def __init__(self, ptr, nbytes, dtype: D.DataType, name, owner=None):
         self.ptr, self.nbytes, self.dtype, self.name = int(ptr), int(nbytes), dtype, name
         self.owner = owner  # keeps a DeviceArray alive until the launch's task is done
-        self._view = None
+        self._view = self._flat = None
+
+    def flat(self):
+        """(address, elements) of `view()`, as a compiled kernel takes it; made once (numpy's
+        `.ctypes.data` costs microseconds, and a replayed launch keeps its GMArgs)."""
+        if self._flat is None:
+            v = self.view()
+            self._flat = (v.ctypes.data, v.size)
+        return self._flat
 
     def view(self):
         """The kernel's view: from the argument's start to its allocation's end (whole
@@ -146,14 +172,19 @@ class Binary(rt.KernelBinary):
             _mix.attach(st, None, self.kernel_type)
         st.rounded = 0
         core.reset_counters(ctx)
-        views, gms = [], []
+        views, gms, flat = [], [], []
         for a in args:
             if isinstance(a, GMArg):
                 v = a.view()
                 views.append(v)
                 gms.append((a, v.nbytes))
+                flat += a.flat()
             else:
                 views.append(a)
+                if isinstance(a, np.ndarray):
+                    flat += (a.ctypes.data, a.size)
+                else:
+                    flat.append(a)
         report = self.checked.report_gm_overreach
         set_gm_sizes(st, gms, report)
         try:
@@ -167,7 +198,7 @@ class Binary(rt.KernelBinary):
                                  port.index if port is not None else None)
             else:
                 self._run(ctx, blocks if blocks is not None else self._order(first, last),
-                          block_num, views)
+                          block_num, views, flat)
         except CompileError:
             raise
         except (KernelError, ZeroDivisionError, IndexError, ValueError, TypeError,
@@ -333,20 +364,19 @@ class CompiledBinary(Binary):
         k = int(st.src_line)
         return self.lines[k] if 0 < k < len(self.lines) else None
 
-    def _run(self, ctx, blocks, block_dim, views):
+    def _run(self, ctx, blocks, block_dim, views, flat=None):
         # arrays go in as (address, length): the generated _run rebuilds them without reference
         # counts, so a fault leaks nothing (compiler/rawptr.py); ctx, blocks and views stay
-        # alive here for the duration of the call
-        mem, stage, st, tr = ctx
-        c = (mem.ctypes.data, mem.size, stage.ctypes.data, stage.size, st.ctypes.data,
-             tr.ctypes.data, tr.shape[0])
+        # alive here for the duration of the call. `flat`: the views so flattened already
+        c = _ctx_addrs(ctx)
         blocks = np.ascontiguousarray(blocks, dtype=np.int64)
-        flat = []
-        for v in views:
-            if isinstance(v, np.ndarray):
-                flat += (v.ctypes.data, v.size)
-            else:
-                flat.append(v)
+        if flat is None:
+            flat = []
+            for v in views:
+                if isinstance(v, np.ndarray):
+                    flat += (v.ctypes.data, v.size)
+                else:
+                    flat.append(v)
         args = (c, (blocks.ctypes.data, len(blocks)), block_dim, *flat)
         try:
             if not self.compiled:           # compile (or load) once, not from many threads
@@ -376,7 +406,7 @@ class InterpretedBinary(Binary):
             tb = tb.tb_next
         return where
 
-    def _run(self, ctx, blocks, block_dim, views):
+    def _run(self, ctx, blocks, block_dim, views, flat=None):
         args = []
         it = iter(views)
         for n in self.param_names:

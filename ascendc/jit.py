@@ -261,9 +261,7 @@ class JitFunction(KernelFunction):
         key = (interpret, checked, soc.name, tuple(sorted((k, repr(v)) for k, v in
                                                          consts.items())), tuple(sig), traced,
                ktype)
-        binary = self._binary(key, interpret, checked, soc, consts, sig, traced, ktype)
-        binary.mix = mix
-        binary.kfc = mix is not None and _mix.serves_matmul(ktype, self._asc_calls())
+        binary = self._binary(key, interpret, checked, soc, consts, sig, traced, ktype, mix)
         # a MIX launch runs block_dim groups (rt.mixlaunch); a Matmul kernel detected as
         # MIX_AIC_1_2 runs its 2 * block_dim AIV instances on the core pool
         return binary, block_dim if mix is not None else block_dim * binary.per_block, \
@@ -312,7 +310,12 @@ class JitFunction(KernelFunction):
                                  f"NPU hangs), got block_dim={block_dim}")
 
     def _binary(self, key, interpret, checked, soc, consts, sig, traced=False,
-                ktype=KT.AICORE):
+                ktype=KT.AICORE, mix=None):
+        """The binary of cache `key`, built on first use. Its `mix` / `kfc` are set here, once,
+        before any other thread can see it: both follow from parts of the key (the kernel type,
+        the checked options) and the kernel's source, so every launch of one binary has the same
+        ones and no launch writes them again (a launch writing them would race with another
+        thread's launch of the same binary)."""
         b = self._cache.get(key)
         if b is not None:
             return b
@@ -329,6 +332,8 @@ class JitFunction(KernelFunction):
                 mod = load_module(kernel_module(self, consts, sig, soc), self.__name__)
                 b = CompiledBinary(self.__name__, soc, checked, self.param_names, mod._run,
                                    mod._LINES, gm_names, traced, ktype, mod.__file__)
+            b.mix = mix
+            b.kfc = mix is not None and _mix.serves_matmul(ktype, self._asc_calls())
             b.needs_all_resident = "sync_all" in self._asc_calls()
             b.written = written_params(self.fn, gm_names)
             if b.written is not None:
@@ -356,8 +361,7 @@ class PreparedLaunch:
     it was chosen for changed since (`JitFunction._state`: interpret / checked defaults, the
     NPU view, the sanitizer). The arguments are the recorded ones: device buffers by address,
     scalars by value."""
-    __slots__ = ("fn", "block_dim", "bound", "opts", "state", "binary", "blocks", "args", "mix",
-                 "kfc")
+    __slots__ = ("fn", "block_dim", "bound", "opts", "state", "binary", "blocks", "args")
 
     def __init__(self, fn, block_dim, bound, opts, state, binary, blocks, launch_args):
         self.fn, self.block_dim, self.bound, self.opts = fn, block_dim, bound, opts
@@ -366,15 +370,12 @@ class PreparedLaunch:
     def _set(self, state, binary, blocks, launch_args):
         self.state, self.binary, self.blocks, self.args = state, binary, blocks, \
             tuple(launch_args)
-        self.mix, self.kfc = binary.mix, binary.kfc
 
     def __call__(self, stream=None):
         state = self.fn._state(self.opts)
         if state != self.state:
             self._set(state, *self.fn._bind(self.block_dim, self.bound, self.opts, state, []))
-        b = self.binary
-        b.mix, b.kfc = self.mix, self.kfc
-        return rt.launch(b, self.blocks, self.args, stream)
+        return rt.launch(self.binary, self.blocks, self.args, stream)
 
 
 class record_launches:

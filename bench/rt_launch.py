@@ -9,7 +9,12 @@ Rows (medians of many repetitions):
   for any design that hands work to another thread);
 - launches queued back to back, per launch;
 - a nogil binary (numpy exp over a big array) with block_dim 2 vs 1 on a 2-core pool (goal >= 1.8x),
-  next to the same split over two plain threads (what the machine allows at that moment).
+  next to the same split over two plain threads (what the machine allows at that moment);
+- a chain of 99 replayed launches of a small compiled kernel (`kernels.add`, block_dim 8, as
+  ResNet-50's nodes replay theirs: `asc.record_launches`) queued then synchronized, per launch:
+  wall and process CPU time, and the block ranges each launch took (one: the launch was shorter
+  than a sleeping core takes to come, `CorePool.late_ns`, so the core at hand ran it all), with
+  short launches kept on one core and not (`ASCEND_EMU_SOLO_SHORT=0`), alternating.
 """
 from __future__ import annotations
 
@@ -66,6 +71,50 @@ def queue_round_trip_us(reps):
     a.put(None)
     t.join()
     return us
+
+
+def replayed_chain(reps: int, n_launch: int = 99) -> list:
+    """Rows: per launch of a chain of `n_launch` replayed compiled launches (queued, then one
+    synchronize), wall / process CPU medians of `reps` chains, short launches on one core or not."""
+    from ascendc import record_launches
+    from kernels.add import add_kernel, add_tiling
+
+    n = 8 * 8192
+    t = add_tiling(n, np.float32, 8)
+    x = rt.to_device(np.ones(n, np.float32))
+    z = rt.device_empty((n,), np.float32)
+    s = rt.Stream()
+    with record_launches() as rec:
+        add_kernel[t.block_dim, s](x, x, z, t.total, t.per_core, t.tile, interpret=False)
+    (p,) = rec.launches
+    s.synchronize()
+    pool = L.core_pool()
+    got = {True: ([], [], []), False: ([], [], [])}
+    tasks = []
+    for i in range(2 * reps + 2):
+        solo = i % 2 == 0
+        pool.solo_short = solo
+        w0, c0 = time.perf_counter(), time.process_time()
+        tasks[:] = [p(s) for _ in range(n_launch)]
+        s.synchronize()
+        if i >= 2:                          # the first pair: warm-up
+            wall, cpu, ranges = got[solo]
+            wall.append((time.perf_counter() - w0) / n_launch * 1e6)
+            cpu.append((time.process_time() - c0) / n_launch * 1e6)
+            ranges.append(sum(len(k.ranges) for k in tasks) / n_launch)
+    pool.solo_short = True
+    s.destroy()
+    rows = []
+    for solo in (True, False):
+        wall, cpu, ranges = got[solo]
+        tag = "short ones on one core" if solo else "ASCEND_EMU_SOLO_SHORT=0"
+        rows.append((f"{n_launch} replayed compiled launches (add, block_dim {t.block_dim}), "
+                     f"{tag}: wall per launch", float(np.median(wall)),
+                     f"process CPU {float(np.median(cpu)):.1f} us, "
+                     f"{float(np.mean(ranges)):.2f} ranges per launch"))
+    rows.append(("  how late a rung core came (CorePool.late_ns, moving average)",
+                 pool.late_ns / 1e3, ""))
+    return rows
 
 
 def stream(optimize: bool) -> rt.Stream:
@@ -133,6 +182,7 @@ def main(argv=None):
                  f"{speedup:.2f}x block_dim 1 "
                  f"(goal >= 1.8x: {'met' if speedup >= 1.8 else 'MISSED'})"))
     L.set_core_count()
+    rows += replayed_chain(max(21, args.reps // 100))
 
     w = max(len(r[0]) for r in rows)
     print(f"rt launch benchmark  (cpu_count={os.cpu_count()}, core pool={pool.n} workers, "

@@ -5,7 +5,8 @@ last, block_dim, args)` running blocks `first <= block_idx < last`, and the flag
 reads; rt never imports the compiler. `launch` enqueues a kernel task
 on a stream; when the stream reaches it, `range(block_dim)` is cut into at most one contiguous range
 per core-pool worker (one hand-off per worker; `block_dim` above the core count runs in waves, as on
-hardware) and the last worker to finish completes the task. Kernels of all streams share the pool;
+hardware; a launch shorter than a rung worker's wake-up, one range on the worker at hand) and the
+last worker to finish completes the task. Kernels of all streams share the pool;
 when it is contended, ranges of higher-priority streams (lower number) are taken first.
 
 Fidelity: matches ACL's launch contract (async, in stream order, error at the next synchronize with
@@ -71,6 +72,10 @@ _IDLE, _RUNG, _RUN, _LENT_IDLE, _LENT_RUNG, _PARKED = range(6)
 
 
 _NO_LOCK = nullcontext()
+_WORKER = threading.local()     # .pool: the CorePool whose worker this thread is
+# the lateness a short launch is weighed against, at most: a core late by more is starved by a
+# loaded machine, and giving up its share of the CPU for longer launches was measured slower
+_SOLO_CAP_NS = 100_000
 
 
 _Stop = KernelStop       # raised asynchronously in the threads of a cancelled kernel
@@ -110,6 +115,12 @@ class CorePool:
                            f"CorePool: n_cores must be >= 1, got n_cores={n_cores}")
         self.n = int(n_cores)
         self.assist_enabled = os.environ.get("ASCEND_EMU_SYNC_ASSIST", "1") != "0"
+        # a launch whose blocks take less time than a sleeping core takes to come runs as one
+        # range on the core at hand (ASCEND_EMU_SOLO_SHORT=0: always one range per core)
+        self.solo_short = os.environ.get("ASCEND_EMU_SOLO_SHORT", "1") != "0"
+        self.late_ns = 0                        # how late a rung core starts (moving average)
+        self._rang = [0] * n_cores              # when each core was last rung
+        self._block_ns: dict = {}               # id(binary) -> wall ns per block, latest range
         self._lock = threading.Lock()
         self._heap = []
         self._idle = []                         # ids of sleeping, un-rung workers
@@ -154,6 +165,11 @@ class CorePool:
                 task, self, lambda b: self._run_range(task, b, b, b + 1, False, bar))
         bd = task.block_dim
         k = self.n if bd > self.n else bd
+        if k > 1 and self.late_ns and self.solo_short:
+            per = self._block_ns.get(id(task.binary))
+            if per is not None and per * bd * (k - 1) < min(self.late_ns, _SOLO_CAP_NS) * k:
+                k = 1               # one core now finishes before k cores, one of them late
+                self.late_ns -= self.late_ns >> 5   # forget it slowly: ring, measure again
         q, r = divmod(bd, k)
         task.left = k
         task.ranges = []
@@ -170,9 +186,14 @@ class CorePool:
                 heapq.heappush(heap, e)
                 first = last
             idle = self._idle
-            wake = [idle.pop() for _ in range(min(k, len(idle)))]
-            for w in wake:
-                state[w] = _RUNG
+            if k == 1 and len(heap) == 1 and getattr(_WORKER, "pool", None) is self:
+                wake = ()           # the worker dispatching this takes it next: ring no one
+            else:
+                wake = [idle.pop() for _ in range(min(k, len(idle)))]
+                now = perf_counter_ns()
+                for w in wake:
+                    state[w] = _RUNG
+                    self._rang[w] = now
         for w in wake:
             self._bells[w].release()
 
@@ -185,6 +206,7 @@ class CorePool:
         heap, lock, idle, state = self._heap, self._lock, self._idle, self._state
         bell = self._bells[wid]
         pop = heapq.heappop
+        _WORKER.pool = self
         while True:
             with lock:
                 if self._gen[wid] != gen:       # abandoned to a cancelled kernel: replaced
@@ -194,6 +216,8 @@ class CorePool:
                     e = None
                 elif heap:
                     e = pop(heap)
+                    if state[wid] == _RUNG:     # rung, now here: how late
+                        self.late_ns += (perf_counter_ns() - self._rang[wid] - self.late_ns) >> 3
                     state[wid] = _RUN
                     if e.task is not None:
                         e.task.entries.remove(e)
@@ -250,6 +274,7 @@ class CorePool:
                     wid = None
                 else:                           # asleep (lent while idle, or parked): wake it
                     state[wid] = _RUNG
+                    self._rang[wid] = perf_counter_ns()
             if wid is not None:
                 self._bells[wid].release()
 
@@ -312,6 +337,11 @@ class CorePool:
             except _Stop:
                 pass
         task.ranges.append(BlockRun(wid, first, last, t0, t1))
+        if barrier is None:
+            bns = self._block_ns
+            if len(bns) > 4096:
+                bns.clear()
+            bns[id(task.binary)] = (t1 - t0) // (last - first)
         if done:
             self._done(task, t1)
 

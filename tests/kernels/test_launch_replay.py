@@ -51,3 +51,60 @@ def test_a_launch_with_host_arrays_is_not_replayable(interpret):
     assert len(outer.launches) == 1 and outer.replayable   # nested: each its own launches
     rt.current_stream().synchronize()
     np.testing.assert_array_equal(zd.copy_to_host(), np.full(n, 2, np.float32))
+
+
+class _ReadOnly:
+    """A binary seen through a view that refuses writes: a launch that sets an attribute on the
+    binary it launches (shared by every thread launching that kernel) raises here."""
+
+    def __init__(self, binary):
+        object.__setattr__(self, "_b", binary)
+
+    def __getattr__(self, name):
+        return getattr(object.__getattribute__(self, "_b"), name)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"a launch wrote {name}={value!r} onto the shared binary")
+
+
+def test_replays_from_two_threads_never_write_to_their_shared_binary(interpret):
+    """Two threads replay launches of one binary at once, each on its own stream and buffers:
+    nothing is written onto the binary (its `mix` / `kfc` are fixed when it is built), and each
+    thread gets its own sums."""
+    import threading
+    rt.ensure_device()
+    n = 1000 * 8 + 3
+    t = add_tiling(n, np.float32)
+    rng = np.random.default_rng(1)
+    plans = []
+    for _ in range(2):
+        x, y = (rt.to_device(rng.standard_normal(n).astype(np.float32)) for _ in "xy")
+        z = rt.device_empty((n,), np.float32)
+        s = rt.Stream()
+        with record_launches() as rec:
+            add_kernel[t.block_dim, s](x, y, z, t.total, t.per_core, t.tile, interpret=interpret)
+        (p,) = rec.launches
+        s.synchronize()
+        plans.append((p, s, x, y, z))
+    assert plans[0][0].binary is plans[1][0].binary          # one binary, shared
+    for p, *_ in plans:
+        p.binary = _ReadOnly(p.binary)
+    start, errors = threading.Barrier(2), []
+
+    def replay(p, s, x, y, z):
+        try:
+            start.wait()
+            for _ in range(20):
+                z.copy_from_host(np.full(n, np.nan, np.float32))
+                p(s)
+                s.synchronize()
+                np.testing.assert_array_equal(z.copy_to_host(), x.copy_to_host() + y.copy_to_host())
+        except BaseException as exc:    # noqa: BLE001 - reported by the main thread
+            errors.append(exc)
+    threads = [threading.Thread(target=replay, args=plan) for plan in plans]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors, errors[0]
+

@@ -45,6 +45,7 @@ AXPY = Binary("axpy", axpy_body)
 @pytest.fixture
 def cores4():
     pool = L.set_core_count(4)
+    pool.solo_short = False     # one range per core however short: these tests check that layout
     yield pool
     L.set_core_count()
 

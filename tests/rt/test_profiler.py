@@ -35,7 +35,7 @@ class CountingBinary(Binary):
 
 @pytest.fixture
 def cores2():
-    L.set_core_count(2)
+    L.set_core_count(2).solo_short = False     # one range per core (the records' layout)
     yield
     L.set_core_count()
 
