@@ -13,7 +13,9 @@ summed per op type. Before the timing it splits the CPU time of an inference: th
 ranges by kernel (thread CPU time of each range on the core threads) against the rest, and the
 host thread's CPU time to enqueue one inference (the launches' Python; also with the nodes'
 recorded launches off, `kernels.model_ops.REPLAY`), and how evenly each launch's blocks kept
-the core threads busy, so a loaded machine still shows where the time goes. `--perf` adds
+the core threads busy, so a loaded machine still shows where the time goes. After the ratio,
+a "bound" line puts the model's Conv multiply-adds at the cube GEMM's rate on this CPU against
+the CPU time 0.5x of onnxruntime allows (docs/models.md). `--perf` adds
 the CPU time of --repeats inferences by primitive group from Linux `perf` samples
 (bench/fa_perf.py's groups and symbol map). onnxruntime is an optional extra
 (`pip install onnxruntime`).
