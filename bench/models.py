@@ -13,7 +13,9 @@ summed per op type. Before the timing it splits the CPU time of an inference: th
 ranges by kernel (thread CPU time of each range on the core threads) against the rest, and the
 host thread's CPU time to enqueue one inference (the launches' Python; also with the nodes'
 recorded launches off, `kernels.model_ops.REPLAY`), and how evenly each launch's blocks kept
-the core threads busy, so a loaded machine still shows where the time goes. `--perf` adds
+the core threads busy, so a loaded machine still shows where the time goes. After the ratio,
+a "bound" line puts the model's Conv multiply-adds at the cube GEMM's rate on this CPU against
+the CPU time 0.5x of onnxruntime allows (docs/models.md). `--perf` adds
 the CPU time of --repeats inferences by primitive group from Linux `perf` samples
 (bench/fa_perf.py's groups and symbol map). onnxruntime is an optional extra
 (`pip install onnxruntime`).
@@ -116,6 +118,55 @@ def _light(name: str) -> str:
                         f"light_{name}.onnx")
 
 
+def conv_shapes(m) -> list:
+    """(x shape, w shape, stride, pads (top, left, bottom, right)) of each ungrouped 2-D Conv of
+    ONNX model m (shapes by onnx's shape inference)."""
+    import onnx
+    from onnx import shape_inference
+    g = shape_inference.infer_shapes(m).graph
+    shapes = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim]
+              for v in list(g.value_info) + list(g.input) + list(g.output)}
+    shapes.update({i.name: list(i.dims) for i in g.initializer})
+    out = []
+    for nd in g.node:
+        a = {x.name: onnx.helper.get_attribute_value(x) for x in nd.attribute}
+        xs, ws = shapes.get(nd.input[0]), shapes.get(nd.input[1]) if nd.input[1:] else None
+        if nd.op_type != "Conv" or a.get("group", 1) != 1 or not xs or not ws or len(ws) != 4:
+            continue
+        out.append((tuple(xs), tuple(ws), tuple(a.get("strides", (1, 1))),
+                    tuple(a.get("pads", (0, 0, 0, 0)))))
+    return out
+
+
+def _gemm_bound(m, cpu_ms: float, ort_ms: float) -> None:
+    """What bounds the ratio: the Convs' multiply-accumulates at the rate of the cube's float32
+    GEMM on this CPU (bench.cube_gemm, one 128 x 128 x 128 mmad), against the CPU time the goal
+    leaves with both core threads busy."""
+    import rt
+    from bench.cube_gemm import case
+    from bench.resnet_kernels import cube_macs
+    from kernels.conv2d import conv2d_tiling
+    convs = conv_shapes(m)
+    if not convs:
+        return
+    real = cube = 0
+    for xs, ws, st, pads in convs:
+        t = conv2d_tiling(xs, ws, st, pads)
+        real += ws[0] * ws[1] * ws[2] * ws[3] * t.oh * t.ow * xs[0]
+        cube += cube_macs(t) * xs[0]
+    rate = 128 ** 3 / case(128, 128, 128, np.float32, 5, 20)[0]       # MAC/s, thread time
+    cores = rt.default_core_count()
+    g_real, g_cube = real / rate * 1e3, cube / rate * 1e3
+    budget = 2 * ort_ms * cores
+    print(f"bound: {len(convs)} Convs, {real / 1e9:.3f} G MACs (the cube's mmads compute "
+          f"{cube / 1e9:.3f} G with their fractal padding); at the mmad's {2 * rate / 1e9:.0f} "
+          f"GFLOP/s they take {g_real:.1f} ms CPU ({g_cube:.1f} with the padding), "
+          f"{g_cube / cores:.1f} ms wall on {cores} core threads at best; 0.5x of "
+          f"onnxruntime's {ort_ms:.1f} ms is {2 * ort_ms:.1f} ms wall = {budget:.1f} ms CPU with "
+          f"every core thread busy: {budget - g_cube:.1f} ms for the rest, which takes "
+          f"{cpu_ms - g_cube:.1f} ms today (the CPU time per inference above less the GEMM)")
+
+
 def run_bench(name: str, repeats: int, perf: bool = False) -> int:
     import onnx
     from onnx.backend.test.runner import Runner
@@ -146,8 +197,8 @@ def run_bench(name: str, repeats: int, perf: bool = False) -> int:
     c0 = time.process_time()
     for _ in range(repeats):
         model.execute([x])
-    print(f"rt.Model CPU time per inference (all threads): "
-          f"{(time.process_time() - c0) / repeats * 1e3:.1f} ms ({repeats} runs)")
+    cpu_ms = (time.process_time() - c0) / repeats * 1e3
+    print(f"rt.Model CPU time per inference (all threads): {cpu_ms:.1f} ms ({repeats} runs)")
     _host_and_kernel_cpu(model, x, repeats)
     if perf:
         from bench import fa_perf
@@ -171,6 +222,7 @@ def run_bench(name: str, repeats: int, perf: bool = False) -> int:
     if ort is not None:
         print(f"ratio onnxruntime/ours = {med['onnxruntime'] / med['rt.Model']:.3f}x "
               f"(goal >= 0.5x)")
+        _gemm_bound(m, cpu_ms, med["onnxruntime"] * 1e3)
     with rt.profile() as prof:
         model.execute([x])
     rows = op_summary(prof)

@@ -1,6 +1,6 @@
 """Process CPU time of ResNet-50's data-movement-heavy kernels, one launch at a time (compiled).
 
-    python -m bench.resnet_kernels [--repeats 15] [--tiles | --epilogue]
+    python -m bench.resnet_kernels [--repeats 15] [--tiles | --epilogue | --macs]
 
 Rows: the stem MaxPool (64 x 112 x 112, 3x3/2, pad 1), a downsampling 1x1/2 convolution
 (256 x 56 x 56 -> 512: `subsample2_kernel` + the matmul), conv1 (3 x 224 x 224, 7x7/2: the
@@ -13,6 +13,13 @@ alternating, to compare them. `--tiles` prints instead the simulated time of eac
 matmul launch (NPU view, deterministic) with kernels.conv2d's tile widths (`balanced_tile_n`)
 and with base_n-wide tiles (the last one ragged); `--epilogue` the simulated time and the
 process CPU time of the residual epilogue (`bias_act_kernel`) by its number of blocks.
+`--macs` accounts for the GEMM in every conv of ResNet-50 (the 53 convs as 23 distinct shapes,
+`RESNET50_CONVS`): the model's multiply-accumulates against those the cube's mmads compute
+(m and n rounded up to 16 per mmad: channels, the tap path's garbage columns, the stride-2
+phase path's zero weight columns, ragged tiles), the process CPU time per launch (padding /
+img2col included) and what the mmads' GEMM alone takes at the rate one 128 x 128 x 128 float32
+mmad reaches on this CPU (`bench.cube_gemm`'s case, thread time): the rest is everything else
+the launch does (data movement, bookkeeping, the launch itself).
 """
 from __future__ import annotations
 
@@ -44,8 +51,11 @@ def main(argv=None) -> None:
     ap.add_argument("--repeats", type=int, default=15)
     ap.add_argument("--tiles", action="store_true")
     ap.add_argument("--epilogue", action="store_true")
+    ap.add_argument("--macs", action="store_true")
     args = ap.parse_args(argv)
     rt.ensure_device()
+    if args.macs:
+        return _macs(args.repeats)
     if args.tiles:
         return _tiles()
     if args.epilogue:
@@ -124,6 +134,72 @@ def _epilogue(repeats: int) -> None:
             ms = _cpu_ms(lambda: launch_epilogue(y, o, t, s, residual=r, relu=True), s, repeats)
             print(f"epilogue {oc}x{shp[2]}x{shp[3]}: {t.epi_block_dim} blocks {us:.2f} us "
                   f"simulated, {ms:.3f} ms CPU")
+
+
+# ResNet-50's convolutions (batch 1): (x shape, w shape, stride, padding, count in the model)
+RESNET50_CONVS = [
+    ((1, 3, 224, 224), (64, 3, 7, 7), 2, 3, 1), ((1, 64, 56, 56), (64, 64, 1, 1), 1, 0, 1),
+    ((1, 64, 56, 56), (64, 64, 3, 3), 1, 1, 3), ((1, 64, 56, 56), (256, 64, 1, 1), 1, 0, 4),
+    ((1, 256, 56, 56), (64, 256, 1, 1), 1, 0, 2), ((1, 256, 56, 56), (128, 256, 1, 1), 1, 0, 1),
+    ((1, 128, 56, 56), (128, 128, 3, 3), 2, 1, 1), ((1, 128, 28, 28), (512, 128, 1, 1), 1, 0, 4),
+    ((1, 256, 56, 56), (512, 256, 1, 1), 2, 0, 1), ((1, 512, 28, 28), (128, 512, 1, 1), 1, 0, 3),
+    ((1, 128, 28, 28), (128, 128, 3, 3), 1, 1, 3), ((1, 512, 28, 28), (256, 512, 1, 1), 1, 0, 1),
+    ((1, 256, 28, 28), (256, 256, 3, 3), 2, 1, 1), ((1, 256, 14, 14), (1024, 256, 1, 1), 1, 0, 6),
+    ((1, 512, 28, 28), (1024, 512, 1, 1), 2, 0, 1),
+    ((1, 1024, 14, 14), (256, 1024, 1, 1), 1, 0, 5),
+    ((1, 256, 14, 14), (256, 256, 3, 3), 1, 1, 5), ((1, 1024, 14, 14), (512, 1024, 1, 1), 1, 0, 1),
+    ((1, 512, 14, 14), (512, 512, 3, 3), 2, 1, 1), ((1, 512, 7, 7), (2048, 512, 1, 1), 1, 0, 3),
+    ((1, 1024, 14, 14), (2048, 1024, 1, 1), 2, 0, 1),
+    ((1, 2048, 7, 7), (512, 2048, 1, 1), 1, 0, 2), ((1, 512, 7, 7), (512, 512, 3, 3), 1, 1, 2)]
+
+
+def cube_macs(t) -> int:
+    """Multiply-accumulates of the mmads of conv tiling t: per output tile, K chunk and L0B
+    part, m and n rounded up to 16 (the cube's fractals) times the chunk's k."""
+    mm, total = t.mm, 0
+    tile_n = t.tile_n or mm.base_n
+    for m0 in range(0, mm.m, mm.base_m):
+        m16 = -(-min(mm.base_m, mm.m - m0) // 16) * 16
+        for n0 in range(0, mm.n, tile_n):
+            nt = min(tile_n, mm.n - n0)
+            n16 = sum(-(-min(mm.l0_n, nt - j) // 16) * 16 for j in range(0, nt, mm.l0_n))
+            total += m16 * n16 * mm.k        # the chunks' k add up to K
+    return total
+
+
+def _macs(repeats: int) -> None:
+    from bench.cube_gemm import case
+    ours, _ = case(128, 128, 128, np.float32, repeats, 20)
+    rate = 128 ** 3 / ours               # MAC/s of one mmad, thread time
+    print(f"cube GEMM rate: {2 * rate / 1e9:.0f} GFLOP/s (one 128 x 128 x 128 float32 mmad, "
+          f"thread time; load {__import__('os').getloadavg()[0]:.1f})")
+    s = rt.Stream()
+    rng = np.random.default_rng(0)
+    tot = {"real": 0, "cube": 0, "cpu": 0.0}
+    for shp, w, st, p, count in RESNET50_CONVS:
+        tc = conv2d_tiling(shp, w, st, p)
+        real = w[0] * w[1] * w[2] * w[3] * tc.oh * tc.ow
+        cube = cube_macs(tc)
+        xd = rt.to_device(rng.standard_normal(shp).astype(np.float32))
+        wm = rt.to_device(conv_weights(rng.standard_normal(w).astype(np.float32), None, tc))
+        col = rt.device_empty((max(tc.col_elems, 16),), np.float32)
+        yd = rt.device_empty((1, tc.oc, tc.oh, tc.ow), np.float32)
+        z = rt.device_zeros((max(tc.mm.zeros_len, 16),), np.float32)
+        ms = _cpu_ms(lambda: launch_conv2d(xd, wm, yd, col, z, tc, s), s, repeats)
+        path = "tap" if tc.tap_wp else "1x1" if tc.direct else "1x1/2" if tc.subsample else \
+            "phase" if tc.phase else "img2col"
+        gemm = cube / rate * 1e3
+        print(f"{shp[1]}x{shp[2]}x{shp[3]} -> {w[0]} {w[2]}x{w[3]}/{st} ({path}) x{count}: "
+              f"{real / 1e6:.1f} M MACs, cube {cube / 1e6:.1f} M ({cube / real:.2f}x); "
+              f"{ms:.2f} ms CPU, the GEMM {gemm:.2f}, the rest {ms - gemm:.2f}")
+        tot["real"] += real * count
+        tot["cube"] += cube * count
+        tot["cpu"] += ms * count
+    g_real, g_cube = tot["real"] / rate * 1e3, tot["cube"] / rate * 1e3
+    print(f"all 53 convs: {tot['real'] / 1e9:.3f} G MACs, cube {tot['cube'] / 1e9:.3f} G "
+          f"({tot['cube'] / tot['real']:.3f}x); {tot['cpu']:.1f} ms CPU, the GEMM "
+          f"{g_cube:.1f} ms (of it the model's own MACs {g_real:.1f} ms, padding "
+          f"{g_cube - g_real:.1f}), the rest {tot['cpu'] - g_cube:.1f} ms")
 
 
 if __name__ == "__main__":

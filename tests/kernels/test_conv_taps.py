@@ -18,6 +18,7 @@ from kernels.convtap import SLACK, pad_kernel, pad_phases_kernel, tap_weight_mat
     ((1, 16, 56, 56), 130, 2),   # stride 2: four phase images, Wp = 32
     ((2, 9, 6, 26), 7, 2),       # stride 2, ragged: W/2 = 13, batch 2
     ((1, 70, 12, 28), 33, 2),    # stride 2, a K chunk spanning two taps
+    ((1, 24, 14, 14), 20, 2),    # stride 2, W/2 = 7 (ResNet's 14 -> 7): Wp 16, ragged M
 ])
 def test_tap_conv_matches_reference(interpret, shape, oc, s):
     t = conv2d_tiling(shape, (oc, shape[1], 3, 3), s, 1)
@@ -100,10 +101,36 @@ def test_when_the_tap_path_is_taken():
     assert not conv2d_tiling((1, 512, 7, 7), (512, 512, 3, 3), 1, 1).tap_wp   # Wp 16: 2.3x
     assert not conv2d_tiling((1, 8, 20, 20), (8, 8, 3, 3), 1, 1).tap_wp    # right pad 11 > 8
     assert conv2d_tiling((1, 8, 28, 28), (8, 8, 3, 3), 2, 1).tap_wp == 16  # stride 2: W/2
-    assert not conv2d_tiling((1, 8, 14, 14), (8, 8, 3, 3), 2, 1).tap_wp    # W/2 = 7: 2.3x
+    # stride 2, W/2 = 7 (Wp 16: 2.3x): 1.31x the phase path's cube work, which also runs img2col
+    assert conv2d_tiling((1, 8, 14, 14), (8, 8, 3, 3), 2, 1).tap_wp == 16
+    assert conv2d_tiling((1, 8, 8, 8), (8, 8, 3, 3), 2, 1).phase is not None   # W/2 = 4: 3x
     assert not conv2d_tiling((1, 8, 28, 27), (8, 8, 3, 3), 2, 1).tap_wp    # odd W
     assert not conv2d_tiling((1, 8, 28, 28), (8, 8, 3, 3), (1, 2), 1).tap_wp   # mixed strides
     assert not conv2d_tiling((1, 8, 28, 28), (8, 8, 3, 3), 1, 0).tap_wp    # no padding
     assert not conv2d_tiling((1, 8, 28, 28), (8, 8, 3, 3), 1, 2, 2).tap_wp  # dilation
     assert not conv2d_tiling((1, 8, 28, 28), (8, 8, 5, 5), 1, 1).tap_wp    # 5x5
     assert not conv2d_tiling((1, 8, 200, 56), (8, 8, 3, 3), 1, 1).tap_wp   # H*Wp > BUF
+
+
+def test_stride2_taps_beat_the_phase_path_on_the_npu(monkeypatch):
+    """At W/2 = 7 (Wp 16) the taps compute 1.31x the phase path's multiply-adds, yet the
+    simulated launches (split, padding / img2col, matmul) are shorter: no img2col matrix."""
+    import kernels.convtap as ct
+    shape, w_shape = (1, 64, 14, 14), (64, 64, 3, 3)
+    rng = np.random.default_rng(14)
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = rng.standard_normal(w_shape).astype(np.float32)
+    ref = conv2d_reference(x, w, None, 2, 1)
+    names = ("deinterleave2_kernel", "img2col_kernel", "conv_matmul_kernel",
+             "pad_phases_kernel", "conv_tap_kernel")
+    us = {}
+    for limit in (ct.TAP_VS_PHASE, 1.0):
+        monkeypatch.setattr(ct, "TAP_VS_PHASE", limit)
+        t = conv2d_tiling(shape, w_shape, 2, 1)
+        path = "taps" if t.tap_wp else "phase"
+        with rt.profile(npu=True) as prof:
+            y = conv2d(x, w, None, stride=2, padding=1, tiling=t)
+        np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-4)
+        us[path] = sum(r.timeline.us for k in names for r in prof.npu_runs(k))
+    assert set(us) == {"taps", "phase"}
+    assert us["taps"] < 0.8 * us["phase"]

@@ -341,10 +341,11 @@ def _pad_impl(ctx, d, s, isz, bc, bl, sstride, dstride, bl_max, is_pad, left, ri
         for i in range(bc):
             ub = i * ustep
             bcopy(t, ub + lb, s, i * gstep, bl)
-            if is_pad:
-                for q in range(ub, ub + row):
-                    if q < ub + lb or q >= ub + lb + bl:
-                        t[q] = np.uint8((pad_bits >> np.uint64(8 * ((q - ub) % isz))) & 0xFF)
+            if is_pad:      # the row's bytes outside the copied ones: left, then right
+                for q in range(ub, ub + lb):
+                    t[q] = np.uint8((pad_bits >> np.uint64(8 * ((q - ub) % isz))) & 0xFF)
+                for q in range(ub + lb + bl, ub + row):
+                    t[q] = np.uint8((pad_bits >> np.uint64(8 * ((q - ub) % isz))) & 0xFF)
         bump(st, C_MTE2, bc * bl)
         traced_blocks(ctx, _OP_DATA_COPY_PAD, D, S, bc * bl, isz, (bc - 1) * gstep + bl, bl,
                       gstep, 0)

@@ -83,6 +83,9 @@ def _lane_index(r, j, per_blk, blk_stride, rep_stride):
     return (r * rep_stride + (j // per_blk) * blk_stride) * per_blk + j % per_blk
 
 
+_LOW_BIT = np.array([(b & -b).bit_length() - 1 for b in range(256)], np.int64)  # [0]: unused
+
+
 @prim
 def _gather(d, s, pat, code, total, lanes, per_blk, blk_stride, rep_stride, pat_stride, nd):
     """The picks of every repeat into d (element views); the count, or -1 - index of the first
@@ -115,11 +118,21 @@ def _gather(d, s, pat, code, total, lanes, per_blk, blk_stride, rep_stride, pat_
             cnt += n_r
         else:
             pbase = r * pat_stride * 32
-            for j in range(nl):
-                if (pat[pbase + (j >> 3)] >> (j & 7)) & 1:
+            for j0 in range(0, nl, 8):      # a pattern byte at a time; none set: no lane
+                bits = pat[pbase + (j0 >> 3)]
+                if bits == 0:
+                    continue
+                if nl - j0 < 8:                 # the last byte: lanes past nl do not count
+                    bits &= np.uint8((1 << (nl - j0)) - 1)
+                while bits != 0:                # its set bits, lowest first
+                    j = j0 + _LOW_BIT[bits]
+                    bits &= bits - np.uint8(1)
                     if cnt >= nd:
                         return -1 - cnt
-                    d[cnt] = s[rb + (j // per_blk) * blk_stride * per_blk + j % per_blk]
+                    if blk_stride == 1:         # blocks back to back: lane j is element j
+                        d[cnt] = s[rb + j]
+                    else:
+                        d[cnt] = s[rb + (j // per_blk) * blk_stride * per_blk + j % per_blk]
                     cnt += 1
     return cnt
 

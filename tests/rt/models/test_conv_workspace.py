@@ -38,7 +38,8 @@ def test_direct_1x1_conv_has_no_workspace_others_have_img2col():
 
 @pytest.mark.parametrize("x,w,stride,pads", [
     ((1, 3, 224, 224), (64, 3, 7, 7), [2, 2], [3, 3, 3, 3]),     # the stride-2 path
-    ((1, 128, 14, 14), (128, 128, 3, 3), [2, 2], [1, 1, 1, 1]),
+    ((1, 128, 14, 14), (128, 128, 3, 3), [2, 2], [1, 1, 1, 1]),   # the taps: less than planned
+    ((1, 128, 8, 8), (128, 128, 3, 3), [2, 2], [1, 1, 1, 1]),
     ((1, 4, 9, 12), (8, 4, 3, 2), [1, 2], [0, 1, 2, 0]),
     ((1, 3, 9, 11), (5, 3, 3, 3), [2, 2], [1, 1, 1, 1]),          # odd W: plain img2col
     ((1, 3, 8, 8), (5, 3, 1, 1), [2, 2], [0, 0, 0, 0]),
@@ -48,7 +49,10 @@ def test_workspace_is_what_kernels_conv2d_uses(x, w, stride, pads):
     node = {"name": "c", "op": "Conv", "inputs": ["x", "w"], "outputs": ["y"],
             "attrs": {"kernel_shape": list(w[2:]), "strides": stride, "pads": pads}}
     specs = {"x": (x, "float32"), "y": ((1, w[0], t.oh, t.ow), "float32")}
-    assert node_workspace(node, specs) == t.col_elems * 4
+    if t.tap_wp:        # kernels.conv2d's tap path uses the start of the img2col-sized plan
+        assert t.phase is None and node_workspace(node, specs) >= t.col_elems * 4
+    else:
+        assert node_workspace(node, specs) == t.col_elems * 4
 
 
 def _model():

@@ -1,0 +1,50 @@
+"""bench.resnet_kernels' MAC accounting (`cube_macs`, `RESNET50_CONVS`) and bench.models' Conv
+list from an ONNX graph (`conv_shapes`): counts checked against hand-computed values and against
+the light ResNet-50 model itself. No timing is asserted."""
+
+import os
+
+import pytest
+
+from bench.resnet_kernels import RESNET50_CONVS, cube_macs
+from kernels.conv2d import conv2d_tiling
+
+
+def test_cube_macs_counts_whole_fractals_per_mmad():
+    # 1x1 64x56x56 -> 256: M = 256 (two 128-row tiles), N = 3136 (a multiple of 16), K = 65
+    t = conv2d_tiling((1, 64, 56, 56), (256, 64, 1, 1))
+    assert (t.mm.m, t.mm.n, t.mm.k) == (256, 3136, 65)
+    assert cube_macs(t) == 256 * 3136 * 65
+    # 7 x 7 image: N = 49 computed as 64 columns (4 fractals of 16), K = 513
+    t = conv2d_tiling((1, 512, 7, 7), (2048, 512, 1, 1))
+    assert cube_macs(t) == 2048 * 64 * 513
+    # ragged M: 40 output channels are 48 rows of the cube
+    t = conv2d_tiling((1, 8, 10, 10), (40, 8, 1, 1))
+    assert cube_macs(t) == 48 * 112 * 9
+
+
+def test_tap_conv_counts_its_garbage_columns():
+    # 3x3/1 at 28: rows of Wp = 32 columns (28 valid), K = 9 * 128 + 1
+    t = conv2d_tiling((1, 128, 28, 28), (128, 128, 3, 3), 1, 1)
+    assert t.tap_wp == 32
+    assert cube_macs(t) == 128 * 28 * 32 * 1153
+
+
+def test_resnet50_convs_total():
+    real = sum(w[0] * w[1] * w[2] * w[3] * ((x[2] + 2 * p - w[2]) // s + 1) ** 2 * n
+               for x, w, s, p, n in RESNET50_CONVS)
+    assert sum(n for *_, n in RESNET50_CONVS) == 53
+    assert real == 4_087_136_256
+
+
+def test_conv_list_matches_the_light_model():
+    onnx = pytest.importorskip("onnx")
+    from bench.models import _light, conv_shapes
+    path = _light("resnet50")
+    if not os.path.exists(path):
+        pytest.skip("the onnx wheel ships no light_resnet50.onnx")
+    found = {}
+    for x, w, s, p in conv_shapes(onnx.load(path)):
+        key = (x, w, s[0], p[0])
+        found[key] = found.get(key, 0) + 1
+    assert found == {(x, w, s, p): n for x, w, s, p, n in RESNET50_CONVS}
