@@ -44,6 +44,12 @@ from .resident import start_threads
 
 __all__ = ["MixSpec", "dispatch_mix"]
 
+# the CPUs the process may run on, as the importing thread saw them (none: no affinity API). A
+# launch is often dispatched from a slot's thread of the launch before it on its stream, pinned
+# to one CPU at that moment: its own affinity is not the process's
+_PROCESS_CPUS = tuple(sorted(os.sched_getaffinity(0))) if hasattr(os, "sched_getaffinity") \
+    else ()
+
 
 @dataclass(frozen=True)
 class MixSpec:
@@ -92,11 +98,12 @@ def dispatch_mix(task, pool, run_instance, register) -> None:
 
 def slot_cpus(slots: int):
     """The CPU the threads of each of `slots` slots are pinned to, or None (not pinned: one slot,
-    one CPU in the process's affinity set, no sched_setaffinity, or ASCEND_EMU_PIN_GROUPS=0)."""
+    one CPU in the process's affinity set, no sched_setaffinity, or ASCEND_EMU_PIN_GROUPS=0).
+    The process's set is the one it had when rt was imported, whichever thread asks."""
     if slots < 2 or os.environ.get("ASCEND_EMU_PIN_GROUPS", "1") == "0" or not hasattr(
             os, "sched_setaffinity"):
         return None
-    cpus = sorted(os.sched_getaffinity(0))
+    cpus = _PROCESS_CPUS        # not the calling thread's: it may be a pinned slot's
     if len(cpus) < 2:
         return None
     return [cpus[s % len(cpus)] for s in range(slots)]

@@ -127,6 +127,35 @@ def test_a_slots_threads_share_one_cpu_while_they_run_and_get_their_affinity_bac
     assert {cpus for _, _, (_, cpus, _) in off.events} == {every}
 
 
+@pytest.mark.skipif(not hasattr(__import__("os"), "sched_setaffinity")
+                    or len(__import__("os").sched_getaffinity(0)) < 2,
+                    reason="needs sched_setaffinity and 2 CPUs")
+def test_a_launch_made_from_a_thread_pinned_to_one_cpu_still_pins_its_slots_to_two(dev0,
+                                                                                   cores2):
+    """The next launch on a stream is often dispatched by a slot's thread of the launch before,
+    pinned to one CPU at that moment: the new launch's slots must still get a CPU each (the
+    process's set), not be left unpinned because the caller sees one CPU."""
+    import os
+    every = tuple(sorted(os.sched_getaffinity(0)))
+    b = MixBinary(_affinity_body)
+    tasks = []
+
+    def pinned():
+        rt.set_device(0)
+        os.sched_setaffinity(0, (every[-1],))
+        tasks.append(_run(b, 8))
+    t = threading.Thread(target=pinned)
+    t.start()
+    t.join()
+    assert tasks[0].error is None
+    seen = {}
+    for _, name, (_, cpus, g) in b.events:
+        assert len(cpus) == 1 and cpus[0] in every, (name, cpus)
+        seen.setdefault(g, set()).add(cpus[0])
+    assert all(len(c) == 1 for c in seen.values())
+    assert set().union(*seen.values()) == set(every[:2])
+
+
 def test_mode_0_is_a_barrier_over_cores_of_one_kind(dev0):
     def body(inst, log):
         L = inst.launch
