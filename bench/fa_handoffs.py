@@ -10,7 +10,8 @@ context switches of the process's threads (/proc/self/task/*/status: voluntary =
 blocked, involuntary = preempted), the cross-core calls that reached the launch's Python side
 (rt.crossflags: sets, waits, native waits that blocked there), the futex sleeps and wakes of
 native waits, the live threads, and of the call's launches with cross-core flags how many ran
-with deferred wakes (pinned slots; "deferring" k/n: a launch left unpinned shows there). Unchecked launches whose flags stay inside groups count
+with deferred wakes (pinned slots; "deferring" k/n: a launch left unpinned shows there).
+Unchecked launches whose flags stay inside groups count
 sets and untaken waits in native code, so their sets and waits columns are 0; a wait that finds
 its counter at 0 sleeps on a futex (Linux), and reaches Python ("blocked") only after sleeping
 long or without futexes (ASCEND_EMU_FUTEX=0 shows the launch without them; ASCEND_EMU_PIN_GROUPS=0
