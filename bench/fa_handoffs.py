@@ -9,7 +9,9 @@ For each: the median wall time and process CPU time (all threads), and from the 
 context switches of the process's threads (/proc/self/task/*/status: voluntary = a thread
 blocked, involuntary = preempted), the cross-core calls that reached the launch's Python side
 (rt.crossflags: sets, waits, native waits that blocked there), the futex sleeps and wakes of
-native waits, and the live threads. Unchecked launches whose flags stay inside groups count
+native waits, the live threads, and of the call's launches with cross-core flags how many ran
+with deferred wakes (pinned slots; "deferring" k/n: a launch left unpinned shows there).
+Unchecked launches whose flags stay inside groups count
 sets and untaken waits in native code, so their sets and waits columns are 0; a wait that finds
 its counter at 0 sleeps on a futex (Linux), and reaches Python ("blocked") only after sleeping
 long or without futexes (ASCEND_EMU_FUTEX=0 shows the launch without them; ASCEND_EMU_PIN_GROUPS=0
@@ -44,6 +46,7 @@ import rt
 import rt.crossflags as CF
 from kernels.flash_attention import flash_attention_with_stats
 from kernels.flash_attention_backward import flash_attention_backward
+from rt.crossnative import CTL_DEFER
 from rt.futex import futex_available
 from rt.launch import core_pool
 from rt.mixlaunch import slot_cpus
@@ -62,10 +65,13 @@ def _keep_launches():
 
 
 def futex_counts():
-    """(futex sleeps, futex wakes, native waits that went on blocking in rt.crossflags) of the
-    launches made since the last call."""
+    """(futex sleeps, futex wakes, native waits that went on blocking in rt.crossflags, launches
+    whose sets deferred their wakes (pinned slots), launches) of the launches made since the
+    last call."""
     out = [int(sum(sum(int(L.nat.glob[k]) for k in ks) for L in LAUNCHES))
            for ks in ((1,), (2, 5), (3,))]
+    out += [sum(int(L.instances[0].ctl[CTL_DEFER]) for L in LAUNCHES if L.instances),
+            len(LAUNCHES)]
     LAUNCHES.clear()
     return out
 
@@ -156,12 +162,12 @@ def main(argv=None):
           f", {core_pool().n} emulated cores, {os.cpu_count()} CPUs, load "
           f"{os.getloadavg()[0]:.1f}; medians of {a.repeats}")
     print(f"  {'':9}{'wall ms':>9}{'cpu ms':>9}{'vol cs':>8}{'invol cs':>9}{'sets':>7}"
-          f"{'waits':>7}{'blocked':>8}{'sleeps':>8}{'wakes':>7}{'threads':>8}")
+          f"{'waits':>7}{'blocked':>8}{'sleeps':>8}{'wakes':>7}{'threads':>8}{'deferring':>10}")
     for name, fn in (("forward", fwd), ("backward", bwd)):
         wall, cpu, vol, inv, calls, fx, threads = measure(fn, a.repeats)
         print(f"  {name:9}{wall:9.0f}{cpu:9.0f}{vol:8d}{inv:9d}{calls['set_flag']:7d}"
               f"{calls['wait_flag']:7d}{calls['wait_native']:8d}{fx[0]:8d}{fx[1]:7d}"
-              f"{threads:8d}")
+              f"{threads:8d}{f'{fx[3]}/{fx[4]}':>10}")
 
 
 def _sdpa_steps(q, k, v, do):

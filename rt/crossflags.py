@@ -172,8 +172,9 @@ class CrossCoreLaunch:
                 sub += r == AIV
         aic_slot = self.roles.index(AIC) if AIC in self.roles else -1
         aiv_mask = sum(1 << s for s, r in enumerate(self.roles) if r == AIV)
+        ctl = self.nat.control_blocks(aic_slot, aiv_mask)
         for i in self.instances:
-            i.ctl = self.nat.control_block(i.index, i.group, aic_slot, aiv_mask)
+            i.ctl = ctl[i.index]         # a row: contiguous, its own address
         self._kind = {AIC: [i for i in self.instances if i.role == AIC],
                       AIV: [i for i in self.instances if i.role == AIV]}
         self._arrivals = {}      # (scope, flag) -> {instance: sets}

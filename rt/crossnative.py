@@ -71,14 +71,23 @@ class NativeWords:
         self._sys = _futex.SYSCALL if native and futex_available() else (0, None, 0)
         self.futexes = self._sys[0] != 0
 
-    def control_block(self, index: int, group: int, aic_slot: int, aiv_mask: int) -> np.ndarray:
-        """The CTL_WORDS of instance `index` (of `group`; its group's AIC slot, -1 for none, and
-        the bit mask of its AIV slots)."""
-        return np.array([int(self.native), index, self.ctr.ctypes.data, self.blk.ctypes.data,
-                         self.arr.ctypes.data, self.rel.ctypes.data, group * self.cores,
-                         aic_slot, aiv_mask, self.cores, group, self.glob.ctypes.data,
-                         self._sys[0], self._sys[2], 0, FUTEX_SLICE_NS, FUTEX_SLICES,
-                         _futex.SPINS, 0, self.pend.ctypes.data + 8 * index], np.int64)
+    def control_blocks(self, aic_slot: int, aiv_mask: int) -> np.ndarray:
+        """The CTL_WORDS of every instance (row i: instance i, of group i // cores; its group's
+        AIC slot, -1 for none, and the bit mask of its AIV slots), built in one go: a launch
+        makes them on the critical path before its threads start."""
+        n_inst = len(self.blk)
+        idx = np.arange(n_inst, dtype=np.int64)
+        group = idx // self.cores
+        ctl = np.empty((n_inst, CTL_WORDS), np.int64)
+        ctl[:] = np.array([int(self.native), 0, self.ctr.ctypes.data, self.blk.ctypes.data,
+                           self.arr.ctypes.data, self.rel.ctypes.data, 0, aic_slot, aiv_mask,
+                           self.cores, 0, self.glob.ctypes.data, self._sys[0], self._sys[2], 0,
+                           FUTEX_SLICE_NS, FUTEX_SLICES, _futex.SPINS, 0, 0], np.int64)
+        ctl[:, 1] = idx
+        ctl[:, 6] = group * self.cores
+        ctl[:, 10] = group
+        ctl[:, 19] = self.pend.ctypes.data + 8 * idx
+        return ctl
 
     def flush(self, index: int) -> None:
         """Instance `index` ends: the futex wakes it deferred (`defer_wakes`), now."""

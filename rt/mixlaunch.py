@@ -8,8 +8,9 @@ run at once, each on its own thread. How many groups run at once:
 
 - synchronisation inside a group only (cross-core flags in modes 1 and 2): as many groups as the
   core pool has workers (`ASCEND_EMU_CORES`), each a *slot* of one thread per core of the group;
-  slot s runs groups s, s + n, s + 2n, ... (shuffled in checked mode) one after another, so a
-  launch of 48 groups on 2 workers uses 6 threads for MIX_AIC_1_2, not 144;
+  a slot runs one group after another, taking the next one (in order; shuffled in checked mode)
+  when the first of its threads is done with its last, so a launch of 48 groups on 2 workers
+  uses 6 threads for MIX_AIC_1_2, not 144, and a slot on a CPU other processes hold runs fewer;
 - across groups (mode 0, ib_set / ib_wait, sync_all): every group at once, as the hardware runs
   them; the caller bounds `block_dim` by the SoC's AI Cores (rt does not know the kernel type).
 
@@ -30,19 +31,26 @@ them as it stops a resident launch: the launch's `CrossCoreLaunch` is aborted (r
 waits) and the instances no thread has started yet count as done.
 
 Fidelity: the ordering the flags give, and instances of a group truly concurrent. Approximated:
-groups of an intra-group launch go to slots in a fixed round-robin, not one by one as cores free
-up; more threads than CPUs time-slice.
+a slot of an intra-group launch takes its next group when the first of its threads is free, not
+when all of its cores are; more threads than CPUs time-slice.
 """
 from __future__ import annotations
 
 import os
 import random
+import threading
 from dataclasses import dataclass
 
 from .crossflags import CrossCoreLaunch
 from .resident import start_threads
 
 __all__ = ["MixSpec", "dispatch_mix"]
+
+# the CPUs the process may run on, as the importing thread saw them (none: no affinity API). A
+# launch is often dispatched from a slot's thread of the launch before it on its stream, pinned
+# to one CPU at that moment: its own affinity is not the process's
+_PROCESS_CPUS = tuple(sorted(os.sched_getaffinity(0))) if hasattr(os, "sched_getaffinity") \
+    else ()
 
 
 @dataclass(frozen=True)
@@ -76,13 +84,13 @@ def dispatch_mix(task, pool, run_instance, register) -> None:
         random.shuffle(order)
     slots = bd if spec.across_groups else min(bd, pool.n)
     cpus = None if spec.across_groups else slot_cpus(slots)
+    feed = _GroupFeed(order, slots, spec.across_groups)
     jobs = []
     for s in range(slots):
-        groups = order[s::slots]
         cpu = None if cpus is None else cpus[s]
         for k in range(len(spec.roles)):
-            jobs.append(lambda groups=groups, k=k, s=s, cpu=cpu: _run_slot(launch, groups, k, s,
-                                                                           run_instance, cpu))
+            jobs.append(lambda k=k, s=s, cpu=cpu: _run_slot(launch, feed, k, s, run_instance,
+                                                            cpu))
     launch.slots = slots
     if cpus is not None and os.environ.get("ASCEND_EMU_LAZY_WAKE", "1") != "0":
         launch.defer_wakes()
@@ -92,17 +100,47 @@ def dispatch_mix(task, pool, run_instance, register) -> None:
 
 def slot_cpus(slots: int):
     """The CPU the threads of each of `slots` slots are pinned to, or None (not pinned: one slot,
-    one CPU in the process's affinity set, no sched_setaffinity, or ASCEND_EMU_PIN_GROUPS=0)."""
+    one CPU in the process's affinity set, no sched_setaffinity, or ASCEND_EMU_PIN_GROUPS=0).
+    The process's set is the one it had when rt was imported, whichever thread asks."""
     if slots < 2 or os.environ.get("ASCEND_EMU_PIN_GROUPS", "1") == "0" or not hasattr(
             os, "sched_setaffinity"):
         return None
-    cpus = sorted(os.sched_getaffinity(0))
+    cpus = _PROCESS_CPUS        # not the calling thread's: it may be a pinned slot's
     if len(cpus) < 2:
         return None
     return [cpus[s % len(cpus)] for s in range(slots)]
 
 
-def _run_slot(launch, groups, k, wid, run_instance, cpu=None) -> None:
+class _GroupFeed:
+    """Hands a launch's groups (in `order`) to its slots. Intra-group launches: as the slots
+    free up: the i-th group of slot s is the one the first of its threads done with its
+    (i-1)-th takes next, and every thread of the slot runs the same groups in the same order,
+    so a slot whose CPU other processes hold runs fewer groups instead of the launch waiting
+    for a fixed share. `fixed` (launches across groups: every group resident at once, one per
+    slot; a thread done early must not take a group its slot's other threads cannot reach):
+    slot s runs order[s::slots]."""
+
+    def __init__(self, order, slots: int, fixed: bool):
+        self._left = iter(() if fixed else order)
+        self._runs = [list(order[s::slots]) if fixed else [] for s in range(slots)]
+        self._lock = threading.Lock()
+
+    def groups(self, slot: int):
+        """The groups of `slot`, in order (an iterator for one of its threads)."""
+        runs = self._runs[slot]
+        i = 0
+        while True:
+            with self._lock:
+                if i == len(runs):
+                    runs.append(next(self._left, None))
+                g = runs[i]
+            if g is None:
+                return
+            yield g
+            i += 1
+
+
+def _run_slot(launch, feed, k, wid, run_instance, cpu=None) -> None:
     """One thread of a slot: core `k` of each of `groups`, in order; on CPU `cpu` if not None
     (the thread's own affinity is given back after)."""
     old = None
@@ -113,7 +151,7 @@ def _run_slot(launch, groups, k, wid, run_instance, cpu=None) -> None:
         except OSError:         # a CPU taken away meanwhile: run where the OS puts us
             old = None
     try:
-        for g in groups:
+        for g in feed.groups(wid):
             if not launch.claim():
                 return
             run_instance(g, wid, launch.instance(g, k))

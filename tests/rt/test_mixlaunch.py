@@ -115,7 +115,8 @@ def test_a_slots_threads_share_one_cpu_while_they_run_and_get_their_affinity_bac
         assert len(cpus) == 1 and cpus[0] in every, (name, cpus)
         seen.setdefault(g, set()).add(cpus[0])
     assert all(len(c) == 1 for c in seen.values())          # a group's 3 cores: one CPU
-    assert set().union(*seen.values()) == set(every[:2])    # 2 slots (shuffled groups): 2 CPUs
+    # 2 slots on every[0] and every[1] (which runs how many groups depends on timing)
+    assert set().union(*seen.values()) <= set(every[:2])
     # the same threads run the next launch: a launch across groups is not pinned, so the
     # affinity they report is what they had before (the whole set)
     across = MixBinary(_affinity_body, across=True)
@@ -125,6 +126,60 @@ def test_a_slots_threads_share_one_cpu_while_they_run_and_get_their_affinity_bac
     off = MixBinary(_affinity_body)
     assert _run(off, 8).error is None
     assert {cpus for _, _, (_, cpus, _) in off.events} == {every}
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "sched_setaffinity")
+                    or len(__import__("os").sched_getaffinity(0)) < 2,
+                    reason="needs sched_setaffinity and 2 CPUs")
+def test_a_launch_made_from_a_thread_pinned_to_one_cpu_still_pins_its_slots_to_two(dev0,
+                                                                                   cores2):
+    """The next launch on a stream is often dispatched by a slot's thread of the launch before,
+    pinned to one CPU at that moment: the new launch's slots must still get a CPU each (the
+    process's set), not be left unpinned because the caller sees one CPU."""
+    import os
+    every = tuple(sorted(os.sched_getaffinity(0)))
+    b = MixBinary(_affinity_body)
+    tasks = []
+
+    def pinned():
+        rt.set_device(0)
+        os.sched_setaffinity(0, (every[-1],))
+        tasks.append(_run(b, 8))
+    t = threading.Thread(target=pinned)
+    t.start()
+    t.join()
+    assert tasks[0].error is None
+    seen = {}
+    for _, name, (_, cpus, g) in b.events:
+        assert len(cpus) == 1 and cpus[0] in every, (name, cpus)
+        seen.setdefault(g, set()).add(cpus[0])
+    assert all(len(c) == 1 for c in seen.values())
+    assert set().union(*seen.values()) <= set(every[:2])
+
+
+def test_a_slot_takes_the_next_group_when_it_is_free_not_a_fixed_share(dev0, cores2):
+    """Group 0 blocks until every other group has run: its slot cannot run any other group
+    meanwhile, so the other slot must take them all (a fixed round-robin share would leave
+    some behind group 0 for ever)."""
+    n_groups = 8
+    done = []
+    lock = threading.Lock()
+    others_done = threading.Event()
+
+    def body(inst, log):
+        if inst.group == 0:
+            log(("released", others_done.wait(timeout=20)))
+            return None
+        with lock:
+            done.append(inst.group)
+            if len(done) == 3 * (n_groups - 1):
+                others_done.set()
+        return None
+    b = MixBinary(body)
+    b.shuffle_blocks = False        # groups in order: a fixed share puts 2, 4, 6 behind 0
+    assert _run(b, n_groups).error is None
+    assert [ev for _, _, ev in b.events] == [("released", True)] * 3
+    assert sorted(set(done)) == list(range(1, n_groups))
 
 
 def test_mode_0_is_a_barrier_over_cores_of_one_kind(dev0):
