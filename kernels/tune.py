@@ -14,8 +14,9 @@ results are sorted by simulated time, ties broken by `key(candidate)` (default: 
 fields as a tuple, else `repr`). A candidate whose `run` (or `validate`) raises ValueError (a
 tiling's `validate` does when it does not fit the SoC) is reported as skipped with the reason,
 after the ranked ones, in input order, and so is one whose launch failed because a block issued
-more instructions than the NPU view records (raise ASCEND_EMU_NPU_TRACE_ROWS to rank it); any
-other exception propagates. Candidates are usually
+more instructions than the NPU view records (`rt.NpuTraceLimitError` as the cause of the
+synchronize's error; raise ASCEND_EMU_NPU_TRACE_ROWS to rank it); any other exception
+propagates. Candidates are usually
 frozen dataclasses (`FlashAttentionTiling`, `AddTiling`, ...); anything hashable works.
 """
 from __future__ import annotations
@@ -99,16 +100,13 @@ def _default_key(c):
     return repr(c)
 
 
-# what a launch's error names when a block issued more instructions than the NPU view records
-TRACE_LIMIT = "ASCEND_EMU_NPU_TRACE_ROWS"
-
-
 def tune(candidates, run, *, key=None, validate=None, progress=None) -> list[TuneResult]:
     """Run every candidate once and rank them by simulated time (see the module docstring).
 
     `validate(candidate)` (optional) is called first; a ValueError from it or from `run` skips
     the candidate with the error's text as the reason, and so does a launch that failed because
-    a block issued more instructions than the NPU view records (its error names TRACE_LIMIT).
+    a block issued more instructions than the NPU view records (`rt.NpuTraceLimitError`, found
+    in the launch error's chain of causes).
     Duplicates are run once. `progress(i, n, candidate)` (optional) is called before each
     candidate. Returns the ranked results (fastest
     first, ties by `key`), then the skipped ones."""
@@ -128,7 +126,8 @@ def tune(candidates, run, *, key=None, validate=None, progress=None) -> list[Tun
                                       wall_s=time.perf_counter() - t0))
             continue
         except rt.AclError as e:
-            if TRACE_LIMIT not in str(e):       # a block too long for the NPU view's buffer
+            # a block too long for the NPU view's buffer: rt.NpuTraceLimitError in the chain
+            if rt.NpuTraceLimitError.in_chain(e) is None:
                 raise
             skipped.append(TuneResult(c, skipped=str(e), wall_s=time.perf_counter() - t0))
             continue

@@ -53,9 +53,9 @@ def test_format_ranking_marks_the_default_and_lists_skipped():
     assert "1 more ranked" in format_ranking(res, top=1)
 
 
-def _add_run(x, y):
+def _add_run(x, y, interpret=True):
     def run(t):
-        tl = npu_timeline(lambda: add(x, y, tiling=t, interpret=True), "add_kernel")
+        tl = npu_timeline(lambda: add(x, y, tiling=t, interpret=interpret), "add_kernel")
         return tl
     return run
 
@@ -85,20 +85,43 @@ def test_add_kernel_tiles_ranked_by_simulated_time_deterministically():
     assert [(r.candidate, r.us) for r in again] == [(r.candidate, r.us) for r in res]
 
 
-def test_a_block_too_long_for_the_npu_view_is_skipped_with_the_reason(monkeypatch):
+@pytest.mark.parametrize("interpret", [True, False], ids=["interpret", "compiled"])
+def test_a_block_too_long_for_the_npu_view_is_skipped_with_the_reason(monkeypatch, interpret):
     """A candidate whose blocks issue more instructions than the NPU view records (64-element
-    tiles: 32 tiles per block) is skipped with the launch's message; the others are ranked."""
+    tiles: 32 tiles per block) is skipped with the launch's message; the others are ranked. The
+    launch's error is rt's synchronize error caused by an rt.NpuTraceLimitError."""
     rt.ensure_device()
     n, cores = 8 * 2048, 8
     x = y = np.ones(n, np.float32)
     cands = [AddTiling(n, cores, n // cores, t) for t in (64, 2048)]
     monkeypatch.setenv("ASCEND_EMU_NPU_TRACE_ROWS", "64")
-    res = tune(cands, _add_run(x, y))
+    res = tune(cands, _add_run(x, y, interpret))
     assert [(r.candidate.tile, r.ok) for r in res] == [(2048, True), (64, False)]
     assert "must issue at most 64 instructions" in res[1].skipped
     assert "raise ASCEND_EMU_NPU_TRACE_ROWS" in res[1].skipped
+    with pytest.raises(rt.AclError) as info:
+        _add_run(x, y, interpret)(cands[0])
+    lim = rt.NpuTraceLimitError.in_chain(info.value)
+    assert lim is not None and lim.code == 507015 and (lim.rows, lim.issued) == (64, 512)
     with pytest.raises(KeyError):                       # other errors still propagate
         tune(cands, lambda t: {}[t])
+
+
+def test_only_the_npu_view_limit_is_skipped_not_an_error_naming_it():
+    """The tuner skips a launch by the limit's type, not by its text: another runtime error that
+    happens to name ASCEND_EMU_NPU_TRACE_ROWS propagates."""
+    def run(t):
+        raise rt.AclError(507015, "kernel 'k' failed: bad (raise ASCEND_EMU_NPU_TRACE_ROWS)")
+    with pytest.raises(rt.AclError, match="kernel 'k' failed"):
+        tune(["a"], run)
+
+    def run_limited(t):
+        err = rt.AclError(507015, "synchronize: kernel 'k' failed")
+        err.__cause__ = rt.NpuTraceLimitError(507015, "a block must issue at most 8", 0,
+                                              rows=8, issued=9)
+        raise err
+    (r,) = tune(["a"], run_limited)
+    assert not r.ok and r.skipped.startswith("synchronize: kernel 'k' failed")
 
 
 # ---- the default FlashAttention tiling is the tuner's choice for the main job's shape ----------
