@@ -1,9 +1,12 @@
 """rt.NpuTraceLimitError: the NPU view's row limit as its own error type (a KernelFault with code
-507015 as before), kept as the cause of the launch's and the synchronize's errors; caused_by."""
+507015 as before), kept as the cause of the launch's and the synchronize's errors; caused_by;
+raised by real launches (a MIX kernel, both modes)."""
 import pickle
 
+import numpy as np
 import pytest
 
+import ascendc as asc
 import rt
 from rt.errors import ACL_ERROR_RT_AICORE_EXCEPTION, NpuTraceLimitError, caused_by
 
@@ -67,3 +70,37 @@ def test_caused_by_walks_causes_only_and_ends_on_a_cycle():
     c = RuntimeError("c")
     c.__context__ = KeyError("implicit")                   # not a cause: not walked
     assert caused_by(c, KeyError) is None and caused_by(None, KeyError) is None
+
+
+@asc.jit(kernel_type="MIX_AIC_1_2")
+def long_aiv_kernel(out: asc.GlobalAddress, n: asc.ConstExpr[int]):
+    """Each AIV writes n values of its own row (n scalar GM writes); the AIC issues nothing."""
+    if asc.ascend_is_aiv():
+        og = asc.GlobalTensor()
+        og.set_global_buffer(out)
+        v = asc.get_block_idx()
+        for i in range(n):
+            og.set_value(v * n + i, i)
+
+
+def test_a_mix_instance_too_long_for_the_npu_view_raises_the_limit(monkeypatch, interpret):
+    """A MIX launch whose AIV instances issue more instructions than the view's rows: the
+    synchronize's AclError (code 507015, the message as before) is caused by an
+    NpuTraceLimitError with the rows and the count; the same launch fits with more rows."""
+    n, groups = 40, 2
+    out = np.zeros(2 * groups * n, np.int32)
+    monkeypatch.setenv("ASCEND_EMU_NPU_TRACE_ROWS", "16")
+    with pytest.raises(rt.AclError, match=r"a block must issue at most 16 instructions to be "
+                       r"recorded, got \d+ in block_idx=\d+ \(raise ASCEND_EMU_NPU_TRACE_ROWS\)"
+                       ) as info:
+        with rt.profile(npu=True):
+            long_aiv_kernel[groups](out, n, interpret=interpret)
+    assert info.value.code == ACL_ERROR_RT_AICORE_EXCEPTION
+    lim = NpuTraceLimitError.in_chain(info.value)
+    assert lim is not None and lim.rows == 16 and lim.issued >= n
+    assert lim.issued == int(lim.message.split("got ")[1].split()[0])
+    monkeypatch.setenv("ASCEND_EMU_NPU_TRACE_ROWS", str(4 * n))
+    with rt.profile(npu=True) as prof:
+        long_aiv_kernel[groups](out, n, interpret=interpret)
+    assert prof.npu_runs("long_aiv_kernel")[-1].timeline.us > 0
+    np.testing.assert_array_equal(out, np.tile(np.arange(n, dtype=np.int32), 2 * groups))
