@@ -7,16 +7,17 @@
     print(format_ranking(results, mark=flash_attention_tiling(64, np.float32, 2048, 2048)))
 
 `run(candidate)` launches the kernel with that candidate (typically inside
-`rt.profile(npu=True)`, which `npu_timeline` does) and returns the simulated `rt.npu.Timeline`
-or the simulated time in µs. The simulated time is deterministic (the same kernel, shape and
-candidate give the same cycles on any machine, interpreted or compiled), so the ranking is too:
-results are sorted by simulated time, ties broken by `key(candidate)` (default: the dataclass
-fields as a tuple, else `repr`). A candidate whose `run` (or `validate`) raises ValueError (a
-tiling's `validate` does when it does not fit the SoC) is reported as skipped with the reason,
-after the ranked ones, in input order, and so is one whose launch failed because a block issued
-more instructions than the NPU view records (`rt.NpuTraceLimitError` as the cause of the
-synchronize's error; raise ASCEND_EMU_NPU_TRACE_ROWS to rank it); any other exception
-propagates. Candidates are usually
+`rt.profile(npu=True)`, which `npu_timeline` does) and returns the simulated `rt.npu.Timeline`,
+a list of them (an op run as several launches, `npu_timelines`: its time is their sum, its
+pipes those of its longest launch) or the simulated time in µs. The simulated time is
+deterministic (the same kernel, shape and candidate give the same cycles on any machine,
+interpreted or compiled), so the ranking is too: results are sorted by simulated time, ties
+broken by `key(candidate)` (default: the dataclass fields as a tuple, else `repr`). A candidate
+whose `run` (or `validate`) raises ValueError (a tiling's `validate` does when it does not fit
+the SoC) is reported as skipped with the reason, after the ranked ones, in input order, and so
+is one whose launch failed because a block issued more instructions than the NPU view records
+(`rt.NpuTraceLimitError` as the cause of the synchronize's error; raise
+ASCEND_EMU_NPU_TRACE_ROWS to rank it); any other exception propagates. Candidates are usually
 frozen dataclasses (`FlashAttentionTiling`, `AddTiling`, ...); anything hashable works.
 """
 from __future__ import annotations
@@ -28,8 +29,8 @@ from dataclasses import dataclass, field
 
 import rt
 
-__all__ = ["TuneResult", "tune", "best", "format_ranking", "npu_timeline", "npu_total_us",
-           "pipe_ratios"]
+__all__ = ["TuneResult", "tune", "best", "format_ranking", "npu_timeline", "npu_timelines",
+           "npu_total_us", "pipe_ratios"]
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,8 @@ class TuneResult:
     """One candidate's outcome: its simulated time `us` and cycles (None when skipped),
     `rank` (1 = fastest; None when skipped), `skipped` the reason a candidate was not run,
     `pipes` the busy ratio of every pipe that ran (busy cycles over the total cycles of the
-    cores that ran it), `wall_s` the host seconds the candidate took (launch + simulation)."""
+    cores that ran it; of the longest launch when `run` gave several), `wall_s` the host
+    seconds the candidate took (launch + simulation)."""
     candidate: object
     us: float | None = None
     cycles: float | None = None
@@ -79,6 +81,19 @@ def npu_timeline(launch, name: str | None = None):
                            f"{f' named {name!r}' if name else ''} and wait for it, got no "
                            f"NPU-view recording ({len(prof.records)} records)")
     return runs[-1].timeline
+
+
+def npu_timelines(launch, name: str) -> list:
+    """Call `launch()` inside `rt.profile(npu=True)` and return the simulated Timelines of every
+    launch of kernel `name` it recorded, in the order they finished (an op run as several
+    launches, such as the FlashAttention backward's prep, fused and dQ cast launches)."""
+    with rt.profile(npu=True) as prof:
+        launch()
+    runs = prof.npu_runs(name)
+    if not runs:
+        raise RuntimeError(f"npu_timelines: launch() must launch kernel {name!r} and wait for it, "
+                           f"got no NPU-view recording ({len(prof.records)} records)")
+    return [r.timeline for r in runs]
 
 
 def npu_total_us(launch, name: str) -> float:
@@ -133,6 +148,12 @@ def tune(candidates, run, *, key=None, validate=None, progress=None) -> list[Tun
             continue
         if isinstance(got, (int, float)):
             us, cycles, pipes = float(got), None, {}
+        elif isinstance(got, (list, tuple)):
+            if not got:
+                raise ValueError(f"tune: run({c!r}) must give at least one Timeline, got []")
+            us = float(sum(t.us for t in got))
+            cycles = float(sum(t.total_cycles for t in got))
+            pipes = pipe_ratios(max(got, key=lambda t: t.total_cycles))
         else:
             us, cycles, pipes = float(got.us), float(got.total_cycles), pipe_ratios(got)
         if not math.isfinite(us) or us < 0:

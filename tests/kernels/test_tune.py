@@ -7,7 +7,8 @@ import pytest
 
 import rt
 from kernels.add import AddTiling, add
-from kernels.tune import TuneResult, best, format_ranking, npu_timeline, tune
+from kernels.tune import (TuneResult, best, format_ranking, npu_timeline, npu_timelines,
+                          pipe_ratios, tune)
 
 
 def test_ranks_by_time_and_breaks_ties_by_the_key():
@@ -122,6 +123,29 @@ def test_only_the_npu_view_limit_is_skipped_not_an_error_naming_it():
         raise err
     (r,) = tune(["a"], run_limited)
     assert not r.ok and r.skipped.startswith("synchronize: kernel 'k' failed")
+
+
+def test_an_op_of_several_launches_is_ranked_by_their_sum_with_its_longest_launch_pipes():
+    """`run` giving every launch's Timeline (npu_timelines): the time is their sum, the cycles
+    too, the pipes those of the longest launch."""
+    rt.ensure_device()
+    n, cores = 8 * 2048, 8
+    x = np.ones(n, np.float32)
+    short, long_ = AddTiling(n, cores, n // cores, 2048), AddTiling(n, cores, n // cores, 64)
+
+    def two_launches(t):
+        return npu_timelines(lambda: (add(x, x, tiling=short, interpret=True),
+                                      add(x, x, tiling=t, interpret=True)), "add_kernel")
+    tls = two_launches(long_)
+    assert len(tls) == 2 and tls[1].total_cycles > tls[0].total_cycles
+    (r,) = tune([long_], two_launches)
+    assert r.us == pytest.approx(tls[0].us + tls[1].us, rel=1e-12)
+    assert r.cycles == tls[0].total_cycles + tls[1].total_cycles
+    assert r.pipes == pipe_ratios(tls[1]) != pipe_ratios(tls[0])
+    with pytest.raises(ValueError, match=r"must give at least one Timeline, got \[\]"):
+        tune(["a"], lambda t: [])
+    with pytest.raises(RuntimeError, match=r"npu_timelines: launch\(\) must launch kernel"):
+        npu_timelines(lambda: None, "add_kernel")
 
 
 # ---- the default FlashAttention tiling is the tuner's choice for the main job's shape ----------
