@@ -59,14 +59,20 @@ class TuneResult:
 
 
 def pipe_ratios(tl) -> dict:
-    """{pipe: busy cycles / (total cycles x cores that ran the pipe)} of a simulated Timeline."""
+    """{pipe: busy cycles / (total cycles x cores that ran the pipe)} of a simulated Timeline.
+    A launch on cores of more than one kind (a MIX launch's AICs and AIVs) keys each pipe by
+    its kind too ("AIC MTE2", "AIV VECTOR"), over the cores of that kind that ran it: the AICs'
+    MTE2 and the AIVs' are different units."""
+    used = [c for c, b in tl.busy.items() if any(v > 0 for v in b.values())]
+    kinds = {c: tl.core_kinds.get(c, "") for c in used}
+    split = len(set(kinds.values())) > 1
     out = {}
-    pipes = sorted({p for b in tl.busy.values() for p, v in b.items() if v > 0})
-    for p in pipes:
-        cores = [c for c, b in tl.busy.items() if b.get(p, 0.0) > 0]
-        total = tl.total_cycles * len(cores)
-        out[p] = sum(tl.busy[c][p] for c in cores) / total if total else 0.0
-    return out
+    for c in used:
+        for p, v in tl.busy[c].items():
+            if v > 0:
+                out.setdefault(f"{kinds[c]} {p}" if split else p, []).append(v)
+    total = tl.total_cycles
+    return {k: (sum(v) / (total * len(v)) if total else 0.0) for k, v in sorted(out.items())}
 
 
 def npu_timeline(launch, name: str | None = None):

@@ -148,6 +148,20 @@ def test_an_op_of_several_launches_is_ranked_by_their_sum_with_its_longest_launc
         npu_timelines(lambda: None, "add_kernel")
 
 
+def test_pipe_ratios_keep_a_mix_launchs_aic_and_aiv_pipes_apart():
+    """A launch on AICs and AIVs: each pipe per kind, over the cores of that kind that ran it
+    (the AICs' MTE2 is not averaged with the AIVs'); one kind of core: plain pipe names."""
+    from rt.npu import Timeline
+    busy = {0: {"MTE2": 50.0, "CUBE": 0.0}, 1: {"MTE2": 10.0, "VECTOR": 80.0},
+            2: {"VECTOR": 40.0, "MTE2": 0.0}, 3: {"VECTOR": 0.0}}
+    tl = Timeline("Ascend910B2", 1, 1e9, busy=busy, makespan=100.0,
+                  core_kinds={0: "AIC", 1: "AIV", 2: "AIV", 3: "AIV"})
+    assert pipe_ratios(tl) == {"AIC MTE2": 0.5, "AIV MTE2": 0.1, "AIV VECTOR": 0.6}
+    assert TuneResult("c", 1.0, pipes=pipe_ratios(tl)).bound_pipe == "AIV VECTOR"
+    tl.core_kinds = {0: "AIV", 1: "AIV", 2: "AIV", 3: "AIV"}
+    assert pipe_ratios(tl) == {"MTE2": 0.3, "VECTOR": 0.6}
+
+
 # ---- the default FlashAttention tiling is the tuner's choice for the main job's shape ----------
 
 MAIN_SHAPE = dict(b=1, n=8, s=2048, d=64, dtype=np.float32)      # bench.flash_attention's default
