@@ -162,6 +162,7 @@ def tune(candidates, run, *, key=None, validate=None, progress=None) -> list[Tun
             pipes = pipe_ratios(max(got, key=lambda t: t.total_cycles))
         else:
             us, cycles, pipes = float(got.us), float(got.total_cycles), pipe_ratios(got)
+        del got         # a Timeline holds every simulated instruction: not kept into the next run
         if not math.isfinite(us) or us < 0:
             raise ValueError(f"tune: run({c!r}) must give a finite simulated time >= 0, got {us}")
         done.append(TuneResult(c, us, cycles, pipes=pipes, wall_s=time.perf_counter() - t0))

@@ -162,6 +162,26 @@ def test_pipe_ratios_keep_a_mix_launchs_aic_and_aiv_pipes_apart():
     assert pipe_ratios(tl) == {"MTE2": 0.3, "VECTOR": 0.6}
 
 
+def test_a_candidates_timelines_are_not_kept_while_the_next_one_runs():
+    """A Timeline holds every simulated instruction (gigabytes at the goal shapes): tune keeps
+    only its numbers, so the previous candidate's Timelines are freed before the next run."""
+    import gc
+    import weakref
+    from rt.npu import Timeline
+    refs, alive_at_next = [], []
+
+    def run(c):
+        gc.collect()
+        alive_at_next.append(sum(r() is not None for r in refs))
+        tls = [Timeline("Ascend910B2", 1, 1e9, busy={0: {"MTE2": 1.0}}, makespan=10.0 * c)
+               for _ in range(2)]
+        refs.extend(weakref.ref(t) for t in tls)
+        return tls if c % 2 else tls[0]
+    res = tune([1, 2, 3], run)
+    assert alive_at_next == [0, 0, 0]
+    assert [r.candidate for r in res] == [1, 2, 3] and res[0].us == pytest.approx(0.02)
+
+
 # ---- the default FlashAttention tiling is the tuner's choice for the main job's shape ----------
 
 MAIN_SHAPE = dict(b=1, n=8, s=2048, d=64, dtype=np.float32)      # bench.flash_attention's default
