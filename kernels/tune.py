@@ -11,13 +11,15 @@
 a list of them (an op run as several launches, `npu_timelines`: its time is their sum, its
 pipes those of its longest launch) or the simulated time in µs. The simulated time is
 deterministic (the same kernel, shape and candidate give the same cycles on any machine,
-interpreted or compiled), so the ranking is too: results are sorted by simulated time, ties
-broken by `key(candidate)` (default: the dataclass fields as a tuple, else `repr`). A candidate
-whose `run` (or `validate`) raises ValueError (a tiling's `validate` does when it does not fit
-the SoC) is reported as skipped with the reason, after the ranked ones, in input order, and so
-is one whose launch failed because a block issued more instructions than the NPU view records
-(`rt.NpuTraceLimitError` as the cause of the synchronize's error; raise
-ASCEND_EMU_NPU_TRACE_ROWS to rank it); any other exception propagates. Candidates are usually
+interpreted or compiled, in a fresh process; one that ran other launches first gave the
+FlashAttention backward at S8192 0.05 % less, a launch's GM addresses being its own), so the
+ranking is too: results are sorted by simulated time, ties broken by `key(candidate)` (default:
+the dataclass fields as a tuple, else `repr`). A candidate whose `run` (or `validate`) raises
+ValueError (a tiling's `validate` does when it does not fit the SoC) is reported as skipped
+with the reason, after the ranked ones, in input order, and so is one whose launch failed
+because a block issued more instructions than the NPU view records (`rt.NpuTraceLimitError` as
+the cause of the synchronize's error; raise ASCEND_EMU_NPU_TRACE_ROWS to rank it); any other
+exception propagates. Candidates are usually
 frozen dataclasses (`FlashAttentionTiling`, `AddTiling`, ...); anything hashable works.
 """
 from __future__ import annotations
