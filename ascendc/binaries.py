@@ -29,6 +29,17 @@ from .lang import barrier as _barrier
 from . import mix as _mix
 from .lang.errors import CompileError, GMReadError, GMWriteError, KernelError, KernelReturn
 
+class _TraceRowsExceeded(KernelError):
+    """A traced block issued more instructions than its core's trace buffer holds (raised as
+    `rt.NpuTraceLimitError` by the launch)."""
+
+    def __init__(self, rows: int, issued: int, block_idx: int):
+        super().__init__(f"rt.profile(npu=True): a block must issue at most {rows} instructions "
+                         f"to be recorded, got {issued} in block_idx={block_idx} "
+                         f"(raise ASCEND_EMU_NPU_TRACE_ROWS)")
+        self.rows, self.issued = int(rows), int(issued)
+
+
 _CTX = threading.local()
 #: Building a kernel (ast.parse, codegen, module load: jit.py) and Numba's first compile of its
 #: dispatcher are not thread-safe (CPython's AST validator and Numba's first-use registrations
@@ -231,10 +242,7 @@ class Binary(rt.KernelBinary):
             st.trace_n = st.trace_lost = 0
             self._run(ctx, np.array([b], dtype=np.int64), block_num, views)
             if st.trace_lost:
-                raise KernelError(
-                    f"rt.profile(npu=True): a block must issue at most {len(ctx[TRACE])} "
-                    f"instructions to be recorded, got {int(st.trace_n + st.trace_lost)} in "
-                    f"block_idx={b} (raise ASCEND_EMU_NPU_TRACE_ROWS)")
+                raise _TraceRowsExceeded(len(ctx[TRACE]), int(st.trace_n + st.trace_lost), b)
             self._keep_rows(id(args), ctx[TRACE][:int(st.trace_n)].copy(), block_dim,
                             instance)
 
@@ -343,6 +351,8 @@ class Binary(rt.KernelBinary):
         code = (E.ACL_ERROR_RT_AICORE_TRAP_READ_OVERFLOW if isinstance(e, GMReadError) else
                 E.ACL_ERROR_RT_AICORE_TRAP_WRITE_OVERFLOW if isinstance(e, GMWriteError) else
                 E.ACL_ERROR_RT_AICORE_EXCEPTION)
+        if isinstance(e, _TraceRowsExceeded):       # the NPU view's limit, not a kernel fault
+            return rt.NpuTraceLimitError(code, msg, block_idx, rows=e.rows, issued=e.issued)
         return rt.KernelFault(code, msg, block_idx)   # rt names the kernel and block_idx=<i>/<n>
 
 

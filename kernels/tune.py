@@ -7,15 +7,19 @@
     print(format_ranking(results, mark=flash_attention_tiling(64, np.float32, 2048, 2048)))
 
 `run(candidate)` launches the kernel with that candidate (typically inside
-`rt.profile(npu=True)`, which `npu_timeline` does) and returns the simulated `rt.npu.Timeline`
-or the simulated time in µs. The simulated time is deterministic (the same kernel, shape and
-candidate give the same cycles on any machine, interpreted or compiled), so the ranking is too:
-results are sorted by simulated time, ties broken by `key(candidate)` (default: the dataclass
-fields as a tuple, else `repr`). A candidate whose `run` (or `validate`) raises ValueError (a
-tiling's `validate` does when it does not fit the SoC) is reported as skipped with the reason,
-after the ranked ones, in input order, and so is one whose launch failed because a block issued
-more instructions than the NPU view records (raise ASCEND_EMU_NPU_TRACE_ROWS to rank it); any
-other exception propagates. Candidates are usually
+`rt.profile(npu=True)`, which `npu_timeline` does) and returns the simulated `rt.npu.Timeline`,
+a list of them (an op run as several launches, `npu_timelines`: its time is their sum, its
+pipes those of its longest launch) or the simulated time in µs. The simulated time is
+deterministic (the same kernel, shape and candidate give the same cycles on any machine,
+interpreted or compiled, in a fresh process; one that ran other launches first gave the
+FlashAttention backward at S8192 0.05 % less, a launch's GM addresses being its own), so the
+ranking is too: results are sorted by simulated time, ties broken by `key(candidate)` (default:
+the dataclass fields as a tuple, else `repr`). A candidate whose `run` (or `validate`) raises
+ValueError (a tiling's `validate` does when it does not fit the SoC) is reported as skipped
+with the reason, after the ranked ones, in input order, and so is one whose launch failed
+because a block issued more instructions than the NPU view records (`rt.NpuTraceLimitError` as
+the cause of the synchronize's error; raise ASCEND_EMU_NPU_TRACE_ROWS to rank it); any other
+exception propagates. Candidates are usually
 frozen dataclasses (`FlashAttentionTiling`, `AddTiling`, ...); anything hashable works.
 """
 from __future__ import annotations
@@ -27,8 +31,8 @@ from dataclasses import dataclass, field
 
 import rt
 
-__all__ = ["TuneResult", "tune", "best", "format_ranking", "npu_timeline", "npu_total_us",
-           "pipe_ratios"]
+__all__ = ["TuneResult", "tune", "best", "format_ranking", "npu_timeline", "npu_timelines",
+           "npu_total_us", "pipe_ratios"]
 
 
 @dataclass(frozen=True)
@@ -36,7 +40,8 @@ class TuneResult:
     """One candidate's outcome: its simulated time `us` and cycles (None when skipped),
     `rank` (1 = fastest; None when skipped), `skipped` the reason a candidate was not run,
     `pipes` the busy ratio of every pipe that ran (busy cycles over the total cycles of the
-    cores that ran it), `wall_s` the host seconds the candidate took (launch + simulation)."""
+    cores that ran it; of the longest launch when `run` gave several), `wall_s` the host
+    seconds the candidate took (launch + simulation)."""
     candidate: object
     us: float | None = None
     cycles: float | None = None
@@ -56,14 +61,20 @@ class TuneResult:
 
 
 def pipe_ratios(tl) -> dict:
-    """{pipe: busy cycles / (total cycles x cores that ran the pipe)} of a simulated Timeline."""
+    """{pipe: busy cycles / (total cycles x cores that ran the pipe)} of a simulated Timeline.
+    A launch on cores of more than one kind (a MIX launch's AICs and AIVs) keys each pipe by
+    its kind too ("AIC MTE2", "AIV VECTOR"), over the cores of that kind that ran it: the AICs'
+    MTE2 and the AIVs' are different units."""
+    used = [c for c, b in tl.busy.items() if any(v > 0 for v in b.values())]
+    kinds = {c: tl.core_kinds.get(c, "") for c in used}
+    split = len(set(kinds.values())) > 1
     out = {}
-    pipes = sorted({p for b in tl.busy.values() for p, v in b.items() if v > 0})
-    for p in pipes:
-        cores = [c for c, b in tl.busy.items() if b.get(p, 0.0) > 0]
-        total = tl.total_cycles * len(cores)
-        out[p] = sum(tl.busy[c][p] for c in cores) / total if total else 0.0
-    return out
+    for c in used:
+        for p, v in tl.busy[c].items():
+            if v > 0:
+                out.setdefault(f"{kinds[c]} {p}" if split else p, []).append(v)
+    total = tl.total_cycles
+    return {k: (sum(v) / (total * len(v)) if total else 0.0) for k, v in sorted(out.items())}
 
 
 def npu_timeline(launch, name: str | None = None):
@@ -78,6 +89,19 @@ def npu_timeline(launch, name: str | None = None):
                            f"{f' named {name!r}' if name else ''} and wait for it, got no "
                            f"NPU-view recording ({len(prof.records)} records)")
     return runs[-1].timeline
+
+
+def npu_timelines(launch, name: str) -> list:
+    """Call `launch()` inside `rt.profile(npu=True)` and return the simulated Timelines of every
+    launch of kernel `name` it recorded, in the order they finished (an op run as several
+    launches, such as the FlashAttention backward's prep, fused and dQ cast launches)."""
+    with rt.profile(npu=True) as prof:
+        launch()
+    runs = prof.npu_runs(name)
+    if not runs:
+        raise RuntimeError(f"npu_timelines: launch() must launch kernel {name!r} and wait for it, "
+                           f"got no NPU-view recording ({len(prof.records)} records)")
+    return [r.timeline for r in runs]
 
 
 def npu_total_us(launch, name: str) -> float:
@@ -99,16 +123,13 @@ def _default_key(c):
     return repr(c)
 
 
-# what a launch's error names when a block issued more instructions than the NPU view records
-TRACE_LIMIT = "ASCEND_EMU_NPU_TRACE_ROWS"
-
-
 def tune(candidates, run, *, key=None, validate=None, progress=None) -> list[TuneResult]:
     """Run every candidate once and rank them by simulated time (see the module docstring).
 
     `validate(candidate)` (optional) is called first; a ValueError from it or from `run` skips
     the candidate with the error's text as the reason, and so does a launch that failed because
-    a block issued more instructions than the NPU view records (its error names TRACE_LIMIT).
+    a block issued more instructions than the NPU view records (`rt.NpuTraceLimitError`, found
+    in the launch error's chain of causes).
     Duplicates are run once. `progress(i, n, candidate)` (optional) is called before each
     candidate. Returns the ranked results (fastest
     first, ties by `key`), then the skipped ones."""
@@ -128,14 +149,22 @@ def tune(candidates, run, *, key=None, validate=None, progress=None) -> list[Tun
                                       wall_s=time.perf_counter() - t0))
             continue
         except rt.AclError as e:
-            if TRACE_LIMIT not in str(e):       # a block too long for the NPU view's buffer
+            # a block too long for the NPU view's buffer: rt.NpuTraceLimitError in the chain
+            if rt.NpuTraceLimitError.in_chain(e) is None:
                 raise
             skipped.append(TuneResult(c, skipped=str(e), wall_s=time.perf_counter() - t0))
             continue
         if isinstance(got, (int, float)):
             us, cycles, pipes = float(got), None, {}
+        elif isinstance(got, (list, tuple)):
+            if not got:
+                raise ValueError(f"tune: run({c!r}) must give at least one Timeline, got []")
+            us = float(sum(t.us for t in got))
+            cycles = float(sum(t.total_cycles for t in got))
+            pipes = pipe_ratios(max(got, key=lambda t: t.total_cycles))
         else:
             us, cycles, pipes = float(got.us), float(got.total_cycles), pipe_ratios(got)
+        del got         # a Timeline holds every simulated instruction: not kept into the next run
         if not math.isfinite(us) or us < 0:
             raise ValueError(f"tune: run({c!r}) must give a finite simulated time >= 0, got {us}")
         done.append(TuneResult(c, us, cycles, pipes=pipes, wall_s=time.perf_counter() - t0))

@@ -8,7 +8,7 @@ Mirrors AscendCL's `aclrt*` calls in Python spelling; `rt.acl` is the pyACL-comp
 """
 import importlib as _importlib
 
-from .errors import AclError, KernelFault, get_recent_err_msg
+from .errors import AclError, KernelFault, NpuTraceLimitError, get_recent_err_msg
 from .soc import SocSpec, SOCS, get_soc
 from .device import (init, finalize, device_count, set_device, reset_device, current_device,
                      synchronize_device, get_soc_name, get_device_info, get_mem_info, DevAttr,
@@ -33,7 +33,8 @@ _SUBSYSTEMS = ("hccl", "dvpp", "model", "npu", "atc", "graph", "acl")
 _LAZY_NAMES = {"Model": "model", "TensorDesc": "model"}
 
 __all__ = [
-    "AclError", "KernelFault", "get_recent_err_msg", "SocSpec", "SOCS", "get_soc",
+    "AclError", "KernelFault", "NpuTraceLimitError", "get_recent_err_msg", "SocSpec", "SOCS",
+    "get_soc",
     "init", "finalize", "device_count", "set_device", "reset_device", "current_device",
     "synchronize_device", "get_soc_name", "get_device_info", "get_mem_info", "DevAttr",
     "ensure_device", "default_core_count",

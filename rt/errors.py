@@ -149,6 +149,44 @@ class KernelFault(AclError):
         return (type(self), (self.code, self.message, self.block_idx, self.detail))
 
 
+class NpuTraceLimitError(KernelFault):
+    """A block of a launch recorded by the NPU view (`rt.profile(npu=True)`) issued more
+    instructions than the view's per-core trace buffer holds (`rows`, env
+    ASCEND_EMU_NPU_TRACE_ROWS, default 262144): the launch cannot be simulated whole (it is not
+    a fault of the kernel, which runs the same unrecorded). Code 507015 as any AI Core
+    exception; `issued` the instructions the block issued. rt reports it as it reports any
+    block fault (the launch's `KernelFault`, then the synchronize's `AclError`, each chained to
+    the one before): `NpuTraceLimitError.in_chain(err)` finds it in the chain."""
+
+    def __init__(self, code: int, message: str, block_idx: int, detail: str | None = None,
+                 rows: int = 0, issued: int = 0):
+        super().__init__(code, message, block_idx, detail)
+        self.rows = int(rows)
+        self.issued = int(issued)
+
+    def __reduce__(self):
+        return (type(self), (self.code, self.message, self.block_idx, self.detail, self.rows,
+                             self.issued))
+
+    @classmethod
+    def in_chain(cls, err: BaseException):
+        """The NpuTraceLimitError `err` is or was caused by (`caused_by`), or None."""
+        return caused_by(err, cls)
+
+
+def caused_by(err: BaseException, cls: type):
+    """The first exception of type `cls` in `err`'s chain (`err` itself, then its `__cause__`,
+    ...), or None: an error rt wrapped (a synchronize's AclError around a launch's KernelFault
+    around a block's) keeps the block's own error as its cause."""
+    seen = set()
+    while err is not None and id(err) not in seen:
+        if isinstance(err, cls):
+            return err
+        seen.add(id(err))
+        err = err.__cause__
+    return None
+
+
 def set_recent_err_msg(msg: str | None) -> None:
     _recent.msg = msg
 

@@ -126,6 +126,7 @@ def test_tune_backward_tilings_rank_the_given_backward_tilings_alone(tmp_path, c
                            str(out)]) == 0
     text = capsys.readouterr().out
     assert "Backward tiling candidates (the given) for S=48 ranked by simulated time" in text
+    assert "busiest pipe: of the longest launch" in text
     assert "Tiling candidates (the given)" not in text and "Tiling candidates (all)" not in text
     assert not (out / "tune.csv").exists()
     rows = _csv(out / "tune_backward.csv")
@@ -134,6 +135,9 @@ def test_tune_backward_tilings_rank_the_given_backward_tilings_alone(tmp_path, c
     assert [r["rank"] for r in rows] == ["1", "2", "3"]
     us = [float(r["simulated_us"]) for r in rows]
     assert us == sorted(us) and len(set(us)) == 3
+    # the pipes of each candidate's longest launch (a MIX launch: its AICs' or AIVs' pipes)
+    assert all(r["busiest_pipe"].split(" ")[0] in ("AIC", "AIV") and r["busiest_pipe"].split(
+        " ")[1] in ("CUBE", "MTE1", "MTE2", "FIXPIPE", "VECTOR", "SCALAR", "MTE3") for r in rows)
 
 
 def test_tune_backward_tilings_must_be_two_or_three_numbers(tmp_path):

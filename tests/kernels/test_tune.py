@@ -7,7 +7,8 @@ import pytest
 
 import rt
 from kernels.add import AddTiling, add
-from kernels.tune import TuneResult, best, format_ranking, npu_timeline, tune
+from kernels.tune import (TuneResult, best, format_ranking, npu_timeline, npu_timelines,
+                          pipe_ratios, tune)
 
 
 def test_ranks_by_time_and_breaks_ties_by_the_key():
@@ -53,9 +54,9 @@ def test_format_ranking_marks_the_default_and_lists_skipped():
     assert "1 more ranked" in format_ranking(res, top=1)
 
 
-def _add_run(x, y):
+def _add_run(x, y, interpret=True):
     def run(t):
-        tl = npu_timeline(lambda: add(x, y, tiling=t, interpret=True), "add_kernel")
+        tl = npu_timeline(lambda: add(x, y, tiling=t, interpret=interpret), "add_kernel")
         return tl
     return run
 
@@ -85,20 +86,100 @@ def test_add_kernel_tiles_ranked_by_simulated_time_deterministically():
     assert [(r.candidate, r.us) for r in again] == [(r.candidate, r.us) for r in res]
 
 
-def test_a_block_too_long_for_the_npu_view_is_skipped_with_the_reason(monkeypatch):
+@pytest.mark.parametrize("interpret", [True, False], ids=["interpret", "compiled"])
+def test_a_block_too_long_for_the_npu_view_is_skipped_with_the_reason(monkeypatch, interpret):
     """A candidate whose blocks issue more instructions than the NPU view records (64-element
-    tiles: 32 tiles per block) is skipped with the launch's message; the others are ranked."""
+    tiles: 32 tiles per block) is skipped with the launch's message; the others are ranked. The
+    launch's error is rt's synchronize error caused by an rt.NpuTraceLimitError."""
     rt.ensure_device()
     n, cores = 8 * 2048, 8
     x = y = np.ones(n, np.float32)
     cands = [AddTiling(n, cores, n // cores, t) for t in (64, 2048)]
     monkeypatch.setenv("ASCEND_EMU_NPU_TRACE_ROWS", "64")
-    res = tune(cands, _add_run(x, y))
+    res = tune(cands, _add_run(x, y, interpret))
     assert [(r.candidate.tile, r.ok) for r in res] == [(2048, True), (64, False)]
     assert "must issue at most 64 instructions" in res[1].skipped
     assert "raise ASCEND_EMU_NPU_TRACE_ROWS" in res[1].skipped
+    with pytest.raises(rt.AclError) as info:
+        _add_run(x, y, interpret)(cands[0])
+    lim = rt.NpuTraceLimitError.in_chain(info.value)
+    assert lim is not None and lim.code == 507015 and (lim.rows, lim.issued) == (64, 512)
     with pytest.raises(KeyError):                       # other errors still propagate
         tune(cands, lambda t: {}[t])
+
+
+def test_only_the_npu_view_limit_is_skipped_not_an_error_naming_it():
+    """The tuner skips a launch by the limit's type, not by its text: another runtime error that
+    happens to name ASCEND_EMU_NPU_TRACE_ROWS propagates."""
+    def run(t):
+        raise rt.AclError(507015, "kernel 'k' failed: bad (raise ASCEND_EMU_NPU_TRACE_ROWS)")
+    with pytest.raises(rt.AclError, match="kernel 'k' failed"):
+        tune(["a"], run)
+
+    def run_limited(t):
+        err = rt.AclError(507015, "synchronize: kernel 'k' failed")
+        err.__cause__ = rt.NpuTraceLimitError(507015, "a block must issue at most 8", 0,
+                                              rows=8, issued=9)
+        raise err
+    (r,) = tune(["a"], run_limited)
+    assert not r.ok and r.skipped.startswith("synchronize: kernel 'k' failed")
+
+
+def test_an_op_of_several_launches_is_ranked_by_their_sum_with_its_longest_launch_pipes():
+    """`run` giving every launch's Timeline (npu_timelines): the time is their sum, the cycles
+    too, the pipes those of the longest launch."""
+    rt.ensure_device()
+    n, cores = 8 * 2048, 8
+    x = np.ones(n, np.float32)
+    short, long_ = AddTiling(n, cores, n // cores, 2048), AddTiling(n, cores, n // cores, 64)
+
+    def two_launches(t):
+        return npu_timelines(lambda: (add(x, x, tiling=short, interpret=True),
+                                      add(x, x, tiling=t, interpret=True)), "add_kernel")
+    tls = two_launches(long_)
+    assert len(tls) == 2 and tls[1].total_cycles > tls[0].total_cycles
+    (r,) = tune([long_], two_launches)
+    assert r.us == pytest.approx(tls[0].us + tls[1].us, rel=1e-12)
+    assert r.cycles == tls[0].total_cycles + tls[1].total_cycles
+    assert r.pipes == pipe_ratios(tls[1]) != pipe_ratios(tls[0])
+    with pytest.raises(ValueError, match=r"must give at least one Timeline, got \[\]"):
+        tune(["a"], lambda t: [])
+    with pytest.raises(RuntimeError, match=r"npu_timelines: launch\(\) must launch kernel"):
+        npu_timelines(lambda: None, "add_kernel")
+
+
+def test_pipe_ratios_keep_a_mix_launchs_aic_and_aiv_pipes_apart():
+    """A launch on AICs and AIVs: each pipe per kind, over the cores of that kind that ran it
+    (the AICs' MTE2 is not averaged with the AIVs'); one kind of core: plain pipe names."""
+    from rt.npu import Timeline
+    busy = {0: {"MTE2": 50.0, "CUBE": 0.0}, 1: {"MTE2": 10.0, "VECTOR": 80.0},
+            2: {"VECTOR": 40.0, "MTE2": 0.0}, 3: {"VECTOR": 0.0}}
+    tl = Timeline("Ascend910B2", 1, 1e9, busy=busy, makespan=100.0,
+                  core_kinds={0: "AIC", 1: "AIV", 2: "AIV", 3: "AIV"})
+    assert pipe_ratios(tl) == {"AIC MTE2": 0.5, "AIV MTE2": 0.1, "AIV VECTOR": 0.6}
+    assert TuneResult("c", 1.0, pipes=pipe_ratios(tl)).bound_pipe == "AIV VECTOR"
+    tl.core_kinds = {0: "AIV", 1: "AIV", 2: "AIV", 3: "AIV"}
+    assert pipe_ratios(tl) == {"MTE2": 0.3, "VECTOR": 0.6}
+
+
+def test_a_candidates_timelines_are_not_kept_while_the_next_one_runs():
+    """A Timeline holds every simulated instruction (gigabytes at the goal shapes): tune keeps
+    only its numbers, so the previous candidate's Timelines are freed before the next run."""
+    import gc
+    import weakref
+    from rt.npu import Timeline
+    refs, alive_at_next = [], []
+
+    def run(c):
+        gc.collect()
+        alive_at_next.append(sum(r() is not None for r in refs))
+        tls = [Timeline("Ascend910B2", 1, 1e9, busy={0: {"MTE2": 1.0}}, makespan=10.0 * c)
+               for _ in range(2)]
+        refs.extend(weakref.ref(t) for t in tls)
+        return tls if c % 2 else tls[0]
+    res = tune([1, 2, 3], run)
+    assert alive_at_next == [0, 0, 0]
+    assert [r.candidate for r in res] == [1, 2, 3] and res[0].us == pytest.approx(0.02)
 
 
 # ---- the default FlashAttention tiling is the tuner's choice for the main job's shape ----------
