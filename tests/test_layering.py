@@ -31,8 +31,8 @@ ASCENDC_RANKS = (("lang",), ("compiler", "options", "mix"), ("binaries",), ("jit
 # ranks inside rt, bottom to top (by the name after `rt.`; "__init__" is rt/__init__.py itself)
 RT_RANKS = (("errors", "log", "soc", "pool", "hostmem", "hostcache", "device", "memcheck",
              "memory", "sched", "stream", "copy", "callback", "array", "kernel", "resident",
-             "gmorder", "futex", "crossnative", "crossflags", "mixlaunch", "optimeout", "launch",
-             "estimate", "profiler"),
+             "gmorder", "futex", "crossnative", "crossflags", "mixlaunch", "optimeout",
+             "launchargs", "launch", "estimate", "profiler"),
             ("npu", "opsummary"),
             ("hccl", "dvpp", "graph"),
             ("atc",),
