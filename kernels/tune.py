@@ -77,44 +77,38 @@ def pipe_ratios(tl) -> dict:
     return {k: (sum(v) / (total * len(v)) if total else 0.0) for k, v in sorted(out.items())}
 
 
-def npu_timeline(launch, name: str | None = None):
-    """Call `launch()` (which launches a kernel and waits for it) inside
-    `rt.profile(npu=True)` and return the simulated Timeline of the last recorded launch (of
-    kernel `name` if given)."""
+def _npu_runs(launch, name: str | None, api: str) -> list:
+    """Call `launch()` inside `rt.profile(npu=True)` and return its NPU-view runs (of kernel
+    `name` if given), in the order they finished; none is an error naming `api`."""
     with rt.profile(npu=True) as prof:
         launch()
     runs = prof.npu_runs(name)
     if not runs:
-        raise RuntimeError(f"npu_timeline: launch() must launch a kernel"
+        raise RuntimeError(f"{api}: launch() must launch a kernel"
                            f"{f' named {name!r}' if name else ''} and wait for it, got no "
                            f"NPU-view recording ({len(prof.records)} records)")
-    return runs[-1].timeline
+    return runs
+
+
+def npu_timeline(launch, name: str | None = None):
+    """Call `launch()` (which launches a kernel and waits for it) inside
+    `rt.profile(npu=True)` and return the simulated Timeline of the last recorded launch (of
+    kernel `name` if given)."""
+    return _npu_runs(launch, name, "npu_timeline")[-1].timeline
 
 
 def npu_timelines(launch, name: str) -> list:
     """Call `launch()` inside `rt.profile(npu=True)` and return the simulated Timelines of every
     launch of kernel `name` it recorded, in the order they finished (an op run as several
     launches, such as the FlashAttention backward's prep, fused and dQ cast launches)."""
-    with rt.profile(npu=True) as prof:
-        launch()
-    runs = prof.npu_runs(name)
-    if not runs:
-        raise RuntimeError(f"npu_timelines: launch() must launch kernel {name!r} and wait for it, "
-                           f"got no NPU-view recording ({len(prof.records)} records)")
-    return [r.timeline for r in runs]
+    return [r.timeline for r in _npu_runs(launch, name, "npu_timelines")]
 
 
 def npu_total_us(launch, name: str) -> float:
     """Call `launch()` inside `rt.profile(npu=True)` and return the simulated µs summed over
     every launch of kernel `name` it recorded (an op run as several launches, such as the
     FlashAttention backward's two passes)."""
-    with rt.profile(npu=True) as prof:
-        launch()
-    runs = prof.npu_runs(name)
-    if not runs:
-        raise RuntimeError(f"npu_total_us: launch() must launch kernel {name!r} and wait for it, "
-                           f"got no NPU-view recording ({len(prof.records)} records)")
-    return float(sum(r.timeline.us for r in runs))
+    return float(sum(r.timeline.us for r in _npu_runs(launch, name, "npu_total_us")))
 
 
 def _default_key(c):

@@ -144,7 +144,7 @@ def test_an_op_of_several_launches_is_ranked_by_their_sum_with_its_longest_launc
     assert r.pipes == pipe_ratios(tls[1]) != pipe_ratios(tls[0])
     with pytest.raises(ValueError, match=r"must give at least one Timeline, got \[\]"):
         tune(["a"], lambda t: [])
-    with pytest.raises(RuntimeError, match=r"npu_timelines: launch\(\) must launch kernel"):
+    with pytest.raises(RuntimeError, match=r"npu_timelines: launch\(\) must launch a kernel named"):
         npu_timelines(lambda: None, "add_kernel")
 
 
