@@ -42,15 +42,10 @@ import threading
 from dataclasses import dataclass
 
 from .crossflags import CrossCoreLaunch
-from .resident import start_threads
+from .resident import PROCESS_CPUS, start_threads
 
 __all__ = ["MixSpec", "dispatch_mix"]
 
-# the CPUs the process may run on, as the importing thread saw them (none: no affinity API). A
-# launch is often dispatched from a slot's thread of the launch before it on its stream, pinned
-# to one CPU at that moment: its own affinity is not the process's
-_PROCESS_CPUS = tuple(sorted(os.sched_getaffinity(0))) if hasattr(os, "sched_getaffinity") \
-    else ()
 
 
 @dataclass(frozen=True)
@@ -105,7 +100,9 @@ def slot_cpus(slots: int):
     if slots < 2 or os.environ.get("ASCEND_EMU_PIN_GROUPS", "1") == "0" or not hasattr(
             os, "sched_setaffinity"):
         return None
-    cpus = _PROCESS_CPUS        # not the calling thread's: it may be a pinned slot's
+    # not the calling thread's set: a launch is often dispatched from a slot's thread of the
+    # launch before it on its stream, pinned to one CPU at that moment
+    cpus = PROCESS_CPUS
     if len(cpus) < 2:
         return None
     return [cpus[s % len(cpus)] for s in range(slots)]
@@ -141,8 +138,8 @@ class _GroupFeed:
 
 
 def _run_slot(launch, feed, k, wid, run_instance, cpu=None) -> None:
-    """One thread of a slot: core `k` of each of `groups`, in order; on CPU `cpu` if not None
-    (the thread's own affinity is given back after)."""
+    """One thread of a slot: core `k` of each group `feed` gives slot `wid`, in order; on CPU
+    `cpu` if not None (the thread's own affinity is given back after)."""
     old = None
     if cpu is not None:
         try:

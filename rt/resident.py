@@ -90,7 +90,7 @@ class BlockBarrier:
 
 
 # the CPUs the process may run on, as the importing thread saw them (none: no affinity API)
-_PROCESS_CPUS = tuple(sorted(os.sched_getaffinity(0))) if hasattr(os, "sched_getaffinity") \
+PROCESS_CPUS = tuple(sorted(os.sched_getaffinity(0))) if hasattr(os, "sched_getaffinity") \
     else ()
 
 
@@ -116,9 +116,9 @@ class _ResidentCores:
             q.put(job)
 
     def _loop(self, q) -> None:
-        if _PROCESS_CPUS:   # a thread started from one pinned to a CPU (rt.mixlaunch) inherits
+        if PROCESS_CPUS:   # a thread started from one pinned to a CPU (rt.mixlaunch) inherits
             try:            # that CPU: resident threads start on the process's whole set
-                os.sched_setaffinity(0, _PROCESS_CPUS)
+                os.sched_setaffinity(0, PROCESS_CPUS)
             except OSError:
                 pass
         while True:
