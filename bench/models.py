@@ -96,6 +96,15 @@ ours, so loaded ratios overstate ours; say which one you quote):
   whole inference's process CPU 0.92x and 0.96x of the tree before (2 pairs: 120.1, 127.7 vs
   131.1, 133.0 ms); wall time not resolved under that load (docs/performance.md).
 
+- the residual Add (then ReLU) in the conv matmul's own launch (kernels/convmm.py: each block
+  adds the residual to the tile its fixpipe just wrote, on its vector unit): 83 launches per
+  inference instead of 99, no `bias_act_kernel` launch for the 16 residual 1x1 convs. Load
+  2.3-3.4 (2026-12-06), one process per tree, alternating, 4 pairs: the split 113.5, 108.8,
+  120.6, 109.3 vs 133.9, 117.3, 111.5, 129.8 ms (median 0.89x); the 16 convs alone
+  (`python -m bench.resnet_kernels --residual`) 0.85-0.96x, the residual's own cost about half;
+  simulated time unchanged (163.6 vs 166.0 us for the 16). Wall time not resolved under that
+  load.
+
 `--conformance` runs ONNX's backend suite selection of tests/rt/models/test_onnx_backend.py
 (node tests of every claimed op + the light models, exclusions of rt.onnx_backend.conformance)
 with unittest and prints pass / fail / excluded counts.
