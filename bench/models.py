@@ -105,6 +105,12 @@ ours, so loaded ratios overstate ours; say which one you quote):
   simulated time unchanged (163.6 vs 166.0 us for the 16). Wall time not resolved under that
   load.
 
+- ResNet's fc (Gemm, one row of A, constant B and bias) as a 1x1 conv (kernels/model_ops.py):
+  one launch instead of matmul + row-broadcast add (82 per inference), its CPU 0.70-0.80x.
+  With the residual change, 3 alternating pairs (load 2.1-2.7, 2026-12-06): the split 108.3,
+  106.1, 101.0 vs 106.6, 111.2, 112.2 ms; the wall time of the quietest pair 75.3 vs 74.4 ms
+  (onnxruntime 19.1 / 21.0 ms): fewer launches did not shorten it measurably.
+
 `--conformance` runs ONNX's backend suite selection of tests/rt/models/test_onnx_backend.py
 (node tests of every claimed op + the light models, exclusions of rt.onnx_backend.conformance)
 with unittest and prints pass / fail / excluded counts.
