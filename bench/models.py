@@ -102,7 +102,7 @@ ours, so loaded ratios overstate ours; say which one you quote):
   2.3-3.4 (2026-12-06), one process per tree, alternating, 4 pairs: the split 113.5, 108.8,
   120.6, 109.3 vs 133.9, 117.3, 111.5, 129.8 ms (median 0.89x); the 16 convs alone
   (`python -m bench.resnet_kernels --residual`) 0.85-0.96x, the residual's own cost about half;
-  simulated time unchanged (163.6 vs 166.0 us for the 16). Wall time not resolved under that
+  simulated time 153.4 vs 166.0 us for the 16. Wall time not resolved under that
   load.
 
 - ResNet's fc (Gemm, one row of A, constant B and bias) as a 1x1 conv (kernels/model_ops.py):

@@ -46,8 +46,8 @@ import rt
 from ._host import ceil_div, round_up
 from .matmul import MatmulTiling, copy_b, mmad_strips, store_c, tile_range
 
-EPI_TILE = 4096     # residual epilogue: UB buffer (elements), rows of a tile per pass
-EPI_BUFFERS = 2     # its queues' depth (3 queues: 6 x 16 KiB of UB)
+EPI_TILE = 8192     # residual epilogue: UB buffer (elements), rows of a tile per pass
+EPI_BUFFERS = 2     # its queues' depth (3 queues: 6 x 32 KiB, the whole UB of an A2 core)
 
 
 @asc.jit

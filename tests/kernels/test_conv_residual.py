@@ -31,7 +31,7 @@ def _launch(x, w, b, t, res, relu, interpret, out_is_res=False):
 
 CASES = [   # x shape, w shape, padding
     ((2, 16, 20, 20), (200, 16, 1, 1), 0),   # direct 1x1, M ragged (128 + 72), batch 2
-    ((1, 32, 16, 16), (128, 32, 1, 1), 0),   # 1x1, tile-multiple (M 128, N 256: 8 row passes)
+    ((1, 32, 16, 16), (128, 32, 1, 1), 0),   # 1x1, tile-multiple (M 128, N 256: 4 row passes)
     ((1, 5, 7, 9), (19, 5, 3, 3), 1),        # img2col 3x3 (W too narrow for the taps), ragged
     ((1, 64, 7, 7), (256, 64, 1, 1), 0),     # a 7x7-stage 1x1: N = 49 (one 16-padded strip)
 ]
