@@ -96,6 +96,21 @@ ours, so loaded ratios overstate ours; say which one you quote):
   whole inference's process CPU 0.92x and 0.96x of the tree before (2 pairs: 120.1, 127.7 vs
   131.1, 133.0 ms); wall time not resolved under that load (docs/performance.md).
 
+- the residual Add (then ReLU) in the conv matmul's own launch (kernels/convmm.py: each block
+  adds the residual to the tile its fixpipe just wrote, on its vector unit): 83 launches per
+  inference instead of 99, no `bias_act_kernel` launch for the 16 residual 1x1 convs. Load
+  2.3-3.4 (2026-12-06), one process per tree, alternating, 4 pairs: the split 113.5, 108.8,
+  120.6, 109.3 vs 133.9, 117.3, 111.5, 129.8 ms (median 0.89x); the 16 convs alone
+  (`python -m bench.resnet_kernels --residual`) 0.85-0.96x, the residual's own cost about half;
+  simulated time 153.4 vs 166.0 us for the 16. Wall time not resolved under that
+  load.
+
+- ResNet's fc (Gemm, one row of A, constant B and bias) as a 1x1 conv (kernels/model_ops.py):
+  one launch instead of matmul + row-broadcast add (82 per inference), its CPU 0.70-0.80x.
+  With the residual change, 3 alternating pairs (load 2.1-2.7, 2026-12-06): the split 108.3,
+  106.1, 101.0 vs 106.6, 111.2, 112.2 ms; the wall time of the quietest pair 75.3 vs 74.4 ms
+  (onnxruntime 19.1 / 21.0 ms): fewer launches did not shorten it measurably.
+
 `--conformance` runs ONNX's backend suite selection of tests/rt/models/test_onnx_backend.py
 (node tests of every claimed op + the light models, exclusions of rt.onnx_backend.conformance)
 with unittest and prints pass / fail / excluded counts.

@@ -1,6 +1,6 @@
 """Process CPU time of ResNet-50's data-movement-heavy kernels, one launch at a time (compiled).
 
-    python -m bench.resnet_kernels [--repeats 15] [--tiles | --epilogue | --macs]
+    python -m bench.resnet_kernels [--repeats 15] [--tiles | --epilogue | --residual | --macs]
 
 Rows: the stem MaxPool (64 x 112 x 112, 3x3/2, pad 1), a downsampling 1x1/2 convolution
 (256 x 56 x 56 -> 512: `subsample2_kernel` + the matmul), conv1 (3 x 224 x 224, 7x7/2: the
@@ -13,6 +13,10 @@ alternating, to compare them. `--tiles` prints instead the simulated time of eac
 matmul launch (NPU view, deterministic) with kernels.conv2d's tile widths (`balanced_tile_n`)
 and with base_n-wide tiles (the last one ragged); `--epilogue` the simulated time and the
 process CPU time of the residual epilogue (`bias_act_kernel`) by its number of blocks.
+`--residual` times ResNet's four residual 1x1 convs (Conv+Add+Relu, the 16 per inference as 4
+shapes) with and without the residual: process CPU per launch_conv2d (the matmul adds the
+residual in its own launch, kernels/convmm.py; a tree without that runs `bias_act_kernel`
+after it) and the simulated time of their launches, summed per inference.
 `--macs` accounts for the GEMM in every conv of ResNet-50 (the 53 convs as 23 distinct shapes,
 `RESNET50_CONVS`): the model's multiply-accumulates against those the cube's mmads compute
 (m and n rounded up to 16 per mmad: channels, the tap path's garbage columns, the stride-2
@@ -52,10 +56,13 @@ def main(argv=None) -> None:
     ap.add_argument("--tiles", action="store_true")
     ap.add_argument("--epilogue", action="store_true")
     ap.add_argument("--macs", action="store_true")
+    ap.add_argument("--residual", action="store_true")
     args = ap.parse_args(argv)
     rt.ensure_device()
     if args.macs:
         return _macs(args.repeats)
+    if args.residual:
+        return _residual(args.repeats)
     if args.tiles:
         return _tiles()
     if args.epilogue:
@@ -134,6 +141,43 @@ def _epilogue(repeats: int) -> None:
             ms = _cpu_ms(lambda: launch_epilogue(y, o, t, s, residual=r, relu=True), s, repeats)
             print(f"epilogue {oc}x{shp[2]}x{shp[3]}: {t.epi_block_dim} blocks {us:.2f} us "
                   f"simulated, {ms:.3f} ms CPU")
+
+
+# the last 1x1 conv of each of ResNet-50's 16 bottleneck blocks, which the residual Add (then
+# ReLU) follows: (x shape, output channels, count)
+RESNET50_RESIDUAL_CONVS = [((1, 64, 56, 56), 256, 3), ((1, 128, 28, 28), 512, 4),
+                           ((1, 256, 14, 14), 1024, 6), ((1, 512, 7, 7), 2048, 3)]
+
+
+def _residual(repeats: int) -> None:
+    from kernels.conv2d import conv2d
+    s = rt.Stream()
+    rng = np.random.default_rng(0)
+    tot = {"plain": 0.0, "res": 0.0, "us": 0.0}
+    for shp, oc, count in RESNET50_RESIDUAL_CONVS:
+        t = conv2d_tiling(shp, (oc, shp[1], 1, 1))
+        x = rng.standard_normal(shp).astype(np.float32)
+        w = rng.standard_normal((oc, shp[1], 1, 1)).astype(np.float32)
+        r = rng.standard_normal((1, oc) + shp[2:]).astype(np.float32)
+        xd, rd = rt.to_device(x), rt.to_device(r)
+        wm = rt.to_device(conv_weights(w, None, t))
+        y = rt.device_empty((1, oc) + shp[2:], np.float32)
+        out = rt.device_empty(y.shape, np.float32)
+        z = rt.device_zeros((max(t.mm.zeros_len, 16),), np.float32)
+        plain = _cpu_ms(lambda: launch_conv2d(xd, wm, y, None, z, t, s, relu=True, out=out), s,
+                        repeats)
+        res = _cpu_ms(lambda: launch_conv2d(xd, wm, y, None, z, t, s, residual=rd, relu=True,
+                                            out=out), s, repeats)
+        with rt.profile(npu=True) as prof:        # the matmul and any epilogue launch
+            conv2d(x, w, None, residual=r, relu=True)
+        us = sum(run.timeline.us for run in prof.npu_runs())
+        print(f"{shp[1]}x{shp[2]}x{shp[3]} -> {oc} 1x1 + residual + ReLU x{count}: "
+              f"{res:.3f} ms CPU ({plain:.3f} without the residual), {us:.2f} us simulated")
+        tot["plain"] += plain * count
+        tot["res"] += res * count
+        tot["us"] += us * count
+    print(f"the 16 per inference: {tot['res']:.1f} ms CPU ({tot['plain']:.1f} without the "
+          f"residual), {tot['us']:.1f} us simulated")
 
 
 # ResNet-50's convolutions (batch 1): (x shape, w shape, stride, padding, count in the model)

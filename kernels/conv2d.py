@@ -36,8 +36,11 @@ like ATC's FRACTAL_Z weight layout transform.
 Epilogues, as ATC's Conv+Relu and Conv+Add+Relu fusions (rt.model fuses those node chains at
 load, rt/model/fusion.py; `launch_conv2d(..., residual=, relu=, out=)` runs them): the bias is
 always in the matmul and a ReLU without residual is the fixpipe's `relu_en`, so only a residual
-Add needs the vector cores: `bias_act_kernel` (kernels/eltwise.py, one launch for the whole
-batch) computes out = act(y + residual) row by row after the matmul.
+Add needs the vector unit: `conv_matmul_kernel` adds it to each output tile right after the
+fixpipe wrote it, in the same launch (kernels/convmm.py). The tap convolutions, and an output
+that overlaps the convolution's input or the residual, keep the separate epilogue:
+`bias_act_kernel` (kernels/eltwise.py, one launch for the whole batch) computes out = act(y +
+residual) row by row after the matmul.
 
 Fidelity: on Ascend the img2col happens inside the cube core (load3d from an L1 feature map in
 NC1HWC0 into L0A); here it goes through a GM workspace, so MTE traffic is higher than on the NPU.
@@ -362,11 +365,15 @@ def launch_conv2d(x, wmat, y, col, zeros, t: Conv2dTiling, stream, *, residual=N
     workspace of >= t.mm.zeros_len elements. act is ReLU if `relu`, as ATC's fused Conv+Relu
     and Conv+Add+Relu."""
     out = y if out is None else out
-    # the matmul writes the result itself unless a residual follows or out overlaps what it reads
-    # (a memory plan may put a fused node's output over its dead input)
+    # the matmul writes the result itself unless out overlaps what it reads (a memory plan may
+    # put a fused node's output over its dead input); it adds a residual itself too (the fused
+    # epilogue, kernels/convmm.py), except on the tap path and when out overlaps the residual
     reads = [x] + ([] if t.direct or col is None else [col])
-    direct_out = residual is None and (out is y or not any(_overlap(out, r) for r in reads))
+    free_out = out is y or not any(_overlap(out, r) for r in reads)
+    fused = residual is not None and free_out and not t.tap_wp and not _overlap(out, residual)
+    direct_out = free_out and (residual is None or fused)
     mm_out = out if direct_out else y
+    epi = (2 if relu else 1) if fused else 0
     ones = device_ones(t.mm.base_n, x.device)
     chw, ohw = t.c * t.h * t.w, t.oh * t.ow
     xp = None
@@ -398,9 +405,12 @@ def launch_conv2d(x, wmat, y, col, zeros, t: Conv2dTiling, stream, *, residual=N
                 xi, g = xp, t.phase
             img2col_kernel[g.block_dim, stream](xi, col, *img2col_args(g), BUF,
                                                 **launch_options)
+        ri = yi if not fused else \
+            rt.DeviceArray((t.oc, ohw), np.float32, int(residual.ptr) + i * t.oc * ohw * 4)
         conv_matmul_kernel[mm.block_dim, stream](
-            wmat, b_op, yi, zeros, ones, np.int64(mm.m), np.int64(mm.n), np.int64(mm.k),
-            int(t.direct or t.subsample), int(relu and direct_out), t.tile_n or mm.base_n,
+            wmat, b_op, yi, zeros, ones, ri, np.int64(mm.m), np.int64(mm.n), np.int64(mm.k),
+            int(t.direct or t.subsample), int(relu and direct_out and not fused), epi,
+            t.tile_n or mm.base_n,
             mm.base_m, mm.base_n, mm.base_k, mm.l0_n, mm.depth_l1, mm.depth_l0a, mm.depth_l0b,
             **launch_options)
     if not direct_out:

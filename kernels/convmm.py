@@ -25,8 +25,16 @@ with three differences:
   208, 160 instead of 256, 256, 256, 16), so no block gets a sliver while another gets a full
   tile.
 - ReLU on the way out: `fixpipe(..., relu_en=True)` (max(x, 0) as L0C leaves), so a Conv+Relu
-  needs no epilogue at all. A residual Add still runs on the vector cores after the matmul
-  (`bias_act_kernel`), since it must come before the ReLU.
+  needs no epilogue at all.
+- the residual Add in the same launch (`epi` = 1: + residual, 2: + residual then ReLU; it must
+  come before the ReLU, so the fixpipe writes the plain tile): each block, right after the
+  fixpipe has written a tile to C, reads that tile back (GM -> UB, the rows of `EPI_TILE`
+  elements at a time) with the same rows of the residual, adds them on its vector unit
+  (`add` / `add_relu`) and writes the result over the tile (`residual_tile`), as the AIV of an
+  ATC Conv+Add+Relu fusion does with the cube's output tile. FIX -> MTE2 is ordered by a
+  FIX_MTE2 flag. No separate epilogue launch over the whole tensor, and the tile is read
+  while it is still in the CPU's caches. A block with cube and vector work is not a MIX
+  kernel here: the NPU view shows it as the labelled as-if AIC/AIV split (docs/npu-model.md).
 """
 from __future__ import annotations
 
@@ -37,6 +45,9 @@ import rt
 
 from ._host import ceil_div, round_up
 from .matmul import MatmulTiling, copy_b, mmad_strips, store_c, tile_range
+
+EPI_TILE = 8192     # residual epilogue: UB buffer (elements), rows of a tile per pass
+EPI_BUFFERS = 2     # its queues' depth (3 queues: 6 x 32 KiB, the whole UB of an A2 core)
 
 
 @asc.jit
@@ -96,9 +107,41 @@ def chunk_mmad(qb1, qa2, qb2, b1, ag, cl, off, m16, mt, nt, kt, k_pad, c0, l0_n,
 
 
 @asc.jit
+def residual_tile(qy, qr, qo, cg, rg, off, mt, nt, n, relu, tile):
+    """C[tile] = act(C[tile] + R[tile]) for the finished mt x nt tile at element `off` of C
+    and R (rows n apart), act = ReLU if relu: rows of the tile GM -> UB (each 32-byte aligned,
+    `tile` elements per pass), add / add_relu, UB -> GM over the same rows."""
+    n8 = (nt + 7) // 8 * 8
+    rows = max(1, tile // n8)
+    for r in range(0, mt, rows):
+        nr = min(rows, mt - r)
+        o = off + r * n
+        yl = qy.alloc_tensor(asc.float32)
+        asc.data_copy_pad(yl, cg[o:], asc.DataCopyExtParams(nr, nt * 4, (n - nt) * 4, 0, 0))
+        qy.enque(yl)
+        rl = qr.alloc_tensor(asc.float32)
+        asc.data_copy_pad(rl, rg[o:], asc.DataCopyExtParams(nr, nt * 4, (n - nt) * 4, 0, 0))
+        qr.enque(rl)
+        yl = qy.deque(asc.float32)
+        rl = qr.deque(asc.float32)
+        ol = qo.alloc_tensor(asc.float32)
+        if relu != 0:
+            asc.add_relu(ol, yl, rl, nr * n8)
+        else:
+            asc.add(ol, yl, rl, nr * n8)
+        qy.free_tensor(yl)
+        qr.free_tensor(rl)
+        qo.enque(ol)
+        ol = qo.deque(asc.float32)
+        asc.data_copy_pad(cg[o:], ol, asc.DataCopyExtParams(nr, nt * 4, 0, (n - nt) * 4, 0))
+        qo.free_tensor(ol)
+
+
+@asc.jit
 def conv_matmul_kernel(a: asc.GlobalAddress, b: asc.GlobalAddress, c: asc.GlobalAddress,
-                       zeros: asc.GlobalAddress, ones: asc.GlobalAddress, m: int, n: int, k: int,
-                       ones_row: int, relu: int, tile_n: int,
+                       zeros: asc.GlobalAddress, ones: asc.GlobalAddress,
+                       res: asc.GlobalAddress, m: int, n: int, k: int,
+                       ones_row: int, relu: int, epi: int, tile_n: int,
                        base_m: asc.ConstExpr[int], base_n: asc.ConstExpr[int],
                        base_k: asc.ConstExpr[int], l0_n: asc.ConstExpr[int],
                        depth_l1: asc.ConstExpr[int], depth_l0a: asc.ConstExpr[int],
@@ -129,6 +172,15 @@ def conv_matmul_kernel(a: asc.GlobalAddress, b: asc.GlobalAddress, c: asc.Global
     pipe.init_buffer(qa2, depth_l0a, base_m * base_k * isz)
     pipe.init_buffer(qb2, depth_l0b, base_k * l0_n * isz)
     pipe.init_buffer(qc, 1, base_m * base_n * 4)
+    rg = asc.GlobalTensor()
+    rg.set_global_buffer(res, m * n)
+    qy = asc.TQue(asc.TPosition.VECIN, EPI_BUFFERS)
+    qr = asc.TQue(asc.TPosition.VECIN, EPI_BUFFERS)
+    qo = asc.TQue(asc.TPosition.VECOUT, EPI_BUFFERS)
+    if epi != 0:
+        pipe.init_buffer(qy, EPI_BUFFERS, EPI_TILE * 4)
+        pipe.init_buffer(qr, EPI_BUFFERS, EPI_TILE * 4)
+        pipe.init_buffer(qo, EPI_BUFFERS, EPI_TILE * 4)
     for t in range(first, last):
         m0, n0, mt, nt, m16 = tile_at(t, tiles_m, m, n, base_m, tile_n)
         cl = qc.alloc_tensor(asc.float32)
@@ -138,6 +190,10 @@ def conv_matmul_kernel(a: asc.GlobalAddress, b: asc.GlobalAddress, c: asc.Global
             chunk_mmad(qb1, qa2, qb2, b1, ag, cl, m0 * kp_all + m16 * k0, m16, mt, nt, kt,
                        k_pad, c0, l0_n, kc == 0)
         store_c(qc, cl, cg, m0 * n + n0, mt, nt, m16, n, relu)
+        if epi != 0:        # the tile just written: + residual (then ReLU) on the vector unit
+            asc.set_flag(asc.HardEvent.FIX_MTE2, 0)
+            asc.wait_flag(asc.HardEvent.FIX_MTE2, 0)
+            residual_tile(qy, qr, qo, cg, rg, m0 * n + n0, mt, nt, n, epi - 1, EPI_TILE)
 
 
 # ---- host side ---------------------------------------------------------------------------------

@@ -11,7 +11,8 @@ importing this module. Each implementation accepts a node only in the cases its 
 |   | read in place from a zero-padded x (kernels.convtap) |
 | MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool (float32, 4-D) | kernels.pool |
 | MatMul (A: ... x K, B: K x N 2-D; float32/float16 in, float32 out) | kernels.matmul |
-| Gemm (normalised by ATC: A @ B + bias) | kernels.matmul + kernels.eltwise row broadcast |
+| Gemm (normalised by ATC: A @ B + bias) | kernels.matmul + kernels.eltwise row broadcast; |
+|   | one row of A, constant B: a 1x1 conv (kernels.conv2d, bias in the matmul) |
 | Add (same shapes) | kernels.add |
 | Add/Sub/Mul/Div/Max/Min, two-input Sum (same shapes or a last-axis row vector) | kernels.eltwise |
 | Relu, Exp, Abs, Sqrt, Log, Reciprocal | kernels.eltwise unary |
@@ -145,6 +146,12 @@ class MatMul(_Op):
 
 
 class Gemm(MatMul):
+    """A @ B + bias. With one row of A (a batch-1 classifier), float32 and a constant B (and
+    bias), it runs as a 1x1 convolution instead (`_vector_state`): y^T = [B^T | bias] @ [a^T; 1]
+    on `kernels.convmm.conv_matmul_kernel`, B^T laid out once in the cube's L0A order (as the
+    Conv weights: no Nd2Nz or transposing load of the K x N weights per execution) and the
+    bias as its ones-row K term (no separate row-broadcast add launch)."""
+
     def supports(self, node, specs):
         if node["attrs"]:                       # not normalised by ATC
             return False
@@ -154,10 +161,35 @@ class Gemm(MatMul):
                 specs.inputs[2][1] == F32
         return ok
 
+    def prepare(self, node, specs):
+        vec = _vector_state(specs)
+        return ("vector", vec) if vec is not None else ("matmul", super().prepare(node, specs))
+
     def launch(self, node, state, ins, outs, workspace, stream):
-        super().launch(node, state, ins, outs, workspace, stream)
+        kind, inner = state
+        if kind == "vector":
+            t, wmat, zeros = inner
+            _conv.launch_conv2d(ins[0], wmat, outs[0], None, zeros, t, stream)
+            return
+        super().launch(node, inner, ins, outs, workspace, stream)
         if len(ins) > 2 and ins[2] is not None:
             _elt.binary("add", outs[0], ins[2], stream=stream, out=outs[0])
+
+
+def _vector_state(specs):
+    """(conv tiling, cube weights, zeros) running A (1 x K) @ B (K x N) + bias as the 1x1
+    convolution of a K x 1 x 1 image with N output channels (Gemm's doc), or None when A has
+    more than one row, B or the bias is not a constant, or the dtype is not float32."""
+    (ash, adt), (bsh, _) = specs.inputs[:2]
+    has_bias = len(specs.inputs) > 2 and specs.inputs[2] is not None
+    if math.prod(ash[:-1]) != 1 or adt != F32 or 1 not in specs.consts or \
+            (has_bias and 2 not in specs.consts):
+        return None
+    k, n = bsh
+    t = _conv.conv2d_tiling((1, k, 1, 1), (n, k, 1, 1))
+    w = np.ascontiguousarray(np.asarray(specs.consts[1], np.float32).T).reshape(n, k, 1, 1)
+    wmat = _conv.conv_weights(w, specs.consts[2] if has_bias else None, t)
+    return t, rt.to_device(wmat), _zeros(t.mm.zeros_len)
 
 
 def _bcast_shape(x, y):

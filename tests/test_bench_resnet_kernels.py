@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from bench.resnet_kernels import RESNET50_CONVS, cube_macs
+from bench.resnet_kernels import RESNET50_CONVS, RESNET50_RESIDUAL_CONVS, cube_macs
 from kernels.conv2d import conv2d_tiling
 
 
@@ -48,3 +48,12 @@ def test_conv_list_matches_the_light_model():
         key = (x, w, s[0], p[0])
         found[key] = found.get(key, 0) + 1
     assert found == {(x, w, s, p): n for x, w, s, p, n in RESNET50_CONVS}
+
+
+def test_residual_convs_are_the_blocks_last_1x1_convs():
+    """--residual's list: one 1x1 conv (C -> 4C, stride 1) per bottleneck block, 16 in all,
+    each shape among RESNET50_CONVS at least that often."""
+    assert sum(n for *_, n in RESNET50_RESIDUAL_CONVS) == 16
+    counts = {(x, w): n for x, w, s, p, n in RESNET50_CONVS if s == 1 and p == 0}
+    for x, oc, n in RESNET50_RESIDUAL_CONVS:
+        assert counts[(x, (oc, x[1], 1, 1))] >= n and oc == 4 * x[1]

@@ -106,24 +106,27 @@ def test_tiles_beyond_the_cores_shorten_the_simulated_launch():
 
 
 def test_residual_epilogue_uses_the_socs_cores():
-    """bias_act_kernel after a conv with a residual runs one block per AI Core (not per CPU of
-    the machine): the same output, a shorter simulated epilogue."""
-    shape, oc = (1, 64, 56, 56), 256
-    t = conv2d_tiling(shape, (oc, 64, 1, 1))
+    """bias_act_kernel after a tap conv with a residual (the 1x1 and img2col convs add it in the
+    matmul's launch) runs one block per AI Core (not per CPU of the machine): the same output,
+    a shorter simulated epilogue."""
+    shape, oc = (1, 64, 28, 28), 256
+    t = conv2d_tiling(shape, (oc, 64, 3, 3), 1, 1)
+    assert t.tap_wp
     assert t.epi_block_dim == min(rt.get_soc().ai_core_num, oc)
     assert t.epi_block_dim * t.epi_rows_per_core >= oc > (t.epi_block_dim - 1) * \
         t.epi_rows_per_core
     rng = np.random.default_rng(4)
     x = rng.standard_normal(shape).astype(np.float32)
-    w = rng.standard_normal((oc, 64, 1, 1)).astype(np.float32)
+    w = rng.standard_normal((oc, 64, 3, 3)).astype(np.float32)
     b = rng.standard_normal(oc).astype(np.float32)
-    res = rng.standard_normal((1, oc, 56, 56)).astype(np.float32)
+    res = rng.standard_normal((1, oc, 28, 28)).astype(np.float32)
     two = dataclasses.replace(t, epi_block_dim=2, epi_rows_per_core=oc // 2)
     us, ys = [], []
     for tt in (t, two):
-        us.append(npu_total_us(lambda: ys.append(conv2d(x, w, b, residual=res, relu=True,
-                                                        tiling=tt)), "bias_act_kernel"))
+        us.append(npu_total_us(lambda: ys.append(conv2d(x, w, b, padding=1, residual=res,
+                                                        relu=True, tiling=tt)),
+                               "bias_act_kernel"))
     np.testing.assert_array_equal(ys[0], ys[1])
-    np.testing.assert_allclose(ys[0], np.maximum(conv2d_reference(x, w, b) + res, 0),
+    np.testing.assert_allclose(ys[0], np.maximum(conv2d_reference(x, w, b, 1, 1) + res, 0),
                                rtol=1e-4, atol=1e-4)
     assert us[0] < 0.5 * us[1]
