@@ -17,9 +17,9 @@ register per L0C row of a strip, A broadcast from L0A in place (no unpacking), C
 in place in L0C (no packing); only B is repacked (O(k * n) per mmad against O(m * n * k) work).
 `h2f16` converts 16 float16 values to float32 with one vector fpext (the CPU's half -> float,
 exact, as the element-wise conversion it replaces, about 1.5x faster: 0.6 us for a 128 x 128
-operand). Two helpers serve the cube path's data movement too: `make_transpose` (the fractal
-transpose of load_data(if_transpose), one vector shuffle per fractal) and `copy32` (Nd2Nz's
-32-byte C0 rows).
+operand). Helpers serve the cube path's data movement too: `make_transpose` (the fractal
+transpose of load_data(if_transpose), one vector shuffle per fractal), `copy32` (Nd2Nz's
+32-byte C0 rows) and `copy64` (a 16-element L0C row in fixpipe, two adjacent C0 rows in Nd2Nz).
 """
 from __future__ import annotations
 
