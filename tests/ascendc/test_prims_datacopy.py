@@ -290,6 +290,27 @@ def test_nd2nz_n_stride_and_padding_untouched(how):
     assert (got[64:].reshape(4, 16)[:, 4:] == -1).all()   # padding is not written
 
 
+@pytest.mark.parametrize("how,dtype", cases(DTYPES, [np.float32]))
+@pytest.mark.parametrize("strips,n_stride,gap", [(2, 2, 0), (3, 3, 0), (3, 4, 5), (1, 1, 2)])
+def test_nd2nz_whole_rows(how, dtype, strips, n_stride, gap):
+    # dst_nz_c0_stride 1 with n_stride >= the strips: each ND row stays one run in L1 (the path
+    # copying whole rows); nd 3 matrices, the gap between them in L1 left as it was
+    c = Core()
+    c0 = 32 // np.dtype(dtype).itemsize
+    rows, cols, row = 5, strips * c0, strips * c0 + 7
+    x = values(dtype, 3 * rows * row + 11, seed=3)
+    g = c.gm(x)
+    dms = (rows - 1) * n_stride * c0 + cols + gap * c0
+    p = Nd2NzParams(3, rows, cols, rows * row + 3, row, 1, n_stride, dms)
+    n = 3 * dms + 64
+    l1 = c.local(L1, dtype, n, fill=-1)
+    copy(how, c.ctx, l1, g, p)
+    ref = np.full(n, -1, dtype)
+    nd2nz_ref(ref, x, p, c0)
+    assert np.array_equal(c.logical(l1).view(np.uint8), ref.view(np.uint8))
+    assert c.counters()["mte2_bytes"] == 3 * rows * cols * np.dtype(dtype).itemsize
+
+
 @pytest.mark.parametrize("how", HOW)
 def test_nd2nz_errors(how):
     c = Core()

@@ -17,9 +17,9 @@ register per L0C row of a strip, A broadcast from L0A in place (no unpacking), C
 in place in L0C (no packing); only B is repacked (O(k * n) per mmad against O(m * n * k) work).
 `h2f16` converts 16 float16 values to float32 with one vector fpext (the CPU's half -> float,
 exact, as the element-wise conversion it replaces, about 1.5x faster: 0.6 us for a 128 x 128
-operand). Two helpers serve the cube path's data movement too: `make_transpose` (the fractal
-transpose of load_data(if_transpose), one vector shuffle per fractal) and `copy32` (Nd2Nz's
-32-byte C0 rows).
+operand). Helpers serve the cube path's data movement too: `make_transpose` (the fractal
+transpose of load_data(if_transpose), one vector shuffle per fractal), `copy32` (Nd2Nz's
+32-byte C0 rows) and `copy64` (a 16-element L0C row in fixpipe, two adjacent C0 rows in Nd2Nz).
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from numba.extending import intrinsic
 
 from ..core import prim
 
-__all__ = ["copy32", "gemm_nz", "h2f16", "make_transpose", "pack_zn"]
+__all__ = ["copy32", "copy64", "gemm_nz", "h2f16", "make_transpose", "pack_zn"]
 
 _F32 = ir.FloatType()
 _I64 = ir.IntType(64)
@@ -176,24 +176,31 @@ def pack_zn(b, nbn, kb, c0):
     return out
 
 
-@intrinsic
-def copy32(typingctx, t, do, s, so):
-    """t[do:] = s[so:] for 32 bytes (one C0 row of a fractal; offsets in elements of t and s, the
-    same element type): one unaligned vector move, 2x faster than the element loop in Nd2Nz."""
-    if not (isinstance(t, types.Array) and isinstance(s, types.Array) and t.dtype == s.dtype):
-        return None
-    sig = types.void(t, types.uint64, s, types.uint64)
+def _make_copy(nbytes):
+    """Intrinsic copy(t, do, s, so): `nbytes` bytes from element so of s to element do of t (the
+    bits as they are; callers pass arrays of one element type, or of one width, where they
+    take this path): one unaligned vector move."""
+    @intrinsic
+    def copy(typingctx, t, do, s, so):
+        if not (isinstance(t, types.Array) and isinstance(s, types.Array)):
+            return None
+        sig = types.void(t, types.uint64, s, types.uint64)
 
-    def codegen(context, builder, signature, args):
-        vty = ir.VectorType(ir.IntType(8), 32).as_pointer()
-        dp = builder.gep(_data_ptr(context, builder, signature.args[0], args[0]), [args[1]])
-        sp = builder.gep(_data_ptr(context, builder, signature.args[2], args[2]), [args[3]])
-        builder.store(builder.load(builder.bitcast(sp, vty), align=1), builder.bitcast(dp, vty),
-                      align=1)
-        return context.get_dummy_value()
-    return sig, codegen
+        def codegen(context, builder, signature, args):
+            vty = ir.VectorType(ir.IntType(8), nbytes).as_pointer()
+            dp = builder.gep(_data_ptr(context, builder, signature.args[0], args[0]), [args[1]])
+            sp = builder.gep(_data_ptr(context, builder, signature.args[2], args[2]), [args[3]])
+            builder.store(builder.load(builder.bitcast(sp, vty), align=1),
+                          builder.bitcast(dp, vty), align=1)
+            return context.get_dummy_value()
+        return sig, codegen
+    return copy
 
 
+# one C0 row of a fractal (Nd2Nz's 32-byte rows: 2x faster than the element loop); 64 bytes:
+# an L0C row of 16 float32 / int32 (fixpipe without conversion), or two adjacent C0 rows
+copy32 = _make_copy(32)
+copy64 = _make_copy(64)
 
 
 _V16H = ir.VectorType(ir.HalfType(), 16)

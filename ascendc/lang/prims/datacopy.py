@@ -64,7 +64,7 @@ from ..errors import FAULT, fault, KernelError
 from ..params import (DataCopyExtParams, DataCopyPadExtParams, DataCopyPadParams, DataCopyParams,
                       Nd2NzParams)
 from .borrow import borrowed
-from .cubegemm import copy32
+from .cubegemm import copy32, copy64
 from .memops import stream_copy
 from .movecore import *  # noqa: F403  (locating, checks and copy paths shared with cube.py)
 from .. import trace
@@ -154,9 +154,25 @@ def _nd2nz_loop(t, s, nd, nv, dv, sms, sdv, c0s, ns, dms):
     16 source rows, each band across all nd matrices (the band's source rows are read nearly
     sequentially and stay in L1; 2x faster than matrix by matrix for many narrow matrices):
     within a band each strip's rows are written in order. Full C0 chunks (32 bytes) are one
-    vector move."""
+    vector move. When a row's strips are adjacent in L1 (dst_nz_c0_stride 1, n_stride >= the
+    strips: an ND row stays one run) and no two rows or matrices overlap, each source row is
+    copied whole, 64 bytes at a time, all nd matrices' pieces of one row in turn (disjoint
+    writes: the order does not change the result)."""
     c0 = 32 // t.itemsize
     nstrip = (dv + c0 - 1) // c0
+    if (c0s == 1 and ns >= nstrip and dv % c0 == 0
+            and (nd == 1 or dms >= (nv - 1) * ns * c0 + dv)):
+        for r in range(nv):
+            for m in range(nd):
+                so = m * sms + r * sdv
+                do = m * dms + r * ns * c0
+                j = 0
+                while j + 2 <= nstrip:
+                    copy64(t, np.uint64(do + j * c0), s, np.uint64(so + j * c0))
+                    j += 2
+                if j < nstrip:
+                    copy32(t, np.uint64(do + j * c0), s, np.uint64(so + j * c0))
+        return
     for r0 in range(0, nv, 16):
         r1 = min(nv, r0 + 16)
         for m in range(nd):

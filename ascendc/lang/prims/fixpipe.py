@@ -21,6 +21,7 @@ from ..dtypes import st as _st
 from ..errors import FAULT, fault, KernelError
 from .. import trace
 from .borrow import borrowed
+from .cubegemm import copy64
 from .atomic import fix_loop_atomic
 from .movecore import (A_FIXPIPE, A_FIXPIPE_ATOMIC, W_CONFIG, W_DST, W_M_SIZE, W_N_SIZE,
                        W_ND_NUM, W_SRC, W_SRC_STRIDE, dtype_name_of, aligned, bound, bound_rows,
@@ -114,11 +115,24 @@ def _fix_checks(st, D, S, disz, info, nsz, msz, sstr, dstr, q, nd, snd, dnd, cfg
     return True
 
 
+def _same_words(dst, src):
+    """Whether dst and src hold the same plain 4-byte type (float32 or int32: a row moves as its
+    bits, `st` converting nothing), as a compile-time constant."""
+
+
+@overload(_same_words)
+def _same_words_ov(dst, src):
+    same = (dst.dtype == src.dtype and isinstance(dst.dtype, (types.Float, types.Integer))
+            and dst.dtype.bitwidth == 32)
+    return lambda dst, src: same
+
+
 @prim
 def _fix_loop(dst, src, nsz, msz, sstr, dstr, nd, soff, dnd, cfg, relu):
     """Rows of 16 (or fewer) elements from the L0C strips to dst (converted by `st`, relu first);
     row-major output is written row by row (sequential in GM), NZ output strip by strip."""
     nstrip = (nsz + 15) // 16
+    raw = _same_words(dst, src)
     for i in range(nd):
         for a in range(msz if cfg == 0 else nstrip):
             for b in range(nstrip if cfg == 0 else msz):
@@ -129,7 +143,9 @@ def _fix_loop(dst, src, nsz, msz, sstr, dstr, nd, soff, dnd, cfg, relu):
                     d = np.uint64(i * dnd + r * dstr + j * 16)
                 else:
                     d = np.uint64(i * dnd + j * dstr * 16 + r * 16)
-                if relu:
+                if raw and w == 16 and not relu:     # a whole L0C row, bits as they are
+                    copy64(dst, d, src, o)
+                elif relu:
                     for e in range(w):
                         v = src[o + e]
                         if v < 0:

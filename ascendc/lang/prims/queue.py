@@ -23,6 +23,7 @@ from ..positions import (NPOS, POS_LEVEL, POS_NOTE, POS_TQUE, POSITION_NAMES, UB
                          TQUE_POSITIONS_TEXT)
 from ..state import FLAG_SANITIZE, KIND_BUF, KIND_QUE, MAX_QUEUES, MAX_SLOTS, MEM, STAGE, STATE
 from .. import trace
+from .movecore import inline
 from ..enums import TPosition
 from ..visibility import (PIPE_M, PIPE_FIX, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, PIPE_V, vis_chain,
                           vis_land)
@@ -250,13 +251,20 @@ def _slot_view(ctx, q, s, dtype):
 
 
 @prim
+def _foreign(q, off, api):
+    fault("{}: tensor must be a buffer of {:pos} {} #{}, got a foreign tensor at "
+          "local offset {}", api, q.pos, _kind(q), q.id, off)
+    raise KernelError(FAULT)
+
+
+@inline
 def _slot_of(ctx, q, t, api):
+    """The slot of q that tensor t is (inlined: the test is a few compares per enque / free;
+    the fault, with its message, out of line)."""
     off = np.int64(local_offset(ctx, t))
     if off < q.mem_off or off >= q.mem_off + q.num * q.slot_bytes or \
             (off - q.mem_off) % q.slot_bytes != 0:
-        fault("{}: tensor must be a buffer of {:pos} {} #{}, got a foreign tensor at "
-              "local offset {}", api, q.pos, _kind(q), q.id, off)
-        raise KernelError(FAULT)
+        _foreign(q, off, api)
     return np.int64((off - q.mem_off) // q.slot_bytes)
 
 
@@ -282,7 +290,8 @@ def _pending_in(ctx, lo, hi):
 
 @prim
 def que_alloc_tensor(ctx, q, dtype):
-    _need_init(q, "TQue.alloc_tensor")
+    if q.init != INIT:          # (the faulting call, out of line)
+        _need_init(q, "TQue.alloc_tensor")
     n = q.num
     for i in range(n):
         s = (q.next_slot + i) % n
@@ -300,7 +309,8 @@ def que_alloc_tensor(ctx, q, dtype):
 
 @prim
 def que_enque(ctx, q, t):
-    _need_init(q, "TQue.enque")
+    if q.init != INIT:          # (the faulting call, out of line)
+        _need_init(q, "TQue.enque")
     s = _slot_of(ctx, q, t, "TQue.enque")
     if not (q.alloc >> s) & 1:
         fault("TQue.enque: tensor must be allocated with alloc_tensor, got a freed "
@@ -321,7 +331,8 @@ def que_enque(ctx, q, t):
 
 @prim
 def que_deque(ctx, q, dtype):
-    _need_init(q, "TQue.deque")
+    if q.init != INIT:          # (the faulting call, out of line)
+        _need_init(q, "TQue.deque")
     if q.fifo_n == 0:
         fault("TQue.deque: the queue must hold an enqueued tensor, got an empty "
               "{:pos} TQue #{} (enque missing?)", q.pos, q.id)
@@ -347,7 +358,8 @@ def que_deque(ctx, q, dtype):
 
 @prim
 def que_free_tensor(ctx, q, t):
-    _need_init(q, "TQue.free_tensor")
+    if q.init != INIT:          # (the faulting call, out of line)
+        _need_init(q, "TQue.free_tensor")
     s = _slot_of(ctx, q, t, "TQue.free_tensor")
     if not (q.alloc >> s) & 1:
         fault("TQue.free_tensor: tensor must be allocated, got a buffer of {:pos} TQue "
@@ -388,7 +400,8 @@ def que_has_idle_buffer(ctx, q):
 
 @prim
 def tbuf_get(ctx, b, dtype, n):
-    _need_init(b, "TBuf.get")
+    if b.init != INIT:          # (the faulting call, out of line)
+        _need_init(b, "TBuf.get")
     v = _slot_view(ctx, b, 0, dtype)
     trace.region(ctx, _OP_GET, b.mem_off, b.slot_bytes, trace.REGION_VIEW)
     if n < 0:
@@ -402,7 +415,8 @@ def tbuf_get(ctx, b, dtype, n):
 
 @prim
 def tbuf_get_with_offset(ctx, b, size, offset, dtype):
-    _need_init(b, "TBuf.get_with_offset")
+    if b.init != INIT:          # (the faulting call, out of line)
+        _need_init(b, "TBuf.get_with_offset")
     if offset % 32 != 0:
         fault("TBuf.get_with_offset: buf_offset must be a multiple of 32 bytes, got "
               "buf_offset={}", offset)
