@@ -15,7 +15,7 @@ from ._host import round_up
 
 # the forward pipeline's depth: S, P and O slots per group in the GM workspaces (the AIC computes
 # S of block j + SLOTS - 1 before P V of block j)
-SLOTS = 3
+SLOTS = 4
 
 
 class FlashAttentionBuffers(NamedTuple):
@@ -53,10 +53,11 @@ class FlashAttentionBuffers(NamedTuple):
     brcb_ub: int        #   a per-row value broadcast to 8 lanes by brcb,
     low_ub: int         #   16-bit inputs: the scaled Q rows, then O, in the input dtype
     sf_ub: int          #   float16 inputs: the f32 scores of one pass (cast from s_ub), and
-                        #   the f32 scratch of the next S1 block's Q scaling (so at least rows x D)
+                        #   the f32 scratch of the next S1 block's Q scaling (so at least rows x D;
+                        #   float32 inputs scale Q in a buffer of the O-part queue)
     ws_block: int       # f32 GM workspace elements per group: SLOTS O-part slots
     wsp_block: int      # GM workspace elements (input dtype) per group: SLOTS P slots, then
-                        #   (float16 inputs) 2 slots of the scaled Q block
+                        #   (float16 and float32 inputs) 2 slots of the scaled Q block
     wss_block: int      # GM workspace elements per group (f32, or the 16-bit input dtype):
                         #   SLOTS S slots
 
@@ -74,6 +75,14 @@ def half_scores(dtype) -> bool:
     """Whether S is handed over in 16 bits for `dtype` inputs: float16 only (bfloat16 keeps f32
     scores: a bfloat16 Q x scale or bfloat16 S would cost 8 bits of the scores' precision)."""
     return np.dtype(dtype) == np.dtype(np.float16)
+
+
+def scaled_q(dtype) -> bool:
+    """Whether the AIVs hand the cube Q x scale for `dtype` inputs, so S comes back scaled and
+    the softmax has no scaling pass: float16 (its S is handed over in float16, `half_scores`)
+    and float32 (Q x scale rounds once, in f32; exact for a power-of-two scale such as D = 64's
+    1/8); bfloat16 keeps the AIVs scaling S (a bfloat16 Q x scale would round to 8 bits)."""
+    return np.dtype(dtype) in (np.dtype(np.float16), np.dtype(np.float32))
 
 
 def flash_attention_buffers(tiling, d: int, itemsize: int, soc=None,
@@ -109,6 +118,7 @@ def _buffers(tiling, d, itemsize, soc, pass_rows, half_s) -> FlashAttentionBuffe
     l0c_num = 2 if 2 * l0c <= soc.capacity("L0C") else 1
     row = rows * f32             # one f32 per row of the AIV
     hs = itemsize == 2 if half_s is None else bool(half_s)
+    qs = hs or itemsize == 4     # the AIVs scale Q for the cube (`scaled_q`)
     sz = 2 if hs else f32        # the scores as handed over
     ps = pass_rows * s2b
     (acc_ub, m_ub, l_ub, alpha_ub, mnew_ub, rowred_ub, fold_ub, brcb_ub, low_ub, sf_ub), calc = \
@@ -123,7 +133,7 @@ def _buffers(tiling, d, itemsize, soc, pass_rows, half_s) -> FlashAttentionBuffe
         o_ub=rows * d * f32, calc=calc,
         acc_ub=acc_ub, m_ub=m_ub, l_ub=l_ub, alpha_ub=alpha_ub, mnew_ub=mnew_ub,
         rowred_ub=rowred_ub, fold_ub=fold_ub, brcb_ub=brcb_ub, low_ub=low_ub, sf_ub=sf_ub,
-        ws_block=SLOTS * s1b * d, wsp_block=SLOTS * s1b * s2b + (2 * s1b * d if hs else 0),
+        ws_block=SLOTS * s1b * d, wsp_block=SLOTS * s1b * s2b + (2 * s1b * d if qs else 0),
         wss_block=SLOTS * s1b * s2b)
 
 
