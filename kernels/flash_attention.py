@@ -240,8 +240,8 @@ def aic_pipeline(q, k, v, wsp, wsg, wpg, wssg, qa1, qa2, kv1, p1, pa2, b2, lc, s
     steps, LAG + 1 deep, that runs on across S1 blocks: S = Q K^T of step x + LAG (into its own S
     slot) before O_part = P V of step x, so the cube works while the AIVs run the softmax of
     step x + 1, and the first S tiles of the next S1 block are computed while the AIVs finish
-    this one. `q_slots`: the offset of the slots of the scaled Q (`q_scaled`) in the P workspace
-    `wsp`."""
+    this one. `wpg`: the P slots (the S slots for float16 and float32); `q_slots`: the offset
+    of this group's two slots of the scaled Q (`q_scaled`) in the workspace `wsp`."""
     steps = _group_steps(shape, g, groups, s1b, s2b, causal)
     group = shape.heads // shape.kv_heads
     ta, ja, tb, jb = g, 0, g, 0                 # the steps of stage 1 and of stage 2
@@ -280,14 +280,15 @@ def aic_pipeline(q, k, v, wsp, wsg, wpg, wssg, qa1, qa2, kv1, p1, pa2, b2, lc, s
 
 
 @asc.jit
-def aiv_pipeline(q, out, smax, ssum, wsg, wpg, wssg, sin, oin, oacc, row_m, row_l, alphas, mnew,
-                 rowred, fold, bc, low, sf, shape, layout, scale, g, groups, sub, rows, ps, s1b,
-                 s2b, d, s_quant, causal, low_precision, q_scaled, q_slots):
+def aiv_pipeline(q, out, smax, ssum, wsg, wpg, wssg, wqg, sin, oin, oacc, row_m, row_l, alphas,
+                 mnew, rowred, fold, bc, low, sf, shape, layout, scale, g, groups, sub, rows, ps,
+                 s1b, s2b, d, s_quant, causal, low_precision, q_scaled):
     """An AIV of group g: its half of the rows of S1 blocks g, g + groups, ...; per step x the
     softmax of step x, then the O update of step x - LAG (whose P V the AIC computed meanwhile;
     at the last S2 block of an S1 block, O / l and the stats -> GM), so the AIC always has the
     next S tile or P tile to work on. Up to SLOTS S1 blocks are in flight: each has its own m and
-    l (set k % SLOTS of the k-th S1 block)."""
+    l (set k % SLOTS of the k-th S1 block). `wpg`: the P slots (the S slots for float16 and
+    float32); `wqg`: the two slots of the scaled Q (`q_scaled`)."""
     steps = _group_steps(shape, g, groups, s1b, s2b, causal)
     ta, ja, tb, jb = g, 0, g, 0                 # the steps of the softmax and of the O update
     ka, kb = 0, 0                               # S1 blocks the two have started
@@ -301,11 +302,11 @@ def aiv_pipeline(q, out, smax, ssum, wsg, wpg, wssg, sin, oin, oacc, row_m, row_
             if ja == 0:                         # a new S1 block
                 if q_scaled:                    # Q x scale for the cube, one S1 block ahead: the
                     if ka == 0:                 # AIC finds the next Q ready
-                        _scale_q_block(wpg[q_slots:], q, ta, shape, layout.q, s1b, sub, low, sf,
-                                       oin, d, scale)
+                        _scale_q_block(wqg, q, ta, shape, layout.q, s1b, sub, low, sf, oin, d,
+                                       scale)
                     if ta + groups < shape.tiles:
-                        _scale_q_block(wpg[q_slots + ((ka + 1) % 2) * s1b * d:], q, ta + groups,
-                                       shape, layout.q, s1b, sub, low, sf, oin, d, scale)
+                        _scale_q_block(wqg[((ka + 1) % 2) * s1b * d:], q, ta + groups, shape,
+                                       layout.q, s1b, sub, low, sf, oin, d, scale)
                 asc.duplicate(row_m[(ka % SLOTS) * rows:], NEG_INF, rows)
                 asc.duplicate(row_l[(ka % SLOTS) * rows:], 0.0, rows)
                 ka += 1
@@ -352,10 +353,10 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
     buffers here, the pipeline in `aic_pipeline` / `aiv_pipeline`)."""
     pipe = asc.TPipe()
     s1b, s2b, d = tiling.s1_block, tiling.s2_block, variant.head_dim
-    q_slots = SLOTS * s1b * s2b                 # the scaled Q blocks in the P workspace
-    wsg = asc.GlobalTensor()                    # this group's workspaces: O parts (f32), P, S
-    wpg = asc.GlobalTensor()
+    wsg = asc.GlobalTensor()                    # this group's workspaces: O parts (f32), P, S,
+    wpg = asc.GlobalTensor()                    # the scaled Q
     wssg = asc.GlobalTensor()
+    wqg = asc.GlobalTensor()
     if asc.ascend_is_aic():
         qa1 = asc.TQue(asc.TPosition.A1, 1)
         kv1 = asc.TQue(asc.TPosition.B1, 1)
@@ -373,12 +374,15 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
         pipe.init_buffer(lc, bufs.l0c_num, bufs.l0c)
         g = asc.get_block_idx()
         wsg.set_global_buffer(ws + g * bufs.ws_block, bufs.ws_block)
-        wpg.set_global_buffer(wsp + g * bufs.wsp_block, bufs.wsp_block)
         wssg.set_global_buffer(wss + g * bufs.wss_block, bufs.wss_block)
+        if variant.q_scaled:                    # P goes back into the S slot it came from
+            wpg.set_global_buffer(wss + g * bufs.wss_block, bufs.wss_block)
+        else:
+            wpg.set_global_buffer(wsp + g * bufs.wsp_block, bufs.wsp_block)
         aic_pipeline(q, k, v, wsp, wsg, wpg, wssg, qa1, qa2_buf.get(q.dtype), kv1, p1, pa2, b2,
                      lc, shape, layout, g, asc.get_block_num(), s1b, s2b, tiling.kv_chunk, d,
                      variant.c0, variant.s_quant, variant.causal, variant.low_precision,
-                     variant.q_scaled, g * bufs.wsp_block + q_slots, bufs.l0c_num)
+                     variant.q_scaled, g * bufs.wsp_block, bufs.l0c_num)
     else:
         sin = asc.TQue(asc.TPosition.VECIN, 2)
         oin = asc.TQue(asc.TPosition.VECIN, 1)
@@ -394,9 +398,13 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
             n_low = max(bufs.pass_rows * s2b, rows * d)
         g = asc.get_block_idx() // 2
         wsg.set_global_buffer(ws + g * bufs.ws_block, bufs.ws_block)
-        wpg.set_global_buffer(wsp + g * bufs.wsp_block, bufs.wsp_block)
         wssg.set_global_buffer(wss + g * bufs.wss_block, bufs.wss_block)
-        aiv_pipeline(q, out, smax, ssum, wsg, wpg, wssg, sin, oin,
+        wqg.set_global_buffer(wsp + g * bufs.wsp_block, bufs.wsp_block)    # Q x scale, or P
+        if variant.q_scaled:                    # P back into the S slot it came from
+            wpg.set_global_buffer(wss + g * bufs.wss_block, bufs.wss_block)
+        else:
+            wpg.set_global_buffer(wsp + g * bufs.wsp_block, bufs.wsp_block)
+        aiv_pipeline(q, out, smax, ssum, wsg, wpg, wssg, wqg, sin, oin,
                      calc_buf.get_with_offset(rows * d, bufs.acc_ub, asc.float32),
                      calc_buf.get_with_offset(SLOTS * rows, bufs.m_ub, asc.float32),
                      calc_buf.get_with_offset(SLOTS * rows, bufs.l_ub, asc.float32),
@@ -411,7 +419,7 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
                                               asc.float32),
                      shape, layout, scale, g, asc.get_block_num(), asc.get_sub_block_idx(), rows,
                      bufs.pass_rows, s1b, s2b, d, variant.s_quant, variant.causal,
-                     variant.low_precision, variant.q_scaled, q_slots)
+                     variant.low_precision, variant.q_scaled)
 
 
 def split_last_round(tiles, groups, s1, s1b):

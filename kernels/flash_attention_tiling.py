@@ -56,8 +56,9 @@ class FlashAttentionBuffers(NamedTuple):
                         #   the f32 scratch of the next S1 block's Q scaling (so at least rows x D;
                         #   float32 inputs scale Q in a buffer of the O-part queue)
     ws_block: int       # f32 GM workspace elements per group: SLOTS O-part slots
-    wsp_block: int      # GM workspace elements (input dtype) per group: SLOTS P slots, then
-                        #   (float16 and float32 inputs) 2 slots of the scaled Q block
+    wsp_block: int      # GM workspace elements (input dtype) per group: bfloat16 inputs SLOTS P
+                        #   slots; float16 and float32 inputs 2 slots of the scaled Q block (their
+                        #   P goes back into the S slot it came from: S and P share a dtype)
     wss_block: int      # GM workspace elements per group (f32, or the 16-bit input dtype):
                         #   SLOTS S slots
 
@@ -133,7 +134,7 @@ def _buffers(tiling, d, itemsize, soc, pass_rows, half_s) -> FlashAttentionBuffe
         o_ub=rows * d * f32, calc=calc,
         acc_ub=acc_ub, m_ub=m_ub, l_ub=l_ub, alpha_ub=alpha_ub, mnew_ub=mnew_ub,
         rowred_ub=rowred_ub, fold_ub=fold_ub, brcb_ub=brcb_ub, low_ub=low_ub, sf_ub=sf_ub,
-        ws_block=SLOTS * s1b * d, wsp_block=SLOTS * s1b * s2b + (2 * s1b * d if qs else 0),
+        ws_block=SLOTS * s1b * d, wsp_block=2 * s1b * d if qs else SLOTS * s1b * s2b,
         wss_block=SLOTS * s1b * s2b)
 
 

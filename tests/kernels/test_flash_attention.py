@@ -206,8 +206,9 @@ def test_buffer_layout():
     brcb lanes), then the 16-bit P (or O) of bfloat16 inputs, or the 16-bit Q (or O) and the f32
     scores of a pass (at least rows x D: the Q scaling's scratch) of float16 inputs (whose S
     arrives in float16); rows is half the S1 block. The GM workspace holds SLOTS
-    O-part, P and S slots per group (and two slots of the scaled Q block for float16 and float32:
-    the AIVs scale the next S1 block's Q while the AIC works on this one)."""
+    O-part and S slots per group, and SLOTS P slots for bfloat16; float16 and float32 write P
+    back into the S slot it came from and have two slots of the scaled Q block instead (the
+    AIVs scale the next S1 block's Q while the AIC works on this one)."""
     assert SLOTS == 4
     tree = ast.parse(textwrap.dedent(inspect.getsource(flash_attention_kernel.__wrapped__)))
     read = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)
@@ -225,8 +226,7 @@ def test_buffer_layout():
         assert b.sf_ub == b.low_ub + low
         assert b.calc == rows * (d + 86) * 4 + low + sf
         assert (b.ws_block, b.wsp_block, b.wss_block) == \
-            (4 * s1b * d, 4 * s1b * s2b + (2 * s1b * d if half or isz == 4 else 0),
-             4 * s1b * s2b)
+            (4 * s1b * d, 2 * s1b * d if half or isz == 4 else 4 * s1b * s2b, 4 * s1b * s2b)
         assert b.s_ub == rows * s2b * (2 if half else 4) and b.o_ub == rows * d * 4
         assert b.s_ub_num == (2 if half else 1)
         assert (b.l0c, b.l0c_num) == (s1b * 64 * 4, 2)     # S chunk or O part, two of them
