@@ -239,10 +239,14 @@ def flash_attention_tiling(d: int, dtype, s1: int, s2: int, soc=None) -> FlashAt
     on the loaded machine, compile included; all 42 would take most of a day), ranked the
     same day with the forward as it is now: (128, 1024, 128) 642.48 µs (45.3 % of the fp16
     peak), (128, 1024, 64) 685.89, (128, 512, 128) 688.19, (128, 512, 64) 718.75, (128,
-    1024, 32) 776.10 (the busiest pipe of all five: the AIVs' VECTOR, 67-82 %). The default
-    stays the first for float16 on Ascend910B2 (`python -m bench.flash_attention --dtype
-    float16 --head-dim 128 --heads 3 --seq 8192 --no-backward --tune-only --tune-tilings
-    "128,1024,128;128,1024,64;128,512,128;128,512,64;128,1024,32"` runs the same launches).
+    1024, 32) 776.10 (the busiest pipe of all five: the AIVs' VECTOR, 67-82 %). With the
+    pipeline 4 slots deep (one flag id per direction, P written back into its S slot, float32's
+    Q scaled by the AIVs) the same day: the default 639.8 µs at the goal shape (the other four
+    not re-run) and 189.8 µs at the main job's shape (the other fp32 tilings not re-ranked
+    either). The default stays the first for float16 on Ascend910B2 (`python -m
+    bench.flash_attention --dtype float16 --head-dim 128 --heads 3 --seq 8192 --no-backward
+    --tune-only --tune-tilings "128,1024,128;128,1024,64;128,512,128;128,512,64;128,1024,32"`
+    runs the same launches).
     A slice of the grid (one group's S1 blocks) would simulate faster but not the same time:
     the groups share the model's L2 and HBM pools (one group: M12-128x8192 68.8 µs; eight
     groups with the same work each: M12-1024x8192 76.9 µs, docs/npu-model.md), so the goal
