@@ -15,7 +15,8 @@ when causal) through a pipeline SLOTS (4) deep that runs on across S1 blocks:
                SLOTS-buffered; a flag id per direction, a counter the k-th wait of which takes
                the k-th set, i.e. slot k % SLOTS)
   AIV  wait S_READY;  S rows -> UB;  (bfloat16: scale,) causal mask, online softmax (running
-       max m, sum l, alpha = exp(m_old - m_new) kept for the O update);  P -> P slot x % SLOTS;
+       max m, sum l, alpha = exp(m_old - m_new) kept for the O update);  P -> back into S slot
+       x % SLOTS (float16, float32: S and P share a dtype; bfloat16: P slot x % SLOTS);
        set P_READY
   AIC  PV(x)   wait P_READY;  P chunks -> L1 -> L0A, V chunks -> L1 -> L0B;  mmad O_part = P V
                accumulated in L0C -> fixpipe -> O slot x % SLOTS;  set O_READY
@@ -29,7 +30,10 @@ once per group, not per S1 block; each AIV keeps m and l of up to SLOTS S1 block
 the AIVs' order is softmax(x), update(x - LAG). A slot is rewritten only after what read it: the
 AIC writes S(x + SLOTS) after it waited for P(x) (the AIVs read S(x) before they wrote P(x)); the
 AIVs write P(x + SLOTS) after they waited for O(x) (the AIC read P(x) before it wrote O(x)); the
-AIC writes O(x + SLOTS) after P(x + SLOTS), which the AIVs write after they read O(x). On the CPU
+AIC writes O(x + SLOTS) after P(x + SLOTS), which the AIVs write after they read O(x). P in its S
+slot (float16, float32): each AIV writes its P rows of a pass after it read their S rows, and the
+AIC writes S(x + SLOTS) after it waited for P(x) and read it for P V(x) (MTE2 before the mmads
+that precede S(x + SLOTS)'s mmad and fixpipe). On the CPU
 a thread runs until it must wait, so the depth sets how many steps one context switch covers:
 SLOTS 3 -> 4 took a forward of the main job from about 1200 to 850 futex sleeps.
 One group per AI Core (cube core) of the SoC as the real op launches; groups stride over the
@@ -441,9 +445,9 @@ def split_last_round(tiles, groups, s1, s1b):
 
 
 def attention_workspaces(bufs, block_dim, dtype) -> list:
-    """The kernel's GM workspaces for `block_dim` groups: SLOTS O-part slots (f32); SLOTS P slots
-    and (float16 and float32 inputs) 2 slots of the scaled Q block (input dtype); SLOTS S slots
-    (f32, or float16)."""
+    """The kernel's GM workspaces for `block_dim` groups: SLOTS O-part slots (f32); 2 slots of
+    the scaled Q block (float16 and float32 inputs, whose P goes back into its S slot) or SLOTS P
+    slots (bfloat16), in the input dtype; SLOTS S slots (f32, or float16)."""
     low = half_scores(dtype)
     return [rt.device_empty((block_dim * bufs.ws_block,), np.float32),
             rt.device_empty((block_dim * bufs.wsp_block,), dtype),
