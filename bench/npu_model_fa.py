@@ -14,8 +14,8 @@ published table, QK preload 3, `min(S0 / 128, cube cores)` blocks). Here the sam
 PTO's S1), and the public wrapper launches `min(S1 / 128, AI Cores)` groups: S0 / 128 blocks when
 that fits the 24 cores of a 910B2, else 24 groups striding over the 128-row tiles, which is the
 occupancy of PTO's waves (`balance=False`: the last round's tiles are not cut into parts).
-What the kernel here cannot express: the QK preload depth (ours is SLOTS = 3 GM slots per
-hand-off, the AIC two S tiles ahead of its P V; PTO's 3 or 4 through 8) and the fused
+What the kernel here cannot express: the QK preload depth (ours is SLOTS = 4 GM slots per
+hand-off, the AIC three S tiles ahead of its P V; PTO's 3 or 4 through 8) and the fused
 "load wide K once" of the manual kernel; the rows say so in their notes.
 
 Rows run through the kernel's public API (`kernels.flash_attention.flash_attention` with

@@ -5,27 +5,37 @@ cross-core flags (mode 2: the AIC and its AIVs).
 
 per (batch, head, S1 block of s1_block rows; the group's AIVs take half the rows each), the
 S2 blocks j of every S1 block of a group form one stream of steps (fully masked blocks skipped
-when causal) through a pipeline SLOTS (3) deep that runs on across S1 blocks:
-  AIC  at an S1 block's first step: Q GM -> L1 (Nd2Nz) -> L0A (ZZ)
+when causal) through a pipeline SLOTS (4) deep that runs on across S1 blocks:
+  AIV  at an S1 block's first step (one S1 block ahead; float16 and float32 inputs): its Q rows
+       x scale -> a Q slot of the workspace;  set Q_READY  (so S comes back scaled)
+  AIC  at an S1 block's first step: (wait Q_READY) Q GM -> L1 (Nd2Nz) -> L0A (ZZ)
   AIC  QK(x)   K chunks GM -> L1 (NZ == ZN of K^T) -> L0B;  mmad S = Q K^T -> L0C -> fixpipe
-               -> S slot x % 3 of the workspace;  set S_READY   (computed while the AIVs run
-               the softmax of step x - 2 or x - 1: S, P and O slots are triple-buffered, a
-               flag per slot)
-  AIV  wait S_READY;  S rows -> UB;  scale, causal mask, online softmax (running max m, sum l,
-       alpha = exp(m_old - m_new) kept for the O update);  P -> P slot x % 3;  set P_READY
+               -> S slot x % SLOTS of the workspace;  set S_READY   (computed while the AIVs
+               run the softmax of steps x - LAG .. x - 1, LAG = SLOTS - 1: S, P and O slots are
+               SLOTS-buffered; a flag id per direction, a counter the k-th wait of which takes
+               the k-th set, i.e. slot k % SLOTS)
+  AIV  wait S_READY;  S rows -> UB;  (bfloat16: scale,) causal mask, online softmax (running
+       max m, sum l, alpha = exp(m_old - m_new) kept for the O update);  P -> back into S slot
+       x % SLOTS (float16, float32: S and P share a dtype; bfloat16: P slot x % SLOTS);
+       set P_READY
   AIC  PV(x)   wait P_READY;  P chunks -> L1 -> L0A, V chunks -> L1 -> L0B;  mmad O_part = P V
-               accumulated in L0C -> fixpipe -> O slot x % 3;  set O_READY
-  AIV  wait O_READY (its copy starts during the softmax of step x + 2);  O = O * alpha + O_part
+               accumulated in L0C -> fixpipe -> O slot x % SLOTS;  set O_READY
+  AIV  wait O_READY (its copy starts during the softmax of step x + LAG);  O = O * alpha + O_part
   AIV  after an S1 block's last step: O / l (the division deferred to the end) -> GM;
        softmax_max = m, softmax_sum = l -> GM
-The AIC's order is QK(0), QK(1), QK(2), PV(0), QK(3), PV(1), ...: S of step x + 2 is ready
+The AIC's order is QK(0) .. QK(LAG), PV(0), QK(LAG + 1), PV(1), ...: S of step x + LAG is ready
 before the AIVs finish step x + 1, so they never wait for the cube's round trip, and the next
 S1 block's first S tiles are computed before this one's last P V (the pipeline fills and drains
 once per group, not per S1 block; each AIV keeps m and l of up to SLOTS S1 blocks in flight);
-the AIVs' order is softmax(x), update(x - 2). A slot is rewritten only after what read it: the
-AIC writes S(x + 3) after it waited for P(x) (the AIVs read S(x) before they wrote P(x)); the
-AIVs write P(x + 3) after they waited for O(x) (the AIC read P(x) before it wrote O(x)); the AIC
-writes O(x + 3) after P(x + 3), which the AIVs write after they read O(x).
+the AIVs' order is softmax(x), update(x - LAG). A slot is rewritten only after what read it: the
+AIC writes S(x + SLOTS) after it waited for P(x) (the AIVs read S(x) before they wrote P(x)); the
+AIVs write P(x + SLOTS) after they waited for O(x) (the AIC read P(x) before it wrote O(x)); the
+AIC writes O(x + SLOTS) after P(x + SLOTS), which the AIVs write after they read O(x). P in its S
+slot (float16, float32): each AIV writes its P rows of a pass after it read their S rows, and the
+AIC writes S(x + SLOTS) after it waited for P(x) and read it for P V(x) (MTE2 before the mmads
+that precede S(x + SLOTS)'s mmad and fixpipe). On the CPU
+a thread runs until it must wait, so the depth sets how many steps one context switch covers:
+SLOTS 3 -> 4 took a forward of the main job from about 1200 to 850 futex sleeps.
 One group per AI Core (cube core) of the SoC as the real op launches; groups stride over the
 B*N*S1 blocks. kernels/flash_attention_cube.py and _vector.py hold the two sides; where an
 inner step's CPU time goes: `python -m bench.fa_steps`.
@@ -46,9 +56,11 @@ from .flash_attention_cube import (LAG, O_READY, P_READY, Q_READY, S_READY, SLOT
                                    pv_block, qk_block)
 from .flash_attention_tiling import (KV_CHUNKS, FlashAttentionBuffers,  # noqa: F401 (re-exported)
                                      FlashAttentionTiling, flash_attention_buffers, half_scores,
+                                     scaled_q,
                                      flash_attention_tiling, flash_attention_tiling_candidates)
 from .flash_attention_vector import (add_o_part, finish_rows, issue_o_part, issue_scores,
-                                     load_scores, mask_above_diagonal, scale_q_rows, softmax_step,
+                                     load_scores, mask_above_diagonal, scale_q_rows,
+                                     scale_q_rows_f32, softmax_step,
                                      store_p)
 
 LAYOUTS = ("BNSD", "BSND", "BSH")
@@ -89,13 +101,16 @@ class AttentionVariant(NamedTuple):
     low_precision: bool  # 16-bit inputs: P and O are cast to the input dtype
     c0: int             # input elements per 32 bytes: the width of an NZ fractal
     s_quant: int        # fixpipe quant_pre of S: F322F16 (float16 inputs: Q scaled by the AIVs,
-                        # S handed over in float16) or NoQuant (f32 S, scaled by the AIVs)
+                        # S handed over in float16) or NoQuant (f32 S)
+    q_scaled: bool      # the AIVs hand the cube Q x scale (float16 and float32 inputs), so S
+                        # comes back scaled; else (bfloat16) the AIVs scale S
 
 
 def attention_variant(head_dim: int, dtype, causal: bool = False) -> AttentionVariant:
     isz = np.dtype(dtype).itemsize
     quant = asc.QuantModes.F322F16 if half_scores(dtype) else asc.QuantModes.NoQuant
-    return AttentionVariant(int(head_dim), bool(causal), isz < 4, 32 // isz, int(quant))
+    return AttentionVariant(int(head_dim), bool(causal), isz < 4, 32 // isz, int(quant),
+                            scaled_q(dtype))
 
 
 @asc.jit
@@ -150,21 +165,25 @@ def _half_rows(m, sub):
 
 
 @asc.jit
-def _scale_q_block(wq, q, t, shape, ql, s1b, sub, low, tmp, d, scale):
-    """float16: this AIV's rows of S1 block t's Q times the softmax scale -> the Q slot wq (rows
-    d apart; `ql` q's strides); then Q_READY for the AIC."""
+def _scale_q_block(wq, q, t, shape, ql, s1b, sub, low, tmp, oin, d, scale):
+    """float16 and float32: this AIV's rows of S1 block t's Q times the softmax scale -> the Q
+    slot wq (rows d apart; `ql` q's strides; float32 through a buffer of the O-part queue `oin`,
+    float16 through `low` and `tmp`); then Q_READY for the AIC."""
     b, n, s1_0, m = _tile_rows(t, shape, s1b)
     r0, mr = _half_rows(m, sub)
     if mr > 0:
-        scale_q_rows(wq[r0 * d:], q + (b * ql.batch + n * ql.head + (s1_0 + r0) * ql.row), low,
-                     tmp, mr, d, ql.row, scale)
+        q_addr = q + (b * ql.batch + n * ql.head + (s1_0 + r0) * ql.row)
+        if q.dtype.sizeof() == 4:
+            scale_q_rows_f32(wq[r0 * d:], q_addr, oin, mr, d, ql.row, scale)
+        else:
+            scale_q_rows(wq[r0 * d:], q_addr, low, tmp, mr, d, ql.row, scale)
     asc.cross_core_set_flag(Q_READY, XMODE, asc.PipeID.PIPE_MTE3)
 
 
 @asc.jit
 def _fetch_o(oin, o_ws, slot, count):
     """Wait for the O part in O slot `slot`, start its copy (count elements, if any) to UB."""
-    asc.cross_core_wait_flag(O_READY + slot, XMODE, asc.PipeID.PIPE_MTE2)
+    asc.cross_core_wait_flag(O_READY, XMODE, asc.PipeID.PIPE_MTE2)
     if count > 0:
         issue_o_part(oin, o_ws, count)
 
@@ -172,14 +191,14 @@ def _fetch_o(oin, o_ws, slot, count):
 @asc.jit
 def softmax_block(sin, oin, s_ws, p_ws, o_ws, sf, low, row_m, row_l, alpha, mnew, rowred, fold,
                   bc, slot, fetch_o, mr, o_rows, n2, q0, s2_0, d, s2b, ps, scale, s_quant, causal,
-                  low_precision):
+                  low_precision, q_scaled):
     """An AIV's softmax of one S2 block: its mr rows of the S slot (s_ws: row 0 of its rows) in
     passes of ps rows -> P (p_ws), alpha; then P_READY. With `fetch_o` it also waits for the O
     part of the step LAG back (its o_rows rows, o_ws; maybe of the previous S1 block) and starts
     its copy, so that it lands while the vector unit works: f16 S before the last pass's vector
     work; f32 S after it (under the P copy-out: on the CPU the AIC's P V is then done, not waited
     for); `add_o_part` uses it."""
-    asc.cross_core_wait_flag(S_READY + slot, XMODE, asc.PipeID.PIPE_MTE2)
+    asc.cross_core_wait_flag(S_READY, XMODE, asc.PipeID.PIPE_MTE2)
     o_slot = (slot + SLOTS - LAG) % SLOTS
     last = (mr - 1) // ps * ps                  # the last pass's first row
     o_at = last                                 # f32 S: after the last pass's softmax
@@ -205,7 +224,7 @@ def softmax_block(sin, oin, s_ws, p_ws, o_ws, sf, low, row_m, row_l, alpha, mnew
             store_p(p_ws[p0 * s2b:], sf, sh, pr * s2b, True, False)   # P out of the S buffer
             sin.free_tensor(sh)
         else:
-            su = load_scores(sin, s_ws[p0 * s2b:], pr * s2b, scale)
+            su = load_scores(sin, s_ws[p0 * s2b:], pr * s2b, scale, q_scaled)
             if causal:
                 mask_above_diagonal(su, pr, n2, q0 + p0, s2_0, s2b)
             softmax_step(su, row_m[p0:], row_l[p0:], alpha[p0:], mnew, rowred, fold, bc, pr,
@@ -214,17 +233,19 @@ def softmax_block(sin, oin, s_ws, p_ws, o_ws, sf, low, row_m, row_l, alpha, mnew
                 _fetch_o(oin, o_ws, o_slot, o_rows * d)
             store_p(p_ws[p0 * s2b:], su, low, pr * s2b, low_precision)
             sin.free_tensor(su)
-    asc.cross_core_set_flag(P_READY + slot, XMODE, asc.PipeID.PIPE_MTE3)
+    asc.cross_core_set_flag(P_READY, XMODE, asc.PipeID.PIPE_MTE3)
 
 
 @asc.jit
 def aic_pipeline(q, k, v, wsp, wsg, wpg, wssg, qa1, qa2, kv1, p1, pa2, b2, lc, shape, layout, g,
-                 groups, s1b, s2b, kc, d, c0, s_quant, causal, low_precision, q_slots, l0c_num):
+                 groups, s1b, s2b, kc, d, c0, s_quant, causal, low_precision, q_scaled, q_slots,
+                 l0c_num):
     """The AIC of group g: S1 blocks g, g + groups, ...; their S2 blocks are one pipeline of
     steps, LAG + 1 deep, that runs on across S1 blocks: S = Q K^T of step x + LAG (into its own S
     slot) before O_part = P V of step x, so the cube works while the AIVs run the softmax of
     step x + 1, and the first S tiles of the next S1 block are computed while the AIVs finish
-    this one. `q_slots`: the float16 Q slots' offset in the P workspace `wsp`."""
+    this one. `wpg`: the P slots (the S slots for float16 and float32); `q_slots`: the offset
+    of this group's two slots of the scaled Q (`q_scaled`) in the workspace `wsp`."""
     steps = _group_steps(shape, g, groups, s1b, s2b, causal)
     group = shape.heads // shape.kv_heads
     ta, ja, tb, jb = g, 0, g, 0                 # the steps of stage 1 and of stage 2
@@ -234,7 +255,7 @@ def aic_pipeline(q, k, v, wsp, wsg, wpg, wssg, qa1, qa2, kv1, p1, pa2, b2, lc, s
             b, n, s1_0, m = _tile_rows(ta, shape, s1b)
             m16 = (m + 15) // 16 * 16
             if ja == 0:                         # a new S1 block: its Q -> L0A
-                if s_quant:                     # the Q block the AIVs scaled
+                if q_scaled:                    # the Q block the AIVs scaled
                     asc.cross_core_wait_flag(Q_READY, XMODE, asc.PipeID.PIPE_MTE2)
                     load_q(qa1, qa2, wsp + (q_slots + (kt % 2) * s1b * d), m, m16, d, d, c0)
                 else:
@@ -247,30 +268,31 @@ def aic_pipeline(q, k, v, wsp, wsg, wpg, wssg, qa1, qa2, kv1, p1, pa2, b2, lc, s
                      k + (b * layout.kv.batch + (n // group) * layout.kv.head +
                           s2_0 * layout.kv.row), m, m16, min(s2b, shape.s2 - s2_0),
                      layout.kv.row, d, s2b, kc, c0, s_quant, l0c_num)
-            asc.cross_core_set_flag(S_READY + slot, XMODE, asc.PipeID.PIPE_FIX)
+            asc.cross_core_set_flag(S_READY, XMODE, asc.PipeID.PIPE_FIX)
             ta, ja = _next_step(ta, ja, _s2_blocks(shape, s1_0, m, s2b, causal), groups)
         if x >= LAG:                            # stage 2: O_part of step x - LAG
             b, n, s1_0, m = _tile_rows(tb, shape, s1b)
             slot = (x - LAG) % SLOTS
             s2_0 = jb * s2b
-            asc.cross_core_wait_flag(P_READY + slot, XMODE, asc.PipeID.PIPE_MTE2)
+            asc.cross_core_wait_flag(P_READY, XMODE, asc.PipeID.PIPE_MTE2)
             pv_block(wsg[slot * s1b * d:], wpg[slot * s1b * s2b:], p1, pa2, kv1, b2, lc,
                      v + (b * layout.kv.batch + (n // group) * layout.kv.head +
                           s2_0 * layout.kv.row), m, (m + 15) // 16 * 16,
                      min(s2b, shape.s2 - s2_0), layout.kv.row, d, s2b, kc, c0, low_precision)
-            asc.cross_core_set_flag(O_READY + slot, XMODE, asc.PipeID.PIPE_FIX)
+            asc.cross_core_set_flag(O_READY, XMODE, asc.PipeID.PIPE_FIX)
             tb, jb = _next_step(tb, jb, _s2_blocks(shape, s1_0, m, s2b, causal), groups)
 
 
 @asc.jit
-def aiv_pipeline(q, out, smax, ssum, wsg, wpg, wssg, sin, oin, oacc, row_m, row_l, alphas, mnew,
-                 rowred, fold, bc, low, sf, shape, layout, scale, g, groups, sub, rows, ps, s1b,
-                 s2b, d, s_quant, causal, low_precision, q_slots):
+def aiv_pipeline(q, out, smax, ssum, wsg, wpg, wssg, wqg, sin, oin, oacc, row_m, row_l, alphas,
+                 mnew, rowred, fold, bc, low, sf, shape, layout, scale, g, groups, sub, rows, ps,
+                 s1b, s2b, d, s_quant, causal, low_precision, q_scaled):
     """An AIV of group g: its half of the rows of S1 blocks g, g + groups, ...; per step x the
     softmax of step x, then the O update of step x - LAG (whose P V the AIC computed meanwhile;
     at the last S2 block of an S1 block, O / l and the stats -> GM), so the AIC always has the
     next S tile or P tile to work on. Up to SLOTS S1 blocks are in flight: each has its own m and
-    l (set k % SLOTS of the k-th S1 block)."""
+    l (set k % SLOTS of the k-th S1 block). `wpg`: the P slots (the S slots for float16 and
+    float32); `wqg`: the two slots of the scaled Q (`q_scaled`)."""
     steps = _group_steps(shape, g, groups, s1b, s2b, causal)
     ta, ja, tb, jb = g, 0, g, 0                 # the steps of the softmax and of the O update
     ka, kb = 0, 0                               # S1 blocks the two have started
@@ -282,13 +304,13 @@ def aiv_pipeline(q, out, smax, ssum, wsg, wpg, wssg, sin, oin, oacc, row_m, row_
             b, n, s1_0, m = _tile_rows(ta, shape, s1b)
             r0, mr = _half_rows(m, sub)
             if ja == 0:                         # a new S1 block
-                if s_quant:                     # Q x scale for the cube, one S1 block ahead: the
+                if q_scaled:                    # Q x scale for the cube, one S1 block ahead: the
                     if ka == 0:                 # AIC finds the next Q ready
-                        _scale_q_block(wpg[q_slots:], q, ta, shape, layout.q, s1b, sub, low, sf,
-                                       d, scale)
+                        _scale_q_block(wqg, q, ta, shape, layout.q, s1b, sub, low, sf, oin, d,
+                                       scale)
                     if ta + groups < shape.tiles:
-                        _scale_q_block(wpg[q_slots + ((ka + 1) % 2) * s1b * d:], q, ta + groups,
-                                       shape, layout.q, s1b, sub, low, sf, d, scale)
+                        _scale_q_block(wqg[((ka + 1) % 2) * s1b * d:], q, ta + groups, shape,
+                                       layout.q, s1b, sub, low, sf, oin, d, scale)
                 asc.duplicate(row_m[(ka % SLOTS) * rows:], NEG_INF, rows)
                 asc.duplicate(row_l[(ka % SLOTS) * rows:], 0.0, rows)
                 ka += 1
@@ -299,7 +321,7 @@ def aiv_pipeline(q, out, smax, ssum, wsg, wpg, wssg, sin, oin, oacc, row_m, row_
                           wpg[slot * s1b * s2b + r0 * s2b:], o_ws, sf, low, row_m[ml:],
                           row_l[ml:], alphas[slot * rows:], mnew, rowred, fold, bc, slot,
                           x >= LAG, mr, mrb, min(s2b, shape.s2 - s2_0), s1_0 + r0, s2_0, d, s2b,
-                          ps, scale, s_quant, causal, low_precision)
+                          ps, scale, s_quant, causal, low_precision, q_scaled)
             ta, ja = _next_step(ta, ja, _s2_blocks(shape, s1_0, m, s2b, causal), groups)
         elif x >= LAG:                          # the pipeline drains: O_part x - LAG alone
             _fetch_o(oin, o_ws, (x + SLOTS - LAG) % SLOTS, mrb * d)
@@ -335,10 +357,10 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
     buffers here, the pipeline in `aic_pipeline` / `aiv_pipeline`)."""
     pipe = asc.TPipe()
     s1b, s2b, d = tiling.s1_block, tiling.s2_block, variant.head_dim
-    q_slots = SLOTS * s1b * s2b                 # float16: the scaled Q blocks in the P workspace
-    wsg = asc.GlobalTensor()                    # this group's workspaces: O parts (f32), P, S
-    wpg = asc.GlobalTensor()
+    wsg = asc.GlobalTensor()                    # this group's workspaces: O parts (f32), P, S,
+    wpg = asc.GlobalTensor()                    # the scaled Q
     wssg = asc.GlobalTensor()
+    wqg = asc.GlobalTensor()
     if asc.ascend_is_aic():
         qa1 = asc.TQue(asc.TPosition.A1, 1)
         kv1 = asc.TQue(asc.TPosition.B1, 1)
@@ -356,12 +378,15 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
         pipe.init_buffer(lc, bufs.l0c_num, bufs.l0c)
         g = asc.get_block_idx()
         wsg.set_global_buffer(ws + g * bufs.ws_block, bufs.ws_block)
-        wpg.set_global_buffer(wsp + g * bufs.wsp_block, bufs.wsp_block)
         wssg.set_global_buffer(wss + g * bufs.wss_block, bufs.wss_block)
+        if variant.q_scaled:                    # P goes back into the S slot it came from
+            wpg.set_global_buffer(wss + g * bufs.wss_block, bufs.wss_block)
+        else:
+            wpg.set_global_buffer(wsp + g * bufs.wsp_block, bufs.wsp_block)
         aic_pipeline(q, k, v, wsp, wsg, wpg, wssg, qa1, qa2_buf.get(q.dtype), kv1, p1, pa2, b2,
                      lc, shape, layout, g, asc.get_block_num(), s1b, s2b, tiling.kv_chunk, d,
                      variant.c0, variant.s_quant, variant.causal, variant.low_precision,
-                     g * bufs.wsp_block + q_slots, bufs.l0c_num)
+                     variant.q_scaled, g * bufs.wsp_block, bufs.l0c_num)
     else:
         sin = asc.TQue(asc.TPosition.VECIN, 2)
         oin = asc.TQue(asc.TPosition.VECIN, 1)
@@ -377,9 +402,13 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
             n_low = max(bufs.pass_rows * s2b, rows * d)
         g = asc.get_block_idx() // 2
         wsg.set_global_buffer(ws + g * bufs.ws_block, bufs.ws_block)
-        wpg.set_global_buffer(wsp + g * bufs.wsp_block, bufs.wsp_block)
         wssg.set_global_buffer(wss + g * bufs.wss_block, bufs.wss_block)
-        aiv_pipeline(q, out, smax, ssum, wsg, wpg, wssg, sin, oin,
+        wqg.set_global_buffer(wsp + g * bufs.wsp_block, bufs.wsp_block)    # Q x scale, or P
+        if variant.q_scaled:                    # P back into the S slot it came from
+            wpg.set_global_buffer(wss + g * bufs.wss_block, bufs.wss_block)
+        else:
+            wpg.set_global_buffer(wsp + g * bufs.wsp_block, bufs.wsp_block)
+        aiv_pipeline(q, out, smax, ssum, wsg, wpg, wssg, wqg, sin, oin,
                      calc_buf.get_with_offset(rows * d, bufs.acc_ub, asc.float32),
                      calc_buf.get_with_offset(SLOTS * rows, bufs.m_ub, asc.float32),
                      calc_buf.get_with_offset(SLOTS * rows, bufs.l_ub, asc.float32),
@@ -394,7 +423,7 @@ def flash_attention_kernel(q: asc.GlobalAddress, k: asc.GlobalAddress, v: asc.Gl
                                               asc.float32),
                      shape, layout, scale, g, asc.get_block_num(), asc.get_sub_block_idx(), rows,
                      bufs.pass_rows, s1b, s2b, d, variant.s_quant, variant.causal,
-                     variant.low_precision, q_slots)
+                     variant.low_precision, variant.q_scaled)
 
 
 def split_last_round(tiles, groups, s1, s1b):
@@ -416,9 +445,9 @@ def split_last_round(tiles, groups, s1, s1b):
 
 
 def attention_workspaces(bufs, block_dim, dtype) -> list:
-    """The kernel's GM workspaces for `block_dim` groups: SLOTS O-part slots (f32); SLOTS P slots
-    and (float16 inputs) 2 slots of the scaled Q block (input dtype); SLOTS S slots (f32, or
-    float16)."""
+    """The kernel's GM workspaces for `block_dim` groups: SLOTS O-part slots (f32); 2 slots of
+    the scaled Q block (float16 and float32 inputs, whose P goes back into its S slot) or SLOTS P
+    slots (bfloat16), in the input dtype; SLOTS S slots (f32, or float16)."""
     low = half_scores(dtype)
     return [rt.device_empty((block_dim * bufs.ws_block,), np.float32),
             rt.device_empty((block_dim * bufs.wsp_block,), dtype),

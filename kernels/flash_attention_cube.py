@@ -14,11 +14,13 @@ from .flash_attention_tiling import SLOTS
 # of block j + LAG before P V of block j, the AIVs add the O part of block j - LAG after the
 # softmax of block j
 LAG = SLOTS - 1
-# cross-core flag ids (mode 2, AIC <-> its AIVs); slot k of a workspace uses id + k
-S_READY = 0         # AIC -> AIVs: S tile in S slot k
-P_READY = 3         # AIVs -> AIC: P tile in P slot k
-O_READY = 6         # AIC -> AIVs: O part in O slot k
-Q_READY = 9         # AIVs -> AIC: the scaled Q block (float16 inputs) in Q slot kt % 2
+# cross-core flag ids (mode 2, AIC <-> its AIVs), one per direction: a flag is a counter and
+# each side sets and waits in step order, so the k-th wait on an id takes the k-th set (the
+# slot k % SLOTS); the depth is bounded by the counter's 16 pending sets, not by the 11 ids
+S_READY = 0         # AIC -> AIVs: the next S tile is in its S slot
+P_READY = 1         # AIVs -> AIC: the next P tile is in its P slot
+O_READY = 2         # AIC -> AIVs: the next O part is in its O slot
+Q_READY = 3         # AIVs -> AIC: the scaled Q block (float16 inputs) in Q slot kt % 2
 XMODE = 2
 
 

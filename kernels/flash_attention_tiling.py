@@ -15,7 +15,7 @@ from ._host import round_up
 
 # the forward pipeline's depth: S, P and O slots per group in the GM workspaces (the AIC computes
 # S of block j + SLOTS - 1 before P V of block j)
-SLOTS = 3
+SLOTS = 4
 
 
 class FlashAttentionBuffers(NamedTuple):
@@ -53,10 +53,12 @@ class FlashAttentionBuffers(NamedTuple):
     brcb_ub: int        #   a per-row value broadcast to 8 lanes by brcb,
     low_ub: int         #   16-bit inputs: the scaled Q rows, then O, in the input dtype
     sf_ub: int          #   float16 inputs: the f32 scores of one pass (cast from s_ub), and
-                        #   the f32 scratch of the next S1 block's Q scaling (so at least rows x D)
+                        #   the f32 scratch of the next S1 block's Q scaling (so at least rows x D;
+                        #   float32 inputs scale Q in a buffer of the O-part queue)
     ws_block: int       # f32 GM workspace elements per group: SLOTS O-part slots
-    wsp_block: int      # GM workspace elements (input dtype) per group: SLOTS P slots, then
-                        #   (float16 inputs) 2 slots of the scaled Q block
+    wsp_block: int      # GM workspace elements (input dtype) per group: bfloat16 inputs SLOTS P
+                        #   slots; float16 and float32 inputs 2 slots of the scaled Q block (their
+                        #   P goes back into the S slot it came from: S and P share a dtype)
     wss_block: int      # GM workspace elements per group (f32, or the 16-bit input dtype):
                         #   SLOTS S slots
 
@@ -74,6 +76,14 @@ def half_scores(dtype) -> bool:
     """Whether S is handed over in 16 bits for `dtype` inputs: float16 only (bfloat16 keeps f32
     scores: a bfloat16 Q x scale or bfloat16 S would cost 8 bits of the scores' precision)."""
     return np.dtype(dtype) == np.dtype(np.float16)
+
+
+def scaled_q(dtype) -> bool:
+    """Whether the AIVs hand the cube Q x scale for `dtype` inputs, so S comes back scaled and
+    the softmax has no scaling pass: float16 (its S is handed over in float16, `half_scores`)
+    and float32 (Q x scale rounds once, in f32; exact for a power-of-two scale such as D = 64's
+    1/8); bfloat16 keeps the AIVs scaling S (a bfloat16 Q x scale would round to 8 bits)."""
+    return np.dtype(dtype) in (np.dtype(np.float16), np.dtype(np.float32))
 
 
 def flash_attention_buffers(tiling, d: int, itemsize: int, soc=None,
@@ -109,6 +119,7 @@ def _buffers(tiling, d, itemsize, soc, pass_rows, half_s) -> FlashAttentionBuffe
     l0c_num = 2 if 2 * l0c <= soc.capacity("L0C") else 1
     row = rows * f32             # one f32 per row of the AIV
     hs = itemsize == 2 if half_s is None else bool(half_s)
+    qs = hs or itemsize == 4     # the AIVs scale Q for the cube (`scaled_q`)
     sz = 2 if hs else f32        # the scores as handed over
     ps = pass_rows * s2b
     (acc_ub, m_ub, l_ub, alpha_ub, mnew_ub, rowred_ub, fold_ub, brcb_ub, low_ub, sf_ub), calc = \
@@ -123,7 +134,7 @@ def _buffers(tiling, d, itemsize, soc, pass_rows, half_s) -> FlashAttentionBuffe
         o_ub=rows * d * f32, calc=calc,
         acc_ub=acc_ub, m_ub=m_ub, l_ub=l_ub, alpha_ub=alpha_ub, mnew_ub=mnew_ub,
         rowred_ub=rowred_ub, fold_ub=fold_ub, brcb_ub=brcb_ub, low_ub=low_ub, sf_ub=sf_ub,
-        ws_block=SLOTS * s1b * d, wsp_block=SLOTS * s1b * s2b + (2 * s1b * d if hs else 0),
+        ws_block=SLOTS * s1b * d, wsp_block=2 * s1b * d if qs else SLOTS * s1b * s2b,
         wss_block=SLOTS * s1b * s2b)
 
 
@@ -228,10 +239,14 @@ def flash_attention_tiling(d: int, dtype, s1: int, s2: int, soc=None) -> FlashAt
     on the loaded machine, compile included; all 42 would take most of a day), ranked the
     same day with the forward as it is now: (128, 1024, 128) 642.48 µs (45.3 % of the fp16
     peak), (128, 1024, 64) 685.89, (128, 512, 128) 688.19, (128, 512, 64) 718.75, (128,
-    1024, 32) 776.10 (the busiest pipe of all five: the AIVs' VECTOR, 67-82 %). The default
-    stays the first for float16 on Ascend910B2 (`python -m bench.flash_attention --dtype
-    float16 --head-dim 128 --heads 3 --seq 8192 --no-backward --tune-only --tune-tilings
-    "128,1024,128;128,1024,64;128,512,128;128,512,64;128,1024,32"` runs the same launches).
+    1024, 32) 776.10 (the busiest pipe of all five: the AIVs' VECTOR, 67-82 %). With the
+    pipeline 4 slots deep (one flag id per direction, P written back into its S slot, float32's
+    Q scaled by the AIVs) the same day: the default 639.8 µs at the goal shape (the other four
+    not re-run) and 189.8 µs at the main job's shape (the other fp32 tilings not re-ranked
+    either). The default stays the first for float16 on Ascend910B2 (`python -m
+    bench.flash_attention --dtype float16 --head-dim 128 --heads 3 --seq 8192 --no-backward
+    --tune-only --tune-tilings "128,1024,128;128,1024,64;128,512,128;128,512,64;128,1024,32"`
+    runs the same launches).
     A slice of the grid (one group's S1 blocks) would simulate faster but not the same time:
     the groups share the model's L2 and HBM pools (one group: M12-128x8192 68.8 µs; eight
     groups with the same work each: M12-1024x8192 76.9 µs, docs/npu-model.md), so the goal

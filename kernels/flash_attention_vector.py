@@ -1,6 +1,7 @@
 """FlashAttention forward, the AIVs' side (kernels/flash_attention.py has the design): each AIV of
-a group owns half the rows of the group's S1 block. float16 inputs: per S1 block the AIV first
-scales its Q rows for the cube (`scale_q_rows`), and S comes back scaled, in float16. Per S2
+a group owns half the rows of the group's S1 block. float16 and float32 inputs: per S1 block the
+AIV first scales its Q rows for the cube (`scale_q_rows`, `scale_q_rows_f32`), and S comes back
+scaled (float16: in float16); bfloat16: the AIV scales S. Per S2
 block: S rows from the GM workspace -> UB, scale (or cast to f32), causal mask, online softmax
 on the whole tile (rows are the repeats of the vector ops: row max / sum by folding 64-lane
 chunks, then whole_reduce; the running max m broadcast back by brcb), P -> GM workspace for the
@@ -57,13 +58,15 @@ def _scale_rows(acc, bc, factors, rows, d, divide):
 
 
 @asc.jit
-def load_scores(sin, s_ws, count, scale):
-    """S GM workspace -> UB, times the softmax scale; the dequeued tile."""
+def load_scores(sin, s_ws, count, scale, scaled):
+    """S GM workspace -> UB, times the softmax scale unless it came `scaled` (the cube had Q x
+    scale); the dequeued tile."""
     su = sin.alloc_tensor(asc.float32)
     asc.data_copy(su, s_ws, count)
     sin.enque(su)
     su = sin.deque(asc.float32)
-    asc.muls(su, su, scale, count)
+    if not scaled:
+        asc.muls(su, su, scale, count)
     return su
 
 
@@ -98,6 +101,29 @@ def scale_q_rows(wq, q_addr, qlow, tmp, rows, d, q_row, scale):
     asc.data_copy(wq, qlow, rows * d)
     asc.set_flag(asc.HardEvent.MTE3_V, 0)
     asc.wait_flag(asc.HardEvent.MTE3_V, 0)
+
+
+@asc.jit
+def scale_q_rows_f32(wq, q_addr, oin, rows, d, q_row, scale):
+    """float32 inputs: the AIV's Q rows (q_row apart) times the softmax scale -> the group's Q
+    slot (rows d apart), so the S the cube hands over is already scaled and the softmax has no
+    scaling pass. The rows pass through a buffer of the O-part queue `oin` (rows x d f32, free
+    between two O parts: the caller runs this after one O update and before the next O part's
+    copy), which is released once the copy out has read it."""
+    qg = asc.GlobalTensor()
+    qg.set_global_buffer(q_addr, (rows - 1) * q_row + d)
+    qt = oin.alloc_tensor(asc.float32)
+    asc.data_copy_pad(qt, qg, asc.DataCopyExtParams(block_count=rows, block_len=d * 4,
+                                                    src_stride=(q_row - d) * 4))
+    oin.enque(qt)
+    qt = oin.deque(asc.float32)
+    asc.muls(qt, qt, scale, rows * d)
+    asc.set_flag(asc.HardEvent.V_MTE3, 0)
+    asc.wait_flag(asc.HardEvent.V_MTE3, 0)
+    asc.data_copy(wq, qt, rows * d)
+    asc.set_flag(asc.HardEvent.MTE3_MTE2, 0)        # read out before the next O part lands
+    asc.wait_flag(asc.HardEvent.MTE3_MTE2, 0)
+    oin.free_tensor(qt)
 
 
 @asc.jit

@@ -19,6 +19,7 @@ from kernels.flash_attention import (FlashAttentionBuffers, FlashAttentionTiling
                                      flash_attention_kernel, flash_attention_reference,
                                      flash_attention_tiling, flash_attention_with_stats,
                                      split_last_round)
+from kernels.flash_attention_tiling import SLOTS
 from kernels.tolerances import assert_close
 
 TILING = FlashAttentionTiling(32, 144, 32)
@@ -200,13 +201,15 @@ def test_bad_inputs():
 
 def test_buffer_layout():
     """The kernel reads every field of FlashAttentionBuffers by name (and no other), and each
-    AIV's UB layout is O (rows x D), then 83 f32 per row (m and l of each S1 block in flight and
-    an alpha per pipeline slot (SLOTS = 3 each), m_new, row max/sum, a 64-lane fold, 8 brcb
-    lanes), then the 16-bit P (or O) of bfloat16 inputs, or the 16-bit Q (or O) and the f32
+    AIV's UB layout is O (rows x D), then 3 * SLOTS + 74 f32 per row (m and l of each S1 block in
+    flight and an alpha per pipeline slot (SLOTS = 4 each), m_new, row max/sum, a 64-lane fold, 8
+    brcb lanes), then the 16-bit P (or O) of bfloat16 inputs, or the 16-bit Q (or O) and the f32
     scores of a pass (at least rows x D: the Q scaling's scratch) of float16 inputs (whose S
     arrives in float16); rows is half the S1 block. The GM workspace holds SLOTS
-    O-part, P and S slots per group (and two slots of the scaled Q block for float16: the AIVs
-    scale the next S1 block's Q while the AIC works on this one)."""
+    O-part and S slots per group, and SLOTS P slots for bfloat16; float16 and float32 write P
+    back into the S slot it came from and have two slots of the scaled Q block instead (the
+    AIVs scale the next S1 block's Q while the AIC works on this one)."""
+    assert SLOTS == 4
     tree = ast.parse(textwrap.dedent(inspect.getsource(flash_attention_kernel.__wrapped__)))
     read = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)
             and isinstance(n.value, ast.Name) and n.value.id == "bufs"}
@@ -217,13 +220,13 @@ def test_buffer_layout():
         b = flash_attention_buffers(TILING, d, isz, half_s=half)
         assert b.rows == b.pass_rows == rows
         assert (b.m_ub, b.l_ub, b.alpha_ub, b.mnew_ub, b.fold_ub, b.brcb_ub, b.low_ub) == \
-            tuple(rows * (d + r) * 4 for r in (0, 3, 6, 9, 11, 75, 83))
+            tuple(rows * (d + r) * 4 for r in (0, 4, 8, 12, 14, 78, 86))
         low = rows * d * 2 if half else rows * s2b * isz if isz < 4 else 0
         sf = rows * max(s2b, d) * 4 if half else 0
         assert b.sf_ub == b.low_ub + low
-        assert b.calc == rows * (d + 83) * 4 + low + sf
+        assert b.calc == rows * (d + 86) * 4 + low + sf
         assert (b.ws_block, b.wsp_block, b.wss_block) == \
-            (3 * s1b * d, 3 * s1b * s2b + (2 * s1b * d if half else 0), 3 * s1b * s2b)
+            (4 * s1b * d, 2 * s1b * d if half or isz == 4 else 4 * s1b * s2b, 4 * s1b * s2b)
         assert b.s_ub == rows * s2b * (2 if half else 4) and b.o_ub == rows * d * 4
         assert b.s_ub_num == (2 if half else 1)
         assert (b.l0c, b.l0c_num) == (s1b * 64 * 4, 2)     # S chunk or O part, two of them
