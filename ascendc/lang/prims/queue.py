@@ -231,8 +231,16 @@ def init_buffer_buf(ctx, b, nbytes):
     _init(ctx, b, 1, nbytes, "TPipe.init_buffer")
 
 
-@prim
+@inline
 def _need_init(q, api):
+    """Fault unless q is initialised (inlined: one compare per queue call; the faulting call,
+    with its message, out of line)."""
+    if q.init != INIT:
+        _init_fault(q, api)
+
+
+@prim
+def _init_fault(q, api):
     if q.init == RELEASED:
         fault("{}: the queue's buffers must not be used after TPipe.destroy()/reset() released "
               "them (init_buffer it again), got a released {:pos} {} #{}", api, q.pos,
@@ -290,8 +298,7 @@ def _pending_in(ctx, lo, hi):
 
 @prim
 def que_alloc_tensor(ctx, q, dtype):
-    if q.init != INIT:          # (the faulting call, out of line)
-        _need_init(q, "TQue.alloc_tensor")
+    _need_init(q, "TQue.alloc_tensor")
     n = q.num
     for i in range(n):
         s = (q.next_slot + i) % n
@@ -309,8 +316,7 @@ def que_alloc_tensor(ctx, q, dtype):
 
 @prim
 def que_enque(ctx, q, t):
-    if q.init != INIT:          # (the faulting call, out of line)
-        _need_init(q, "TQue.enque")
+    _need_init(q, "TQue.enque")
     s = _slot_of(ctx, q, t, "TQue.enque")
     if not (q.alloc >> s) & 1:
         fault("TQue.enque: tensor must be allocated with alloc_tensor, got a freed "
@@ -331,8 +337,7 @@ def que_enque(ctx, q, t):
 
 @prim
 def que_deque(ctx, q, dtype):
-    if q.init != INIT:          # (the faulting call, out of line)
-        _need_init(q, "TQue.deque")
+    _need_init(q, "TQue.deque")
     if q.fifo_n == 0:
         fault("TQue.deque: the queue must hold an enqueued tensor, got an empty "
               "{:pos} TQue #{} (enque missing?)", q.pos, q.id)
@@ -358,8 +363,7 @@ def que_deque(ctx, q, dtype):
 
 @prim
 def que_free_tensor(ctx, q, t):
-    if q.init != INIT:          # (the faulting call, out of line)
-        _need_init(q, "TQue.free_tensor")
+    _need_init(q, "TQue.free_tensor")
     s = _slot_of(ctx, q, t, "TQue.free_tensor")
     if not (q.alloc >> s) & 1:
         fault("TQue.free_tensor: tensor must be allocated, got a buffer of {:pos} TQue "
@@ -400,8 +404,7 @@ def que_has_idle_buffer(ctx, q):
 
 @prim
 def tbuf_get(ctx, b, dtype, n):
-    if b.init != INIT:          # (the faulting call, out of line)
-        _need_init(b, "TBuf.get")
+    _need_init(b, "TBuf.get")
     v = _slot_view(ctx, b, 0, dtype)
     trace.region(ctx, _OP_GET, b.mem_off, b.slot_bytes, trace.REGION_VIEW)
     if n < 0:
@@ -415,8 +418,7 @@ def tbuf_get(ctx, b, dtype, n):
 
 @prim
 def tbuf_get_with_offset(ctx, b, size, offset, dtype):
-    if b.init != INIT:          # (the faulting call, out of line)
-        _need_init(b, "TBuf.get_with_offset")
+    _need_init(b, "TBuf.get_with_offset")
     if offset % 32 != 0:
         fault("TBuf.get_with_offset: buf_offset must be a multiple of 32 bytes, got "
               "buf_offset={}", offset)
