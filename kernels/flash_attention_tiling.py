@@ -237,13 +237,14 @@ def flash_attention_tiling(d: int, dtype, s1: int, s2: int, soc=None) -> FlashAt
     At the goal shape, B1 N3 S8192 D128 fp16 (192 S1 blocks on 24 groups: 8 rounds), only the
     five that ranked first at S1=6144 S2=4096 (one candidate simulates for 8-25 wall minutes
     on the loaded machine, compile included; all 42 would take most of a day), ranked the
-    same day with the forward as it is now: (128, 1024, 128) 642.48 µs (45.3 % of the fp16
+    same day with the 3-slot forward: (128, 1024, 128) 642.48 µs (45.3 % of the fp16
     peak), (128, 1024, 64) 685.89, (128, 512, 128) 688.19, (128, 512, 64) 718.75, (128,
     1024, 32) 776.10 (the busiest pipe of all five: the AIVs' VECTOR, 67-82 %). With the
     pipeline 4 slots deep (one flag id per direction, P written back into its S slot, float32's
-    Q scaled by the AIVs) the same day: the default 639.8 µs at the goal shape (the other four
-    not re-run) and 189.8 µs at the main job's shape (the other fp32 tilings not re-ranked
-    either). The default stays the first for float16 on Ascend910B2 (`python -m
+    Q scaled by the AIVs) the same day, the five ranked again: the default 639.78 µs, (128,
+    512, 128) 684.25, (128, 1024, 64) 685.25, (128, 512, 64) 716.86, (128, 1024, 32) 775.40;
+    189.8 µs at the main job's shape (the other fp32 tilings not re-ranked). The default
+    stays the first for float16 on Ascend910B2 (`python -m
     bench.flash_attention --dtype float16 --head-dim 128 --heads 3 --seq 8192 --no-backward
     --tune-only --tune-tilings "128,1024,128;128,1024,64;128,512,128;128,512,64;128,1024,32"`
     runs the same launches).
