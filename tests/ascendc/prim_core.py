@@ -1,11 +1,23 @@
 """One emulated core for primitive tests: local tensors as exact-size views at a level's base,
 GM arrays registered for bounds messages."""
+import numba
 import numpy as np
 
 import rt.soc
 from ascendc.lang import core
 from ascendc.lang.dtypes import from_numpy, storage_view
+from ascendc.lang.numba_link import PrimCache
 from ascendc.lang.state import MEM
+
+
+def njit_cached(fn):
+    """`numba.njit(cache=True)` for a test's helper that calls primitives: its disk cache is
+    stamped with ascendc/lang's sources too (PrimCache), so an edit there recompiles it instead of
+    loading object code that calls primitives by names that no longer exist."""
+    disp = numba.njit(cache=True)(fn)
+    if not numba.config.DISABLE_JIT:
+        disp._cache = PrimCache(fn)
+    return disp
 
 
 class Core:

@@ -6,20 +6,19 @@ accuracy against float64 over the shapes the kernels use, and kernels.matmul end
 import ml_dtypes
 import numpy as np
 import pytest
-from numba import njit
 
 from ascendc.lang.core import L0A, L0B, L0C
 from ascendc.lang.params import MmadParams
 from ascendc.lang.prims.cube import mmad
 from kernels.matmul import matmul
 
-from prim_core import Core
+from prim_core import Core, njit_cached
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 FLOAT_INPUTS = [np.float32, np.float16, BF16]
 
 
-@njit(cache=True)
+@njit_cached
 def nj_mmad(ctx, dst, a, b, p):
     mmad(ctx, dst, a, b, p)
 

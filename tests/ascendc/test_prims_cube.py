@@ -3,7 +3,6 @@ full GM -> L1 -> L0A/L0B -> L0C -> GM round trip, from Python and from @njit cod
 import ml_dtypes
 import numpy as np
 import pytest
-from numba import njit
 
 from ascendc.lang.core import BT, L0A, L0B, L0C, L1, UB
 from ascendc.lang.enums import FixpipeConfig, QuantModes
@@ -12,7 +11,7 @@ from ascendc.lang.params import FixpipeParamsV220, LoadData2DParams, MmadParams,
 from ascendc.lang.prims.cube import fixpipe, load_data, mmad, mmad_bias
 from ascendc.lang.prims.datacopy import data_copy
 
-from prim_core import Core
+from prim_core import Core, njit_cached
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 HOW = ["py", "njit"]
@@ -24,22 +23,22 @@ def cases(py, nj):
             + [pytest.param("njit", d, id=f"njit-{np.dtype(d)}") for d in nj])
 
 
-@njit(cache=True)
+@njit_cached
 def nj_load(ctx, dst, src, p):
     load_data(ctx, dst, src, p)
 
 
-@njit(cache=True)
+@njit_cached
 def nj_mmad(ctx, dst, a, b, p):
     mmad(ctx, dst, a, b, p)
 
 
-@njit(cache=True)
+@njit_cached
 def nj_mmad_bias(ctx, dst, a, b, bias, p):
     mmad_bias(ctx, dst, a, b, bias, p)
 
 
-@njit(cache=True)
+@njit_cached
 def nj_fixpipe(ctx, dst, src, p, cfg):
     fixpipe(ctx, dst, src, p, cfg)
 
@@ -297,7 +296,7 @@ def test_fixpipe_errors(how):
 
 # ---- full round trip: GM -> Nd2Nz L1 -> load_data L0A/L0B -> mmad -> fixpipe GM -----------------
 
-@njit(cache=True)
+@njit_cached
 def cube_pipeline(ctx, a1, b1, a2, b2, c1, ag, bg, cg, m, n, k):
     """C = A @ B through the cube path; A, B in L1 as NZ with zero-filled padding (a1, b1 zeroed
     by the caller). B goes to L1 as C0 x 16 fractals (16-column strips, row-major), which the

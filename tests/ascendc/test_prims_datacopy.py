@@ -3,7 +3,6 @@ inside @njit code, against numpy references."""
 import ml_dtypes
 import numpy as np
 import pytest
-from numba import njit
 
 from ascendc.lang import core
 from ascendc.lang.core import BT, L0A, L0C, L1, UB
@@ -12,24 +11,24 @@ from ascendc.lang.params import (DataCopyExtParams, DataCopyPadExtParams, DataCo
                                  DataCopyParams, Nd2NzParams)
 from ascendc.lang.prims.datacopy import data_copy, data_copy_pad
 
-from prim_core import Core
+from prim_core import Core, njit_cached
 from ascendc.lang.state import MEM
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 DTYPES = [np.float32, np.float16, BF16, np.int8]
 
 
-@njit(cache=True)
+@njit_cached
 def nj_copy(ctx, dst, src, arg):
     data_copy(ctx, dst, src, arg)
 
 
-@njit(cache=True)
+@njit_cached
 def nj_pad(ctx, dst, src, cp, pp):
     data_copy_pad(ctx, dst, src, cp, pp)
 
 
-@njit(cache=True)
+@njit_cached
 def nj_pad3(ctx, dst, src, cp):
     data_copy_pad(ctx, dst, src, cp)
 
