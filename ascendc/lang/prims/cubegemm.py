@@ -32,7 +32,7 @@ from numba.extending import intrinsic
 
 from ..core import prim
 
-__all__ = ["copy32", "copy64", "gemm_nz", "h2f16", "make_transpose", "pack_zn"]
+__all__ = ["copy32", "copy64", "gemm_nz", "gemm_zn", "h2f16", "make_transpose", "pack_zn"]
 
 _F32 = ir.FloatType()
 _I64 = ir.IntType(64)
@@ -246,6 +246,38 @@ def pack_zn(b, nbn, kb, c0):
             else:
                 _TR16(out, dst, b, src)
     return out
+
+
+@prim
+def gemm_zn(c, a, b, m16, n16, k, c0, kb, init):
+    """`gemm_nz` with B as L0B holds it (ZN float32, kb fractal rows of n16/16 fractals): each
+    pair of 16-column strips is repacked as `pack_zn` does, into a small buffer the row blocks
+    then read while it is in the CPU's L1, instead of all of B into a fresh array first (the
+    same products in the same order: bit-identical to pack_zn + gemm_nz)."""
+    ash = np.int64(0)
+    while (np.int64(1) << ash) < c0:
+        ash += 1
+    ini = np.int64(1 if init else 0)
+    kpad = kb * c0
+    nbn = n16 // 16
+    bp = np.empty(2 * kpad * 16, np.float32)
+    for s0 in range(0, nbn, 2):
+        ns = min(2, nbn - s0)
+        for f in range(kb):
+            for j in range(ns):
+                src = (f * nbn + s0 + j) * 16 * c0
+                dst = (j * kpad + f * c0) * 16
+                if c0 == 8:
+                    _TR8(bp, dst, b, src)
+                else:
+                    _TR16(bp, dst, b, src)
+        for r0 in range(0, m16, _MR):
+            ao = (r0 // 16) * kb * 16 * c0 + (r0 % 16) * c0
+            co = (s0 * m16 + r0) * 16
+            if ns == 2:
+                _UK2(c, co, m16 * 16, a, ao, ash, bp, 0, kpad * 16, k, ini)
+            else:
+                _UK1(c, co, m16 * 16, a, ao, ash, bp, 0, kpad * 16, k, ini)
 
 
 def _make_copy(nbytes):
