@@ -1,6 +1,7 @@
 """Process CPU time of ResNet-50's data-movement-heavy kernels, one launch at a time (compiled).
 
-    python -m bench.resnet_kernels [--repeats 15] [--tiles | --epilogue | --residual | --macs]
+    python -m bench.resnet_kernels [--repeats 15] [--tiles | --epilogue | --residual | --macs |
+                                    --bytes]
 
 Rows: the stem MaxPool (64 x 112 x 112, 3x3/2, pad 1), a downsampling 1x1/2 convolution
 (256 x 56 x 56 -> 512: `subsample2_kernel` + the matmul), conv1 (3 x 224 x 224, 7x7/2: the
@@ -24,6 +25,11 @@ phase path's zero weight columns, ragged tiles), the process CPU time per launch
 img2col included) and what the mmads' GEMM alone takes at the rate one 128 x 128 x 128 float32
 mmad reaches on this CPU (`bench.cube_gemm`'s case, thread time): the rest is everything else
 the launch does (data movement, bookkeeping, the launch itself).
+`--bytes` counts, from the tilings alone (nothing runs), the cube operands' bytes the 53 convs
+move per inference: A (the weights' L0A images, GM -> L0A once per output tile, so once per
+column tile), B (GM -> L1 by Nd2Nz once per output tile, so once per row tile of 128 output
+channels; the same bytes are transposed into L0B and repacked by each mmad) and C (L0C -> GM
+by the fixpipe, N rounded to the tile), against the bytes of the weights and of B once.
 """
 from __future__ import annotations
 
@@ -57,7 +63,10 @@ def main(argv=None) -> None:
     ap.add_argument("--epilogue", action="store_true")
     ap.add_argument("--macs", action="store_true")
     ap.add_argument("--residual", action="store_true")
+    ap.add_argument("--bytes", action="store_true")
     args = ap.parse_args(argv)
+    if args.bytes:
+        return _bytes()
     rt.ensure_device()
     if args.macs:
         return _macs(args.repeats)
@@ -209,6 +218,45 @@ def cube_macs(t) -> int:
             n16 = sum(-(-min(mm.l0_n, nt - j) // 16) * 16 for j in range(0, nt, mm.l0_n))
             total += m16 * n16 * mm.k        # the chunks' k add up to K
     return total
+
+
+def operand_bytes(t) -> tuple:
+    """(A, B, C) bytes conv tiling t moves per launch (float32): A = each output tile's K
+    chunks of W' (m16 x k_pad) GM -> L0A, B = each tile's chunks (k_pad x nt, nt rounded to
+    16) GM -> L1, C = each tile's m x nt L0C -> GM (a tap conv's nt with its garbage columns,
+    which the fixpipe does not write: an upper bound there)."""
+    mm = t.mm
+    tile_n = t.tile_n or mm.base_n
+    chunks = -(-mm.k // mm.base_k)
+    kp = (chunks - 1) * mm.base_k + -(-(mm.k - (chunks - 1) * mm.base_k) // 8) * 8
+    a = b = c = 0
+    for m0 in range(0, mm.m, mm.base_m):
+        mt = min(mm.base_m, mm.m - m0)
+        for n0 in range(0, mm.n, tile_n):
+            nt = min(tile_n, mm.n - n0)
+            a += -(-mt // 16) * 16 * kp * 4
+            b += kp * -(-nt // 16) * 16 * 4
+            c += mt * nt * 4
+    return a, b, c
+
+
+def _bytes() -> None:
+    tot = {"a": 0, "b": 0, "c": 0, "w": 0, "b1": 0}
+    for shp, w, st, p, count in RESNET50_CONVS:
+        t = conv2d_tiling(shp, w, st, p)
+        a, b, c = operand_bytes(t)
+        tiles_m = -(-t.mm.m // t.mm.base_m)
+        tiles_n = -(-t.mm.n // (t.tile_n or t.mm.base_n))
+        wbytes = w[0] * (w[1] * w[2] * w[3] + 1) * 4
+        print(f"{shp[1]}x{shp[2]}x{shp[3]} -> {w[0]} {w[2]}x{w[3]}/{st} x{count}: "
+              f"{tiles_m} x {tiles_n} tiles; A {a / 1e6:.2f} MB (weights {wbytes / 1e6:.2f}), "
+              f"B {b / 1e6:.2f} MB ({b / tiles_m / 1e6:.2f} once), C {c / 1e6:.2f} MB")
+        for key, v in (("a", a), ("b", b), ("c", c), ("w", wbytes), ("b1", b // tiles_m)):
+            tot[key] += v * count
+    print(f"per inference: A (GM -> L0A) {tot['a'] / 1e6:.1f} MB (the weights once "
+          f"{tot['w'] / 1e6:.1f} MB), B (GM -> L1, then L1 -> L0B and the mmads' repack) "
+          f"{tot['b'] / 1e6:.1f} MB each ({tot['b1'] / 1e6:.1f} MB once per conv), C (fixpipe) "
+          f"{tot['c'] / 1e6:.1f} MB")
 
 
 def _macs(repeats: int) -> None:

@@ -1,12 +1,13 @@
 """bench.resnet_kernels' MAC accounting (`cube_macs`, `RESNET50_CONVS`) and bench.models' Conv
-list from an ONNX graph (`conv_shapes`): counts checked against hand-computed values and against
-the light ResNet-50 model itself. No timing is asserted."""
+list from an ONNX graph (`conv_shapes`), and `operand_bytes` (--bytes): counts checked against
+hand-computed values and against the light ResNet-50 model itself. No timing is asserted."""
 
 import os
 
 import pytest
 
-from bench.resnet_kernels import RESNET50_CONVS, RESNET50_RESIDUAL_CONVS, cube_macs
+from bench.resnet_kernels import (RESNET50_CONVS, RESNET50_RESIDUAL_CONVS, cube_macs,
+                                  operand_bytes)
 from kernels.conv2d import conv2d_tiling
 
 
@@ -57,3 +58,21 @@ def test_residual_convs_are_the_blocks_last_1x1_convs():
     counts = {(x, w): n for x, w, s, p, n in RESNET50_CONVS if s == 1 and p == 0}
     for x, oc, n in RESNET50_RESIDUAL_CONVS:
         assert counts[(x, (oc, x[1], 1, 1))] >= n and oc == 4 * x[1]
+
+
+def test_operand_bytes_per_tile():
+    # 1x1 512x7x7 -> 2048: 16 row tiles of 128, one column tile (N = 49 as 64 columns in B),
+    # K = 513 as chunks 128, 128, 128, 128, 1 (padded to 8): KP = 520
+    t = conv2d_tiling((1, 512, 7, 7), (2048, 512, 1, 1))
+    assert (t.mm.base_m, t.mm.base_k, t.tile_n) == (128, 128, 64)
+    a, b, c = operand_bytes(t)
+    assert a == 2048 * 520 * 4              # the weights once: one column tile
+    assert b == 16 * 520 * 64 * 4           # B once per row tile
+    assert c == 2048 * 49 * 4
+    # 1x1 64x56x56 -> 256: 2 row tiles x 22 column tiles of 144 (the last 112), K = 65 -> 72
+    t = conv2d_tiling((1, 64, 56, 56), (256, 64, 1, 1))
+    assert t.tile_n == 144
+    a, b, c = operand_bytes(t)
+    assert a == 22 * 256 * 72 * 4
+    assert b == 2 * 72 * 3136 * 4
+    assert c == 256 * 3136 * 4

@@ -50,7 +50,7 @@ from ..core import BT, C_CUBE_MACS, C_CUBE_MACS_FP32, C_MTE1, C_MTE2, L0A, L0B, 
 from ..errors import FAULT, fault, KernelError
 from .. import trace
 from .borrow import borrowed
-from .cubegemm import gemm_nz, h2f16, make_transpose, pack_zn
+from .cubegemm import gemm_zn, h2f16, make_transpose
 from .datacopy import params_class, py_bytes
 from .load3d import load_data_3d_typed
 from ..params import LoadData3DParamsV2
@@ -373,8 +373,7 @@ def _compute_float(dst, fm, filt, bias, has_bias, m16, n16, k, init):
                     dst[(j * m16 + r) * 16 + e] = bias[j * 16 + e] if j * 16 + e < nb else 0
         init = False
     a = _to_scratch(fm, m16 * kb * c0)
-    bp = pack_zn(_to_scratch(filt, kb * c0 * n16), n16 // 16, kb, c0)
-    gemm_nz(dst, a, bp, m16, n16, k, c0, kb * c0, init)
+    gemm_zn(dst, a, _to_scratch(filt, kb * c0 * n16), m16, n16, k, c0, kb, init)
 
 
 def _compute(dst, fm, filt, bias, has_bias, m16, n16, k, init):
