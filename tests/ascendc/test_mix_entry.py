@@ -57,3 +57,25 @@ def test_arg_key_tells_apart_what_numba_types_apart():
     assert _arg_key((np.datetime64(1, "s"),)) is None
     assert _arg_key((object(),)) is None
     assert _arg_key(((1, object()),)) is None
+
+
+def test_a_finished_mix_launch_keeps_no_device_buffer_alive(interpret):
+    """The flattened arguments kept on a MIX launch for its instances are dropped when it ends:
+    its object lives on in a reference cycle until the garbage collector runs (off here)."""
+    import gc
+
+    import rt
+    rt.ensure_device()
+    stream = rt.Stream()
+    gc.collect()
+    gc.disable()
+    try:
+        before = rt.memory_stats()["allocated_bytes.all.current"]
+        out = rt.device_empty((16,), np.int64)
+        affine_rows_kernel[8, stream](out, Coef(np.int32(2), np.int32(1)), interpret=interpret)
+        stream.synchronize()
+        np.testing.assert_array_equal(out.copy_to_host(), _expect(8, 2, 1))
+        del out
+        assert rt.memory_stats()["allocated_bytes.all.current"] == before
+    finally:
+        gc.enable()
