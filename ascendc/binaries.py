@@ -294,7 +294,7 @@ class Binary(rt.KernelBinary):
         """(views, gms, flat) of a launch's arguments: the kernel's views, the GM arguments as
         (GMArg, bytes reached), and the arguments as a compiled kernel takes them. A MIX
         launch's instances share them: made by the first, kept on the `launch`
-        (rt.crossflags.CrossCoreLaunch.binary_data) as long as the launch lives."""
+        (rt.crossflags.CrossCoreLaunch.binary_data) until it ends."""
         if launch is not None:
             got = launch.binary_data
             if got is not None and got[0] is args:

@@ -186,7 +186,7 @@ class CrossCoreLaunch:
         self._kfc_ans = {}       # AIV instance -> deque of (value, clock): the AIC's answers
         self.unstarted = len(self.instances)
         # what the binary makes once per launch for all its instances (ascendc: the flattened
-        # arguments), kept as long as the launch
+        # arguments); the core pool drops it when the launch ends (CorePool._done)
         self.binary_data = None
         self._cancel_taken = False
         self.gm = GMOrder() if track_gm else None
