@@ -55,34 +55,81 @@ def trace_rows() -> int:
     return int(v) if v.isdigit() and int(v) > 0 else trace.DEFAULT_ROWS
 
 
-def _core_ctx(soc, flags):
-    """The calling worker's context for `soc` (local memories reused across launches)."""
+class _FieldState(core.StateView):
+    """`core.state(ctx)` of a context of this thread's `_core` cache, made once: each field's
+    view of the state array is taken once (a field lookup on the array costs about a
+    microsecond; a MIX launch's instance set-up reads and writes some 30), an array field's
+    element view too. Reads and writes go to the same memory as `core.state`'s."""
+    __slots__ = ("_f",)
+
+    def __init__(self, a):
+        super().__init__(a)
+        f = {}
+        for name in a.dtype.names:
+            fa = a[name]
+            if a.dtype.fields[name][0].base.names is None:  # nested records: the slow path
+                f[name] = (fa, fa[0] if fa.ndim > 1 else None)
+        object.__setattr__(self, "_f", f)
+
+    def __getattr__(self, name):
+        got = self._f.get(name)
+        if got is None:
+            return core.StateView.__getattr__(self, name)
+        return got[0][0] if got[1] is None else got[1]
+
+    def __setattr__(self, name, value):
+        got = self._f.get(name)
+        if got is None:
+            core.StateView.__setattr__(self, name, value)
+        else:
+            got[0][0] = value
+
+    __getitem__ = __getattr__
+    __setitem__ = __setattr__
+
+
+class _Core:
+    """One worker's core for one (SoC, options word, trace rows): its context, made once per
+    thread and reused across launches, with what each run would otherwise make anew: the state
+    view, the arrays' addresses as a compiled kernel takes them, the counters' view, a
+    one-block list (a MIX instance runs one block) and each binary's source locators."""
+    __slots__ = ("ctx", "st", "addrs", "counters", "used", "one", "one_addr", "locators")
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.st = _FieldState(ctx[core.STATE].view(np.ndarray))
+        self.counters = self.st.counters               # reset before a run (all of them)
+        self.used = self.counters[:len(core.COUNTER_NAMES)]   # read after it
+        mem, stage, st, tr = ctx
+        self.addrs = (mem.ctypes.data, mem.size, stage.ctypes.data, stage.size, st.ctypes.data,
+                      tr.ctypes.data, tr.shape[0])
+        self.one = np.zeros(1, np.int64)
+        self.one_addr = self.one.ctypes.data
+        self.locators = {}      # id(binary lines) -> (lines, (where, mark)): _locators
+
+
+def _core(soc, flags) -> _Core:
+    """The calling worker's `_Core` for `soc` and options word `flags`."""
     cache = getattr(_CTX, "cache", None)
     if cache is None:
         cache = _CTX.cache = {}
     rows = trace_rows() if flags & FLAG_TRACE else 1
     key = (soc.name, flags, rows)
-    if key not in cache:
-        cache[key] = core.new_ctx(soc, flags, rows)
-    return cache[key]
+    got = cache.get(key)
+    if got is None:
+        got = cache[key] = _Core(core.new_ctx(soc, flags, rows))
+    return got
 
 
 def _ctx_addrs(ctx) -> tuple:
-    """The addresses and sizes of a core context's arrays as a compiled kernel takes them, made
-    once per context of this thread's `_core_ctx` cache (kept beside it; any other context's
-    are made anew, never kept)."""
-    addrs = getattr(_CTX, "addrs", None)
-    if addrs is None:
-        addrs = _CTX.addrs = {}
-    got = addrs.get(id(ctx))
-    if got is not None and got[0] is ctx:
-        return got[1]
+    """The addresses and sizes of a core context's arrays as a compiled kernel takes them (kept
+    with the context for the contexts of this thread's `_core` cache; any other's made anew)."""
+    for c in getattr(_CTX, "cache", {}).values():
+        if c.ctx is ctx:
+            return c.addrs
     mem, stage, st, tr = ctx
-    c = (mem.ctypes.data, mem.size, stage.ctypes.data, stage.size, st.ctypes.data,
-         tr.ctypes.data, tr.shape[0])
-    if any(v is ctx for v in getattr(_CTX, "cache", {}).values()):
-        addrs[id(ctx)] = (ctx, c)
-    return c
+    return (mem.ctypes.data, mem.size, stage.ctypes.data, stage.size, st.ctypes.data,
+            tr.ctypes.data, tr.shape[0])
 
 
 _SANITIZER: list = []     # the active sanitizer (ascendc/sanitize), if any
@@ -161,6 +208,7 @@ class Binary(rt.KernelBinary):
         # per launch (keyed by its args tuple): [counts, blocks]
         self._acc = {}
         self._lock = threading.Lock()
+        self._tls = threading.local()        # .core: the calling worker's _Core for this binary
 
     def _order(self, first, last):
         blocks = np.arange(first, last, dtype=np.int64)
@@ -169,47 +217,42 @@ class Binary(rt.KernelBinary):
         return blocks
 
     def run_blocks(self, first, last, block_dim, args, barrier=None):
-        ctx = _core_ctx(self.soc, self.ctx_flags)
-        st = core.state(ctx)
+        cr = getattr(self._tls, "core", None)
+        if cr is None or self.traced:       # (a traced core's rows follow the environment)
+            cr = self._tls.core = _core(self.soc, self.ctx_flags)
+        ctx, st = cr.ctx, cr.st
         if self.mix is not None and _mix.is_instance(barrier):
             # one instance of a MIX launch (rt.mixlaunch): block_dim groups
-            port, block_num = barrier, block_dim
-            blocks, total = np.array([port.block_idx], np.int64), block_dim * len(self.mix.roles)
+            port, block_num, nblocks = barrier, block_dim, 1
+            blocks, total = None, block_dim * len(self.mix.roles)
             _barrier.attach(st, None)
-            _mix.attach(st, port, self.kernel_type, getattr(self, "lines", None), self.kfc)
+            _mix.attach(st, port, self.kernel_type, kfc=self.kfc,
+                        locators=self._locators(cr, st))
+            views, gms, flat = self._prepare(args, port.launch)
         else:       # GetBlockNum: the launch's block_dim
-            port, block_num, blocks, total = None, block_dim // self.per_block, None, block_dim
+            port, block_num, total, nblocks = None, block_dim // self.per_block, block_dim, \
+                last - first
+            blocks = self._order(first, last)
             _barrier.attach(st, barrier)
             _mix.attach(st, None, self.kernel_type)
+            views, gms, flat = self._prepare(args)
         st.rounded = 0
-        core.reset_counters(ctx)
-        views, gms, flat = [], [], []
-        for a in args:
-            if isinstance(a, GMArg):
-                v = a.view()
-                views.append(v)
-                gms.append((a, v.nbytes))
-                flat += a.flat()
-            else:
-                views.append(a)
-                if isinstance(a, np.ndarray):
-                    flat += (a.ctypes.data, a.size)
-                else:
-                    flat.append(a)
+        cr.counters[:] = 0          # core.reset_counters
         report = self.checked.report_gm_overreach
         set_gm_sizes(st, gms, report)
         try:
             if self.checked.sanitize:
                 self._run_sanitized(ctx, st, blocks if blocks is not None else
-                                    self._order(first, last), block_num, total, views, gms,
-                                    id(args), port)
+                                    np.array([port.block_idx], np.int64), block_num, total,
+                                    views, gms, id(args), port)
             elif self.traced:
                 self._run_traced(ctx, st, blocks if blocks is not None else
-                                 self._order(first, last), block_num, total, views, args,
-                                 port.index if port is not None else None)
+                                 np.array([port.block_idx], np.int64), block_num, total, views,
+                                 args, port.index if port is not None else None)
+            elif blocks is None:
+                self._run_one(cr, port.block_idx, block_num, views, flat)
             else:
-                self._run(ctx, blocks if blocks is not None else self._order(first, last),
-                          block_num, views, flat)
+                self._run(ctx, blocks, block_num, views, flat)
         except CompileError:
             raise
         except (KernelError, ZeroDivisionError, IndexError, ValueError, TypeError,
@@ -223,8 +266,8 @@ class Binary(rt.KernelBinary):
             raise self._wrap(e, int(st.block_idx), block_dim, self._where(e, st)) from e
         finally:
             over = read_overreach(st, len(gms)) if report else None
-            done = self._add_counters(id(args), core.read_counters(ctx), len(blocks) if
-                                      blocks is not None else last - first, total, over)
+            # core.read_counters, as a list in COUNTER_NAMES order
+            done = self._add_counters(id(args), cr.used.tolist(), nblocks, total, over)
         if done:
             warn_overreach(self.name, gms, done)
         if self.checked.report_rounding and st.rounded:
@@ -232,6 +275,51 @@ class Binary(rt.KernelBinary):
                           f"of 32 bytes in {int(st.rounded)} call(s) of blocks "
                           f"[{first}, {last}); the tail was not copied (use data_copy_pad)",
                           RuntimeWarning, stacklevel=2)
+
+    def _locators(self, cr, st):
+        """(where, mark) of this binary's instances on core `cr` (mix.make_locators), made once per
+        core and binary; None for a binary without source lines (interpreted)."""
+        lines = getattr(self, "lines", None)
+        if lines is None:
+            return None
+        got = cr.locators.get(id(lines))
+        if got is None or got[0] is not lines:
+            if len(cr.locators) >= 256:         # binaries come and go (tests): keep it small
+                cr.locators.clear()
+            got = cr.locators[id(lines)] = (lines, _mix.make_locators(st, lines))
+        return got[1]
+
+    @staticmethod
+    def _prepare(args, launch=None):
+        """(views, gms, flat) of a launch's arguments: the kernel's views, the GM arguments as
+        (GMArg, bytes reached), and the arguments as a compiled kernel takes them. A MIX
+        launch's instances share them: made by the first, kept on the `launch`
+        (rt.crossflags.CrossCoreLaunch.binary_data) until it ends."""
+        if launch is not None:
+            got = launch.binary_data
+            if got is not None and got[0] is args:
+                return got[1]
+        views, gms, flat = [], [], []
+        for a in args:
+            if isinstance(a, GMArg):
+                v = a.view()
+                views.append(v)
+                gms.append((a, v.nbytes))
+                flat += a.flat()
+            else:
+                views.append(a)
+                if isinstance(a, np.ndarray):
+                    flat += (a.ctypes.data, a.size)
+                else:
+                    flat.append(a)
+        out = (views, gms, flat)
+        if launch is not None:
+            launch.binary_data = (args, out)
+        return out
+
+    def _run_one(self, cr, b, block_num, views, flat):
+        """Run block `b` alone on core `cr`."""
+        self._run(cr.ctx, np.array([b], dtype=np.int64), block_num, views, flat)
 
     def _run_traced(self, ctx, st, blocks, block_num, block_dim, views, args, instance=None):
         """Run blocks one at a time, taking each one's trace rows from the core's buffer
@@ -306,16 +394,20 @@ class Binary(rt.KernelBinary):
         return record.INTERP_LINES.lines
 
     def _add_counters(self, launch_key, counts, nblocks, block_dim, over=None):
-        """Sum the ranges of one launch; the total is complete when its last range finishes.
-        `over` (checked mode, gmreach.read_overreach) is merged per argument; the call that
-        completes the launch returns the merged over-reach (else None)."""
+        """Sum the ranges of one launch (`counts`: a list in `counters` order); the total is
+        complete when its last range finishes. `over` (checked mode, gmreach.read_overreach) is
+        merged per argument; the call that completes the launch returns the merged over-reach
+        (else None)."""
         with self._lock:
-            acc = self._acc.setdefault(launch_key, [dict.fromkeys(counts, 0), 0, {}])
-            for k, v in counts.items():
-                acc[0][k] += v
-            acc[1] += nblocks
-            merge_overreach(acc[2], over)
-            self.last_counters = dict(acc[0])
+            acc = self._acc.get(launch_key)
+            if acc is None:
+                acc = self._acc[launch_key] = [counts, nblocks, {}]
+            else:
+                acc[0] = list(map(int.__add__, acc[0], counts))
+                acc[1] += nblocks
+            if over:
+                merge_overreach(acc[2], over)
+            self.last_counters = dict(zip(self.counters, acc[0]))
             if acc[1] >= block_dim:
                 del self._acc[launch_key]
                 return acc[2] or None
@@ -356,6 +448,30 @@ class Binary(rt.KernelBinary):
         return rt.KernelFault(code, msg, block_idx)   # rt names the kernel and block_idx=<i>/<n>
 
 
+_EXACT = (int, float, bool, np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8,
+          np.uint16, np.uint32, np.uint64, np.float16, np.float32, np.float64)
+
+
+def _arg_key(args):
+    """The Python types of `args`, tuples and NamedTuples by their items', where those decide
+    the Numba type (numpy scalars, bool, float, an int in int64's range); None if any does not."""
+    key = []
+    for a in args:
+        t = type(a)
+        if t is int:
+            if not -2**63 <= a < 2**63:
+                return None
+        elif issubclass(t, tuple):
+            k = _arg_key(a)
+            if k is None:
+                return None
+            t = (t, k)
+        elif t not in _EXACT:
+            return None
+        key.append(t)
+    return tuple(key)
+
+
 class CompiledBinary(Binary):
     interruptible = False       # nopython code: a device reset cannot stop it mid-range
 
@@ -366,6 +482,8 @@ class CompiledBinary(Binary):
         self.lines = lines      # st.src_line -> (file, line), from the generated module
         self.module_file = module_file
         self.compiled = False
+        self._entries = {}          # _arg_key(args) -> compiled entry point (`_entry`)
+        self._entry_of = None       # (flat arguments of the latest launch, its entry point)
 
     def trace_lines(self):
         return self.lines
@@ -378,7 +496,6 @@ class CompiledBinary(Binary):
         # arrays go in as (address, length): the generated _run rebuilds them without reference
         # counts, so a fault leaks nothing (compiler/rawptr.py); ctx, blocks and views stay
         # alive here for the duration of the call. `flat`: the views so flattened already
-        c = _ctx_addrs(ctx)
         blocks = np.ascontiguousarray(blocks, dtype=np.int64)
         if flat is None:
             flat = []
@@ -387,7 +504,44 @@ class CompiledBinary(Binary):
                     flat += (v.ctypes.data, v.size)
                 else:
                     flat.append(v)
-        args = (c, (blocks.ctypes.data, len(blocks)), block_dim, *flat)
+        self._call((_ctx_addrs(ctx), (blocks.ctypes.data, len(blocks)), block_dim, *flat))
+
+    def _run_one(self, cr, b, block_num, views, flat):
+        # the core's one-block array, its address taken once (views stay alive in the caller)
+        cr.one[0] = b
+        args = (cr.addrs, (cr.one_addr, 1), block_num, *flat)
+        got = self._entry_of
+        if got is None or got[0] is not flat:       # a launch's instances share `flat`
+            got = self._entry_of = (flat, self._entry(args))
+        if got[1] is None:
+            self._call(args)
+        else:
+            got[1](*args)
+
+    def _entry(self, args):
+        """The compiled entry point the dispatcher would pick for `args`, or None (not compiled
+        yet, or argument types `_arg_key` cannot tell apart). Numba's dispatcher types each
+        argument at each call; a NamedTuple goes through its Python `typeof` (~6 us per call for
+        the forward's two records, against ~0.5 us for the entry point itself). The types are
+        looked up once per kind of argument list (`_arg_key`), then once per launch (its
+        instances share one flattened list)."""
+        if not self.compiled:
+            return None
+        key = _arg_key(args)
+        if key is None:
+            return None
+        ep = self._entries.get(key)
+        if ep is None:
+            try:
+                cres = self.run.overloads.get(tuple(self.run.typeof_pyval(a) for a in args))
+            except Exception:   # noqa: BLE001 - the dispatcher's own call reports it
+                return None
+            if cres is None:
+                return None
+            ep = self._entries[key] = cres.entry_point
+        return ep
+
+    def _call(self, args):
         try:
             if not self.compiled:           # compile (or load) once, not from many threads
                 with BUILD_LOCK:

@@ -22,7 +22,8 @@ from rt.mixlaunch import MixSpec
 from .lang.crosscore import attach_instance
 from .lang.prims import ktype as KT
 
-__all__ = ["mix_spec", "check_block_dim", "attach", "is_instance", "serves_matmul"]
+__all__ = ["mix_spec", "check_block_dim", "attach", "make_locators", "is_instance",
+           "serves_matmul"]
 
 _ROLES = {KT.MIX_AIC_1_2: (AIC, AIV, AIV), KT.MIX_AIC_1_1: (AIC, AIV)}
 _ONE = {KT.AIC_ONLY: (AIC,), KT.MIX_AIC_HARD_SYNC: (AIC,), KT.MIX_AIC_1_0: (AIC,)}
@@ -75,20 +76,29 @@ def serves_matmul(kernel_type: int, calls) -> bool:
     return kernel_type in _ROLES and "adv.register_matmul" in calls
 
 
-def attach(st, port, kernel_type: int, lines=None, kfc=False) -> None:
+def make_locators(st, lines):
+    """(where, mark) of the instances run on the core whose state is `st`, for a compiled kernel
+    whose `lines` map st.src_line -> (file, line): `where()` the current source line's text,
+    `mark` = (a cheap token now, its text later) (lang.crosscore.attach_instance). They read
+    the state when called, so a core's are made once and serve every instance it runs."""
+    def describe(k):
+        if not 0 < k < len(lines):
+            return None
+        file, line = lines[k]
+        text = linecache.getline(file, line).strip()
+        return f"{file}:{line}" + (f" ({text})" if text else "")
+
+    def where():
+        return describe(int(st.src_line))
+    return where, (lambda: int(st.src_line), describe)
+
+
+def attach(st, port, kernel_type: int, lines=None, kfc=False, locators=None) -> None:
     """Tell the core whose state is `st` that it runs instance `port` (None: not a MIX launch).
     `lines` (compiled kernels: st.src_line -> (file, line)) names the instance's source line in
-    a deadlock report; interpreted kernels are located from their Python frame."""
+    a deadlock report; interpreted kernels are located from their Python frame. `locators`:
+    `make_locators(st, lines)` made already (then `lines` is not needed)."""
     where = mark = None
-    if port is not None and lines is not None:
-        def describe(k):
-            if not 0 < k < len(lines):
-                return None
-            file, line = lines[k]
-            text = linecache.getline(file, line).strip()
-            return f"{file}:{line}" + (f" ({text})" if text else "")
-
-        def where():
-            return describe(int(st.src_line))
-        mark = (lambda: int(st.src_line), describe)
+    if port is not None and (locators is not None or lines is not None):
+        where, mark = locators if locators is not None else make_locators(st, lines)
     attach_instance(st, port, where, kernel_type in _ROLES, mark, kfc)

@@ -172,7 +172,7 @@ class CrossCoreLaunch:
                 sub += r == AIV
         aic_slot = self.roles.index(AIC) if AIC in self.roles else -1
         aiv_mask = sum(1 << s for s, r in enumerate(self.roles) if r == AIV)
-        ctl = self.nat.control_blocks(aic_slot, aiv_mask)
+        ctl = self._ctl = self.nat.control_blocks(aic_slot, aiv_mask)
         for i in self.instances:
             i.ctl = ctl[i.index]         # a row: contiguous, its own address
         self._kind = {AIC: [i for i in self.instances if i.role == AIC],
@@ -185,6 +185,9 @@ class CrossCoreLaunch:
         self._kfc_turn = {}      # group -> the sub-block whose message its AIC takes next
         self._kfc_ans = {}       # AIV instance -> deque of (value, clock): the AIC's answers
         self.unstarted = len(self.instances)
+        # what the binary makes once per launch for all its instances (ascendc: the flattened
+        # arguments); the core pool drops it when the launch ends (CorePool._done)
+        self.binary_data = None
         self._cancel_taken = False
         self.gm = GMOrder() if track_gm else None
         if track_gm:
@@ -205,8 +208,7 @@ class CrossCoreLaunch:
         False where flags are not counted natively or there are no futexes."""
         if not self.native or not self.nat.futexes:
             return False
-        for i in self.instances:
-            i.ctl[CTL_DEFER] = 1
+        self._ctl[:, CTL_DEFER] = 1         # every instance's row (their `ctl` views)
         return True
 
     # ---- scheduling hooks ------------------------------------------------------------------

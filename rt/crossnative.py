@@ -68,6 +68,7 @@ class NativeWords:
         self.glob = np.zeros(GLOB_WORDS, np.int64)
         self.pend = np.zeros(n_inst, np.int64)         # bit s: wake slot s of its group later
         self._fence = threading.Lock()
+        self._blk_addr = self.blk.ctypes.data          # (numpy's .ctypes costs microseconds)
         self._sys = _futex.SYSCALL if native and futex_available() else (0, None, 0)
         self.futexes = self._sys[0] != 0
 
@@ -99,7 +100,7 @@ class NativeWords:
                 if p >> s & 1:
                     with self._fence:
                         self.glob[5] += 1
-                    _futex.wake(self.blk.ctypes.data + 8 * (base + s))
+                    _futex.wake(self._blk_addr + 8 * (base + s))
 
     def _full_fence(self) -> None:
         with self._fence:           # a lock's acquire and release: a full fence
@@ -117,4 +118,4 @@ class NativeWords:
         for i in range(len(self.blk)):  # every word: a deferred wake may have cleared it
             if self.blk[i] >= 2:
                 self.blk[i] = 0
-            _futex.wake(self.blk.ctypes.data + 8 * i)
+            _futex.wake(self._blk_addr + 8 * i)

@@ -347,7 +347,12 @@ class CorePool:
     def _done(self, task: KernelTask, end_ns: int) -> None:
         if self._barriers:
             with self._lock:
-                self._barriers.pop(task, None)
+                bar = self._barriers.pop(task, None)
+            if getattr(bar, "binary_data", None) is not None:
+                # a MIX launch lives on in its instances' reference cycle until the garbage
+                # collector runs: what the binary kept on it (the launch's arguments, their
+                # device buffers) must not
+                bar.binary_data = None
         task.end_ns = end_ns
         task.core.complete(task)
 
