@@ -6,7 +6,8 @@ The kernel's inner step (one S1 block against one S2 block, fp32, D=64, S2 block
 as the same primitive calls with the same parameters on one emulated core, in four phases; each
 phase is timed in thread CPU time (so other load on the machine does not count), median of 5
 runs of `--repeats` steps. Since kernels/flash_attention.py became a MIX kernel, the vector
-phases are one AIV's share of the default tiling (64 rows of the 128-row S1 block, S2 block 256)
+phases are one AIV's share of a 128 x 256 tile (64 rows of the 128-row S1 block; the float32
+default's S2 block is 512 since 2026-12-07: twice the columns, the same primitives per column)
 and the cube phases the AIC's products on those 64 rows with K/V chunks of 128 (the kernel's AIC
 runs them on all 128 rows in chunks of 64: the same GEMM work per row). Then the floor: np.dot on
 the same two products (what any CPU implementation must pay) and its share of the step.
