@@ -6,7 +6,8 @@ The kernel's inner step (one S1 block against one S2 block, fp32, D=64, S2 block
 as the same primitive calls with the same parameters on one emulated core, in four phases; each
 phase is timed in thread CPU time (so other load on the machine does not count), median of 5
 runs of `--repeats` steps. Since kernels/flash_attention.py became a MIX kernel, the vector
-phases are one AIV's share of the default tiling (64 rows of the 128-row S1 block, S2 block 256)
+phases are one AIV's share of a 128 x 256 tile (64 rows of the 128-row S1 block; the float32
+default's S2 block is 512 since 2026-12-07: twice the columns, the same primitives per column)
 and the cube phases the AIC's products on those 64 rows with K/V chunks of 128 (the kernel's AIC
 runs them on all 128 rows in chunks of 64: the same GEMM work per row). Then the floor: np.dot on
 the same two products (what any CPU implementation must pay) and its share of the step.
@@ -146,14 +147,14 @@ DETAIL = [("S GM -> UB (data_copy)", v_copy_in),
 def cube_pv(ctx, wp, p1, pa2, vg, v1, l0b, oc, wo, n):
     for _ in range(n):
         for c0 in range(0, S2B, KC):
-            data_copy(ctx, p1, wp[c0:], Nd2NzParams(1, M, KC, 0, S2B, M, 1, 0))
-            for r in range(M // 16):
-                load_data(ctx, pa2[r * 16 * KC:], p1[r * 16 * 8:],
-                          LoadData2DParams(0, KC // 8, M // 16, 0, 0, False, 0))
+            # P -> L1 in L0A's (ZZ) order: 16-row bands, one load of all fractals
+            data_copy(ctx, p1, wp[c0:], Nd2NzParams(M // 16, 16, KC, 16 * S2B, S2B, 16, 1,
+                                                    16 * KC))
+            load_data(ctx, pa2, p1, LoadData2DParams(0, (M // 16) * (KC // 8), 1, 0, 0, False, 0))
             data_copy(ctx, v1, vg[c0 * D:], Nd2NzParams(D // 16, KC, 16, 16, D, 1, 2, KC * 16))
-            for kb in range(KC // 8):
-                load_data(ctx, l0b[kb * 8 * D:], v1[kb * 128:],
-                          LoadData2DParams(0, D // 16, KC // 8, 0, 0, True, 0))
+            for i in range(D // 16):        # a transposed load per 16-column matrix of V
+                load_data(ctx, l0b[i * 128:], v1[i * KC * 16:],
+                          LoadData2DParams(0, KC // 8, 1, 0, D // 16 - 1, True, 0))
             mmad(ctx, oc, pa2, l0b, MmadParams(M, D, KC, False, 0, False, False, False, 0, False,
                                                False, c0 == 0))
         fixpipe(ctx, wo, oc, FixpipeParamsV220(D, M, M, D, 0, 0, 1, 0, 0, False, 0, False), 0)

@@ -36,6 +36,36 @@ def _load_rows_nz(que, g, rows, cols, row_stride, strip_rows, dtype):
 
 
 @asc.jit
+def _load_rows_zz(que, g, rows, cols, row_stride, kpad, dtype):
+    """GM (rows x cols, row stride) -> L1 in ZZ order (each 16-row band one Nd2Nz matrix whose
+    C0 strips are 16 rows apart, bands 16 * kpad apart: L1 holds the L0A fractals in their L0A
+    order); dequeued. A ragged last band is its own copy (rows past `rows` are not read)."""
+    t = que.alloc_tensor(dtype)
+    full = rows // 16
+    if full > 0:
+        asc.data_copy(t, g, asc.Nd2NzParams(nd_num=full, n_value=16, d_value=cols,
+                                            src_nd_matrix_stride=16 * row_stride,
+                                            src_d_value=row_stride, dst_nz_c0_stride=16,
+                                            dst_nz_n_stride=1, dst_nz_matrix_stride=16 * kpad))
+    if rows % 16:
+        asc.data_copy(t[full * 16 * kpad:], g[full * 16 * row_stride:],
+                      asc.Nd2NzParams(nd_num=1, n_value=rows % 16, d_value=cols,
+                                      src_d_value=row_stride, dst_nz_c0_stride=16,
+                                      dst_nz_n_stride=1))
+    que.enque(t)
+    return que.deque(dtype)
+
+
+@asc.jit
+def zz_to_l0a(a2, a1, frac, c0):
+    """L1 in ZZ order (`_load_rows_zz`) -> L0A: `frac` contiguous fractals (16 x c0), up to 255
+    a load."""
+    for f in range(0, frac, 255):
+        asc.load_data(a2[f * 16 * c0:], a1[f * 16 * c0:],
+                      asc.LoadData2DParams(repeat_times=min(255, frac - f), src_stride=1))
+
+
+@asc.jit
 def nz_to_zz(a2, a1, rows16, kpad, c0):
     """L1 NZ (strips of rows16*16 rows) -> L0A ZZ, one 16-row block per load."""
     for r in range(rows16):
@@ -49,10 +79,17 @@ def load_q(qa1, qa2, q_addr, m, m16, q_row, d, c0):
     L0A before it is overwritten, and the load lands before the next mmad."""
     qg = asc.GlobalTensor()
     qg.set_global_buffer(q_addr, (m - 1) * q_row + d)
-    q1 = _load_rows_nz(qa1, qg, m, d, q_row, m16, q_addr.dtype)
+    zz = 16 * q_row <= 65535                    # Nd2Nz's src_nd_matrix_stride limit
+    if zz:
+        q1 = _load_rows_zz(qa1, qg, m, d, q_row, d, q_addr.dtype)
+    else:
+        q1 = _load_rows_nz(qa1, qg, m, d, q_row, m16, q_addr.dtype)
     asc.set_flag(asc.HardEvent.M_MTE1, 0)
     asc.wait_flag(asc.HardEvent.M_MTE1, 0)
-    nz_to_zz(qa2, q1, m16 // 16, d, c0)
+    if zz:
+        zz_to_l0a(qa2, q1, (m16 // 16) * (d // c0), c0)
+    else:
+        nz_to_zz(qa2, q1, m16 // 16, d, c0)
     qa1.free_tensor(q1)
     asc.set_flag(asc.HardEvent.MTE1_M, 0)
     asc.wait_flag(asc.HardEvent.MTE1_M, 0)
@@ -102,6 +139,24 @@ def qk_block(s_ws, qa2, kv1, b2, lc, k_addr, m, m16, n2, kv_row, d, s2b, kc, c0,
 
 
 @asc.jit
+def _transpose_v(vb, v1, kbs, dbs, fe):
+    """V (L1: dbs 16-column matrices of kbs fractals each, fe elements a fractal) -> L0B
+    transposed: fractal (kb, i) of matrix i goes to fractal kb * dbs + i. One load per matrix
+    (its fractals in a row, dst_gap dbs - 1) or per fractal row kb (src_stride kbs), whichever
+    takes fewer loads."""
+    if dbs < kbs:
+        for i in range(dbs):
+            asc.load_data(vb[i * fe:], v1[i * kbs * fe:],
+                          asc.LoadData2DParams(repeat_times=kbs, src_stride=1, dst_gap=dbs - 1,
+                                               if_transpose=True))
+    else:
+        for kb in range(kbs):
+            asc.load_data(vb[kb * dbs * fe:], v1[kb * fe:],
+                          asc.LoadData2DParams(repeat_times=dbs, src_stride=kbs,
+                                               if_transpose=True))
+
+
+@asc.jit
 def _load_v_chunk_16(kv1, b2, v_addr, kk, kv_row, d):
     """kk rows of 16-bit V -> L1 NZ -> L0B as transposed 16 x 16 fractals; dequeued."""
     vg = asc.GlobalTensor()
@@ -113,10 +168,7 @@ def _load_v_chunk_16(kv1, b2, v_addr, kk, kv_row, d):
     kv1.enque(v1)
     v1 = kv1.deque(v_addr.dtype)
     vb = b2.alloc_tensor(v_addr.dtype)
-    for kb in range(k16 // 16):
-        asc.load_data(vb[kb * 16 * d:], v1[kb * 256:],
-                      asc.LoadData2DParams(repeat_times=d // 16, src_stride=k16 // 16,
-                                           if_transpose=True))
+    _transpose_v(vb, v1, k16 // 16, d // 16, 256)
     b2.enque(vb)
     kv1.free_tensor(v1)
     return b2.deque(v_addr.dtype)
@@ -136,10 +188,7 @@ def _load_v_chunk_32(kv1, b2, v_addr, kk, kv_row, d):
     kv1.enque(v1)
     v1 = kv1.deque(v_addr.dtype)
     vb = b2.alloc_tensor(v_addr.dtype)
-    for kb in range(k8 // 8):
-        asc.load_data(vb[kb * 8 * d:], v1[kb * 128:],
-                      asc.LoadData2DParams(repeat_times=d // 16, src_stride=k8 // 8,
-                                           if_transpose=True))
+    _transpose_v(vb, v1, k8 // 8, d // 16, 128)
     b2.enque(vb)
     kv1.free_tensor(v1)
     return b2.deque(v_addr.dtype)
@@ -160,9 +209,9 @@ def pv_block(o_ws, p_ws, p1, pa2, kv1, b2, oc, v_addr, m, m16, n2, kv_row, d, s2
             vb = _load_v_chunk_16(kv1, b2, v_addr + c * kv_row, kk, kv_row, d)
         else:
             vb = _load_v_chunk_32(kv1, b2, v_addr + c * kv_row, kk, kv_row, d)
-        pt1 = _load_rows_nz(p1, p_ws[c:], m, kk, s2b, m16, p_ws.dtype)
+        pt1 = _load_rows_zz(p1, p_ws[c:], m, kk, s2b, kpad, p_ws.dtype)
         pt2 = pa2.alloc_tensor(p_ws.dtype)
-        nz_to_zz(pt2, pt1, m16 // 16, kpad, c0)
+        zz_to_l0a(pt2, pt1, (m16 // 16) * (kpad // c0), c0)
         pa2.enque(pt2)
         p1.free_tensor(pt1)
         pt2 = pa2.deque(p_ws.dtype)

@@ -248,6 +248,15 @@ def flash_attention_tiling(d: int, dtype, s1: int, s2: int, soc=None) -> FlashAt
     bench.flash_attention --dtype float16 --head-dim 128 --heads 3 --seq 8192 --no-backward
     --tune-only --tune-tilings "128,1024,128;128,1024,64;128,512,128;128,512,64;128,1024,32"`
     runs the same launches).
+    float32 ranked again at the main job's shape B1 N8 S2048 D64 (2026-12-07, with the P
+    chunks loaded into L1 in L0A's order and V transposed one load per 16-column matrix, which
+    left the simulated times as they were; each launch as `python -m bench.flash_attention
+    --no-backward --tune-only --tune-tilings "128,512,64;128,256,64;..."` runs it, from a
+    scratch script printing each as it ends): (128, 512, 64) 189.22 µs, (128, 256, 64) 189.87,
+    (128, 1024, 64) 196.30, (128, 512, 32) 207.81, (64, 512, 64) 230.44, (64, 256, 64) 235.51
+    ((128, 512, 128) does not fit L0A); so MAX_DEFAULT_S2_BLOCK for 4-byte inputs went from 256
+    to 512 (fewer hand-offs per key also cost less CPU; docs/performance.md). Other float32
+    shapes follow the same rule, not ranked (D=128: (96, 512, 32)).
     A slice of the grid (one group's S1 blocks) would simulate faster but not the same time:
     the groups share the model's L2 and HBM pools (one group: M12-128x8192 68.8 µs; eight
     groups with the same work each: M12-1024x8192 76.9 µs, docs/npu-model.md), so the goal
@@ -271,5 +280,5 @@ def flash_attention_tiling(d: int, dtype, s1: int, s2: int, soc=None) -> FlashAt
 
 
 DEFAULT_S2_BLOCKS = (16, 32, 64, 128, 256, 512, 1024)
-MAX_DEFAULT_S2_BLOCK = {2: 512, 4: 256}     # by input itemsize (measured, see above)
+MAX_DEFAULT_S2_BLOCK = {2: 512, 4: 512}     # by input itemsize (measured, see above)
 FLOAT16_MAX_S2_BLOCK = 1024                 # float16 (measured, see above)
