@@ -10,8 +10,9 @@ from ascendc.lang import core
 from ascendc.lang.errors import KernelError
 from ascendc.lang.params import LoadData2DParams
 from ascendc.lang.prims.cube import load_data
-from ascendc.lang.prims.borrow import borrowed
+from ascendc.lang.prims.borrow import borrowed, retyped
 from ascendc.lang.prims.datacopy import data_copy
+from ascendc.lang.dtypes import BF16_STORAGE
 from ascendc.lang.state import MEM
 
 
@@ -65,3 +66,41 @@ def test_copies_through_borrowed_views_match_numpy_and_keep_checks():
     with pytest.raises(KernelError, match="load_data: dst address in L0A must be 512-byte "
                                           "aligned, got byte offset=32"):
         _gm_l1_l0a(ctx, g, l1, local(core.L0A, 256, 32), 1)
+
+
+BF16_T = BF16_STORAGE            # bfloat16 as compiled code stores it: a record over uint16
+
+
+@njit
+def _retype_all(a, b):
+    u8 = retyped(a, np.uint8)
+    u8[0] = 0xFF                                    # writes reach a
+    return (u8, retyped(a[1:], np.uint16), retyped(retyped(a, np.uint8), np.float64),
+            retyped(borrowed(a), np.int32), retyped(b, BF16_T))
+
+
+def test_retyped_is_view_with_the_same_bytes_shape_and_strides():
+    a = np.arange(1, 9, dtype=np.float32)
+    b = np.arange(6, dtype=np.uint16)
+    want = [a.view(np.uint8).copy(), a[1:].view(np.uint16), a.view(np.float64),
+            a.view(np.int32), b.view(BF16_T)]
+    want[0][0] = 0xFF
+    got = _retype_all(a, b)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape and g.strides == w.strides
+        assert np.array_equal(g.view(np.uint8), w.view(np.uint8))
+    assert a.view(np.uint8)[0] == 0xFF
+    assert retyped(a, np.uint8).base is a            # Python: numpy's own view
+
+
+@njit
+def _retype_odd(a):
+    return retyped(a, np.uint32)
+
+
+def test_retyped_rejects_a_length_the_dtype_does_not_divide_like_view():
+    a = np.zeros(3, np.uint16)
+    with pytest.raises(ValueError, match="its size must be a divisor of the total size"):
+        _retype_odd(a)
+    with pytest.raises(ValueError, match="its size must be a divisor of the total size"):
+        a.view(np.uint32)

@@ -310,6 +310,48 @@ def test_nd2nz_whole_rows(how, dtype, strips, n_stride, gap):
     assert c.counters()["mte2_bytes"] == 3 * rows * cols * np.dtype(dtype).itemsize
 
 
+@pytest.mark.parametrize("how,dtype", cases(DTYPES, [np.float32, np.int8]))
+@pytest.mark.parametrize("full,tail,side_by_side", [(15, 3, False), (8, 0, True), (1, 0, False),
+                                                    (6, 1, True), (0, 5, False)])
+def test_nd2nz_strips_row_by_row(how, dtype, full, tail, side_by_side):
+    # the usual NZ (strips, rows and matrices disjoint in L1), copied source row by source row:
+    # full C0 chunks in groups of 8, 4, 2, 1 and a ragged tail; matrices stacked in GM or side by
+    # side in its rows; the gaps in L1 (a spare row per strip, between matrices) left as they were
+    c = Core()
+    c0 = 32 // np.dtype(dtype).itemsize
+    rows, cols = 11, full * c0 + tail
+    nstrip = full + (tail > 0)
+    row = 2 * cols + 5 if side_by_side else cols + 3
+    sms = cols if side_by_side else rows * row + 2
+    x = values(dtype, 2 * rows * row + 2 * cols + 9, seed=5)
+    g = c.gm(x)
+    dms = nstrip * (rows + 1) * c0 + c0
+    p = Nd2NzParams(2, rows, cols, sms, row, rows + 1, 1, dms)
+    n = 2 * dms + 64
+    l1 = c.local(L1, dtype, n, fill=-1)
+    copy(how, c.ctx, l1, g, p)
+    ref = np.full(n, -1, dtype)
+    nd2nz_ref(ref, x, p, c0)
+    assert np.array_equal(c.logical(l1).view(np.uint8), ref.view(np.uint8))
+    assert c.counters()["mte2_bytes"] == 2 * rows * cols * np.dtype(dtype).itemsize
+
+
+@pytest.mark.parametrize("how", HOW)
+def test_nd2nz_overlapping_strips_keep_the_banded_order(how):
+    # dst_nz_c0_stride 1 with n_stride 1: strip 1 of row r lands on strip 0 of row r + 1; within
+    # one band of 16 rows each strip's rows are written in turn, so strip 1 wins
+    c = Core()
+    x = np.arange(5 * 16, dtype=np.float32) + 1
+    g = c.gm(x)
+    l1 = c.local(L1, np.float32, 128, fill=-1)
+    copy(how, c.ctx, l1, g, Nd2NzParams(1, 5, 16, 0, 16, 1, 1, 0))
+    ref = np.full(128, -1, np.float32)
+    for j in range(2):
+        for r in range(5):
+            ref[(j + r) * 8:(j + r + 1) * 8] = x[r * 16 + j * 8:r * 16 + j * 8 + 8]
+    assert np.array_equal(c.logical(l1), ref)
+
+
 @pytest.mark.parametrize("how", HOW)
 def test_nd2nz_errors(how):
     c = Core()

@@ -20,7 +20,7 @@ from ..core import C_FIX, L0C, L1, prim
 from ..dtypes import st as _st
 from ..errors import FAULT, fault, KernelError
 from .. import trace
-from .borrow import borrowed
+from .borrow import borrowed, retyped
 from .cubegemm import copy64
 from .atomic import fix_loop_atomic
 from .movecore import (A_FIXPIPE, A_FIXPIPE_ATOMIC, W_CONFIG, W_DST, W_M_SIZE, W_N_SIZE,
@@ -166,7 +166,7 @@ def fixpipe(ctx, dst, src, p, config=0):
     nd, snd, dnd = np.int64(p.nd_num), np.int64(p.src_nd_stride), np.int64(p.dst_nd_stride)
     cfg = np.int64(config)
     ctx, dst, src = borrowed(ctx), borrowed(dst), borrowed(src)    # no refcounting
-    D, S = locate2(ctx, dst.view(np.uint8), src.view(np.uint8))
+    D, S = locate2(ctx, retyped(dst, np.uint8), retyped(src, np.uint8))
     atomic = (ctx[STATE][0].options & FLAG_ATOMIC_ADD) != 0        # prims/atomic.py
     if _fix_checks(ctx[STATE][0], D, S, dst.itemsize, _fix_info(dst, src), nsz, msz, sstr, dstr,
                    np.int64(p.quant_pre), nd, snd, dnd, cfg, atomic):

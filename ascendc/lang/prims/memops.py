@@ -6,6 +6,10 @@ stores, then `sfence`. A UB->GM copy of a large output then costs no read-for-ow
 GM lines and does not evict the core's working set: about 3/4 of the DRAM traffic of a plain
 copy. Only the cost changes, never the bytes written. Off x86 it is a plain memcpy. Launches
 whose cores hand GM to each other (MIX kernels) never stream (movecore.streams).
+
+`scatter1/2/4/8(t, do, dstep, s, so)`: the n 32-byte chunks of one contiguous run of s to n
+places dstep elements apart in t, every load issued before the first store (Nd2Nz's row -> C0
+strips: a row read in address order, which the CPU's prefetchers follow).
 """
 from __future__ import annotations
 
@@ -16,7 +20,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
-__all__ = ["stream_copy", "voidptr"]
+__all__ = ["scatter1", "scatter2", "scatter4", "scatter8", "stream_copy", "voidptr"]
 
 _X86 = platform.machine().lower() in ("x86_64", "amd64")
 _I8P = ir.IntType(8).as_pointer()
@@ -85,3 +89,32 @@ def _stream_copy(typingctx, d, doff, s, soff, n):
         builder.call(sfence, [])
         return context.get_dummy_value()
     return sig, codegen
+
+
+def _make_scatter(n):
+    """Intrinsic scatter(t, do, dstep, s, so): the n 32-byte chunks at element so of s (one
+    contiguous run) to elements do, do + dstep, ... of t (same element width), all loads issued
+    before the first store."""
+    @intrinsic
+    def scatter(typingctx, t, do, dstep, s, so):
+        if not (isinstance(t, types.Array) and isinstance(s, types.Array)):
+            return None
+        sig = types.void(t, types.int64, types.int64, s, types.int64)
+
+        def codegen(context, builder, signature, args):
+            t_, do_, dstep_, s_, so_ = args
+            vty = ir.VectorType(ir.IntType(8), 32).as_pointer()
+            tp = context.make_array(signature.args[0])(context, builder, t_).data
+            sp = context.make_array(signature.args[3])(context, builder, s_).data
+            sp = builder.bitcast(builder.gep(sp, [so_]), vty)
+            vals = [builder.load(builder.gep(sp, [_I64(j)]), align=1) for j in range(n)]
+            for j in range(n):
+                off = builder.add(do_, builder.mul(dstep_, _I64(j)))
+                builder.store(vals[j], builder.bitcast(builder.gep(tp, [off]), vty), align=1)
+            return context.get_dummy_value()
+        return sig, codegen
+    return scatter
+
+
+scatter1, scatter2, scatter4, scatter8 = (_make_scatter(n) for n in (1, 2, 4, 8))
+

@@ -11,7 +11,7 @@ from ..core import (BT, C_MTE1, C_MTE2, C_MTE3, C_MTE_UB2UB, FLAG_DEFER, L0A, L0
                     NLEVELS, UB, flush_pending, gm_to_local_target, gm_where, prim)
 from ..errors import FAULT, fault, GMReadError, GMWriteError, KernelError
 from ..gmreach import note as gm_note
-from ..state import FLAG_GM_ORDER, FLAG_REPORT_OVERREACH, MEM, STATE
+from ..state import FLAG_GM_ORDER, FLAG_REPORT_OVERREACH, FLAG_TRACE, MEM, STATE
 from .crosscore import gm_order, gm_order_rows
 from .. import trace
 from ..visibility import in_flight, PIPE_FIX, PIPE_MTE1, PIPE_MTE3, PIPE_V, vis_check
@@ -139,6 +139,11 @@ def _visible(ctx, op_id, slv, dlv, addr, nbytes):
     api = ("data_copy" if op_id == _OP_COPY else "data_copy_pad" if op_id == _OP_COPY_PAD
            else "fixpipe" if slv == L0C else "load_data")
     vis_check(ctx, api, "src", pipe, addr - np.int64(ctx[MEM].ctypes.data), nbytes)
+
+
+# the options under which traced / traced_blocks do anything (checked mode's visibility check,
+# trace rows): callers test `st.options & HOOKS` first and skip the call otherwise
+HOOKS = FLAG_DEFER | FLAG_TRACE
 
 
 @inline

@@ -23,6 +23,7 @@ from ..positions import (NPOS, POS_LEVEL, POS_NOTE, POS_TQUE, POSITION_NAMES, UB
                          TQUE_POSITIONS_TEXT)
 from ..state import FLAG_SANITIZE, KIND_BUF, KIND_QUE, MAX_QUEUES, MAX_SLOTS, MEM, STAGE, STATE
 from .. import trace
+from .borrow import retyped
 from .movecore import inline
 from ..enums import TPosition
 from ..visibility import (PIPE_M, PIPE_FIX, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, PIPE_V, vis_chain,
@@ -255,7 +256,7 @@ def _init_fault(q, api):
 @prim
 def _slot_view(ctx, q, s, dtype):
     off = q.mem_off + s * q.slot_bytes
-    return ctx[MEM][off:off + q.slot_bytes].view(dtype)
+    return retyped(ctx[MEM][off:off + q.slot_bytes], dtype)
 
 
 @prim

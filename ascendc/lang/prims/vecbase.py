@@ -23,6 +23,7 @@ from ..numba_link import cached_njit
 from ..errors import FAULT, fault, KernelError, recorded_fault
 from ..state import MEM, STATE
 from ..visibility import in_flight, PIPE_V, vis_check_tensor, vis_write
+from .borrow import retyped
 
 jitable = register_jitable(nogil=True, error_model="numpy")
 # Generic kernels take the element operation as a first-class function: they must be IR-inlined
@@ -461,7 +462,7 @@ def _ub_view(ctx, api, what, a, far):
               "allowed inside UB as on the NPU", api, what, a.size, far,
               base - st.level_base[core.UB] + need)
         warn_recorded()
-    return ctx[MEM][base:base + need].view(a.dtype)
+    return retyped(ctx[MEM][base:base + need], a.dtype)
 
 
 def reach_to(ctx, api, what, a, far):
