@@ -289,6 +289,17 @@ def test_nd2nz_n_stride_and_padding_untouched(how):
     assert (got[64:].reshape(4, 16)[:, 4:] == -1).all()   # padding is not written
 
 
+def check_nd2nz(how, c, g, x, p, n, dtype, moved):
+    """Nd2Nz `p` from GM `g` (holding `x`) into n elements of L1 filled with -1: the bytes equal
+    nd2nz_ref's (what it does not write stays -1) and MTE2 counted `moved` elements."""
+    l1 = c.local(L1, dtype, n, fill=-1)
+    copy(how, c.ctx, l1, g, p)
+    ref = np.full(n, -1, dtype)
+    nd2nz_ref(ref, x, p, 32 // np.dtype(dtype).itemsize)
+    assert np.array_equal(c.logical(l1).view(np.uint8), ref.view(np.uint8))
+    assert c.counters()["mte2_bytes"] == moved * np.dtype(dtype).itemsize
+
+
 @pytest.mark.parametrize("how,dtype", cases(DTYPES, [np.float32]))
 @pytest.mark.parametrize("strips,n_stride,gap", [(2, 2, 0), (3, 3, 0), (3, 4, 5), (1, 1, 2)])
 def test_nd2nz_whole_rows(how, dtype, strips, n_stride, gap):
@@ -302,12 +313,7 @@ def test_nd2nz_whole_rows(how, dtype, strips, n_stride, gap):
     dms = (rows - 1) * n_stride * c0 + cols + gap * c0
     p = Nd2NzParams(3, rows, cols, rows * row + 3, row, 1, n_stride, dms)
     n = 3 * dms + 64
-    l1 = c.local(L1, dtype, n, fill=-1)
-    copy(how, c.ctx, l1, g, p)
-    ref = np.full(n, -1, dtype)
-    nd2nz_ref(ref, x, p, c0)
-    assert np.array_equal(c.logical(l1).view(np.uint8), ref.view(np.uint8))
-    assert c.counters()["mte2_bytes"] == 3 * rows * cols * np.dtype(dtype).itemsize
+    check_nd2nz(how, c, g, x, p, n, dtype, 3 * rows * cols)
 
 
 @pytest.mark.parametrize("how,dtype", cases(DTYPES, [np.float32, np.int8]))
@@ -328,12 +334,7 @@ def test_nd2nz_strips_row_by_row(how, dtype, full, tail, side_by_side):
     dms = nstrip * (rows + 1) * c0 + c0
     p = Nd2NzParams(2, rows, cols, sms, row, rows + 1, 1, dms)
     n = 2 * dms + 64
-    l1 = c.local(L1, dtype, n, fill=-1)
-    copy(how, c.ctx, l1, g, p)
-    ref = np.full(n, -1, dtype)
-    nd2nz_ref(ref, x, p, c0)
-    assert np.array_equal(c.logical(l1).view(np.uint8), ref.view(np.uint8))
-    assert c.counters()["mte2_bytes"] == 2 * rows * cols * np.dtype(dtype).itemsize
+    check_nd2nz(how, c, g, x, p, n, dtype, 2 * rows * cols)
 
 
 @pytest.mark.parametrize("how", HOW)
