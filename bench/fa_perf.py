@@ -23,7 +23,7 @@ from collections import Counter
 # (group, pattern on "<dso> <symbol>"), first match wins; mangled Numba names carry
 # module and function as <len><name> parts
 GROUPS = [
-    ("mmad (gemm_nz, pack_zn)", r"8cubegemm|4cube5_mmad|4cube4mmad"),
+    ("mmad (gemm_zn, gemm_nz, pack_zn)", r"8cubegemm|4cube5_mmad|4cube4mmad"),
     ("data_copy GM -> L1 (Nd2Nz)", r"8datacopy\d+_?nd2nz|data_copy_nd2nz"),
     ("data_copy GM <-> UB (count, pad, blocks)", r"8datacopy|7memops|11stream_copy"),
     ("load_data L1 -> L0A/L0B", r"4cube\d+_?load|4cube10_transpose|4cube\d+load_data"),
