@@ -100,9 +100,7 @@ class _Core:
         self.st = _FieldState(ctx[core.STATE].view(np.ndarray))
         self.counters = self.st.counters               # reset before a run (all of them)
         self.used = self.counters[:len(core.COUNTER_NAMES)]   # read after it
-        mem, stage, st, tr = ctx
-        self.addrs = (mem.ctypes.data, mem.size, stage.ctypes.data, stage.size, st.ctypes.data,
-                      tr.ctypes.data, tr.shape[0])
+        self.addrs = _addrs(ctx)
         self.one = np.zeros(1, np.int64)
         self.one_addr = self.one.ctypes.data
         self.locators = {}      # id(binary lines) -> (lines, (where, mark)): _locators
@@ -127,6 +125,10 @@ def _ctx_addrs(ctx) -> tuple:
     for c in getattr(_CTX, "cache", {}).values():
         if c.ctx is ctx:
             return c.addrs
+    return _addrs(ctx)
+
+
+def _addrs(ctx) -> tuple:
     mem, stage, st, tr = ctx
     return (mem.ctypes.data, mem.size, stage.ctypes.data, stage.size, st.ctypes.data,
             tr.ctypes.data, tr.shape[0])

@@ -93,12 +93,12 @@ def make_locators(st, lines):
     return where, (lambda: int(st.src_line), describe)
 
 
-def attach(st, port, kernel_type: int, lines=None, kfc=False, locators=None) -> None:
+def attach(st, port, kernel_type: int, kfc=False, locators=None) -> None:
     """Tell the core whose state is `st` that it runs instance `port` (None: not a MIX launch).
-    `lines` (compiled kernels: st.src_line -> (file, line)) names the instance's source line in
-    a deadlock report; interpreted kernels are located from their Python frame. `locators`:
-    `make_locators(st, lines)` made already (then `lines` is not needed)."""
+    `locators` (compiled kernels: `make_locators(st, lines)`, made once per core) name the
+    instance's source line in a deadlock report; interpreted kernels are located from their
+    Python frame."""
     where = mark = None
-    if port is not None and (locators is not None or lines is not None):
-        where, mark = locators if locators is not None else make_locators(st, lines)
+    if port is not None and locators is not None:
+        where, mark = locators
     attach_instance(st, port, where, kernel_type in _ROLES, mark, kfc)
