@@ -113,20 +113,28 @@ _UK1 = _make_ukernel(_MR, 1)       # the last strip of an odd count
 @prim
 def gemm_nz(c, a, bp, m16, n16, k, c0, kpad, init):
     """See module doc. c: L0C as float32 (>= m16*n16), a: ZZ float32, bp: from pack_zn."""
+    nbn = n16 // 16
+    for s0 in range(0, nbn, 2):
+        _strips_gemm(c, a, bp, s0 * kpad * 16, s0, min(2, nbn - s0), m16, kpad // c0, c0, k,
+                     init)
+
+
+@prim
+def _strips_gemm(c, a, bp, bo, s0, ns, m16, kb, c0, k, init):
+    """C's strip s0 (and s0 + 1 when ns is 2) (+)= A @ B, those strips of B packed (pack_zn's
+    layout) from bp[bo]: one micro-kernel call per _MR rows."""
     ash = np.int64(0)
     while (np.int64(1) << ash) < c0:
         ash += 1
     ini = np.int64(1 if init else 0)
-    kb = kpad // c0
-    nbn = n16 // 16
-    for s0 in range(0, nbn, 2):
-        for r0 in range(0, m16, _MR):
-            ao = (r0 // 16) * kb * 16 * c0 + (r0 % 16) * c0
-            co = (s0 * m16 + r0) * 16
-            if s0 + 1 < nbn:
-                _UK2(c, co, m16 * 16, a, ao, ash, bp, s0 * kpad * 16, kpad * 16, k, ini)
-            else:
-                _UK1(c, co, m16 * 16, a, ao, ash, bp, s0 * kpad * 16, kpad * 16, k, ini)
+    kpad = kb * c0
+    for r0 in range(0, m16, _MR):
+        ao = (r0 // 16) * kb * 16 * c0 + (r0 % 16) * c0
+        co = (s0 * m16 + r0) * 16
+        if ns == 2:
+            _UK2(c, co, m16 * 16, a, ao, ash, bp, bo, kpad * 16, k, ini)
+        else:
+            _UK1(c, co, m16 * 16, a, ao, ash, bp, bo, kpad * 16, k, ini)
 
 
 def _network(rows, cols, lanes):
@@ -235,17 +243,23 @@ _TR16 = make_transpose(16, 16)    # f16/bf16 fractals converted to float32 (C0 =
 def pack_zn(b, nbn, kb, c0):
     """ZN float32 (fractal (kb, nb) = the 16(n) x C0(k) block of B^T, grid row-major over (kb,
     nbn)) -> one row-major (kb*C0) x 16 block per 16-column strip."""
+    out = np.empty(nbn * kb * c0 * 16, np.float32)
+    _pack_strips(out, b, 0, nbn, nbn, kb, c0)
+    return out
+
+
+@prim
+def _pack_strips(out, b, s0, ns, nbn, kb, c0):
+    """Strips s0 .. s0 + ns - 1 of ZN `b` (as pack_zn) into `out` from element 0."""
     kpad = kb * c0
-    out = np.empty(nbn * kpad * 16, np.float32)
     for f in range(kb):         # the source in memory order (reads of one K row of fractals
-        for s in range(nbn):    # 4 KiB apart, strip by strip, were 1.3x slower)
-            src = (f * nbn + s) * 16 * c0
-            dst = (s * kpad + f * c0) * 16
+        for j in range(ns):     # 4 KiB apart, strip by strip, were 1.3x slower)
+            src = (f * nbn + s0 + j) * 16 * c0
+            dst = (j * kpad + f * c0) * 16
             if c0 == 8:
                 _TR8(out, dst, b, src)
             else:
                 _TR16(out, dst, b, src)
-    return out
 
 
 @prim
@@ -254,30 +268,12 @@ def gemm_zn(c, a, b, m16, n16, k, c0, kb, init):
     pair of 16-column strips is repacked as `pack_zn` does, into a small buffer the row blocks
     then read while it is in the CPU's L1, instead of all of B into a fresh array first (the
     same products in the same order: bit-identical to pack_zn + gemm_nz)."""
-    ash = np.int64(0)
-    while (np.int64(1) << ash) < c0:
-        ash += 1
-    ini = np.int64(1 if init else 0)
-    kpad = kb * c0
     nbn = n16 // 16
-    bp = np.empty(2 * kpad * 16, np.float32)
+    bp = np.empty(2 * kb * c0 * 16, np.float32)
     for s0 in range(0, nbn, 2):
         ns = min(2, nbn - s0)
-        for f in range(kb):
-            for j in range(ns):
-                src = (f * nbn + s0 + j) * 16 * c0
-                dst = (j * kpad + f * c0) * 16
-                if c0 == 8:
-                    _TR8(bp, dst, b, src)
-                else:
-                    _TR16(bp, dst, b, src)
-        for r0 in range(0, m16, _MR):
-            ao = (r0 // 16) * kb * 16 * c0 + (r0 % 16) * c0
-            co = (s0 * m16 + r0) * 16
-            if ns == 2:
-                _UK2(c, co, m16 * 16, a, ao, ash, bp, 0, kpad * 16, k, ini)
-            else:
-                _UK1(c, co, m16 * 16, a, ao, ash, bp, 0, kpad * 16, k, ini)
+        _pack_strips(bp, b, s0, ns, nbn, kb, c0)
+        _strips_gemm(c, a, bp, 0, s0, ns, m16, kb, c0, k, init)
 
 
 def _make_copy(nbytes):
