@@ -81,6 +81,15 @@ def test_profiler_shows_collectives_as_tasks_with_bandwidth(ranks):
         assert r.args["algbw_GBps"] > 0 and r.args["algorithm"] == "ring"
 
 
+def test_bandwidth_of_a_slow_collective_stays_positive():
+    # a loaded machine can stretch a 16 KiB all-reduce past a third of a second
+    from types import SimpleNamespace
+    from rt.hccl.comm import _bandwidth
+    task = SimpleNamespace(start_ns=0, end_ns=2_000_000_000, nbytes=16384, error=None, args={})
+    _bandwidth(task)
+    assert task.args["algbw_GBps"] == pytest.approx(16384 / 2e9, rel=1e-3)
+
+
 def test_missing_rank_times_out_with_hccl_code(ranks, monkeypatch):
     monkeypatch.setenv("HCCL_EXEC_TIMEOUT", "0.5")
     R = ranks(2)
