@@ -137,8 +137,11 @@ ours, so loaded ratios overstate ours; say which one you quote):
   was 1.16x (10 pairs, 1.05-1.42x; one process per tree alternating: 5 pairs, 0.95-1.37x; and
   935 vs 753 ms in a 4-way run); (3) each core thread pinned to its own CPU
   (`os.sched_setaffinity`): 844 vs 753 ms, 1057 vs 935 ms with (2) (6 rounds of 2 inferences
-  each). Load 7-11 on 2 CPUs (Linux autogroup scheduling, our runs at nice 5) decides the wall
-  more than any of these; a quiet machine would tell (1) and (2) apart.
+  each); (4) the pool's bells as futexes waited on and woken through ctypes, the GIL released
+  around the syscalls (against the GIL holder preempted by the core it wakes): 1.14x wall (12
+  pairs, 0.91-1.39x, load 10.9), the rung core later to start (140 vs 54 core-ms per inference).
+  Load 7-11 on 2 CPUs (Linux autogroup scheduling, our runs at nice 5) decides the wall more
+  than any of these; a quiet machine would tell (1) and (2) apart.
 
 `--conformance` runs ONNX's backend suite selection of tests/rt/models/test_onnx_backend.py
 (node tests of every claimed op + the light models, exclusions of rt.onnx_backend.conformance)
