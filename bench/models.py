@@ -13,10 +13,14 @@ summed per op type. Before the timing it splits the CPU time of an inference: th
 ranges by kernel (thread CPU time of each range on the core threads) against the rest, and the
 host thread's CPU time to enqueue one inference (the launches' Python; also with the nodes'
 recorded launches off, `kernels.model_ops.REPLAY`), and how evenly each launch's blocks kept
-the core threads busy, so a loaded machine still shows where the time goes. After the ratio,
-a "bound" line puts the model's Conv multiply-adds at the cube GEMM's rate on this CPU against
-the CPU time 0.5x of onnxruntime allows (docs/models.md). `--perf` adds
-the CPU time of --repeats inferences by primitive group from Linux `perf` samples
+the core threads busy, so a loaded machine still shows where the time goes; then where the core
+threads sat idle: each one's wall time on a CPU / waiting for one / asleep (Linux schedstat), and
+the core-thread time no block range ran in, by cause (before the first launch and after the last,
+between launches, a launch's start to its first range, to its last core's start, its first
+core's end to its last, launches on one core).
+After the ratio, a "bound" line puts the model's Conv multiply-adds at the cube GEMM's rate on
+this CPU against the CPU time 0.5x of onnxruntime allows (docs/models.md). `--perf` adds the CPU
+time of --repeats inferences by primitive group from Linux `perf` samples
 (bench/fa_perf.py's groups and symbol map). onnxruntime is an optional extra
 (`pip install onnxruntime`).
 
@@ -110,6 +114,34 @@ ours, so loaded ratios overstate ours; say which one you quote):
   With the residual change, 3 alternating pairs (load 2.1-2.7, 2026-12-06): the split 108.3,
   106.1, 101.0 vs 106.6, 111.2, 112.2 ms; the wall time of the quietest pair 75.3 vs 74.4 ms
   (onnxruntime 19.1 / 21.0 ms): fewer launches did not shorten it measurably.
+
+- idle core threads (the idle lines above; 2026-12-07, medians of 7): at load 9.7 (591 ms wall)
+  each core thread was on a CPU ~200 ms, waiting for one 267 / 316 ms, asleep 138 / 83 ms per
+  inference; no range running, summed over the 2 threads: between launches 20 ms, a launch's
+  start to its first range 43, to its last core's start 46, first core done to last 136,
+  launches on one core 69 ms (mostly a preempted core: each range's wall time swells). At load
+  11.1 (786 ms wall): between launches 170 ms, the host's edges 0.4, to the first range 19, to
+  the last core's start 42, first core done to last 224, on one core 47. The hand-off stall
+  moves with who is woken (same process, alternating, load 11): with the host thread woken only
+  at the task it waits for (not at each of the 82 completions) between launches fell to 10 ms
+  and to the first range rose to 109 ms (from 107 and 23): a thread the hand-off's GIL holder
+  wakes seems to preempt it and then wait for the GIL. Quiet (docs/performance.md: 73.8 ms
+  wall, 98.6 ms of the ranges' CPU) the core threads leave ~49 core-ms per inference unused.
+  Tried and dropped, each measured in one process alternating (ABBA), load 7-11:
+  (1) long launches with >= 4 blocks per core keeping a quarter of the blocks back as one more
+  range per core for whichever core is free first: the core threads' sleep fell (165 vs 210,
+  190 vs 209 core-ms per inference), the wall did not (46 pairs: paired medians 0.944, 0.981,
+  0.973, 1.076x; CPU 1.00-1.03x: each extra range is one more `run_blocks` call, 25-70 us of
+  Python); (2) the host thread woken only at the task it waits for: its CPU 5 vs 11 ms per
+  inference, but the core threads waited ~150 ms longer for a CPU (515 vs 360 ms) and the wall
+  was 1.16x (10 pairs, 1.05-1.42x; one process per tree alternating: 5 pairs, 0.95-1.37x; and
+  935 vs 753 ms in a 4-way run); (3) each core thread pinned to its own CPU
+  (`os.sched_setaffinity`): 844 vs 753 ms, 1057 vs 935 ms with (2) (6 rounds of 2 inferences
+  each); (4) the pool's bells as futexes waited on and woken through ctypes, the GIL released
+  around the syscalls (against the GIL holder preempted by the core it wakes): 1.14x wall (12
+  pairs, 0.91-1.39x, load 10.9), the rung core later to start (140 vs 54 core-ms per inference).
+  Load 7-11 on 2 CPUs (Linux autogroup scheduling, our runs at nice 5) decides the wall more
+  than any of these; a quiet machine would tell (1) and (2) apart.
 
 `--conformance` runs ONNX's backend suite selection of tests/rt/models/test_onnx_backend.py
 (node tests of every claimed op + the light models, exclusions of rt.onnx_backend.conformance)
@@ -217,6 +249,7 @@ def run_bench(name: str, repeats: int, perf: bool = False) -> int:
     cpu_ms = (time.process_time() - c0) / repeats * 1e3
     print(f"rt.Model CPU time per inference (all threads): {cpu_ms:.1f} ms ({repeats} runs)")
     _host_and_kernel_cpu(model, x, repeats)
+    _idle_core_threads(model, x, repeats)
     if perf:
         from bench import fa_perf
         fa_perf.profile([("rt.Model.execute", lambda: model.execute([x]))], repeats,
@@ -340,6 +373,114 @@ def _host_and_kernel_cpu(model, x, repeats: int) -> None:
     print(f"balance over the {rt.default_core_count()} core threads: each launch's busiest "
           f"block range, summed, {busiest[0] / repeats / 1e6:.1f} ms against "
           f"{ker / rt.default_core_count():.1f} ms if every launch split its CPU time evenly")
+
+
+def _schedstat(tid: int):
+    """(ns on a CPU, ns waiting for one) of thread `tid` of this process (Linux), or None."""
+    try:
+        with open(f"/proc/self/task/{tid}/schedstat") as f:
+            on, wait, _ = f.read().split()
+        return int(on), int(wait)
+    except (OSError, ValueError):
+        return None
+
+
+IDLE_CAUSES = ("before the first launch and after the last", "between launches",
+               "to the first range", "to the last core's start", "first core done to last",
+               "on one core")
+
+
+def idle_by_cause(tasks, t0: int, t1: int, cores: int) -> dict:
+    """Core-thread ns in [t0, t1) in which no block range ran, by cause (IDLE_CAUSES), from the
+    stream's tasks as (start_ns, end_ns, ranges) (ranges: `rt.BlockRun`s; none for a task that
+    is not a kernel, every core idle meanwhile). A core's time in a launch counts from the
+    launch's start to its first range and from its last range's end to the launch's end; the
+    gaps between one core's ranges of a launch are not counted."""
+    got = dict.fromkeys(IDLE_CAUSES, 0)
+    prev = None
+    for start, end, ranges in sorted(tasks, key=lambda t: t[0]):
+        got["between launches" if prev is not None else IDLE_CAUSES[0]] += \
+            max(0, start - (t0 if prev is None else prev)) * cores
+        prev = end
+        by_core: dict = {}
+        for r in ranges:
+            lo, hi = by_core.get(r.core, (r.start_ns, r.end_ns))
+            by_core[r.core] = (min(lo, r.start_ns), max(hi, r.end_ns))
+        if not by_core:
+            got["on one core"] += (end - start) * cores
+            continue
+        starts = sorted(v[0] for v in by_core.values())
+        ends = sorted(v[1] for v in by_core.values())
+        got["to the first range"] += (starts[0] - start) * len(by_core)
+        got["to the last core's start"] += sum(v - starts[0] for v in starts)
+        got["first core done to last"] += sum(ends[-1] - v for v in ends)
+        got["on one core"] += (end - start) * (cores - len(by_core))
+    got[IDLE_CAUSES[0]] += max(0, t1 - (t0 if prev is None else prev)) * cores
+    return got
+
+
+def _idle_core_threads(model, x, repeats: int) -> None:
+    """Where the core threads sit idle during an inference (device input, synchronized): each
+    thread's wall time split into on a CPU / runnable but waiting for one (the machine's load) /
+    asleep (no range to run: Linux schedstat), and the core-thread time no range ran in, summed
+    over the launches by cause (from the tasks' ranges: before the first launch (the host's
+    input and enqueue) and after the last (its wake-up), between launches, a launch's start to its
+    first range, its first to its last core's start, its first core's end to its last, launches
+    whose ranges all ran on one core). Wall times: on a loaded machine preemption lengthens
+    each."""
+    import threading
+
+    import rt
+    from rt import sched
+
+    class Recorder:
+        npu = False
+
+        def __init__(self):
+            self.tasks = []
+
+        def add_task(self, task):
+            self.tasks.append((task.start_ns, task.end_ns, list(getattr(task, "ranges", ()))))
+
+    cores = rt.default_core_count()
+    s = rt.current_stream()
+    xd = rt.to_device(x)
+    model.execute([xd])
+    s.synchronize()
+    threads = {t.name: t.native_id for t in threading.enumerate() if t.name.startswith("rt-core")}
+    rec = Recorder()
+    sched.PROFILERS.append(rec)
+    causes = {k: [] for k in IDLE_CAUSES}
+    split = {n: [] for n in threads}
+    walls = []
+    try:
+        for _ in range(repeats):
+            rec.tasks = []
+            before = {n: _schedstat(t) for n, t in threads.items()}
+            t0 = time.perf_counter_ns()
+            model.execute([xd])
+            s.synchronize()
+            t1 = time.perf_counter_ns()
+            walls.append(t1 - t0)
+            for n, t in threads.items():
+                after = _schedstat(t)
+                if before[n] is not None and after is not None:
+                    on, wait = after[0] - before[n][0], after[1] - before[n][1]
+                    split[n].append((on, wait, t1 - t0 - on - wait))
+            got = idle_by_cause(rec.tasks, t0, t1, cores)
+            for k, v in got.items():
+                causes[k].append(v)
+    finally:
+        sched.PROFILERS.remove(rec)
+    ms = lambda v: float(np.median(v)) / 1e6    # noqa: E731
+    print(f"core threads per inference (median of {repeats}, wall {ms(walls):.1f} ms; Linux "
+          f"schedstat): " + "; ".join(
+              f"{n} on a CPU {ms([v[0] for v in vs]):.1f} ms, waiting for one "
+              f"{ms([v[1] for v in vs]):.1f}, asleep {ms([v[2] for v in vs]):.1f}"
+              for n, vs in split.items() if vs))
+    print(f"core-thread time no range ran in, per inference by cause (wall, summed over the "
+          f"{cores} threads; median of {repeats}): " + ", ".join(
+              f"{k} {ms(v):.1f} ms" for k, v in causes.items()))
 
 
 def run_conformance(light: bool, pattern: str | None) -> int:
