@@ -214,11 +214,13 @@ def flash_attention_tiling_candidates(d: int, dtype, s1: int, s2: int, soc=None,
 def flash_attention_tiling(d: int, dtype, s1: int, s2: int, soc=None) -> FlashAttentionTiling:
     """The default tiling: an S1 block of 128 rows per group (64 per AIV; fewer when S1 is
     shorter), then the largest S2 block of DEFAULT_S2_BLOCKS up to MAX_DEFAULT_S2_BLOCK for the
-    input's itemsize (float16, whose S comes in float16: FLOAT16_MAX_S2_BLOCK; capped at S2
-    rounded up to 16) and with it the largest kv_chunk that fit the SoC (smaller S1 blocks if
-    nothing fits, for a large D). Tall S1 blocks reload K and V less often and give the cube
-    large mmads; a long S2 block hands fewer O parts over per key (at long S the simulated
-    kernel is bound by the GM traffic of its hand-offs through the chip's L2, docs/limitations.md).
+    input's itemsize, S2 rounded up to 16, and, past SPLIT_S2 keys, S2 / SLOTS (S2 / (SLOTS / 2)
+    for float16, whose S comes in float16), and with it the largest kv_chunk that fit the SoC
+    (smaller S1 blocks if nothing fits, for a large D). Tall S1 blocks reload K and V less
+    often and give the cube large mmads; a long S2 block hands fewer O parts over per key (at
+    long S the simulated kernel is bound by the GM traffic of its hand-offs through the chip's
+    L2, docs/limitations.md); at short S, SLOTS S2 blocks per S1 block ranked faster than
+    fewer, longer ones (below).
 
     Measured (simulated Ascend910B2, the calibrated model, compiled; 2026-12-06, one
     `rt.profile(npu=True)` launch of `flash_attention_with_stats` per tiling, as `kernels.tune`
@@ -255,8 +257,19 @@ def flash_attention_tiling(d: int, dtype, s1: int, s2: int, soc=None) -> FlashAt
     scratch script printing each as it ends): (128, 512, 64) 189.22 µs, (128, 256, 64) 189.87,
     (128, 1024, 64) 196.30, (128, 512, 32) 207.81, (64, 512, 64) 230.44, (64, 256, 64) 235.51
     ((128, 512, 128) does not fit L0A); so MAX_DEFAULT_S2_BLOCK for 4-byte inputs went from 256
-    to 512 (fewer hand-offs per key also cost less CPU; docs/performance.md). Other float32
-    shapes follow the same rule, not ranked (D=128: (96, 512, 32)).
+    to 512 (fewer hand-offs per key also cost less CPU; docs/performance.md).
+    Away from those shapes (2026-12-07, the same launches from a scratch script; the tables are
+    in docs/performance.md): float32 D64 and D128 (default S1 block 96: 128 rows of Q fill
+    L0A) at S1024 and S4096, causal and not, D64 with 2 KV heads; bfloat16 and float16 D128 N3
+    at S1024, S2048 (and bfloat16 S4096). The rule as it was (S2 block 512 for float32 and
+    bfloat16, 1024 for float16, whatever S) ranked up to 11 % behind the first at S1024 (float32
+    D128 causal (96, 512, 32) 73.05 µs against (96, 256, 32) 65.70; float16 (128, 1024, 128)
+    30.15 against (128, 512, 128) 27.56) and 3.75 % behind at bfloat16 S4096 ((128, 512, 128)
+    252.52 against (128, 1024, 128) 243.39): the best S2 block was S2 / 4 for float32 and
+    bfloat16 (f32 scores) up to the itemsize's cap, S2 / 2 for float16, never below 256. With
+    SPLIT_S2 and bfloat16's cap at 1024 the default is first or within 1 % of the first at every
+    shape ranked (float32 D128 S1024 (96, 256, 32) 0.8 % behind (96, 512, 32); float16 S1024
+    0.8 % behind); the main job's and the goal shape's defaults did not change.
     A slice of the grid (one group's S1 blocks) would simulate faster but not the same time:
     the groups share the model's L2 and HBM pools (one group: M12-128x8192 68.8 µs; eight
     groups with the same work each: M12-1024x8192 76.9 µs, docs/npu-model.md), so the goal
@@ -268,8 +281,9 @@ def flash_attention_tiling(d: int, dtype, s1: int, s2: int, soc=None) -> FlashAt
     soc = soc or rt.get_soc()
     isz = np.dtype(dtype).itemsize
     cap1 = min(128, round_up(s1, 32))     # S1 rounded up to 16 rows per AIV
-    top = FLOAT16_MAX_S2_BLOCK if half_scores(dtype) else MAX_DEFAULT_S2_BLOCK[min(isz, 4)]
-    cap2 = min(top, round_up(s2, 16))
+    # past SPLIT_S2 keys, SLOTS S2 blocks per S1 block (SLOTS / 2 for float16's 16-bit S)
+    per_block = s2 * (2 if half_scores(dtype) else 1) // SLOTS
+    cap2 = min(MAX_DEFAULT_S2_BLOCK[min(isz, 4)], round_up(s2, 16), max(SPLIT_S2, per_block))
     for s1b in sorted({min(b, cap1) for b in (128, 96, 64, 32, 16)}, reverse=True):
         for s2b in sorted({min(b, cap2) for b in DEFAULT_S2_BLOCKS}, reverse=True):
             for kc in sorted({min(c, s2b) for c in (128, 64, 32, 16)}, reverse=True):
@@ -280,5 +294,5 @@ def flash_attention_tiling(d: int, dtype, s1: int, s2: int, soc=None) -> FlashAt
 
 
 DEFAULT_S2_BLOCKS = (16, 32, 64, 128, 256, 512, 1024)
-MAX_DEFAULT_S2_BLOCK = {2: 512, 4: 512}     # by input itemsize (measured, see above)
-FLOAT16_MAX_S2_BLOCK = 1024                 # float16 (measured, see above)
+MAX_DEFAULT_S2_BLOCK = {2: 1024, 4: 512}    # by input itemsize (measured, see above)
+SPLIT_S2 = 256      # the default S2 block is at most max(SPLIT_S2, S2 / SLOTS) (measured)

@@ -101,7 +101,9 @@ def host_empty(shape, dtype=np.float32) -> np.ndarray:
     if buf is None:
         buf = np.empty(cap, np.uint8)
         buf.fill(0)                         # fault the pages in on this one thread
-    return np.asarray(_Lease(buf, shape, dt))
+    out = np.asarray(_Lease(buf, shape, dt))
+    # an extension dtype (bfloat16) comes back from the array interface as raw bytes (|V2)
+    return out if out.dtype == dt else out.view(dt)
 
 
 def empty_host_cache() -> int:

@@ -30,6 +30,15 @@ def test_shape_dtype_and_layout():
     assert rt.host_empty(BIG).shape == (BIG,)
 
 
+def test_extension_dtype_survives():
+    import ml_dtypes
+    bf16 = np.dtype(ml_dtypes.bfloat16)
+    a = rt.host_empty((2, BIG), bf16)      # over MIN_BYTES: a cached lease, not np.empty
+    assert a.dtype == bf16 and a.shape == (2, BIG)
+    a[...] = 1.5
+    assert float(a.astype(np.float32).sum(dtype=np.float64)) == 1.5 * a.size
+
+
 def test_dropped_result_is_reused():
     a = rt.host_empty(BIG)
     addr = a.ctypes.data
