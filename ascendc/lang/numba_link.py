@@ -50,6 +50,7 @@ from llvmlite import binding as llvm_binding
 from numba import types
 from numba.core import config, serialize
 from numba.core.caching import FunctionCache, IndexDataCacheFile
+from numba.core.compiler_lock import global_compiler_lock
 from numba.core.registry import CPUDispatcher
 
 from .errors import KernelError
@@ -243,8 +244,27 @@ class PrimDispatcher(CPUDispatcher):
         return super().get_call_template(args, kws)
 
     def compile(self, sig):
-        with compiling_as(PRIM):
-            return super().compile(sig)
+        if global_compiler_lock.is_locked():        # nested in a compile of this thread
+            with compiling_as(PRIM):
+                return super().compile(sig)
+        # An interpreted kernel's first call compiles here, in a thread that a device reset or
+        # an op timeout stops with an exception raised at any bytecode (rt.launch): inside
+        # Numba's compiler that can leave its lock held (every later compile hangs) or break
+        # LLVM's state (a crash). So the compile runs in a thread nobody stops; this one waits.
+        out = {}
+
+        def run():
+            try:
+                with compiling_as(PRIM):
+                    out["cres"] = CPUDispatcher.compile(self, sig)
+            except BaseException as e:              # noqa: BLE001 - raised in the caller
+                out["error"] = e
+        t = threading.Thread(target=run, name="ascendc-prim-compile", daemon=True)
+        t.start()
+        t.join()
+        if "error" in out:
+            raise out["error"]
+        return out["cres"]
 
     def add_overload(self, cres):
         super().add_overload(cres)

@@ -6,13 +6,14 @@ cannot be interrupted, so the test uses a long-but-finite loop: the timeouts hol
 running it is abandoned (it ends when the loop does) and the runtime goes on with a replacement.
 """
 import importlib
+import threading
 import time
 
 import numpy as np
 
 import ascendc as asc
 import rt
-from rt.errors import ACL_ERROR_RT_STREAM_SYNC_TIMEOUT, ACL_ERROR_RT_AICORE_TIMEOUT
+from rt.errors import ACL_ERROR_RT_STREAM_SYNC_TIMEOUT, ACL_ERROR_RT_AICORE_TIMEOUT, KernelStop
 
 from rt_test_helpers import raises
 
@@ -116,3 +117,45 @@ def test_compiled_long_loop_timeouts_hold_and_runtime_goes_on():
     s.synchronize(timeout_ms=WAIT_S * 1000)
     assert np.all(y.copy_to_host() == 4)
     assert _launch.core_pool().abandoned >= 1
+
+
+def _plus_half(x):
+    return x + 0.5
+
+
+def test_a_thread_stopped_while_a_primitive_compiles_leaves_the_compiler_usable(monkeypatch):
+    """An interpreted kernel's first call of a primitive compiles it, and a reset or the op
+    timeout may stop its thread then. The compile runs in a thread of its own, so the stop lands
+    in the kernel's thread once the compile is over, never inside Numba's compiler (where it
+    could leave the compiler lock held, or LLVM's state broken)."""
+    from numba.core.compiler_lock import global_compiler_lock
+    from numba.core.registry import CPUDispatcher
+    from ascendc.lang import numba_link
+    prim = numba_link.prim(_plus_half)
+    compiling, go_on, where = threading.Event(), threading.Event(), []
+    real = CPUDispatcher.compile
+
+    def held(self, sig):
+        where.append(threading.get_ident())
+        compiling.set()
+        go_on.wait(WAIT_S)
+        return real(self, sig)
+    monkeypatch.setattr(CPUDispatcher, "compile", held)
+    got = []
+
+    def kernel_thread():
+        try:
+            got.append(prim(1.0))
+        except KernelStop:
+            got.append("stopped")
+    t = threading.Thread(target=kernel_thread)
+    t.start()
+    assert compiling.wait(WAIT_S)
+    _launch._interrupt(t.ident, KernelStop)      # as a reset stops an interpreted kernel
+    go_on.set()
+    t.join(WAIT_S)
+    assert not t.is_alive() and got == ["stopped"]
+    assert where == [where[0]] and where[0] != t.ident
+    assert global_compiler_lock._lock.acquire(timeout=WAIT_S)
+    global_compiler_lock._lock.release()
+    assert prim(1.0) == 1.5                      # compiled once, callable
