@@ -10,6 +10,7 @@ import threading
 import time
 
 import numpy as np
+import pytest
 
 import ascendc as asc
 import rt
@@ -123,15 +124,23 @@ def _plus_half(x):
     return x + 0.5
 
 
-def test_a_thread_stopped_while_a_primitive_compiles_leaves_the_compiler_usable(monkeypatch):
-    """An interpreted kernel's first call of a primitive compiles it, and a reset or the op
-    timeout may stop its thread then. The compile runs in a thread of its own, so the stop lands
-    in the kernel's thread once the compile is over, never inside Numba's compiler (where it
-    could leave the compiler lock held, or LLVM's state broken)."""
+def _plus_half_helper(x):
+    return x + 0.5
+
+
+@pytest.mark.parametrize("kind", ["prim", "cached_njit"])
+def test_a_thread_stopped_while_a_primitive_compiles_leaves_the_compiler_usable(monkeypatch,
+                                                                                 kind):
+    """An interpreted kernel's first call of a primitive (or of a helper such as begin_block)
+    compiles it, and a reset or the op timeout may stop its thread then. The compile runs in a
+    thread of its own, so the stop lands in the kernel's thread once the compile is over, never
+    inside Numba's compiler (where it could leave the compiler lock held, or LLVM's state
+    broken)."""
     from numba.core.compiler_lock import global_compiler_lock
     from numba.core.registry import CPUDispatcher
     from ascendc.lang import numba_link
-    prim = numba_link.prim(_plus_half)
+    prim = numba_link.prim(_plus_half) if kind == "prim" else \
+        numba_link.cached_njit(nogil=True)(_plus_half_helper)
     compiling, go_on, where = threading.Event(), threading.Event(), []
     real = CPUDispatcher.compile
 
