@@ -50,6 +50,7 @@ from llvmlite import binding as llvm_binding
 from numba import types
 from numba.core import config, serialize
 from numba.core.caching import FunctionCache, IndexDataCacheFile
+from numba.core.compiler_lock import global_compiler_lock
 from numba.core.registry import CPUDispatcher
 
 from .errors import KernelError
@@ -228,6 +229,38 @@ class CalledLibrary:
 
 # ---- dispatchers -------------------------------------------------------------------------------
 
+def compile_unstopped(compile_once):
+    """`compile_once()` in a thread nobody stops, this one waiting for it, unless this thread is
+    compiling already (it holds Numba's compiler lock: nested, it must compile here).
+
+    An interpreted kernel's first call of a primitive or helper compiles (or loads it from the
+    cache), in a thread that a device reset or an op timeout stops with an exception raised at
+    any bytecode (rt.launch): inside Numba's compiler that can leave its lock held (every later
+    compile hangs) or break LLVM's state (a crash). The stop lands here once the compile is over."""
+    if global_compiler_lock.is_locked():
+        return compile_once()
+    out = {}
+
+    def run():
+        try:
+            out["cres"] = compile_once()
+        except BaseException as e:                  # noqa: BLE001 - raised in the caller
+            out["error"] = e
+    t = threading.Thread(target=run, name="ascendc-compile", daemon=True)
+    t.start()
+    t.join()
+    if "error" in out:
+        raise out["error"]
+    return out["cres"]
+
+
+class UnstoppedDispatcher(CPUDispatcher):
+    """A CPUDispatcher whose compiles run through `compile_unstopped` (cached_njit's)."""
+
+    def compile(self, sig):
+        return compile_unstopped(lambda: super(UnstoppedDispatcher, self).compile(sig))
+
+
 class PrimDispatcher(CPUDispatcher):
     """A Numba dispatcher whose calls from jitted code are typed with non-literal arguments,
     and whose larger compiled versions kernel glue calls instead of inlining (CalledLibrary).
@@ -243,8 +276,10 @@ class PrimDispatcher(CPUDispatcher):
         return super().get_call_template(args, kws)
 
     def compile(self, sig):
-        with compiling_as(PRIM):
-            return super().compile(sig)
+        def once():
+            with compiling_as(PRIM):
+                return CPUDispatcher.compile(self, sig)
+        return compile_unstopped(once)
 
     def add_overload(self, cres):
         super().add_overload(cres)
@@ -525,9 +560,12 @@ def cached_njit(**options):
     options.pop("cache", None)
 
     def deco(fn):
-        disp = numba.njit(cache=True, **options)(fn)
-        if not config.DISABLE_JIT:
-            disp._cache = CheckedFunctionCache(fn)
+        if config.DISABLE_JIT:
+            return fn
+        # as numba.njit(cache=True, **options) builds it, with compiles no stop interrupts
+        disp = UnstoppedDispatcher(py_func=fn, locals={},
+                                   targetoptions={**options, "nopython": True, "boundscheck": None})
+        disp._cache = CheckedFunctionCache(fn)
         return disp
     return deco
 

@@ -3,7 +3,8 @@ stopped (device reset, op execute timeout) and the runtime stays usable.
 
 Timing is asserted with perf_counter stamps around the calls (never by sleeping for ordering):
 a call with a 200 ms timeout must return within the timeout plus a generous slack for a loaded
-2-core CI machine, and long before the kernel would have ended.
+2-core CI machine, and long before the kernel would have ended (the kernels here end only when
+the test lets them). What a thread ran is checked from the threads recorded, not from timing.
 """
 import importlib
 import threading
@@ -22,7 +23,8 @@ from rt_test_helpers import raises
 
 _launch = importlib.import_module("rt.launch")
 
-SLACK_S = 1.5      # scheduling slack on a loaded 2-core machine
+SLACK_S = 6.0      # scheduling slack on a loaded 2-core machine: 30x a 200 ms timeout
+WAIT_S = 60        # bounds a wait expected to succeed (a hang), not the machine's speed
 
 
 class PySpin(KernelBinary):
@@ -45,18 +47,28 @@ class PySpin(KernelBinary):
 
 
 class CSpin(KernelBinary):
-    """Blocks in C without returning to Python for `seconds` (like compiled nogil code)."""
+    """Blocks in C without returning to Python (like compiled nogil code) until `release()`, at
+    most `seconds`."""
     name = "c_spin"
 
-    def __init__(self, seconds):
+    def __init__(self, block_dim, seconds=WAIT_S):
         self.seconds = seconds
+        self.gates = [threading.Lock() for _ in range(block_dim)]   # one per range's first block
+        for g in self.gates:
+            g.acquire()
         self.started = threading.Event()
         self.returned = threading.Event()
+        self.threads: set = set()
 
     def run_blocks(self, first, last, block_dim, args, barrier=None):
+        self.threads.add(threading.get_ident())
         self.started.set()
-        time.sleep(self.seconds)        # uninterruptible by the runtime, as nopython code
+        self.gates[first].acquire(timeout=self.seconds)   # uninterruptible by the runtime
         self.returned.set()
+
+    def release(self):
+        for g in self.gates:
+            g.release()
 
 
 class Quick(KernelBinary):
@@ -116,13 +128,13 @@ def test_event_and_device_synchronize_timeouts(dev0):
                         r"timeout_ms='x'"):
         rt.synchronize_device("x")
     k.stop.set()
-    rt.synchronize_device(timeout_ms=5000)
+    rt.synchronize_device(timeout_ms=WAIT_S * 1000)
 
 
 def test_timeout_holds_when_the_kernel_blocks_in_c(dev0):
     """A range cannot be interrupted once started: the syncing thread must not take one."""
     _launch.set_core_count(2)
-    k = CSpin(1.0)
+    k = CSpin(2)
     s = rt.Stream()
     rt.launch(k, 2, (), s)           # synchronize at once: the cores are still waking up
     dt = None
@@ -132,8 +144,10 @@ def test_timeout_holds_when_the_kernel_blocks_in_c(dev0):
             s.synchronize(timeout_ms=200)
         finally:
             dt = time.perf_counter() - t0
-    assert dt < 0.2 + 0.6            # well before a 1 s range ends
+    assert dt < 0.2 + SLACK_S        # its ranges block until released
+    k.release()
     s.synchronize()
+    assert threading.get_ident() not in k.threads
 
 
 def test_reset_device_stops_a_runaway_python_kernel_and_runtime_stays_usable(dev0):
@@ -142,7 +156,7 @@ def test_reset_device_stops_a_runaway_python_kernel_and_runtime_stays_usable(dev
     s = rt.Stream()
     rt.launch(k, 2, (), s)
     rt.launch(Quick(), 1, (np.zeros(1),), s)        # queued behind it: discarded
-    assert k.all_started.wait(5)                    # every block is spinning on some worker
+    assert k.all_started.wait(WAIT_S)               # every block is spinning on some worker
     t0 = time.perf_counter()
     rt.reset_device(0)
     assert time.perf_counter() - t0 < SLACK_S
@@ -151,7 +165,7 @@ def test_reset_device_stops_a_runaway_python_kernel_and_runtime_stays_usable(dev
     x = np.zeros(4)
     s2 = rt.Stream()
     rt.launch(Quick(), 4, (x,), s2)
-    s2.synchronize(timeout_ms=5000)
+    s2.synchronize(timeout_ms=WAIT_S * 1000)
     assert x.tolist() == [1, 1, 1, 1]
     assert pool.abandoned >= len(k.threads)          # every spinning worker was replaced
 
@@ -160,20 +174,21 @@ def test_reset_device_abandons_a_worker_stuck_in_c_code(dev0):
     """Compiled-like code cannot be interrupted: its thread is abandoned (it exits when the code
     returns) and a new worker takes its core, so the runtime goes on."""
     _launch.set_core_count(1)
-    k = CSpin(1.5)
+    k = CSpin(1)
     s = rt.Stream()
     rt.launch(k, 1, (), s)
-    assert k.started.wait(5)
+    assert k.started.wait(WAIT_S)
     t0 = time.perf_counter()
     rt.reset_device(0)
-    assert time.perf_counter() - t0 < 1.0
+    assert time.perf_counter() - t0 < SLACK_S       # does not wait for the blocked range
     assert not k.returned.is_set()                   # still running in its abandoned thread
     rt.set_device(0)
     x = np.zeros(2)
     s2 = rt.Stream()
     rt.launch(Quick(), 2, (x,), s2)
-    s2.synchronize(timeout_ms=1000)                  # the replacement core ran it meanwhile
+    s2.synchronize(timeout_ms=WAIT_S * 1000)         # the replacement core runs it meanwhile
     assert x.tolist() == [1, 1] and not k.returned.is_set()
+    k.release()                                      # the abandoned thread may end now
 
 
 def test_op_execute_timeout_fails_the_kernel_on_its_stream(dev0):
@@ -194,9 +209,10 @@ def test_op_execute_timeout_fails_the_kernel_on_its_stream(dev0):
                 r"op_execute_timeout_ms=200 exceeded"):
         s.synchronize()                     # no timeout of its own: the op timeout ends it
     assert time.perf_counter() - t0 < 0.2 + SLACK_S
+    rt.set_op_execute_timeout(WAIT_S * 1000)     # still set, but no loaded machine reaches it
     x = np.zeros(3)
     rt.launch(Quick(), 3, (x,), s)          # the stream and the pool go on
-    s.synchronize(timeout_ms=5000)
+    s.synchronize(timeout_ms=WAIT_S * 1000)
     assert x.tolist() == [1, 1, 1]
 
 
@@ -207,14 +223,14 @@ def test_acl_facade_sync_with_timeout(dev0):
     rt.launch(k, 2, (), acl.rt._stream(s, "t"))
     assert acl.rt.synchronize_stream_with_timeout(s, 100) == ACL_ERROR_RT_STREAM_SYNC_TIMEOUT
     k.stop.set()
-    assert acl.rt.synchronize_stream_with_timeout(s, 5000) == 0
+    assert acl.rt.synchronize_stream_with_timeout(s, WAIT_S * 1000) == 0
 
 
 def test_reset_releases_a_thread_waiting_on_the_stream(dev0):
     k = PySpin()
     s = rt.Stream()
     rt.launch(k, 2, (), s)
-    assert k.started.wait(5)
+    assert k.started.wait(WAIT_S)
     got = []
 
     def waiter():
@@ -227,7 +243,7 @@ def test_reset_releases_a_thread_waiting_on_the_stream(dev0):
     th.start()
     time.sleep(0.05)            # let it block (not for ordering: the assertion is on the join)
     rt.reset_device(0)
-    th.join(5)
+    th.join(WAIT_S)
     assert not th.is_alive()        # released; the kernel's error goes to whoever syncs first
     for e in got:
         assert e.code == ACL_ERROR_RT_INTERNAL_ERROR

@@ -112,7 +112,7 @@ def test_streams_events_and_async_copies(dev0):
     s2, _ = acl.rt.create_stream_with_config(9, 0)
     assert acl.rt.stream_wait_event(s2, end) == 0
     assert acl.rt.memset_async(dp, MiB, 0, MiB, s2) == 0
-    assert acl.rt.synchronize_stream_with_timeout(s2, 5000) == 0
+    assert acl.rt.synchronize_stream_with_timeout(s2, 60_000) == 0
     assert acl.rt.synchronize_stream(0) == 0                        # 0 = default stream
     for e in (start, end):
         assert acl.rt.destroy_event(e) == 0
@@ -127,7 +127,7 @@ def test_stream_timeout_and_failure_mode(dev0):
     assert acl.rt.set_stream_failure_mode(s, acl.ACL_STOP_ON_FAILURE) == 0
     assert acl.rt.set_stream_failure_mode(s, 5) == ACL_ERROR_RT_PARAM_INVALID
     gate = threading.Event()
-    acl.rt._stream(s, "test").launch_host_func(lambda: gate.wait(10))
+    acl.rt._stream(s, "test").launch_host_func(lambda: gate.wait(60))
     assert acl.rt.synchronize_stream_with_timeout(s, 10) == ACL_ERROR_RT_STREAM_SYNC_TIMEOUT
     assert acl.rt.stream_query(s) == (acl.ACL_STREAM_STATUS_NOT_READY, 0)
     gate.set()

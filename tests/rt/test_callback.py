@@ -23,7 +23,7 @@ class Reporter:
         self.ready = threading.Event()
         self.thread = threading.Thread(target=self._loop, daemon=True)
         self.thread.start()
-        self.ready.wait(5)
+        self.ready.wait(60)
         self.tid = self.thread.ident
 
     def _loop(self):
@@ -37,7 +37,7 @@ class Reporter:
 
     def stop(self):
         self.running = False
-        self.thread.join(5)
+        self.thread.join(60)
 
 
 @pytest.fixture
@@ -143,7 +143,7 @@ def test_callback_exception_goes_to_the_stream(reporter):
         s.synchronize()
     rt.launch_callback(bad, None, ACL_CALLBACK_NO_BLOCK, s)
     s.synchronize()
-    deadline = time.time() + 5
+    deadline = time.time() + 60
     while not s._core.errors and time.time() < deadline:
         time.sleep(0.001)
     with raises(ACL_ERROR_RT_INTERNAL_ERROR, "KeyError"):

@@ -117,17 +117,21 @@ def test_copy_engine_overlaps_a_kernel_on_another_stream(dev0):
     host = rt.malloc_host(nbytes)
     dev = rt.malloc(nbytes)
     copy_stream, compute = rt.Stream(), rt.Stream()
-    copy = rt.memcpy_async(dev, host, nbytes, rt.MemcpyKind.HOST_TO_DEVICE, copy_stream)
+    copies = []
 
     class WaitForCopy(PlainBinary):
         name = "wait_for_copy"
 
         def run_blocks(self, first, last, block_dim, args):
-            deadline = time.time() + 10
-            while copy.start_ns == 0 and time.time() < deadline:
+            deadline = time.time() + 60
+            while not (copies and copies[0].start_ns) and time.time() < deadline:
                 time.sleep(0.0002)
 
+    # the kernel first: it has started before the copy is queued, so a descheduled test cannot
+    # let the copy end before it; it ends only once the copy engine has started the copy
     kernel = rt.launch(WaitForCopy(), 1, (), compute)
+    copy = rt.memcpy_async(dev, host, nbytes, rt.MemcpyKind.HOST_TO_DEVICE, copy_stream)
+    copies.append(copy)
     compute.synchronize()
     copy_stream.synchronize()
     assert copy.start_ns < kernel.end_ns and kernel.start_ns < copy.end_ns      # they overlapped
@@ -139,7 +143,7 @@ def test_pinned_copy_is_async_and_pageable_copy_is_not(dev0):
     nbytes = 16 << 20
     s = rt.Stream()
     gate = threading.Event()
-    s.launch_host_func(lambda: gate.wait(10))
+    s.launch_host_func(lambda: gate.wait(60))
     pinned = rt.malloc_host(nbytes)
     dev = rt.malloc(nbytes)
     t = rt.memcpy_async(dev, pinned, nbytes, rt.MemcpyKind.HOST_TO_DEVICE, s)

@@ -302,7 +302,7 @@ def test_higher_priority_stream_gets_the_core_first(dev0):
     try:
         busy = threading.Event()
         blocker = rt.Stream()
-        rt.launch(Binary("block", lambda b, bd, a: busy.wait(10)), 1, (), blocker)
+        rt.launch(Binary("block", lambda b, bd, a: busy.wait(60)), 1, (), blocker)
         low, high = rt.Stream(priority=7), rt.Stream(priority=0)
         t_low = rt.launch(Binary("low"), 1, (), low)
         t_high = rt.launch(Binary("high"), 1, (), high)

@@ -168,7 +168,7 @@ def test_a_slot_takes_the_next_group_when_it_is_free_not_a_fixed_share(dev0, cor
 
     def body(inst, log):
         if inst.group == 0:
-            log(("released", others_done.wait(timeout=20)))
+            log(("released", others_done.wait(timeout=60)))
             return None
         with lock:
             done.append(inst.group)

@@ -23,9 +23,9 @@ def stamp(log, tag):
 
 
 def gate():
-    """A host function that blocks its stream until `ev.set()` (10 s safety timeout)."""
+    """A host function that blocks its stream until `ev.set()` (60 s safety timeout)."""
     ev = threading.Event()
-    return ev, (lambda: ev.wait(10))
+    return ev, (lambda: ev.wait(60))
 
 
 def test_tasks_run_in_order_and_do_not_overlap(dev0):
@@ -41,7 +41,7 @@ def test_tasks_run_in_order_and_do_not_overlap(dev0):
 
 def test_streams_run_concurrently(dev0):
     # Both host functions must be running at once to pass the barrier.
-    barrier = threading.Barrier(2, timeout=10)
+    barrier = threading.Barrier(2, timeout=60)
     a, b = rt.Stream(), rt.Stream()
     ta = a.launch_host_func(barrier.wait)
     tb = b.launch_host_func(barrier.wait)
@@ -71,7 +71,7 @@ def test_synchronize_timeout(dev0):
                 r"with 1 task\(s\) pending"):
         s.synchronize(timeout_ms=20)
     ev.set()
-    s.synchronize(timeout_ms=5000)
+    s.synchronize(timeout_ms=60_000)
 
 
 def test_task_wait_and_timeout(dev0):
@@ -113,7 +113,7 @@ def test_stop_on_failure_skips_until_synchronize(dev0):
     skipped = s.launch_host_func(stamp(log, "skipped"))
     ev = rt.Event()
     ev.record(s)                                        # markers still complete
-    ev.synchronize(timeout_ms=5000)
+    ev.synchronize(timeout_ms=60_000)
     with raises(ACL_ERROR_RT_INTERNAL_ERROR, "ValueError: boom"):
         s.synchronize()
     assert log == [] and skipped.skipped and skipped.done
@@ -213,7 +213,7 @@ def test_worker_thread_is_lazy_and_exits_when_stream_is_collected(dev0):
     (t,) = _worker_threads(sid)
     del s
     gc.collect()
-    t.join(timeout=5)
+    t.join(timeout=60)
     assert not t.is_alive()
 
 
@@ -223,7 +223,7 @@ def test_worker_thread_exits_on_destroy(dev0):
     s.synchronize()
     (t,) = _worker_threads(s.id)
     s.destroy()
-    t.join(timeout=5)
+    t.join(timeout=60)
     assert not t.is_alive()
 
 

@@ -200,7 +200,8 @@ def test_missing_file_rank_range_and_device_checks(tmp_path):
 
 
 def test_a_rank_that_never_joins_times_out(tmp_path, monkeypatch):
-    monkeypatch.setenv("HCCL_CONNECT_TIMEOUT", "0.3")
+    # long enough for ranks 0 and 2 both to arrive on a loaded machine: each names the other
+    monkeypatch.setenv("HCCL_CONNECT_TIMEOUT", "2")
     rt.init()
     path = write(tmp_path, table(1, 3))
     got, errs = join_threads(path, [0, 2])                # rank 1 never calls

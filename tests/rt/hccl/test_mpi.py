@@ -23,7 +23,7 @@ def _mpiexec():
     return str(local) if local.exists() else shutil.which("mpiexec")
 
 
-def run(tmp_path, scenario: str, n: int, timeout: float = 60, **env) -> dict:
+def run(tmp_path, scenario: str, n: int, timeout: float = 300, **env) -> dict:
     exe = _mpiexec()
     if exe is None:
         pytest.skip("mpiexec not found (pip install mpich)")
@@ -56,14 +56,14 @@ def test_a_rank_that_never_joins_gives_the_others_a_timeout(tmp_path):
     res = run(tmp_path, "never_joins", 3, HCCL_CONNECT_TIMEOUT="1")
     for r in (0, 1):                                          # the root and a plain member
         assert res[r]["code"] == 9, res[r]                    # HCCL_E_TIMEOUT
-        assert res[r]["seconds"] < 10
+        assert res[r]["seconds"] < 30                         # 30x: a loaded machine
     assert res[2]["skipped"]
 
 
 def test_a_rank_that_skips_a_collective_gives_the_others_a_timeout(tmp_path):
     res = run(tmp_path, "exec_timeout", 2, HCCL_EXEC_TIMEOUT="1")
     assert res[0]["code"] == 9 and res[0]["cause"] == "HcclError", res[0]
-    assert res[0]["seconds"] < 10
+    assert res[0]["seconds"] < 30                             # 30x: a loaded machine
 
 
 def _table(tmp_path, servers, **extra):

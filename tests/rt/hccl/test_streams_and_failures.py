@@ -98,7 +98,7 @@ def test_missing_rank_times_out_with_hccl_code(ranks, monkeypatch):
     R.comms[0].all_reduce(x, x, stream=R.streams[0])     # rank 1 never calls it
     with pytest.raises(rt.AclError) as ei:
         R.streams[0].synchronize()
-    assert time.perf_counter() - t0 < 10
+    assert time.perf_counter() - t0 < 15                # 30x the timeout: a loaded machine
     assert ei.value.code == HcclResult.HCCL_E_TIMEOUT
     cause = ei.value.__cause__
     assert isinstance(cause, hccl.HcclError) and cause.code == HcclResult.HCCL_E_TIMEOUT
@@ -142,7 +142,7 @@ def test_comm_init_root_info_times_out_when_a_rank_never_joins(monkeypatch):
     t0 = time.perf_counter()
     with pytest.raises(hccl.HcclError) as ei:
         hccl.comm_init_root_info(2, hccl.get_root_info(), 0)
-    assert time.perf_counter() - t0 < 5
+    assert time.perf_counter() - t0 < 10                # 30x the timeout: a loaded machine
     assert ei.value.code == HcclResult.HCCL_E_TIMEOUT
     assert "missing ranks [1]" in str(ei.value)
 
