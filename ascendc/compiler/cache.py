@@ -40,7 +40,7 @@ import warnings
 from functools import lru_cache
 from pathlib import Path
 
-from ..lang.numba_link import read_sealed_index, unseal
+from ..lang.sealed import read_sealed_index, unseal
 
 _LOCK = threading.RLock()
 _DIRS: dict = {}          # requested path -> the directory actually used

@@ -86,7 +86,7 @@ def test_importing_ascendc_on_an_untested_numba_warns_and_imports():
 
 # the Numba internals numba_link.py overrides: no other module of ascendc may reach them
 INTERNALS = ("numba.core.registry", "numba.core.caching", "numba.core.serialize",
-             "numba.core.dispatcher", "numba.core.codegen")
+             "numba.core.dispatcher", "numba.core.codegen", "numba.core.compiler_lock")
 OVERRIDDEN = {"CPUDispatcher", "Dispatcher", "FunctionCache", "CPUCodeLibrary",
               "insert_user_function", "_get_module_for_linking", "_reload_init", "_index_key",
               "_cache_file", "_source_stamp", "_create_empty_module"}

@@ -10,6 +10,7 @@ import pytest
 from numba import types
 
 from ascendc.lang import numba_link
+from ascendc.lang import sealed
 
 STAMP = (1.0, 10)
 
@@ -25,9 +26,9 @@ def _view(path):
 
 def test_two_entries_get_two_data_files():
     a, b, c = _key(types.int64), _key(types.float64), _key(types.int64, "inlined")
-    names = {numba_link.data_number(k) for k in (a, b, c)}
+    names = {sealed.data_number(k) for k in (a, b, c)}
     assert len(names) == 3
-    assert numba_link.data_number(a) == numba_link.data_number(_key(types.int64))
+    assert sealed.data_number(a) == numba_link.data_number(_key(types.int64))
 
 
 def test_saves_from_stale_indexes_do_not_overwrite_each_other(tmp_path, monkeypatch):

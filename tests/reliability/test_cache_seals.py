@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from ascendc.lang import numba_link
+from ascendc.lang import sealed
 
 SCRIPT = textwrap.dedent("""
     import numpy as np, ascendc as asc
@@ -102,10 +102,10 @@ def test_flipped_bytes_in_numba_cache_dir_heal_once(tmp_path):
 
 def test_seal_detects_each_kind_of_damage():
     payload = b"\x80\x05K*."                     # pickle of 42
-    blob = numba_link.seal(payload)
-    assert numba_link.unseal(blob) == (payload, None)
+    blob = sealed.seal(payload)
+    assert sealed.unseal(blob) == (payload, None)
     flipped = blob[:-2] + bytes([blob[-2] ^ 1]) + blob[-1:]
-    assert "does not match" in numba_link.unseal(flipped)[1]
-    assert "does not match" in numba_link.unseal(blob[:-1])[1]
-    assert "no ascendc seal" in numba_link.unseal(payload)[1]
-    assert "does not match" in numba_link.unseal(numba_link.SEAL_MAGIC + b"\0" * 3)[1]
+    assert "does not match" in sealed.unseal(flipped)[1]
+    assert "does not match" in sealed.unseal(blob[:-1])[1]
+    assert "no ascendc seal" in sealed.unseal(payload)[1]
+    assert "does not match" in sealed.unseal(sealed.SEAL_MAGIC + b"\0" * 3)[1]
