@@ -119,16 +119,8 @@ def _core(soc, flags) -> _Core:
     return got
 
 
-def _ctx_addrs(ctx) -> tuple:
-    """The addresses and sizes of a core context's arrays as a compiled kernel takes them (kept
-    with the context for the contexts of this thread's `_core` cache; any other's made anew)."""
-    for c in getattr(_CTX, "cache", {}).values():
-        if c.ctx is ctx:
-            return c.addrs
-    return _addrs(ctx)
-
-
 def _addrs(ctx) -> tuple:
+    """The addresses and sizes of a core context's arrays as a compiled kernel takes them."""
     mem, stage, st, tr = ctx
     return (mem.ctypes.data, mem.size, stage.ctypes.data, stage.size, st.ctypes.data,
             tr.ctypes.data, tr.shape[0])
@@ -506,7 +498,7 @@ class CompiledBinary(Binary):
                     flat += (v.ctypes.data, v.size)
                 else:
                     flat.append(v)
-        self._call((_ctx_addrs(ctx), (blocks.ctypes.data, len(blocks)), block_dim, *flat))
+        self._call((_addrs(ctx), (blocks.ctypes.data, len(blocks)), block_dim, *flat))
 
     def _run_one(self, cr, b, block_num, views, flat):
         # the core's one-block array, its address taken once (views stay alive in the caller)
