@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
+from llvmlite import ir
 from numba import types
-from numba.extending import overload
+from numba.extending import intrinsic, overload
 
 from .numba_link import cached_njit
 
@@ -188,6 +189,23 @@ def compute_dtype(a):
     return a.dtype
 
 
+@intrinsic
+def _opaque(typingctx, x):
+    """x, as an LLVM `freeze` (no instruction): the optimiser no longer knows the value is what
+    memory held. Without it, `a[i] = max(a[i], c)` (any op that may return its loaded input:
+    max, min, relu, exp's NaN path) lets LLVM drop the store on that path, and the vectorised
+    loop writes with masked stores (vmaskmovps), which AMD's Zen cores run about 12x slower than
+    a plain store (0.49 against 0.04 ns an element for an in-place max on a Zen 3 core)."""
+    if not isinstance(x, (types.Float, types.Integer, types.Boolean)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        frozen = ir.instructions.Instruction(builder.block, args[0].type, "freeze", [args[0]])
+        builder._insert(frozen)       # llvmlite's IRBuilder has no freeze()
+        return frozen
+    return x(x), codegen
+
+
 @overload(ld)
 def _ld(a, i):
     k = _kind(a.dtype)
@@ -195,7 +213,7 @@ def _ld(a, i):
         return lambda a, i: f16_bits_to_f32(a[i].f16)
     if k == "bf16":
         return lambda a, i: bf16_bits_to_f32(a[i].bf16)
-    return lambda a, i: a[i]
+    return lambda a, i: _opaque(a[i])
 
 
 @overload(st)

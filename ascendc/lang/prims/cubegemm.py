@@ -13,8 +13,10 @@ NPU, where one datapath computes every cell. BLAS does not promise this (its fir
 and edge kernels round differently), hence this kernel.
 
 The micro-kernel is LLVM IR (an intrinsic): MR rows x NR strips of accumulators, one <16 x float>
-register per L0C row of a strip, A broadcast from L0A in place (no unpacking), C read and written
-in place in L0C (no packing); only B is repacked (O(k * n) per mmad against O(m * n * k) work).
+value per L0C row of a strip (one AVX-512 register, two AVX2 ones; MR and NR are sized to the
+CPU's register file, see `_blocking`, and do not change the result), A broadcast from L0A in
+place (no unpacking), C read and written in place in L0C (no packing); only B is repacked
+(O(k * n) per mmad against O(m * n * k) work).
 `h2f16` converts 16 float16 values to float32 with one vector fpext (the CPU's half -> float,
 exact, as the element-wise conversion it replaces, about 1.5x faster: 0.6 us for a 128 x 128
 operand). Helpers serve the cube path's data movement too: `make_transpose` (the fractal
@@ -24,9 +26,10 @@ two-input shuffles), `copy32` (Nd2Nz's
 """
 from __future__ import annotations
 
+import llvmlite.binding as ll
 import numpy as np
 from llvmlite import ir
-from numba import types
+from numba import config, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
@@ -105,36 +108,74 @@ def _make_ukernel(mr, nr):
     return ukernel
 
 
-_MR = 8                            # rows per micro-kernel call (m16 is a multiple of 16)
-_UK2 = _make_ukernel(_MR, 2)       # two strips: 16 accumulators, 2 B loads per 8 broadcasts
-_UK1 = _make_ukernel(_MR, 1)       # the last strip of an odd count
+def _vector_registers():
+    """(bits, count) of the vector registers of the CPU Numba compiles for (NUMBA_CPU_FEATURES
+    when set, else the host's): AVX-512 32 x 512, AVX/AVX2 16 x 256, else 16 x 128."""
+    feats = config.CPU_FEATURES
+    if feats is None:
+        on = {f for f, v in ll.get_host_cpu_features().items() if v}
+    else:
+        on = {f[1:] for f in feats.split(",") if f.startswith("+")}
+    if "avx512f" in on:
+        return 512, 32
+    return (256 if "avx" in on else 128), 16
+
+
+def _blocking(bits, nregs):
+    """(rows, strips) of the micro-kernel: as many accumulators as the register file holds
+    beside one B row per strip and the A broadcast. A 16-float row takes 512 / bits registers;
+    AVX-512: 8 rows x 2 strips (16 + 2 + 1 of 32 registers); AVX2: 6 x 1 (12 + 2 + 1 of 16;
+    8 x 2 there spills its 32 accumulators to the stack and ran 2.8x slower, 34.5 against
+    97 GFLOP/s for 128^3 on a Zen 3 core); SSE: 2 x 1."""
+    per_row = 512 // bits
+    strips = 2 if nregs >= 32 else 1
+    rows = 8
+    while rows > 1 and (rows + 1) * strips * per_row + 1 > nregs:
+        rows -= 1
+    return rows, strips
+
+
+_MR, _NR = _blocking(*_vector_registers())
+_TAIL = 16 % _MR                   # a 16-row fractal block is _MR, _MR, ..., _TAIL rows
+_UK = _make_ukernel(_MR, _NR)      # _NR strips
+_UK1 = _make_ukernel(_MR, 1)       # the last strip of an odd count (when _NR is 2)
+_UKT = _make_ukernel(_TAIL or _MR, _NR)
+_UKT1 = _make_ukernel(_TAIL or _MR, 1)
 
 
 @prim
 def gemm_nz(c, a, bp, m16, n16, k, c0, kpad, init):
     """See module doc. c: L0C as float32 (>= m16*n16), a: ZZ float32, bp: from pack_zn."""
     nbn = n16 // 16
-    for s0 in range(0, nbn, 2):
-        _strips_gemm(c, a, bp, s0 * kpad * 16, s0, min(2, nbn - s0), m16, kpad // c0, c0, k,
+    for s0 in range(0, nbn, _NR):
+        _strips_gemm(c, a, bp, s0 * kpad * 16, s0, min(_NR, nbn - s0), m16, kpad // c0, c0, k,
                      init)
 
 
 @prim
 def _strips_gemm(c, a, bp, bo, s0, ns, m16, kb, c0, k, init):
-    """C's strip s0 (and s0 + 1 when ns is 2) (+)= A @ B, those strips of B packed (pack_zn's
-    layout) from bp[bo]: one micro-kernel call per _MR rows."""
+    """C's strips s0 .. s0 + ns - 1 (ns is _NR, or 1 for the last of an odd count) (+)= A @ B,
+    those strips of B packed (pack_zn's layout) from bp[bo]: one micro-kernel call per _MR rows
+    (and _TAIL rows at the end of each 16-row block)."""
     ash = np.int64(0)
     while (np.int64(1) << ash) < c0:
         ash += 1
     ini = np.int64(1 if init else 0)
     kpad = kb * c0
-    for r0 in range(0, m16, _MR):
-        ao = (r0 // 16) * kb * 16 * c0 + (r0 % 16) * c0
-        co = (s0 * m16 + r0) * 16
-        if ns == 2:
-            _UK2(c, co, m16 * 16, a, ao, ash, bp, bo, kpad * 16, k, ini)
-        else:
-            _UK1(c, co, m16 * 16, a, ao, ash, bp, bo, kpad * 16, k, ini)
+    for rb in range(0, m16, 16):
+        for r in range(0, 16, _MR):
+            r0 = rb + r
+            ao = (r0 // 16) * kb * 16 * c0 + r * c0
+            co = (s0 * m16 + r0) * 16
+            if r + _MR <= 16:
+                if ns == _NR:
+                    _UK(c, co, m16 * 16, a, ao, ash, bp, bo, kpad * 16, k, ini)
+                else:
+                    _UK1(c, co, m16 * 16, a, ao, ash, bp, bo, kpad * 16, k, ini)
+            elif ns == _NR:
+                _UKT(c, co, m16 * 16, a, ao, ash, bp, bo, kpad * 16, k, ini)
+            else:
+                _UKT1(c, co, m16 * 16, a, ao, ash, bp, bo, kpad * 16, k, ini)
 
 
 def _network(rows, cols, lanes):
@@ -269,9 +310,9 @@ def gemm_zn(c, a, b, m16, n16, k, c0, kb, init):
     then read while it is in the CPU's L1, instead of all of B into a fresh array first (the
     same products in the same order: bit-identical to pack_zn + gemm_nz)."""
     nbn = n16 // 16
-    bp = np.empty(2 * kb * c0 * 16, np.float32)
-    for s0 in range(0, nbn, 2):
-        ns = min(2, nbn - s0)
+    bp = np.empty(_NR * kb * c0 * 16, np.float32)
+    for s0 in range(0, nbn, _NR):
+        ns = min(_NR, nbn - s0)
         _pack_strips(bp, b, s0, ns, nbn, kb, c0)
         _strips_gemm(c, a, bp, 0, s0, ns, m16, kb, c0, k, init)
 
