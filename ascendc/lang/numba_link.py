@@ -52,7 +52,7 @@ from numba import types
 from numba.core import config, serialize
 from numba.core.caching import FunctionCache, IndexDataCacheFile
 from numba.core.compiler_lock import global_compiler_lock
-from numba.core.registry import CPUDispatcher
+from numba.core.registry import CPUDispatcher, cpu_target
 
 from .errors import KernelError
 from .sealed import data_number, heal_warning, read_sealed_index, seal, unseal
@@ -505,6 +505,17 @@ class CheckedFunctionCache(FunctionCache):
         if cres is not None and cres.reload_init:
             cres.library._reload_init.update(cres.reload_init)
         return cres
+
+
+def target_features() -> set:
+    """The CPU features Numba compiles for, as the set of enabled names: its code generator's
+    feature string (the host's, less what NUMBA_ENABLE_AVX=0 takes away, or
+    NUMBA_CPU_FEATURES; the string its cache keys carry); empty when it cannot be read."""
+    try:
+        feats = cpu_target.target_context.codegen().magic_tuple()[2]
+    except Exception:       # noqa: BLE001 - no features known: the narrowest vectors
+        return set()
+    return {f[1:] for f in feats.split(",") if f.startswith("+")}
 
 
 def cached_njit(**options):

@@ -26,16 +26,17 @@ two-input shuffles), `copy32` (Nd2Nz's
 """
 from __future__ import annotations
 
-import llvmlite.binding as ll
 import numpy as np
 from llvmlite import ir
-from numba import config, types
+from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
 from ..core import prim
+from ..numba_link import target_features
 
-__all__ = ["copy32", "copy64", "gemm_nz", "gemm_zn", "h2f16", "make_transpose", "pack_zn"]
+__all__ = ["BLOCKINGS", "HOST_BLOCKING", "copy32", "copy64", "gemm_nz", "gemm_nz_blocked",
+           "gemm_zn", "gemm_zn_blocked", "h2f16", "make_transpose", "pack_zn"]
 
 _F32 = ir.FloatType()
 _I64 = ir.IntType(64)
@@ -108,17 +109,14 @@ def _make_ukernel(mr, nr):
     return ukernel
 
 
-def _vector_registers():
-    """(bits, count) of the vector registers of the CPU Numba compiles for (NUMBA_CPU_FEATURES
-    when set, else the host's): AVX-512 32 x 512, AVX/AVX2 16 x 256, else 16 x 128."""
-    feats = config.CPU_FEATURES
-    if feats is None:
-        on = {f for f, v in ll.get_host_cpu_features().items() if v}
-    else:
-        on = {f[1:] for f in feats.split(",") if f.startswith("+")}
+def _vector_registers(features=None):
+    """(bits, count) of the vector registers of the CPU Numba compiles for (`features`: the
+    enabled feature names, by default those of Numba's code generator): AVX-512 32 x 512,
+    AVX/AVX2 16 x 256, else 16 x 128."""
+    on = target_features() if features is None else features
     if "avx512f" in on:
         return 512, 32
-    return (256 if "avx" in on else 128), 16
+    return (256 if any(f.startswith("avx") for f in on) else 128), 16
 
 
 def _blocking(bits, nregs):
@@ -135,47 +133,58 @@ def _blocking(bits, nregs):
     return rows, strips
 
 
-_MR, _NR = _blocking(*_vector_registers())
-_TAIL = 16 % _MR                   # a 16-row fractal block is _MR, _MR, ..., _TAIL rows
-_UK = _make_ukernel(_MR, _NR)      # _NR strips
-_UK1 = _make_ukernel(_MR, 1)       # the last strip of an odd count (when _NR is 2)
-_UKT = _make_ukernel(_TAIL or _MR, _NR)
-_UKT1 = _make_ukernel(_TAIL or _MR, 1)
+# The blockings `_blocking` gives (AVX-512, AVX/AVX2, SSE), by index: every one is compiled in,
+# the host's is the default and the tests run all three on any CPU (a 16-row fractal block is
+# rows, rows, ..., then the 16 % rows left: 8 + 8, 6 + 6 + 4, 2 x 8).
+BLOCKINGS = ((8, 2), (6, 1), (2, 1))
+HOST_BLOCKING = BLOCKINGS.index(_blocking(*_vector_registers()))
+_UK8_2, _UK8_1 = _make_ukernel(8, 2), _make_ukernel(8, 1)
+_UK6, _UK4, _UK2 = _make_ukernel(6, 1), _make_ukernel(4, 1), _make_ukernel(2, 1)
 
 
 @prim
 def gemm_nz(c, a, bp, m16, n16, k, c0, kpad, init):
     """See module doc. c: L0C as float32 (>= m16*n16), a: ZZ float32, bp: from pack_zn."""
-    nbn = n16 // 16
-    for s0 in range(0, nbn, _NR):
-        _strips_gemm(c, a, bp, s0 * kpad * 16, s0, min(_NR, nbn - s0), m16, kpad // c0, c0, k,
-                     init)
+    gemm_nz_blocked(c, a, bp, m16, n16, k, c0, kpad, init, HOST_BLOCKING)
 
 
 @prim
-def _strips_gemm(c, a, bp, bo, s0, ns, m16, kb, c0, k, init):
-    """C's strips s0 .. s0 + ns - 1 (ns is _NR, or 1 for the last of an odd count) (+)= A @ B,
-    those strips of B packed (pack_zn's layout) from bp[bo]: one micro-kernel call per _MR rows
-    (and _TAIL rows at the end of each 16-row block)."""
+def gemm_nz_blocked(c, a, bp, m16, n16, k, c0, kpad, init, which):
+    """gemm_nz with the micro-kernel blocking BLOCKINGS[which]."""
+    nr = BLOCKINGS[which][1]
+    nbn = n16 // 16
+    for s0 in range(0, nbn, nr):
+        _strips_gemm(c, a, bp, s0 * kpad * 16, s0, min(nr, nbn - s0), m16, kpad // c0, c0, k,
+                     init, which)
+
+
+@prim
+def _strips_gemm(c, a, bp, bo, s0, ns, m16, kb, c0, k, init, which):
+    """C's strips s0 .. s0 + ns - 1 (ns: the blocking's strips, or 1 for the last of an odd
+    count) (+)= A @ B, those strips of B packed (pack_zn's layout) from bp[bo]: one
+    micro-kernel call per BLOCKINGS[which] rows (and the rest of each 16-row block)."""
     ash = np.int64(0)
     while (np.int64(1) << ash) < c0:
         ash += 1
     ini = np.int64(1 if init else 0)
     kpad = kb * c0
+    mr = BLOCKINGS[which][0]
+    cs, bs = m16 * 16, kpad * 16
     for rb in range(0, m16, 16):
-        for r in range(0, 16, _MR):
-            r0 = rb + r
-            ao = (r0 // 16) * kb * 16 * c0 + r * c0
-            co = (s0 * m16 + r0) * 16
-            if r + _MR <= 16:
-                if ns == _NR:
-                    _UK(c, co, m16 * 16, a, ao, ash, bp, bo, kpad * 16, k, ini)
-                else:
-                    _UK1(c, co, m16 * 16, a, ao, ash, bp, bo, kpad * 16, k, ini)
-            elif ns == _NR:
-                _UKT(c, co, m16 * 16, a, ao, ash, bp, bo, kpad * 16, k, ini)
+        for r in range(0, 16, mr):
+            ao = (rb // 16) * kb * 16 * c0 + r * c0
+            co = (s0 * m16 + rb + r) * 16
+            rows = min(mr, 16 - r)
+            if rows == 8 and ns == 2:
+                _UK8_2(c, co, cs, a, ao, ash, bp, bo, bs, k, ini)
+            elif rows == 8:
+                _UK8_1(c, co, cs, a, ao, ash, bp, bo, bs, k, ini)
+            elif rows == 6:
+                _UK6(c, co, cs, a, ao, ash, bp, bo, bs, k, ini)
+            elif rows == 4:
+                _UK4(c, co, cs, a, ao, ash, bp, bo, bs, k, ini)
             else:
-                _UKT1(c, co, m16 * 16, a, ao, ash, bp, bo, kpad * 16, k, ini)
+                _UK2(c, co, cs, a, ao, ash, bp, bo, bs, k, ini)
 
 
 def _network(rows, cols, lanes):
@@ -306,15 +315,22 @@ def _pack_strips(out, b, s0, ns, nbn, kb, c0):
 @prim
 def gemm_zn(c, a, b, m16, n16, k, c0, kb, init):
     """`gemm_nz` with B as L0B holds it (ZN float32, kb fractal rows of n16/16 fractals): each
-    pair of 16-column strips is repacked as `pack_zn` does, into a small buffer the row blocks
-    then read while it is in the CPU's L1, instead of all of B into a fresh array first (the
-    same products in the same order: bit-identical to pack_zn + gemm_nz)."""
+    group of the blocking's 16-column strips is repacked as `pack_zn` does, into a small buffer
+    the row blocks then read while it is in the CPU's L1, instead of all of B into a fresh array
+    first (the same products in the same order: bit-identical to pack_zn + gemm_nz)."""
+    gemm_zn_blocked(c, a, b, m16, n16, k, c0, kb, init, HOST_BLOCKING)
+
+
+@prim
+def gemm_zn_blocked(c, a, b, m16, n16, k, c0, kb, init, which):
+    """gemm_zn with the micro-kernel blocking BLOCKINGS[which]."""
+    nr = BLOCKINGS[which][1]
     nbn = n16 // 16
-    bp = np.empty(_NR * kb * c0 * 16, np.float32)
-    for s0 in range(0, nbn, _NR):
-        ns = min(_NR, nbn - s0)
+    bp = np.empty(nr * kb * c0 * 16, np.float32)
+    for s0 in range(0, nbn, nr):
+        ns = min(nr, nbn - s0)
         _pack_strips(bp, b, s0, ns, nbn, kb, c0)
-        _strips_gemm(c, a, bp, 0, s0, ns, m16, kb, c0, k, init)
+        _strips_gemm(c, a, bp, 0, s0, ns, m16, kb, c0, k, init, which)
 
 
 def _make_copy(nbytes):
