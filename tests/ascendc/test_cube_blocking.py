@@ -2,38 +2,53 @@
 AVX-512, 6 x 1 on AVX2, 2 x 1 on SSE); every blocking computes each L0C cell by the same chain
 of fused multiply-adds, so the result is bit-identical whichever the CPU is. All three are
 compiled in, so each runs here through the real loops (`gemm_nz_blocked`, `gemm_zn_blocked`)."""
+import os
+import pathlib
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
 from ascendc.lang import numba_link
-from ascendc.lang.prims import cubegemm
 from ascendc.lang.prims.cubegemm import (BLOCKINGS, HOST_BLOCKING, gemm_nz, gemm_nz_blocked,
-                                         gemm_zn, gemm_zn_blocked, pack_zn)
+                                         gemm_zn, gemm_zn_blocked, host_blocking, pack_zn)
 
 
-@pytest.mark.parametrize("bits, nregs, expect", [(512, 32, (8, 2)), (256, 16, (6, 1)),
-                                                 (128, 16, (2, 1))])
-def test_blocking_fills_the_register_file_without_spilling(bits, nregs, expect):
-    assert cubegemm._blocking(bits, nregs) == expect
-    assert expect in BLOCKINGS
+@pytest.mark.parametrize("which, nregs, per_row", [(0, 32, 1), (1, 16, 2), (2, 16, 4)])
+def test_each_blocking_fills_its_register_file_without_spilling(which, nregs, per_row):
+    """AVX-512 (32 registers, a 16-float row in one), AVX2 (16, two), SSE (16, four): the
+    accumulators, one B row per strip and the A broadcast fit, and one more row would not
+    (or the rows are 8, half a fractal block)."""
+    rows, strips = BLOCKINGS[which]
+    assert (rows + 1) * strips * per_row + 1 <= nregs
+    assert rows == 8 or (rows + 2) * strips * per_row + 1 > nregs
 
 
-@pytest.mark.parametrize("features, expect", [({"avx512f", "avx2", "avx"}, (512, 32)),
-                                              ({"avx2", "fma"}, (256, 16)),
-                                              ({"avx"}, (256, 16)),
-                                              ({"sse4.2", "sse2"}, (128, 16)), (set(), (128, 16))])
-def test_vector_registers_follow_the_features(features, expect):
-    assert cubegemm._vector_registers(features) == expect
+@pytest.mark.parametrize("features, expect", [({"avx512f", "avx2", "avx"}, 0),
+                                              ({"avx2", "fma"}, 1), ({"avx"}, 1),
+                                              ({"sse4.2", "sse2"}, 2), (set(), 2)])
+def test_host_blocking_follows_the_features(features, expect):
+    assert host_blocking(features) == expect
 
 
-def test_host_blocking_is_read_from_numbas_code_generator():
-    """The features are those Numba compiles for (what its cache keys carry), not the raw
-    host's: NUMBA_ENABLE_AVX=0 or NUMBA_CPU_FEATURES change both."""
-    from numba.core.registry import cpu_target
-    feats = cpu_target.target_context.codegen().magic_tuple()[2]
-    on = numba_link.target_features()
-    assert on == {f[1:] for f in feats.split(",") if f.startswith("+")}
-    assert BLOCKINGS[HOST_BLOCKING] == cubegemm._blocking(*cubegemm._vector_registers(on))
+CHILD = "from ascendc.lang.prims.cubegemm import HOST_BLOCKING; print('BLOCKING', HOST_BLOCKING)"
+
+
+@pytest.mark.parametrize("env", [{"NUMBA_CPU_FEATURES": "+sse2,+sse4.2,-avx,-avx2,-avx512f"},
+                                 {"NUMBA_ENABLE_AVX": "0"}])
+def test_host_blocking_is_what_numba_compiles_for(env, tmp_path):
+    """The features are those of Numba's code generator (what its cache keys carry), not the
+    raw host's: NUMBA_CPU_FEATURES or NUMBA_ENABLE_AVX=0 without AVX give the SSE blocking on
+    any x86 CPU."""
+    root = pathlib.Path(__file__).resolve().parents[2]
+    r = subprocess.run([sys.executable, "-c", CHILD], cwd=root, capture_output=True, text=True,
+                       env=dict(os.environ, **env, PYTHONPATH=str(root),
+                                NUMBA_CACHE_DIR=str(tmp_path / "numba"),
+                                ASCENDC_CACHE_DIR=str(tmp_path / "kernels")), timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.split("BLOCKING")[-1].strip() == "2"
+    assert HOST_BLOCKING == host_blocking(numba_link.target_features())
 
 
 @pytest.mark.parametrize("c0", [8, 16])

@@ -14,7 +14,7 @@ and edge kernels round differently), hence this kernel.
 
 The micro-kernel is LLVM IR (an intrinsic): MR rows x NR strips of accumulators, one <16 x float>
 value per L0C row of a strip (one AVX-512 register, two AVX2 ones; MR and NR are sized to the
-CPU's register file, see `_blocking`, and do not change the result), A broadcast from L0A in
+CPU's register file, see BLOCKINGS, and do not change the result), A broadcast from L0A in
 place (no unpacking), C read and written in place in L0C (no packing); only B is repacked
 (O(k * n) per mmad against O(m * n * k) work).
 `h2f16` converts 16 float16 values to float32 with one vector fpext (the CPU's half -> float,
@@ -36,7 +36,7 @@ from ..core import prim
 from ..numba_link import target_features
 
 __all__ = ["BLOCKINGS", "HOST_BLOCKING", "copy32", "copy64", "gemm_nz", "gemm_nz_blocked",
-           "gemm_zn", "gemm_zn_blocked", "h2f16", "make_transpose", "pack_zn"]
+           "gemm_zn", "gemm_zn_blocked", "h2f16", "host_blocking", "make_transpose", "pack_zn"]
 
 _F32 = ir.FloatType()
 _I64 = ir.IntType(64)
@@ -109,35 +109,28 @@ def _make_ukernel(mr, nr):
     return ukernel
 
 
-def _vector_registers(features=None):
-    """(bits, count) of the vector registers of the CPU Numba compiles for (`features`: the
-    enabled feature names, by default those of Numba's code generator): AVX-512 32 x 512,
-    AVX/AVX2 16 x 256, else 16 x 128."""
+# The micro-kernel's blockings, (rows, strips), by index: as many accumulators as the vector
+# register file holds beside one B row per strip and the A broadcast (a 16-float row is one
+# AVX-512 register, two AVX2 ones, four SSE ones). A 16-row fractal block is rows, rows, ...,
+# then the 16 % rows left (8 + 8, 6 + 6 + 4, 2 x 8). All three are compiled in: the host's is
+# the default, and the tests run each on any CPU.
+#   0 AVX-512, 32 registers: 8 x 2 = 16 accumulators + 2 + 1
+#   1 AVX/AVX2, 16 registers: 6 x 1 = 12 (x 2 registers) + 2 + 1; 8 x 2 there needs 32 for
+#     its accumulators alone and spilled them: 34.5 against 94.5 GFLOP/s for 128^3 on Zen 3
+#   2 SSE, 16 registers: 2 x 1 = 8 (x 4) + 4 + 1
+BLOCKINGS = ((8, 2), (6, 1), (2, 1))
+
+
+def host_blocking(features=None) -> int:
+    """The index in BLOCKINGS for the CPU Numba compiles for (`features`: the enabled feature
+    names, by default `target_features()`, those of Numba's code generator)."""
     on = target_features() if features is None else features
     if "avx512f" in on:
-        return 512, 32
-    return (256 if any(f.startswith("avx") for f in on) else 128), 16
+        return 0
+    return 1 if any(f.startswith("avx") for f in on) else 2
 
 
-def _blocking(bits, nregs):
-    """(rows, strips) of the micro-kernel: as many accumulators as the register file holds
-    beside one B row per strip and the A broadcast. A 16-float row takes 512 / bits registers;
-    AVX-512: 8 rows x 2 strips (16 + 2 + 1 of 32 registers); AVX2: 6 x 1 (12 + 2 + 1 of 16;
-    8 x 2 there spills its 32 accumulators to the stack and ran 2.8x slower, 34.5 against
-    97 GFLOP/s for 128^3 on a Zen 3 core); SSE: 2 x 1."""
-    per_row = 512 // bits
-    strips = 2 if nregs >= 32 else 1
-    rows = 8
-    while rows > 1 and (rows + 1) * strips * per_row + 1 > nregs:
-        rows -= 1
-    return rows, strips
-
-
-# The blockings `_blocking` gives (AVX-512, AVX/AVX2, SSE), by index: every one is compiled in,
-# the host's is the default and the tests run all three on any CPU (a 16-row fractal block is
-# rows, rows, ..., then the 16 % rows left: 8 + 8, 6 + 6 + 4, 2 x 8).
-BLOCKINGS = ((8, 2), (6, 1), (2, 1))
-HOST_BLOCKING = BLOCKINGS.index(_blocking(*_vector_registers()))
+HOST_BLOCKING = host_blocking()
 _UK8_2, _UK8_1 = _make_ukernel(8, 2), _make_ukernel(8, 1)
 _UK6, _UK4, _UK2 = _make_ukernel(6, 1), _make_ukernel(4, 1), _make_ukernel(2, 1)
 
